@@ -1,0 +1,184 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
+)
+
+func newArchCommand() *cobra.Command {
+	gen := hwarch.Mariana
+	family := hwarch.SwitchNone
+	var asJSON, diff bool
+	cmd := &cobra.Command{
+		Use:   "arch [--arch A] [--switch v1|none] [--json] | arch --diff A B",
+		Short: "Print the runtime's arch tables (tdrv, soc, khal) and the geometry of a generation",
+		Example: "  neuronsim arch --arch cayman\n" +
+			"  neuronsim arch --arch mariana --switch v1 --json\n" +
+			"  neuronsim arch --diff cayman mariana",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			opts := rtarch.Options{Switch: family}
+			if diff {
+				if len(args) != 2 {
+					return fmt.Errorf("arch --diff takes two generations, got %d arguments", len(args))
+				}
+				a, err := tablesFor(args[0], opts)
+				if err != nil {
+					return err
+				}
+				b, err := tablesFor(args[1], opts)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeArchDiffJSON(out, a, b)
+				}
+				return writeArchDiff(out, a, b)
+			}
+			if len(args) != 0 {
+				return fmt.Errorf("arch takes no arguments without --diff (use --arch); got %q", args)
+			}
+			t, err := rtarch.For(gen, opts)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeArchJSON(out, t)
+			}
+			return writeArchTable(out, t)
+		},
+	}
+	cmd.Flags().Var(&gen, "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4")
+	cmd.Flags().Var(&family, "switch", "switch family for the fabric extent: v1|none")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (keys are the seed leaf names; an absent feature is null)")
+	cmd.Flags().BoolVar(&diff, "diff", false, "print only the properties that differ between two generations")
+	return cmd
+}
+
+func tablesFor(word string, opts rtarch.Options) (*rtarch.Tables, error) {
+	g, err := hwarch.ParseGeneration(word)
+	if err != nil {
+		return nil, err
+	}
+	return rtarch.For(g, opts)
+}
+
+var groupTitles = map[string]string{
+	"geometry": "geometry (hw/arch)",
+	"tdrv":     "tdrv_arch_ops: device-driver geometry (seed 003)",
+	"soc":      "soc_struct_t: fabric geometry (seed 000)",
+	"khal":     "kaena_khal: register offsets (seed 001)",
+}
+
+func symbolColumn(p rtarch.Property) string {
+	if p.Slot >= 0 {
+		return fmt.Sprintf("%s @+%d", p.Symbol, p.Slot)
+	}
+	return p.Symbol
+}
+
+// writeArchTable prints every property grouped by table.
+func writeArchTable(w io.Writer, t *rtarch.Tables) error {
+	fmt.Fprintf(w, "arch %s (%d, %s, %s), switch %s\n", t.Generation, uint8(t.Generation),
+		t.Generation.KernelName(), t.Generation.Product(), t.Options.Switch)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	group := ""
+	for _, p := range rtarch.Properties() {
+		if p.Group != group {
+			group = p.Group
+			fmt.Fprintf(tw, "\n[%s]\n", groupTitles[group])
+		}
+		lines := valueLines(p.Get(t), p.Hex)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", p.Key, symbolColumn(p), lines[0])
+		for _, l := range lines[1:] {
+			fmt.Fprintf(tw, "  \t\t%s\n", l)
+		}
+	}
+	return tw.Flush()
+}
+
+// maxValueWidth is the widest value printed on one line; a longer list is
+// printed one element per line.
+const maxValueWidth = 64
+
+func valueLines(v any, hex bool) []string {
+	s := rtarch.FormatValue(v, hex)
+	elems, isList := v.([]any)
+	if !isList || len(s) <= maxValueWidth {
+		return []string{s}
+	}
+	lines := make([]string, len(elems))
+	for i, e := range elems {
+		lines[i] = fmt.Sprintf("[%d] %s", i, rtarch.FormatValue(e, hex))
+	}
+	return lines
+}
+
+// writeArchJSON prints one JSON object: arch, switch, then every property by key.
+func writeArchJSON(w io.Writer, t *rtarch.Tables) error {
+	r := rtarch.Record{{Name: "arch", Value: t.Generation.String()}, {Name: "switch", Value: t.Options.Switch.String()}}
+	for _, p := range rtarch.Properties() {
+		r = append(r, rtarch.Field{Name: p.Key, Value: p.Get(t)})
+	}
+	return writeJSON(w, r)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+type propertyDiff struct {
+	p    rtarch.Property
+	a, b any
+}
+
+func diffTables(a, b *rtarch.Tables) []propertyDiff {
+	var out []propertyDiff
+	for _, p := range rtarch.Properties() {
+		va, vb := p.Get(a), p.Get(b)
+		if rtarch.FormatValue(va, true) != rtarch.FormatValue(vb, true) {
+			out = append(out, propertyDiff{p, va, vb})
+		}
+	}
+	return out
+}
+
+// writeArchDiff prints only the properties whose values differ.
+func writeArchDiff(w io.Writer, a, b *rtarch.Tables) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "property\t%s\t%s\n", a.Generation, b.Generation)
+	diffs := diffTables(a, b)
+	for _, d := range diffs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", d.p.Key, rtarch.FormatValue(d.a, d.p.Hex), rtarch.FormatValue(d.b, d.p.Hex))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d of %d properties differ\n", len(diffs), len(rtarch.Properties()))
+	return err
+}
+
+// writeArchDiffJSON prints {key: {A: value, B: value}} for the differing properties.
+func writeArchDiffJSON(w io.Writer, a, b *rtarch.Tables) error {
+	var r rtarch.Record
+	for _, d := range diffTables(a, b) {
+		r = append(r, rtarch.Field{Name: d.p.Key, Value: rtarch.Record{
+			{Name: a.Generation.String(), Value: d.a}, {Name: b.Generation.String(), Value: d.b}}})
+	}
+	if r == nil {
+		r = rtarch.Record{}
+	}
+	return writeJSON(w, r)
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// runCLI runs the command tree in-process and returns stdout.
+func runCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	root := newRootCommand(&out, &errOut)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), err
+}
+
+func archJSON(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	out, err := runCLI(t, append([]string{"arch", "--json"}, args...)...)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &m), out)
+	return m
+}
+
+func TestArchJSONFabricExtent(t *testing.T) {
+	tests := []struct {
+		args        []string
+		devs, folds float64
+	}{
+		{[]string{"--arch", "mariana", "--switch", "v1"}, 32, 16},
+		{[]string{"--arch", "mariana", "--switch", "none"}, 16, 8},
+		{[]string{"--arch", "cayman", "--switch", "v1"}, 16, 8},
+		{[]string{"--arch", "trn1"}, 16, 8},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			m := archJSON(t, tt.args...)
+			assert.Equal(t, tt.devs, m["get_max_devs"])
+			assert.Equal(t, tt.folds, m["get_mesh_max_folds"])
+		})
+	}
+}
+
+func TestArchJSONShape(t *testing.T) {
+	m := archJSON(t, "--arch", "v4")
+	assert.Equal(t, "mariana", m["arch"])
+	assert.Equal(t, float64(8), m["num_tpb"])
+	assert.Equal(t, float64(0x40000), m["get_valid_sbuf_partition_size"])
+	assert.Equal(t, float64(128), m["get_num_sbuf_partitions"])
+	assert.Equal(t, []any{4.0, 5.0, 0.0}, m["get_inter_rdh_dma_id"])
+	assert.Len(t, m["get_tpb_base"], 8)
+	assert.Equal(t, float64(0x900000000), m["get_hbm_size"])
+	assert.Equal(t, map[string]any{"opcode": float64(0x2B82000), "control_fast": float64(0x2B80000),
+		"control_slow": float64(0x2B81000), "datapath": float64(0x2B86000)}, m["get_dve_table_offsets"])
+	assert.Equal(t, map[string]any{"offset": float64(0x2B87000), "size": float64(0x400)}, m["get_dve_parameter_ram_params"])
+
+	s := archJSON(t, "--arch", "sunda")
+	for _, k := range []string{"get_dve_table_offsets", "get_max_links_per_pod_port", "get_eng_hw_decode_table_params", "get_eng_fp8_cfg_offset"} {
+		v, present := s[k]
+		assert.True(t, present, k)
+		assert.Nil(t, v, "%s is null on sunda", k)
+	}
+	// Keys are seed leaf names: no arch prefix, no aws_hal_.
+	for k := range m {
+		assert.False(t, strings.HasPrefix(k, "aws_hal_") || strings.HasPrefix(k, "mariana_"), k)
+	}
+}
+
+func TestArchTable(t *testing.T) {
+	out, err := runCLI(t, "arch", "--arch", "cayman")
+	require.NoError(t, err)
+	assert.Contains(t, out, "arch cayman (3, V3, Trn2), switch none")
+	for _, want := range []string{"[tdrv_arch_ops", "[soc_struct_t", "[kaena_khal", "get_max_devs", "@+680", "0x38000", "[10, 7, 9, 8, 11]"} {
+		assert.Contains(t, out, want)
+	}
+}
+
+func TestArchDiff(t *testing.T) {
+	out, err := runCLI(t, "arch", "--diff", "cayman", "mariana")
+	require.NoError(t, err)
+	assert.Contains(t, out, "get_valid_sbuf_partition_size")
+	assert.Contains(t, out, "get_max_links_per_pod_port")
+	assert.NotContains(t, out, "get_num_sb_ports", "identical properties are not printed")
+	assert.NotContains(t, out, "get_max_devs", "equal without a v1 switch")
+
+	out, err = runCLI(t, "arch", "--diff", "--switch", "v1", "trn2", "trn3")
+	require.NoError(t, err)
+	assert.Contains(t, out, "get_max_devs")
+
+	out, err = runCLI(t, "arch", "--diff", "--json", "mariana", "mariana")
+	require.NoError(t, err)
+	assert.Equal(t, "{}\n", out)
+
+	out, err = runCLI(t, "arch", "--diff", "--json", "sunda", "cayman")
+	require.NoError(t, err)
+	var m map[string]map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &m))
+	assert.Equal(t, []any{0.0, 1.0, 0.0}, m["get_inter_rdh_dma_id"]["sunda"])
+	assert.Equal(t, []any{4.0, 5.0, 0.0}, m["get_inter_rdh_dma_id"]["cayman"])
+}
+
+func TestArchErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"arch", "--arch", "trn9"}, "accepted words are sunda|cayman|mariana"},
+		{[]string{"arch", "--switch", "v2"}, "accepted words are v1|none"},
+		{[]string{"arch", "--diff", "cayman"}, "takes two generations"},
+		{[]string{"arch", "--diff", "cayman", "inf1"}, "unknown generation"},
+		{[]string{"arch", "mariana"}, "no arguments without --diff"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			_, err := runCLI(t, tt.args...)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
+
+func TestRunDefault(t *testing.T) {
+	out, err := runCLI(t, "run")
+	require.NoError(t, err)
+	assert.Contains(t, out, "1d0f:7564")
+	assert.Contains(t, out, "arch mariana (4, V4, Trn3), switch v1")
+	assert.Contains(t, out, "get_max_devs")
+}

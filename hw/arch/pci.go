@@ -1,0 +1,158 @@
+package arch
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// PCI identity values (driver-facts §1).
+const (
+	VendorAmazon uint16 = 0x1D0F // AMZN_VENDOR_ID
+
+	DeviceTrn1  uint16 = 0x7164 // Trainium1 → V2
+	DeviceInf2  uint16 = 0x7264 // Inferentia2 → V2
+	DeviceTrn2  uint16 = 0x7364 // Trainium2 → V3
+	DeviceTrn3  uint16 = 0x7564 // Trainium3 → V4
+	DeviceTrn3B uint16 = 0x7565 // Trainium3, second id → V4
+)
+
+// PCI revision ids with a special meaning; every other revision is silicon.
+const (
+	RevisionEMU  uint8 = 0xF0 // hardware emulator (driver: narch_is_emu)
+	RevisionQEMU uint8 = 0xFF // QEMU ("inkling") simulation (driver: narch_is_qemu)
+)
+
+// Errors of the PCI identity.
+var (
+	ErrUnknownVendor   = errors.New("unknown PCI vendor")
+	ErrUnknownDeviceID = errors.New("unknown PCI device id")
+	ErrBadRevision     = errors.New("bad PCI revision")
+)
+
+// Mode says whether a device is real silicon or one of the emulation targets.
+// It is derived from the PCI revision alone.
+type Mode uint8
+
+// The modes.
+const (
+	ModeSilicon Mode = iota // any revision other than 0xF0 and 0xFF
+	ModeEMU                 // revision 0xF0
+	ModeQEMU                // revision 0xFF
+)
+
+// ModeOf returns the mode a PCI revision selects.
+func ModeOf(revision uint8) Mode {
+	switch revision {
+	case RevisionEMU:
+		return ModeEMU
+	case RevisionQEMU:
+		return ModeQEMU
+	default:
+		return ModeSilicon
+	}
+}
+
+// String returns "silicon", "emu" or "qemu".
+func (m Mode) String() string {
+	switch m {
+	case ModeSilicon:
+		return "silicon"
+	case ModeEMU:
+		return "emu"
+	case ModeQEMU:
+		return "qemu"
+	}
+	return fmt.Sprintf("mode(%d)", uint8(m))
+}
+
+var deviceGenerations = []struct {
+	device uint16
+	gen    Generation
+	name   string
+}{
+	{DeviceTrn1, Sunda, "Trn1"},
+	{DeviceInf2, Sunda, "Inf2"},
+	{DeviceTrn2, Cayman, "Trn2"},
+	{DeviceTrn3, Mariana, "Trn3"},
+	{DeviceTrn3B, Mariana, "Trn3"},
+}
+
+// GenerationOfDevice maps a PCI vendor and device id to a generation, as the
+// driver's neuron_pci_set_device_architecture does. A foreign vendor or an
+// unknown device id is an error naming the value and the known ids.
+func GenerationOfDevice(vendor, device uint16) (Generation, error) {
+	if vendor != VendorAmazon {
+		return Invalid, fmt.Errorf("%w %#04x (want %#04x)", ErrUnknownVendor, vendor, VendorAmazon)
+	}
+	for _, d := range deviceGenerations {
+		if d.device == device {
+			return d.gen, nil
+		}
+	}
+	return Invalid, fmt.Errorf("%w %#04x: known ids are 0x7164 (Trn1), 0x7264 (Inf2), 0x7364 (Trn2), 0x7564 and 0x7565 (Trn3)",
+		ErrUnknownDeviceID, device)
+}
+
+// DefaultDeviceID returns the device id a simulated device of generation g
+// reports by default: Trn1 for sunda, Trn2 for cayman, the first Trn3 id for
+// mariana.
+func DefaultDeviceID(g Generation) (uint16, error) {
+	for _, d := range deviceGenerations {
+		if d.gen == g {
+			return d.device, nil
+		}
+	}
+	return 0, fmt.Errorf("%w %d", ErrUnknownGeneration, uint8(g))
+}
+
+// ProductOfDevice returns the product name of a device id ("Trn1", "Inf2",
+// "Trn2", "Trn3"), or "" when the id is unknown.
+func ProductOfDevice(device uint16) string {
+	for _, d := range deviceGenerations {
+		if d.device == device {
+			return d.name
+		}
+	}
+	return ""
+}
+
+// PCIIdentity is what a PCI function reports in its configuration space and
+// what the runtime's arch selection reads.
+type PCIIdentity struct {
+	Vendor   uint16
+	Device   uint16
+	Revision uint8
+}
+
+// Generation returns the generation the identity selects.
+func (id PCIIdentity) Generation() (Generation, error) {
+	return GenerationOfDevice(id.Vendor, id.Device)
+}
+
+// Mode returns silicon, EMU or QEMU from the revision.
+func (id PCIIdentity) Mode() Mode { return ModeOf(id.Revision) }
+
+// String formats the identity as "1d0f:7564 rev 0xf0".
+func (id PCIIdentity) String() string {
+	return fmt.Sprintf("%04x:%04x rev %#02x", id.Vendor, id.Device, id.Revision)
+}
+
+// ParseRevision reads a PCI revision from "silicon" (0x00), "emu" (0xF0),
+// "qemu" (0xFF) or a number such as "0x01" or "240".
+func ParseRevision(s string) (uint8, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "silicon":
+		return 0, nil
+	case "emu":
+		return RevisionEMU, nil
+	case "qemu":
+		return RevisionQEMU, nil
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(s), 0, 8)
+	if err != nil {
+		return 0, fmt.Errorf("%w %q: want silicon, emu, qemu or a number 0..0xff", ErrBadRevision, s)
+	}
+	return uint8(v), nil
+}
