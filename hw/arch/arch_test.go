@@ -184,16 +184,16 @@ func TestNXCoreTypeTable(t *testing.T) {
 
 func TestGeometry(t *testing.T) {
 	tests := []struct {
-		gen                                  Generation
+		gen                                   Generation
 		ncs, seng, tpbPerSeng, tpbPerHBM, die int
-		channels                             []uint64
-		active                               uint64
-		bar4                                 []uint64
-		partition                            uint64
-		dmaTotal                             int
-		host                                 []int
-		topSPs, topSPPerNC                   int
-		hostBit, meshBit                     uint64
+		channels                              []uint64
+		active                                uint64
+		bar4                                  []uint64
+		partition                             uint64
+		dmaTotal                              int
+		host                                  []int
+		topSPs, topSPPerNC                    int
+		hostBit, meshBit                      uint64
 	}{
 		{Sunda, 2, 2, 1, 1, 1, []uint64{0, 0x10_0000_0000}, 16 * GiB, []uint64{0, 16 * GiB}, 0x30000, 34, []int{32, 33}, 6, 3, 1 << 44, 0},
 		{Cayman, 8, 4, 2, 2, 2, []uint64{0, 0x40_0000_0000, 0x8000_0000_0000, 0x8040_0000_0000}, 24 * GiB,

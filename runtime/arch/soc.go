@@ -96,21 +96,19 @@ func newSoc(gen hwarch.Generation, family hwarch.SwitchFamily) *Soc {
 		s.interRDHDMAMap = [3]int32{0, 1, 0}
 		s.p2p = p2pTable(2, 1, 3)
 		s.maxDevs, s.meshMaxFolds = 16, 8
-	case hwarch.Cayman:
-		s.numTPB, s.partitionSize, s.sengPerMLA = 8, 0x38000, 4
+	case hwarch.Cayman, hwarch.Mariana:
+		s.numTPB, s.sengPerMLA = 8, 4
 		s.sbufBases = bigChipSBUFBases
 		s.interRDHDMAMap = [3]int32{4, 5, 0}
-		s.p2p = p2pTable(4, 2, 1)
-		s.maxLinksPerPodPort = 1
-		s.maxDevs, s.meshMaxFolds = 16, 8
-	case hwarch.Mariana:
-		s.numTPB, s.partitionSize, s.sengPerMLA = 8, 0x40000, 4
-		s.sbufBases = bigChipSBUFBases
-		s.interRDHDMAMap = [3]int32{4, 5, 0}
-		s.p2p = p2pTable(4, 2, 2)
-		s.maxLinksPerPodPort = 2
-		s.maxDevs = int(v1Toggle(family.IsV1(), 0xFFFF_FFF0, 0x20))
-		s.meshMaxFolds = int(v1Toggle(family.IsV1(), 0xFFFF_FFF8, 0x10))
+		if gen == hwarch.Cayman {
+			s.partitionSize, s.maxLinksPerPodPort = 0x38000, 1
+			s.maxDevs, s.meshMaxFolds = 16, 8
+		} else {
+			s.partitionSize, s.maxLinksPerPodPort = 0x40000, 2
+			s.maxDevs = int(v1Toggle(family.IsV1(), 0xFFFF_FFF0, 0x20))
+			s.meshMaxFolds = int(v1Toggle(family.IsV1(), 0xFFFF_FFF8, 0x10))
+		}
+		s.p2p = p2pTable(4, 2, s.maxLinksPerPodPort)
 	}
 	return s
 }

@@ -168,8 +168,8 @@ func TestMaxLinksPerPodPort(t *testing.T) {
 
 func TestFabricExtent(t *testing.T) {
 	tests := []struct {
-		gen          hwarch.Generation
-		sw           hwarch.SwitchFamily
+		gen         hwarch.Generation
+		sw          hwarch.SwitchFamily
 		devs, folds int
 	}{
 		{hwarch.Sunda, hwarch.SwitchNone, 16, 8},

@@ -18,7 +18,7 @@ func tables(t *testing.T, g hwarch.Generation) *Tables {
 
 func TestTdrvCounts(t *testing.T) {
 	tests := []struct {
-		gen                          hwarch.Generation
+		gen                        hwarch.Generation
 		tpb, seng, perHBM, perSENG int
 	}{
 		{hwarch.Sunda, 2, 2, 1, 1},
