@@ -1,0 +1,362 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Errors returned by the engine and by Restore. Test for them with [errors.Is];
+// the returned errors wrap them with the details (times, handler, index).
+var (
+	// ErrPastEvent is returned when an event is scheduled before the current time.
+	ErrPastEvent = errors.New("event time is in the past")
+	// ErrUnknownHandler is returned for a HandlerID that was never registered.
+	ErrUnknownHandler = errors.New("unknown event handler")
+	// ErrDuplicateHandler is returned by Register for a name already registered.
+	ErrDuplicateHandler = errors.New("event handler name already registered")
+	// ErrTimeOverflow is returned when a relative time does not fit in [Time].
+	ErrTimeOverflow = errors.New("virtual time overflow")
+	// ErrSequenceExhausted is returned when no sequence number is left to
+	// give a new event (only reachable through a restored state).
+	ErrSequenceExhausted = errors.New("event sequence numbers exhausted")
+	// ErrEventLimit is returned by RunAll when it stopped at its event limit
+	// with events still pending.
+	ErrEventLimit = errors.New("event limit reached with events pending")
+	// ErrInvalidState is returned by Restore (of an [Engine] or a [Memory])
+	// when the state given is inconsistent; the old state is kept.
+	ErrInvalidState = errors.New("invalid state")
+)
+
+// HandlerID names a registered [Handler] inside an [EngineState]. IDs are
+// handed out by [Engine.Register] in registration order starting at 1; the
+// zero HandlerID is never assigned, so a zeroed Event is always refused.
+type HandlerID uint32
+
+// Handler receives events. The engine calls HandleEvent with its clock set to
+// the event's time; the handler may schedule further events, including at the
+// current time.
+type Handler interface {
+	HandleEvent(e *Engine, arg uint64)
+}
+
+// HandlerFunc adapts an ordinary function to a [Handler].
+type HandlerFunc func(e *Engine, arg uint64)
+
+// HandleEvent calls f(e, arg).
+func (f HandlerFunc) HandleEvent(e *Engine, arg uint64) { f(e, arg) }
+
+// Event is one pending event: at time At, call handler Handler with Arg.
+// Seq is assigned when the event is scheduled and breaks ties between events
+// at the same time, so they run in the order they were scheduled.
+type Event struct {
+	At      Time
+	Seq     uint64
+	Handler HandlerID
+	Arg     uint64
+}
+
+// before reports whether a runs before b: by time, then by sequence.
+func (a *Event) before(b *Event) bool {
+	return a.At < b.At || (a.At == b.At && a.Seq < b.Seq)
+}
+
+// EngineState is the whole mutable state of an [Engine]: the clock, the next
+// sequence number to assign, and the pending events. It holds handler IDs
+// only; the owner re-registers its handlers (in the same order) before
+// restoring a state saved from another engine.
+type EngineState struct {
+	// Now is the current virtual time.
+	Now Time
+	// NextSeq is the sequence number the next scheduled event will get; every
+	// pending event's Seq is below it.
+	NextSeq uint64
+	// Queue holds the pending events. State returns them in run order;
+	// Restore accepts any order.
+	Queue []Event
+}
+
+// Engine is a deterministic discrete-event engine over virtual time.
+//
+// Events run in (time, sequence) order. The queue is a binary heap of Event
+// values, so scheduling does not allocate once the heap's backing array has
+// grown to the working size.
+//
+// The zero Engine is ready to use. An Engine is not safe for concurrent use;
+// its owner (the Device) holds a mutex around it.
+type Engine struct {
+	now     Time
+	nextSeq uint64
+	queue   []Event // binary min-heap ordered by Event.before
+
+	handlers []Handler // index = HandlerID - 1
+	names    []string  // index = HandlerID - 1
+	byName   map[string]HandlerID
+}
+
+// NewEngine returns an empty engine at time 0 with no handlers.
+func NewEngine() *Engine { return &Engine{} }
+
+// Register adds h under name and returns its ID. Names must be non-empty and
+// unique; a duplicate name returns an error wrapping [ErrDuplicateHandler].
+// Registrations survive Reset and Restore; IDs are assigned in registration
+// order, so an owner that registers the same handlers in the same order gets
+// the same IDs, which is what makes a saved [EngineState] portable.
+func (e *Engine) Register(name string, h Handler) (HandlerID, error) {
+	switch {
+	case name == "":
+		return 0, errors.New("sim engine: register: empty handler name")
+	case h == nil:
+		return 0, fmt.Errorf("sim engine: register %q: nil handler", name)
+	}
+	if id, ok := e.byName[name]; ok {
+		return 0, fmt.Errorf("sim engine: register %q (already ID %d): %w", name, id, ErrDuplicateHandler)
+	}
+	if uint64(len(e.handlers)) >= math.MaxUint32 {
+		return 0, fmt.Errorf("sim engine: register %q: too many handlers", name)
+	}
+	if e.byName == nil {
+		e.byName = make(map[string]HandlerID)
+	}
+	e.handlers = append(e.handlers, h)
+	e.names = append(e.names, name)
+	id := HandlerID(len(e.handlers))
+	e.byName[name] = id
+	return id, nil
+}
+
+// Lookup returns the ID registered under name.
+func (e *Engine) Lookup(name string) (HandlerID, bool) {
+	id, ok := e.byName[name]
+	return id, ok
+}
+
+// HandlerName returns the name id was registered under.
+func (e *Engine) HandlerName(id HandlerID) (string, bool) {
+	if !e.known(id) {
+		return "", false
+	}
+	return e.names[id-1], true
+}
+
+func (e *Engine) known(id HandlerID) bool {
+	return id != 0 && uint64(id) <= uint64(len(e.handlers))
+}
+
+// Now returns the current virtual time.
+func (e *Engine) Now() Time { return e.now }
+
+// Pending returns the number of events waiting to run.
+func (e *Engine) Pending() int { return len(e.queue) }
+
+// NextAt returns the time of the next event, and false if none is pending.
+func (e *Engine) NextAt() (Time, bool) {
+	if len(e.queue) == 0 {
+		return 0, false
+	}
+	return e.queue[0].At, true
+}
+
+// Schedule queues a call of handler h with arg at time at. An event at the
+// current time is allowed and runs after the events already queued for that
+// time. It returns an error wrapping [ErrPastEvent] if at is before Now, or
+// [ErrUnknownHandler] if h was not registered; nothing is queued then.
+func (e *Engine) Schedule(at Time, h HandlerID, arg uint64) error {
+	if !e.known(h) {
+		return fmt.Errorf("sim engine: schedule at %v: handler ID %d: %w", at, h, ErrUnknownHandler)
+	}
+	if at < e.now {
+		return fmt.Errorf("sim engine: schedule %q at %v, before now (%v): %w", e.names[h-1], at, e.now, ErrPastEvent)
+	}
+	if e.nextSeq == math.MaxUint64 {
+		return fmt.Errorf("sim engine: schedule %q at %v: %w", e.names[h-1], at, ErrSequenceExhausted)
+	}
+	e.push(Event{At: at, Seq: e.nextSeq, Handler: h, Arg: arg})
+	e.nextSeq++
+	return nil
+}
+
+// After queues a call of handler h with arg at Now+d. It returns an error
+// wrapping [ErrTimeOverflow] if Now+d does not fit in [Time], and otherwise
+// fails as Schedule does.
+func (e *Engine) After(d Time, h HandlerID, arg uint64) error {
+	at := e.now + d
+	if at < e.now {
+		return fmt.Errorf("sim engine: schedule after %v from %v: %w", d, e.now, ErrTimeOverflow)
+	}
+	return e.Schedule(at, h, arg)
+}
+
+// Step runs the next event, first setting the clock to its time. It reports
+// whether an event ran.
+func (e *Engine) Step() bool {
+	if len(e.queue) == 0 {
+		return false
+	}
+	ev := e.pop()
+	e.now = ev.At
+	e.handlers[ev.Handler-1].HandleEvent(e, ev.Arg)
+	return true
+}
+
+// RunUntil runs, in order, every event due at or before t, including events
+// that handlers schedule on the way, then sets the clock to t. It returns the
+// number of events run. Time never moves backwards: if t is before Now,
+// RunUntil runs nothing and leaves the clock alone.
+//
+// A handler may itself call RunUntil or Step (a nested run, as when an MMIO
+// poll inside a handler advances the clock); the clock stays monotonic, and
+// each call counts only the events it ran itself.
+func (e *Engine) RunUntil(t Time) (ran int) {
+	if t < e.now {
+		return 0
+	}
+	for len(e.queue) > 0 && e.queue[0].At <= t {
+		e.Step()
+		ran++
+	}
+	if t > e.now { // a nested run may already have gone further
+		e.now = t
+	}
+	return ran
+}
+
+// RunAll runs events until none is pending or limit events have run; the
+// limit guards against handlers that reschedule themselves forever. The clock
+// is left at the last event's time. It returns the number of events run, and
+// an error wrapping [ErrEventLimit] if it stopped at the limit with events
+// still pending. A limit of zero or less runs nothing.
+func (e *Engine) RunAll(limit int) (ran int, err error) {
+	for ran < limit && e.Step() {
+		ran++
+	}
+	if len(e.queue) > 0 {
+		return ran, fmt.Errorf("sim engine: ran %d events, %d still pending (next at %v): %w",
+			ran, len(e.queue), e.queue[0].At, ErrEventLimit)
+	}
+	return ran, nil
+}
+
+// Reset drops every pending event and sets the clock and the sequence
+// counter to zero. Handler registrations are kept.
+func (e *Engine) Reset() {
+	e.queue = e.queue[:0]
+	e.now = 0
+	e.nextSeq = 0
+}
+
+// State returns a deep copy of the engine's mutable state, with the queue in
+// run order.
+func (e *Engine) State() EngineState {
+	q := slices.Clone(e.queue)
+	slices.SortFunc(q, func(a, b Event) int {
+		switch {
+		case a.before(&b):
+			return -1
+		case b.before(&a):
+			return 1
+		}
+		return 0
+	})
+	if q == nil {
+		q = []Event{}
+	}
+	return EngineState{Now: e.now, NextSeq: e.nextSeq, Queue: q}
+}
+
+// Restore replaces the engine's mutable state with a copy of s. It checks
+// that every event names a registered handler, is not before s.Now, and has
+// a sequence number below s.NextSeq that no other event shares. A state that
+// fails a check is refused with an error wrapping [ErrInvalidState] that
+// names the offending event, and the engine keeps its old state.
+func (e *Engine) Restore(s EngineState) error {
+	for i := range s.Queue {
+		ev := &s.Queue[i]
+		if !e.known(ev.Handler) {
+			return fmt.Errorf("sim engine: restore: event %d (at %v, seq %d): handler ID %d: %w: %w",
+				i, ev.At, ev.Seq, ev.Handler, ErrUnknownHandler, ErrInvalidState)
+		}
+		if ev.At < s.Now {
+			return fmt.Errorf("sim engine: restore: event %d (seq %d) at %v is before now (%v): %w",
+				i, ev.Seq, ev.At, s.Now, ErrInvalidState)
+		}
+		if ev.Seq >= s.NextSeq {
+			return fmt.Errorf("sim engine: restore: event %d (at %v) has seq %d, not below next seq %d: %w",
+				i, ev.At, ev.Seq, s.NextSeq, ErrInvalidState)
+		}
+	}
+	if len(s.Queue) > 1 {
+		seqs := make([]uint64, len(s.Queue))
+		for i := range s.Queue {
+			seqs[i] = s.Queue[i].Seq
+		}
+		slices.Sort(seqs)
+		for i := 1; i < len(seqs); i++ {
+			if seqs[i] == seqs[i-1] {
+				return fmt.Errorf("sim engine: restore: two events share seq %d: %w", seqs[i], ErrInvalidState)
+			}
+		}
+	}
+	e.queue = append(e.queue[:0], s.Queue...)
+	for i := len(e.queue)/2 - 1; i >= 0; i-- {
+		e.down(i)
+	}
+	e.now = s.Now
+	e.nextSeq = s.NextSeq
+	return nil
+}
+
+// push adds ev to the heap.
+func (e *Engine) push(ev Event) {
+	e.queue = append(e.queue, ev)
+	e.up(len(e.queue) - 1)
+}
+
+// pop removes and returns the first event; the heap must not be empty.
+func (e *Engine) pop() Event {
+	q := e.queue
+	top := q[0]
+	last := len(q) - 1
+	q[0] = q[last]
+	e.queue = q[:last]
+	if last > 0 {
+		e.down(0)
+	}
+	return top
+}
+
+func (e *Engine) up(i int) {
+	q := e.queue
+	ev := q[i]
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !ev.before(&q[parent]) {
+			break
+		}
+		q[i] = q[parent]
+		i = parent
+	}
+	q[i] = ev
+}
+
+func (e *Engine) down(i int) {
+	q := e.queue
+	n := len(q)
+	ev := q[i]
+	for {
+		child := 2*i + 1
+		if child >= n || child < 0 {
+			break
+		}
+		if r := child + 1; r < n && q[r].before(&q[child]) {
+			child = r
+		}
+		if !q[child].before(&ev) {
+			break
+		}
+		q[i] = q[child]
+		i = child
+	}
+	q[i] = ev
+}

@@ -1,0 +1,497 @@
+package sim
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// AddressBits is the width of a device address. The 48-bit space holds the
+// HBM channels, the die-1 (mesh) half at bit 47 and the host window at bit 46.
+const AddressBits = 48
+
+// AddressLimit is the first address past the device address space (2^48).
+const AddressLimit uint64 = 1 << AddressBits
+
+// PageSize is the size in bytes of the unit in which [Memory] allocates.
+//
+// 4 KiB is the host PAGE_SIZE, which is also the kernel driver's device
+// memory allocation granule, so driver-sized buffers, descriptor rings and
+// semaphore blocks each cost one page or a few; a 64 KiB DMA descriptor (the
+// UDMA maximum) spans 16 or 17 pages. Smaller pages would add map overhead per
+// byte; larger ones would waste memory on the sparse rings and control blocks
+// a run scatters across the address space.
+const PageSize = 4096
+
+const (
+	pageShift = 12
+	pageMask  = PageSize - 1
+	// pageLimit is the number of pages in the address space.
+	pageLimit = AddressLimit >> pageShift
+)
+
+// ErrAddressRange is returned (wrapped, with the address and length) for an
+// access that does not lie wholly inside the 48-bit device address space.
+var ErrAddressRange = errors.New("address out of range")
+
+// Page is one page of device memory.
+type Page [PageSize]byte
+
+// MemoryState is the whole mutable state of a [Memory]: its resident pages,
+// keyed by page number (address / PageSize). A page absent from the map reads
+// as zeros.
+type MemoryState struct {
+	// Pages maps a page number, below 2^48 / PageSize, to the page's bytes.
+	// A resident page may hold only zeros (it was written, then cleared).
+	Pages map[uint64]*Page
+}
+
+// Memory is a sparse, paged, byte-addressed model of the 48-bit device
+// address space. Reads of memory never written return zeros and allocate
+// nothing; a page is allocated on the first write of a non-zero byte to it, so
+// a 144 GiB HBM range costs only the pages a run touches. Multi-byte values
+// are little-endian, as on the device.
+//
+// Every access is checked against the address space before anything is
+// written: an access that would reach past 2^48 fails with an error wrapping
+// [ErrAddressRange] and leaves memory unchanged.
+//
+// The zero Memory is ready to use. A Memory is not safe for concurrent use.
+type Memory struct {
+	pages map[uint64]*Page
+
+	// One-entry cache of the last page looked up. lastPage == nil means the
+	// cache is empty; it is dropped whenever a page is removed.
+	lastNum  uint64
+	lastPage *Page
+}
+
+// NewMemory returns an empty memory.
+func NewMemory() *Memory { return &Memory{} }
+
+// checkRange returns an error unless [addr, addr+n) lies inside the address
+// space. It is written so that addr+n cannot overflow, and kept small enough
+// to inline into the word accessors.
+func checkRange(op string, addr, n uint64) error {
+	if n > AddressLimit || addr > AddressLimit-n {
+		return rangeError(op, addr, n)
+	}
+	return nil
+}
+
+// rangeError builds the error for an access outside the address space.
+//
+//go:noinline
+func rangeError(op string, addr, n uint64) error {
+	return fmt.Errorf("sim memory: %s [%#x, +%#x) outside the %d-bit device address space: %w",
+		op, addr, n, AddressBits, ErrAddressRange)
+}
+
+// page returns page pn, or nil if it is not resident.
+func (m *Memory) page(pn uint64) *Page {
+	if m.lastPage != nil && m.lastNum == pn {
+		return m.lastPage
+	}
+	p := m.pages[pn]
+	if p != nil {
+		m.lastNum, m.lastPage = pn, p
+	}
+	return p
+}
+
+// alloc returns page pn, allocating a zeroed page if it is not resident.
+func (m *Memory) alloc(pn uint64) *Page {
+	if p := m.page(pn); p != nil {
+		return p
+	}
+	if m.pages == nil {
+		m.pages = make(map[uint64]*Page)
+	}
+	p := new(Page)
+	m.pages[pn] = p
+	m.lastNum, m.lastPage = pn, p
+	return p
+}
+
+// free drops page pn.
+func (m *Memory) free(pn uint64) {
+	delete(m.pages, pn)
+	if m.lastPage != nil && m.lastNum == pn {
+		m.lastPage = nil
+	}
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Read fills p from memory starting at addr. Bytes never written read as zero.
+func (m *Memory) Read(addr uint64, p []byte) error {
+	if err := checkRange("read", addr, uint64(len(p))); err != nil {
+		return err
+	}
+	for len(p) > 0 {
+		off := addr & pageMask
+		n := min(PageSize-off, uint64(len(p)))
+		if pg := m.page(addr >> pageShift); pg != nil {
+			copy(p[:n], pg[off:])
+		} else {
+			clear(p[:n])
+		}
+		p = p[n:]
+		addr += n
+	}
+	return nil
+}
+
+// Write copies p into memory starting at addr. Writing zeros to a page that
+// is not resident allocates nothing.
+func (m *Memory) Write(addr uint64, p []byte) error {
+	if err := checkRange("write", addr, uint64(len(p))); err != nil {
+		return err
+	}
+	for len(p) > 0 {
+		off := addr & pageMask
+		n := min(PageSize-off, uint64(len(p)))
+		pn := addr >> pageShift
+		pg := m.page(pn)
+		if pg == nil && !allZero(p[:n]) {
+			pg = m.alloc(pn)
+		}
+		if pg != nil {
+			copy(pg[off:], p[:n])
+		}
+		p = p[n:]
+		addr += n
+	}
+	return nil
+}
+
+// ReadU32 returns the little-endian 32-bit value at addr (any alignment).
+func (m *Memory) ReadU32(addr uint64) (uint32, error) {
+	if err := checkRange("read", addr, 4); err != nil {
+		return 0, err
+	}
+	if off := addr & pageMask; off <= PageSize-4 {
+		pg := m.page(addr >> pageShift)
+		if pg == nil {
+			return 0, nil
+		}
+		return binary.LittleEndian.Uint32(pg[off:]), nil
+	}
+	var b [4]byte
+	_ = m.Read(addr, b[:]) // range already checked
+	return binary.LittleEndian.Uint32(b[:]), nil
+}
+
+// WriteU32 stores v little-endian at addr (any alignment).
+func (m *Memory) WriteU32(addr uint64, v uint32) error {
+	if err := checkRange("write", addr, 4); err != nil {
+		return err
+	}
+	if off := addr & pageMask; off <= PageSize-4 {
+		pn := addr >> pageShift
+		pg := m.page(pn)
+		if pg == nil {
+			if v == 0 {
+				return nil
+			}
+			pg = m.alloc(pn)
+		}
+		binary.LittleEndian.PutUint32(pg[off:], v)
+		return nil
+	}
+	var b [4]byte
+	binary.LittleEndian.PutUint32(b[:], v)
+	return m.Write(addr, b[:])
+}
+
+// ReadU64 returns the little-endian 64-bit value at addr (any alignment).
+func (m *Memory) ReadU64(addr uint64) (uint64, error) {
+	if err := checkRange("read", addr, 8); err != nil {
+		return 0, err
+	}
+	if off := addr & pageMask; off <= PageSize-8 {
+		pg := m.page(addr >> pageShift)
+		if pg == nil {
+			return 0, nil
+		}
+		return binary.LittleEndian.Uint64(pg[off:]), nil
+	}
+	var b [8]byte
+	_ = m.Read(addr, b[:]) // range already checked
+	return binary.LittleEndian.Uint64(b[:]), nil
+}
+
+// WriteU64 stores v little-endian at addr (any alignment).
+func (m *Memory) WriteU64(addr uint64, v uint64) error {
+	if err := checkRange("write", addr, 8); err != nil {
+		return err
+	}
+	if off := addr & pageMask; off <= PageSize-8 {
+		pn := addr >> pageShift
+		pg := m.page(pn)
+		if pg == nil {
+			if v == 0 {
+				return nil
+			}
+			pg = m.alloc(pn)
+		}
+		binary.LittleEndian.PutUint64(pg[off:], v)
+		return nil
+	}
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], v)
+	return m.Write(addr, b[:])
+}
+
+// Fill sets the n bytes starting at addr to b. Filling with zero allocates
+// nothing and releases every page the range covers entirely, so clearing a
+// buffer returns memory; its cost is bounded by the smaller of the range's
+// page count and the number of resident pages. A non-zero fill allocates
+// every page of the range it does not find resident, so its size is the
+// caller's to bound (a non-zero fill of the whole space would need 256 TiB).
+func (m *Memory) Fill(addr, n uint64, b byte) error {
+	if err := checkRange("fill", addr, n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	if b == 0 && n/PageSize > uint64(len(m.pages)) {
+		m.zeroSparse(addr, n)
+		return nil
+	}
+	for n > 0 {
+		off := addr & pageMask
+		c := min(PageSize-off, n)
+		pn := addr >> pageShift
+		switch {
+		case b != 0:
+			pg := m.alloc(pn)
+			fillBytes(pg[off:off+c], b)
+		case c == PageSize:
+			m.free(pn)
+		default:
+			if pg := m.page(pn); pg != nil {
+				clear(pg[off : off+c])
+			}
+		}
+		addr += c
+		n -= c
+	}
+	return nil
+}
+
+// zeroSparse zeroes [addr, addr+n) by visiting the resident pages rather than
+// the range, for ranges with more pages than memory holds.
+func (m *Memory) zeroSparse(addr, n uint64) {
+	end := addr + n // checked: no overflow
+	first, last := addr>>pageShift, (end-1)>>pageShift
+	for pn, pg := range m.pages {
+		if pn < first || pn > last {
+			continue
+		}
+		lo, hi := uint64(0), uint64(PageSize)
+		if pn == first {
+			lo = addr & pageMask
+		}
+		if pn == last {
+			hi = (end-1)&pageMask + 1
+		}
+		if lo == 0 && hi == PageSize {
+			m.free(pn) // deleting during range is allowed
+		} else {
+			clear(pg[lo:hi])
+		}
+	}
+}
+
+func fillBytes(p []byte, b byte) {
+	if len(p) == 0 {
+		return
+	}
+	p[0] = b
+	for i := 1; i < len(p); i *= 2 {
+		copy(p[i:], p[:i])
+	}
+}
+
+// Copy copies n bytes from src to dst, page to page, without an n-byte
+// buffer. Overlapping ranges are handled as memmove does: afterwards dst
+// holds what src held before. Copying from a region never written clears the
+// destination and allocates nothing. Both ranges are checked before anything
+// is written.
+//
+// A copy costs one step per source/destination page pair. A range with many
+// more pages than memory holds is copied by visiting the resident pages
+// instead, so even a copy of the whole address space is cheap when memory is
+// sparse (it then uses a temporary copy of the resident source pages if the
+// ranges overlap).
+func (m *Memory) Copy(dst, src, n uint64) error {
+	if err := checkRange("copy source", src, n); err != nil {
+		return err
+	}
+	if err := checkRange("copy destination", dst, n); err != nil {
+		return err
+	}
+	if n == 0 || dst == src {
+		return nil
+	}
+	if n>>pageShift > 2*uint64(len(m.pages))+16 {
+		m.copySparse(dst, src, n)
+		return nil
+	}
+	if dst < src || dst-src >= n {
+		// Forward: dst is below src, or the ranges do not overlap.
+		for n > 0 {
+			so, do := src&pageMask, dst&pageMask
+			c := min(PageSize-so, PageSize-do, n)
+			m.copyChunk(dst>>pageShift, do, src>>pageShift, so, c)
+			src += c
+			dst += c
+			n -= c
+		}
+		return nil
+	}
+	// Backward: dst overlaps the tail of src; copy from the end down.
+	se, de := src+n, dst+n
+	for n > 0 {
+		so, do := (se-1)&pageMask, (de-1)&pageMask // offsets of the last byte
+		c := min(so+1, do+1, n)
+		se -= c
+		de -= c
+		m.copyChunk(de>>pageShift, de&pageMask, se>>pageShift, se&pageMask, c)
+		n -= c
+	}
+	return nil
+}
+
+// copySparse copies [src, src+n) to dst by visiting the resident pages: it
+// collects the resident source bytes, zeroes the destination range, and
+// writes the collected bytes back at their new addresses.
+func (m *Memory) copySparse(dst, src, n uint64) {
+	type piece struct {
+		pn     uint64
+		lo, hi uint64 // byte range within the page that lies in the source
+		page   *Page
+	}
+	end := src + n
+	first, last := src>>pageShift, (end-1)>>pageShift
+	overlap := dst < end && src < dst+n
+	var pieces []piece
+	for pn, pg := range m.pages {
+		if pn < first || pn > last {
+			continue
+		}
+		p := piece{pn: pn, hi: PageSize, page: pg}
+		if pn == first {
+			p.lo = src & pageMask
+		}
+		if pn == last {
+			p.hi = (end-1)&pageMask + 1
+		}
+		if overlap { // zeroing dst below would also change these bytes
+			cp := *pg
+			p.page = &cp
+		}
+		pieces = append(pieces, p)
+	}
+	slices.SortFunc(pieces, func(a, b piece) int { return cmp.Compare(a.pn, b.pn) })
+	m.zeroSparse(dst, n)
+	for _, p := range pieces {
+		at := p.pn<<pageShift + p.lo - src + dst
+		_ = m.Write(at, p.page[p.lo:p.hi]) // inside [dst, dst+n): checked
+	}
+}
+
+// copyChunk copies c bytes from page spn offset so to page dpn offset do; the
+// chunk lies inside one page on each side.
+func (m *Memory) copyChunk(dpn, do, spn, so, c uint64) {
+	sp := m.page(spn)
+	if sp == nil {
+		if dp := m.page(dpn); dp != nil {
+			if c == PageSize {
+				m.free(dpn)
+			} else {
+				clear(dp[do : do+c])
+			}
+		}
+		return
+	}
+	from := sp[so : so+c]
+	dp := m.page(dpn)
+	if dp == nil {
+		if allZero(from) {
+			return
+		}
+		dp = m.alloc(dpn)
+	}
+	copy(dp[do:do+c], from) // memmove-safe when sp == dp
+}
+
+// PagesTouched returns the number of resident pages: those written with
+// non-zero data and not since released by Clear, a zero Fill, or a Copy of
+// zeros over a whole page.
+func (m *Memory) PagesTouched() int { return len(m.pages) }
+
+// FootprintBytes returns the bytes held by resident pages.
+func (m *Memory) FootprintBytes() uint64 { return uint64(len(m.pages)) * PageSize }
+
+// Clear releases every page; all of memory reads as zeros again.
+func (m *Memory) Clear() {
+	m.pages = nil
+	m.lastPage = nil
+}
+
+// State returns a deep copy of the memory's resident pages.
+func (m *Memory) State() MemoryState {
+	pages := make(map[uint64]*Page, len(m.pages))
+	for pn, pg := range m.pages {
+		cp := *pg
+		pages[pn] = &cp
+	}
+	return MemoryState{Pages: pages}
+}
+
+// Restore replaces the memory's contents with a deep copy of s. A page number
+// outside the address space or a nil page is refused with an error wrapping
+// [ErrInvalidState], and the memory keeps its old contents.
+func (m *Memory) Restore(s MemoryState) error {
+	// Report the lowest bad page so the error is the same on every run.
+	bad, reason := uint64(0), ""
+	for pn, pg := range s.Pages {
+		why := ""
+		switch {
+		case pn >= pageLimit:
+			why = fmt.Sprintf("outside the %d-bit device address space", AddressBits)
+		case pg == nil:
+			why = "is nil"
+		}
+		if why != "" && (reason == "" || pn < bad) {
+			bad, reason = pn, why
+		}
+	}
+	if reason != "" {
+		where := fmt.Sprintf("page %#x", bad)
+		if bad < 1<<(64-pageShift) { // its address fits in 64 bits
+			where += fmt.Sprintf(" (address %#x)", bad<<pageShift)
+		}
+		return fmt.Errorf("sim memory: restore: %s %s: %w", where, reason, ErrInvalidState)
+	}
+	pages := make(map[uint64]*Page, len(s.Pages))
+	for pn, pg := range s.Pages {
+		cp := *pg
+		pages[pn] = &cp
+	}
+	m.pages = pages
+	m.lastPage = nil
+	return nil
+}

@@ -1,0 +1,105 @@
+package sim
+
+import (
+	"math"
+	"math/bits"
+	"strconv"
+	"time"
+)
+
+// Time is a point in, or a span of, virtual time, counted in picoseconds.
+//
+// A uint64 of picoseconds spans about 213 days, far beyond any simulated run,
+// and keeps every sum exact: no floating point enters the timing model, so the
+// same inputs give the same event order on every machine.
+type Time uint64
+
+// Units of virtual time.
+const (
+	Picosecond  Time = 1
+	Nanosecond       = 1000 * Picosecond
+	Microsecond      = 1000 * Nanosecond
+	Millisecond      = 1000 * Microsecond
+	Second           = 1000 * Millisecond
+)
+
+// MaxTime is the largest representable time. [CyclesAt] saturates to it.
+const MaxTime Time = math.MaxUint64
+
+// picosecondsPerSecond is Second as a plain integer, for CyclesAt.
+const picosecondsPerSecond = uint64(Second)
+
+// String formats t in the largest unit (ps, ns, us, ms, s) that is not larger
+// than t, with the exact decimal fraction and no trailing zeros: "250ps",
+// "1.5us", "3ms", "12.000001s". Zero is "0s".
+func (t Time) String() string {
+	if t == 0 {
+		return "0s"
+	}
+	unit, name := Picosecond, "ps"
+	switch {
+	case t >= Second:
+		unit, name = Second, "s"
+	case t >= Millisecond:
+		unit, name = Millisecond, "ms"
+	case t >= Microsecond:
+		unit, name = Microsecond, "us"
+	case t >= Nanosecond:
+		unit, name = Nanosecond, "ns"
+	}
+	var buf [32]byte
+	b := strconv.AppendUint(buf[:0], uint64(t/unit), 10)
+	if frac := uint64(t % unit); frac != 0 {
+		digits := 0 // decimal digits in unit - 1
+		for u := uint64(unit); u > 1; u /= 10 {
+			digits++
+		}
+		var fb [20]byte
+		f := strconv.AppendUint(fb[:0], frac, 10)
+		b = append(b, '.')
+		for i := len(f); i < digits; i++ {
+			b = append(b, '0')
+		}
+		for len(f) > 0 && f[len(f)-1] == '0' {
+			f = f[:len(f)-1]
+		}
+		b = append(b, f...)
+	}
+	b = append(b, name...)
+	return string(b)
+}
+
+// Duration converts t to a [time.Duration], truncating toward zero to whole
+// nanoseconds. Every Time fits: MaxTime is about 213 days.
+func (t Time) Duration() time.Duration {
+	return time.Duration(t / Nanosecond)
+}
+
+// CyclesAt returns how long cycles clock cycles last at a clock of hz hertz.
+//
+// The exact value cycles × 10¹² / hz picoseconds is computed in 128-bit
+// integer arithmetic and rounded to the nearest picosecond, halves rounded up;
+// no floating point is involved, so the result is the same on every machine.
+// Because each call rounds once, CyclesAt(hz, a)+CyclesAt(hz, b) may differ by
+// a picosecond from CyclesAt(hz, a+b): convert a total cycle count, not its
+// parts, when the difference matters.
+//
+// A result too large for Time saturates to [MaxTime], as does hz == 0 (a
+// stopped clock never completes a cycle) unless cycles is also 0.
+func CyclesAt(hz uint64, cycles uint64) Time {
+	if cycles == 0 {
+		return 0
+	}
+	if hz == 0 {
+		return MaxTime
+	}
+	hi, lo := bits.Mul64(cycles, picosecondsPerSecond)
+	var carry uint64
+	lo, carry = bits.Add64(lo, hz/2, 0) // hz/2 rounds halves up: floor((x + hz/2) / hz)
+	hi += carry                         // cannot overflow: hi < 10¹² after Mul64
+	if hi >= hz {
+		return MaxTime // quotient does not fit in 64 bits
+	}
+	q, _ := bits.Div64(hi, lo, hz)
+	return Time(q)
+}
