@@ -34,7 +34,7 @@ func testFuncs(t *testing.T, dirs ...string) map[string]bool {
 			file, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
 			require.NoError(t, err)
 			for _, d := range file.Decls {
-				if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Test") {
+				if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && (strings.HasPrefix(fn.Name.Name, "Test") || strings.HasPrefix(fn.Name.Name, "Fuzz")) {
 					names[fn.Name.Name] = true
 				}
 			}
@@ -162,10 +162,10 @@ func TestSeedConformanceDoc(t *testing.T) {
 	}
 	assert.Equal(t, want, doc, "docs/seed-conformance.md is stale: run go test ./runtime/arch -run TestSeedConformanceDoc -update")
 	// Every test the hand-written rows name must exist too.
-	tests := testFuncs(t, ".", "../../hw/arch")
+	tests := testFuncs(t, ".", "../../hw/arch", "../csr", "../ndl")
 	for _, line := range strings.Split(doc[:i]+doc[j:], "\n") {
 		for _, f := range strings.Split(line, "`") {
-			if strings.HasPrefix(f, "Test") && !strings.ContainsAny(f, " .") {
+			if (strings.HasPrefix(f, "Test") || strings.HasPrefix(f, "Fuzz")) && !strings.ContainsAny(f, " .") {
 				assert.True(t, tests[f], "the doc names %s, which does not exist", f)
 			}
 		}
