@@ -2,6 +2,8 @@ package csr
 
 import (
 	"fmt"
+
+	"github.com/neuronsim/neuronsim/runtime/ndl"
 )
 
 // Layer is the csr_* primitive layer over one region table. A nil table is
@@ -19,7 +21,11 @@ func (l *Layer) resolve(ptrs []uint64) (Region, error) {
 		return Region{}, nil
 	}
 	l.Regions.mu.RLock()
-	r, ok := l.Regions.find(ptrs[0])
+	found, ok := l.Regions.find(ptrs[0])
+	var r Region
+	if ok {
+		r = *found
+	}
 	l.Regions.mu.RUnlock()
 	if !ok {
 		return Region{}, &Error{Status: StatusRegion, Addr: ptrs[0], Err: ErrRegionNotFound}
@@ -32,6 +38,25 @@ func (l *Layer) resolve(ptrs []uint64) (Region, error) {
 	return r, nil
 }
 
+// resolveOne is resolve for a single pointer without building a slice: the
+// region's device, BAR and the pointer's offset in that BAR.
+func (l *Layer) resolveOne(ptr uint64) (dev ndl.Device, bar int, off uint64, err error) {
+	if l == nil || l.Regions == nil {
+		return nil, 0, 0, &Error{Status: StatusRegion, Err: ErrNoRegions}
+	}
+	l.Regions.mu.RLock()
+	r, ok := l.Regions.find(ptr)
+	if ok && r.inBounds(ptr) {
+		dev, bar, off = r.Device, r.BAR, ptr-r.Start+r.BAR0Offset
+	} else if ok {
+		err = &Error{Status: StatusRegion, Addr: ptr, Start: r.Start, End: r.End, Err: ErrInvalidAddress}
+	} else {
+		err = &Error{Status: StatusRegion, Addr: ptr, Err: ErrRegionNotFound}
+	}
+	l.Regions.mu.RUnlock()
+	return dev, bar, off, err
+}
+
 // contiguousRun returns how many pointers from i on are consecutive words.
 func contiguousRun(ptrs []uint64, i int) int {
 	n := 1
@@ -41,12 +66,18 @@ func contiguousRun(ptrs []uint64, i int) int {
 	return n
 }
 
-// barAccess runs fn over the maximal runs of consecutive words of ptrs.
-func barAccess(r Region, ptrs []uint64, values []uint32, fn func(bar int, off uint64, words []uint32) error) error {
+// barAccess reads or writes the maximal runs of consecutive words of ptrs.
+func barAccess(r Region, ptrs []uint64, values []uint32, write bool) error {
 	for i := 0; i < len(ptrs); {
 		n := contiguousRun(ptrs, i)
 		off := ptrs[i] - r.Start + r.BAR0Offset
-		if err := fn(r.BAR, off, values[i:i+n]); err != nil {
+		var err error
+		if write {
+			err = r.Device.WriteBAR(r.BAR, off, values[i:i+n])
+		} else {
+			err = r.Device.ReadBAR(r.BAR, off, values[i:i+n])
+		}
+		if err != nil {
 			return &Error{Status: StatusRegion, Addr: ptrs[i], Err: ErrDevice, Cause: err}
 		}
 		i += n
@@ -73,7 +104,7 @@ func (l *Layer) ReadArray(ptrs []uint64, values []uint32) error {
 	if err != nil || len(ptrs) == 0 {
 		return err
 	}
-	return barAccess(r, ptrs, values, r.Device.ReadBAR)
+	return barAccess(r, ptrs, values, false)
 }
 
 // WriteArray is csr_write_array: the same resolution and bounds as
@@ -86,23 +117,34 @@ func (l *Layer) WriteArray(ptrs []uint64, values []uint32) error {
 	if err != nil || len(ptrs) == 0 {
 		return err
 	}
-	return barAccess(r, ptrs, values, r.Device.WriteBAR)
+	return barAccess(r, ptrs, values, true)
 }
 
-// Read is csr_read, a 1-element wrapper over ReadArray.
+// Read is csr_read, a 1-element ReadArray: the same lookup, bounds and
+// errors, done without building slices so that a register read does not
+// allocate.
 func (l *Layer) Read(ptr uint64) (uint32, error) {
-	var p [1]uint64
-	var v [1]uint32
-	p[0] = ptr
-	err := l.ReadArray(p[:], v[:])
-	return v[0], err
+	dev, bar, off, err := l.resolveOne(ptr)
+	if err != nil {
+		return 0, err
+	}
+	v, err := dev.Read32(bar, off)
+	if err != nil {
+		return 0, &Error{Status: StatusRegion, Addr: ptr, Err: ErrDevice, Cause: err}
+	}
+	return v, nil
 }
 
-// Write is csr_write, a 1-element wrapper over WriteArray.
+// Write is csr_write, a 1-element WriteArray (see Read).
 func (l *Layer) Write(ptr uint64, value uint32) error {
-	p := [1]uint64{ptr}
-	v := [1]uint32{value}
-	return l.WriteArray(p[:], v[:])
+	dev, bar, off, err := l.resolveOne(ptr)
+	if err != nil {
+		return err
+	}
+	if err := dev.Write32(bar, off, value); err != nil {
+		return &Error{Status: StatusRegion, Addr: ptr, Err: ErrDevice, Cause: err}
+	}
+	return nil
 }
 
 // AXIWrite is axi_write: a burst of words to consecutive addresses from

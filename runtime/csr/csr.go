@@ -9,6 +9,8 @@ package csr
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"sync"
 
 	"github.com/neuronsim/neuronsim/runtime/ndl"
@@ -129,7 +131,8 @@ func (t *Table) Register(r Region) error {
 	if len(t.regions) >= t.cap {
 		return fmt.Errorf("%w (%d regions)", ErrTableFull, t.cap)
 	}
-	t.regions = append(t.regions, r)
+	i := sort.Search(len(t.regions), func(i int) bool { return t.regions[i].Start > r.Start })
+	t.regions = slices.Insert(t.regions, i, r)
 	return nil
 }
 
@@ -150,19 +153,20 @@ func (t *Table) Deregister(deviceID uint32) int {
 	return n
 }
 
-// Regions returns a copy of the registered regions.
+// Regions returns a copy of the registered regions, in address order.
 func (t *Table) Regions() []Region {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return append([]Region(nil), t.regions...)
 }
 
-// find returns the first region containing addr (find_region_for).
-func (t *Table) find(addr uint64) (Region, bool) {
-	for i := range t.regions {
-		if t.regions[i].Contains(addr) {
-			return t.regions[i], true
-		}
+// find returns the region containing addr (find_region_for). The runtime
+// scans its array for the first match; registered regions never overlap, so
+// a binary search over the table, kept sorted by start, finds the same one.
+func (t *Table) find(addr uint64) (*Region, bool) {
+	i := sort.Search(len(t.regions), func(i int) bool { return t.regions[i].Start > addr })
+	if i == 0 || !t.regions[i-1].Contains(addr) {
+		return nil, false
 	}
-	return Region{}, false
+	return &t.regions[i-1], true
 }

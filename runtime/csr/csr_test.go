@@ -63,6 +63,16 @@ func (d *fakeDevice) WriteBAR(bar int, off uint64, src []uint32) error {
 	return d.access(bar, off, len(src), func(m map[uint64]uint32, i int, a uint64) { m[a] = src[i] })
 }
 
+func (d *fakeDevice) Read32(bar int, off uint64) (uint32, error) {
+	var w [1]uint32
+	err := d.ReadBAR(bar, off, w[:])
+	return w[0], err
+}
+
+func (d *fakeDevice) Write32(bar int, off uint64, v uint32) error {
+	return d.WriteBAR(bar, off, []uint32{v})
+}
+
 const va = 0x7f00_0000_0000
 
 func twoWindows(t *testing.T) (*Layer, *fakeDevice) {

@@ -56,12 +56,12 @@ type KernelOptions struct {
 // driver's ioremap of the BAR, taken from NEURON_IOCTL_DEVICE_INFO, plus the
 // offset).
 //
-// BAR numbering is the runtime's: BAR 0 is the APB (register) BAR and maps
-// onto DEVICE_INFO bar_address[0]/bar_size[0], which the driver fills with its
-// bar0 pointer — PCI BAR0 on every arch except V2 QEMU, where the APB BAR (and
-// so entry [0]) is PCI BAR2. BAR 2 maps onto entry [1] (the driver's bar2,
-// NULL/0 on V2 and later, so BAR 2 reads fail with ErrBadBAR there). BAR 4
-// (device memory) is not reachable through these ioctls.
+// BAR numbers are PCI BAR numbers, as on every ndl.Device. The APB
+// (register) BAR — PCI BAR0, or BAR2 on V2 under QEMU — is what the driver
+// calls bar0: BAR_READ/BAR_WRITE with bar 0 and DEVICE_INFO
+// bar_address[0]/bar_size[0]. Any other BAR 2 maps onto entry [1] (the
+// driver's bar2, NULL/0 on V2 and later, so reads fail with ErrBadBAR there).
+// BAR 4 (device memory) is not reachable through these ioctls.
 //
 // A KernelDevice is safe for concurrent use; calls are serialised by a mutex.
 type KernelDevice struct {
@@ -72,6 +72,7 @@ type KernelDevice struct {
 	closed bool
 	info   DeviceInfo
 	id     hwarch.PCIIdentity
+	apbBAR int // PCI BAR of the registers: the driver's bar 0
 
 	// Scratch memory of the BAR ioctls, reused under mu. addrs is handed to
 	// the kernel by address and pinned for each call; arg is the bar_rw struct
@@ -178,6 +179,7 @@ func (k *KernelDevice) identify(opts KernelOptions) error {
 
 	k.info = info
 	k.id = hwarch.PCIIdentity{Vendor: hwarch.VendorAmazon, Device: device, Revision: uint8(basic.Revision)}
+	k.apbBAR = hwarch.MustGeometry(gen).BAR0.RegisterBAR(k.id.Mode())
 	return nil
 }
 
@@ -192,16 +194,16 @@ func (k *KernelDevice) Identity() hwarch.PCIIdentity { return k.id }
 func (k *KernelDevice) Info() DeviceInfo { return k.info }
 
 // BARSize returns the size of a BAR as NEURON_IOCTL_DEVICE_INFO reported it:
-// BAR 0 (the APB BAR) → bar_size[0]; BAR 2 → bar_size[1] (0 on V2 and later,
+// the APB BAR → bar_size[0]; any other BAR 2 → bar_size[1] (0 on V2 and later,
 // where the driver maps no BAR2). BAR 4 → 0: the driver does map BAR4 (device
 // memory) but DEVICE_INFO does not report its size, so through this backend it
 // is unknown and unreachable. Any other BAR → 0. The cached sizes stay
 // available after Close.
 func (k *KernelDevice) BARSize(bar int) uint64 {
-	switch bar {
-	case 0:
+	switch {
+	case bar == k.apbBAR:
 		return k.info.BarSize[0]
-	case 2:
+	case bar == 2:
 		return k.info.BarSize[1]
 	}
 	return 0
@@ -271,14 +273,14 @@ func (k *KernelDevice) access(cmd uint32, op string, bar int, off uint64, words 
 		return fmt.Errorf("ndl kernel: %s bar %d offset %#x count %d: %w (BAR size %#x)", op, bar, off, len(words), ErrBAROffset, size)
 	}
 
-	step := maxWordsPerIoctl
-	if bar != 0 {
-		step = 1 // only count=1 is safe for any bar but 0
+	ioctlBar, step := uint32(0), maxWordsPerIoctl
+	if bar != k.apbBAR {
+		ioctlBar, step = uint32(bar), 1 // only count=1 is safe for any bar but the driver's bar 0
 	}
 	for start := 0; start < len(words); start += step {
 		chunk := words[start:min(start+step, len(words))]
 		chunkOff := off + 4*uint64(start)
-		if err := k.barRW(cmd, uint32(bar), base+chunkOff, chunk); err != nil {
+		if err := k.barRW(cmd, ioctlBar, base+chunkOff, chunk); err != nil {
 			return fmt.Errorf("ndl kernel: %s bar %d offset %#x count %d: %w", ioctlName(cmd), bar, chunkOff, len(chunk), err)
 		}
 	}
@@ -289,8 +291,10 @@ func (k *KernelDevice) access(cmd uint32, op string, bar int, off uint64, words 
 // goes to, or an error wrapping ErrBadBAR naming why the BAR is unreachable.
 func (k *KernelDevice) window(cmd uint32, bar int) (base, size uint64, err error) {
 	switch {
-	case bar == 0:
+	case bar == k.apbBAR:
 		return k.info.BarAddress[0], k.info.BarSize[0], nil
+	case bar == 0:
+		return 0, 0, fmt.Errorf("%w: the registers are on PCI BAR%d in this mode; the driver maps no BAR0", ErrBadBAR, k.apbBAR)
 	case bar == 2 && cmd == IoctlBarWrite:
 		return 0, 0, fmt.Errorf("%w: the driver's BAR_WRITE accepts bar 0 only", ErrBadBAR)
 	case bar == 2:
@@ -337,6 +341,19 @@ func (k *KernelDevice) barRW(cmd uint32, bar uint32, va uint64, words []uint32) 
 // unsafe; the caller must pin *p for as long as the kernel may use the address.
 func userAddress[T any](p *T) uint64 {
 	return uint64(uintptr(unsafe.Pointer(p)))
+}
+
+// Read32 reads one word with ReadBAR.
+func (k *KernelDevice) Read32(bar int, off uint64) (uint32, error) {
+	var w [1]uint32
+	err := k.ReadBAR(bar, off, w[:])
+	return w[0], err
+}
+
+// Write32 writes one word with WriteBAR.
+func (k *KernelDevice) Write32(bar int, off uint64, v uint32) error {
+	w := [1]uint32{v}
+	return k.WriteBAR(bar, off, w[:])
 }
 
 // Close closes the device node. Later calls of ReadBAR, WriteBAR,

@@ -50,9 +50,12 @@ func TestKernelOpenIdentity(t *testing.T) {
 			assert.Equal(t, hwarch.Generation(tt.arch), g)
 
 			assert.Equal(t, f.info, k.Info())
-			assert.Equal(t, uint64(fakeBar0Size), k.BARSize(0))
-			for _, bar := range []int{-1, 1, 2, 3, 4, 5, 6} {
-				assert.Zero(t, k.BARSize(bar), "bar %d", bar)
+			apb := hwarch.MustGeometry(g).BAR0.RegisterBAR(k.Identity().Mode())
+			assert.Equal(t, uint64(fakeBar0Size), k.BARSize(apb), "the APB BAR is DEVICE_INFO entry [0]")
+			for _, bar := range []int{-1, 0, 1, 2, 3, 4, 5, 6} {
+				if bar != apb {
+					assert.Zero(t, k.BARSize(bar), "bar %d", bar)
+				}
 			}
 
 			f.mu.Lock()
@@ -61,6 +64,30 @@ func TestKernelOpenIdentity(t *testing.T) {
 			f.mu.Unlock()
 		})
 	}
+}
+
+// Under QEMU a V2 device carries its registers on PCI BAR2, which the driver
+// maps as its bar 0: BAR 2 accesses go out as BAR_READ/BAR_WRITE on bar 0 in
+// batches, and BAR 0 is refused.
+func TestKernelV2QEMURegistersOnBAR2(t *testing.T) {
+	f := newFakeKernel(2, 0xFF)
+	k := openFake(t, f, KernelOptions{})
+	require.NoError(t, k.WriteBAR(2, 0x100, []uint32{7, 8}))
+	got := make([]uint32, 2)
+	require.NoError(t, k.ReadBAR(2, 0x100, got))
+	assert.Equal(t, []uint32{7, 8}, got)
+	v, err := k.Read32(2, 0x104)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(8), v)
+	calls, faults, _ := f.snapshot()
+	assert.Empty(t, faults)
+	require.Len(t, calls, 3, "one batched write, one batched read, one word read")
+	for _, c := range calls {
+		assert.Equal(t, uint32(0), c.bar, "the driver's bar 0 is the APB BAR")
+	}
+	assert.ErrorIs(t, k.Write32(0, 0x100, 1), ErrBadBAR)
+	_, err = k.Read32(0, 0x100)
+	assert.ErrorIs(t, err, ErrBadBAR)
 }
 
 func TestKernelBARSizeWithBar2(t *testing.T) {

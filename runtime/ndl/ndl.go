@@ -9,12 +9,14 @@
 package ndl
 
 import (
-	"errors"
+	"time"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 )
 
-// Device is one Neuron PCI function as the runtime sees it.
+// Device is one Neuron PCI function as the runtime sees it. BAR numbers are
+// PCI BAR numbers: the registers are on BAR0, or BAR2 for V2 under QEMU
+// (hwarch.BAR0Map.RegisterBAR); device memory is on BAR4.
 type Device interface {
 	// Identity returns the PCI vendor, device id and revision.
 	Identity() hwarch.PCIIdentity
@@ -26,14 +28,36 @@ type Device interface {
 	// WriteBAR writes src as consecutive 32-bit words starting at byte
 	// offset off of BAR bar.
 	WriteBAR(bar int, off uint64, src []uint32) error
+	// Read32 reads the 32-bit word at byte offset off of BAR bar (readl).
+	Read32(bar int, off uint64) (uint32, error)
+	// Write32 writes one 32-bit word at byte offset off of BAR bar (writel).
+	Write32(bar int, off uint64, v uint32) error
 	// Close releases the device.
 	Close() error
 }
 
-// Errors a backend returns (wrapped with the BAR, offset and count).
+// Errors a backend returns (wrapped with the BAR, offset and count). They are
+// the hw/arch sentinels, so a simulated device's errors match them too.
 var (
-	ErrBadBAR    = errors.New("no such BAR")
-	ErrBAROffset = errors.New("BAR access out of range")
-	ErrAlignment = errors.New("BAR offset not 4-byte aligned")
-	ErrClosed    = errors.New("device closed")
+	ErrBadBAR    = hwarch.ErrBadBAR
+	ErrBAROffset = hwarch.ErrBAROffset
+	ErrAlignment = hwarch.ErrAlignment
+	ErrClosed    = hwarch.ErrDeviceClosed
 )
+
+// Sleeper is implemented by a device with its own clock (a simulated device,
+// local or remote): Sleep lets d pass on that clock, running what falls due,
+// where the driver would msleep.
+type Sleeper interface {
+	Sleep(d time.Duration) error
+}
+
+// Sleep waits d as the device sees time: on the device's clock when it has
+// one, else on the wall clock.
+func Sleep(dev Device, d time.Duration) error {
+	if s, ok := dev.(Sleeper); ok {
+		return s.Sleep(d)
+	}
+	time.Sleep(d)
+	return nil
+}

@@ -1,0 +1,39 @@
+package arch
+
+import (
+	"errors"
+	"time"
+)
+
+// Errors of a BAR access, shared by every side of the device seam: the
+// simulated device returns them and the runtime's backends re-export them, so
+// errors.Is matches whichever device answered.
+var (
+	ErrBadBAR       = errors.New("no such BAR")
+	ErrBAROffset    = errors.New("BAR access out of range")
+	ErrAlignment    = errors.New("BAR offset not 4-byte aligned")
+	ErrDeviceClosed = errors.New("device closed")
+)
+
+// PCI BAR numbers of a Neuron function (driver-facts §2.1).
+const (
+	BAR0 = 0 // APB registers (all but V2 under QEMU)
+	BAR2 = 2 // APB registers on V2 under QEMU; unused otherwise on V2+
+	BAR4 = 4 // the window onto device memory (HBM)
+)
+
+// RegisterBAR returns the PCI BAR that carries the APB registers in a mode:
+// BAR2 for V2 under QEMU, BAR0 otherwise (the driver's "bar0" pointer).
+func (m BAR0Map) RegisterBAR(mode Mode) int {
+	if mode == ModeQEMU {
+		return m.APBBARUnderQEMU
+	}
+	return m.APBBAR
+}
+
+// MMIOLatency is the modelled cost of one BAR access: a non-posted read
+// waits for its completion, a posted write only for the link.
+type MMIOLatency struct {
+	Read  time.Duration
+	Write time.Duration
+}
