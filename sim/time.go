@@ -103,3 +103,15 @@ func CyclesAt(hz uint64, cycles uint64) Time {
 	q, _ := bits.Div64(hi, lo, hz)
 	return Time(q)
 }
+
+// FromDuration converts a [time.Duration] to virtual time. A negative
+// duration is 0; one too large for Time saturates to [MaxTime].
+func FromDuration(d time.Duration) Time {
+	if d <= 0 {
+		return 0
+	}
+	if uint64(d) > uint64(MaxTime/Nanosecond) {
+		return MaxTime
+	}
+	return Time(d) * Nanosecond
+}

@@ -1,0 +1,506 @@
+package sim
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/sim/bar"
+	"github.com/neuronsim/neuronsim/sim/tpb"
+)
+
+// FirmwareTiming is how long the device's firmware takes for the steps of its
+// life cycle (docs/timing-model.md §Firmware). None is published; the
+// defaults are chosen to fit inside the driver's polling budgets.
+type FirmwareTiming struct {
+	Boot        time.Duration // power-on until registers answer
+	ResetAck    time.Duration // reset trigger until +0x1EC reads 0
+	DeviceReset time.Duration // acknowledge until a device reset is done
+	TPBReset    time.Duration // acknowledge until a TPB reset is done
+	QEMUReset   time.Duration // QEMU reset register write until it reads 0
+}
+
+// DefaultFirmwareTiming returns the firmware times the model uses unless a
+// caller overrides them.
+func DefaultFirmwareTiming() FirmwareTiming {
+	return FirmwareTiming{
+		Boot:        500 * time.Millisecond,
+		ResetAck:    10 * time.Millisecond,
+		DeviceReset: 250 * time.Millisecond,
+		TPBReset:    50 * time.Millisecond,
+		QEMUReset:   1 * time.Second,
+	}
+}
+
+// DefaultFWAPIVersion is what MISC RAM +0x00 reports: 7, the first version
+// with the new mailbox protocol.
+const DefaultFWAPIVersion = 7
+
+// DeviceConfig chooses what kind of device NewDevice builds. Zero fields take
+// their defaults.
+type DeviceConfig struct {
+	Name       string            // for errors and listings; default "nd<RoutingID>"
+	Generation hwarch.Generation // required unless DeviceID is set
+	DeviceID   uint16            // PCI device id; default the generation's first id
+	Revision   uint8             // PCI revision: silicon, hwarch.RevisionEMU or hwarch.RevisionQEMU
+	RoutingID  uint32            // MISC RAM +0x24
+	Serial     uint64            // MISC RAM +0x38/+0x3c; default derived from the routing id
+	BARs       bar.Sizes         // default bar.DefaultSizes
+	MMIO       hwarch.MMIOLatency
+	Firmware   FirmwareTiming
+	FWAPI      uint32 // MISC RAM +0x00; default DefaultFWAPIVersion
+	// Ready starts the device with its firmware already booted, as if Boot
+	// had passed before time 0.
+	Ready bool
+}
+
+// Phase is where the device is in its life cycle.
+type Phase uint8
+
+// The phases.
+const (
+	PhaseBooting     Phase = iota // firmware not up: every read returns 0xDEADBEEF
+	PhaseReady                    // registers answer
+	PhaseDeviceReset              // a device reset runs: reads outside MISC RAM return 0xDEADBEEF
+)
+
+var phaseNames = [...]string{"booting", "ready", "device-reset"}
+
+// String returns the phase's name.
+func (p Phase) String() string {
+	if int(p) < len(phaseNames) {
+		return phaseNames[p]
+	}
+	return fmt.Sprintf("phase(%d)", uint8(p))
+}
+
+// DeviceStats counts what the device saw. Unmapped accesses, reads answered
+// with 0xDEADBEEF and dropped writes are counted, never fatal.
+type DeviceStats struct {
+	Reads, Writes                 uint64 // 32-bit words
+	UnmappedReads, UnmappedWrites uint64
+	LastUnmapped                  uint64 // BAR offset of the last unmapped access
+	LastUnmappedBAR               int
+	NotReadyReads, DroppedWrites  uint64 // 0xDEADBEEF answers; writes while not ready
+	ReadOnlyWrites                uint64 // stores to a semaphore READ bank
+	DeviceResets, TPBResets       uint64 // completed
+	ResetRequests                 uint64 // reset requests started or coalesced
+	UnservedTriggers              uint64 // mailbox triggers for a request the model does not serve
+}
+
+// ResetState is the reset in progress, if any. Requests that arrive while one
+// runs are coalesced into it (their maps OR-ed), as the driver's reset worker
+// does with its queue.
+type ResetState struct {
+	Active bool
+	Device bool            // a whole-device reset (else a TPB reset)
+	Map    hwarch.ResetMap // the units a TPB reset covers
+	Acked  bool            // the firmware has acknowledged (+0x1EC = 0)
+	Until  Time            // when the work finishes, once acknowledged
+	Seq    uint64          // identifies the reset's events
+	QEMU   bool            // started through the QEMU reset register
+}
+
+// DeviceState is the whole mutable state of a Device besides its engine and
+// memories.
+type DeviceState struct {
+	Phase     Phase
+	Misc      [bar.MiscRAMSize / 4]uint32
+	QEMUReg   uint32
+	Reset     ResetState
+	NCSync    []tpb.SyncState
+	TopSPSync []tpb.SyncState
+	Closed    bool
+	Stats     DeviceStats
+}
+
+// Device is one simulated Neuron PCI function. It answers BAR reads and
+// writes as the hardware does — the CSR atlas of its generation, semaphores
+// and events, the MISC RAM mailbox, the reset handshake, BAR4 onto HBM — and
+// every access costs its modelled MMIO latency on the device's clock, running
+// the events that fall due.
+//
+// Device implements the runtime's ndl.Device (and ndl.Sleeper) without
+// importing it. It is safe for concurrent use: accesses are serialised.
+type Device struct {
+	mu     sync.Mutex
+	cfg    DeviceConfig
+	geo    *hwarch.Geometry
+	id     hwarch.PCIIdentity
+	regBAR int
+	atlas  *bar.Atlas
+	bar4   *bar.BAR4
+	read   Time // MMIO read latency
+	write  Time // MMIO write latency
+
+	engine *Engine
+	regs   *Memory // backing of plain register and SRAM windows, by BAR0 offset
+	hbm    *Memory // device memory, by device address
+	st     DeviceState
+
+	hBoot, hAck, hDone HandlerID
+}
+
+// NewDevice builds a device and powers it on: its firmware boots for
+// cfg.Firmware.Boot of device time (0xDEADBEEF until then) unless cfg.Ready.
+func NewDevice(cfg DeviceConfig) (*Device, error) {
+	if err := fillDefaults(&cfg); err != nil {
+		return nil, err
+	}
+	geo := hwarch.MustGeometry(cfg.Generation)
+	atlas, err := bar.NewAtlas(geo)
+	if err != nil {
+		return nil, err
+	}
+	mode := hwarch.ModeOf(cfg.Revision)
+	regBAR := geo.BAR0.RegisterBAR(mode)
+	if cfg.BARs[regBAR] < atlas.End() {
+		return nil, fmt.Errorf("sim device %s: register BAR%d of %#x bytes cannot hold the atlas (needs %#x)", cfg.Name, regBAR, cfg.BARs[regBAR], atlas.End())
+	}
+	bar4, err := bar.NewBAR4(geo, mode, cfg.BARs[hwarch.BAR4])
+	if err != nil {
+		return nil, fmt.Errorf("sim device %s: %w", cfg.Name, err)
+	}
+	d := &Device{
+		cfg: cfg, geo: geo, regBAR: regBAR, atlas: atlas, bar4: bar4,
+		id:     hwarch.PCIIdentity{Vendor: hwarch.VendorAmazon, Device: cfg.DeviceID, Revision: cfg.Revision},
+		read:   FromDuration(cfg.MMIO.Read),
+		write:  FromDuration(cfg.MMIO.Write),
+		engine: NewEngine(), regs: NewMemory(), hbm: NewMemory(),
+	}
+	d.st.NCSync = make([]tpb.SyncState, geo.NeuronCores)
+	d.st.TopSPSync = make([]tpb.SyncState, geo.TopSPs)
+	if err := d.registerHandlers(); err != nil {
+		return nil, err
+	}
+	d.powerOn()
+	return d, nil
+}
+
+func fillDefaults(cfg *DeviceConfig) error {
+	if cfg.DeviceID != 0 {
+		g, err := hwarch.GenerationOfDevice(hwarch.VendorAmazon, cfg.DeviceID)
+		if err != nil {
+			return fmt.Errorf("sim device: %w", err)
+		}
+		if cfg.Generation != hwarch.Invalid && cfg.Generation != g {
+			return fmt.Errorf("sim device: device id %#04x is a %s device, not %s", cfg.DeviceID, g, cfg.Generation)
+		}
+		cfg.Generation = g
+	}
+	if !cfg.Generation.Valid() {
+		return fmt.Errorf("sim device: %w %d (want 2, 3 or 4)", hwarch.ErrUnknownGeneration, uint8(cfg.Generation))
+	}
+	if cfg.DeviceID == 0 {
+		cfg.DeviceID, _ = hwarch.DefaultDeviceID(cfg.Generation)
+	}
+	if cfg.Name == "" {
+		cfg.Name = fmt.Sprintf("nd%d", cfg.RoutingID)
+	}
+	if cfg.Serial == 0 {
+		cfg.Serial = 0x4E53_0000_0000_0000 | uint64(cfg.Generation)<<32 | uint64(cfg.RoutingID)
+	}
+	geo := hwarch.MustGeometry(cfg.Generation)
+	if cfg.BARs == (bar.Sizes{}) {
+		cfg.BARs = bar.DefaultSizes(geo, hwarch.ModeOf(cfg.Revision))
+	}
+	if cfg.MMIO == (hwarch.MMIOLatency{}) {
+		cfg.MMIO = bar.DefaultMMIOLatency(cfg.Generation)
+	}
+	if cfg.Firmware == (FirmwareTiming{}) {
+		cfg.Firmware = DefaultFirmwareTiming()
+	}
+	if cfg.FWAPI == 0 {
+		cfg.FWAPI = DefaultFWAPIVersion
+	}
+	return nil
+}
+
+// Identity returns the PCI vendor, device id and revision.
+func (d *Device) Identity() hwarch.PCIIdentity { return d.id }
+
+// BARSize returns the size of PCI BAR bar, 0 when the device has none.
+func (d *Device) BARSize(b int) uint64 {
+	if b < 0 || b >= len(d.cfg.BARs) {
+		return 0
+	}
+	return d.cfg.BARs[b]
+}
+
+// Config returns the configuration the device was built with, defaults filled in.
+func (d *Device) Config() DeviceConfig { return d.cfg }
+
+// Geometry returns the device's generation geometry (shared; do not modify).
+func (d *Device) Geometry() *hwarch.Geometry { return d.geo }
+
+// Atlas returns the BAR0 decode of the device.
+func (d *Device) Atlas() *bar.Atlas { return d.atlas }
+
+// BAR4 returns the BAR4 decode of the device.
+func (d *Device) BAR4() *bar.BAR4 { return d.bar4 }
+
+// RegisterBAR returns the PCI BAR that carries the registers.
+func (d *Device) RegisterBAR() int { return d.regBAR }
+
+// Now returns the device's clock.
+func (d *Device) Now() Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.engine.Now()
+}
+
+// Phase returns where the device is in its life cycle.
+func (d *Device) Phase() Phase {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.st.Phase
+}
+
+// Stats returns a copy of the device's counters.
+func (d *Device) Stats() DeviceStats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.st.Stats
+}
+
+// Sleep lets dur pass on the device's clock, running the events that fall
+// due (the driver's msleep between polls).
+func (d *Device) Sleep(dur time.Duration) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.st.Closed {
+		return fmt.Errorf("sim device %s: sleep: %w", d.cfg.Name, hwarch.ErrDeviceClosed)
+	}
+	d.advance(FromDuration(dur))
+	return nil
+}
+
+// Close marks the device closed; later BAR accesses fail with an error
+// wrapping hwarch.ErrDeviceClosed. The device's state is kept.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.st.Closed {
+		return fmt.Errorf("sim device %s: close: %w", d.cfg.Name, hwarch.ErrDeviceClosed)
+	}
+	d.st.Closed = true
+	return nil
+}
+
+// advance moves the clock forward by dt, running every event due.
+func (d *Device) advance(dt Time) {
+	now := d.engine.Now()
+	t := now + dt
+	if t < now {
+		t = MaxTime
+	}
+	d.engine.RunUntil(t)
+}
+
+// check validates an access of n words at off of BAR b.
+func (d *Device) check(op string, b int, off uint64, n int) error {
+	switch {
+	case d.st.Closed:
+		return fmt.Errorf("sim device %s: %s bar %d offset %#x: %w", d.cfg.Name, op, b, off, hwarch.ErrDeviceClosed)
+	case b < 0 || b >= len(d.cfg.BARs) || d.cfg.BARs[b] == 0:
+		return fmt.Errorf("sim device %s: %s bar %d offset %#x: %w (BARs present: %s)", d.cfg.Name, op, b, off, hwarch.ErrBadBAR, d.presentBARs())
+	case off%4 != 0:
+		return fmt.Errorf("sim device %s: %s bar %d offset %#x: %w", d.cfg.Name, op, b, off, hwarch.ErrAlignment)
+	}
+	size := d.cfg.BARs[b]
+	if uint64(n) > size/4 || off > size-4*uint64(n) {
+		return fmt.Errorf("sim device %s: %s bar %d offset %#x count %d: %w (BAR size %#x)", d.cfg.Name, op, b, off, n, hwarch.ErrBAROffset, size)
+	}
+	return nil
+}
+
+func (d *Device) presentBARs() string {
+	s := ""
+	for b, size := range d.cfg.BARs {
+		if size != 0 {
+			s += fmt.Sprintf(" BAR%d", b)
+		}
+	}
+	if s == "" {
+		return "none"
+	}
+	return s[1:]
+}
+
+// ReadBAR reads len(dst) consecutive words from byte offset off of BAR b,
+// each costing one MMIO read latency.
+func (d *Device) ReadBAR(b int, off uint64, dst []uint32) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.check("read", b, off, len(dst)); err != nil {
+		return err
+	}
+	for i := range dst {
+		dst[i] = d.readWord(b, off+4*uint64(i))
+	}
+	return nil
+}
+
+// WriteBAR writes src as consecutive words from byte offset off of BAR b,
+// each costing one MMIO write latency.
+func (d *Device) WriteBAR(b int, off uint64, src []uint32) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.check("write", b, off, len(src)); err != nil {
+		return err
+	}
+	for i, v := range src {
+		d.writeWord(b, off+4*uint64(i), v)
+	}
+	return nil
+}
+
+// Read32 reads one word (readl).
+func (d *Device) Read32(b int, off uint64) (uint32, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.check("read", b, off, 1); err != nil {
+		return 0, err
+	}
+	return d.readWord(b, off), nil
+}
+
+// Write32 writes one word (writel).
+func (d *Device) Write32(b int, off uint64, v uint32) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.check("write", b, off, 1); err != nil {
+		return err
+	}
+	d.writeWord(b, off, v)
+	return nil
+}
+
+// readWord performs one checked read: the read's latency passes first (its
+// completion carries the value as it is when it arrives), then the word is
+// decoded.
+func (d *Device) readWord(b int, off uint64) uint32 {
+	d.advance(d.read)
+	d.st.Stats.Reads++
+	if d.st.Phase == PhaseBooting {
+		d.st.Stats.NotReadyReads++
+		return hwarch.NotReady
+	}
+	if b == hwarch.BAR4 {
+		if d.st.Phase == PhaseDeviceReset {
+			d.st.Stats.NotReadyReads++
+			return hwarch.NotReady
+		}
+		addr, ok := d.bar4.Translate(off)
+		if !ok {
+			return d.unmappedRead(b, off)
+		}
+		v, _ := d.hbm.ReadU32(addr) // addresses come from the BAR4 decode and are in range
+		return v
+	}
+	if b != d.regBAR {
+		return d.unmappedRead(b, off)
+	}
+	w, rel, ok := d.atlas.Lookup(off)
+	if !ok {
+		return d.unmappedRead(b, off)
+	}
+	if d.blockedByReset(w) {
+		d.st.Stats.NotReadyReads++
+		return hwarch.NotReady
+	}
+	switch w.Kind {
+	case bar.NCSync, bar.TopSPSync:
+		if v, ok := d.syncBlock(w).Read(rel); ok {
+			return v
+		}
+	case bar.Misc:
+		return d.st.Misc[rel/4]
+	case bar.QEMUReset:
+		if hwarch.ModeOf(d.cfg.Revision) == hwarch.ModeQEMU {
+			return d.st.QEMUReg
+		}
+	}
+	v, _ := d.regs.ReadU32(off)
+	return v
+}
+
+// writeWord performs one checked write: the store takes effect, then the
+// write's (posted) latency passes.
+func (d *Device) writeWord(b int, off uint64, v uint32) {
+	d.st.Stats.Writes++
+	d.store(b, off, v)
+	d.advance(d.write)
+}
+
+func (d *Device) store(b int, off uint64, v uint32) {
+	if d.st.Phase == PhaseBooting {
+		d.st.Stats.DroppedWrites++
+		return
+	}
+	if b == hwarch.BAR4 {
+		if d.st.Phase == PhaseDeviceReset {
+			d.st.Stats.DroppedWrites++
+			return
+		}
+		addr, ok := d.bar4.Translate(off)
+		if !ok {
+			d.unmappedWrite(b, off)
+			return
+		}
+		_ = d.hbm.WriteU32(addr, v)
+		return
+	}
+	if b != d.regBAR {
+		d.unmappedWrite(b, off)
+		return
+	}
+	w, rel, ok := d.atlas.Lookup(off)
+	if !ok {
+		d.unmappedWrite(b, off)
+		return
+	}
+	if d.blockedByReset(w) {
+		d.st.Stats.DroppedWrites++
+		return
+	}
+	switch w.Kind {
+	case bar.NCSync, bar.TopSPSync:
+		blk := d.syncBlock(w)
+		if blk.Write(rel, v) {
+			return
+		}
+		if bk, _, ok := tpb.Decode(rel); ok && bk == tpb.BankSemRead {
+			d.st.Stats.ReadOnlyWrites++
+			return
+		}
+	case bar.Misc:
+		d.miscWrite(rel, v)
+		return
+	case bar.QEMUReset:
+		if hwarch.ModeOf(d.cfg.Revision) == hwarch.ModeQEMU {
+			d.qemuResetWrite(v)
+			return
+		}
+	}
+	_ = d.regs.WriteU32(off, v) // BAR0 offsets are far below the 48-bit limit
+}
+
+func (d *Device) syncBlock(w *bar.Window) *tpb.SyncState {
+	if w.Kind == bar.NCSync {
+		return &d.st.NCSync[w.Index]
+	}
+	return &d.st.TopSPSync[w.Index]
+}
+
+func (d *Device) unmappedRead(b int, off uint64) uint32 {
+	d.st.Stats.UnmappedReads++
+	d.st.Stats.LastUnmapped, d.st.Stats.LastUnmappedBAR = off, b
+	return bar.UnmappedRead
+}
+
+func (d *Device) unmappedWrite(b int, off uint64) {
+	d.st.Stats.UnmappedWrites++
+	d.st.Stats.LastUnmapped, d.st.Stats.LastUnmappedBAR = off, b
+}
