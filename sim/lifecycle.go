@@ -97,8 +97,13 @@ func (d *Device) startReset(device bool, m hwarch.ResetMap, qemu bool) {
 		r.Map.TopSPs |= m.TopSPs
 		r.QEMU = r.QEMU || qemu
 		if r.Acked {
+			// Acknowledge the joining request too, and keep the reset running
+			// until that acknowledgement has been given: the ack is scheduled
+			// first, so it runs before a completion due at the same time.
+			ack := d.ackDelay(qemu)
+			_ = d.engine.After(ack, d.hAck, r.Seq)
+			r.Until = max(r.Until, d.engine.Now()+ack)
 			d.beginWork()
-			_ = d.engine.After(d.ackDelay(qemu), d.hAck, r.Seq) // acknowledge the joining request too
 		}
 		return
 	}

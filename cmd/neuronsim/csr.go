@@ -1,0 +1,195 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/neuronsim/neuronsim/runtime/bringup"
+	"github.com/neuronsim/neuronsim/runtime/ndl"
+)
+
+// targetFlags choose the device a command talks to: a device of a simulated
+// system (the default), of a remote system, or /dev/neuronN.
+type targetFlags struct {
+	sys    *systemFlags
+	device int
+	remote string
+	kernel string
+}
+
+func addTargetFlags(cmd *cobra.Command) *targetFlags {
+	t := &targetFlags{sys: addSystemFlags(cmd)}
+	cmd.Flags().IntVar(&t.device, "device", 0, "device index in the system (/dev/neuronN for --kernel)")
+	cmd.Flags().StringVar(&t.remote, "remote", "", "use a device a `neuronsim serve` exports (unix:PATH or tcp:HOST:PORT)")
+	cmd.Flags().StringVar(&t.kernel, "kernel", "", "use the kernel driver: a /dev/neuronN path, or \"auto\" for /dev/neuron<device>")
+	cmd.MarkFlagsMutuallyExclusive("remote", "kernel")
+	return t
+}
+
+// open brings the chosen device up through the runtime. A fresh simulated
+// device is reset as the driver would; a remote or kernel device is not
+// (it may be in use).
+func (t *targetFlags) open() (*bringup.Device, func(), error) {
+	switch {
+	case t.remote != "":
+		sys, err := openRemoteSystem(t.remote)
+		if err != nil {
+			return nil, nil, err
+		}
+		if t.device < 0 || t.device >= len(sys.devs) {
+			sys.close()
+			return nil, nil, fmt.Errorf("--device %d: %s exports %d device(s)", t.device, t.remote, len(sys.devs))
+		}
+		d, err := bringup.BringUp(sys.devs[t.device], bringup.Options{NoReset: true})
+		if err != nil {
+			sys.close()
+			return nil, nil, err
+		}
+		return d, sys.close, nil
+	case t.kernel != "":
+		path := t.kernel
+		if path == "auto" {
+			path = fmt.Sprintf("/dev/neuron%d", t.device)
+		}
+		k, err := ndl.OpenKernel(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		d, err := bringup.BringUp(k, bringup.Options{NoReset: true})
+		if err != nil {
+			k.Close()
+			return nil, nil, err
+		}
+		return d, func() { k.Close() }, nil
+	}
+	s, err := t.sys.spec()
+	if err != nil {
+		return nil, nil, err
+	}
+	if t.device < 0 || t.device >= s.Devices {
+		return nil, nil, fmt.Errorf("--device %d: the system has %d device(s) (--devices)", t.device, s.Devices)
+	}
+	sys, err := buildSystem(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := bringup.BringUp(sys[t.device].Dev, bringup.Options{Switch: s.Switch})
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, func() {}, nil
+}
+
+func newCSRCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "csr read ADDR [--count N] | csr write ADDR VALUE...",
+		Short: "Read or write device registers through the runtime's csr_read/csr_write",
+		Long: "csr brings a device up through the runtime and reads or writes registers with the\n" +
+			"seed 001 csr layer. ADDR is a BAR0 offset (hex accepted); it is turned into the runtime's\n" +
+			"virtual address of that offset, so a batch that leaves or straddles a registered window\n" +
+			"fails whole, with the runtime's message and status -2.",
+	}
+	cmd.AddCommand(newCSRReadCommand(), newCSRWriteCommand())
+	return cmd
+}
+
+func parseWord(s, what string) (uint64, error) {
+	v, err := strconv.ParseUint(strings.ReplaceAll(s, "_", ""), 0, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s %q: want a number such as 0x6C84024 or 1024", what, s)
+	}
+	return v, nil
+}
+
+func newCSRReadCommand() *cobra.Command {
+	var count int
+	cmd := &cobra.Command{
+		Use:   "read ADDR [--count N]",
+		Short: "csr_read_array of N consecutive words at a BAR0 offset",
+		Example: "  neuronsim csr read 0x6C84024                    # MISC RAM routing id of a Trn3\n" +
+			"  neuronsim csr read 0xD2701000 --count 4 --arch cayman\n" +
+			"  neuronsim csr read 0x30FA0024 --arch trn1 --revision qemu",
+		Args: cobra.ExactArgs(1),
+	}
+	tf := addTargetFlags(cmd)
+	cmd.Flags().IntVar(&count, "count", 1, "number of consecutive words")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		off, err := parseWord(args[0], "ADDR")
+		if err != nil {
+			return err
+		}
+		if count < 1 || count > 1<<16 {
+			return fmt.Errorf("--count %d: want 1..65536", count)
+		}
+		d, done, err := tf.open()
+		if err != nil {
+			return err
+		}
+		defer done()
+		ptrs := make([]uint64, count)
+		for i := range ptrs {
+			ptrs[i] = d.VA(off) + 4*uint64(i)
+		}
+		vals := make([]uint32, count)
+		if err := d.CSR.ReadArray(ptrs, vals); err != nil {
+			return fmt.Errorf("csr_read_array of %d word(s) at BAR0 offset %#x (virtual %#x): %w", count, off, d.VA(off), err)
+		}
+		for i, v := range vals {
+			fmt.Fprintf(cmd.OutOrStdout(), "0x%08x: 0x%08x\n", off+4*uint64(i), v)
+		}
+		return nil
+	}
+	return cmd
+}
+
+func newCSRWriteCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "write ADDR VALUE...",
+		Short: "csr_write_array of consecutive words at a BAR0 offset, then read them back",
+		Example: "  neuronsim csr write 0xD2701400 7              # set semaphore 0 of NC 0 (Trn3)\n" +
+			"  neuronsim csr write 0xD2701800 1 1 1 --device 0",
+		Args: cobra.MinimumNArgs(2),
+	}
+	tf := addTargetFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		off, err := parseWord(args[0], "ADDR")
+		if err != nil {
+			return err
+		}
+		vals := make([]uint32, len(args)-1)
+		for i, a := range args[1:] {
+			v, err := parseWord(a, "VALUE")
+			if err != nil {
+				return err
+			}
+			if v > 0xFFFF_FFFF {
+				return fmt.Errorf("VALUE %q: wider than 32 bits", a)
+			}
+			vals[i] = uint32(v)
+		}
+		d, done, err := tf.open()
+		if err != nil {
+			return err
+		}
+		defer done()
+		ptrs := make([]uint64, len(vals))
+		for i := range ptrs {
+			ptrs[i] = d.VA(off) + 4*uint64(i)
+		}
+		if err := d.CSR.WriteArray(ptrs, vals); err != nil {
+			return fmt.Errorf("csr_write_array of %d word(s) at BAR0 offset %#x (virtual %#x): %w", len(vals), off, d.VA(off), err)
+		}
+		back := make([]uint32, len(vals))
+		if err := d.CSR.ReadArray(ptrs, back); err != nil {
+			return fmt.Errorf("csr_read_array: %w", err)
+		}
+		for i := range vals {
+			fmt.Fprintf(cmd.OutOrStdout(), "0x%08x: wrote 0x%08x, reads 0x%08x\n", off+4*uint64(i), vals[i], back[i])
+		}
+		return nil
+	}
+	return cmd
+}

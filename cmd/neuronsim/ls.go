@@ -1,0 +1,174 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/runtime/ndl"
+)
+
+func newLsCommand() *cobra.Command {
+	var asJSON bool
+	var remoteAddr string
+	cmd := &cobra.Command{
+		Use:   "ls [system flags] [--json] | ls --remote ADDR [--json]",
+		Short: "List the devices of a simulated or remote system, shaped like neuron-ls",
+		Long: "ls brings every device up through the runtime (without resetting it) and lists it as\n" +
+			"neuron-ls does: device index, NeuronCores, their ids, device memory, connected devices and\n" +
+			"PCI BDF. The BDF of a simulated device is synthetic (bus = 0x10 + index).",
+		Example: "  neuronsim ls --arch trn2 --devices 16\n" +
+			"  neuronsim ls --arch mariana --revision qemu --json\n" +
+			"  neuronsim ls --remote unix:/tmp/neuronsim.sock",
+		Args: cobra.NoArgs,
+	}
+	sf := addSystemFlags(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON with the neuron-ls field names")
+	cmd.Flags().StringVar(&remoteAddr, "remote", "", "list the devices a `neuronsim serve` exports (unix:PATH or tcp:HOST:PORT)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		var devs []broughtUp
+		var header string
+		if remoteAddr != "" {
+			sys, err := openRemoteSystem(remoteAddr)
+			if err != nil {
+				return err
+			}
+			defer sys.close()
+			if devs, err = bringUpAll(sys.devs, sys.connected, sys.indices, hwarch.SwitchNone, true); err != nil {
+				return err
+			}
+			header = "remote " + remoteAddr
+		} else {
+			s, err := sf.spec()
+			if err != nil {
+				return err
+			}
+			sys, err := buildSystem(s)
+			if err != nil {
+				return err
+			}
+			nd := make([]ndl.Device, len(sys))
+			conn := make([][]int, len(sys))
+			idx := make([]int, len(sys))
+			for i, d := range sys {
+				nd[i], conn[i], idx[i] = d.Dev, d.Connected, d.Index
+			}
+			if devs, err = bringUpAll(nd, conn, idx, s.Switch, true); err != nil {
+				return err
+			}
+			header = fmt.Sprintf("simulated %s, %d device(s), switch %s, revision %#02x (%s)",
+				s.Gen.Product(), s.Devices, s.Switch, s.Revision, hwarch.ModeOf(s.Revision))
+		}
+		if asJSON {
+			return writeLsJSON(cmd.OutOrStdout(), devs)
+		}
+		return writeLsTable(cmd.OutOrStdout(), header, devs)
+	}
+	return cmd
+}
+
+// lsDevice is one device as neuron-ls --json prints it.
+type lsDevice struct {
+	NeuronDevice     int      `json:"neuron_device"`
+	BDF              string   `json:"bdf"`
+	CPUAffinity      string   `json:"cpu_affinity"`
+	NUMANode         int      `json:"numa_node"`
+	ConnectedTo      []int    `json:"connected_to"`
+	NCCount          int      `json:"nc_count"`
+	LogicalNCConfig  int      `json:"logical_neuroncore_config"`
+	MemorySize       uint64   `json:"memory_size"`
+	NeuronCoreIDs    []int    `json:"neuroncore_ids"`
+	NeuronProcesses  []string `json:"neuron_processes"`
+	Generation       string   `json:"neuronsim_generation"`
+	Revision         string   `json:"neuronsim_revision"`
+	RoutingID        uint32   `json:"neuronsim_routing_id"`
+	SerialNumber     string   `json:"neuronsim_serial_number"`
+	RegisterBAR      int      `json:"neuronsim_register_bar"`
+	HBMChannelsBytes []uint64 `json:"neuronsim_hbm_channel_bytes"`
+}
+
+func lsRows(devs []broughtUp) []lsDevice {
+	out := make([]lsDevice, len(devs))
+	for i, d := range devs {
+		nc := d.Up.Geometry.NeuronCores
+		ids := make([]int, nc)
+		for j := range ids {
+			ids[j] = d.Index*nc + j
+		}
+		conn := d.Connected
+		if conn == nil {
+			conn = []int{}
+		}
+		out[i] = lsDevice{
+			NeuronDevice: d.Index, BDF: fmt.Sprintf("0000:%02x:00.0", 0x10+d.Index), CPUAffinity: "", NUMANode: 0,
+			ConnectedTo: conn, NCCount: nc, LogicalNCConfig: 1, MemorySize: d.Up.HBMBytes(),
+			NeuronCoreIDs: ids, NeuronProcesses: []string{},
+			Generation: d.Up.Generation.String(), Revision: fmt.Sprintf("%#02x (%s)", d.Up.Identity.Revision, d.Up.Mode),
+			RoutingID: d.Up.RoutingID, SerialNumber: fmt.Sprintf("%#016x", d.Up.Serial),
+			RegisterBAR: d.Up.Policy.RegisterBAR, HBMChannelsBytes: d.Up.HBMChannelBytes,
+		}
+	}
+	return out
+}
+
+func writeLsJSON(w io.Writer, devs []broughtUp) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(lsRows(devs))
+}
+
+// writeLsTable prints the neuron-ls table: two-line headers in a box.
+func writeLsTable(w io.Writer, header string, devs []broughtUp) error {
+	heads := [][2]string{{"NEURON", "DEVICE"}, {"NEURON", "CORES"}, {"NEURON", "CORE IDS"}, {"NEURON", "MEMORY"}, {"CONNECTED", "DEVICES"}, {"PCI", "BDF"}}
+	var rows [][]string
+	for _, r := range lsRows(devs) {
+		conn := make([]string, len(r.ConnectedTo))
+		for i, c := range r.ConnectedTo {
+			conn[i] = fmt.Sprint(c)
+		}
+		rows = append(rows, []string{
+			fmt.Sprint(r.NeuronDevice), fmt.Sprint(r.NCCount),
+			fmt.Sprintf("%d-%d", r.NeuronCoreIDs[0], r.NeuronCoreIDs[len(r.NeuronCoreIDs)-1]),
+			fmt.Sprintf("%d GB", r.MemorySize/hwarch.GiB), strings.Join(conn, ", "), r.BDF,
+		})
+	}
+	width := make([]int, len(heads))
+	for i, h := range heads {
+		width[i] = max(len(h[0]), len(h[1]))
+		for _, r := range rows {
+			width[i] = max(width[i], len(r[i]))
+		}
+	}
+	rule := "+"
+	for _, wd := range width {
+		rule += strings.Repeat("-", wd+2) + "+"
+	}
+	line := func(cells []string) string {
+		s := "|"
+		for i, c := range cells {
+			s += " " + c + strings.Repeat(" ", width[i]-len(c)) + " |"
+		}
+		return s
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "instance-type: neuronsim (%s)\n", header)
+	fmt.Fprintf(&b, "instance-id: neuronsim\n")
+	if len(devs) > 0 && devs[0].Up.Generation != hwarch.Sunda {
+		fmt.Fprintf(&b, "logical-neuroncore-config: 1\n")
+	}
+	top, bottom := make([]string, len(heads)), make([]string, len(heads))
+	for i, h := range heads {
+		top[i], bottom[i] = h[0], h[1]
+	}
+	b.WriteString(rule + "\n" + line(top) + "\n" + line(bottom) + "\n" + rule + "\n")
+	for _, r := range rows {
+		b.WriteString(line(r) + "\n")
+	}
+	b.WriteString(rule + "\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}

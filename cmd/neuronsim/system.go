@@ -1,0 +1,156 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
+	"github.com/neuronsim/neuronsim/runtime/bringup"
+	"github.com/neuronsim/neuronsim/runtime/csr"
+	"github.com/neuronsim/neuronsim/runtime/ndl"
+	"github.com/neuronsim/neuronsim/sim"
+)
+
+// systemFlags are the flags every command that builds a simulated system
+// takes: --arch, --devices, --switch, --revision.
+type systemFlags struct {
+	gen      hwarch.Generation
+	devices  int
+	family   hwarch.SwitchFamily
+	revision string
+	cmd      *cobra.Command
+}
+
+// addSystemFlags registers the shared flags on cmd.
+func addSystemFlags(cmd *cobra.Command) *systemFlags {
+	f := &systemFlags{gen: defaultArch, devices: 1, family: hwarch.SwitchNone, revision: "silicon", cmd: cmd}
+	cmd.Flags().Var(&f.gen, "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4")
+	cmd.Flags().IntVar(&f.devices, "devices", 1, "number of devices in the system")
+	cmd.Flags().Var(&f.family, "switch", "NeuronSwitch family: v1|none (default v1 for mariana, none otherwise)")
+	cmd.Flags().StringVar(&f.revision, "revision", "silicon", "PCI revision: silicon|emu|qemu|0xNN (0xF0 is EMU, 0xFF is QEMU)")
+	return f
+}
+
+// systemSpec is a validated system description.
+type systemSpec struct {
+	Gen      hwarch.Generation
+	Devices  int
+	Switch   hwarch.SwitchFamily
+	Revision uint8
+}
+
+// spec validates the flags. The device count is bounded by the runtime's
+// get_max_devs for the generation and switch family.
+func (f *systemFlags) spec() (systemSpec, error) {
+	s := systemSpec{Gen: f.gen, Devices: f.devices, Switch: f.family}
+	if !f.cmd.Flags().Changed("switch") && f.gen == hwarch.Mariana {
+		s.Switch = hwarch.SwitchV1
+	}
+	rev, err := hwarch.ParseRevision(f.revision)
+	if err != nil {
+		return s, fmt.Errorf("--revision: %w", err)
+	}
+	s.Revision = rev
+	t, err := rtarch.For(s.Gen, rtarch.Options{Switch: s.Switch})
+	if err != nil {
+		return s, fmt.Errorf("--arch: %w", err)
+	}
+	if s.Devices < 1 || s.Devices > t.Soc.MaxDevs() {
+		return s, fmt.Errorf("--devices %d: a %s system with switch %s holds 1..%d devices (get_max_devs)",
+			s.Devices, s.Gen, s.Switch, t.Soc.MaxDevs())
+	}
+	return s, nil
+}
+
+// parseSystemSpec reads a compact spec "arch=mariana,devices=32,switch=v1,revision=emu"
+// into the flags (the serve command's --system).
+func (f *systemFlags) parseSystemSpec(spec string) error {
+	for _, kv := range strings.Split(spec, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			return fmt.Errorf("--system %q: %q is not key=value (keys: arch, devices, switch, revision)", spec, kv)
+		}
+		var err error
+		switch k {
+		case "arch":
+			err = f.gen.Set(v)
+		case "devices":
+			f.devices, err = strconv.Atoi(v)
+		case "switch":
+			err = f.family.Set(v)
+			f.cmd.Flags().Lookup("switch").Changed = true
+		case "revision":
+			f.revision = v
+		default:
+			err = fmt.Errorf("unknown key %q (keys: arch, devices, switch, revision)", k)
+		}
+		if err != nil {
+			return fmt.Errorf("--system %q: %w", spec, err)
+		}
+	}
+	return nil
+}
+
+// simDevice is one device of a built system with its place in it.
+type simDevice struct {
+	Index     int // device index (/dev/neuronN)
+	Dev       *sim.Device
+	Connected []int
+}
+
+// buildSystem powers on the devices of a spec. Device index i gets the
+// routing id the driver maps to index i.
+func buildSystem(s systemSpec) ([]simDevice, error) {
+	devID, err := hwarch.DefaultDeviceID(s.Gen)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]simDevice, s.Devices)
+	for i := range out {
+		rid, err := hwarch.RoutingIDOfDeviceIndex(devID, i)
+		if err != nil {
+			return nil, err
+		}
+		d, err := sim.NewDevice(sim.DeviceConfig{
+			Name: fmt.Sprintf("neuron%d", i), Generation: s.Gen, DeviceID: devID,
+			Revision: s.Revision, RoutingID: uint32(rid),
+		})
+		if err != nil {
+			return nil, err
+		}
+		conn, err := hwarch.ConnectedDevices(s.Devices, i, false)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = simDevice{Index: i, Dev: d, Connected: conn}
+	}
+	return out, nil
+}
+
+// broughtUp is a device the runtime has brought up, with its listing facts.
+type broughtUp struct {
+	Index     int
+	Up        *bringup.Device
+	Connected []int
+}
+
+// bringUpAll brings every device up with one arch selection. Each device
+// gets its own region table: a runtime process's table holds 672 regions,
+// which is 16 devices of 42 windows (V3/V4), and a listing is not one
+// runtime process.
+func bringUpAll(devs []ndl.Device, connected [][]int, indices []int, s hwarch.SwitchFamily, noReset bool) ([]broughtUp, error) {
+	var dispatch rtarch.Dispatch
+	out := make([]broughtUp, len(devs))
+	for i, dev := range devs {
+		d, err := bringup.BringUp(dev, bringup.Options{Switch: s, Dispatch: &dispatch, Table: csr.NewTable(0), NoReset: noReset})
+		if err != nil {
+			return nil, fmt.Errorf("device %d: %w", indices[i], err)
+		}
+		out[i] = broughtUp{Index: indices[i], Up: d, Connected: connected[i]}
+	}
+	return out, nil
+}

@@ -1,0 +1,77 @@
+package arch
+
+import "fmt"
+
+// The driver's routing-id → device-index tables (driver-facts §6): the
+// /dev/neuronN number of a device is derived from the routing id its
+// firmware reports.
+var (
+	trn1DeviceIndex  = [16]int{0, 4, 1, 5, 3, 7, 2, 6, 12, 8, 13, 9, 15, 11, 14, 10}
+	torusDeviceIndex = [16]int{0, 3, 4, 7, 12, 15, 8, 11, 1, 2, 5, 6, 13, 14, 9, 10}
+)
+
+// DeviceIndexOfRoutingID returns the device index (/dev/neuronN) the driver
+// gives a device of PCI device id dev with routing id rid: Trn1 and
+// Trn2/Trn3 map rid%16 through their tables and keep the group of 16; Inf2 is
+// the identity.
+func DeviceIndexOfRoutingID(dev uint16, rid int) (int, error) {
+	if rid < 0 || rid >= MaxNeuronDevices {
+		return 0, fmt.Errorf("routing id %d: out of range 0..%d", rid, MaxNeuronDevices-1)
+	}
+	group := rid / 16 * 16
+	switch dev {
+	case DeviceTrn1:
+		return group + trn1DeviceIndex[rid%16], nil
+	case DeviceInf2:
+		return rid, nil
+	case DeviceTrn2, DeviceTrn3, DeviceTrn3B:
+		return group + torusDeviceIndex[rid%16], nil
+	}
+	return 0, fmt.Errorf("%w %#04x", ErrUnknownDeviceID, dev)
+}
+
+// RoutingIDOfDeviceIndex is the inverse of DeviceIndexOfRoutingID.
+func RoutingIDOfDeviceIndex(dev uint16, index int) (int, error) {
+	for rid := index / 16 * 16; rid < index/16*16+16 && rid < MaxNeuronDevices; rid++ {
+		i, err := DeviceIndexOfRoutingID(dev, rid)
+		if err != nil {
+			return 0, err
+		}
+		if i == index {
+			return rid, nil
+		}
+	}
+	return 0, fmt.Errorf("device index %d: no routing id maps to it (0..%d)", index, MaxNeuronDevices-1)
+}
+
+// ConnectedDevices returns the device indices the driver reports as
+// connected to device index i of a system of n devices (DEVICE_INFO's
+// connected_devices; driver-facts §6; trainium-facts §4):
+//   - n a multiple of 16 (trn1.32xl, trn2/trn3 instances): the 4×4 2D torus
+//     of i's group of 16, in the order up, left, down, right (device 0 →
+//     12, 3, 4, 1), the group kept in the upper bits;
+//   - otherwise a ring (inf2.48xl), or a chain when chain is set (inf2.24xl):
+//     the previous and next device.
+//
+// One device has no connections.
+func ConnectedDevices(n, i int, chain bool) ([]int, error) {
+	if n <= 0 || i < 0 || i >= n {
+		return nil, fmt.Errorf("connected devices: device %d of %d", i, n)
+	}
+	if n%16 == 0 {
+		group, d := i/16*16, i%16
+		r, c := d/4, d%4
+		at := func(r, c int) int { return group + (r+4)%4*4 + (c+4)%4 }
+		return []int{at(r-1, c), at(r, c-1), at(r+1, c), at(r, c+1)}, nil
+	}
+	var out []int
+	if i > 0 || (!chain && n > 2) {
+		out = append(out, (i+n-1)%n)
+	}
+	if i < n-1 || (!chain && n > 2) {
+		if next := (i + 1) % n; len(out) == 0 || out[0] != next {
+			out = append(out, next)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,126 @@
+// Package remote is the remote device backend of the runtime's device access
+// layer and its server: `neuronsim serve` exports devices with Server, and
+// the runtime reaches them with Dial, whose Device handles implement
+// ndl.Device and ndl.Sleeper. The server serves any ndl.Device (the CLI
+// passes simulated devices, the tests a fake), so this package imports only
+// runtime/ndl and hw/arch.
+//
+// # Addresses
+//
+// An address is "unix:PATH" (a unix socket) or "tcp:HOST:PORT". The
+// protocol has no authentication, so Listen refuses a TCP host other than a
+// loopback IP literal (127.0.0.0/8, ::1) or "localhost" unless told
+// otherwise (the CLI's --allow-remote), with ErrNotLoopback.
+//
+// # Wire protocol, version 1
+//
+// A connection carries frames. The client sends requests and the server
+// answers each with exactly one reply, in order; a v1 client keeps one
+// request in flight. All integers are little-endian and fixed-width; there
+// is no padding and no self-describing encoding. docs/remote-protocol.md
+// holds the same description with examples.
+//
+// Every frame starts with a 12-byte header:
+//
+//	offset size field
+//	0      4    length    payload bytes after the header, ≤ MaxPayloadSize (1 048 592)
+//	4      1    op        one of the ops below
+//	5      3    reserved  zero
+//	8      4    tag       chosen by the client per request, echoed by the reply
+//
+// Ops and payloads (offsets from the payload's start):
+//
+//	HELLO 0x01 (client → server), 6 bytes
+//	0  4  magic    0x4C44524E, the bytes "NRDL"
+//	4  2  version  the client's protocol version (1)
+//
+//	HELLO reply 0x81, 8 bytes + N device records
+//	0  4  magic    0x4C44524E
+//	4  2  version  the server's protocol version (1)
+//	6  2  N        device count, 1..MaxDevices (256)
+//	8  …  N records, each 56+L+2C bytes:
+//	   0   2     PCI vendor id
+//	   2   2     PCI device id
+//	   4   1     PCI revision
+//	   5   1     L, name length ≤ MaxNameLen (64)
+//	   6   6×8   sizes of BAR0..BAR5 in bytes (0: absent)
+//	   54  2     C, connected-device count ≤ MaxConnected (64)
+//	   56  L     name, UTF-8
+//	   56+L 2×C  connected device indices, each < N
+//
+//	READ 0x02, 16 bytes
+//	0  2  device   index into the HELLO reply's table
+//	2  1  bar      PCI BAR number
+//	3  1  reserved zero
+//	4  4  count    words to read, ≤ MaxWords (262 144)
+//	8  8  offset   byte offset in the BAR
+//
+//	READ reply 0x82, 4+4×count bytes
+//	0  4  count    the request's count
+//	4  …  count 32-bit words
+//
+//	WRITE 0x03, 16+4×count bytes: READ's 16 bytes, then count 32-bit words
+//	WRITE reply 0x83, empty
+//
+//	SLEEP 0x04, 16 bytes
+//	0  2  device
+//	2  6  reserved zero
+//	8  8  duration in nanoseconds, ≤ 2^63−1
+//
+//	SLEEP reply 0x84, empty
+//
+//	ERROR 0xFF (server → client, answers any request), 4+T bytes
+//	0  2  code
+//	2  2  T, text length ≤ MaxErrorText (1024)
+//	4  T  message text (the server's error string, cut to T bytes)
+//
+// Error codes and the sentinel a client error wraps for each:
+//
+//	1 generic      none; the text says what failed
+//	2 bad BAR      ndl.ErrBadBAR
+//	3 BAR offset   ndl.ErrBAROffset
+//	4 alignment    ndl.ErrAlignment
+//	5 closed       ndl.ErrClosed
+//	6 no device    ErrNoDevice (device index ≥ N)
+//	7 unsupported  ErrUnsupported (SLEEP on a device without its own clock)
+//	8 protocol     ErrProtocol (the server then closes the connection)
+//	9 version      ErrVersion (the server then closes the connection)
+//
+// Code 0 is invalid; a client reads a code above 9 as generic. The server
+// picks the code of the first sentinel its device's error wraps, in the
+// order closed, bad BAR, alignment, BAR offset, and codes 6–9 for its own
+// errors; errors 1–7 leave the connection open.
+//
+// # Version negotiation
+//
+// The client's first frame is HELLO. The server checks the magic, then the
+// version, then the length, so a later version may append HELLO fields. A
+// server that does not speak the client's version answers ERROR code 9 with
+// a text naming both versions and closes the connection, and logs the same;
+// otherwise it answers a HELLO reply whose version is the connection's. A
+// client refuses a reply of another version, naming both. The header, HELLO,
+// the HELLO reply's first 6 bytes and ERROR are the same in every version.
+//
+// # Malformed frames
+//
+// A frame is malformed when its length exceeds MaxPayloadSize, its op is
+// unknown or not a request (on the server), a reserved byte is not zero, the
+// stream ends inside it, or its payload is not exactly what its op and
+// counts require (a count above MaxWords, a WRITE whose count disagrees with
+// its payload length, a SLEEP longer than 2^63−1 ns, anything before HELLO,
+// a second HELLO, …). The header is checked before any payload byte is read
+// or buffer allocated. The server answers a malformed frame, best effort,
+// with ERROR code 8 naming the reason, reports it through ServerOptions.Logf
+// and closes that connection only; the device is never called for it. A
+// client that receives a malformed frame closes its connection.
+//
+// # Semantics
+//
+// READ and WRITE call the device's ReadBAR and WriteBAR with the count,
+// bar and offset as given (count 0 included, so the device checks bar and
+// offset); the client splits longer accesses into requests of MaxWords
+// words, which are not atomic together. SLEEP calls ndl.Sleeper.Sleep when
+// the device implements it and never sleeps on the server's wall clock.
+// There is no CLOSE: closing a remote Device handle is local to the client,
+// and the server never closes the devices it serves.
+package remote

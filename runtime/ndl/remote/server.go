@@ -1,0 +1,431 @@
+package remote
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/neuronsim/neuronsim/runtime/ndl"
+)
+
+// Export is one device a Server serves. The server never closes it: the
+// caller owns it and closes it after Server.Close.
+type Export struct {
+	// Device answers the requests; if it implements ndl.Sleeper, SLEEP
+	// requests reach it.
+	Device ndl.Device
+	// Name is a short name clients see (at most MaxNameLen bytes of UTF-8).
+	Name string
+	// Connected lists the export indices of the devices this one is
+	// connected to (at most MaxConnected, each in range).
+	Connected []int
+}
+
+// ServerOptions tunes a Server.
+type ServerOptions struct {
+	// IdleTimeout bounds the wait for each request frame, from the end of
+	// the previous reply (or the connection's start) to the frame's last
+	// byte; a connection that exceeds it is closed. 0: no limit.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds the write of each reply. 0: no limit.
+	WriteTimeout time.Duration
+	// Logf, when set, reports connections the server closed for a
+	// malformed frame, a refused handshake, a timeout or an I/O error, with
+	// the reason. Clean disconnects and Close are not reported.
+	Logf func(format string, args ...any)
+}
+
+// errorReplyTimeout bounds the best-effort ERROR reply sent before closing
+// a connection for a protocol violation.
+const errorReplyTimeout = time.Second
+
+// Server serves exported devices to remote clients over the wire protocol:
+// one goroutine per connection, handling that connection's requests in
+// order. Calls on each exported device are serialised by the server, so a
+// device need not be safe for concurrent use. A Server never panics on
+// client bytes: a malformed frame closes only its connection.
+type Server struct {
+	exports []export
+	hello   []byte // the HELLO reply payload
+	opts    ServerOptions
+	version uint16 // Version; tests change it
+
+	mu        sync.Mutex
+	closed    bool
+	listeners map[net.Listener]struct{}
+	conns     map[net.Conn]struct{}
+	wg        sync.WaitGroup // Serve calls and connection goroutines
+}
+
+// export is an Export with the lock serialising its device.
+type export struct {
+	Export
+	mu sync.Mutex
+}
+
+// NewServer checks the exports and returns a server for them: at least one
+// and at most MaxDevices devices, none nil, names of at most MaxNameLen
+// bytes of UTF-8, Connected lists of at most MaxConnected indices in range.
+// The identities and BAR sizes are read once, here.
+func NewServer(exports []Export, opts ServerOptions) (*Server, error) {
+	if len(exports) == 0 || len(exports) > MaxDevices {
+		return nil, fmt.Errorf("remote: new server: %d devices, want 1..%d", len(exports), MaxDevices)
+	}
+	s := &Server{
+		exports:   make([]export, len(exports)),
+		opts:      opts,
+		version:   Version,
+		listeners: map[net.Listener]struct{}{},
+		conns:     map[net.Conn]struct{}{},
+	}
+	infos := make([]DeviceInfo, len(exports))
+	for i, e := range exports {
+		if e.Device == nil {
+			return nil, fmt.Errorf("remote: new server: device %d is nil", i)
+		}
+		if len(e.Name) > MaxNameLen || !utf8.ValidString(e.Name) {
+			return nil, fmt.Errorf("remote: new server: device %d name %q: want at most %d bytes of UTF-8", i, e.Name, MaxNameLen)
+		}
+		if len(e.Connected) > MaxConnected {
+			return nil, fmt.Errorf("remote: new server: device %d: %d connected devices, at most %d", i, len(e.Connected), MaxConnected)
+		}
+		for _, c := range e.Connected {
+			if c < 0 || c >= len(exports) {
+				return nil, fmt.Errorf("remote: new server: device %d: connected device %d out of range 0..%d", i, c, len(exports)-1)
+			}
+		}
+		s.exports[i].Export = Export{Device: e.Device, Name: e.Name, Connected: append([]int(nil), e.Connected...)}
+		infos[i] = DeviceInfo{Index: i, Identity: e.Device.Identity(), Name: e.Name, Connected: e.Connected}
+		for b := range infos[i].BARSizes {
+			infos[i].BARSizes[b] = e.Device.BARSize(b)
+		}
+	}
+	s.hello = appendHelloReplyPayload(nil, helloReply{version: Version, devices: infos})
+	return s, nil
+}
+
+// Serve accepts connections on l and serves each in its own goroutine until
+// Close, then returns nil (a Serve called after Close closes l and returns
+// nil at once). Any other accept failure — including l being closed by
+// someone else — is returned; temporary ones are retried after a pause.
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		if err := l.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			return fmt.Errorf("remote: serve %s: close listener: %w", l.Addr(), err)
+		}
+		return nil
+	}
+	s.listeners[l] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+	}()
+
+	var pause time.Duration
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return nil
+			}
+			if t, ok := err.(interface{ Temporary() bool }); ok && t.Temporary() {
+				pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+				s.logf("remote: serve %s: accept: %v; retrying in %v", l.Addr(), err, pause)
+				time.Sleep(pause)
+				continue
+			}
+			return fmt.Errorf("remote: serve %s: accept: %w", l.Addr(), err)
+		}
+		pause = 0
+		if !s.track(c) {
+			_ = c.Close() // Close raced the accept
+			continue
+		}
+		go s.serveConn(c)
+	}
+}
+
+// Close stops the server: it closes every listener Serve is accepting on
+// (those Serve calls return nil) and every live connection, and waits for
+// all their goroutines. It does not close the exported devices. A second
+// Close waits likewise and returns nil.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.wg.Wait()
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	for l := range s.listeners {
+		if err := l.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, fmt.Errorf("remote: close listener %s: %w", l.Addr(), err))
+		}
+	}
+	for c := range s.conns {
+		_ = c.Close() // its goroutine reports nothing once closed is set
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// isClosed reports whether Close has been called.
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// track registers a live connection and counts its goroutine; false after
+// Close.
+func (s *Server) track(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	return true
+}
+
+// logf reports through ServerOptions.Logf when set.
+func (s *Server) logf(format string, args ...any) {
+	if s.opts.Logf != nil {
+		s.opts.Logf(format, args...)
+	}
+}
+
+// serveConn serves one tracked connection until it ends, then closes and
+// untracks it.
+func (s *Server) serveConn(c net.Conn) {
+	defer s.wg.Done()
+	sc := &serverConn{s: s, c: c, rbuf: make([]byte, 0, 4096), wbuf: make([]byte, 0, 4096)}
+	err := sc.run()
+	if err != nil && !s.isClosed() && !errors.Is(err, errCleanClose) {
+		if errors.Is(err, ErrProtocol) || errors.Is(err, ErrVersion) {
+			sc.sendFatal(err)
+		}
+		s.logf("remote: closing connection from %s: %v", remoteName(c), err)
+	}
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	_ = c.Close() // the connection is over either way
+}
+
+// remoteName names a connection's peer for the log (a unix socket's peer
+// is usually unnamed: then the socket it connected to).
+func remoteName(c net.Conn) string {
+	if a := c.RemoteAddr(); a != nil && a.String() != "" && a.String() != "@" {
+		return a.String()
+	}
+	if a := c.LocalAddr(); a != nil && a.String() != "" {
+		return "a client of " + a.String()
+	}
+	return "an unnamed peer"
+}
+
+// errCleanClose ends a connection whose peer closed it between frames.
+var errCleanClose = errors.New("peer closed the connection")
+
+// serverConn is the state of one connection: its reusable buffers.
+type serverConn struct {
+	s     *Server
+	c     net.Conn
+	rbuf  []byte   // request frames
+	wbuf  []byte   // reply frames
+	words []uint32 // READ and WRITE words
+	tag   uint32   // tag of the request being served
+}
+
+// run does the handshake and serves requests until the connection ends; it
+// returns why.
+func (sc *serverConn) run() error {
+	f, err := sc.read()
+	if err != nil {
+		return err
+	}
+	sc.tag = f.Tag
+	if f.Op != OpHello {
+		return fmt.Errorf("remote: %s before HELLO: %w", f.Op, ErrProtocol)
+	}
+	if _, err := decodeHello(f.Payload, sc.s.version); err != nil {
+		return err
+	}
+	sc.wbuf = appendHeader(sc.wbuf[:0], OpHelloReply, f.Tag, len(sc.s.hello))
+	sc.wbuf = append(sc.wbuf, sc.s.hello...)
+	if sc.s.version != Version { // a test server posing as another version
+		binary.LittleEndian.PutUint16(sc.wbuf[HeaderSize+4:], sc.s.version)
+	}
+	if err := sc.write(); err != nil {
+		return err
+	}
+	for {
+		f, err := sc.read()
+		if err != nil {
+			return err
+		}
+		sc.tag = f.Tag
+		switch f.Op {
+		case OpRead, OpWrite:
+			err = sc.readWrite(f)
+		case OpSleep:
+			err = sc.sleep(f)
+		default:
+			return fmt.Errorf("remote: %s is not a request after the handshake: %w", f.Op, ErrProtocol)
+		}
+		if err != nil {
+			return err
+		}
+		if err := sc.write(); err != nil {
+			return err
+		}
+	}
+}
+
+// read reads the next request frame within the idle timeout. A peer closing
+// between frames is errCleanClose.
+func (sc *serverConn) read() (Frame, error) {
+	if t := sc.s.opts.IdleTimeout; t > 0 {
+		if err := sc.c.SetReadDeadline(time.Now().Add(t)); err != nil {
+			return Frame{}, fmt.Errorf("remote: set read deadline: %w", err)
+		}
+	}
+	f, err := readFrame(sc.c, &sc.rbuf)
+	switch {
+	case err == nil:
+		return f, nil
+	case errors.Is(err, io.EOF):
+		return f, errCleanClose
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return f, fmt.Errorf("remote: no complete request within the idle timeout %v: %w", sc.s.opts.IdleTimeout, err)
+	}
+	return f, err
+}
+
+// write writes sc.wbuf within the write timeout.
+func (sc *serverConn) write() error {
+	if t := sc.s.opts.WriteTimeout; t > 0 {
+		if err := sc.c.SetWriteDeadline(time.Now().Add(t)); err != nil {
+			return fmt.Errorf("remote: set write deadline: %w", err)
+		}
+	}
+	if _, err := sc.c.Write(sc.wbuf); err != nil {
+		return fmt.Errorf("remote: write reply: %w", err)
+	}
+	return nil
+}
+
+// sendFatal sends, best effort, the ERROR reply naming why the connection
+// is being closed.
+func (sc *serverConn) sendFatal(err error) {
+	_ = sc.c.SetWriteDeadline(time.Now().Add(errorReplyTimeout))
+	sc.wbuf = appendError(sc.wbuf[:0], sc.tag, errorMsg{code: codeOf(err), text: err.Error()})
+	_, _ = sc.c.Write(sc.wbuf) // the peer may be gone already
+}
+
+// device returns the export of a request's device index, or nil after
+// putting an ERROR reply (ErrNoDevice) in sc.wbuf.
+func (sc *serverConn) device(op Op, i uint16) *export {
+	if int(i) < len(sc.s.exports) {
+		return &sc.s.exports[i]
+	}
+	sc.replyError(fmt.Errorf("remote: %s: device %d: %w (the server exports %d)", op, i, ErrNoDevice, len(sc.s.exports)))
+	return nil
+}
+
+// replyError puts an ERROR reply carrying err in sc.wbuf.
+func (sc *serverConn) replyError(err error) {
+	sc.wbuf = appendError(sc.wbuf[:0], sc.tag, errorMsg{code: codeOf(err), text: err.Error()})
+}
+
+// wordBuf returns a reusable buffer of n words.
+func (sc *serverConn) wordBuf(n int) []uint32 {
+	if cap(sc.words) < n {
+		sc.words = make([]uint32, n)
+	}
+	return sc.words[:n]
+}
+
+// readWrite serves a READ or WRITE frame, leaving the reply in sc.wbuf. Only
+// a malformed frame is returned as an error.
+func (sc *serverConn) readWrite(f Frame) error {
+	r, err := decodeRW(f.Op, f.Payload)
+	if err != nil {
+		return err
+	}
+	e := sc.device(f.Op, r.device)
+	if e == nil {
+		return nil
+	}
+	words := sc.wordBuf(int(r.count))
+	if f.Op == OpWrite {
+		for i := range words {
+			words[i] = binary.LittleEndian.Uint32(r.data[4*i:])
+		}
+		e.mu.Lock()
+		err = e.Device.WriteBAR(int(r.bar), r.offset, words)
+		e.mu.Unlock()
+		if err != nil {
+			sc.replyError(err)
+		} else {
+			sc.wbuf = appendHeader(sc.wbuf[:0], OpWriteReply, f.Tag, 0)
+		}
+		return nil
+	}
+	e.mu.Lock()
+	err = e.Device.ReadBAR(int(r.bar), r.offset, words)
+	e.mu.Unlock()
+	if err != nil {
+		sc.replyError(err)
+		return nil
+	}
+	sc.wbuf = appendReadReplyHead(sc.wbuf[:0], f.Tag, r.count)
+	for _, w := range words {
+		sc.wbuf = binary.LittleEndian.AppendUint32(sc.wbuf, w)
+	}
+	return nil
+}
+
+// sleep serves a SLEEP frame, leaving the reply in sc.wbuf: the device's
+// Sleep when it implements ndl.Sleeper, else an ERROR (ErrUnsupported) —
+// the server never sleeps on the wall clock for a client.
+func (sc *serverConn) sleep(f Frame) error {
+	r, err := decodeSleep(f.Payload)
+	if err != nil {
+		return err
+	}
+	e := sc.device(f.Op, r.device)
+	if e == nil {
+		return nil
+	}
+	sl, ok := e.Device.(ndl.Sleeper)
+	if !ok {
+		sc.replyError(fmt.Errorf("remote: SLEEP: device %d (%T) has no clock of its own: %w", r.device, e.Device, ErrUnsupported))
+		return nil
+	}
+	e.mu.Lock()
+	err = sl.Sleep(time.Duration(r.ns))
+	e.mu.Unlock()
+	if err != nil {
+		sc.replyError(err)
+		return nil
+	}
+	sc.wbuf = appendHeader(sc.wbuf[:0], OpSleepReply, f.Tag, 0)
+	return nil
+}
