@@ -403,12 +403,12 @@ func (d *Device) readWord(b int, off uint64) uint32 {
 		return d.unmappedRead(b, off)
 	}
 	w, rel, ok := d.atlas.Lookup(off)
-	if !ok {
-		return d.unmappedRead(b, off)
-	}
 	if d.blockedByReset(w) {
 		d.st.Stats.NotReadyReads++
 		return hwarch.NotReady
+	}
+	if !ok {
+		return d.unmappedRead(b, off)
 	}
 	switch w.Kind {
 	case bar.NCSync, bar.TopSPSync:
@@ -449,7 +449,7 @@ func (d *Device) store(b int, off uint64, v uint32) {
 			d.unmappedWrite(b, off)
 			return
 		}
-		_ = d.hbm.WriteU32(addr, v)
+		_ = d.hbm.WriteU32(addr, v) // the BAR4 decode keeps channels inside the 48-bit space
 		return
 	}
 	if b != d.regBAR {
@@ -457,12 +457,12 @@ func (d *Device) store(b int, off uint64, v uint32) {
 		return
 	}
 	w, rel, ok := d.atlas.Lookup(off)
-	if !ok {
-		d.unmappedWrite(b, off)
-		return
-	}
 	if d.blockedByReset(w) {
 		d.st.Stats.DroppedWrites++
+		return
+	}
+	if !ok {
+		d.unmappedWrite(b, off)
 		return
 	}
 	switch w.Kind {

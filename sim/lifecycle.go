@@ -20,7 +20,7 @@ func (d *Device) registerHandlers() error {
 	if d.hBoot, err = d.engine.Register("fw-boot", HandlerFunc(func(*Engine, uint64) { d.bootDone() })); err != nil {
 		return err
 	}
-	if d.hAck, err = d.engine.Register("fw-reset-ack", HandlerFunc(func(_ *Engine, seq uint64) { d.resetAck(seq) })); err != nil {
+	if d.hAck, err = d.engine.Register("fw-reset-ack", HandlerFunc(func(_ *Engine, arg uint64) { d.resetAck(arg>>1, arg&1 != 0) })); err != nil {
 		return err
 	}
 	d.hDone, err = d.engine.Register("fw-reset-done", HandlerFunc(func(_ *Engine, seq uint64) { d.resetDone(seq) }))
@@ -73,10 +73,13 @@ func (d *Device) miscWrite(off uint64, v uint32) {
 // revision: V2 writes 1 for a device reset; V3/V4 write the TPB map, and a
 // map that covers every NC resets the device.
 func (d *Device) qemuResetWrite(v uint32) {
-	d.st.QEMUReg = v
 	if v == 0 {
-		return
+		if !d.st.Reset.Active || !d.st.Reset.QEMU {
+			d.st.QEMUReg = 0
+		}
+		return // the register reads non-zero until the reset it started is done
 	}
+	d.st.QEMUReg = v
 	if d.geo.Generation == hwarch.Sunda {
 		d.startReset(true, hwarch.ResetMap{}, true)
 		return
@@ -101,14 +104,23 @@ func (d *Device) startReset(device bool, m hwarch.ResetMap, qemu bool) {
 			// until that acknowledgement has been given: the ack is scheduled
 			// first, so it runs before a completion due at the same time.
 			ack := d.ackDelay(qemu)
-			_ = d.engine.After(ack, d.hAck, r.Seq)
+			_ = d.engine.After(ack, d.hAck, ackArg(r.Seq, qemu))
 			r.Until = max(r.Until, d.engine.Now()+ack)
 			d.beginWork()
 		}
 		return
 	}
 	*r = ResetState{Active: true, Device: device, Map: m, QEMU: qemu, Seq: r.Seq + 1}
-	_ = d.engine.After(d.ackDelay(qemu), d.hAck, r.Seq)
+	_ = d.engine.After(d.ackDelay(qemu), d.hAck, ackArg(r.Seq, qemu))
+}
+
+// ackArg packs the argument of an acknowledgement event: the reset's
+// sequence number and whether the request came through the mailbox.
+func ackArg(seq uint64, qemu bool) uint64 {
+	if qemu {
+		return seq << 1
+	}
+	return seq<<1 | 1
 }
 
 // ackDelay is how long the firmware takes to acknowledge a request; the QEMU
@@ -120,15 +132,18 @@ func (d *Device) ackDelay(qemu bool) Time {
 	return FromDuration(d.cfg.Firmware.ResetAck)
 }
 
-// resetAck acknowledges the mailbox request (+0x1EC and the trigger read 0)
-// and, for the first request of a reset, starts its work.
-func (d *Device) resetAck(seq uint64) {
+// resetAck acknowledges a request — for a mailbox request +0x1EC and the
+// trigger read 0 from now on — and, for the first request of a reset, starts
+// its work.
+func (d *Device) resetAck(seq uint64, mailbox bool) {
 	r := &d.st.Reset
 	if !r.Active || r.Seq != seq {
 		return
 	}
-	*d.misc(hwarch.MiscResetRequest) = 0
-	*d.misc(hwarch.MiscTrigger) = 0
+	if mailbox {
+		*d.misc(hwarch.MiscResetRequest) = 0
+		*d.misc(hwarch.MiscTrigger) = 0
+	}
 	if !r.Acked {
 		r.Acked = true
 		d.beginWork()
@@ -193,14 +208,14 @@ func (d *Device) resetUnits(m hwarch.ResetMap) {
 	}
 }
 
-// blockedByReset reports whether a window answers 0xDEADBEEF because the
-// reset in progress covers it.
+// blockedByReset reports whether a window (nil: an unmapped offset) answers
+// 0xDEADBEEF because the reset in progress covers it.
 func (d *Device) blockedByReset(w *bar.Window) bool {
 	if d.st.Phase == PhaseDeviceReset {
-		return w.Kind != bar.Misc && w.Kind != bar.QEMUReset
+		return w == nil || (w.Kind != bar.Misc && w.Kind != bar.QEMUReset)
 	}
 	r := &d.st.Reset
-	if !r.Active || !r.Acked {
+	if w == nil || !r.Active || !r.Acked {
 		return false
 	}
 	switch w.Kind {

@@ -54,12 +54,17 @@ type BAR4 struct {
 //   - V3/V4: channel n at n·64 GiB, its active size mapped;
 //   - V3/V4 under QEMU: every channel BAR4 size / 4 long at n·(BAR4 size / 4).
 //
-// A window that does not fit in bar4Size is cut at its end.
+// A window that does not fit in bar4Size is cut at its end; a BAR4 of size 0
+// (tolerated by the driver on V3/V4) has no windows.
 func NewBAR4(geo *hwarch.Geometry, mode hwarch.Mode, bar4Size uint64) (*BAR4, error) {
 	b := &BAR4{}
 	qemu := mode == hwarch.ModeQEMU && geo.Generation != hwarch.Sunda
-	if qemu && (bar4Size == 0 || bar4Size%(4*hwarch.MiB) != 0) {
-		return nil, fmt.Errorf("bar4: QEMU BAR4 size %#x must be a non-zero multiple of 4 MiB (4 channels of whole MiB)", bar4Size)
+	if qemu && bar4Size%(4*hwarch.MiB) != 0 {
+		return nil, fmt.Errorf("bar4: QEMU BAR4 size %#x must be a multiple of 4 MiB (4 channels of whole MiB)", bar4Size)
+	}
+	if qemu && len(geo.HBM) > 0 && bar4Size/4 > geo.HBM[0].WindowSize {
+		return nil, fmt.Errorf("bar4: QEMU BAR4 size %#x gives channels of %#x, larger than a channel's %#x device-address window",
+			bar4Size, bar4Size/4, geo.HBM[0].WindowSize)
 	}
 	for ch, c := range geo.HBM {
 		w := HBMWindow{Channel: ch, BAR4Offset: c.BAR4Offset, Size: c.ActiveSize, DeviceAddr: c.Base}

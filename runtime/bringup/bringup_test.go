@@ -1,0 +1,181 @@
+package bringup
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/runtime/ndl"
+)
+
+// scriptedDevice is a minimal register file with the firmware handshake done
+// instantly: notReady reads of 0xDEADBEEF, then MISC RAM answers; a trigger
+// acknowledges at once. It records the sleeps the bring-up asked for.
+type scriptedDevice struct {
+	mu       sync.Mutex
+	id       hwarch.PCIIdentity
+	bar      int
+	size     uint64
+	regs     map[uint64]uint32
+	notReady int
+	slept    time.Duration
+	writes   []uint64
+	geo      *hwarch.Geometry
+}
+
+func newScripted(g hwarch.Generation, rev uint8, notReady int) *scriptedDevice {
+	dev, _ := hwarch.DefaultDeviceID(g)
+	geo := hwarch.MustGeometry(g)
+	s := &scriptedDevice{
+		id:  hwarch.PCIIdentity{Vendor: hwarch.VendorAmazon, Device: dev, Revision: rev},
+		bar: geo.BAR0.RegisterBAR(hwarch.ModeOf(rev)), size: geo.BAR0.MinimumBAR0,
+		regs: map[uint64]uint32{}, notReady: notReady, geo: geo,
+	}
+	s.regs[geo.BAR0.MiscRAM+hwarch.MiscFWAPIVersion] = 7
+	s.regs[geo.BAR0.MiscRAM+hwarch.MiscRoutingID] = 3
+	s.regs[geo.BAR0.MiscRAM+hwarch.MiscSerialLo] = 0xCAFE
+	return s
+}
+
+func (s *scriptedDevice) Identity() hwarch.PCIIdentity { return s.id }
+func (s *scriptedDevice) BARSize(b int) uint64 {
+	if b == s.bar {
+		return s.size
+	}
+	return 0
+}
+func (s *scriptedDevice) Close() error { return nil }
+func (s *scriptedDevice) Sleep(d time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.slept += d
+	return nil
+}
+func (s *scriptedDevice) Read32(b int, off uint64) (uint32, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b != s.bar {
+		return 0, fmt.Errorf("bar %d: %w", b, ndl.ErrBadBAR)
+	}
+	if s.notReady > 0 {
+		s.notReady--
+		return hwarch.NotReady, nil
+	}
+	return s.regs[off], nil
+}
+func (s *scriptedDevice) Write32(b int, off uint64, v uint32) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b != s.bar {
+		return fmt.Errorf("bar %d: %w", b, ndl.ErrBadBAR)
+	}
+	s.writes = append(s.writes, off)
+	s.regs[off] = v
+	switch off {
+	case s.geo.BAR0.MiscRAM + hwarch.MiscTrigger: // the firmware acknowledges and finishes at once
+		s.regs[s.geo.BAR0.MiscRAM+hwarch.MiscResetRequest] = 0
+		s.regs[off] = 0
+	case s.geo.BAR0.QEMUResetReg:
+		s.regs[off] = 0
+	}
+	return nil
+}
+func (s *scriptedDevice) ReadBAR(b int, off uint64, dst []uint32) error {
+	for i := range dst {
+		v, err := s.Read32(b, off+4*uint64(i))
+		if err != nil {
+			return err
+		}
+		dst[i] = v
+	}
+	return nil
+}
+func (s *scriptedDevice) WriteBAR(b int, off uint64, src []uint32) error {
+	for i, v := range src {
+		if err := s.Write32(b, off+4*uint64(i), v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func TestBringUpOverAScriptedDevice(t *testing.T) {
+	for _, g := range hwarch.Generations() {
+		for _, rev := range []uint8{0, hwarch.RevisionEMU, hwarch.RevisionQEMU} {
+			t.Run(fmt.Sprintf("%s/%#x", g, rev), func(t *testing.T) {
+				s := newScripted(g, rev, 3)
+				d, err := BringUp(s, Options{})
+				require.NoError(t, err)
+				assert.Equal(t, 3, d.ReadyRetries)
+				assert.Equal(t, 3*time.Second, s.slept, "three 1 s sleeps through 0xDEADBEEF; the scripted reset needs none")
+				assert.Equal(t, uint32(3), d.RoutingID)
+				assert.Equal(t, uint64(0xCAFE), d.Serial)
+				assert.Equal(t, g, d.Tables.Generation)
+				geo := d.Geometry
+				qemuWrites, mailboxWrites := 0, 0
+				for _, w := range s.writes {
+					switch w {
+					case geo.BAR0.QEMUResetReg:
+						qemuWrites++
+					case geo.BAR0.MiscRAM + hwarch.MiscTrigger:
+						mailboxWrites++
+					}
+				}
+				mode := hwarch.ModeOf(rev)
+				switch {
+				case g == hwarch.Mariana && mode == hwarch.ModeEMU:
+					assert.Zero(t, qemuWrites+mailboxWrites, "V4 EMU: no reset")
+				case mode == hwarch.ModeQEMU && g == hwarch.Sunda:
+					assert.Equal(t, [2]int{1, 1}, [2]int{qemuWrites, mailboxWrites}, "V2 QEMU: QEMU register, then the mailbox")
+				case mode == hwarch.ModeQEMU:
+					assert.Equal(t, [2]int{1, 0}, [2]int{qemuWrites, mailboxWrites}, "V3/V4 QEMU: QEMU register only")
+				default:
+					assert.Equal(t, [2]int{0, 1}, [2]int{qemuWrites, mailboxWrites}, "the mailbox only")
+				}
+			})
+		}
+	}
+}
+
+func TestDefaultPolicy(t *testing.T) {
+	tests := []struct {
+		g                hwarch.Generation
+		mode             hwarch.Mode
+		bar, status      int
+		qemu, then, skip bool
+		giveUp           time.Duration
+	}{
+		{hwarch.Sunda, hwarch.ModeSilicon, 0, 5, false, false, false, 120 * time.Second},
+		{hwarch.Sunda, hwarch.ModeEMU, 0, 5000, false, false, false, 120 * time.Second},
+		{hwarch.Sunda, hwarch.ModeQEMU, 2, 5, true, true, false, 120 * time.Second},
+		{hwarch.Cayman, hwarch.ModeSilicon, 0, 5, false, false, false, 480 * time.Second},
+		{hwarch.Cayman, hwarch.ModeQEMU, 0, 5000, true, false, false, 480 * time.Second},
+		{hwarch.Mariana, hwarch.ModeEMU, 0, 5000, false, false, true, 480 * time.Second},
+		{hwarch.Mariana, hwarch.ModeQEMU, 0, 5000, true, false, false, 480 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/%s", tt.g, tt.mode), func(t *testing.T) {
+			p := DefaultPolicy(tt.g, tt.mode)
+			assert.Equal(t, tt.bar, p.RegisterBAR)
+			assert.Equal(t, tt.status, p.StatusRetries)
+			assert.Equal(t, [3]bool{tt.qemu, tt.then, tt.skip}, [3]bool{p.QEMUResetPath, p.QEMUThenFWIO, p.SkipReset})
+			assert.Equal(t, tt.giveUp, p.ResetGiveUp)
+			assert.Equal(t, 30, p.ReadyRetries)
+			assert.Equal(t, time.Second, p.ReadyInterval)
+			assert.Equal(t, 100*time.Millisecond, p.AckPoll)
+			assert.Equal(t, 2*time.Second, p.QEMUPoll)
+		})
+	}
+}
+
+func TestBringUpRefusesForeignDevices(t *testing.T) {
+	s := newScripted(hwarch.Cayman, 0, 0)
+	s.id.Vendor = 0x8086
+	_, err := BringUp(s, Options{})
+	require.ErrorIs(t, err, hwarch.ErrUnknownVendor)
+}

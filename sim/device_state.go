@@ -1,0 +1,106 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/neuronsim/neuronsim/sim/tpb"
+)
+
+// DeviceSnapshot is everything a Device holds: its configuration, its
+// life-cycle and synchronisation state, its pending events and its two
+// memories. Restoring a snapshot and continuing gives exactly what the
+// uninterrupted device would have given.
+type DeviceSnapshot struct {
+	Config DeviceConfig
+	State  DeviceState
+	Engine EngineState
+	Regs   MemoryState // register and SRAM windows, by register-BAR offset
+	HBM    MemoryState // device memory, by device address
+}
+
+// Snapshot returns a deep copy of the device's whole state.
+func (d *Device) Snapshot() DeviceSnapshot {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := d.st
+	st.NCSync = slices.Clone(d.st.NCSync)
+	st.TopSPSync = slices.Clone(d.st.TopSPSync)
+	return DeviceSnapshot{Config: d.cfg, State: st, Engine: d.engine.State(), Regs: d.regs.State(), HBM: d.hbm.State()}
+}
+
+// NewDeviceFromSnapshot builds a device in the state a snapshot recorded. A
+// snapshot whose parts do not fit its configuration (wrong number of NCs or
+// TOP_SPs, an unknown phase, events of unknown handlers, pages outside the
+// address space) is refused with an error wrapping ErrInvalidState.
+func NewDeviceFromSnapshot(s DeviceSnapshot) (*Device, error) {
+	cfg := s.Config
+	cfg.Ready = true // no boot event: the snapshot's queue says what is pending
+	d, err := NewDevice(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("sim device snapshot: %w: %w", err, ErrInvalidState)
+	}
+	d.cfg.Ready = s.Config.Ready
+	if err := d.restore(s); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Restore replaces the device's state with a snapshot taken from a device of
+// the same configuration. On error the device keeps its state.
+func (d *Device) Restore(s DeviceSnapshot) error {
+	if s.Config != d.cfg {
+		return fmt.Errorf("sim device %s: restore: snapshot of device %q has another configuration: %w", d.cfg.Name, s.Config.Name, ErrInvalidState)
+	}
+	fresh, err := NewDeviceFromSnapshot(s)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fresh.mu.Lock()
+	defer fresh.mu.Unlock()
+	// The handlers of the fresh engine are closures over fresh; rebind the
+	// device's own engine instead of adopting fresh's.
+	if err := d.engine.Restore(fresh.engine.State()); err != nil {
+		return err
+	}
+	d.st, d.regs, d.hbm = fresh.st, fresh.regs, fresh.hbm
+	return nil
+}
+
+// restore loads s into a freshly built device.
+func (d *Device) restore(s DeviceSnapshot) error {
+	st := s.State
+	switch {
+	case len(st.NCSync) != d.geo.NeuronCores:
+		return fmt.Errorf("sim device %s: restore: %d NC sync blocks, the %s has %d: %w", d.cfg.Name, len(st.NCSync), d.geo.Generation, d.geo.NeuronCores, ErrInvalidState)
+	case len(st.TopSPSync) != d.geo.TopSPs:
+		return fmt.Errorf("sim device %s: restore: %d TOP_SP sync blocks, the %s has %d: %w", d.cfg.Name, len(st.TopSPSync), d.geo.Generation, d.geo.TopSPs, ErrInvalidState)
+	case int(st.Phase) >= len(phaseNames):
+		return fmt.Errorf("sim device %s: restore: %v: %w", d.cfg.Name, st.Phase, ErrInvalidState)
+	}
+	for _, blocks := range [][]tpb.SyncState{st.NCSync, st.TopSPSync} {
+		for i := range blocks {
+			for j, e := range blocks[i].Events {
+				if e > 1 {
+					return fmt.Errorf("sim device %s: restore: sync block %d event %d is %d (events are 0 or 1): %w", d.cfg.Name, i, j, e, ErrInvalidState)
+				}
+			}
+		}
+	}
+	if err := d.engine.Restore(s.Engine); err != nil {
+		return fmt.Errorf("sim device %s: %w", d.cfg.Name, err)
+	}
+	if err := d.regs.Restore(s.Regs); err != nil {
+		return fmt.Errorf("sim device %s: registers: %w", d.cfg.Name, err)
+	}
+	if err := d.hbm.Restore(s.HBM); err != nil {
+		return fmt.Errorf("sim device %s: HBM: %w", d.cfg.Name, err)
+	}
+	st.NCSync = slices.Clone(st.NCSync)
+	st.TopSPSync = slices.Clone(st.TopSPSync)
+	d.st = st
+	return nil
+}

@@ -1,0 +1,104 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+)
+
+// continueRun drives a device through a fixed sequence and records what it
+// sees: the reset's handshake, semaphores and time.
+func continueRun(t *testing.T, d *Device) []uint32 {
+	t.Helper()
+	geo := d.Geometry()
+	misc := geo.BAR0.MiscRAM
+	var seen []uint32
+	for i := 0; i < 40; i++ {
+		v, err := d.Read32(d.RegisterBAR(), misc+hwarch.MiscFWStatus)
+		require.NoError(t, err)
+		seen = append(seen, v)
+		v, err = d.Read32(d.RegisterBAR(), geo.BAR0.TPBWindow(1)+geo.BAR0.SemReadOffset)
+		require.NoError(t, err)
+		seen = append(seen, v)
+		require.NoError(t, d.Write32(d.RegisterBAR(), geo.BAR0.TPBWindow(0)+geo.BAR0.SemIncrOffset, 1))
+		require.NoError(t, d.Sleep(10*time.Millisecond))
+	}
+	seen = append(seen, uint32(d.Now()/Microsecond))
+	return seen
+}
+
+func TestSnapshotRestoreContinuesExactly(t *testing.T) {
+	for _, g := range hwarch.Generations() {
+		t.Run(g.String(), func(t *testing.T) {
+			d, err := NewDevice(DeviceConfig{Generation: g, RoutingID: 2})
+			require.NoError(t, err)
+			require.NoError(t, d.Sleep(time.Second))
+			geo := d.Geometry()
+			bar := d.RegisterBAR()
+			require.NoError(t, d.Write32(bar, geo.BAR0.TPBWindow(1)+geo.BAR0.SemSetOffset, 99))
+			require.NoError(t, d.Write32(hwarch.BAR4, 0x1000, 0xABCD))
+			// Start a TPB reset of NC 1 and snapshot in the middle of it.
+			require.NoError(t, d.Write32(bar, geo.BAR0.MiscRAM+hwarch.MiscResetTPBMap, geo.TPBResetMap(2)))
+			require.NoError(t, d.Write32(bar, geo.BAR0.MiscRAM+hwarch.MiscResetRequest, hwarch.ResetTypeTPB))
+			require.NoError(t, d.Write32(bar, geo.BAR0.MiscRAM+hwarch.MiscTrigger, 1))
+			snap := d.Snapshot()
+
+			want := continueRun(t, d)
+			restored, err := NewDeviceFromSnapshot(snap)
+			require.NoError(t, err)
+			assert.Equal(t, want, continueRun(t, restored), "restored run equals the uninterrupted one")
+			v, err := restored.Read32(hwarch.BAR4, 0x1000)
+			require.NoError(t, err)
+			assert.Equal(t, uint32(0xABCD), v)
+
+			// Restore in place rewinds the original device.
+			require.NoError(t, d.Restore(snap))
+			assert.Equal(t, want, continueRun(t, d))
+		})
+	}
+}
+
+func TestSnapshotRestoreRefusesBadState(t *testing.T) {
+	d, err := NewDevice(DeviceConfig{Generation: hwarch.Cayman, Ready: true})
+	require.NoError(t, err)
+	geo := d.Geometry()
+	require.NoError(t, d.Write32(0, geo.BAR0.TPBWindow(0)+geo.BAR0.SemSetOffset, 5))
+	good := d.Snapshot()
+	tests := []struct {
+		name    string
+		corrupt func(s *DeviceSnapshot)
+	}{
+		{"too few NCs", func(s *DeviceSnapshot) { s.State.NCSync = s.State.NCSync[:2] }},
+		{"too many TOP_SPs", func(s *DeviceSnapshot) { s.State.TopSPSync = append(s.State.TopSPSync, s.State.TopSPSync[0]) }},
+		{"bad phase", func(s *DeviceSnapshot) { s.State.Phase = 9 }},
+		{"event of 2", func(s *DeviceSnapshot) { s.State.NCSync[0].Events[3] = 2 }},
+		{"unknown handler", func(s *DeviceSnapshot) {
+			s.Engine.Queue = append(s.Engine.Queue, Event{At: s.Engine.Now, Handler: 77})
+			s.Engine.NextSeq++
+		}},
+		{"page outside memory", func(s *DeviceSnapshot) { s.HBM.Pages[1<<40] = &Page{} }},
+		{"bad config", func(s *DeviceSnapshot) { s.Config.Generation = 9 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := d.Snapshot()
+			s.HBM.Pages = map[uint64]*Page{}
+			tt.corrupt(&s)
+			_, err := NewDeviceFromSnapshot(s)
+			require.ErrorIs(t, err, ErrInvalidState)
+			if s.Config == d.Config() {
+				require.ErrorIs(t, d.Restore(s), ErrInvalidState)
+			}
+			v, err := d.Read32(0, geo.BAR0.TPBWindow(0)+geo.BAR0.SemReadOffset)
+			require.NoError(t, err)
+			assert.Equal(t, uint32(5), v, "a refused restore leaves the device alone")
+		})
+	}
+	other, err := NewDevice(DeviceConfig{Generation: hwarch.Cayman, Ready: true, RoutingID: 1})
+	require.NoError(t, err)
+	require.ErrorIs(t, other.Restore(good), ErrInvalidState, "another device's snapshot")
+}
