@@ -7,6 +7,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/sim/bar"
+	"github.com/neuronsim/neuronsim/sim/dma"
 	"github.com/neuronsim/neuronsim/sim/tpb"
 )
 
@@ -50,6 +51,14 @@ type DeviceConfig struct {
 	MMIO       hwarch.MMIOLatency
 	Firmware   FirmwareTiming
 	FWAPI      uint32 // MISC RAM +0x00; default DefaultFWAPIVersion
+	// DMA is the DMA timing model; zero takes dma.DefaultTiming.
+	DMA dma.Timing
+	// TimingOnly runs DMA without payloads (see dma.Options).
+	TimingOnly bool
+	// Host is the host memory the device's DMA reaches through its host
+	// window; nil gives the device a private one. Devices of one system
+	// share one.
+	Host *HostMemory
 	// Ready starts the device with its firmware already booted, as if Boot
 	// had passed before time 0.
 	Ready bool
@@ -87,6 +96,7 @@ type DeviceStats struct {
 	DeviceResets, TPBResets       uint64 // completed
 	ResetRequests                 uint64 // reset requests started or coalesced
 	UnservedTriggers              uint64 // mailbox triggers for a request the model does not serve
+	LostEvents                    uint64 // events that could not be scheduled (the clock saturated)
 }
 
 // ResetState is the reset in progress, if any. Requests that arrive while one
@@ -134,12 +144,15 @@ type Device struct {
 	read   Time // MMIO read latency
 	write  Time // MMIO write latency
 
-	engine *Engine
-	regs   *Memory // backing of plain register and SRAM windows, by BAR0 offset
-	hbm    *Memory // device memory, by device address
-	st     DeviceState
+	engine  *Engine
+	regs    *Memory // backing of plain register and SRAM windows, by BAR0 offset
+	hbm     *Memory // device memory, by device address
+	hbmSize []uint64
+	host    *HostMemory
+	dma     *dma.Controller
+	st      DeviceState
 
-	hBoot, hAck, hDone HandlerID
+	hBoot, hAck, hDone, hDMA HandlerID
 }
 
 // NewDevice builds a device and powers it on: its firmware boots for
@@ -171,6 +184,18 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 	}
 	d.st.NCSync = make([]tpb.SyncState, geo.NeuronCores)
 	d.st.TopSPSync = make([]tpb.SyncState, geo.TopSPs)
+	d.host = cfg.Host
+	if d.host == nil {
+		d.host = NewHostMemory()
+	}
+	d.hbmSize = make([]uint64, len(geo.HBM))
+	for ch, c := range geo.HBM {
+		d.hbmSize[ch] = c.ActiveSize
+		if mode == hwarch.ModeQEMU && geo.Generation != hwarch.Sunda {
+			d.hbmSize[ch] = bar4.ChannelSize(ch)
+		}
+	}
+	d.dma = dma.New(geo, (*deviceBus)(d), (*deviceClock)(d), dma.Options{Timing: cfg.DMA, TimingOnly: cfg.TimingOnly})
 	if err := d.registerHandlers(); err != nil {
 		return nil, err
 	}
@@ -213,6 +238,9 @@ func fillDefaults(cfg *DeviceConfig) error {
 	}
 	if cfg.FWAPI == 0 {
 		cfg.FWAPI = DefaultFWAPIVersion
+	}
+	if cfg.DMA == (dma.Timing{}) {
+		cfg.DMA = dma.DefaultTiming(cfg.Generation)
 	}
 	return nil
 }
@@ -402,15 +430,23 @@ func (d *Device) readWord(b int, off uint64) uint32 {
 	if b != d.regBAR {
 		return d.unmappedRead(b, off)
 	}
+	return d.regRead(off)
+}
+
+// regRead decodes a read of register-BAR offset off (an MMIO read after
+// its latency, or a DMA read of an on-chip address).
+func (d *Device) regRead(off uint64) uint32 {
 	w, rel, ok := d.atlas.Lookup(off)
 	if d.blockedByReset(w) {
 		d.st.Stats.NotReadyReads++
 		return hwarch.NotReady
 	}
 	if !ok {
-		return d.unmappedRead(b, off)
+		return d.unmappedRead(d.regBAR, off)
 	}
 	switch w.Kind {
+	case bar.DMAEngine:
+		return d.dma.ReadReg(w.Index, rel)
 	case bar.NCSync, bar.TopSPSync:
 		if v, ok := d.syncBlock(w).Read(rel); ok {
 			return v
@@ -456,16 +492,25 @@ func (d *Device) store(b int, off uint64, v uint32) {
 		d.unmappedWrite(b, off)
 		return
 	}
+	d.regWrite(off, v)
+}
+
+// regWrite decodes a write of register-BAR offset off (an MMIO write, or a
+// DMA write of an on-chip address).
+func (d *Device) regWrite(off uint64, v uint32) {
 	w, rel, ok := d.atlas.Lookup(off)
 	if d.blockedByReset(w) {
 		d.st.Stats.DroppedWrites++
 		return
 	}
 	if !ok {
-		d.unmappedWrite(b, off)
+		d.unmappedWrite(d.regBAR, off)
 		return
 	}
 	switch w.Kind {
+	case bar.DMAEngine:
+		d.dma.WriteReg(w.Index, rel, v)
+		return
 	case bar.NCSync, bar.TopSPSync:
 		blk := d.syncBlock(w)
 		if blk.Write(rel, v) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/neuronsim/neuronsim/sim/dma"
 	"github.com/neuronsim/neuronsim/sim/tpb"
 )
 
@@ -17,6 +18,8 @@ type DeviceSnapshot struct {
 	Engine EngineState
 	Regs   MemoryState // register and SRAM windows, by register-BAR offset
 	HBM    MemoryState // device memory, by device address
+	DMA    dma.State
+	Host   HostState // the host memory the device reaches (shared by a system's devices)
 }
 
 // Snapshot returns a deep copy of the device's whole state.
@@ -26,21 +29,24 @@ func (d *Device) Snapshot() DeviceSnapshot {
 	st := d.st
 	st.NCSync = slices.Clone(d.st.NCSync)
 	st.TopSPSync = slices.Clone(d.st.TopSPSync)
-	return DeviceSnapshot{Config: d.cfg, State: st, Engine: d.engine.State(), Regs: d.regs.State(), HBM: d.hbm.State()}
+	return DeviceSnapshot{Config: d.cfg, State: st, Engine: d.engine.State(), Regs: d.regs.State(), HBM: d.hbm.State(),
+		DMA: d.dma.State(), Host: d.host.State()}
 }
 
-// NewDeviceFromSnapshot builds a device in the state a snapshot recorded. A
+// NewDeviceFromSnapshot builds a device in the state a snapshot recorded,
+// with a private host memory restored from the snapshot's. A
 // snapshot whose parts do not fit its configuration (wrong number of NCs or
 // TOP_SPs, an unknown phase, events of unknown handlers, pages outside the
 // address space) is refused with an error wrapping ErrInvalidState.
 func NewDeviceFromSnapshot(s DeviceSnapshot) (*Device, error) {
 	cfg := s.Config
 	cfg.Ready = true // no boot event: the snapshot's queue says what is pending
+	cfg.Host = nil   // a private host memory, restored below
 	d, err := NewDevice(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("sim device snapshot: %w: %w", err, ErrInvalidState)
 	}
-	d.cfg.Ready = s.Config.Ready
+	d.cfg.Ready, d.cfg.Host = s.Config.Ready, s.Config.Host
 	if err := d.restore(s); err != nil {
 		return nil, err
 	}
@@ -65,6 +71,14 @@ func (d *Device) Restore(s DeviceSnapshot) error {
 	// device's own engine instead of adopting fresh's.
 	if err := d.engine.Restore(fresh.engine.State()); err != nil {
 		return err
+	}
+	if err := d.dma.Restore(fresh.dma.State()); err != nil {
+		return err
+	}
+	if d.host != fresh.host {
+		if err := d.host.Restore(fresh.host.State()); err != nil {
+			return err
+		}
 	}
 	d.st, d.regs, d.hbm = fresh.st, fresh.regs, fresh.hbm
 	return nil
@@ -98,6 +112,12 @@ func (d *Device) restore(s DeviceSnapshot) error {
 	}
 	if err := d.hbm.Restore(s.HBM); err != nil {
 		return fmt.Errorf("sim device %s: HBM: %w", d.cfg.Name, err)
+	}
+	if err := d.dma.Restore(s.DMA); err != nil {
+		return fmt.Errorf("sim device %s: %w: %w", d.cfg.Name, err, ErrInvalidState)
+	}
+	if err := d.host.Restore(s.Host); err != nil {
+		return fmt.Errorf("sim device %s: %w", d.cfg.Name, err)
 	}
 	st.NCSync = slices.Clone(st.NCSync)
 	st.TopSPSync = slices.Clone(st.TopSPSync)

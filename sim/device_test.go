@@ -122,12 +122,13 @@ func (h dev) topSem(ts int, bankOff uint64, i int) uint64 {
 }
 
 // plainAPB returns a few plain APB register offsets of a generation: words
-// in APB IO, APB SE and PREPROC blocks that no special block covers.
+// in APB IO, APB SE and PREPROC blocks that no special block (DMA engines
+// included) covers.
 func plainAPB(geo *hwarch.Geometry) []uint64 {
 	if geo.Generation == hwarch.Sunda {
-		return []uint64{0x3000_0000, 0x3040_0100, 0x3070_0020, 0x30E0_4000, 0x30FF_FFFC}
+		return []uint64{0x3040_0000, 0x3040_0100, 0x30B0_0020, 0x30E0_4000, 0x30FF_FFFC}
 	}
-	return []uint64{0x0, 0x680_0000, 0x4000_0100, 0x8200_0000, 0xB400_0040, 0xC000_0000, 0xCF4B_FFFC}
+	return []uint64{0x0, 0x6A0_0000, 0x4000_0100, 0x8204_0000, 0xB404_0040, 0xC000_0000, 0xCF4B_FFFC}
 }
 
 // unmappedReg returns register BAR offsets inside the BAR that no window decodes.

@@ -2,6 +2,7 @@ package sim
 
 import (
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/hw/udma"
 	"github.com/neuronsim/neuronsim/sim/bar"
 )
 
@@ -23,7 +24,10 @@ func (d *Device) registerHandlers() error {
 	if d.hAck, err = d.engine.Register("fw-reset-ack", HandlerFunc(func(_ *Engine, arg uint64) { d.resetAck(arg>>1, arg&1 != 0) })); err != nil {
 		return err
 	}
-	d.hDone, err = d.engine.Register("fw-reset-done", HandlerFunc(func(_ *Engine, seq uint64) { d.resetDone(seq) }))
+	if d.hDone, err = d.engine.Register("fw-reset-done", HandlerFunc(func(_ *Engine, seq uint64) { d.resetDone(seq) })); err != nil {
+		return err
+	}
+	d.hDMA, err = d.engine.Register("dma-done", HandlerFunc(func(_ *Engine, arg uint64) { d.dma.Fire(arg) }))
 	return err
 }
 
@@ -181,6 +185,7 @@ func (d *Device) resetDone(seq uint64) {
 			d.st.TopSPSync[i].Reset()
 		}
 		d.regs.Clear()
+		d.dma.Reset()
 		d.st.Stats.DeviceResets++
 	} else {
 		d.resetUnits(r.Map)
@@ -200,6 +205,10 @@ func (d *Device) resetUnits(m hwarch.ResetMap) {
 			_ = d.regs.Fill(d.geo.BAR0.TPBWindow(nc), d.geo.BAR0.TPBStride, 0)
 		}
 	}
+	d.dma.ResetEngines(func(e int) bool {
+		nc := udma.OwnerNC(d.geo, e)
+		return nc >= 0 && m.NCs&(1<<nc) != 0
+	})
 	for t := range d.st.TopSPSync {
 		if m.TopSPs&(1<<t) != 0 {
 			d.st.TopSPSync[t].Reset()

@@ -87,6 +87,16 @@ type Geometry struct {
 	EventsPerNC     int // 256
 	TopSPs          int // 6 (V2) / 16 (V3/V4)
 
+	// Device addresses of the NC windows (driver-facts §2.2, §2.3; seed 000
+	// sbuf_base_addresses): NC n's TPB window starts at TPBDeviceBases[n]
+	// (its SBUF at +0); its PSUM window at that plus PSUMDeviceDelta.
+	TPBDeviceBases  []uint64
+	PSUMDeviceDelta uint64
+	// TOP_SP t's 4 MiB window starts at TopSPDeviceBase + (t mod TopSPHalf)
+	// × TopSPDeviceStride, plus MeshBit for the second half (V3/V4).
+	TopSPDeviceBase   uint64
+	TopSPDeviceStride uint64
+
 	HostAddressBit   uint64   // OR-ed into host physical addresses: bit 44 (V2) / bit 46 (V3/V4)
 	MeshBit          uint64   // bit 47 on V3/V4 (second die / mesh half); 0 on V2
 	NeighbourWindows []uint64 // V3/V4 B0_0..3 device windows onto link neighbours; none on V2
@@ -117,6 +127,27 @@ func (g *Geometry) HBMChannelOf(addr uint64) (int, bool) {
 		}
 	}
 	return -1, false
+}
+
+// TopSPDevice returns the device address of TOP_SP t's window.
+func (g *Geometry) TopSPDevice(t int) uint64 {
+	if half := g.BAR0.TopSPHalf; half > 0 && t >= half {
+		return g.TopSPDeviceBase + uint64(t-half)*g.TopSPDeviceStride | g.MeshBit
+	}
+	return g.TopSPDeviceBase + uint64(t)*g.TopSPDeviceStride
+}
+
+// HostAddress returns the device address of host physical address pa (the
+// host bit OR-ed in), and IsHostAddress tells one apart.
+func (g *Geometry) HostAddress(pa uint64) uint64 { return pa | g.HostAddressBit }
+
+// IsHostAddress reports whether a device address is in the host window, and
+// returns the host physical address behind it.
+func (g *Geometry) IsHostAddress(addr uint64) (pa uint64, ok bool) {
+	if g.HostAddressBit == 0 || addr&g.HostAddressBit == 0 || addr >= g.HostAddressBit<<1 {
+		return 0, false
+	}
+	return addr &^ g.HostAddressBit, true
 }
 
 // TopSPsPerNC returns the TOP_SPs that belong to each NeuronCore (3 on V2, 2 on V3/V4).
@@ -160,7 +191,10 @@ func bigChipGeometry(g Generation, activeHBM uint64) *Geometry {
 		SemaphoresPerNC: 256, EventsPerNC: 256, TopSPs: 16,
 		HostAddressBit: 1 << 46, MeshBit: 1 << 47,
 		NeighbourWindows: []uint64{0x10_0000_0000_0000, 0x14_0000_0000_0000, 0x18_0000_0000_0000, 0x1C_0000_0000_0000},
-		BAR0:             v3BAR0,
+		TPBDeviceBases: []uint64{0x20_0000_0000, 0x30_0000_0000, 0x60_0000_0000, 0x70_0000_0000,
+			0x8020_0000_0000, 0x8030_0000_0000, 0x8060_0000_0000, 0x8070_0000_0000},
+		PSUMDeviceDelta: 0x8_0200_0000, TopSPDeviceBase: 0x82_8000_0000, TopSPDeviceStride: 0x4000_0000,
+		BAR0: v3BAR0,
 	}
 }
 
@@ -173,6 +207,8 @@ var geometries = func() [NumGenerations]*Geometry {
 		DMAEnginesPerNC: 16, DMAEngines: 34, HostDMAEngines: []int{32, 33}, DMAQueuesPerEngine: 16,
 		SemaphoresPerNC: 256, EventsPerNC: 256, TopSPs: 6,
 		HostAddressBit: 1 << 44,
+		TPBDeviceBases: []uint64{0xFFF_C000_0000, 0xFFF_C400_0000}, PSUMDeviceDelta: 0x200_0000,
+		TopSPDeviceBase: 0xFFF_D000_0000, TopSPDeviceStride: 0x40_0000,
 		BAR0: BAR0Map{
 			TPBBase: 0, TPBStride: 0x400_0000, PSUMOffset: 0x200_0000,
 			EventsOffset: 0x270_0000, SemReadOffset: 0x270_1000, SemSetOffset: 0x270_1400,
@@ -215,6 +251,7 @@ func (g *Geometry) Clone() *Geometry {
 	c.HBM = append([]HBMChannel(nil), g.HBM...)
 	c.HostDMAEngines = append([]int(nil), g.HostDMAEngines...)
 	c.NeighbourWindows = append([]uint64(nil), g.NeighbourWindows...)
+	c.TPBDeviceBases = append([]uint64(nil), g.TPBDeviceBases...)
 	return &c
 }
 

@@ -52,6 +52,17 @@ type Sleeper interface {
 	Sleep(d time.Duration) error
 }
 
+// HostMemory is implemented by a backend that can hand out host memory the
+// device's DMA engines reach through its host window (the driver's
+// dma_alloc_coherent buffers): a simulated device does. Addresses are host
+// physical addresses, without the host bit.
+type HostMemory interface {
+	HostAlloc(size, align uint64) (pa uint64, err error)
+	HostFree(pa uint64) error
+	HostRead(pa uint64, p []byte) error
+	HostWrite(pa uint64, p []byte) error
+}
+
 // Sleep waits d as the device sees time: on the device's clock when it has
 // one, else on the wall clock.
 func Sleep(dev Device, d time.Duration) error {

@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/hw/udma"
 	"github.com/neuronsim/neuronsim/sim/tpb"
 )
 
@@ -27,9 +28,10 @@ const (
 	Misc                  // the MISC RAM firmware mailbox
 	QEMUReset             // the register the QEMU reset path writes and polls
 	APB                   // APB IO, APB SE and PREPROC register space
+	DMAEngine             // one UDMA engine's registers (Index = engine id)
 )
 
-var kindNames = [...]string{"unmapped", "sbuf", "psum", "nc-sync", "top-sp", "top-sp-sync", "misc-ram", "qemu-reset", "apb"}
+var kindNames = [...]string{"unmapped", "sbuf", "psum", "nc-sync", "top-sp", "top-sp-sync", "misc-ram", "qemu-reset", "apb", "dma-engine"}
 
 // String returns the kind's name.
 func (k Kind) String() string {
@@ -54,30 +56,37 @@ const MiscRAMSize = 0x1000
 // dies, the APB SE blocks and the PREPROC blocks (seed 003 mariana atlas;
 // driver-facts §2.3), and the V2 APB blocks (driver-facts §2.2).
 const (
-	bigAPBIOSize    = 0x2000_0000
-	bigAPBIO1       = 0x4000_0000
-	bigAPBSEBase    = 0x8000_0000
-	bigAPBSEStride  = 0x1000_0000
-	bigAPBSESize    = 0xC80_0000
-	bigPreprocBase  = 0xC000_0000
-	bigPreprocStep  = 0x400_0000
-	bigPreprocSize  = 0x34C_0000
-	v2APBSEBase     = 0x3000_0000
-	v2APBSEStride   = 0x70_0000
-	v2APBIOBase     = 0x30E0_0000
-	v2APBIOSize     = 0x20_0000
-	priorityPlain   = 0
-	prioritySpecial = 1
+	bigAPBIOSize        = 0x2000_0000
+	bigAPBIO1           = 0x4000_0000
+	bigAPBSEBase        = 0x8000_0000
+	bigAPBSEStride      = 0x1000_0000
+	bigAPBSESize        = 0xC80_0000
+	bigPreprocBase      = 0xC000_0000
+	bigPreprocStep      = 0x400_0000
+	bigPreprocSize      = 0x34C_0000
+	v2APBSEBase         = 0x3000_0000
+	v2APBSEStride       = 0x70_0000
+	v2APBIOBase         = 0x30E0_0000
+	v2APBIOSize         = 0x20_0000
+	v2APBDevice         = 0xFFF_F000_0000 // device address of BAR0 0x3000_0000
+	bigAPBIODevice      = 0x80_0000_0000
+	bigPreprocHBMOffset = 0x12_0000_0000
+	priorityPlain       = 0
+	prioritySpecial     = 1
 )
+
+// bigAPBSEDevice are the apb_se_0..3 device bases (mariana_apb_se_bases).
+var bigAPBSEDevice = [4]uint64{0x10_0000_0000, 0x50_0000_0000, 0x8010_0000_0000, 0x8050_0000_0000}
 
 // Window is one block of the atlas: Size bytes at BAR offset Start. Index is
 // the NC or TOP_SP number for the per-core kinds, the block number otherwise.
 type Window struct {
-	Name  string
-	Kind  Kind
-	Index int
-	Start uint64
-	Size  uint64
+	Name       string
+	Kind       Kind
+	Index      int
+	Start      uint64
+	Size       uint64
+	DeviceAddr uint64 // where the window sits in the device's address space (what DMA reaches)
 }
 
 // End returns the first offset past the window.
@@ -98,7 +107,8 @@ type Atlas struct {
 	gen      hwarch.Generation
 	windows  []Window
 	priority []int
-	segs     []segment
+	segs     []segment // by BAR0 offset
+	devSegs  []segment // by device address
 }
 
 // NewAtlas builds the BAR0 atlas of a generation from its geometry: per NC
@@ -112,35 +122,57 @@ func NewAtlas(geo *hwarch.Geometry) (*Atlas, error) {
 	m := geo.BAR0
 	a := &Atlas{gen: geo.Generation}
 	for nc := 0; nc < geo.NeuronCores; nc++ {
-		base := m.TPBWindow(nc)
-		a.add(Window{fmt.Sprintf("tpb%d", nc), SBUF, nc, base, geo.SBUFWindowSize}, priorityPlain)
-		a.add(Window{fmt.Sprintf("tpb%d_psum", nc), PSUM, nc, base + m.PSUMOffset, geo.SBUFWindowSize}, priorityPlain)
-		a.add(Window{fmt.Sprintf("tpb%d_sync", nc), NCSync, nc, base + m.EventsOffset, tpb.SyncSize}, prioritySpecial)
+		base, dev := m.TPBWindow(nc), geo.TPBDeviceBases[nc]
+		psum := dev + geo.PSUMDeviceDelta
+		a.add(Window{fmt.Sprintf("tpb%d", nc), SBUF, nc, base, geo.SBUFWindowSize, dev}, priorityPlain)
+		a.add(Window{fmt.Sprintf("tpb%d_psum", nc), PSUM, nc, base + m.PSUMOffset, geo.SBUFWindowSize, psum}, priorityPlain)
+		a.add(Window{fmt.Sprintf("tpb%d_sync", nc), NCSync, nc, base + m.EventsOffset, tpb.SyncSize, psum + m.EventsOffset - m.PSUMOffset}, prioritySpecial)
 	}
 	for t := 0; t < geo.TopSPs; t++ {
-		base := m.TopSPWindow(t)
-		a.add(Window{fmt.Sprintf("top_sp%d", t), TopSP, t, base, m.TopSPSize}, priorityPlain)
-		a.add(Window{fmt.Sprintf("top_sp%d_sync", t), TopSPSync, t, base, tpb.SyncSize}, prioritySpecial)
+		base, dev := m.TopSPWindow(t), geo.TopSPDevice(t)
+		a.add(Window{fmt.Sprintf("top_sp%d", t), TopSP, t, base, m.TopSPSize, dev}, priorityPlain)
+		a.add(Window{fmt.Sprintf("top_sp%d_sync", t), TopSPSync, t, base, tpb.SyncSize, dev}, prioritySpecial)
 	}
+	// apbDevice is where an APB BAR0 offset sits in the device's address space.
+	apbDevice := func(off uint64) uint64 { return off - v2APBSEBase + v2APBDevice }
 	if geo.Generation == hwarch.Sunda {
 		for s := 0; s < geo.SequencerEngines; s++ {
-			a.add(Window{fmt.Sprintf("apb_se_%d", s), APB, s, v2APBSEBase + uint64(s)*v2APBSEStride, v2APBSEStride}, priorityPlain)
+			off := v2APBSEBase + uint64(s)*v2APBSEStride
+			a.add(Window{fmt.Sprintf("apb_se_%d", s), APB, s, off, v2APBSEStride, apbDevice(off)}, priorityPlain)
 		}
-		a.add(Window{"apb_io", APB, 0, v2APBIOBase, v2APBIOSize}, priorityPlain)
+		a.add(Window{"apb_io", APB, 0, v2APBIOBase, v2APBIOSize, apbDevice(v2APBIOBase)}, priorityPlain)
 	} else {
-		a.add(Window{"apb_io_0", APB, 0, 0, bigAPBIOSize}, priorityPlain)
-		a.add(Window{"apb_io_1", APB, 1, bigAPBIO1, bigAPBIOSize}, priorityPlain)
+		apbDevice = func(off uint64) uint64 {
+			if off >= bigAPBIO1 {
+				return off - bigAPBIO1 + bigAPBIODevice | geo.MeshBit
+			}
+			return off + bigAPBIODevice
+		}
+		a.add(Window{"apb_io_0", APB, 0, 0, bigAPBIOSize, bigAPBIODevice}, priorityPlain)
+		a.add(Window{"apb_io_1", APB, 1, bigAPBIO1, bigAPBIOSize, bigAPBIODevice | geo.MeshBit}, priorityPlain)
 		for s := 0; s < geo.SequencerEngines; s++ {
-			a.add(Window{fmt.Sprintf("apb_se_%d", s), APB, s, bigAPBSEBase + uint64(s)*bigAPBSEStride, bigAPBSESize}, priorityPlain)
+			a.add(Window{fmt.Sprintf("apb_se_%d", s), APB, s, bigAPBSEBase + uint64(s)*bigAPBSEStride, bigAPBSESize, bigAPBSEDevice[s]}, priorityPlain)
 		}
 		for ch := range geo.HBM {
-			a.add(Window{fmt.Sprintf("preproc%d", ch), APB, ch, bigPreprocBase + uint64(ch)*bigPreprocStep, bigPreprocSize}, priorityPlain)
+			a.add(Window{fmt.Sprintf("preproc%d", ch), APB, ch, bigPreprocBase + uint64(ch)*bigPreprocStep, bigPreprocSize,
+				geo.HBM[ch].Base + bigPreprocHBMOffset}, priorityPlain)
 		}
 	}
-	a.add(Window{"misc_ram", Misc, 0, m.MiscRAM, MiscRAMSize}, prioritySpecial)
-	a.add(Window{"qemu_reset", QEMUReset, 0, m.QEMUResetReg, 4}, prioritySpecial)
-	if err := a.build(); err != nil {
+	for e := 0; e < geo.DMAEngines; e++ {
+		off, err := udma.EngineBAR0(geo, e)
+		if err != nil {
+			return nil, fmt.Errorf("bar atlas %s: %w", geo.Generation, err)
+		}
+		a.add(Window{fmt.Sprintf("dma%d", e), DMAEngine, e, off, udma.EngineRegSize, apbDevice(off)}, prioritySpecial)
+	}
+	a.add(Window{"misc_ram", Misc, 0, m.MiscRAM, MiscRAMSize, apbDevice(m.MiscRAM)}, prioritySpecial)
+	a.add(Window{"qemu_reset", QEMUReset, 0, m.QEMUResetReg, 4, apbDevice(m.QEMUResetReg)}, prioritySpecial)
+	var err error
+	if a.segs, err = a.build(func(w *Window) uint64 { return w.Start }); err != nil {
 		return nil, fmt.Errorf("bar atlas %s: %w", geo.Generation, err)
+	}
+	if a.devSegs, err = a.build(func(w *Window) uint64 { return w.DeviceAddr }); err != nil {
+		return nil, fmt.Errorf("bar atlas %s, device addresses: %w", geo.Generation, err)
 	}
 	return a, nil
 }
@@ -150,13 +182,14 @@ func (a *Atlas) add(w Window, priority int) {
 	a.priority = append(a.priority, priority)
 }
 
-// build cuts the windows into non-overlapping segments, giving each piece to
-// the highest-priority window that covers it. Two windows of the same
-// priority may not overlap.
-func (a *Atlas) build() error {
+// build cuts the windows, placed by start, into non-overlapping segments,
+// giving each piece to the highest-priority window that covers it. Two
+// windows of the same priority may not overlap.
+func (a *Atlas) build(start func(*Window) uint64) ([]segment, error) {
+	var segs []segment
 	var cuts []uint64
-	for _, w := range a.windows {
-		cuts = append(cuts, w.Start, w.End())
+	for i := range a.windows {
+		cuts = append(cuts, start(&a.windows[i]), start(&a.windows[i])+a.windows[i].Size)
 	}
 	sort.Slice(cuts, func(i, j int) bool { return cuts[i] < cuts[j] })
 	for i := 0; i+1 < len(cuts); i++ {
@@ -165,26 +198,27 @@ func (a *Atlas) build() error {
 			continue
 		}
 		owner, prio := -1, -1
-		for j, w := range a.windows {
-			if w.Start <= lo && hi <= w.End() {
+		for j := range a.windows {
+			w := &a.windows[j]
+			if start(w) <= lo && hi <= start(w)+w.Size {
 				switch {
 				case a.priority[j] > prio:
 					owner, prio = j, a.priority[j]
 				case a.priority[j] == prio:
-					return fmt.Errorf("windows %s and %s overlap", a.windows[owner].Name, w.Name)
+					return nil, fmt.Errorf("windows %s and %s overlap", a.windows[owner].Name, w.Name)
 				}
 			}
 		}
 		if owner < 0 {
 			continue
 		}
-		if n := len(a.segs); n > 0 && a.segs[n-1].w == owner && a.segs[n-1].end == lo {
-			a.segs[n-1].end = hi
+		if n := len(segs); n > 0 && segs[n-1].w == owner && segs[n-1].end == lo {
+			segs[n-1].end = hi
 			continue
 		}
-		a.segs = append(a.segs, segment{lo, hi, owner})
+		segs = append(segs, segment{lo, hi, owner})
 	}
-	return nil
+	return segs, nil
 }
 
 // Generation returns the generation the atlas decodes.
@@ -193,21 +227,40 @@ func (a *Atlas) Generation() hwarch.Generation { return a.gen }
 // Lookup returns the window that decodes BAR offset off and the offset
 // relative to the window's start. ok is false for an unmapped offset.
 func (a *Atlas) Lookup(off uint64) (w *Window, rel uint64, ok bool) {
-	segs := a.segs
+	i, ok := find(a.segs, off)
+	if !ok {
+		return nil, 0, false
+	}
+	w = &a.windows[i]
+	return w, off - w.Start, true
+}
+
+// LookupDevice returns the window at device address addr (what a DMA engine
+// reaches there) and the offset relative to the window's device address.
+func (a *Atlas) LookupDevice(addr uint64) (w *Window, rel uint64, ok bool) {
+	i, ok := find(a.devSegs, addr)
+	if !ok {
+		return nil, 0, false
+	}
+	w = &a.windows[i]
+	return w, addr - w.DeviceAddr, true
+}
+
+// find returns the window index of the segment holding x.
+func find(segs []segment, x uint64) (int, bool) {
 	lo, hi := 0, len(segs)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if segs[mid].end <= off {
+		if segs[mid].end <= x {
 			lo = mid + 1
 		} else {
 			hi = mid
 		}
 	}
-	if lo == len(segs) || off < segs[lo].start {
-		return nil, 0, false
+	if lo == len(segs) || x < segs[lo].start {
+		return 0, false
 	}
-	w = &a.windows[segs[lo].w]
-	return w, off - w.Start, true
+	return segs[lo].w, true
 }
 
 // Windows returns every window of the atlas, in the order they were built.

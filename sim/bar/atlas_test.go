@@ -28,7 +28,7 @@ func mustAtlas(t testing.TB, g hwarch.Generation) *Atlas {
 // precedence over the block around them.
 func special(k Kind) bool {
 	switch k {
-	case NCSync, TopSPSync, Misc, QEMUReset:
+	case NCSync, TopSPSync, Misc, QEMUReset, DMAEngine:
 		return true
 	}
 	return false
@@ -39,7 +39,7 @@ func special(k Kind) bool {
 func wantWindows(g hwarch.Generation) []Window {
 	var ws []Window
 	add := func(name string, k Kind, idx int, start, size uint64) {
-		ws = append(ws, Window{name, k, idx, start, size})
+		ws = append(ws, Window{Name: name, Kind: k, Index: idx, Start: start, Size: size})
 	}
 	if g == hwarch.Sunda {
 		for n := range 2 {
@@ -58,6 +58,12 @@ func wantWindows(g hwarch.Generation) []Window {
 		add("apb_io", APB, 0, 0x30E0_0000, 0x20_0000)
 		add("misc_ram", Misc, 0, 0x30FA_0000, MiscRAMSize)
 		add("qemu_reset", QEMUReset, 0, 0x3064_7010, 4)
+		for e := range 16 { // driver-facts §2.2: SENG0 and SENG1 UDMA engines
+			add(fmt.Sprintf("dma%d", e), DMAEngine, e, 0x3000_0000+uint64(e)*0x4_0000, 0x4_0000)
+			add(fmt.Sprintf("dma%d", 16+e), DMAEngine, 16+e, 0x3070_0000+uint64(e)*0x4_0000, 0x4_0000)
+		}
+		add("dma32", DMAEngine, 32, 0x3060_0000, 0x4_0000) // D2H
+		add("dma33", DMAEngine, 33, 0x30D0_0000, 0x4_0000) // H2D
 		return ws
 	}
 	for n := range 8 {
@@ -84,6 +90,15 @@ func wantWindows(g hwarch.Generation) []Window {
 	}
 	add("misc_ram", Misc, 0, 0x6C8_4000, MiscRAMSize)
 	add("qemu_reset", QEMUReset, 0, 0x630_0010, 4)
+	// driver-facts §2.3: SENG s UDMA engine i at the SE's UDMA base + i·0x10_0000.
+	for s, base := range []uint64{0x8200_0000, 0x9400_0000, 0xA200_0000, 0xB400_0000} {
+		for i := range 32 {
+			add(fmt.Sprintf("dma%d", 32*s+i), DMAEngine, 32*s+i, base+uint64(i)*0x10_0000, 0x4_0000)
+		}
+	}
+	for i, base := range []uint64{0x680_0000, 0x690_0000, 0x4680_0000, 0x4690_0000} { // H2T engines
+		add(fmt.Sprintf("dma%d", 128+i), DMAEngine, 128+i, base, 0x4_0000)
+	}
 	return ws
 }
 
@@ -95,6 +110,7 @@ func TestAtlasWindowsMatchSpec(t *testing.T) {
 			for _, w := range a.Windows() {
 				_, dup := got[w.Name]
 				require.False(t, dup, "duplicate window name %s", w.Name)
+				w.DeviceAddr = 0 // checked against the runtime's atlas in internal/systemtest
 				got[w.Name] = w
 			}
 			want := wantWindows(g)
@@ -126,10 +142,12 @@ func TestAtlasWindowEdges(t *testing.T) {
 			t.Run(g.String()+"/"+w.Name, func(t *testing.T) {
 				lw, rel, ok := a.Lookup(w.Start)
 				require.True(t, ok)
-				switch w.Kind {
-				case TopSP: // its synchronisation block sits at its start
+				switch {
+				case w.Kind == TopSP: // its synchronisation block sits at its start
 					assert.Equal(t, TopSPSync, lw.Kind)
 					assert.Equal(t, w.Index, lw.Index)
+				case w.Kind == APB && lw.Kind == DMAEngine: // V2: an SENG's first engine starts its block
+					assert.Equal(t, w.Start, lw.Start)
 				default:
 					assert.Equal(t, w, *lw)
 				}
@@ -198,6 +216,14 @@ func TestAtlasNeighbours(t *testing.T) {
 		{0x5FFF_FFFC, "apb_io_1", 0x1FFF_FFFC},
 		{0x6000_0000, "", 0},
 		{0x8000_0000, "apb_se_0", 0},
+		{0x8200_0000, "dma0", 0},
+		{0x8203_FFFC, "dma0", 0x3_FFFC},
+		{0x8204_0000, "apb_se_0", 0x204_0000}, // the SDMA block after engine 0's UDMA registers
+		{0x8210_0000, "dma1", 0},
+		{0x9400_0000, "dma32", 0},
+		{0xB5F0_0000, "dma127", 0},
+		{0x680_0000, "dma128", 0},
+		{0x4690_0000, "dma131", 0},
 		{0x8C7F_FFFC, "apb_se_0", 0xC7F_FFFC},
 		{0x8C80_0000, "", 0},
 		{0x9000_0000, "apb_se_1", 0},
@@ -232,11 +258,17 @@ func TestAtlasNeighbours(t *testing.T) {
 		{0x117F_FFFC, "top_sp5", 0x3F_FFFC},
 		{0x1180_0000, "", 0},
 		{0x2FFF_FFFC, "", 0},
-		{0x3000_0000, "apb_se_0", 0},
+		{0x3000_0000, "dma0", 0}, // the SENG0 UDMA engines take precedence over apb_se_0
+		{0x3003_FFFC, "dma0", 0x3_FFFC},
+		{0x3004_0000, "dma1", 0},
+		{0x3040_0000, "apb_se_0", 0x40_0000},
+		{0x3060_0000, "dma32", 0},
 		{0x3064_700C, "apb_se_0", 0x64_700C},
 		{0x3064_7010, "qemu_reset", 0}, // inside apb_se_0
 		{0x3064_7014, "apb_se_0", 0x64_7014},
-		{0x3070_0000, "apb_se_1", 0},
+		{0x3070_0000, "dma16", 0},
+		{0x30B0_0000, "apb_se_1", 0x40_0000},
+		{0x30D0_0000, "dma33", 0},
 		{0x30E0_0000, "apb_io", 0},
 		{0x30F9_FFFC, "apb_io", 0x19_FFFC},
 		{0x30FA_0000, "misc_ram", 0},

@@ -1,0 +1,100 @@
+package dma
+
+import (
+	"fmt"
+
+	"github.com/neuronsim/neuronsim/hw/udma"
+)
+
+// h2tName names NC nc's host-to-device queue.
+func h2tName(nc int) string { return fmt.Sprintf("h2t.nc%d", nc) }
+
+// H2T returns NC nc's host-to-device queue: the NC's H2T engine and default
+// queue (driver-facts §4.1), opened on first use.
+func (m *DMA) H2T(nc int) (*Queue, error) {
+	if q, ok := m.Queue(h2tName(nc)); ok {
+		return q, nil
+	}
+	eng, q, err := udma.H2TEngine(m.geo, nc)
+	if err != nil {
+		return nil, err
+	}
+	return m.OpenQueue(h2tName(nc), eng, q, DefaultRingSize)
+}
+
+// MaxPairsPerBatch is how many descriptor pairs a copy puts in one batch
+// before waiting for it: 4096/2 − 17, as the driver does.
+const MaxPairsPerBatch = 4096/2 - 17
+
+// Copy moves n bytes from src to dst (device addresses: device memory, or
+// host memory with the host bit) through NC nc's H2T queue, as the driver's
+// copies do: batches of at most MaxPairsPerBatch pairs of at most 64 KiB,
+// each followed by a 4-byte copy of the marker into a host word that is
+// polled (every PollInterval of device time) until it holds the marker. It
+// returns the descriptor pairs used, markers included.
+func (m *DMA) Copy(nc int, dst, src, n uint64) (int, error) {
+	qu, err := m.H2T(nc)
+	if err != nil {
+		return 0, err
+	}
+	done, err := m.host.HostAlloc(64, 64)
+	if err != nil {
+		return 0, fmt.Errorf("dma: completion word: %w", err)
+	}
+	defer m.host.HostFree(done)
+	if src+n < src || dst+n < dst {
+		return 0, fmt.Errorf("dma: copy [%#x → %#x, +%d) wraps the address space", src, dst, n)
+	}
+	const batch = uint64(MaxPairsPerBatch-1) * udma.MaxTransfer
+	pairs := 0
+	for off := uint64(0); off < n || n == 0; off += batch {
+		c := min(n-off, batch)
+		v := NewVring(fmt.Sprintf("copy.nc%d", nc))
+		if err := v.AddTransfer(src+off, dst+off, c); err != nil {
+			return pairs, err
+		}
+		if err := v.AddTransfer(m.geo.HostAddress(m.marker), m.geo.HostAddress(done), 4); err != nil {
+			return pairs, err
+		}
+		if err := m.runMarked(qu, v, done); err != nil {
+			return pairs, fmt.Errorf("dma: copy of %d bytes on NC %d, batch at +%#x: %w", n, nc, off, err)
+		}
+		pairs += v.Descriptors()
+	}
+	return pairs, nil
+}
+
+// runMarked runs a vring that ends with the marker copy into the host word
+// done, and polls done until it holds the marker, then clears it.
+func (m *DMA) runMarked(qu *Queue, v *Vring, done uint64) error {
+	if err := qu.Run(v); err != nil {
+		return err
+	}
+	// Wait budget: the driver allows about 2–4 µs per descriptor, with large
+	// multipliers on emulators; poll for 1000× that before giving up.
+	maxPolls := 4000*v.Descriptors() + 1_000_000
+	var w [4]byte
+	for i := 0; ; i++ {
+		if err := m.host.HostRead(done, w[:]); err != nil {
+			return err
+		}
+		if uint32(w[0])|uint32(w[1])<<8|uint32(w[2])<<16|uint32(w[3])<<24 == udma.Marker {
+			break
+		}
+		if i%64 == 63 { // a halted queue never writes the marker
+			if err := qu.Sync(); err != nil {
+				return err
+			}
+		}
+		if i >= maxPolls {
+			return fmt.Errorf("marker not seen after %d polls: %w", maxPolls, ErrTimeout)
+		}
+		if err := sleep(m, PollInterval); err != nil {
+			return err
+		}
+	}
+	if err := m.host.HostWrite(done, make([]byte, 4)); err != nil {
+		return err
+	}
+	return qu.Sync()
+}

@@ -1,0 +1,257 @@
+package dma
+
+import (
+	"fmt"
+
+	"github.com/neuronsim/neuronsim/hw/udma"
+	"github.com/neuronsim/neuronsim/runtime/ndl"
+)
+
+// ring is one half's descriptor ring (a pring): where it lives and the
+// runtime's own tail and phase.
+type ring struct {
+	addr  uint64 // device address of the ring (host bit set for host memory)
+	pa    uint64 // host physical address when in host memory
+	count uint32
+	tail  uint32 // next descriptor to write
+	phase uint8  // ring id of the descriptor at tail
+}
+
+// Queue is one DMA queue pair the runtime owns.
+type Queue struct {
+	m       *DMA
+	Name    string
+	Engine  int
+	Index   int
+	tx, rx  ring
+	pending uint32 // descriptor pairs started and not yet seen done
+	done    uint64 // pairs the engine has completed (from the head register)
+}
+
+// OpenQueue initialises engine eng's queue q under a name, with rings of
+// count descriptors in host memory, as the driver's queue init does: q_sw_ctrl
+// reset, base lo/hi, length, cfg enable.
+func (m *DMA) OpenQueue(name string, eng, q int, count uint32) (*Queue, error) {
+	if q < 0 || q >= udma.Queues {
+		return nil, fmt.Errorf("dma: queue %q: engine %d queue %d: %w", name, eng, q, udma.ErrEngine)
+	}
+	if err := udma.CheckRing(0, count); err != nil {
+		return nil, fmt.Errorf("dma: queue %q: %w", name, err)
+	}
+	m.mu.Lock()
+	if owner, busy := m.used[[2]int{eng, q}]; busy {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("dma: queue %q: engine %d queue %d already belongs to %q: %w", name, eng, q, owner, ErrNoQueue)
+	}
+	if _, dup := m.queues[name]; dup {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("dma: queue %q already open", name)
+	}
+	m.used[[2]int{eng, q}] = name
+	m.mu.Unlock()
+	qu := &Queue{m: m, Name: name, Engine: eng, Index: q}
+	if err := qu.init(count); err != nil {
+		m.mu.Lock()
+		delete(m.used, [2]int{eng, q})
+		m.mu.Unlock()
+		return nil, err
+	}
+	m.mu.Lock()
+	m.queues[name] = qu
+	m.mu.Unlock()
+	return qu, nil
+}
+
+func (qu *Queue) init(count uint32) error {
+	m := qu.m
+	if err := m.InitEngine(qu.Engine); err != nil {
+		return err
+	}
+	for _, r := range []*ring{&qu.tx, &qu.rx} {
+		pa, err := m.host.HostAlloc(uint64(count)*udma.DescriptorSize, udma.RingAlign)
+		if err != nil {
+			return fmt.Errorf("dma: queue %q ring: %w", qu.Name, err)
+		}
+		*r = ring{addr: m.geo.HostAddress(pa), pa: pa, count: count, phase: udma.FirstRingID}
+	}
+	for _, h := range []struct {
+		half, swctrl uint64
+		r            *ring
+	}{{udma.M2S, udma.QSwCtrlM2S, &qu.tx}, {udma.S2M, udma.QSwCtrlS2M, &qu.rx}} {
+		regs := []struct {
+			off uint64
+			v   uint32
+		}{
+			{h.swctrl, udma.QSwReset},
+			{udma.QBaseLo, uint32(h.r.addr)},
+			{udma.QBaseHi, uint32(h.r.addr >> 32)},
+			{udma.QLength, h.r.count},
+			{udma.QCfg, udma.QCfgDriver},
+		}
+		for _, reg := range regs {
+			if err := m.write(qu.Engine, udma.QueueReg(h.half, qu.Index, 0)+reg.off, reg.v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// AllocQueue opens a queue by name on NC nc's engines (model_dma_engine_and_
+// queue_bundle_alloc): the first free queue, engine by engine, skipping the
+// reserved queues 14 and 15. Asking for a name already open returns that
+// queue.
+func (m *DMA) AllocQueue(name string, nc int, count uint32) (*Queue, error) {
+	m.mu.Lock()
+	if q, ok := m.queues[name]; ok {
+		m.mu.Unlock()
+		return q, nil
+	}
+	m.mu.Unlock()
+	if nc < 0 || nc >= m.geo.NeuronCores {
+		return nil, fmt.Errorf("dma: queue %q: NC %d: the %s has NCs 0..%d", name, nc, m.geo.Generation, m.geo.NeuronCores-1)
+	}
+	first := nc * m.geo.DMAEnginesPerNC
+	for eng := first; eng < first+m.geo.DMAEnginesPerNC; eng++ {
+		for q := 0; q < NXQueue; q++ {
+			m.mu.Lock()
+			_, busy := m.used[[2]int{eng, q}]
+			m.mu.Unlock()
+			if !busy {
+				return m.OpenQueue(name, eng, q, count)
+			}
+		}
+	}
+	return nil, fmt.Errorf("dma: queue %q on NC %d: %w", name, nc, ErrNoQueue)
+}
+
+// Queue returns an open queue by name.
+func (m *DMA) Queue(name string) (*Queue, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q, ok := m.queues[name]
+	return q, ok
+}
+
+// Free returns the descriptor pairs that can be written now.
+func (qu *Queue) Free() uint32 { return qu.tx.count - qu.pending }
+
+// Dump writes a vring's descriptors into the queue's rings at their tails
+// (vring_dump_to_pring), with the right phases, and returns how many pairs
+// it wrote. Nothing is written unless all fit.
+func (qu *Queue) Dump(v *Vring) (int, error) {
+	if err := qu.Sync(); err != nil {
+		return 0, err
+	}
+	n := uint32(len(v.pairs))
+	if n > qu.Free() {
+		return 0, fmt.Errorf("dma: queue %q: vring %q needs %d descriptors, %d free: %w", qu.Name, v.Name, n, qu.Free(), ErrRingFull)
+	}
+	for _, p := range v.pairs {
+		if err := qu.put(&qu.tx, udma.DefaultMetaCtrl, p.src, p.len, udma.FlagFirst|udma.FlagLast); err != nil {
+			return 0, err
+		}
+		if err := qu.put(&qu.rx, 0, p.dst, p.len, 0); err != nil {
+			return 0, err
+		}
+	}
+	return int(n), nil
+}
+
+// put writes one descriptor at a ring's tail and advances it.
+func (qu *Queue) put(r *ring, meta uint32, addr uint64, n int, flags uint32) error {
+	lc, err := udma.LenCtrl(n, r.phase, flags)
+	if err != nil {
+		return err
+	}
+	var b [udma.DescriptorSize]byte
+	udma.Descriptor{LenCtrl: lc, Meta: meta, Addr: addr}.Put(b[:])
+	if err := qu.m.host.HostWrite(r.pa+uint64(r.tail)*udma.DescriptorSize, b[:]); err != nil {
+		return fmt.Errorf("dma: queue %q ring: %w", qu.Name, err)
+	}
+	r.tail++
+	if r.tail == r.count {
+		r.tail, r.phase = 0, (r.phase+1)%4
+	}
+	return nil
+}
+
+// Start makes n dumped pairs available: tail_inc on S2M first, then M2S,
+// as the driver does.
+func (qu *Queue) Start(n int) error {
+	if n <= 0 {
+		return nil
+	}
+	if err := qu.m.write(qu.Engine, udma.QueueReg(udma.S2M, qu.Index, udma.QTailInc), uint32(n)); err != nil {
+		return err
+	}
+	if err := qu.m.write(qu.Engine, udma.QueueReg(udma.M2S, qu.Index, udma.QTailInc), uint32(n)); err != nil {
+		return err
+	}
+	qu.pending += uint32(n)
+	return nil
+}
+
+// Status returns the queue's status register.
+func (qu *Queue) Status() (uint32, error) {
+	return qu.m.read(qu.Engine, udma.QueueReg(udma.M2S, qu.Index, udma.QStatus))
+}
+
+// Sync reads the M2S head and retires the pairs the engine has finished. A
+// queue halted on an error is ErrQueueError with the status bits.
+func (qu *Queue) Sync() error {
+	st, err := qu.Status()
+	if err != nil {
+		return err
+	}
+	if st&udma.StatusHalted != 0 {
+		return fmt.Errorf("dma: queue %q (engine %d queue %d): status %#x: %w", qu.Name, qu.Engine, qu.Index, st, ErrQueueError)
+	}
+	if qu.pending == 0 {
+		return nil
+	}
+	head, err := qu.m.read(qu.Engine, udma.QueueReg(udma.M2S, qu.Index, udma.QHead))
+	if err != nil {
+		return err
+	}
+	// The pairs still pending end at the runtime's tail; the head says
+	// where the engine is.
+	idx := head & 0xFF_FFFF
+	inRing := (qu.tx.tail + qu.tx.count - idx) % qu.tx.count
+	if inRing == 0 && st&udma.StatusBusy != 0 {
+		inRing = qu.tx.count
+	}
+	if inRing < qu.pending {
+		qu.done += uint64(qu.pending - inRing)
+		qu.pending = inRing
+	}
+	return nil
+}
+
+// Run dumps a vring and starts it.
+func (qu *Queue) Run(v *Vring) error {
+	n, err := qu.Dump(v)
+	if err != nil {
+		return err
+	}
+	return qu.Start(n)
+}
+
+// Wait polls until every started pair is done, sleeping PollInterval on the
+// device's clock between polls, for at most maxPolls polls.
+func (qu *Queue) Wait(maxPolls int) error {
+	for i := 0; ; i++ {
+		if err := qu.Sync(); err != nil {
+			return err
+		}
+		if qu.pending == 0 {
+			return nil
+		}
+		if i >= maxPolls {
+			return fmt.Errorf("dma: queue %q: %d pairs still pending after %d polls: %w", qu.Name, qu.pending, maxPolls, ErrTimeout)
+		}
+		if err := ndl.Sleep(qu.m.dev.Dev, PollInterval); err != nil {
+			return err
+		}
+	}
+}

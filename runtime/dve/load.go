@@ -1,0 +1,209 @@
+package dve
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/neuronsim/neuronsim/runtime/arch"
+	"github.com/neuronsim/neuronsim/runtime/dma"
+	"github.com/neuronsim/neuronsim/runtime/dmem"
+	"github.com/neuronsim/neuronsim/runtime/ndl"
+)
+
+// CompletionSemaphore is the semaphore of the NC the loader's event-accel
+// descriptor increments when the tables have landed (chosen: the seed names
+// tdrv_arch_get_evt_addr without decoding its value).
+const CompletionSemaphore = 255
+
+// MaxCompletionPolls bounds the wait for the completion semaphore, polled
+// every dma.PollInterval of device time.
+const MaxCompletionPolls = 10_000_000
+
+// ErrLoad marks a DVE load that did not complete.
+var ErrLoad = errors.New("DVE table load failed")
+
+// Report says what one Load did.
+type Report struct {
+	State       State
+	CacheHit    bool   // the tables were already on the core: nothing moved
+	Bytes       uint64 // bytes the DMA moved, the event-accel word included
+	Descriptors int    // descriptor pairs run
+	Staged      []Dest // the destinations written, in load order
+}
+
+// Loader is dve_dynamic_config_init for one device: it stages the tables in
+// device memory, runs one vring on the "qDveTable" queue of the NC that
+// copies them to their destinations and closes with an event-accel
+// descriptor, and waits for the completion semaphore.
+type Loader struct {
+	DMA    *dma.DMA
+	Mem    *dmem.Allocator
+	Tables *arch.Tables
+	Cache  *Cache
+
+	mu     sync.Mutex
+	staged map[int][]dmem.Handle // staging buffers of the set loaded on each NC
+	one    map[int]uint64        // per NC: a device word holding 1, the event-accel source
+}
+
+// NewLoader returns a loader over a device's DMA layer and memory allocator.
+func NewLoader(m *dma.DMA, mem *dmem.Allocator, t *arch.Tables) *Loader {
+	return &Loader{DMA: m, Mem: mem, Tables: t, Cache: NewCache(), staged: map[int][]dmem.Handle{}, one: map[int]uint64{}}
+}
+
+// Load loads a table set on NC nc (nil: the default bins). A set identical
+// to the one already loaded there (same fingerprint) is a cache hit that
+// moves nothing.
+func (l *Loader) Load(nc int, tables *Tables) (Report, error) {
+	g := l.Tables.Generation
+	t := tables
+	if t == nil {
+		def, err := DefaultBins(g)
+		if err != nil {
+			return Report{}, err
+		}
+		t = &def
+	}
+	fp := Fingerprint(g, *t)
+	if st, ok := l.Cache.Lookup(nc, fp); ok {
+		return Report{State: st, CacheHit: true}, nil
+	}
+	transfers, err := Transfers(l.Tables, nc, *t)
+	if err != nil {
+		return Report{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := State{DVETblHash: fp, Queue: QueueName, Vring: VringName, NC: nc}
+	rep := Report{}
+	v := dma.NewVring(VringName)
+	var handles []dmem.Handle
+	release := func() {
+		for _, h := range handles {
+			_ = l.Mem.Free(h)
+		}
+	}
+	for _, tr := range transfers {
+		h, err := l.Mem.Alloc(dmem.Request{Size: tr.Size, Channel: dmem.Any, NC: nc, Name: "dve." + tr.Name})
+		if err != nil {
+			release()
+			return Report{}, fmt.Errorf("dve load NC %d: staging %s: %w", nc, tr.Name, err)
+		}
+		handles = append(handles, h)
+		b, err := l.Mem.Info(h)
+		if err != nil {
+			release()
+			return Report{}, err
+		}
+		if err := l.DMA.WriteDevice(b.Addr, tr.Data); err != nil { // dmem_buf_copyin
+			release()
+			return Report{}, fmt.Errorf("dve load NC %d: copy-in %s: %w", nc, tr.Name, err)
+		}
+		if err := v.AddTransfer(b.Addr, tr.Addr, tr.Size); err != nil {
+			release()
+			return Report{}, err
+		}
+		*st.Slot(tr.Name) = Buffer{Addr: b.Addr, Dest: tr.Addr, Size: tr.Size}
+		rep.Staged = append(rep.Staged, tr.Dest)
+	}
+	one, err := l.oneWord(nc)
+	if err != nil {
+		release()
+		return Report{}, err
+	}
+	incr, readVA, err := l.semaphore(nc)
+	if err != nil {
+		release()
+		return Report{}, err
+	}
+	if err := v.AddEventAccel(one, incr); err != nil {
+		release()
+		return Report{}, err
+	}
+	csr := l.DMA.Device().CSR
+	before, err := csr.Read(readVA)
+	if err != nil {
+		release()
+		return Report{}, err
+	}
+	q, err := l.DMA.AllocQueue(QueueName, nc, 64)
+	if err != nil {
+		release()
+		return Report{}, err
+	}
+	if err := q.Run(v); err != nil {
+		release()
+		return Report{}, err
+	}
+	if err := l.wait(q, readVA, before+1); err != nil {
+		release()
+		return Report{}, fmt.Errorf("dve load NC %d: %w", nc, err)
+	}
+	for _, h := range l.staged[nc] { // the set this one replaces
+		_ = l.Mem.Free(h)
+	}
+	l.staged[nc] = handles
+	l.Cache.Forget(nc)
+	l.Cache.Store(nc, st)
+	rep.State, rep.Bytes, rep.Descriptors = st, v.Bytes(), v.Descriptors()
+	return rep, nil
+}
+
+// oneWord returns NC nc's event-accel source: a device word holding 1.
+func (l *Loader) oneWord(nc int) (uint64, error) {
+	if a, ok := l.one[nc]; ok {
+		return a, nil
+	}
+	h, err := l.Mem.Alloc(dmem.Request{Size: 4, Channel: dmem.Any, NC: nc, Name: "dve.event-accel"})
+	if err != nil {
+		return 0, err
+	}
+	b, err := l.Mem.Info(h)
+	if err != nil {
+		return 0, err
+	}
+	if err := l.DMA.WriteDevice(b.Addr, []byte{1, 0, 0, 0}); err != nil {
+		return 0, err
+	}
+	l.one[nc] = b.Addr
+	return b.Addr, nil
+}
+
+// semaphore returns the device address of the completion semaphore's INCR
+// register (what the event-accel descriptor writes) and the runtime virtual
+// address of its READ register.
+func (l *Loader) semaphore(nc int) (incr, readVA uint64, err error) {
+	psum, err := l.Tables.Khal.PSUMBase(nc)
+	if err != nil {
+		return 0, 0, err
+	}
+	m := l.Tables.Geometry.BAR0
+	sync := psum + m.EventsOffset - m.PSUMOffset
+	incr = sync + m.SemIncrOffset - m.EventsOffset + 4*CompletionSemaphore
+	readVA = l.DMA.Device().VA(m.TPBWindow(nc) + m.SemReadOffset + 4*CompletionSemaphore)
+	return incr, readVA, nil
+}
+
+// wait polls the completion semaphore until it reaches want.
+func (l *Loader) wait(q *dma.Queue, readVA uint64, want uint32) error {
+	dev := l.DMA.Device()
+	for i := 0; i < MaxCompletionPolls; i++ {
+		v, err := dev.CSR.Read(readVA)
+		if err != nil {
+			return err
+		}
+		if v == want {
+			return q.Sync()
+		}
+		if i%64 == 63 {
+			if err := q.Sync(); err != nil {
+				return fmt.Errorf("%w: %w", ErrLoad, err)
+			}
+		}
+		if err := ndl.Sleep(dev.Dev, dma.PollInterval); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: completion semaphore %d not incremented after %d polls", ErrLoad, CompletionSemaphore, MaxCompletionPolls)
+}

@@ -1,0 +1,169 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/neuronsim/neuronsim/sim/bar"
+	"github.com/neuronsim/neuronsim/sim/dma"
+)
+
+// deviceClock is the device's event engine as the DMA engines see it.
+type deviceClock Device
+
+// Now returns the device's clock in ps.
+func (c *deviceClock) Now() uint64 { return uint64(c.engine.Now()) }
+
+// Schedule runs Controller.Fire(arg) at time at.
+func (c *deviceClock) Schedule(at uint64, arg uint64) {
+	if err := c.engine.Schedule(Time(at), c.hDMA, arg); err != nil {
+		// Only a time before now can fail, and the controller never asks
+		// for one; count it rather than lose it silently.
+		c.st.Stats.LostEvents++
+	}
+}
+
+// deviceBus is the device's address space as its DMA engines see it.
+type deviceBus Device
+
+// target is where a DMA range lands.
+type target struct {
+	class dma.Class
+	kind  uint8  // targetHBM, targetHost, targetRegs (bulk), targetWords (register semantics)
+	addr  uint64 // HBM device address, host physical address, or register-BAR offset
+}
+
+const (
+	targetHBM = iota
+	targetHost
+	targetRegs
+	targetWords
+)
+
+// decode resolves a whole range [addr, addr+n) to one memory: the host
+// window, an HBM channel, or one on-chip window. A range that crosses a
+// boundary, or lands nowhere, is an error wrapping dma.ErrNoMemory; a
+// neighbour-device window is dma.ErrNeighbour until a fabric routes it.
+func (d *Device) decode(addr uint64, n int) (target, error) {
+	end := addr + uint64(n)
+	if n <= 0 || end < addr {
+		return target{}, fmt.Errorf("sim device %s: DMA range [%#x, +%d): %w", d.cfg.Name, addr, n, dma.ErrNoMemory)
+	}
+	if pa, ok := d.geo.IsHostAddress(addr); ok {
+		if err := d.host.Check(pa, n); err != nil {
+			return target{}, fmt.Errorf("sim device %s: DMA host address %#x: %w: %w", d.cfg.Name, addr, dma.ErrNoMemory, err)
+		}
+		return target{dma.Host, targetHost, pa}, nil
+	}
+	for s, base := range d.geo.NeighbourWindows {
+		if addr >= base && addr-base < neighbourWindowSize {
+			return target{}, fmt.Errorf("sim device %s: DMA address %#x in the B0_%d window: %w", d.cfg.Name, addr, s, dma.ErrNeighbour)
+		}
+	}
+	for ch, c := range d.geo.HBM {
+		if addr >= c.Base && addr-c.Base < d.hbmSize[ch] {
+			if end-c.Base > d.hbmSize[ch] {
+				return target{}, fmt.Errorf("sim device %s: DMA range [%#x, +%d) runs past HBM channel %d: %w", d.cfg.Name, addr, n, ch, dma.ErrNoMemory)
+			}
+			return target{dma.HBM, targetHBM, addr}, nil
+		}
+	}
+	w, rel, ok := d.atlas.LookupDevice(addr)
+	if !ok {
+		return target{}, fmt.Errorf("sim device %s: DMA address %#x: %w", d.cfg.Name, addr, dma.ErrNoMemory)
+	}
+	if rel+uint64(n) > w.Size {
+		return target{}, fmt.Errorf("sim device %s: DMA range [%#x, +%d) runs past window %s: %w", d.cfg.Name, addr, n, w.Name, dma.ErrNoMemory)
+	}
+	if last, _, _ := d.atlas.LookupDevice(end - 1); last != w {
+		return target{}, fmt.Errorf("sim device %s: DMA range [%#x, +%d) crosses from %s into %s: %w", d.cfg.Name, addr, n, w.Name, last.Name, dma.ErrNoMemory)
+	}
+	off := w.Start + rel
+	switch w.Kind {
+	case bar.SBUF, bar.PSUM, bar.TopSP, bar.APB:
+		return target{dma.OnChip, targetRegs, off}, nil
+	}
+	if addr%4 != 0 || n%4 != 0 {
+		return target{}, fmt.Errorf("sim device %s: DMA range [%#x, +%d) into registers of %s is not whole words: %w", d.cfg.Name, addr, n, w.Name, dma.ErrNoMemory)
+	}
+	return target{dma.OnChip, targetWords, off}, nil
+}
+
+// neighbourWindowSize is the span of one B0 window (the distance between them).
+const neighbourWindowSize = 0x4_0000_0000_0000
+
+// Check implements dma.Bus.
+func (b *deviceBus) Check(addr uint64, n int) (dma.Class, error) {
+	t, err := (*Device)(b).decode(addr, n)
+	return t.class, err
+}
+
+// ReadDMA implements dma.Bus.
+func (b *deviceBus) ReadDMA(addr uint64, p []byte) error {
+	d := (*Device)(b)
+	t, err := d.decode(addr, len(p))
+	if err != nil {
+		return err
+	}
+	switch t.kind {
+	case targetHBM:
+		return d.hbm.Read(t.addr, p)
+	case targetHost:
+		return d.host.Read(t.addr, p)
+	case targetRegs:
+		return d.regs.Read(t.addr, p)
+	}
+	for i := 0; i < len(p); i += 4 {
+		v := d.regRead(t.addr + uint64(i))
+		p[i], p[i+1], p[i+2], p[i+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+	}
+	return nil
+}
+
+// WriteDMA implements dma.Bus.
+func (b *deviceBus) WriteDMA(addr uint64, p []byte) error {
+	d := (*Device)(b)
+	t, err := d.decode(addr, len(p))
+	if err != nil {
+		return err
+	}
+	switch t.kind {
+	case targetHBM:
+		return d.hbm.Write(t.addr, p)
+	case targetHost:
+		return d.host.Write(t.addr, p)
+	case targetRegs:
+		return d.regs.Write(t.addr, p)
+	}
+	for i := 0; i < len(p); i += 4 {
+		d.regWrite(t.addr+uint64(i), uint32(p[i])|uint32(p[i+1])<<8|uint32(p[i+2])<<16|uint32(p[i+3])<<24)
+	}
+	return nil
+}
+
+// Host memory, as the runtime's allocator of DMA buffers sees it (the
+// optional ndl.HostMemory interface).
+
+// HostAlloc allocates a zeroed host buffer and returns its physical address.
+func (d *Device) HostAlloc(size, align uint64) (uint64, error) { return d.host.Alloc(size, align) }
+
+// HostFree frees a host buffer.
+func (d *Device) HostFree(pa uint64) error { return d.host.Free(pa) }
+
+// HostRead reads host memory.
+func (d *Device) HostRead(pa uint64, p []byte) error { return d.host.Read(pa, p) }
+
+// HostWrite writes host memory.
+func (d *Device) HostWrite(pa uint64, p []byte) error { return d.host.Write(pa, p) }
+
+// HostMemory returns the device's host-memory model.
+func (d *Device) HostMemory() *HostMemory { return d.host }
+
+// DMAQueue returns a copy of a DMA queue's state, for tests and reports.
+func (d *Device) DMAQueue(engine, queue int) (dma.QueueState, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.dma.Queue(engine, queue)
+}
+
+// DMA returns the device's DMA timing model and whether payloads move.
+func (d *Device) DMA() (dma.Timing, bool) { return d.dma.Timing(), d.dma.Functional() }

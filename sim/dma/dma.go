@@ -1,0 +1,226 @@
+// Package dma models the UDMA engines of a simulated Neuron device
+// (driver-facts §4): per engine 16 queue pairs (M2S reads the source, S2M
+// writes the destination) over 16-byte descriptor rings in host or device
+// memory, the engine and queue registers, doorbells, in-order execution with
+// real writes (so the driver's marker completion works), errors as queue
+// status bits, and the timing of every transfer on the device's clock.
+//
+// The package knows nothing of the device around it: memory is reached
+// through a Bus and time through a Scheduler, both provided by sim.Device.
+package dma
+
+import (
+	"errors"
+	"fmt"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/hw/udma"
+)
+
+// Class says which shared path an address's bytes travel for timing.
+type Class uint8
+
+// The classes.
+const (
+	OnChip Class = iota // SBUF, PSUM, registers: no shared bottleneck modelled
+	HBM                 // device memory: the shared HBM bandwidth
+	Host                // host memory: the shared PCIe link
+)
+
+// Errors a Bus returns.
+var (
+	// ErrNoMemory: an address range lies in no memory the engines reach.
+	ErrNoMemory = errors.New("address in no memory the DMA engines reach")
+	// ErrNeighbour: a neighbour-device window with no device behind it.
+	ErrNeighbour = errors.New("neighbour-device window with no device behind it")
+)
+
+// Bus is the device's address space as its DMA engines see it.
+type Bus interface {
+	// Check reports which class a whole range belongs to, or an error
+	// wrapping ErrNoMemory or ErrNeighbour.
+	Check(addr uint64, n int) (Class, error)
+	// ReadDMA and WriteDMA move bytes; they fail as Check does.
+	ReadDMA(addr uint64, p []byte) error
+	WriteDMA(addr uint64, p []byte) error
+}
+
+// Scheduler is the device's clock: Schedule makes the device call
+// Controller.Fire(arg) at time at (ps).
+type Scheduler interface {
+	Now() uint64
+	Schedule(at uint64, arg uint64)
+}
+
+// HalfState is the state of one half (M2S or S2M) of a queue.
+type HalfState struct {
+	Cfg, BaseLo, BaseHi, Length, SwCtrl uint32
+	Head, Tail                          uint32 // descriptor indices
+	HeadRing, TailRing                  uint8  // ring-id phases
+	Avail                               uint32 // descriptors made available and not yet done
+}
+
+// base returns the ring's base address (bits 5:0 of base lo read as 0).
+func (h *HalfState) base() uint64 { return uint64(h.BaseHi)<<32 | uint64(h.BaseLo&^0x3F) }
+
+// reset puts the half back to an empty ring at phase 1.
+func (h *HalfState) reset() {
+	h.Head, h.Tail, h.Avail = 0, 0, 0
+	h.HeadRing, h.TailRing = udma.FirstRingID, udma.FirstRingID
+}
+
+// Transfer is the descriptor pair a queue is executing.
+type Transfer struct {
+	Src, Dst   uint64
+	Len        int
+	SrcC, DstC Class
+}
+
+// QueueState is a queue pair: the two halves, the shared status and the
+// transfer in flight.
+type QueueState struct {
+	M2S, S2M HalfState
+	Status   uint32 // udma.Err* and StatusHalted bits
+	Epoch    uint32 // bumps on queue reset: completions of older epochs are dropped
+	InFlight bool
+	Current  Transfer
+	Done     uint64 // descriptor pairs completed
+	Bytes    uint64 // bytes moved
+}
+
+// EngineState is one engine: its queues, its state, when it is next free,
+// and its other registers as plain storage.
+type EngineState struct {
+	Queues    [udma.Queues]QueueState
+	State     uint32 // udma.StateIdle / StateNormal / StateAbort
+	BusyUntil uint64
+	Regs      map[uint64]uint32
+}
+
+// State is the whole mutable state of a device's DMA engines.
+type State struct {
+	Engines  []EngineState
+	HBMFree  uint64 // when the shared HBM bandwidth is next free
+	HostFree uint64 // when the shared host link is next free
+}
+
+// Controller runs the engines of one device.
+type Controller struct {
+	geo        *hwarch.Geometry
+	timing     Timing
+	functional bool
+	bus        Bus
+	clock      Scheduler
+	st         State
+	buf        []byte // payload bounce buffer, reused
+}
+
+// Options configure a Controller.
+type Options struct {
+	Timing Timing // zero: DefaultTiming
+	// TimingOnly skips payloads: transfers cost their time but move no
+	// bytes, except control transfers of at most ControlBytes (semaphore
+	// and event writes, the completion marker), which always move.
+	TimingOnly bool
+}
+
+// ControlBytes is the largest transfer that moves its bytes in timing-only
+// mode.
+const ControlBytes = 8
+
+// New returns the engines of a device of geometry geo, all idle with empty
+// rings at phase 1.
+func New(geo *hwarch.Geometry, bus Bus, clock Scheduler, opts Options) *Controller {
+	if opts.Timing == (Timing{}) {
+		opts.Timing = DefaultTiming(geo.Generation)
+	}
+	c := &Controller{geo: geo, timing: opts.Timing, functional: !opts.TimingOnly, bus: bus, clock: clock}
+	c.st.Engines = make([]EngineState, geo.DMAEngines)
+	for e := range c.st.Engines {
+		c.resetEngine(e)
+	}
+	return c
+}
+
+func (c *Controller) resetEngine(e int) {
+	es := &c.st.Engines[e]
+	*es = EngineState{Regs: map[uint64]uint32{}}
+	for q := range es.Queues {
+		qs := &es.Queues[q]
+		qs.M2S.reset()
+		qs.S2M.reset()
+		qs.M2S.Cfg, qs.S2M.Cfg = udma.QCfgReset, udma.QCfgReset
+	}
+}
+
+// Reset puts every engine back to its power-on state (a device reset).
+func (c *Controller) Reset() {
+	for e := range c.st.Engines {
+		c.resetEngine(e)
+	}
+	c.st.HBMFree, c.st.HostFree = 0, 0
+}
+
+// ResetEngines resets the engines for which reset returns true (a TPB reset
+// of their NCs).
+func (c *Controller) ResetEngines(reset func(e int) bool) {
+	for e := range c.st.Engines {
+		if reset(e) {
+			c.resetEngine(e)
+		}
+	}
+}
+
+// Timing returns the timing model in use.
+func (c *Controller) Timing() Timing { return c.timing }
+
+// Functional reports whether payloads move (false in timing-only mode).
+func (c *Controller) Functional() bool { return c.functional }
+
+// Engines returns the number of engines.
+func (c *Controller) Engines() int { return len(c.st.Engines) }
+
+// Queue returns a copy of a queue's state.
+func (c *Controller) Queue(e, q int) (QueueState, error) {
+	if e < 0 || e >= len(c.st.Engines) || q < 0 || q >= udma.Queues {
+		return QueueState{}, fmt.Errorf("dma: engine %d queue %d: %w", e, q, udma.ErrEngine)
+	}
+	return c.st.Engines[e].Queues[q], nil
+}
+
+// State returns a deep copy of the controller's state.
+func (c *Controller) State() State {
+	s := State{Engines: make([]EngineState, len(c.st.Engines)), HBMFree: c.st.HBMFree, HostFree: c.st.HostFree}
+	for i, e := range c.st.Engines {
+		s.Engines[i] = e
+		s.Engines[i].Regs = make(map[uint64]uint32, len(e.Regs))
+		for k, v := range e.Regs {
+			s.Engines[i].Regs[k] = v
+		}
+	}
+	return s
+}
+
+// ErrInvalidState marks a State that does not fit the controller.
+var ErrInvalidState = errors.New("invalid DMA state")
+
+// Restore replaces the state with a deep copy of s, after checking that it
+// fits (engine count, phases, ring indices inside their rings).
+func (c *Controller) Restore(s State) error {
+	if len(s.Engines) != len(c.st.Engines) {
+		return fmt.Errorf("dma: restore: %d engines, the device has %d: %w", len(s.Engines), len(c.st.Engines), ErrInvalidState)
+	}
+	for e := range s.Engines {
+		for q := range s.Engines[e].Queues {
+			qs := &s.Engines[e].Queues[q]
+			for _, h := range []*HalfState{&qs.M2S, &qs.S2M} {
+				if h.HeadRing > 3 || h.TailRing > 3 || (h.Length != 0 && (h.Head >= h.Length || h.Tail >= h.Length || h.Avail > h.Length)) {
+					return fmt.Errorf("dma: restore: engine %d queue %d: ring indices out of range: %w", e, q, ErrInvalidState)
+				}
+			}
+		}
+	}
+	c.st = s
+	c.st = c.State() // a deep copy, so the caller's s stays its own
+	return nil
+}

@@ -1,0 +1,142 @@
+package dma
+
+import (
+	"errors"
+
+	"github.com/neuronsim/neuronsim/hw/udma"
+)
+
+// fireArg packs the argument of a completion event.
+func fireArg(e, q int, epoch uint32) uint64 {
+	return uint64(e)<<40 | uint64(q)<<32 | uint64(epoch)
+}
+
+// readDescriptor fetches the descriptor at a half's head.
+func (c *Controller) readDescriptor(h *HalfState) (udma.Descriptor, error) {
+	var b [udma.DescriptorSize]byte
+	if err := c.bus.ReadDMA(h.base()+uint64(h.Head)*udma.DescriptorSize, b[:]); err != nil {
+		return udma.Descriptor{}, err
+	}
+	return udma.Decode(b[:])
+}
+
+// errorBits turns a bus error into queue status bits.
+func errorBits(err error, ring bool) uint32 {
+	switch {
+	case errors.Is(err, ErrNeighbour):
+		return udma.ErrNeighbour
+	case ring:
+		return udma.ErrRingAddr
+	}
+	return udma.ErrDescAddr
+}
+
+// kick starts a queue's next descriptor pair if it can run: the engine is
+// normal, the queue is not halted or busy, and both halves have a
+// descriptor. The pair is checked before anything moves; a bad pair halts the
+// queue and touches nothing.
+func (c *Controller) kick(e, q int) {
+	es := &c.st.Engines[e]
+	qs := &es.Queues[q]
+	if es.State != udma.StateNormal || qs.InFlight || qs.Status&udma.StatusHalted != 0 || qs.M2S.Avail == 0 || qs.S2M.Avail == 0 {
+		return
+	}
+	tx, err := c.readDescriptor(&qs.M2S)
+	if err != nil {
+		c.fail(e, q, errorBits(err, true))
+		return
+	}
+	rx, err := c.readDescriptor(&qs.S2M)
+	if err != nil {
+		c.fail(e, q, errorBits(err, true))
+		return
+	}
+	switch {
+	case tx.RingID() != qs.M2S.HeadRing || rx.RingID() != qs.S2M.HeadRing:
+		c.fail(e, q, udma.ErrRingID)
+		return
+	case rx.Len() < tx.Len():
+		c.fail(e, q, udma.ErrLength)
+		return
+	}
+	n := tx.Len()
+	srcC, err := c.bus.Check(tx.Addr, n)
+	if err != nil {
+		c.fail(e, q, errorBits(err, false))
+		return
+	}
+	dstC, err := c.bus.Check(rx.Addr, n)
+	if err != nil {
+		c.fail(e, q, errorBits(err, false))
+		return
+	}
+	qs.Current = Transfer{Src: tx.Addr, Dst: rx.Addr, Len: n, SrcC: srcC, DstC: dstC}
+	qs.InFlight = true
+	c.clock.Schedule(c.finishTime(es, qs.Current), fireArg(e, q, qs.Epoch))
+}
+
+// finishTime reserves the engine and the shared paths for a transfer and
+// returns when it completes (docs/timing-model.md §DMA):
+//
+//	start  = max(now, engine free)
+//	finish = max(start + fixed + n/engine BW, each shared path's free time
+//	         after it carries n bytes at its bandwidth)
+func (c *Controller) finishTime(es *EngineState, t Transfer) uint64 {
+	start := max(c.clock.Now(), es.BusyUntil)
+	n := uint64(t.Len)
+	finish := start + c.timing.FixedCost + transferTime(n, c.timing.EngineBandwidth)
+	share := func(free *uint64, bw uint64) {
+		*free = max(*free, start) + transferTime(n, bw)
+		finish = max(finish, *free)
+	}
+	if t.SrcC == HBM || t.DstC == HBM {
+		share(&c.st.HBMFree, c.timing.HBMBandwidth)
+	}
+	if t.SrcC == Host || t.DstC == Host {
+		share(&c.st.HostFree, c.timing.HostBandwidth)
+	}
+	es.BusyUntil = finish
+	return finish
+}
+
+// Fire completes the transfer a completion event was scheduled for: the
+// bytes move (S2M writes happen in descriptor order), both heads advance —
+// the phase with them on a wrap — and the queue's next pair starts. Events of
+// a queue that has since been reset or aborted are ignored.
+func (c *Controller) Fire(arg uint64) {
+	e, q, epoch := int(arg>>40), int(arg>>32&0xFF), uint32(arg)
+	if e >= len(c.st.Engines) || q >= udma.Queues {
+		return
+	}
+	qs := &c.st.Engines[e].Queues[q]
+	if !qs.InFlight || qs.Epoch != epoch {
+		return
+	}
+	t := qs.Current
+	if c.functional || t.Len <= ControlBytes {
+		if cap(c.buf) < t.Len {
+			c.buf = make([]byte, udma.MaxTransfer)
+		}
+		b := c.buf[:t.Len]
+		if err := c.bus.ReadDMA(t.Src, b); err != nil {
+			c.fail(e, q, errorBits(err, false))
+			return
+		}
+		if err := c.bus.WriteDMA(t.Dst, b); err != nil {
+			c.fail(e, q, errorBits(err, false))
+			return
+		}
+	}
+	qs.InFlight = false
+	qs.Done++
+	qs.Bytes += uint64(t.Len)
+	for _, h := range []*HalfState{&qs.M2S, &qs.S2M} {
+		h.Avail--
+		h.Head++
+		if h.Head == h.Length {
+			h.Head = 0
+			h.HeadRing = (h.HeadRing + 1) % 4
+		}
+	}
+	c.kick(e, q)
+}

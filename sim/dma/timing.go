@@ -1,0 +1,56 @@
+package dma
+
+import (
+	"math/bits"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+)
+
+// Timing is the DMA timing model of a device (docs/timing-model.md §DMA).
+// Bandwidths are in bytes per second; times in picoseconds.
+type Timing struct {
+	EngineBandwidth uint64 // one engine's sustained rate
+	FixedCost       uint64 // per descriptor pair: fetch, setup, completion (ps)
+	HBMBandwidth    uint64 // the device's HBM, shared by every engine
+	HostBandwidth   uint64 // the PCIe link to host memory, shared by every engine
+}
+
+// Picoseconds per nanosecond.
+const nanosecond = 1000
+
+// DefaultTiming returns the timing of a generation:
+//   - EngineBandwidth: the practical peak per engine of trainium-facts §3
+//     (17 / 23 / 33 B/ns);
+//   - FixedCost: 50 ns per descriptor (chosen: about 60 cycles of engine
+//     start-up, trainium-facts §3, at 1.2–1.4 GHz);
+//   - HBMBandwidth: 820 GiB/s (Trn1/Inf2), 2.9 TB/s (Trn2), 4.9 TB/s (Trn3)
+//     (trainium-facts §1);
+//   - HostBandwidth: 16 / 32 / 64 GB/s (chosen: a PCIe Gen4/Gen5/Gen6 x16
+//     link's usable rate).
+func DefaultTiming(g hwarch.Generation) Timing {
+	switch g {
+	case hwarch.Sunda:
+		return Timing{EngineBandwidth: 17e9, FixedCost: 50 * nanosecond, HBMBandwidth: 820 << 30, HostBandwidth: 16e9}
+	case hwarch.Cayman:
+		return Timing{EngineBandwidth: 23e9, FixedCost: 50 * nanosecond, HBMBandwidth: 2_900e9, HostBandwidth: 32e9}
+	default:
+		return Timing{EngineBandwidth: 33e9, FixedCost: 50 * nanosecond, HBMBandwidth: 4_900e9, HostBandwidth: 64e9}
+	}
+}
+
+// transferTime returns how long n bytes take at bw bytes/s, in ps, rounded
+// up; exact integer arithmetic so every platform gives the same answer.
+func transferTime(n, bw uint64) uint64 {
+	if bw == 0 || n == 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(n, 1e12)
+	if hi >= bw {
+		return ^uint64(0)
+	}
+	q, r := bits.Div64(hi, lo, bw)
+	if r != 0 {
+		q++
+	}
+	return q
+}
