@@ -150,6 +150,7 @@ type Device struct {
 	hbmSize []uint64
 	host    *HostMemory
 	dma     *dma.Controller
+	bounce  []byte // DMA bounce buffer, reused
 	st      DeviceState
 
 	hBoot, hAck, hDone, hDMA HandlerID

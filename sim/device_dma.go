@@ -140,6 +140,34 @@ func (b *deviceBus) WriteDMA(addr uint64, p []byte) error {
 	return nil
 }
 
+// CopyDMA implements dma.Copier: HBM to HBM and on-chip to on-chip page to
+// page; anything else through a bounce buffer.
+func (b *deviceBus) CopyDMA(dst, src uint64, n int) error {
+	d := (*Device)(b)
+	s, err := d.decode(src, n)
+	if err != nil {
+		return err
+	}
+	t, err := d.decode(dst, n)
+	if err != nil {
+		return err
+	}
+	switch {
+	case s.kind == targetHBM && t.kind == targetHBM:
+		return d.hbm.Copy(t.addr, s.addr, uint64(n))
+	case s.kind == targetRegs && t.kind == targetRegs:
+		return d.regs.Copy(t.addr, s.addr, uint64(n))
+	}
+	if cap(d.bounce) < n {
+		d.bounce = make([]byte, max(n, 64*1024))
+	}
+	p := d.bounce[:n]
+	if err := b.ReadDMA(src, p); err != nil {
+		return err
+	}
+	return b.WriteDMA(dst, p)
+}
+
 // Host memory, as the runtime's allocator of DMA buffers sees it (the
 // optional ndl.HostMemory interface).
 

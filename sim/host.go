@@ -37,6 +37,8 @@ type HostMemory struct {
 	mu     sync.Mutex
 	mem    Memory
 	blocks map[uint64]uint64
+	order  []uint64 // live bases, ascending
+	hint   uint64   // base of the buffer last checked (0: none)
 	next   uint64
 	free   [][2]uint64
 }
@@ -63,6 +65,7 @@ func (h *HostMemory) Alloc(size, align uint64) (uint64, error) {
 		if base+size <= f[0]+f[1] {
 			h.carve(i, base, size)
 			h.blocks[base] = size
+			h.track(base)
 			return base, nil
 		}
 	}
@@ -75,6 +78,7 @@ func (h *HostMemory) Alloc(size, align uint64) (uint64, error) {
 	}
 	h.next = base + size
 	h.blocks[base] = size
+	h.track(base)
 	return base, nil
 }
 
@@ -115,6 +119,7 @@ func (h *HostMemory) Free(base uint64) error {
 		return fmt.Errorf("sim host memory: free %#x: %w", base, ErrHostBadFree)
 	}
 	delete(h.blocks, base)
+	h.untrack(base)
 	_ = h.mem.Fill(base, size, 0)
 	h.insertFree(base, size)
 	return nil
@@ -122,12 +127,38 @@ func (h *HostMemory) Free(base uint64) error {
 
 // check requires [pa, pa+n) to lie inside one live buffer.
 func (h *HostMemory) check(pa uint64, n int) error {
-	for base, size := range h.blocks { // few live buffers; exactness over speed
-		if pa >= base && pa-base <= size && uint64(n) <= size-(pa-base) {
+	if h.hint != 0 {
+		if size := h.blocks[h.hint]; pa >= h.hint && pa-h.hint <= size && uint64(n) <= size-(pa-h.hint) {
+			return nil
+		}
+	}
+	i := sort.Search(len(h.order), func(i int) bool { return h.order[i] > pa }) - 1
+	if i >= 0 {
+		base := h.order[i]
+		if size := h.blocks[base]; pa-base <= size && uint64(n) <= size-(pa-base) {
+			h.hint = base
 			return nil
 		}
 	}
 	return fmt.Errorf("sim host memory: [%#x, +%d): %w", pa, n, ErrHostRange)
+}
+
+// track and untrack keep order, the live bases in ascending order.
+func (h *HostMemory) track(base uint64) {
+	i := sort.Search(len(h.order), func(i int) bool { return h.order[i] > base })
+	h.order = append(h.order, 0)
+	copy(h.order[i+1:], h.order[i:])
+	h.order[i] = base
+}
+
+func (h *HostMemory) untrack(base uint64) {
+	i := sort.Search(len(h.order), func(i int) bool { return h.order[i] >= base })
+	if i < len(h.order) && h.order[i] == base {
+		h.order = append(h.order[:i], h.order[i+1:]...)
+	}
+	if h.hint == base {
+		h.hint = 0
+	}
 }
 
 // Read copies host memory at pa into p. The range must lie in a live buffer.
@@ -188,8 +219,10 @@ func (h *HostMemory) Restore(s HostState) error {
 		return err
 	}
 	h.blocks = make(map[uint64]uint64, len(s.Blocks))
+	h.order, h.hint = nil, 0
 	for k, v := range s.Blocks {
 		h.blocks[k] = v
+		h.track(k)
 	}
 	h.next, h.free = s.Next, append([][2]uint64(nil), s.Free...)
 	return nil

@@ -1,11 +1,10 @@
 package sim
 
 import (
-	"cmp"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 )
 
 // AddressBits is the width of a device address. The 48-bit space holds the
@@ -60,7 +59,7 @@ type MemoryState struct {
 //
 // The zero Memory is ready to use. A Memory is not safe for concurrent use.
 type Memory struct {
-	pages map[uint64]*Page
+	pages pageTable
 
 	// One-entry cache of the last page looked up. lastPage == nil means the
 	// cache is empty; it is dropped whenever a page is removed.
@@ -94,7 +93,12 @@ func (m *Memory) page(pn uint64) *Page {
 	if m.lastPage != nil && m.lastNum == pn {
 		return m.lastPage
 	}
-	p := m.pages[pn]
+	return m.lookup(pn)
+}
+
+// lookup is page's slow path, kept out of line so page inlines.
+func (m *Memory) lookup(pn uint64) *Page {
+	p := m.pages.get(pn)
 	if p != nil {
 		m.lastNum, m.lastPage = pn, p
 	}
@@ -106,31 +110,33 @@ func (m *Memory) alloc(pn uint64) *Page {
 	if p := m.page(pn); p != nil {
 		return p
 	}
-	if m.pages == nil {
-		m.pages = make(map[uint64]*Page)
-	}
 	p := new(Page)
-	m.pages[pn] = p
+	m.pages.set(pn, p)
 	m.lastNum, m.lastPage = pn, p
 	return p
 }
 
 // free drops page pn.
 func (m *Memory) free(pn uint64) {
-	delete(m.pages, pn)
+	m.pages.del(pn)
 	if m.lastPage != nil && m.lastNum == pn {
 		m.lastPage = nil
 	}
 }
 
 func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
+	for len(b) > 0 { // compare against a zero page: memequal is vectorised
+		n := min(len(b), PageSize)
+		if !bytes.Equal(b[:n], zeroPage[:n]) {
 			return false
 		}
+		b = b[n:]
 	}
 	return true
 }
+
+// zeroPage is a page of zeros to compare against.
+var zeroPage Page
 
 // Read fills p from memory starting at addr. Bytes never written read as zero.
 func (m *Memory) Read(addr uint64, p []byte) error {
@@ -265,7 +271,7 @@ func (m *Memory) Fill(addr, n uint64, b byte) error {
 	if n == 0 {
 		return nil
 	}
-	if b == 0 && n/PageSize > uint64(len(m.pages)) {
+	if b == 0 && n/PageSize > uint64(m.pages.n) {
 		m.zeroSparse(addr, n)
 		return nil
 	}
@@ -295,10 +301,14 @@ func (m *Memory) Fill(addr, n uint64, b byte) error {
 func (m *Memory) zeroSparse(addr, n uint64) {
 	end := addr + n // checked: no overflow
 	first, last := addr>>pageShift, (end-1)>>pageShift
-	for pn, pg := range m.pages {
-		if pn < first || pn > last {
-			continue
-		}
+	type resident struct {
+		pn uint64
+		pg *Page
+	}
+	var in []resident
+	m.pages.eachIn(first, last, func(pn uint64, pg *Page) { in = append(in, resident{pn, pg}) })
+	for _, r := range in {
+		pn, pg := r.pn, r.pg
 		lo, hi := uint64(0), uint64(PageSize)
 		if pn == first {
 			lo = addr & pageMask
@@ -307,7 +317,7 @@ func (m *Memory) zeroSparse(addr, n uint64) {
 			hi = (end-1)&pageMask + 1
 		}
 		if lo == 0 && hi == PageSize {
-			m.free(pn) // deleting during range is allowed
+			m.free(pn)
 		} else {
 			clear(pg[lo:hi])
 		}
@@ -345,7 +355,7 @@ func (m *Memory) Copy(dst, src, n uint64) error {
 	if n == 0 || dst == src {
 		return nil
 	}
-	if n>>pageShift > 2*uint64(len(m.pages))+16 {
+	if n>>pageShift > 2*uint64(m.pages.n)+16 {
 		m.copySparse(dst, src, n)
 		return nil
 	}
@@ -387,10 +397,7 @@ func (m *Memory) copySparse(dst, src, n uint64) {
 	first, last := src>>pageShift, (end-1)>>pageShift
 	overlap := dst < end && src < dst+n
 	var pieces []piece
-	for pn, pg := range m.pages {
-		if pn < first || pn > last {
-			continue
-		}
+	m.pages.eachIn(first, last, func(pn uint64, pg *Page) {
 		p := piece{pn: pn, hi: PageSize, page: pg}
 		if pn == first {
 			p.lo = src & pageMask
@@ -403,8 +410,7 @@ func (m *Memory) copySparse(dst, src, n uint64) {
 			p.page = &cp
 		}
 		pieces = append(pieces, p)
-	}
-	slices.SortFunc(pieces, func(a, b piece) int { return cmp.Compare(a.pn, b.pn) })
+	}) // in ascending page order
 	m.zeroSparse(dst, n)
 	for _, p := range pieces {
 		at := p.pn<<pageShift + p.lo - src + dst
@@ -440,24 +446,24 @@ func (m *Memory) copyChunk(dpn, do, spn, so, c uint64) {
 // PagesTouched returns the number of resident pages: those written with
 // non-zero data and not since released by Clear, a zero Fill, or a Copy of
 // zeros over a whole page.
-func (m *Memory) PagesTouched() int { return len(m.pages) }
+func (m *Memory) PagesTouched() int { return m.pages.n }
 
 // FootprintBytes returns the bytes held by resident pages.
-func (m *Memory) FootprintBytes() uint64 { return uint64(len(m.pages)) * PageSize }
+func (m *Memory) FootprintBytes() uint64 { return uint64(m.pages.n) * PageSize }
 
 // Clear releases every page; all of memory reads as zeros again.
 func (m *Memory) Clear() {
-	m.pages = nil
+	m.pages = pageTable{}
 	m.lastPage = nil
 }
 
 // State returns a deep copy of the memory's resident pages.
 func (m *Memory) State() MemoryState {
-	pages := make(map[uint64]*Page, len(m.pages))
-	for pn, pg := range m.pages {
+	pages := make(map[uint64]*Page, m.pages.n)
+	m.pages.each(func(pn uint64, pg *Page) {
 		cp := *pg
 		pages[pn] = &cp
-	}
+	})
 	return MemoryState{Pages: pages}
 }
 
@@ -486,10 +492,10 @@ func (m *Memory) Restore(s MemoryState) error {
 		}
 		return fmt.Errorf("sim memory: restore: %s %s: %w", where, reason, ErrInvalidState)
 	}
-	pages := make(map[uint64]*Page, len(s.Pages))
+	var pages pageTable
 	for pn, pg := range s.Pages {
 		cp := *pg
-		pages[pn] = &cp
+		pages.set(pn, &cp)
 	}
 	m.pages = pages
 	m.lastPage = nil

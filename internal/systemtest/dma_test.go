@@ -122,3 +122,13 @@ func TestMalformedDescriptorHaltsOnlyItsQueue(t *testing.T) {
 		})
 	}
 }
+
+// The remote protocol carries BAR accesses only: a remote device offers no
+// host memory, so the DMA layer refuses it with a clear error.
+func TestDMAOverRemoteNeedsHostMemory(t *testing.T) {
+	simDev := newDevice(t, hwarch.Cayman, 0, 1)
+	up, err := bringup.BringUp(openRemote(t, simDev), bringup.Options{})
+	require.NoError(t, err)
+	_, err = dma.New(up)
+	require.ErrorIs(t, err, dma.ErrNoHostMemory)
+}

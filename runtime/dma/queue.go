@@ -147,32 +147,50 @@ func (qu *Queue) Dump(v *Vring) (int, error) {
 	if n > qu.Free() {
 		return 0, fmt.Errorf("dma: queue %q: vring %q needs %d descriptors, %d free: %w", qu.Name, v.Name, n, qu.Free(), ErrRingFull)
 	}
-	for _, p := range v.pairs {
-		if err := qu.put(&qu.tx, udma.DefaultMetaCtrl, p.src, p.len, udma.FlagFirst|udma.FlagLast); err != nil {
-			return 0, err
-		}
-		if err := qu.put(&qu.rx, 0, p.dst, p.len, 0); err != nil {
-			return 0, err
-		}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := qu.fill(&qu.tx, v, true); err != nil {
+		return 0, err
+	}
+	if err := qu.fill(&qu.rx, v, false); err != nil {
+		return 0, err
 	}
 	return int(n), nil
 }
 
-// put writes one descriptor at a ring's tail and advances it.
-func (qu *Queue) put(r *ring, meta uint32, addr uint64, n int, flags uint32) error {
-	lc, err := udma.LenCtrl(n, r.phase, flags)
-	if err != nil {
-		return err
+// fill writes one half's descriptors for a vring — M2S (source, meta_ctrl,
+// FIRST|LAST) or S2M (destination) — at the ring's tail, in at most two
+// host writes (the ring may wrap), and advances the tail and phase.
+func (qu *Queue) fill(r *ring, v *Vring, tx bool) error {
+	buf := make([]byte, len(v.pairs)*udma.DescriptorSize)
+	tail, phase := r.tail, r.phase
+	for i, p := range v.pairs {
+		d := udma.Descriptor{Addr: p.dst}
+		flags := uint32(0)
+		if tx {
+			d.Addr, d.Meta, flags = p.src, udma.DefaultMetaCtrl, udma.FlagFirst|udma.FlagLast
+		}
+		lc, err := udma.LenCtrl(p.len, phase, flags)
+		if err != nil {
+			return err
+		}
+		d.LenCtrl = lc
+		d.Put(buf[i*udma.DescriptorSize:])
+		if tail++; tail == r.count {
+			tail, phase = 0, (phase+1)%4
+		}
 	}
-	var b [udma.DescriptorSize]byte
-	udma.Descriptor{LenCtrl: lc, Meta: meta, Addr: addr}.Put(b[:])
-	if err := qu.m.host.HostWrite(r.pa+uint64(r.tail)*udma.DescriptorSize, b[:]); err != nil {
+	first := min(uint32(len(v.pairs)), r.count-r.tail)
+	if err := qu.m.host.HostWrite(r.pa+uint64(r.tail)*udma.DescriptorSize, buf[:first*udma.DescriptorSize]); err != nil {
 		return fmt.Errorf("dma: queue %q ring: %w", qu.Name, err)
 	}
-	r.tail++
-	if r.tail == r.count {
-		r.tail, r.phase = 0, (r.phase+1)%4
+	if rest := buf[first*udma.DescriptorSize:]; len(rest) > 0 {
+		if err := qu.m.host.HostWrite(r.pa, rest); err != nil {
+			return fmt.Errorf("dma: queue %q ring: %w", qu.Name, err)
+		}
 	}
+	r.tail, r.phase = tail, phase
 	return nil
 }
 

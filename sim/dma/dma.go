@@ -45,6 +45,12 @@ type Bus interface {
 	WriteDMA(addr uint64, p []byte) error
 }
 
+// Copier is a Bus that can move a range itself, page to page, without a
+// bounce buffer. Fire uses it when the bus has it.
+type Copier interface {
+	CopyDMA(dst, src uint64, n int) error
+}
+
 // Scheduler is the device's clock: Schedule makes the device call
 // Controller.Fire(arg) at time at (ps).
 type Scheduler interface {
@@ -110,9 +116,11 @@ type Controller struct {
 	timing     Timing
 	functional bool
 	bus        Bus
+	copier     Copier // bus as a Copier, or nil
 	clock      Scheduler
 	st         State
-	buf        []byte // payload bounce buffer, reused
+	buf        []byte                    // payload bounce buffer, reused
+	desc       [udma.DescriptorSize]byte // descriptor fetch buffer, reused
 }
 
 // Options configure a Controller.
@@ -135,6 +143,7 @@ func New(geo *hwarch.Geometry, bus Bus, clock Scheduler, opts Options) *Controll
 		opts.Timing = DefaultTiming(geo.Generation)
 	}
 	c := &Controller{geo: geo, timing: opts.Timing, functional: !opts.TimingOnly, bus: bus, clock: clock}
+	c.copier, _ = bus.(Copier)
 	c.st.Engines = make([]EngineState, geo.DMAEngines)
 	for e := range c.st.Engines {
 		c.resetEngine(e)
@@ -144,9 +153,16 @@ func New(geo *hwarch.Geometry, bus Bus, clock Scheduler, opts Options) *Controll
 
 func (c *Controller) resetEngine(e int) {
 	es := &c.st.Engines[e]
+	var epochs [udma.Queues]uint32
+	for q := range es.Queues {
+		epochs[q] = es.Queues[q].Epoch
+	}
 	*es = EngineState{Regs: map[uint64]uint32{}}
 	for q := range es.Queues {
 		qs := &es.Queues[q]
+		// Epochs only grow: a completion scheduled before the reset must
+		// not match a transfer started after it.
+		qs.Epoch = epochs[q] + 1
 		qs.M2S.reset()
 		qs.S2M.reset()
 		qs.M2S.Cfg, qs.S2M.Cfg = udma.QCfgReset, udma.QCfgReset

@@ -13,11 +13,13 @@ func fireArg(e, q int, epoch uint32) uint64 {
 
 // readDescriptor fetches the descriptor at a half's head.
 func (c *Controller) readDescriptor(h *HalfState) (udma.Descriptor, error) {
-	var b [udma.DescriptorSize]byte
-	if err := c.bus.ReadDMA(h.base()+uint64(h.Head)*udma.DescriptorSize, b[:]); err != nil {
+	// c.desc, not a local array: a slice passed to the Bus interface
+	// escapes, which would cost an allocation per descriptor.
+	b := c.desc[:]
+	if err := c.bus.ReadDMA(h.base()+uint64(h.Head)*udma.DescriptorSize, b); err != nil {
 		return udma.Descriptor{}, err
 	}
-	return udma.Decode(b[:])
+	return udma.Decode(b)
 }
 
 // errorBits turns a bus error into queue status bits.
@@ -113,7 +115,12 @@ func (c *Controller) Fire(arg uint64) {
 		return
 	}
 	t := qs.Current
-	if c.functional || t.Len <= ControlBytes {
+	if c.copier != nil && (c.functional || t.Len <= ControlBytes) {
+		if err := c.copier.CopyDMA(t.Dst, t.Src, t.Len); err != nil {
+			c.fail(e, q, errorBits(err, false))
+			return
+		}
+	} else if c.functional || t.Len <= ControlBytes {
 		if cap(c.buf) < t.Len {
 			c.buf = make([]byte, udma.MaxTransfer)
 		}
@@ -127,16 +134,28 @@ func (c *Controller) Fire(arg uint64) {
 			return
 		}
 	}
+	// The write may have reached this controller's own registers (an
+	// on-chip register window) and reset this queue, aborted its engine or
+	// halted it: its completion is then dropped like that of any older
+	// epoch.
+	if !qs.InFlight || qs.Epoch != epoch {
+		return
+	}
 	qs.InFlight = false
 	qs.Done++
 	qs.Bytes += uint64(t.Len)
-	for _, h := range []*HalfState{&qs.M2S, &qs.S2M} {
-		h.Avail--
-		h.Head++
-		if h.Head == h.Length {
-			h.Head = 0
-			h.HeadRing = (h.HeadRing + 1) % 4
-		}
-	}
+	qs.M2S.advanceHead()
+	qs.S2M.advanceHead()
 	c.kick(e, q)
+}
+
+// advanceHead retires the descriptor at the head, the phase advancing on a
+// wrap.
+func (h *HalfState) advanceHead() {
+	h.Avail--
+	h.Head++
+	if h.Head >= h.Length { // >=: a length rewritten below the head still wraps
+		h.Head = 0
+		h.HeadRing = (h.HeadRing + 1) % 4
+	}
 }

@@ -1,0 +1,352 @@
+package dma
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/hw/udma"
+)
+
+// ceilPS is ⌈n·10¹² / bw⌉ computed with big integers, saturating at the
+// largest uint64: an oracle independent of transferTime.
+func ceilPS(n, bw uint64) uint64 {
+	if n == 0 || bw == 0 {
+		return 0
+	}
+	num := new(big.Int).Mul(new(big.Int).SetUint64(n), big.NewInt(1e12))
+	d := new(big.Int).SetUint64(bw)
+	q, r := new(big.Int).QuoRem(num, d, new(big.Int))
+	if r.Sign() != 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	if !q.IsUint64() {
+		return math.MaxUint64
+	}
+	return q.Uint64()
+}
+
+func TestTransferTime(t *testing.T) {
+	cases := []struct {
+		n, bw, want uint64
+	}{
+		{0, 17e9, 0},
+		{1 << 20, 0, 0},
+		{0, 0, 0},
+		{1, 1e12, 1},
+		{1, 3e12, 1}, // 1/3 ps rounds up
+		{3, 3e12, 1}, // exact
+		{4, 3e12, 2}, // 4/3 rounds up
+		{1, 1, 1e12}, // one byte at 1 B/s is one second
+		{65536, 17e9, 3_855_059},
+		{65536, 23e9, 2_849_392},
+		{65536, 33e9, 1_985_940},
+		{65536, 820 << 30, 74_434},
+		{1, 16e9, 63}, // 62.5 ps
+		{math.MaxUint64, 1e12, math.MaxUint64},
+		{math.MaxUint64, 1e12 + 1, math.MaxUint64 - 18_446_744}, // just fits
+		{math.MaxUint64, 1e12 - 1, math.MaxUint64},              // saturates
+		{1 << 63, 1, math.MaxUint64},                            // saturates
+		{math.MaxUint64, math.MaxUint64, 1e12},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%d@%d", tc.n, tc.bw), func(t *testing.T) {
+			require.Equal(t, tc.want, ceilPS(tc.n, tc.bw), "oracle")
+			assert.Equal(t, tc.want, transferTime(tc.n, tc.bw))
+		})
+	}
+}
+
+func TestDefaultTiming(t *testing.T) {
+	for _, tc := range []struct {
+		gen  hwarch.Generation
+		want Timing
+	}{
+		{hwarch.Sunda, Timing{EngineBandwidth: 17e9, FixedCost: 50_000, HBMBandwidth: 820 << 30, HostBandwidth: 16e9}},
+		{hwarch.Cayman, Timing{EngineBandwidth: 23e9, FixedCost: 50_000, HBMBandwidth: 2.9e12, HostBandwidth: 32e9}},
+		{hwarch.Mariana, Timing{EngineBandwidth: 33e9, FixedCost: 50_000, HBMBandwidth: 4.9e12, HostBandwidth: 64e9}},
+	} {
+		t.Run(tc.gen.String(), func(t *testing.T) {
+			assert.Equal(t, tc.want, DefaultTiming(tc.gen))
+			r := newRig(t, rigOpts{gen: tc.gen})
+			assert.Equal(t, tc.want, r.c.Timing(), "a zero Options.Timing takes the default")
+			assert.True(t, r.c.Functional())
+		})
+	}
+	r := newRig(t, rigOpts{opts: Options{Timing: Timing{FixedCost: 7}, TimingOnly: true}})
+	assert.Equal(t, Timing{FixedCost: 7}, r.c.Timing(), "a partial timing is taken as given")
+	assert.False(t, r.c.Functional())
+}
+
+// completion starts one n-byte copy on an otherwise idle device at time
+// start and returns when it completes, checking that it is not done one
+// picosecond before.
+func completion(t *testing.T, r *rig, d *drvQueue, src, dst uint64, n int, start uint64) uint64 {
+	t.Helper()
+	r.clk.RunUntil(start)
+	done := r.queue(d.e, d.q).Done
+	d.push(src, dst, n)
+	d.doorbell()
+	at, ok := r.clk.Next()
+	require.True(t, ok)
+	r.clk.RunUntil(at - 1)
+	require.Equal(t, done, r.queue(d.e, d.q).Done, "not done a picosecond early")
+	r.clk.RunUntil(at)
+	require.Equal(t, done+1, r.queue(d.e, d.q).Done)
+	return at - start
+}
+
+// TestSingleTransferTime: on an idle device one transfer of n bytes
+// completes at FixedCost + ⌈n·10¹²/EngineBandwidth⌉ ps, or at the host
+// link's ⌈n·10¹²/HostBandwidth⌉ when that is longer.
+func TestSingleTransferTime(t *testing.T) {
+	for _, gen := range generations {
+		tm := DefaultTiming(gen)
+		for _, path := range []string{"onchip-onchip", "hbm-onchip", "onchip-hbm", "hbm-hbm", "host-hbm", "onchip-host"} {
+			for _, n := range []int{1, 4, 1000, 12345, 65535, 65536} {
+				t.Run(fmt.Sprintf("%s/%s/%d", gen, path, n), func(t *testing.T) {
+					r := newRig(t, rigOpts{gen: gen})
+					mem := map[string]*region{"onchip": r.onchip, "hbm": r.hbm, "host": r.host}
+					var s, d string
+					fmt.Sscanf(replaceDash(path), "%s %s", &s, &d)
+					src := r.alloc(mem[s], n, 64)
+					dst := r.alloc(mem[d], n, 64)
+					want := r.fill(src, n, 1)
+					r.normal(0)
+					q := r.setupQueue(0, 0, r.host, 32)
+					start := uint64(1_234_567) // any time: the device is idle
+					got := completion(t, r, q, src, dst, n, start)
+					exp := tm.FixedCost + ceilPS(uint64(n), tm.EngineBandwidth)
+					if s == "host" || d == "host" {
+						exp = max(exp, ceilPS(uint64(n), tm.HostBandwidth))
+					}
+					assert.Equal(t, exp, got)
+					assert.Equal(t, want, r.bus.peek(t, dst, n))
+				})
+			}
+		}
+	}
+}
+
+func replaceDash(s string) string {
+	b := []byte(s)
+	for i := range b {
+		if b[i] == '-' {
+			b[i] = ' '
+		}
+	}
+	return string(b)
+}
+
+// TestSequentialTransfers: one engine's transfers queue behind each other,
+// within a queue and across its queues.
+func TestSequentialTransfers(t *testing.T) {
+	const n = 10000
+	for _, gen := range generations {
+		t.Run(gen.String(), func(t *testing.T) {
+			tm := DefaultTiming(gen)
+			one := tm.FixedCost + ceilPS(n, tm.EngineBandwidth)
+			r := newRig(t, rigOpts{gen: gen})
+			r.clk.record = true
+			r.normal(3)
+			a := r.setupQueue(3, 0, r.host, 32)
+			b := r.setupQueue(3, 1, r.host, 32)
+			src := r.alloc(r.onchip, n, 64)
+			dst := r.alloc(r.onchip, n, 64)
+			for i := 0; i < 3; i++ {
+				a.push(src, dst, n)
+			}
+			b.push(src, dst, n)
+			a.doorbell()
+			b.doorbell() // b's pair starts at once but waits for the engine
+			r.mustDrain()
+			var at []uint64
+			for _, ev := range r.clk.fired {
+				at = append(at, ev.at)
+			}
+			// a's first pair, then b's (already reserved), then a's others.
+			assert.Equal(t, []uint64{one, 2 * one, 3 * one, 4 * one}, at)
+			assert.Equal(t, uint64(3), r.queue(3, 0).Done)
+			assert.Equal(t, uint64(1), r.queue(3, 1).Done)
+		})
+	}
+}
+
+// TestParallelHBM: 16 engines each copying HBM→HBM at once share the HBM
+// bandwidth: the last completes no earlier than total/HBMBandwidth; with
+// the default figures the engines are the limit, with a narrow HBM the HBM
+// is, and it stays busy end to end.
+func TestParallelHBM(t *testing.T) {
+	const k, n = 4, 64 << 10
+	for _, gen := range generations {
+		def := DefaultTiming(gen)
+		narrow := def
+		narrow.HBMBandwidth = def.EngineBandwidth // 16 engines want 16× this
+		for _, tc := range []struct {
+			name string
+			tm   Timing
+		}{{"default", def}, {"narrow-hbm", narrow}} {
+			t.Run(gen.String()+"/"+tc.name, func(t *testing.T) {
+				r := newRig(t, rigOpts{gen: gen, opts: Options{Timing: tc.tm}, hbmSize: 16 * 2 * n})
+				var qs []*drvQueue
+				for e := 0; e < 16; e++ {
+					r.normal(e)
+					d := r.setupQueue(e, 0, r.host, 32)
+					src := r.alloc(r.hbm, n, 64)
+					dst := r.alloc(r.hbm, n, 64)
+					for i := 0; i < k; i++ {
+						d.push(src, dst, n)
+					}
+					qs = append(qs, d)
+				}
+				for _, d := range qs {
+					d.doorbell()
+				}
+				finish := make([]uint64, 16)
+				r.clk.afterFire = func(ev event) { finish[ev.arg>>40] = ev.at }
+				r.mustDrain()
+				last := uint64(0)
+				for e, f := range finish {
+					assert.Equal(t, uint64(k), r.queue(e, 0).Done)
+					last = max(last, f)
+				}
+				total := uint64(16 * k * n)
+				assert.GreaterOrEqual(t, last, ceilPS(total, tc.tm.HBMBandwidth), "no faster than the HBM")
+				engine := k * (tc.tm.FixedCost + ceilPS(n, tc.tm.EngineBandwidth))
+				if tc.name == "default" {
+					for e, f := range finish {
+						assert.Equal(t, engine, f, "engine %d is engine-bound", e)
+					}
+				} else {
+					assert.Equal(t, 16*k*ceilPS(n, tc.tm.HBMBandwidth), last, "HBM-bound and never idle")
+					assert.Greater(t, last, engine)
+				}
+			})
+		}
+	}
+}
+
+// TestSharedHostLink: two host engines pulling from host memory at once share
+// the PCIe link.
+func TestSharedHostLink(t *testing.T) {
+	const n = 64 << 10
+	for _, gen := range generations {
+		t.Run(gen.String(), func(t *testing.T) {
+			tm := DefaultTiming(gen)
+			r := newRig(t, rigOpts{gen: gen})
+			geo := r.geo
+			var qs []*drvQueue
+			for _, e := range geo.HostDMAEngines[:2] {
+				r.normal(e)
+				d := r.setupQueue(e, 0, r.host, 32)
+				d.push(r.alloc(r.host, n, 64), r.alloc(r.onchip, n, 64), n)
+				qs = append(qs, d)
+			}
+			r.clk.record = true
+			for _, d := range qs {
+				d.doorbell()
+			}
+			r.mustDrain()
+			link := ceilPS(n, tm.HostBandwidth)
+			eng := tm.FixedCost + ceilPS(n, tm.EngineBandwidth)
+			require.Len(t, r.clk.fired, 2)
+			assert.Equal(t, max(eng, link), r.clk.fired[0].at)
+			assert.Equal(t, max(eng, 2*link), r.clk.fired[1].at)
+		})
+	}
+}
+
+// timingScenario runs a mix of transfers on several engines and queues and
+// returns the completion events, the counters, and the destinations.
+func timingScenario(t *testing.T, gen hwarch.Generation, opts Options, copier bool) (*rig, []event, map[uint64][]byte) {
+	r := newRig(t, rigOpts{gen: gen, opts: opts, copier: copier})
+	r.clk.record = true
+	sizes := []int{1, 4, 8, 9, 4096, 64 << 10, 12345, 65535}
+	moved := map[uint64][]byte{}
+	for e := 0; e < 3; e++ {
+		r.normal(e)
+		for q := 0; q < 2; q++ {
+			d := r.setupQueue(e, q, r.host, 32)
+			for i, n := range sizes {
+				mems := []*region{r.hbm, r.host, r.onchip}
+				src := r.alloc(mems[(i+e)%3], n, 64)
+				dst := r.alloc(mems[(i+q+1)%3], n, 64)
+				moved[dst] = r.fill(src, n, byte(e*16+q*4+i))
+				d.push(src, dst, n)
+			}
+			d.doorbell()
+		}
+		r.clk.RunUntil(r.clk.Now() + 3_000_000) // later engines start later
+	}
+	r.mustDrain()
+	return r, r.clk.fired, moved
+}
+
+// TestTimingOnly: timing-only mode gives exactly the same completion times as
+// functional mode, moves no bulk bytes, and still moves control transfers of
+// up to ControlBytes (the completion marker, semaphore writes).
+func TestTimingOnly(t *testing.T) {
+	for _, gen := range generations {
+		for _, cp := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/copier=%v", gen, cp), func(t *testing.T) {
+				rf, fired, moved := timingScenario(t, gen, Options{}, cp)
+				rt, firedT, _ := timingScenario(t, gen, Options{TimingOnly: true}, cp)
+				_, firedOther, _ := timingScenario(t, gen, Options{}, !cp)
+				assert.Equal(t, fired, firedT, "identical completion events")
+				assert.Equal(t, fired, firedOther, "a Copier bus changes no time")
+				for e := 0; e < 3; e++ {
+					for q := 0; q < 2; q++ {
+						a, b := rf.queue(e, q), rt.queue(e, q)
+						assert.Equal(t, a.Done, b.Done)
+						assert.Equal(t, a.Bytes, b.Bytes)
+						assert.Equal(t, a.M2S, b.M2S)
+					}
+				}
+				small := 0
+				for dst, want := range moved {
+					assert.Equal(t, want, rf.bus.peek(t, dst, len(want)), "functional %#x", dst)
+					got := rt.bus.peek(t, dst, len(want))
+					if len(want) <= ControlBytes {
+						small++
+						assert.Equal(t, want, got, "timing-only moves control transfer %#x (%d B)", dst, len(want))
+					} else {
+						assert.Equal(t, make([]byte, len(want)), got, "timing-only moves no bulk bytes at %#x (%d B)", dst, len(want))
+					}
+				}
+				if cp {
+					assert.Equal(t, small, rt.bus.copies, "timing-only copies only control transfers")
+				}
+				assert.Equal(t, rf.c.State().HBMFree, rt.c.State().HBMFree)
+				assert.Equal(t, rf.c.State().HostFree, rt.c.State().HostFree)
+			})
+		}
+	}
+}
+
+// TestTimingOnlyChecksAddresses: timing-only mode still checks every
+// address: a bad destination halts the queue as in functional mode.
+func TestTimingOnlyChecksAddresses(t *testing.T) {
+	r := newRig(t, rigOpts{opts: Options{TimingOnly: true}})
+	r.normal(0)
+	d := r.setupQueue(0, 0, r.host, 32)
+	d.push(r.alloc(r.hbm, 4096, 64), rigNowhere, 4096)
+	d.doorbell()
+	r.mustDrain()
+	assert.Equal(t, udma.ErrDescAddr|udma.StatusHalted, r.status(0, 0, udma.M2S))
+}
+
+// TestZeroBandwidth: a timing with no bandwidths costs FixedCost only.
+func TestZeroBandwidth(t *testing.T) {
+	r := newRig(t, rigOpts{opts: Options{Timing: Timing{FixedCost: 7}}})
+	r.normal(0)
+	d := r.setupQueue(0, 0, r.host, 32)
+	src := r.alloc(r.host, 64<<10, 64)
+	dst := r.alloc(r.hbm, 64<<10, 64)
+	assert.Equal(t, uint64(7), completion(t, r, d, src, dst, 64<<10, 100))
+	assert.Equal(t, uint64(7), completion(t, r, d, src, dst, 1, 200))
+}
