@@ -132,3 +132,34 @@ func TestDMAOverRemoteNeedsHostMemory(t *testing.T) {
 	_, err = dma.New(up)
 	require.ErrorIs(t, err, dma.ErrNoHostMemory)
 }
+
+// An event-accel descriptor aimed at an event address sets that event of
+// the NC; one aimed at a semaphore's INCR register adds the source word.
+func TestEventAccelFromDMA(t *testing.T) {
+	for _, g := range hwarch.Generations() {
+		t.Run(g.String(), func(t *testing.T) {
+			_, up, m := dmaDevice(t, g, 0)
+			geo, b := up.Geometry, up.Geometry.BAR0
+			nc := geo.NeuronCores - 1
+			src, err := m.Host().HostAlloc(64, 64)
+			require.NoError(t, err)
+			require.NoError(t, m.Host().HostWrite(src, []byte{3, 0, 0, 0}))
+			sync := geo.TPBDeviceBases[nc] + geo.PSUMDeviceDelta + b.EventsOffset - b.PSUMOffset
+			q, err := m.AllocQueue("events", nc, 64)
+			require.NoError(t, err)
+			v := dma.NewVring("events")
+			require.NoError(t, v.AddEventAccel(geo.HostAddress(src), sync+4*7))                                // event 7
+			require.NoError(t, v.AddEventAccel(geo.HostAddress(src), sync+b.SemIncrOffset-b.EventsOffset+4*9)) // semaphore 9 += 3
+			require.NoError(t, v.AddEventAccel(geo.HostAddress(src), sync+b.SemIncrOffset-b.EventsOffset+4*9)) // semaphore 9 += 3
+			require.NoError(t, q.Run(v))
+			require.NoError(t, q.Wait(100000))
+			tpb := up.VA(b.TPBWindow(nc))
+			ev, err := up.CSR.Read(tpb + b.EventsOffset + 4*7)
+			require.NoError(t, err)
+			assert.Equal(t, uint32(1), ev, "event 7 set (bit 0 of 3)")
+			sem, err := up.CSR.Read(tpb + b.SemReadOffset + 4*9)
+			require.NoError(t, err)
+			assert.Equal(t, uint32(6), sem)
+		})
+	}
+}
