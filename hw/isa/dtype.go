@@ -13,26 +13,26 @@ type Dtype uint8
 // The dtypes (trainium-facts §7). Packed ×4 types hold four elements in one
 // byte-sized (fp8 ×4: 4 bytes; fp4 ×4: 2 bytes) unit.
 const (
-	DtypeInvalid    Dtype = iota
-	Int8                  // all
-	Int16                 // all
-	Int32                 // all
-	Uint8                 // all
-	Uint16                // all
-	Uint32                // all
-	FP16                  // all
-	BF16                  // all
-	TF32                  // all (stored in 4 bytes)
-	FP32                  // all
-	FP8E4M3               // all (legacy e4m3, the "cFP8" of Trn1)
-	FP8E5M2               // all
-	FP8E4M3FN             // mariana (OCP)
-	FP8E8M0               // mariana (MX scale)
-	FP8E5M2x4             // mariana (MX, 4 packed)
-	FP8E4M3FNx4           // mariana (MX, 4 packed)
-	FP4E2M1FNx4           // mariana (MX, 4 packed fp4)
-	Int64                 // cayman and mariana (64-bit types are gated)
-	Uint64                // cayman and mariana
+	DtypeInvalid Dtype = iota
+	Int8               // all
+	Int16              // all
+	Int32              // all
+	Uint8              // all
+	Uint16             // all
+	Uint32             // all
+	FP16               // all
+	BF16               // all
+	TF32               // all (stored in 4 bytes)
+	FP32               // all
+	FP8E4M3            // all (legacy e4m3, the "cFP8" of Trn1)
+	FP8E5M2            // all
+	FP8E4M3FN          // mariana (OCP)
+	FP8E8M0            // mariana (MX scale)
+	FP8E5M2x4          // mariana (MX, 4 packed)
+	FP8E4M3FNx4        // mariana (MX, 4 packed)
+	FP4E2M1FNx4        // mariana (MX, 4 packed fp4)
+	Int64              // cayman and mariana (64-bit types are gated)
+	Uint64             // cayman and mariana
 	NumDtypes
 )
 

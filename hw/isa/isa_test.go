@@ -17,11 +17,11 @@ import (
 func TestRecordRoundTrip(t *testing.T) {
 	r := Record{
 		Opcode: OpTensorTensor, Engine: DVE, Flags: FlagLast, Op: ALUAdd,
-		Wait:   Sync{WaitSemGE, 3, 2}, Signal: Sync{SignalSemIncr, 4, 1},
-		Dst:    Tensor{Addr: Addr(false, 0, 0x100), Dtype: BF16, Partitions: 128, Dims: [3]Dim{{64, 1}}},
-		Src0:   Tensor{Addr: Addr(true, 4, 0x40), Dtype: FP32, Partitions: 128, Dims: [3]Dim{{8, 8}, {8, -1}}},
-		Src1:   Src1{Addr: Addr(false, 0, 0x2000), Dtype: BF16},
-		Imm0:   0x3F80_0000, Imm1: 7, Aux: 129,
+		Wait: Sync{WaitSemGE, 3, 2}, Signal: Sync{SignalSemIncr, 4, 1},
+		Dst:  Tensor{Addr: Addr(false, 0, 0x100), Dtype: BF16, Partitions: 128, Dims: [3]Dim{{64, 1}}},
+		Src0: Tensor{Addr: Addr(true, 4, 0x40), Dtype: FP32, Partitions: 128, Dims: [3]Dim{{8, 8}, {8, -1}}},
+		Src1: Src1{Addr: Addr(false, 0, 0x2000), Dtype: BF16},
+		Imm0: 0x3F80_0000, Imm1: 7, Aux: 129,
 	}
 	b := r.Bytes()
 	assert.Equal(t, byte(OpTensorTensor), b[0], "byte 0 is the opcode")
