@@ -80,8 +80,26 @@ func (d *Device) Restore(s DeviceSnapshot) error {
 			return err
 		}
 	}
-	d.st, d.regs, d.hbm = fresh.st, fresh.regs, fresh.hbm
+	// Restore into the device's own memories and sync blocks: its cores
+	// hold pointers to them.
+	if err := d.regs.Restore(fresh.regs.State()); err != nil {
+		return err
+	}
+	if err := d.hbm.Restore(fresh.hbm.State()); err != nil {
+		return err
+	}
+	d.setState(fresh.st)
 	return nil
+}
+
+// setState replaces the device state, copying the sync blocks into the
+// device's own slices (which its cores point at).
+func (d *Device) setState(st DeviceState) {
+	ncs, tops := d.st.NCSync, d.st.TopSPSync
+	copy(ncs, st.NCSync)
+	copy(tops, st.TopSPSync)
+	d.st = st
+	d.st.NCSync, d.st.TopSPSync = ncs, tops
 }
 
 // restore loads s into a freshly built device.
@@ -119,8 +137,6 @@ func (d *Device) restore(s DeviceSnapshot) error {
 	if err := d.host.Restore(s.Host); err != nil {
 		return fmt.Errorf("sim device %s: %w", d.cfg.Name, err)
 	}
-	st.NCSync = slices.Clone(st.NCSync)
-	st.TopSPSync = slices.Clone(st.TopSPSync)
-	d.st = st
+	d.setState(st)
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/hw/isa"
 	"github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/runtime/csr"
 	"github.com/neuronsim/neuronsim/sim/bar"
@@ -38,5 +39,20 @@ func TestRuntimeAndDeviceAtlasesAgree(t *testing.T) {
 				_ = got
 			}
 		})
+	}
+}
+
+// The runtime finds an engine's control block from its own tables
+// (get_seq_params, host-visible); the device decodes it where hw/isa puts it.
+func TestEngineControlBlocksAgree(t *testing.T) {
+	for _, g := range hwarch.Generations() {
+		tables := arch.MustFor(g, arch.Options{})
+		for e := isa.Engine(0); e < isa.TopSP; e++ {
+			p, err := tables.Khal.SeqParams(hwarch.Engine(e), true)
+			require.NoError(t, err)
+			off, ok := isa.EngineCtrlOffset(e)
+			require.True(t, ok)
+			assert.Equal(t, off, p.Seq, "%s %s", g, e)
+		}
 	}
 }

@@ -98,3 +98,62 @@ func (m *DMA) runMarked(qu *Queue, v *Vring, done uint64) error {
 	}
 	return qu.Sync()
 }
+
+// Transfer is one copy of a scatter/gather list.
+type Transfer struct {
+	Src, Dst, Len uint64
+}
+
+// CopyMany runs a list of transfers through NC nc's H2T queue as one job:
+// the transfers in order, batched like Copy, each batch closed by the marker
+// copy and waited for. It returns the descriptor pairs used.
+func (m *DMA) CopyMany(nc int, ts []Transfer) (int, error) {
+	qu, err := m.H2T(nc)
+	if err != nil {
+		return 0, err
+	}
+	done, err := m.host.HostAlloc(64, 64)
+	if err != nil {
+		return 0, fmt.Errorf("dma: completion word: %w", err)
+	}
+	defer m.host.HostFree(done)
+	pairs := 0
+	v := NewVring(fmt.Sprintf("copy.nc%d", nc))
+	flush := func() error {
+		if v.Descriptors() == 0 {
+			return nil
+		}
+		if err := v.AddTransfer(m.geo.HostAddress(m.marker), m.geo.HostAddress(done), 4); err != nil {
+			return err
+		}
+		if err := m.runMarked(qu, v, done); err != nil {
+			return err
+		}
+		pairs += v.Descriptors()
+		v = NewVring(v.Name)
+		return nil
+	}
+	for i, t := range ts {
+		need := int((t.Len + udma.MaxTransfer - 1) / udma.MaxTransfer)
+		if v.Descriptors()+need >= MaxPairsPerBatch {
+			if err := flush(); err != nil {
+				return pairs, fmt.Errorf("dma: copy list on NC %d at transfer %d: %w", nc, i, err)
+			}
+		}
+		if need >= MaxPairsPerBatch {
+			n, err := m.Copy(nc, t.Dst, t.Src, t.Len)
+			pairs += n
+			if err != nil {
+				return pairs, err
+			}
+			continue
+		}
+		if err := v.AddTransfer(t.Src, t.Dst, t.Len); err != nil {
+			return pairs, fmt.Errorf("dma: copy list on NC %d, transfer %d: %w", nc, i, err)
+		}
+	}
+	if err := flush(); err != nil {
+		return pairs, fmt.Errorf("dma: copy list on NC %d: %w", nc, err)
+	}
+	return pairs, nil
+}

@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/hw/isa"
 	"github.com/neuronsim/neuronsim/hw/udma"
 	"github.com/neuronsim/neuronsim/sim/tpb"
 )
@@ -19,19 +20,20 @@ type Kind uint8
 
 // The window kinds.
 const (
-	Unmapped  Kind = iota // no block: reads return UnmappedRead, writes are dropped
-	SBUF                  // an NC's SBUF window (32 MiB at its TPB base)
-	PSUM                  // an NC's PSUM window (32 MiB at TPB + 0x200_0000: PSUM and TPB-local registers)
-	NCSync                // an NC's semaphores and events (0x2000 at TPB + 0x270_0000)
-	TopSP                 // a TOP_SP's 4 MiB window
-	TopSPSync             // a TOP_SP's semaphores and events (0x2000 at the start of its window)
-	Misc                  // the MISC RAM firmware mailbox
-	QEMUReset             // the register the QEMU reset path writes and polls
-	APB                   // APB IO, APB SE and PREPROC register space
-	DMAEngine             // one UDMA engine's registers (Index = engine id)
+	Unmapped   Kind = iota // no block: reads return UnmappedRead, writes are dropped
+	SBUF                   // an NC's SBUF window (32 MiB at its TPB base)
+	PSUM                   // an NC's PSUM window (32 MiB at TPB + 0x200_0000: PSUM and TPB-local registers)
+	NCSync                 // an NC's semaphores and events (0x2000 at TPB + 0x270_0000)
+	TopSP                  // a TOP_SP's 4 MiB window
+	TopSPSync              // a TOP_SP's semaphores and events (0x2000 at the start of its window)
+	Misc                   // the MISC RAM firmware mailbox
+	QEMUReset              // the register the QEMU reset path writes and polls
+	APB                    // APB IO, APB SE and PREPROC register space
+	DMAEngine              // one UDMA engine's registers (Index = engine id)
+	EngineCtrl             // an NC engine's control block (Index = NC·isa.TopSP + engine)
 )
 
-var kindNames = [...]string{"unmapped", "sbuf", "psum", "nc-sync", "top-sp", "top-sp-sync", "misc-ram", "qemu-reset", "apb", "dma-engine"}
+var kindNames = [...]string{"unmapped", "sbuf", "psum", "nc-sync", "top-sp", "top-sp-sync", "misc-ram", "qemu-reset", "apb", "dma-engine", "engine-ctrl"}
 
 // String returns the kind's name.
 func (k Kind) String() string {
@@ -127,6 +129,11 @@ func NewAtlas(geo *hwarch.Geometry) (*Atlas, error) {
 		a.add(Window{fmt.Sprintf("tpb%d", nc), SBUF, nc, base, geo.SBUFWindowSize, dev}, priorityPlain)
 		a.add(Window{fmt.Sprintf("tpb%d_psum", nc), PSUM, nc, base + m.PSUMOffset, geo.SBUFWindowSize, psum}, priorityPlain)
 		a.add(Window{fmt.Sprintf("tpb%d_sync", nc), NCSync, nc, base + m.EventsOffset, tpb.SyncSize, psum + m.EventsOffset - m.PSUMOffset}, prioritySpecial)
+		for e := isa.Engine(0); e < isa.TopSP; e++ {
+			off, _ := isa.EngineCtrlOffset(e)
+			a.add(Window{fmt.Sprintf("tpb%d_%s_ctrl", nc, e), EngineCtrl, nc*int(isa.TopSP) + int(e), base + off, isa.EngineRegBlockSize,
+				psum + off - m.PSUMOffset}, prioritySpecial)
+		}
 	}
 	for t := 0; t < geo.TopSPs; t++ {
 		base, dev := m.TopSPWindow(t), geo.TopSPDevice(t)

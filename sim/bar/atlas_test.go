@@ -28,7 +28,7 @@ func mustAtlas(t testing.TB, g hwarch.Generation) *Atlas {
 // precedence over the block around them.
 func special(k Kind) bool {
 	switch k {
-	case NCSync, TopSPSync, Misc, QEMUReset, DMAEngine:
+	case NCSync, TopSPSync, Misc, QEMUReset, DMAEngine, EngineCtrl:
 		return true
 	}
 	return false
@@ -41,12 +41,21 @@ func wantWindows(g hwarch.Generation) []Window {
 	add := func(name string, k Kind, idx int, start, size uint64) {
 		ws = append(ws, Window{Name: name, Kind: k, Index: idx, Start: start, Size: size})
 	}
+	// Engine control blocks at the host-visible sequencer bases of seed 001
+	// (PE 0x2600000, ACT 0x2400000, POOL 0x3000000, DVE 0x2B00000, SP 0x2800000).
+	addCtrl := func(nc int, base uint64) {
+		for e, off := range []uint64{0x260_0000, 0x240_0000, 0x300_0000, 0x2B0_0000, 0x280_0000} {
+			name := []string{"pe", "act", "pool", "dve", "sp"}[e]
+			add(fmt.Sprintf("tpb%d_%s_ctrl", nc, name), EngineCtrl, nc*5+e, base+off, 0x1000)
+		}
+	}
 	if g == hwarch.Sunda {
 		for n := range 2 {
 			base := uint64(n) * 0x400_0000
 			add(fmt.Sprintf("tpb%d", n), SBUF, n, base, 32*hwarch.MiB)
 			add(fmt.Sprintf("tpb%d_psum", n), PSUM, n, base+0x200_0000, 32*hwarch.MiB)
 			add(fmt.Sprintf("tpb%d_sync", n), NCSync, n, base+0x270_0000, 0x2000)
+			addCtrl(n, base)
 		}
 		for i := range 6 {
 			base := 0x1000_0000 + uint64(i)*0x40_0000
@@ -71,6 +80,7 @@ func wantWindows(g hwarch.Generation) []Window {
 		add(fmt.Sprintf("tpb%d", n), SBUF, n, base, 32*hwarch.MiB)
 		add(fmt.Sprintf("tpb%d_psum", n), PSUM, n, base+0x200_0000, 32*hwarch.MiB)
 		add(fmt.Sprintf("tpb%d_sync", n), NCSync, n, base+0x270_0000, 0x2000)
+		addCtrl(n, base)
 	}
 	for i := range 16 {
 		base := 0xF000_0000 + uint64(i&7)<<22

@@ -119,6 +119,7 @@ type Controller struct {
 	copier     Copier // bus as a Copier, or nil
 	clock      Scheduler
 	st         State
+	trace      Tracer
 	buf        []byte                    // payload bounce buffer, reused
 	desc       [udma.DescriptorSize]byte // descriptor fetch buffer, reused
 }
@@ -176,6 +177,14 @@ func (c *Controller) Reset() {
 	}
 	c.st.HBMFree, c.st.HostFree = 0, 0
 }
+
+// Tracer receives one slice per transfer (sim/trace.Recorder is one).
+type Tracer interface {
+	Slice(track, name string, start, end uint64, args map[string]string)
+}
+
+// SetTrace makes the controller report every transfer to t (nil: none).
+func (c *Controller) SetTrace(t Tracer) { c.trace = t }
 
 // ResetEngines resets the engines for which reset returns true (a TPB reset
 // of their NCs).

@@ -2,6 +2,7 @@ package dma
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/neuronsim/neuronsim/hw/udma"
 )
@@ -74,7 +75,13 @@ func (c *Controller) kick(e, q int) {
 	}
 	qs.Current = Transfer{Src: tx.Addr, Dst: rx.Addr, Len: n, SrcC: srcC, DstC: dstC}
 	qs.InFlight = true
-	c.clock.Schedule(c.finishTime(es, qs.Current), fireArg(e, q, qs.Epoch))
+	start, finish := c.finishTime(es, qs.Current)
+	if c.trace != nil {
+		t := qs.Current
+		c.trace.Slice(fmt.Sprintf("dma e%03d q%02d", e, q), "copy", start, finish, map[string]string{
+			"src": fmt.Sprintf("%#x", t.Src), "dst": fmt.Sprintf("%#x", t.Dst), "bytes": fmt.Sprint(t.Len)})
+	}
+	c.clock.Schedule(finish, fireArg(e, q, qs.Epoch))
 }
 
 // finishTime reserves the engine and the shared paths for a transfer and
@@ -83,10 +90,10 @@ func (c *Controller) kick(e, q int) {
 //	start  = max(now, engine free)
 //	finish = max(start + fixed + n/engine BW, each shared path's free time
 //	         after it carries n bytes at its bandwidth)
-func (c *Controller) finishTime(es *EngineState, t Transfer) uint64 {
-	start := max(c.clock.Now(), es.BusyUntil)
+func (c *Controller) finishTime(es *EngineState, t Transfer) (start, finish uint64) {
+	start = max(c.clock.Now(), es.BusyUntil)
 	n := uint64(t.Len)
-	finish := start + c.timing.FixedCost + transferTime(n, c.timing.EngineBandwidth)
+	finish = start + c.timing.FixedCost + transferTime(n, c.timing.EngineBandwidth)
 	share := func(free *uint64, bw uint64) {
 		*free = max(*free, start) + transferTime(n, bw)
 		finish = max(finish, *free)
@@ -98,7 +105,7 @@ func (c *Controller) finishTime(es *EngineState, t Transfer) uint64 {
 		share(&c.st.HostFree, c.timing.HostBandwidth)
 	}
 	es.BusyUntil = finish
-	return finish
+	return start, finish
 }
 
 // Fire completes the transfer a completion event was scheduled for: the

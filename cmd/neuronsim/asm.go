@@ -1,0 +1,124 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/neuronsim/neuronsim/hw/isa"
+	"github.com/neuronsim/neuronsim/hw/isa/asm"
+)
+
+// maxAsmSource bounds the source file asm reads.
+const maxAsmSource = 64 << 20
+
+// readFileLimit reads a file of at most limit bytes.
+func readFileLimit(path string, limit int64, what string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: more than %d bytes; %s", path, limit, what)
+	}
+	return b, nil
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func newAsmCommand() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "asm PROG.s [-o PROG.bin]",
+		Short: "Assemble instruction records from their text syntax into a binary of 64-byte records",
+		Long: "asm assembles a program written in the text syntax of the 64-byte instruction records\n" +
+			"(docs/isa.md; the grammar is the doc of package hw/isa/asm): one record per line,\n" +
+			"\".engine NAME\" to choose the engine, \".record HEX\" for a raw record. It checks syntax\n" +
+			"and ranges only — the runtime's validators judge the records. Errors are printed as\n" +
+			"FILE:LINE:COL: what was expected. The output is the records concatenated, by default\n" +
+			"PROG.bin next to PROG.s.",
+		Example: "  neuronsim asm matmul.s                  # writes matmul.bin\n" +
+			"  neuronsim asm matmul.s -o /tmp/mm.bin\n" +
+			"  neuronsim disasm /tmp/mm.bin",
+		Args: cobra.ExactArgs(1),
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "output file (default: the input with its extension replaced by .bin)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		in := args[0]
+		src, err := readFileLimit(in, maxAsmSource, "asm reads sources up to 64 MiB")
+		if err != nil {
+			return err
+		}
+		bin, err := asm.Assemble(in, src)
+		if err != nil {
+			return err
+		}
+		dst := out
+		if dst == "" {
+			dst = strings.TrimSuffix(in, filepath.Ext(in)) + ".bin"
+			if dst == in {
+				return fmt.Errorf("%s: the default output would overwrite the input; give -o", in)
+			}
+		}
+		if err := os.WriteFile(dst, bin, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "assembled %s (%d bytes) to %s\n", plural(len(bin)/isa.RecordSize, "record"), len(bin), dst)
+		return nil
+	}
+	return cmd
+}
+
+func newDisasmCommand() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "disasm PROG.bin [-o OUT.s]",
+		Short: "Disassemble a binary of 64-byte instruction records into their text syntax",
+		Long: "disasm prints the records of PROG.bin in the text syntax `neuronsim asm` reads, after a\n" +
+			"header comment giving the record count. Every record whose readable form reproduces it\n" +
+			"exactly is printed readably (canonical: explicit strides, fixed field order, zero fields\n" +
+			"omitted); any other (an unknown opcode, a reserved bit set, …) as \".record HEX\". So\n" +
+			"assembling the output gives PROG.bin back, byte for byte.",
+		Example: "  neuronsim disasm matmul.bin\n" +
+			"  neuronsim disasm matmul.bin -o matmul.s && neuronsim asm matmul.s -o again.bin",
+		Args: cobra.ExactArgs(1),
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the text to this file instead of stdout")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		in := args[0]
+		bin, err := readFileLimit(in, asm.MaxRecords*isa.RecordSize, fmt.Sprintf("a program holds at most %d records", asm.MaxRecords))
+		if err != nil {
+			return err
+		}
+		text, err := asm.Disassemble(bin)
+		if err != nil {
+			return fmt.Errorf("%s: %w", in, err)
+		}
+		n := len(bin) / isa.RecordSize
+		text = fmt.Sprintf("; %s: %s (%d bytes)\n", filepath.Base(in), plural(n, "record"), len(bin)) + text
+		if out == "" {
+			_, err := io.WriteString(cmd.OutOrStdout(), text)
+			return err
+		}
+		if err := os.WriteFile(out, []byte(text), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "disassembled %s (%d bytes) to %s\n", plural(n, "record"), len(bin), out)
+		return nil
+	}
+	return cmd
+}

@@ -1,0 +1,61 @@
+package asm
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Limits of the assembler, so hostile input cannot make it allocate without
+// bound.
+const (
+	MaxLineLen = 4096    // bytes in one source line, comment included
+	MaxRecords = 1 << 20 // records in one program (64 MiB of binary)
+	MaxErrors  = 10      // errors Assemble collects before it stops
+)
+
+// Error is one assembly error: where it is and what was expected.
+type Error struct {
+	File string // the name given to Assemble; may be empty
+	Line int    // from 1
+	Col  int    // byte column, from 1
+	Msg  string
+}
+
+// Error returns "file:line:col: msg" ("line:col: msg" without a file name).
+func (e *Error) Error() string {
+	if e.File == "" {
+		return fmt.Sprintf("%d:%d: %s", e.Line, e.Col, e.Msg)
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
+}
+
+// ErrorList is the errors of one assembly, in source order; Assemble returns
+// one whenever it fails.
+type ErrorList []*Error
+
+// Error returns the errors one per line.
+func (l ErrorList) Error() string {
+	switch len(l) {
+	case 0:
+		return "no errors"
+	case 1:
+		return l[0].Error()
+	}
+	var b strings.Builder
+	for i, e := range l {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(e.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the errors, for errors.As and errors.Is.
+func (l ErrorList) Unwrap() []error {
+	out := make([]error, len(l))
+	for i, e := range l {
+		out[i] = e
+	}
+	return out
+}

@@ -1,0 +1,348 @@
+// Package program loads and runs a NeuronCore program through the runtime:
+// the 64-byte records are split into one instruction block per engine (by
+// each record's engine byte, order kept), every block goes through the
+// runtime's validators (ib_final_inst_validity_check) before anything is
+// staged, the blocks are staged in device memory by DMA, and the engines are
+// pointed at them and started over CSR. Run then polls the engines' status
+// registers until each is done or has stopped on an error.
+package program
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/hw/isa"
+	"github.com/neuronsim/neuronsim/runtime/arch"
+	"github.com/neuronsim/neuronsim/runtime/bringup"
+	"github.com/neuronsim/neuronsim/runtime/dma"
+	"github.com/neuronsim/neuronsim/runtime/dmem"
+	"github.com/neuronsim/neuronsim/runtime/ndl"
+)
+
+// Errors of loading and running a program.
+var (
+	ErrBadProgram  = errors.New("bad program")
+	ErrEngineFault = errors.New("an engine stopped on an error")
+	ErrTimeout     = errors.New("the program did not finish in time")
+)
+
+// Validator is the runtime's block check (runtime/isa's
+// FinalInstValidityCheck): nil if every record of block is valid for HAL
+// engine hal.
+type Validator interface {
+	FinalInstValidityCheck(block []byte, hal uint32) error
+}
+
+// Block is one engine's instruction block.
+type Block struct {
+	Engine isa.Engine
+	Bytes  []byte
+	Addr   uint64 // device address once staged
+}
+
+// Split cuts a program into per-engine blocks by each record's engine byte,
+// keeping the records' order. A size that is not a multiple of 64, or an
+// engine byte past SP, is ErrBadProgram.
+func Split(prog []byte) ([]Block, error) {
+	if len(prog) == 0 || len(prog)%isa.RecordSize != 0 {
+		return nil, fmt.Errorf("%w: %d bytes is not a whole number of %d-byte records", ErrBadProgram, len(prog), isa.RecordSize)
+	}
+	var by [isa.TopSP][]byte
+	for off := 0; off < len(prog); off += isa.RecordSize {
+		e := isa.Engine(prog[off+1])
+		if e >= isa.TopSP {
+			return nil, fmt.Errorf("%w: record at offset %d names engine %d (want 0..4)", ErrBadProgram, off, e)
+		}
+		by[e] = append(by[e], prog[off:off+isa.RecordSize]...)
+	}
+	var out []Block
+	for e, b := range by {
+		if len(b) > 0 {
+			out = append(out, Block{Engine: isa.Engine(e), Bytes: b})
+		}
+	}
+	return out, nil
+}
+
+// Runner loads programs onto one NeuronCore of a brought-up device.
+type Runner struct {
+	Dev       *bringup.Device
+	DMA       *dma.DMA
+	Mem       *dmem.Allocator
+	Tables    *arch.Tables
+	Validator Validator
+	NC        int
+	// MaxPolls bounds Run's status polls (PollInterval apart); 0: 10 million.
+	MaxPolls     int
+	PollInterval time.Duration // 0: 1 µs
+}
+
+// EngineResult is what one engine did.
+type EngineResult struct {
+	Engine      isa.Engine
+	Records     int    // records in its block
+	Retired     uint32 // records completed
+	Status      uint32
+	Error       uint32
+	FaultOffset uint32
+	Busy        time.Duration
+}
+
+// Result is a finished run.
+type Result struct {
+	Engines []EngineResult
+}
+
+// engineVA returns the runtime virtual address of an engine control register.
+func (r *Runner) engineVA(e isa.Engine, off uint64) (uint64, error) {
+	p, err := r.Tables.Khal.SeqParams(hwarch.Engine(e), true)
+	if err != nil {
+		return 0, err
+	}
+	return r.Dev.VA(r.Dev.Geometry.BAR0.TPBWindow(r.NC) + p.Seq + off), nil
+}
+
+// Load validates and stages a program and returns its blocks (with their
+// device addresses). Nothing is staged unless every block validates.
+func (r *Runner) Load(prog []byte) ([]Block, error) {
+	blocks, err := Split(prog)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range blocks {
+		if err := r.Validator.FinalInstValidityCheck(b.Bytes, uint32(b.Engine)); err != nil {
+			return nil, fmt.Errorf("program: %s block: %w", b.Engine, err)
+		}
+	}
+	host := r.DMA.Host()
+	geo := r.Dev.Geometry
+	for i := range blocks {
+		b := &blocks[i]
+		h, err := r.Mem.Alloc(dmem.Request{Size: uint64(len(b.Bytes)), Align: 64, Channel: dmem.Any, NC: r.NC, Name: "program." + b.Engine.String()})
+		if err != nil {
+			return nil, err
+		}
+		blk, err := r.Mem.Info(h)
+		if err != nil {
+			return nil, err
+		}
+		pa, err := host.HostAlloc(uint64(len(b.Bytes)), 64)
+		if err != nil {
+			return nil, err
+		}
+		if err := host.HostWrite(pa, b.Bytes); err != nil {
+			return nil, err
+		}
+		_, err = r.DMA.Copy(r.NC, blk.Addr, geo.HostAddress(pa), uint64(len(b.Bytes)))
+		_ = host.HostFree(pa)
+		if err != nil {
+			return nil, fmt.Errorf("program: staging the %s block: %w", b.Engine, err)
+		}
+		b.Addr = blk.Addr
+	}
+	return blocks, nil
+}
+
+func (r *Runner) write(e isa.Engine, off uint64, v uint32) error {
+	va, err := r.engineVA(e, off)
+	if err != nil {
+		return err
+	}
+	return r.Dev.CSR.Write(va, v)
+}
+
+func (r *Runner) read(e isa.Engine, off uint64) (uint32, error) {
+	va, err := r.engineVA(e, off)
+	if err != nil {
+		return 0, err
+	}
+	return r.Dev.CSR.Read(va)
+}
+
+// Start points every block's engine at it and starts it: PC, then
+// release_run_stall, then START_CTRL.
+func (r *Runner) Start(blocks []Block) error {
+	for _, b := range blocks {
+		for _, w := range []struct {
+			off uint64
+			v   uint32
+		}{
+			{isa.EngineRegPCLo, uint32(b.Addr)}, {isa.EngineRegPCHi, uint32(b.Addr >> 32)},
+			{arch.NXRunStallOffset, 1}, {arch.NXStartCtrlOffset, isa.StartRun},
+		} {
+			if err := r.write(b.Engine, w.off, w.v); err != nil {
+				return fmt.Errorf("program: starting %s: %w", b.Engine, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Wait polls the engines of the blocks until each is done or stopped on an
+// error, and returns what each did. An engine error is ErrEngineFault (the
+// result is still returned).
+func (r *Runner) Wait(blocks []Block) (Result, error) {
+	maxPolls, every := r.MaxPolls, r.PollInterval
+	if maxPolls <= 0 {
+		maxPolls = 10_000_000
+	}
+	if every <= 0 {
+		every = time.Microsecond
+	}
+	for i := 0; ; i++ {
+		finished := true
+		for _, b := range blocks {
+			st, err := r.read(b.Engine, isa.EngineRegStatus)
+			if err != nil {
+				return Result{}, err
+			}
+			if st&(isa.StatusDone|isa.StatusError) == 0 {
+				finished = false
+				break
+			}
+		}
+		if finished {
+			break
+		}
+		if i >= maxPolls {
+			res, _ := r.collect(blocks)
+			return res, fmt.Errorf("program: %d polls %v apart: %w", maxPolls, every, ErrTimeout)
+		}
+		if err := ndl.Sleep(r.Dev.Dev, every); err != nil {
+			return Result{}, err
+		}
+	}
+	return r.collect(blocks)
+}
+
+// collect reads every engine's counters.
+func (r *Runner) collect(blocks []Block) (Result, error) {
+	var res Result
+	var fault error
+	for _, b := range blocks {
+		er := EngineResult{Engine: b.Engine, Records: len(b.Bytes) / isa.RecordSize}
+		regs := []*uint32{&er.Status, &er.Error, &er.FaultOffset, &er.Retired}
+		for i, off := range []uint64{isa.EngineRegStatus, isa.EngineRegError, isa.EngineRegFaultOffset, isa.EngineRegRetired} {
+			v, err := r.read(b.Engine, off)
+			if err != nil {
+				return res, err
+			}
+			*regs[i] = v
+		}
+		lo, err := r.read(b.Engine, isa.EngineRegBusyLo)
+		if err != nil {
+			return res, err
+		}
+		hi, err := r.read(b.Engine, isa.EngineRegBusyHi)
+		if err != nil {
+			return res, err
+		}
+		er.Busy = time.Duration(uint64(hi)<<32 | uint64(lo))
+		if er.Status&isa.StatusError != 0 && fault == nil {
+			fault = fmt.Errorf("program: %s stopped with error %d at record offset %d: %w", b.Engine, er.Error, er.FaultOffset, ErrEngineFault)
+		}
+		res.Engines = append(res.Engines, er)
+	}
+	return res, fault
+}
+
+// Run loads, starts and waits for a program.
+func (r *Runner) Run(prog []byte) (Result, error) {
+	blocks, err := r.Load(prog)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := r.Start(blocks); err != nil {
+		return Result{}, err
+	}
+	return r.Wait(blocks)
+}
+
+// Semaphores reads the NC's 256 semaphores through csr_read.
+func (r *Runner) Semaphores() ([]int32, error) {
+	b := r.Dev.Geometry.BAR0
+	words := make([]uint32, 256)
+	if err := r.Dev.CSR.MemReadBuf(r.Dev.VA(b.TPBWindow(r.NC)+b.SemReadOffset), words); err != nil {
+		return nil, err
+	}
+	out := make([]int32, len(words))
+	for i, w := range words {
+		out[i] = int32(w)
+	}
+	return out, nil
+}
+
+// SBUFAddr returns the device address of byte offset off of SBUF partition p.
+func (r *Runner) SBUFAddr(p int, off uint64) (uint64, error) {
+	base, err := r.Tables.Khal.TPBBase(r.NC)
+	if err != nil {
+		return 0, err
+	}
+	return base + uint64(p)*r.Dev.Geometry.SBUFPartitionSize + off, nil
+}
+
+// PSUMAddr returns the device address of byte offset off of PSUM partition p.
+func (r *Runner) PSUMAddr(p int, off uint64) (uint64, error) {
+	base, err := r.Tables.Khal.PSUMBase(r.NC)
+	if err != nil {
+		return 0, err
+	}
+	return base + uint64(p)*r.Dev.Geometry.PSUMPartitionSize() + off, nil
+}
+
+// WriteTile writes data into P consecutive partitions from partition start
+// (len(data)/P bytes each, at byte offset off) of SBUF or PSUM by one DMA job.
+func (r *Runner) WriteTile(psum bool, start, partitions int, off uint64, data []byte) error {
+	return r.tile(psum, start, partitions, off, data, true)
+}
+
+// ReadTile reads len(buf)/P bytes of each of P partitions back by DMA.
+func (r *Runner) ReadTile(psum bool, start, partitions int, off uint64, buf []byte) error {
+	return r.tile(psum, start, partitions, off, buf, false)
+}
+
+func (r *Runner) tile(psum bool, start, partitions int, off uint64, data []byte, write bool) error {
+	if partitions <= 0 || len(data)%partitions != 0 || len(data) == 0 {
+		return fmt.Errorf("program: %d bytes do not split into %d partitions", len(data), partitions)
+	}
+	per := uint64(len(data) / partitions)
+	host := r.DMA.Host()
+	pa, err := host.HostAlloc(uint64(len(data)), 64)
+	if err != nil {
+		return err
+	}
+	defer host.HostFree(pa)
+	if write {
+		if err := host.HostWrite(pa, data); err != nil {
+			return err
+		}
+	}
+	geo := r.Dev.Geometry
+	var ts []dma.Transfer
+	for p := 0; p < partitions; p++ {
+		var dev uint64
+		if psum {
+			dev, err = r.PSUMAddr(start+p, off)
+		} else {
+			dev, err = r.SBUFAddr(start+p, off)
+		}
+		if err != nil {
+			return err
+		}
+		h := geo.HostAddress(pa + uint64(p)*per)
+		if write {
+			ts = append(ts, dma.Transfer{Src: h, Dst: dev, Len: per})
+		} else {
+			ts = append(ts, dma.Transfer{Src: dev, Dst: h, Len: per})
+		}
+	}
+	if _, err := r.DMA.CopyMany(r.NC, ts); err != nil {
+		return err
+	}
+	if !write {
+		return host.HostRead(pa, data)
+	}
+	return nil
+}
