@@ -150,6 +150,8 @@ type Device struct {
 	hbmSize []uint64
 	host    *HostMemory
 	dma     *dma.Controller
+	cores   []*tpb.Core
+	hCore   []HandlerID
 	bounce  []byte // DMA bounce buffer, reused
 	st      DeviceState
 
@@ -198,6 +200,9 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 	}
 	d.dma = dma.New(geo, (*deviceBus)(d), (*deviceClock)(d), dma.Options{Timing: cfg.DMA, TimingOnly: cfg.TimingOnly})
 	if err := d.registerHandlers(); err != nil {
+		return nil, err
+	}
+	if err := d.newCores(); err != nil {
 		return nil, err
 	}
 	d.powerOn()
@@ -448,6 +453,9 @@ func (d *Device) regRead(off uint64) uint32 {
 	switch w.Kind {
 	case bar.DMAEngine:
 		return d.dma.ReadReg(w.Index, rel)
+	case bar.EngineCtrl:
+		nc, eng := engineCtrl(w.Index)
+		return d.cores[nc].ReadReg(eng, rel)
 	case bar.NCSync, bar.TopSPSync:
 		if v, ok := d.syncBlock(w).Read(rel); ok {
 			return v
@@ -512,9 +520,16 @@ func (d *Device) regWrite(off uint64, v uint32) {
 	case bar.DMAEngine:
 		d.dma.WriteReg(w.Index, rel, v)
 		return
+	case bar.EngineCtrl:
+		nc, eng := engineCtrl(w.Index)
+		d.cores[nc].WriteReg(eng, rel, v)
+		return
 	case bar.NCSync, bar.TopSPSync:
 		blk := d.syncBlock(w)
 		if blk.Write(rel, v) {
+			if w.Kind == bar.NCSync {
+				d.cores[w.Index].SyncChanged() // a waiting engine may now run
+			}
 			return
 		}
 		if bk, _, ok := tpb.Decode(rel); ok && bk == tpb.BankSemRead {

@@ -19,6 +19,7 @@ type DeviceSnapshot struct {
 	Regs   MemoryState // register and SRAM windows, by register-BAR offset
 	HBM    MemoryState // device memory, by device address
 	DMA    dma.State
+	Cores  []tpb.CoreState
 	Host   HostState // the host memory the device reaches (shared by a system's devices)
 }
 
@@ -30,7 +31,7 @@ func (d *Device) Snapshot() DeviceSnapshot {
 	st.NCSync = slices.Clone(d.st.NCSync)
 	st.TopSPSync = slices.Clone(d.st.TopSPSync)
 	return DeviceSnapshot{Config: d.cfg, State: st, Engine: d.engine.State(), Regs: d.regs.State(), HBM: d.hbm.State(),
-		DMA: d.dma.State(), Host: d.host.State()}
+		DMA: d.dma.State(), Cores: d.coreStates(), Host: d.host.State()}
 }
 
 // NewDeviceFromSnapshot builds a device in the state a snapshot recorded,
@@ -74,6 +75,11 @@ func (d *Device) Restore(s DeviceSnapshot) error {
 	}
 	if err := d.dma.Restore(fresh.dma.State()); err != nil {
 		return err
+	}
+	for nc, c := range d.cores {
+		if err := c.Restore(fresh.cores[nc].State()); err != nil {
+			return err
+		}
 	}
 	if d.host != fresh.host {
 		if err := d.host.Restore(fresh.host.State()); err != nil {
@@ -134,9 +140,25 @@ func (d *Device) restore(s DeviceSnapshot) error {
 	if err := d.dma.Restore(s.DMA); err != nil {
 		return fmt.Errorf("sim device %s: %w: %w", d.cfg.Name, err, ErrInvalidState)
 	}
+	if len(s.Cores) != len(d.cores) {
+		return fmt.Errorf("sim device %s: restore: %d NeuronCore states, the device has %d: %w", d.cfg.Name, len(s.Cores), len(d.cores), ErrInvalidState)
+	}
+	for nc, c := range d.cores {
+		if err := c.Restore(s.Cores[nc]); err != nil {
+			return fmt.Errorf("sim device %s: NC %d: %w: %w", d.cfg.Name, nc, err, ErrInvalidState)
+		}
+	}
 	if err := d.host.Restore(s.Host); err != nil {
 		return fmt.Errorf("sim device %s: %w", d.cfg.Name, err)
 	}
 	d.setState(st)
 	return nil
+}
+
+func (d *Device) coreStates() []tpb.CoreState {
+	out := make([]tpb.CoreState, len(d.cores))
+	for i, c := range d.cores {
+		out[i] = c.State()
+	}
+	return out
 }

@@ -186,6 +186,9 @@ func (d *Device) resetDone(seq uint64) {
 		}
 		d.regs.Clear()
 		d.dma.Reset()
+		for _, c := range d.cores {
+			c.Reset()
+		}
 		d.st.Stats.DeviceResets++
 	} else {
 		d.resetUnits(r.Map)
@@ -201,6 +204,7 @@ func (d *Device) resetDone(seq uint64) {
 func (d *Device) resetUnits(m hwarch.ResetMap) {
 	for nc := range d.st.NCSync {
 		if m.NCs&(1<<nc) != 0 {
+			d.cores[nc].Reset()
 			d.st.NCSync[nc].Reset()
 			_ = d.regs.Fill(d.geo.BAR0.TPBWindow(nc), d.geo.BAR0.TPBStride, 0)
 		}

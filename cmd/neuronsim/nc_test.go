@@ -1,0 +1,99 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const cliMatmul = `.engine pe
+load_stationary src0=sbuf[0:128,0]:bf16[128]
+multiply_moving dst=psum[0:128,0]:fp32[512] src0=sbuf[0:128,0x100]:bf16[512] signal=sem_incr(1,1) last
+.engine act
+activation op=relu dst=sbuf[0:128,0x900]:fp32[512] src0=psum[0:128,0]:fp32[512] imm0=f32(0.5) imm1=f32(0.25) wait=sem_ge(1,1) signal=sem_incr(2,1) last
+`
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	return p
+}
+
+func TestValidateCommand(t *testing.T) {
+	dir := t.TempDir()
+	cayOnly := writeFile(t, dir, "cay.s", ".engine sp\ndma_transpose dst=sbuf[0:1,0]:bf16[4] src0=sbuf[0:1,0x100]:bf16[4] aux=3\n")
+	for _, arch := range []string{"cayman", "mariana"} {
+		out, err := runCLI(t, "validate", cayOnly, "--arch", arch)
+		require.NoError(t, err, arch)
+		assert.Contains(t, out, "sp block: 1 records valid on "+arch)
+	}
+	out, err := runCLI(t, "validate", cayOnly, "--arch", "sunda")
+	require.Error(t, err)
+	assert.Contains(t, out, "Found invalid instruction! opcode=189, offset=0")
+	assert.Contains(t, out, "record: dma_transpose")
+	assert.Contains(t, out, "needs cayman or later; this is sunda")
+
+	fp4 := writeFile(t, dir, "fp4.s", ".engine dve\ntensor_copy dst=sbuf[0:1,0]:fp4_e2m1fn_x4[4] src0=sbuf[0:1,0x100]:fp4_e2m1fn_x4[4]\n")
+	out, err = runCLI(t, "validate", fp4, "--arch", "cayman")
+	require.Error(t, err)
+	assert.Contains(t, out, "is_valid_dtype")
+	_, err = runCLI(t, "validate", fp4, "--arch", "mariana")
+	require.NoError(t, err)
+
+	// --engine validates every record as issued on one engine.
+	out, err = runCLI(t, "validate", cayOnly, "--arch", "cayman", "--engine", "pe")
+	require.Error(t, err)
+	assert.Contains(t, out, "Found invalid instruction! opcode=189, offset=0")
+}
+
+func TestExecCommand(t *testing.T) {
+	dir := t.TempDir()
+	prog := writeFile(t, dir, "mm.s", cliMatmul)
+	w := make([]byte, 128*256)
+	x := make([]byte, 128*1024)
+	for i := 0; i < len(w); i += 2 {
+		w[i+1] = 0x3F // bf16 1.0 = 0x3F80
+		w[i] = 0x80
+	}
+	for i := 0; i < len(x); i += 2 {
+		x[i+1] = 0x3F
+		x[i] = 0x80
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "w.bin"), w, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "x.bin"), x, 0o644))
+	trace := filepath.Join(dir, "trace.json")
+	out, err := runCLI(t, "exec", prog, "--arch", "mariana", "--core", "5",
+		"--input", "sbuf[0:128,0]="+filepath.Join(dir, "w.bin"),
+		"--input", "sbuf[0:128,0x100]="+filepath.Join(dir, "x.bin"),
+		"--output", "sbuf[0:128,0x900]:2048="+filepath.Join(dir, "y.bin"),
+		"--trace", trace)
+	require.NoError(t, err)
+	assert.Contains(t, out, "pe      2 records,    2 retired")
+	assert.Contains(t, out, "semaphore 2 = 1")
+	y, err := os.ReadFile(filepath.Join(dir, "y.bin"))
+	require.NoError(t, err)
+	require.Len(t, y, 128*2048)
+	// Every output element is relu(0.5·128 + 0.25) = 64.25 = 0x42808000.
+	assert.Equal(t, []byte{0x00, 0x80, 0x80, 0x42}, y[:4])
+	assert.Equal(t, []byte{0x00, 0x80, 0x80, 0x42}, y[len(y)-4:])
+	raw, err := os.ReadFile(trace)
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	assert.NotEmpty(t, doc["traceEvents"])
+
+	for _, bad := range [][]string{
+		{"exec", prog, "--input", "dram[0:1,0]=x"},
+		{"exec", prog, "--output", "sbuf[0:1,0]=y"},
+		{"exec", prog, "--core", "8"},
+		{"exec", filepath.Join(dir, "missing.s")},
+	} {
+		_, err := runCLI(t, bad...)
+		assert.Error(t, err, "%v", bad)
+	}
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	hwisa "github.com/neuronsim/neuronsim/hw/isa"
+	"github.com/neuronsim/neuronsim/hw/isa/asm"
+	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
+	rtisa "github.com/neuronsim/neuronsim/runtime/isa"
+	"github.com/neuronsim/neuronsim/runtime/program"
+)
+
+// readProgram reads a program: a .s file is assembled, anything else is
+// taken as binary records.
+func readProgram(path string) ([]byte, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if strings.HasSuffix(path, ".s") || strings.HasSuffix(path, ".asm") {
+		return asm.Assemble(path, src)
+	}
+	return src, nil
+}
+
+func newValidateCommand() *cobra.Command {
+	gen := defaultArch
+	var engine string
+	cmd := &cobra.Command{
+		Use:   "validate FILE [--arch A] [--engine E]",
+		Short: "Run the runtime's instruction validators (seed 004) over a program",
+		Long: "validate runs ib_final_inst_validity_check over a program (a .s file is assembled first):\n" +
+			"each engine's block, split by the records' engine byte, or — with --engine — the whole file as\n" +
+			"one block issued on that engine. On the first invalid record it prints the runtime's message,\n" +
+			"the record disassembled and the debug reason, and exits non-zero.",
+		Example: "  neuronsim validate prog.s --arch cayman\n" +
+			"  neuronsim validate prog.bin --arch sunda --engine dve",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			prog, err := readProgram(args[0])
+			if err != nil {
+				return err
+			}
+			var d rtarch.Dispatch
+			devID, err := defaultDeviceID(gen)
+			if err != nil {
+				return err
+			}
+			v, err := selectValidator(&d, devID)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			type block struct {
+				eng   hwisa.Engine
+				bytes []byte
+			}
+			var blocks []block
+			if engine != "" {
+				e, err := hwisa.ParseEngine(engine)
+				if err != nil {
+					return err
+				}
+				blocks = []block{{e, prog}}
+			} else {
+				split, err := program.Split(prog)
+				if err != nil {
+					return err
+				}
+				for _, b := range split {
+					blocks = append(blocks, block{b.Engine, b.Bytes})
+				}
+			}
+			for _, b := range blocks {
+				err := v.FinalInstValidityCheck(b.bytes, uint32(b.eng))
+				var inv *rtisa.InvalidError
+				switch {
+				case errors.As(err, &inv):
+					fmt.Fprintf(out, "%s block (%s): %s\n", b.eng, gen, fmt.Sprintf(rtisa.GoFormat(rtisa.MsgInvalidInstruction), inv.Opcode, inv.Offset))
+					fmt.Fprintf(out, "  record: %s\n", asm.FormatRecord(b.bytes[inv.Offset:inv.Offset+hwisa.RecordSize]))
+					fmt.Fprintf(out, "  reason: %s\n", inv.Reason)
+					return fmt.Errorf("%s: invalid instruction in the %s block at offset %d", args[0], b.eng, inv.Offset)
+				case err != nil:
+					return err
+				}
+				fmt.Fprintf(out, "%s block: %d records valid on %s\n", b.eng, len(b.bytes)/hwisa.RecordSize, gen)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Var(&gen, "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4")
+	cmd.Flags().StringVar(&engine, "engine", "", "validate every record as issued on this engine (pe|act|pool|dve|sp)")
+	return cmd
+}
+
+// defaultDeviceID is the PCI device id a generation's device reports.
+func defaultDeviceID(g hwarch.Generation) (uint16, error) { return hwarch.DefaultDeviceID(g) }
+
+// selectValidator makes the runtime's arch selection from a PCI identity
+// and builds the validators from it, as the runtime does once per process.
+func selectValidator(d *rtarch.Dispatch, dev uint16) (*rtisa.Validator, error) {
+	if _, err := d.Select(hwarch.PCIIdentity{Vendor: hwarch.VendorAmazon, Device: dev}, rtarch.Options{}); err != nil {
+		return nil, err
+	}
+	return rtisa.FromDispatch(d)
+}
