@@ -151,6 +151,11 @@ func Location(a uint32) (psum bool, partition int, offset uint32) {
 	return a&AddrPSUM != 0, int(a >> addrPartitionShift & addrPartitionMask), a & addrOffsetMask
 }
 
+// MaxFreeElements is the most elements per partition a tensor may describe:
+// the engines' 64 K free size (trainium-facts §7: Vector/Scalar free size up
+// to 64K elements).
+const MaxFreeElements = 1 << 16
+
 // MaxFreeDims is the number of free dimensions a tensor descriptor holds
 // (the partition dimension is the fourth).
 const MaxFreeDims = 3

@@ -42,6 +42,26 @@ func BenchmarkIsValid(b *testing.B) {
 	}
 }
 
+// BenchmarkIsValidOpcode repeats one valid record: the cheapest (nop) and
+// the costliest kinds (three tensors, PSUM, a packed copy).
+func BenchmarkIsValidOpcode(b *testing.B) {
+	v := validators[hwarch.Mariana]
+	for _, op := range []hwisa.Opcode{hwisa.OpNop, hwisa.OpTensorTensor, hwisa.OpTensorCopy, hwisa.OpMultiplyMoving, hwisa.OpDMATrigger} {
+		b.Run(op.String(), func(b *testing.B) {
+			r := enc(example(op))
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				if !v.IsValid(r) {
+					b.Fatal("invalid")
+				}
+				n++
+			}
+			reportRecords(b, n)
+		})
+	}
+}
+
 // BenchmarkDebug is the debug twin on the same valid records, for contrast.
 func BenchmarkDebug(b *testing.B) {
 	v := validators[hwarch.Mariana]

@@ -62,21 +62,31 @@ func (c *checker) record(rec []byte) bool {
 		return c.unused(b)
 	}
 	ops := e.info.Operands
-	if ops&hwisa.UsesDst != 0 && !c.tensor(&dstNames, &c.r.Dst, b[offDst:offSrc0]) {
-		return false
-	}
-	if ops&hwisa.UsesSrc0 != 0 && !c.tensor(&src0Names, &c.r.Src0, b[offSrc0:offSrc1]) {
-		return false
-	}
-	if ops&hwisa.UsesSrc1 != 0 {
-		c.r.Src1 = hwisa.Src1{Addr: le32(b[offSrc1:]), Dtype: hwisa.Dtype(b[offSrc1+4])}
-		t := c.src1()
-		if !c.tensor(&src1Names, &t, nil) {
+	if ops&hwisa.UsesDst != 0 {
+		t := &c.r.Dst
+		loadTensor(t, b[offDst:offSrc0])
+		rk, lo, hi, ok := c.shape(&dstNames, t)
+		if !ok || !c.place(&dstNames, rk, t.Addr, t.Dtype, t.Partitions, lo, hi) {
 			return false
 		}
 	}
+	if ops&hwisa.UsesSrc0 != 0 {
+		t := &c.r.Src0
+		loadTensor(t, b[offSrc0:offSrc1])
+		rk, lo, hi, ok := c.shape(&src0Names, t)
+		if !ok || !c.place(&src0Names, rk, t.Addr, t.Dtype, t.Partitions, lo, hi) {
+			return false
+		}
+		// src1 is src0's shape and strides at its own address, in its own dtype.
+		if ops&hwisa.UsesSrc1 != 0 {
+			c.r.Src1 = hwisa.Src1{Addr: le32(b[offSrc1:]), Dtype: hwisa.Dtype(b[offSrc1+4])}
+			if !c.place(&src1Names, rk, c.r.Src1.Addr, c.r.Src1.Dtype, t.Partitions, lo, hi) {
+				return false
+			}
+		}
+	}
 	c.r.Imm0, c.r.Imm1, c.r.Aux = le32(b[offImm0:]), le32(b[offImm1:]), le16(b[offAux:])
-	return e.pred.run(c)
+	return e.pred == pNone || e.pred.run(c)
 }
 
 // header is has_valid_neuron_header plus is_valid_opcode and the op byte's
@@ -225,14 +235,6 @@ var (
 	src1Names = func() tensorNames { t := namesOf("src1"); t.partitions = t.addr; return t }()
 )
 
-// src1 returns the Src1 operand as a tensor: src0's shape and strides at
-// src1's address, in src1's dtype.
-func (c *checker) src1() hwisa.Tensor {
-	t := c.r.Src0
-	t.Addr, t.Dtype = c.r.Src1.Addr, c.r.Src1.Dtype
-	return t
-}
-
 // rank is 1 + the free dimensions in use (a size of 0 ends the list).
 func rank(t *hwisa.Tensor) int {
 	switch {
@@ -271,18 +273,19 @@ const offsetMask = 0xFF_FFFF
 func startPartition(a uint32) int { _, p, _ := hwisa.Location(a); return p }
 func inPSUM(a uint32) bool        { return a&hwisa.AddrPSUM != 0 }
 
-// tensor is the descriptor ladder (tensor1d_valid … tensor4d_valid),
-// is_valid_dtype, addr_aligned_dtype and tensor_start_addr_valid. With raw
-// set, it first decodes the descriptor from those 18 bytes into t.
-func (c *checker) tensor(n *tensorNames, t *hwisa.Tensor, raw []byte) bool {
-	if raw != nil {
-		loadTensor(t, raw)
-	}
-	l := &c.f.lim
-	// The rank, and the dims from the list's end on, which must be all zero.
+// A tensor operand is checked in two halves: shape (the ladder's
+// tensor1d_valid … tensor4d_valid on the free-dimension list) and place (the
+// ladder's partition range, is_valid_dtype, addr_aligned_dtype,
+// tensor_start_addr_valid). src1 has src0's shape, so it is only placed.
+
+// shape is the ladder's shape half: at least one partition, and every dim
+// from the first size-0 one on all zero. It returns the rank and the lowest
+// and highest element offsets the free dims reach.
+func (c *checker) shape(n *tensorNames, t *hwisa.Tensor) (rk int, lo, hi int64, ok bool) {
 	d := &t.Dims
 	w0, w1, w2 := dimWord(d[0]), dimWord(d[1]), dimWord(d[2])
-	rk, tail := 4, uint32(0)
+	rk = 4
+	var tail uint32
 	switch {
 	case d[0].Size == 0:
 		rk, tail = 1, w0|w1|w2
@@ -291,16 +294,9 @@ func (c *checker) tensor(n *tensorNames, t *hwisa.Tensor, raw []byte) bool {
 	case d[2].Size == 0:
 		rk, tail = 3, w2
 	}
-	start := startPartition(t.Addr)
 	if t.Partitions == 0 {
-		return c.fail(ladder[rk], n.partitions, func() string {
+		return rk, 0, 0, c.fail(ladder[rk], n.partitions, func() string {
 			return fmt.Sprintf("%s has 0 partitions; a tensor needs at least 1", n.name)
-		})
-	}
-	if start+int(t.Partitions) > l.Partitions {
-		return c.fail(ladder[rk], n.partitions, func() string {
-			return fmt.Sprintf("%s covers partitions %d..%d (start %d + %d partitions); the last partition is %d",
-				n.name, start, start+int(t.Partitions)-1, start, t.Partitions, l.Partitions-1)
 		})
 	}
 	if tail != 0 {
@@ -312,35 +308,59 @@ func (c *checker) tensor(n *tensorNames, t *hwisa.Tensor, raw []byte) bool {
 		if d[i].Size != 0 {
 			field = n.size[i]
 		}
-		return c.fail(ladder[rk], field, func() string {
+		return rk, 0, 0, c.fail(ladder[rk], field, func() string {
 			return fmt.Sprintf("%s.dims[%d] lies past the end of the free dims (dims[%d].size is 0): its size and stride must be 0, got size %d stride %d",
 				n.name, i, rk-1, d[i].Size, d[i].Stride)
 		})
 	}
-	es := int64(c.f.dsize[t.Dtype]) // 1, 2, 4 or 8; 0: not a dtype of this generation
+	if elems := uint64(max(d[0].Size, 1)) * uint64(max(d[1].Size, 1)) * uint64(max(d[2].Size, 1)); elems > hwisa.MaxFreeElements {
+		return rk, 0, 0, c.fail(ladder[rk], n.size[0], func() string {
+			return fmt.Sprintf("%s has %d elements per partition; at most %d (the engines' free size)", n.name, elems, hwisa.MaxFreeElements)
+		})
+	}
+	lo, hi = span(t)
+	return rk, lo, hi, true
+}
+
+// place is the rest of the ladder (the partitions from the start partition
+// on exist), is_valid_dtype, addr_aligned_dtype and tensor_start_addr_valid
+// for a tensor of the given rank, partitions and element span at addr in
+// dtype dt.
+func (c *checker) place(n *tensorNames, rk int, addr uint32, dt hwisa.Dtype, parts uint8, lo, hi int64) bool {
+	l := &c.f.lim
+	if start := startPartition(addr); start+int(parts) > l.Partitions {
+		return c.fail(ladder[rk], n.partitions, func() string {
+			return fmt.Sprintf("%s covers partitions %d..%d (start %d + %d partitions); the last partition is %d",
+				n.name, start, start+int(parts)-1, start, parts, l.Partitions-1)
+		})
+	}
+	es := int64(c.f.dsize[dt]) // 1, 2, 4 or 8; 0: not a dtype of this generation
 	if es == 0 {
 		return c.fail(CheckDtype, n.dtype, func() string {
-			if t.Dtype == hwisa.DtypeInvalid || t.Dtype >= hwisa.NumDtypes {
-				return fmt.Sprintf("%s dtype %d is not a dtype", n.name, uint8(t.Dtype))
+			if dt == hwisa.DtypeInvalid || dt >= hwisa.NumDtypes {
+				return fmt.Sprintf("%s dtype %d is not a dtype", n.name, uint8(dt))
 			}
-			return fmt.Sprintf("%s dtype %s needs %s or later; this is %s", n.name, t.Dtype, t.Dtype.Since(), l.Generation)
+			return fmt.Sprintf("%s dtype %s needs %s or later; this is %s", n.name, dt, dt.Since(), l.Generation)
 		})
 	}
-	off := int64(t.Addr & offsetMask)
+	off := int64(addr & offsetMask)
 	if off&(es-1) != 0 {
 		return c.fail(CheckAligned, n.addr, func() string {
-			return fmt.Sprintf("%s offset %#x is not a multiple of %d, the size of %s", n.name, off, es, t.Dtype)
+			return fmt.Sprintf("%s offset %#x is not a multiple of %d, the size of %s", n.name, off, es, dt)
 		})
 	}
-	lo, hi := span(t)
 	first, end := off+lo*es, off+(hi+1)*es
-	psum := inPSUM(t.Addr)
-	size, mem := int64(l.SBUFPartitionBytes), "SBUF"
+	psum := inPSUM(addr)
+	size := int64(l.SBUFPartitionBytes)
 	if psum {
-		size, mem = int64(l.PSUMPartitionBytes), "PSUM"
+		size = int64(l.PSUMPartitionBytes)
 	}
 	if first < 0 || end > size {
 		return c.fail(CheckStartAddr, n.addr, func() string {
+			mem := "SBUF"
+			if psum {
+				mem = "PSUM"
+			}
 			return fmt.Sprintf("%s reaches bytes [%#x, %#x) of its partition; the %s partition is bytes [0, %#x)", n.name, first, end, mem, size)
 		})
 	}

@@ -48,10 +48,10 @@
 // # Tensor rules
 //
 //  1. The ladder tensor1d_valid … tensor4d_valid, at the tensor's rank
-//     (1 + the leading non-zero free sizes): partitions ≥ 1 and start
-//     partition + partitions ≤ 128 (".partitions"); every dim from the first
-//     size-0 one on has size 0 and stride 0 (".dims[i].size",
-//     ".dims[i].stride").
+//     (1 + the leading non-zero free sizes): partitions ≥ 1
+//     (".partitions"); every dim from the first size-0 one on has size 0 and
+//     stride 0 (".dims[i].size", ".dims[i].stride"); start partition +
+//     partitions ≤ 128 (".partitions"; for src1 "src1.addr").
 //  2. is_valid_dtype (".dtype"): a dtype of the generation (fp8_e4m3fn,
 //     fp8_e8m0, MX ×4 and fp4 only mariana; int64/uint64 not sunda).
 //  3. addr_aligned_dtype (".addr"): the byte offset is a multiple of the

@@ -32,11 +32,15 @@ func loadSync(b []byte) hwisa.Sync {
 	return hwisa.Sync{Mode: hwisa.SyncMode(b[0]), Index: b[1], Value: le16(b[2:])}
 }
 
-// loadTensor decodes an 18-byte tensor descriptor (small enough to inline).
+// loadTensor decodes an 18-byte tensor descriptor. It stores each field
+// directly: a composite literal would be built in a temporary with narrow
+// stores and copied with wide loads, which stalls store forwarding.
 func loadTensor(t *hwisa.Tensor, b []byte) {
 	x, y, z := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint16(b[8:]), binary.LittleEndian.Uint64(b[10:])
-	*t = hwisa.Tensor{Addr: uint32(x), Dtype: hwisa.Dtype(x >> 32), Partitions: uint8(x >> 40), Dims: [...]hwisa.Dim{
-		{Size: uint16(x >> 48), Stride: int16(y)}, {Size: uint16(z), Stride: int16(z >> 16)}, {Size: uint16(z >> 32), Stride: int16(z >> 48)}}}
+	t.Addr, t.Dtype, t.Partitions = uint32(x), hwisa.Dtype(x>>32), uint8(x>>40)
+	t.Dims[0].Size, t.Dims[0].Stride = uint16(x>>48), int16(y)
+	t.Dims[1].Size, t.Dims[1].Stride = uint16(z), int16(z>>16)
+	t.Dims[2].Size, t.Dims[2].Stride = uint16(z>>32), int16(z>>48)
 }
 
 // operandFields are the record's operand regions, in the order a Reason

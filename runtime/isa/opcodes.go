@@ -143,6 +143,9 @@ func newForest(l Limits) *forest {
 		if !ok {
 			continue
 		}
+		if info.Operands&hwisa.UsesSrc1 != 0 && info.Operands&hwisa.UsesSrc0 == 0 {
+			panic("runtime/isa: " + info.Name + " uses src1 without src0, whose shape src1 takes")
+		}
 		e := opEntry{info: info, known: true, avail: l.Opcodes.Has(op), flags: hwisa.FlagLast,
 			ops: 1, zero: zeroMaskOf(info.Operands), check: CheckOpcodeRule(info.Name), rule: rules[o]}
 		if e.accumulate {

@@ -7,6 +7,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	hwisa "github.com/neuronsim/neuronsim/hw/isa"
+	"github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/runtime/isa"
 )
 
@@ -281,4 +282,18 @@ func TestEveryByteCovered(t *testing.T) {
 			assert.Equal(t, rule("nop"), got.Check, "byte %d: %s", p, got)
 		}
 	}
+}
+
+// A tensor may describe at most 64 Ki elements per partition (stride-0
+// dimensions could otherwise name billions); the engines refuse more too.
+func TestFreeElementLimit(t *testing.T) {
+	v := isa.New(arch.MustFor(hwarch.Cayman, arch.Options{}))
+	r := hwisa.Record{Opcode: hwisa.OpMemset, Engine: hwisa.DVE, Imm0: 1,
+		Dst: tn(sb(0, 0), hwisa.FP32, 1, hwisa.Dim{Size: 256, Stride: 0}, hwisa.Dim{Size: 256, Stride: 0})}
+	assert.True(t, v.IsValid(enc(r)), "65536 elements")
+	r.Dst.Dims[2] = hwisa.Dim{Size: 2, Stride: 0}
+	assert.False(t, v.IsValid(enc(r)))
+	reason := v.Debug(enc(r))
+	assert.Equal(t, isa.CheckTensor4D, reason.Check)
+	assert.Contains(t, reason.Msg, "131072 elements per partition")
 }

@@ -13,7 +13,7 @@ import (
 // 64 Ki free size of the Vector/Scalar engines (trainium-facts §7). It also
 // bounds the work of one record, since stride-0 dimensions could otherwise
 // name billions of elements inside one partition.
-const MaxFreeElements = 1 << 16
+const MaxFreeElements = isa.MaxFreeElements
 
 // PE and DVE limits (docs/isa.md).
 const (
