@@ -313,7 +313,9 @@ func (c *checker) shape(n *tensorNames, t *hwisa.Tensor) (rk int, lo, hi int64, 
 				n.name, i, rk-1, d[i].Size, d[i].Stride)
 		})
 	}
-	if elems := uint64(max(d[0].Size, 1)) * uint64(max(d[1].Size, 1)) * uint64(max(d[2].Size, 1)); elems > hwisa.MaxFreeElements {
+	// One dim of at most 65535 elements always fits; only ranks 3 and 4
+	// can pass the limit.
+	if elems := uint64(d[0].Size) * uint64(max(d[1].Size, 1)) * uint64(max(d[2].Size, 1)); rk > 2 && elems > hwisa.MaxFreeElements {
 		return rk, 0, 0, c.fail(ladder[rk], n.size[0], func() string {
 			return fmt.Sprintf("%s has %d elements per partition; at most %d (the engines' free size)", n.name, elems, hwisa.MaxFreeElements)
 		})
