@@ -65,7 +65,7 @@ func (c *checker) record(rec []byte) bool {
 	if ops&hwisa.UsesDst != 0 {
 		t := &c.r.Dst
 		loadTensor(t, b[offDst:offSrc0])
-		rk, lo, hi, ok := c.shape(&dstNames, t)
+		rk, lo, hi, ok := c.shape(&dstNames, t, b[offDst+6:offSrc0])
 		if !ok || !c.place(&dstNames, rk, t.Addr, t.Dtype, t.Partitions, lo, hi) {
 			return false
 		}
@@ -73,7 +73,7 @@ func (c *checker) record(rec []byte) bool {
 	if ops&hwisa.UsesSrc0 != 0 {
 		t := &c.r.Src0
 		loadTensor(t, b[offSrc0:offSrc1])
-		rk, lo, hi, ok := c.shape(&src0Names, t)
+		rk, lo, hi, ok := c.shape(&src0Names, t, b[offSrc0+6:offSrc1])
 		if !ok || !c.place(&src0Names, rk, t.Addr, t.Dtype, t.Partitions, lo, hi) {
 			return false
 		}
@@ -257,16 +257,6 @@ func elements(t *hwisa.Tensor) int64 {
 	return max(int64(t.Dims[0].Size), 1) * max(int64(t.Dims[1].Size), 1) * max(int64(t.Dims[2].Size), 1)
 }
 
-// span returns the lowest and highest element offsets the free dims reach
-// (negative strides reach below the start). Dims past the end of the list
-// must already be known to be all zero: they then add nothing.
-func span(t *hwisa.Tensor) (lo, hi int64) {
-	x0 := (int64(t.Dims[0].Size) - 1) * int64(t.Dims[0].Stride)
-	x1 := (int64(t.Dims[1].Size) - 1) * int64(t.Dims[1].Stride)
-	x2 := (int64(t.Dims[2].Size) - 1) * int64(t.Dims[2].Stride)
-	return min(x0, 0) + min(x1, 0) + min(x2, 0), max(x0, 0) + max(x1, 0) + max(x2, 0)
-}
-
 // offsetMask selects the byte offset of a start address (bits 23..0).
 const offsetMask = 0xFF_FFFF
 
@@ -281,17 +271,21 @@ func inPSUM(a uint32) bool        { return a&hwisa.AddrPSUM != 0 }
 // shape is the ladder's shape half: at least one partition, and every dim
 // from the first size-0 one on all zero. It returns the rank and the lowest
 // and highest element offsets the free dims reach.
-func (c *checker) shape(n *tensorNames, t *hwisa.Tensor) (rk int, lo, hi int64, ok bool) {
-	d := &t.Dims
-	w0, w1, w2 := dimWord(d[0]), dimWord(d[1]), dimWord(d[2])
+//
+// dims is the descriptor's raw dimension bytes (three size/stride words):
+// reading the words from the record rather than from the just-decoded
+// struct avoids a store-to-load stall on the hot path.
+func (c *checker) shape(n *tensorNames, t *hwisa.Tensor, dims []byte) (rk int, lo, hi int64, ok bool) {
+	w0, w1, w2 := le32(dims[0:]), le32(dims[4:]), le32(dims[8:])
+	s0, s1, s2 := w0&0xFFFF, w1&0xFFFF, w2&0xFFFF
 	rk = 4
 	var tail uint32
 	switch {
-	case d[0].Size == 0:
+	case s0 == 0:
 		rk, tail = 1, w0|w1|w2
-	case d[1].Size == 0:
+	case s1 == 0:
 		rk, tail = 2, w1|w2
-	case d[2].Size == 0:
+	case s2 == 0:
 		rk, tail = 3, w2
 	}
 	if t.Partitions == 0 {
@@ -300,6 +294,7 @@ func (c *checker) shape(n *tensorNames, t *hwisa.Tensor) (rk int, lo, hi int64, 
 		})
 	}
 	if tail != 0 {
+		d := &t.Dims
 		i := rk - 1 // the first non-zero dim past the end
 		for dimWord(d[i]) == 0 {
 			i++
@@ -314,13 +309,21 @@ func (c *checker) shape(n *tensorNames, t *hwisa.Tensor) (rk int, lo, hi int64, 
 		})
 	}
 	// One dim of at most 65535 elements always fits; only ranks 3 and 4
-	// can pass the limit.
-	if elems := uint64(d[0].Size) * uint64(max(d[1].Size, 1)) * uint64(max(d[2].Size, 1)); rk > 2 && elems > hwisa.MaxFreeElements {
-		return rk, 0, 0, c.fail(ladder[rk], n.size[0], func() string {
-			return fmt.Sprintf("%s has %d elements per partition; at most %d (the engines' free size)", n.name, elems, hwisa.MaxFreeElements)
-		})
+	// can pass the limit. Sizes past the end are 0 here: count them as 1.
+	if rk > 2 {
+		if elems := uint64(s0) * uint64(max(s1, 1)) * uint64(max(s2, 1)); elems > hwisa.MaxFreeElements {
+			return rk, 0, 0, c.fail(ladder[rk], n.size[0], func() string {
+				return fmt.Sprintf("%s has %d elements per partition; at most %d (the engines' free size)", n.name, elems, hwisa.MaxFreeElements)
+			})
+		}
 	}
-	lo, hi = span(t)
+	// The lowest and highest element offsets the free dims reach (negative
+	// strides reach below the start); dims past the end are all zero here,
+	// so they add nothing.
+	x0 := (int64(s0) - 1) * int64(int16(w0>>16))
+	x1 := (int64(s1) - 1) * int64(int16(w1>>16))
+	x2 := (int64(s2) - 1) * int64(int16(w2>>16))
+	lo, hi = min(x0, 0)+min(x1, 0)+min(x2, 0), max(x0, 0)+max(x1, 0)+max(x2, 0)
 	return rk, lo, hi, true
 }
 
