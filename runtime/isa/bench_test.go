@@ -102,3 +102,22 @@ func BenchmarkFinalInstValidityCheck(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodeBaseline is the same-run baseline for BenchmarkIsValid:
+// hw/isa's Decode of the same mariana mix — reading every field of a record
+// into a struct, the least any consumer of a record does. IsValid's
+// ns/record over this one is the validator's cost in decodes.
+func BenchmarkDecodeBaseline(b *testing.B) {
+	mix := validMix(hwarch.Mariana, hwisa.NumEngines)
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		for _, r := range mix {
+			if _, err := hwisa.Decode(r); err != nil {
+				b.Fatal(err)
+			}
+		}
+		n += len(mix)
+	}
+	reportRecords(b, n)
+}

@@ -133,10 +133,20 @@ type forest struct {
 	lim   Limits
 	ops   [256]opEntry
 	dsize [256]uint8 // dtype → bytes, 0 for a dtype not in lim.Dtypes
+	// partBytes is the partition size an address's PSUM bit selects:
+	// [0] SBUF, [1] PSUM.
+	partBytes [2]int64
+	// bankMask selects the address bits above a bank: [0] SBUF (no banks,
+	// 0), [1] PSUM.
+	bankMask [2]int64
 }
 
 func newForest(l Limits) *forest {
-	f := &forest{lim: l}
+	if b := l.PSUMBankBytes; b == 0 || b&(b-1) != 0 {
+		panic(fmt.Sprintf("runtime/isa: the PSUM bank size %d is not a power of two", b))
+	}
+	f := &forest{lim: l, partBytes: [2]int64{int64(l.SBUFPartitionBytes), int64(l.PSUMPartitionBytes)},
+		bankMask: [2]int64{0, ^int64(l.PSUMBankBytes - 1)}}
 	for o := range f.ops {
 		op := hwisa.Opcode(o)
 		info, ok := op.Info()

@@ -1,0 +1,4 @@
+package isa
+
+// MsgPlaceDisagrees exposes msgPlaceDisagrees to the external tests.
+const MsgPlaceDisagrees = msgPlaceDisagrees
