@@ -62,6 +62,13 @@ type DeviceConfig struct {
 	// Ready starts the device with its firmware already booted, as if Boot
 	// had passed before time 0.
 	Ready bool
+	// Engine and Lock, when set, are the event engine and the mutex the
+	// device shares with the other devices of a system (sim/fabric): one
+	// clock for all, and one lock, since an event of one device may touch
+	// another. Handler names are then prefixed with the device's Name.
+	// Both or neither must be set.
+	Engine *Engine
+	Lock   *sync.Mutex
 }
 
 // Phase is where the device is in its life cycle.
@@ -134,7 +141,7 @@ type DeviceState struct {
 // Device implements the runtime's ndl.Device (and ndl.Sleeper) without
 // importing it. It is safe for concurrent use: accesses are serialised.
 type Device struct {
-	mu     sync.Mutex
+	mu     *sync.Mutex // its own, or the system's (DeviceConfig.Lock)
 	cfg    DeviceConfig
 	geo    *hwarch.Geometry
 	id     hwarch.PCIIdentity
@@ -152,7 +159,8 @@ type Device struct {
 	dma     *dma.Controller
 	cores   []*tpb.Core
 	hCore   []HandlerID
-	bounce  []byte // DMA bounce buffer, reused
+	bounce  []byte     // DMA bounce buffer, reused
+	fabric  dma.Fabric // the system's port for this device; nil: a device alone
 	st      DeviceState
 
 	hBoot, hAck, hDone, hDMA HandlerID
@@ -183,7 +191,10 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 		id:     hwarch.PCIIdentity{Vendor: hwarch.VendorAmazon, Device: cfg.DeviceID, Revision: cfg.Revision},
 		read:   FromDuration(cfg.MMIO.Read),
 		write:  FromDuration(cfg.MMIO.Write),
-		engine: NewEngine(), regs: NewMemory(), hbm: NewMemory(),
+		engine: cfg.Engine, mu: cfg.Lock, regs: NewMemory(), hbm: NewMemory(),
+	}
+	if d.engine == nil {
+		d.engine, d.mu = NewEngine(), new(sync.Mutex)
 	}
 	d.st.NCSync = make([]tpb.SyncState, geo.NeuronCores)
 	d.st.TopSPSync = make([]tpb.SyncState, geo.TopSPs)
@@ -248,7 +259,19 @@ func fillDefaults(cfg *DeviceConfig) error {
 	if cfg.DMA == (dma.Timing{}) {
 		cfg.DMA = dma.DefaultTiming(cfg.Generation)
 	}
+	if (cfg.Engine == nil) != (cfg.Lock == nil) {
+		return fmt.Errorf("sim device %s: a shared Engine and Lock go together (one is nil)", cfg.Name)
+	}
 	return nil
+}
+
+// register adds an event handler to the device's engine, under the device's
+// name when the engine is a system's.
+func (d *Device) register(name string, h Handler) (HandlerID, error) {
+	if d.cfg.Engine != nil {
+		name = d.cfg.Name + "/" + name
+	}
+	return d.engine.Register(name, h)
 }
 
 // Identity returns the PCI vendor, device id and revision.

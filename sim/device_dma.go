@@ -1,7 +1,11 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/hw/udma"
 
 	"github.com/neuronsim/neuronsim/sim/bar"
 	"github.com/neuronsim/neuronsim/sim/dma"
@@ -54,10 +58,11 @@ func (d *Device) decode(addr uint64, n int) (target, error) {
 		}
 		return target{dma.Host, targetHost, pa}, nil
 	}
-	for s, base := range d.geo.NeighbourWindows {
-		if addr >= base && addr-base < neighbourWindowSize {
-			return target{}, fmt.Errorf("sim device %s: DMA address %#x in the B0_%d window: %w", d.cfg.Name, addr, s, dma.ErrNeighbour)
-		}
+	if _, _, ok := d.geo.NeighbourWindow(addr); ok {
+		return d.remote(addr, n)
+	}
+	if _, _, ok := hwarch.DecodeFabricAddress(addr); ok {
+		return d.remote(addr, n)
 	}
 	for ch, c := range d.geo.HBM {
 		if addr >= c.Base && addr-c.Base < d.hbmSize[ch] {
@@ -88,8 +93,88 @@ func (d *Device) decode(addr uint64, n int) (target, error) {
 	return target{dma.OnChip, targetWords, off}, nil
 }
 
-// neighbourWindowSize is the span of one B0 window (the distance between them).
-const neighbourWindowSize = 0x4_0000_0000_0000
+// remote classes a range in a neighbour or fabric window: the fabric
+// resolves it when the write is reserved. A range must not run out of its
+// window; a device alone has no fabric (dma.ErrNeighbour).
+func (d *Device) remote(addr uint64, n int) (target, error) {
+	if d.fabric == nil {
+		return target{}, fmt.Errorf("sim device %s: DMA address %#x in a neighbour or fabric window of a device with no fabric: %w", d.cfg.Name, addr, dma.ErrNeighbour)
+	}
+	last := addr + uint64(n) - 1
+	s0, _, nb0 := d.geo.NeighbourWindow(addr)
+	s1, _, nb1 := d.geo.NeighbourWindow(last)
+	d0, _, fb0 := hwarch.DecodeFabricAddress(addr)
+	d1, _, fb1 := hwarch.DecodeFabricAddress(last)
+	if !(nb0 && nb1 && s0 == s1) && !(fb0 && fb1 && d0 == d1) {
+		return target{}, fmt.Errorf("sim device %s: DMA range [%#x, +%d) runs out of its neighbour or fabric window: %w", d.cfg.Name, addr, n, dma.ErrNoMemory)
+	}
+	return target{class: dma.Remote}, nil
+}
+
+// AttachFabric joins the device to a system's fabric: its DMA writes into
+// neighbour and fabric windows go to f (sim/fabric). nil detaches it.
+func (d *Device) AttachFabric(f dma.Fabric) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.fabric = f
+}
+
+// Reserve implements dma.Fabric through the attached fabric.
+func (b *deviceBus) Reserve(e, q int, dst uint64, n int, start, sent uint64) (injected, lands uint64, err error) {
+	d := (*Device)(b)
+	if d.fabric == nil {
+		return 0, 0, fmt.Errorf("sim device %s: no fabric: %w", d.cfg.Name, dma.ErrNeighbour)
+	}
+	return d.fabric.Reserve(e, q, dst, n, start, sent)
+}
+
+// Post implements dma.Fabric through the attached fabric.
+func (b *deviceBus) Post(e, q int, dst uint64, n int, p []byte, r udma.Reduce, lands uint64) error {
+	d := (*Device)(b)
+	if d.fabric == nil {
+		return fmt.Errorf("sim device %s: no fabric: %w", d.cfg.Name, dma.ErrNeighbour)
+	}
+	return d.fabric.Post(e, q, dst, n, p, r, lands)
+}
+
+// Land writes bytes that arrived over the fabric into the device's own
+// memory at device address addr — HBM, an on-chip window, or a register
+// window with register semantics (a semaphore increment) — combined with
+// what is there per r. It is called from the system's event loop, which
+// holds the system's lock: it does not lock. A range that is not the
+// device's own memory is an error and writes nothing.
+func (d *Device) Land(addr uint64, p []byte, r udma.Reduce) error {
+	if d.st.Phase != PhaseReady || d.st.Closed {
+		return fmt.Errorf("sim device %s: a write landing at %#x while the device is %s: %w", d.cfg.Name, addr, d.st.Phase, ErrNotReady)
+	}
+	t, err := d.decode(addr, len(p))
+	if err != nil {
+		return err
+	}
+	if t.class == dma.Remote {
+		return fmt.Errorf("sim device %s: a landing write at %#x is not in the device's own memory: %w", d.cfg.Name, addr, dma.ErrNoMemory)
+	}
+	bus := (*deviceBus)(d)
+	if r.Op == udma.ReduceNone {
+		return bus.WriteDMA(addr, p)
+	}
+	cur := make([]byte, len(p))
+	if err := bus.ReadDMA(addr, cur); err != nil {
+		return err
+	}
+	if err := dma.Combine(r, cur, p); err != nil {
+		return err
+	}
+	return bus.WriteDMA(addr, cur)
+}
+
+// ErrNotReady is returned by Land when the device is not ready (booting, in
+// a device reset, or closed): the write is lost, as on hardware.
+var ErrNotReady = errors.New("device not ready")
+
+// Engine returns the device's event engine (the system's, for a device of
+// a system). Use it only under the device's lock, or from an event handler.
+func (d *Device) Engine() *Engine { return d.engine }
 
 // Check implements dma.Bus.
 func (b *deviceBus) Check(addr uint64, n int) (dma.Class, error) {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -23,7 +24,14 @@ type DeviceSnapshot struct {
 	Host   HostState // the host memory the device reaches (shared by a system's devices)
 }
 
-// Snapshot returns a deep copy of the device's whole state.
+// ErrSystemDevice is returned when a device of a system (one that shares its
+// engine) is restored alone: its events live in the system's engine, so it
+// is saved and restored with its system.
+var ErrSystemDevice = errors.New("a device of a system is saved and restored with its system")
+
+// Snapshot returns a deep copy of the device's whole state. For a device of
+// a system the Engine part is the system's shared engine; such a snapshot
+// is for inspection, and NewDeviceFromSnapshot and Restore refuse it.
 func (d *Device) Snapshot() DeviceSnapshot {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -40,6 +48,9 @@ func (d *Device) Snapshot() DeviceSnapshot {
 // TOP_SPs, an unknown phase, events of unknown handlers, pages outside the
 // address space) is refused with an error wrapping ErrInvalidState.
 func NewDeviceFromSnapshot(s DeviceSnapshot) (*Device, error) {
+	if s.Config.Engine != nil {
+		return nil, fmt.Errorf("sim device snapshot of %s: %w", s.Config.Name, ErrSystemDevice)
+	}
 	cfg := s.Config
 	cfg.Ready = true // no boot event: the snapshot's queue says what is pending
 	cfg.Host = nil   // a private host memory, restored below
@@ -57,6 +68,9 @@ func NewDeviceFromSnapshot(s DeviceSnapshot) (*Device, error) {
 // Restore replaces the device's state with a snapshot taken from a device of
 // the same configuration. On error the device keeps its state.
 func (d *Device) Restore(s DeviceSnapshot) error {
+	if d.cfg.Engine != nil {
+		return fmt.Errorf("sim device %s: restore: %w", d.cfg.Name, ErrSystemDevice)
+	}
 	if s.Config != d.cfg {
 		return fmt.Errorf("sim device %s: restore: snapshot of device %q has another configuration: %w", d.cfg.Name, s.Config.Name, ErrInvalidState)
 	}

@@ -87,7 +87,7 @@ func (d *Device) newCores() error {
 		}
 		d.cores[nc] = c
 		core := c
-		if d.hCore[nc], err = d.engine.Register(fmt.Sprintf("tpb%d", nc), HandlerFunc(func(_ *Engine, arg uint64) { core.Fire(arg) })); err != nil {
+		if d.hCore[nc], err = d.register(fmt.Sprintf("tpb%d", nc), HandlerFunc(func(_ *Engine, arg uint64) { core.Fire(arg) })); err != nil {
 			return err
 		}
 	}

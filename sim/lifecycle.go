@@ -18,16 +18,16 @@ import (
 
 func (d *Device) registerHandlers() error {
 	var err error
-	if d.hBoot, err = d.engine.Register("fw-boot", HandlerFunc(func(*Engine, uint64) { d.bootDone() })); err != nil {
+	if d.hBoot, err = d.register("fw-boot", HandlerFunc(func(*Engine, uint64) { d.bootDone() })); err != nil {
 		return err
 	}
-	if d.hAck, err = d.engine.Register("fw-reset-ack", HandlerFunc(func(_ *Engine, arg uint64) { d.resetAck(arg>>1, arg&1 != 0) })); err != nil {
+	if d.hAck, err = d.register("fw-reset-ack", HandlerFunc(func(_ *Engine, arg uint64) { d.resetAck(arg>>1, arg&1 != 0) })); err != nil {
 		return err
 	}
-	if d.hDone, err = d.engine.Register("fw-reset-done", HandlerFunc(func(_ *Engine, seq uint64) { d.resetDone(seq) })); err != nil {
+	if d.hDone, err = d.register("fw-reset-done", HandlerFunc(func(_ *Engine, seq uint64) { d.resetDone(seq) })); err != nil {
 		return err
 	}
-	d.hDMA, err = d.engine.Register("dma-done", HandlerFunc(func(_ *Engine, arg uint64) { d.dma.Fire(arg) }))
+	d.hDMA, err = d.register("dma-done", HandlerFunc(func(_ *Engine, arg uint64) { d.dma.Fire(arg) }))
 	return err
 }
 

@@ -175,7 +175,8 @@ const (
 	ErrRingOverrun      uint32 = 1 << 13 // tail_inc made more descriptors available than the ring holds
 	ErrNeighbour        uint32 = 1 << 14 // a neighbour-device window with no device behind it
 	ErrRingAddr         uint32 = 1 << 15 // the ring memory itself is unreachable
-	ErrorBits           uint32 = 0xFF00
+	ErrReduce           uint32 = 1 << 16 // an S2M reduce code the engines do not know, or a length not whole elements
+	ErrorBits           uint32 = 0x1_FF00
 )
 
 // QueueReg returns the offset of a queue register: half (M2S or S2M), queue

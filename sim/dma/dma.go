@@ -25,6 +25,7 @@ const (
 	OnChip Class = iota // SBUF, PSUM, registers: no shared bottleneck modelled
 	HBM                 // device memory: the shared HBM bandwidth
 	Host                // host memory: the shared PCIe link
+	Remote              // another device, through a neighbour or fabric window: the bytes leave over links
 )
 
 // Errors a Bus returns.
@@ -49,6 +50,23 @@ type Bus interface {
 // bounce buffer. Fire uses it when the bus has it.
 type Copier interface {
 	CopyDMA(dst, src uint64, n int) error
+}
+
+// Fabric is a Bus whose Remote addresses reach other devices over links
+// (sim/fabric provides it through sim.Device). A write to a Remote address
+// leaves the device as packets and lands later; the queue goes on once the
+// last byte has left.
+type Fabric interface {
+	// Reserve books the path for an n-byte write from engine e queue q to
+	// dst: the engine reads its bytes from start until sent, at an even
+	// rate. It returns when the last byte has left the device and when the
+	// write lands at its destination, or an error wrapping ErrNeighbour (no
+	// device or no link behind the address).
+	Reserve(e, q int, dst uint64, n int, start, sent uint64) (injected, lands uint64, err error)
+	// Post hands the write over when it has left: p (nil when no payload
+	// travels, in timing-only mode) lands at dst at time lands, combined
+	// with the destination's bytes per r.
+	Post(e, q int, dst uint64, n int, p []byte, r udma.Reduce, lands uint64) error
 }
 
 // Scheduler is the device's clock: Schedule makes the device call
@@ -80,6 +98,8 @@ type Transfer struct {
 	Src, Dst   uint64
 	Len        int
 	SrcC, DstC Class
+	Reduce     udma.Reduce // the S2M descriptor's write-side reduce (docs/dma-model.md §Reduce)
+	Lands      uint64      // Remote destinations: when the write lands there
 }
 
 // QueueState is a queue pair: the two halves, the shared status and the
@@ -117,10 +137,12 @@ type Controller struct {
 	functional bool
 	bus        Bus
 	copier     Copier // bus as a Copier, or nil
+	fabric     Fabric // bus as a Fabric, or nil
 	clock      Scheduler
 	st         State
 	trace      Tracer
 	buf        []byte                    // payload bounce buffer, reused
+	dstBuf     []byte                    // destination bytes of a local reduce, reused
 	desc       [udma.DescriptorSize]byte // descriptor fetch buffer, reused
 }
 
@@ -145,6 +167,7 @@ func New(geo *hwarch.Geometry, bus Bus, clock Scheduler, opts Options) *Controll
 	}
 	c := &Controller{geo: geo, timing: opts.Timing, functional: !opts.TimingOnly, bus: bus, clock: clock}
 	c.copier, _ = bus.(Copier)
+	c.fabric, _ = bus.(Fabric)
 	c.st.Engines = make([]EngineState, geo.DMAEngines)
 	for e := range c.st.Engines {
 		c.resetEngine(e)

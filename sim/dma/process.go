@@ -64,22 +64,44 @@ func (c *Controller) kick(e, q int) {
 	}
 	n := tx.Len()
 	srcC, err := c.bus.Check(tx.Addr, n)
+	if err == nil && srcC == Remote {
+		err = fmt.Errorf("dma: reading %#x on another device: %w", tx.Addr, ErrNeighbour) // only writes cross links
+	}
 	if err != nil {
 		c.fail(e, q, errorBits(err, false))
 		return
 	}
 	dstC, err := c.bus.Check(rx.Addr, n)
+	if err == nil && dstC == Remote && c.fabric == nil {
+		err = fmt.Errorf("dma: writing %#x: %w", rx.Addr, ErrNeighbour)
+	}
 	if err != nil {
 		c.fail(e, q, errorBits(err, false))
 		return
 	}
-	qs.Current = Transfer{Src: tx.Addr, Dst: rx.Addr, Len: n, SrcC: srcC, DstC: dstC}
-	qs.InFlight = true
-	start, finish := c.finishTime(es, qs.Current)
+	red, err := udma.DecodeReduce(rx.Meta)
+	if err != nil || (red.Op != udma.ReduceNone && n%red.Dtype.Size() != 0) {
+		c.fail(e, q, udma.ErrReduce)
+		return
+	}
+	t := Transfer{Src: tx.Addr, Dst: rx.Addr, Len: n, SrcC: srcC, DstC: dstC, Reduce: red}
+	start, finish := c.finishTime(&es.BusyUntil, t)
+	if dstC == Remote {
+		injected, lands, err := c.fabric.Reserve(e, q, t.Dst, n, start, finish)
+		if err != nil {
+			c.fail(e, q, errorBits(err, false))
+			return
+		}
+		finish, t.Lands = max(finish, injected), lands
+	}
+	es.BusyUntil = finish
+	qs.Current, qs.InFlight = t, true
 	if c.trace != nil {
-		t := qs.Current
-		c.trace.Slice(fmt.Sprintf("dma e%03d q%02d", e, q), "copy", start, finish, map[string]string{
-			"src": fmt.Sprintf("%#x", t.Src), "dst": fmt.Sprintf("%#x", t.Dst), "bytes": fmt.Sprint(t.Len)})
+		args := map[string]string{"src": fmt.Sprintf("%#x", t.Src), "dst": fmt.Sprintf("%#x", t.Dst), "bytes": fmt.Sprint(t.Len)}
+		if red.Op != udma.ReduceNone {
+			args["reduce"] = red.Op.String() + " " + red.Dtype.String()
+		}
+		c.trace.Slice(fmt.Sprintf("dma e%03d q%02d", e, q), "copy", start, finish, args)
 	}
 	c.clock.Schedule(finish, fireArg(e, q, qs.Epoch))
 }
@@ -90,8 +112,8 @@ func (c *Controller) kick(e, q int) {
 //	start  = max(now, engine free)
 //	finish = max(start + fixed + n/engine BW, each shared path's free time
 //	         after it carries n bytes at its bandwidth)
-func (c *Controller) finishTime(es *EngineState, t Transfer) (start, finish uint64) {
-	start = max(c.clock.Now(), es.BusyUntil)
+func (c *Controller) finishTime(busyUntil *uint64, t Transfer) (start, finish uint64) {
+	start = max(c.clock.Now(), *busyUntil)
 	n := uint64(t.Len)
 	finish = start + c.timing.FixedCost + transferTime(n, c.timing.EngineBandwidth)
 	share := func(free *uint64, bw uint64) {
@@ -104,7 +126,6 @@ func (c *Controller) finishTime(es *EngineState, t Transfer) (start, finish uint
 	if t.SrcC == Host || t.DstC == Host {
 		share(&c.st.HostFree, c.timing.HostBandwidth)
 	}
-	es.BusyUntil = finish
 	return start, finish
 }
 
@@ -122,24 +143,9 @@ func (c *Controller) Fire(arg uint64) {
 		return
 	}
 	t := qs.Current
-	if c.copier != nil && (c.functional || t.Len <= ControlBytes) {
-		if err := c.copier.CopyDMA(t.Dst, t.Src, t.Len); err != nil {
-			c.fail(e, q, errorBits(err, false))
-			return
-		}
-	} else if c.functional || t.Len <= ControlBytes {
-		if cap(c.buf) < t.Len {
-			c.buf = make([]byte, udma.MaxTransfer)
-		}
-		b := c.buf[:t.Len]
-		if err := c.bus.ReadDMA(t.Src, b); err != nil {
-			c.fail(e, q, errorBits(err, false))
-			return
-		}
-		if err := c.bus.WriteDMA(t.Dst, b); err != nil {
-			c.fail(e, q, errorBits(err, false))
-			return
-		}
+	if err := c.move(e, q, t); err != nil {
+		c.fail(e, q, errorBits(err, false))
+		return
 	}
 	// The write may have reached this controller's own registers (an
 	// on-chip register window) and reset this queue, aborted its engine or
@@ -165,4 +171,50 @@ func (h *HalfState) advanceHead() {
 		h.Head = 0
 		h.HeadRing = (h.HeadRing + 1) % 4
 	}
+}
+
+// move carries out a transfer's bytes when it completes: a plain local copy
+// (page to page when the bus can), a local reducing write (read, combine,
+// write), or a hand-over to the fabric for a Remote destination. In
+// timing-only mode only control transfers (at most ControlBytes) carry
+// bytes; a Remote write still travels, without payload.
+func (c *Controller) move(e, q int, t Transfer) error {
+	payload := c.functional || t.Len <= ControlBytes
+	if t.DstC == Remote {
+		var p []byte
+		if payload {
+			p = make([]byte, t.Len) // held by the fabric until it lands
+			if err := c.bus.ReadDMA(t.Src, p); err != nil {
+				return err
+			}
+		}
+		return c.fabric.Post(e, q, t.Dst, t.Len, p, t.Reduce, t.Lands)
+	}
+	if !payload {
+		return nil
+	}
+	if t.Reduce.Op == udma.ReduceNone && c.copier != nil {
+		return c.copier.CopyDMA(t.Dst, t.Src, t.Len)
+	}
+	if cap(c.buf) < t.Len {
+		c.buf = make([]byte, udma.MaxTransfer)
+	}
+	b := c.buf[:t.Len]
+	if err := c.bus.ReadDMA(t.Src, b); err != nil {
+		return err
+	}
+	if t.Reduce.Op != udma.ReduceNone {
+		if cap(c.dstBuf) < t.Len {
+			c.dstBuf = make([]byte, udma.MaxTransfer)
+		}
+		d := c.dstBuf[:t.Len]
+		if err := c.bus.ReadDMA(t.Dst, d); err != nil {
+			return err
+		}
+		if err := Combine(t.Reduce, d, b); err != nil {
+			return err
+		}
+		b = d
+	}
+	return c.bus.WriteDMA(t.Dst, b)
 }

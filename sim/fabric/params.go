@@ -1,0 +1,164 @@
+package fabric
+
+import (
+	"errors"
+	"fmt"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+)
+
+// LinkParams are one direction of a link: its bandwidth in bytes per second
+// and its latency in picoseconds (wire, serdes and the forwarding of the
+// node at its far end).
+type LinkParams struct {
+	Bandwidth uint64 // bytes/s
+	Latency   uint64 // ps
+}
+
+// Model is the network model of a system.
+type Model uint8
+
+// The network models (docs/fabric.md §Models).
+const (
+	// Aware is contention-aware: a transfer crosses its path in chunks,
+	// store-and-forward; each link is a FIFO shared by every transfer's
+	// chunks.
+	Aware Model = iota
+	// Free is contention-free: cut-through, hops × latency + bytes / the
+	// slowest link's bandwidth, no link is ever busy.
+	Free
+)
+
+// String returns "aware" or "free".
+func (m Model) String() string {
+	if m == Free {
+		return "free"
+	}
+	return "aware"
+}
+
+// ErrUnknownModel is returned (wrapped) by ParseModel.
+var ErrUnknownModel = errors.New("unknown network model")
+
+// ParseModel reads "aware" (contention-aware) or "free" (contention-free).
+func ParseModel(s string) (Model, error) {
+	switch s {
+	case "aware", "contention-aware":
+		return Aware, nil
+	case "free", "contention-free":
+		return Free, nil
+	}
+	return 0, fmt.Errorf("%w %q: accepted words are aware|free", ErrUnknownModel, s)
+}
+
+// Set implements pflag.Value.
+func (m *Model) Set(s string) error {
+	v, err := ParseModel(s)
+	if err == nil {
+		*m = v
+	}
+	return err
+}
+
+// Type implements pflag.Value.
+func (m *Model) Type() string { return "model" }
+
+// Params are every timing and shape parameter of a fabric. Each is named,
+// sourced in DefaultParams and overridable.
+type Params struct {
+	Model      Model
+	ChunkBytes int    // store-and-forward unit of the aware model
+	Endpoint   uint64 // δ: the fixed delay a write takes to land once its last byte has arrived (ps)
+	Switch     uint64 // the forwarding delay of a switch, added to every link that leaves one (ps)
+
+	XY          LinkParams // torus links (Trn1, Trn2 X/Y)
+	Z           LinkParams // UltraServer Z ring
+	Ring        LinkParams // Inf2 ring and chain
+	InServer    LinkParams // Trn3: device ↔ in-server switch
+	InterServer LinkParams // Trn3: device ↔ inter-server switch
+	Link        LinkParams // α-β topologies (fully-connected, star)
+
+	ServerSize         int // Trn3 devices per server (one in-server switch each)
+	PodPorts           int // Trn3 pod ports per device
+	MaxLinksPerPodPort int // get_max_links_per_pod_port: cayman 1, mariana 2
+	InterServerLinks   int // links of the inter-server group per device
+	Folds              int // mesh folds, bounded by get_mesh_max_folds
+	MaxFolds           int // get_mesh_max_folds of the system
+}
+
+// Picoseconds per nanosecond.
+const ns = 1000
+
+// DefaultParams returns the parameters of a generation's real systems
+// (trainium-facts §4 and §10; docs/fabric.md lists each with its source):
+//
+//   - XY: 96 GB/s per direction on Trn1 (384 GB/s per chip over 4 links,
+//     derived), 256 GB/s on Trn2 (1,024 GB/s intra-instance over 4);
+//   - Z: 128 GB/s (the UltraServer's 256 GB/s inter-instance over 2);
+//   - Ring: 96 GiB/s (Inf2's 192 GiB/s per chip over 2 links);
+//   - InServer: 128 GB/s per direction (4 PCIe Gen6 ×8 links = 256 GB/s
+//     bidirectional); InterServer: 160 GB/s (5 links = 320 GB/s
+//     bidirectional); both Trn3;
+//   - latencies: 500 ns per link and 500 ns endpoint delay — chosen so
+//     that a hop costs about 1 µs, the low end of the 1–2 µs intra-node
+//     collective step (trainium-facts §4); switch forwarding 300 ns (not
+//     published; chosen);
+//   - chunks of 4 KiB (chosen: the DMA rule of thumb's saturating size,
+//     trainium-facts §3);
+//   - ServerSize 16, PodPorts 4 (4 NeuronLink ports per chip),
+//     InterServerLinks 5; MaxLinksPerPodPort and MaxFolds from the
+//     runtime's get_max_links_per_pod_port and get_mesh_max_folds, given by
+//     the caller (sim does not import the runtime): see WithSoc.
+func DefaultParams(g hwarch.Generation) Params {
+	p := Params{
+		Model: Aware, ChunkBytes: 4096, Endpoint: 500 * ns, Switch: 300 * ns,
+		Z:           LinkParams{128e9, 500 * ns},
+		Ring:        LinkParams{96 << 30, 500 * ns},
+		InServer:    LinkParams{128e9, 500 * ns},
+		InterServer: LinkParams{160e9, 500 * ns},
+		Link:        LinkParams{100e9, 500 * ns},
+		ServerSize:  16, PodPorts: 4, InterServerLinks: 5, Folds: 1,
+	}
+	switch g {
+	case hwarch.Sunda:
+		p.XY = LinkParams{96e9, 500 * ns}
+	default:
+		p.XY = LinkParams{256e9, 500 * ns}
+	}
+	return p
+}
+
+// WithSoc sets the runtime's fabric constants: get_max_links_per_pod_port
+// (0 when the generation's leaf aborts, as sunda's does) and
+// get_mesh_max_folds.
+func (p Params) WithSoc(maxLinksPerPodPort, meshMaxFolds int) Params {
+	p.MaxLinksPerPodPort, p.MaxFolds = maxLinksPerPodPort, meshMaxFolds
+	return p
+}
+
+// ErrParams marks parameters that cannot describe a fabric.
+var ErrParams = errors.New("invalid fabric parameters")
+
+// Validate checks the parameters for kind k: positive bandwidths and chunk
+// size, the pod-port link budget of a switched fabric
+// (InterServerLinks ≤ PodPorts × MaxLinksPerPodPort when the latter is
+// known) and Folds within MaxFolds.
+func (p Params) Validate(k Kind) error {
+	if p.ChunkBytes < 64 || p.ChunkBytes > 1<<30 {
+		return fmt.Errorf("fabric: chunk of %d bytes (64..1 GiB): %w", p.ChunkBytes, ErrParams)
+	}
+	links := map[string]LinkParams{"xy": p.XY, "z": p.Z, "ring": p.Ring, "in-server": p.InServer, "inter-server": p.InterServer, "link": p.Link}
+	for _, name := range []string{"xy", "z", "ring", "in-server", "inter-server", "link"} {
+		if links[name].Bandwidth == 0 {
+			return fmt.Errorf("fabric: %s link bandwidth 0: %w", name, ErrParams)
+		}
+	}
+	if k == KindSwitch && p.MaxLinksPerPodPort > 0 && p.InterServerLinks > p.PodPorts*p.MaxLinksPerPodPort {
+		return fmt.Errorf("fabric switch: %d inter-server links per device exceed the pod-port budget of %d ports × %d links (get_max_links_per_pod_port): %w",
+			p.InterServerLinks, p.PodPorts, p.MaxLinksPerPodPort, ErrParams)
+	}
+	if p.Folds < 1 || (p.MaxFolds > 0 && p.Folds > p.MaxFolds) {
+		return fmt.Errorf("fabric: %d mesh folds (1..%d, get_mesh_max_folds): %w", p.Folds, p.MaxFolds, ErrParams)
+	}
+	return nil
+}

@@ -1,0 +1,298 @@
+package fabric
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/hw/udma"
+	"github.com/neuronsim/neuronsim/sim"
+	"github.com/neuronsim/neuronsim/sim/dma"
+)
+
+// Config describes a system.
+type Config struct {
+	Generation hwarch.Generation
+	Devices    int
+	Kind       Kind       // KindAuto: AutoKind
+	Params     *Params    // nil: DefaultParams(Generation)
+	Revision   uint8      // PCI revision of every device
+	DMA        dma.Timing // zero: dma.DefaultTiming
+	TimingOnly bool       // DMA without payloads (control writes still move)
+	// Ready starts every device with its firmware booted.
+	Ready bool
+}
+
+// System is N simulated devices joined by a fabric: one event engine (one
+// virtual clock), one lock, one host memory. It is safe for concurrent use
+// through its devices, whose accesses are serialised by the shared lock.
+type System struct {
+	mu     sync.Mutex // the devices' shared lock
+	engine *sim.Engine
+	host   *sim.HostMemory
+	geo    *hwarch.Geometry
+	devs   []*sim.Device
+	topo   *Topology
+	p      Params
+	paths  [][][]int // paths[src][dst], filled on first use
+	ports  []*port
+	hLand  sim.HandlerID
+	st     state
+}
+
+// state is the fabric's mutable state (besides the devices').
+type state struct {
+	Links    []LinkState
+	Last     map[uint64]uint64 // per (src, dst) path: when its last write lands (order on a path)
+	InFlight []delivery        // by slot; a free slot has Len 0 and Used false
+	Free     []int             // free slots
+	Stats    Stats
+}
+
+// delivery is a write in flight.
+type delivery struct {
+	Used     bool
+	Src, Dst int
+	Addr     uint64 // device address at the destination
+	Len      int
+	Data     []byte // nil: no payload travels (timing-only)
+	Reduce   udma.Reduce
+	Path     []int
+	Lands    uint64
+}
+
+// reservation is a write reserved by a queue and not yet posted.
+type reservation struct {
+	dst   int
+	addr  uint64
+	path  []int
+	lands uint64
+	hops  []uint64 // chunk start times per link, for capture
+}
+
+// port is one device's side of the fabric: the dma.Fabric its DMA engines
+// write through.
+type port struct {
+	s   *System
+	dev int
+	res map[int]*reservation // by engine<<8 | queue
+}
+
+// ErrConfig marks a system configuration that cannot be built.
+var ErrConfig = errors.New("invalid system configuration")
+
+// New builds a system: the topology, then the devices (device index i gets
+// the routing id the driver maps to i), each joined to the fabric.
+func New(cfg Config) (*System, error) {
+	if !cfg.Generation.Valid() {
+		return nil, fmt.Errorf("fabric: %w %d", hwarch.ErrUnknownGeneration, uint8(cfg.Generation))
+	}
+	p := DefaultParams(cfg.Generation)
+	if cfg.Params != nil {
+		p = *cfg.Params
+	}
+	kind := cfg.Kind
+	if kind == KindAuto {
+		kind = AutoKind(cfg.Generation, cfg.Devices)
+	}
+	if err := p.Validate(kind); err != nil {
+		return nil, err
+	}
+	topo, err := Build(kind, cfg.Generation, cfg.Devices, p)
+	if err != nil {
+		return nil, err
+	}
+	devID, err := hwarch.DefaultDeviceID(cfg.Generation)
+	if err != nil {
+		return nil, err
+	}
+	s := &System{engine: sim.NewEngine(), host: sim.NewHostMemory(), geo: hwarch.MustGeometry(cfg.Generation), topo: topo, p: p,
+		paths: make([][][]int, cfg.Devices)}
+	s.st.Links = make([]LinkState, len(topo.Links))
+	s.st.Last = map[uint64]uint64{}
+	if s.hLand, err = s.engine.Register("fabric-land", sim.HandlerFunc(func(_ *sim.Engine, arg uint64) { s.land(int(arg)) })); err != nil {
+		return nil, err
+	}
+	for i := range cfg.Devices {
+		rid := i // a what-if device past the driver's 64 keeps its index
+		if i < hwarch.MaxNeuronDevices {
+			if rid, err = hwarch.RoutingIDOfDeviceIndex(devID, i); err != nil {
+				return nil, err
+			}
+		}
+		d, err := sim.NewDevice(sim.DeviceConfig{
+			Name: topo.Nodes[i].Name, Generation: cfg.Generation, DeviceID: devID, Revision: cfg.Revision,
+			RoutingID: uint32(rid), DMA: cfg.DMA, TimingOnly: cfg.TimingOnly, Host: s.host, Ready: cfg.Ready,
+			Engine: s.engine, Lock: &s.mu,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("fabric: device %d: %w", i, err)
+		}
+		pt := &port{s: s, dev: i, res: map[int]*reservation{}}
+		d.AttachFabric(pt)
+		s.devs = append(s.devs, d)
+		s.ports = append(s.ports, pt)
+	}
+	return s, nil
+}
+
+// Device returns device index i.
+func (s *System) Device(i int) *sim.Device { return s.devs[i] }
+
+// Devices returns the devices by index.
+func (s *System) Devices() []*sim.Device { return append([]*sim.Device(nil), s.devs...) }
+
+// Topology returns the system's topology.
+func (s *System) Topology() *Topology { return s.topo }
+
+// Params returns the fabric's parameters.
+func (s *System) Params() Params { return s.p }
+
+// Host returns the host memory the devices share.
+func (s *System) Host() *sim.HostMemory { return s.host }
+
+// Now returns the system's virtual time.
+func (s *System) Now() sim.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.engine.Now()
+}
+
+// Advance runs the system for d of virtual time.
+func (s *System) Advance(d sim.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.engine.RunUntil(s.engine.Now() + d)
+}
+
+// Stats returns the fabric's counters.
+func (s *System) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.Stats
+}
+
+// Link returns a copy of a link's state.
+func (s *System) Link(id int) (LinkState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id < 0 || id >= len(s.st.Links) {
+		return LinkState{}, fmt.Errorf("fabric: link %d of %d: %w", id, len(s.st.Links), ErrConfig)
+	}
+	return s.st.Links[id], nil
+}
+
+// SetLinkDown takes a link down (or brings it back): new writes over it are
+// refused with ErrLinkDown naming it, and writes in flight on it are lost.
+// Both directions of a physical link are separate links; LinkBetween finds
+// them.
+func (s *System) SetLinkDown(id int, down bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id < 0 || id >= len(s.st.Links) {
+		return fmt.Errorf("fabric: link %d of %d: %w", id, len(s.st.Links), ErrConfig)
+	}
+	s.st.Links[id].Down = down
+	return nil
+}
+
+// LinkBetween returns the directed link from node a to node b.
+func (s *System) LinkBetween(a, b int) (int, bool) {
+	if a < 0 || a >= len(s.topo.Nodes) {
+		return 0, false
+	}
+	for _, id := range s.topo.Nodes[a].Ports {
+		if s.topo.Links[id].To == b {
+			return id, true
+		}
+	}
+	return 0, false
+}
+
+// Reserve implements dma.Fabric for the port's device.
+func (pt *port) Reserve(e, q int, dst uint64, n int, start, sent uint64) (injected, lands uint64, err error) {
+	s := pt.s
+	dd, addr, err := s.resolve(pt.dev, dst)
+	if err != nil {
+		return 0, 0, err
+	}
+	path, err := s.path(pt.dev, dd)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: %w", err, dma.ErrNeighbour)
+	}
+	if id := s.downLink(path); id >= 0 {
+		return 0, 0, fmt.Errorf("fabric: %s → %s: link %s: %w: %w", s.topo.Nodes[pt.dev].Name, s.topo.Nodes[dd].Name, s.topo.LinkName(id), ErrLinkDown, dma.ErrNeighbour)
+	}
+	r := &reservation{dst: dd, addr: addr, path: path}
+	injected, lands = s.timing(path, n, start, sent, nil)
+	key := uint64(pt.dev)<<32 | uint64(dd)
+	lands = max(lands, s.st.Last[key]) // writes on one path land in order
+	s.st.Last[key] = lands
+	r.lands = lands
+	pt.res[e<<8|q] = r
+	s.st.Stats.Transfers++
+	s.st.Stats.Bytes += uint64(n)
+	return injected, lands, nil
+}
+
+// Post implements dma.Fabric: the write lands at lands.
+func (pt *port) Post(e, q int, dst uint64, n int, p []byte, red udma.Reduce, lands uint64) error {
+	s := pt.s
+	r := pt.res[e<<8|q]
+	if r == nil || r.lands != lands {
+		return fmt.Errorf("fabric: %s engine %d queue %d posts a write it did not reserve: %w", s.topo.Nodes[pt.dev].Name, e, q, dma.ErrNeighbour)
+	}
+	delete(pt.res, e<<8|q)
+	d := delivery{Used: true, Src: pt.dev, Dst: r.dst, Addr: r.addr, Len: n, Data: p, Reduce: red, Path: r.path, Lands: lands}
+	var slot int
+	if k := len(s.st.Free); k > 0 {
+		slot = s.st.Free[k-1]
+		s.st.Free = s.st.Free[:k-1]
+		s.st.InFlight[slot] = d
+	} else {
+		slot = len(s.st.InFlight)
+		s.st.InFlight = append(s.st.InFlight, d)
+	}
+	if err := s.engine.Schedule(sim.Time(lands), s.hLand, uint64(slot)); err != nil {
+		s.release(slot)
+		return fmt.Errorf("fabric: %w", err)
+	}
+	return nil
+}
+
+func (s *System) release(slot int) {
+	s.st.InFlight[slot] = delivery{}
+	s.st.Free = append(s.st.Free, slot)
+}
+
+// land completes a write in flight: lost if a link of its path is down or
+// the destination is not ready, else written (combined) into the
+// destination's memory.
+func (s *System) land(slot int) {
+	if slot < 0 || slot >= len(s.st.InFlight) || !s.st.InFlight[slot].Used {
+		return
+	}
+	d := s.st.InFlight[slot]
+	s.release(slot)
+	if id := s.downLink(d.Path); id >= 0 {
+		s.st.Stats.Dropped++
+		s.st.Stats.LastError = fmt.Sprintf("%s → %s: write of %d bytes at %#x lost: link %s is down",
+			s.topo.Nodes[d.Src].Name, s.topo.Nodes[d.Dst].Name, d.Len, d.Addr, s.topo.LinkName(id))
+		return
+	}
+	if d.Data == nil {
+		s.st.Stats.Landed++
+		return
+	}
+	if err := s.devs[d.Dst].Land(d.Addr, d.Data, d.Reduce); err != nil {
+		if errors.Is(err, sim.ErrNotReady) {
+			s.st.Stats.Dropped++
+		} else {
+			s.st.Stats.LandErrors++
+		}
+		s.st.Stats.LastError = fmt.Sprintf("%s → %s: %v", s.topo.Nodes[d.Src].Name, s.topo.Nodes[d.Dst].Name, err)
+		return
+	}
+	s.st.Stats.Landed++
+}

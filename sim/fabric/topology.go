@@ -1,0 +1,365 @@
+package fabric
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+)
+
+// Kind is a topology family.
+type Kind uint8
+
+// The topology families.
+const (
+	KindAuto           Kind = iota // chosen from the generation, switch family and device count (AutoKind)
+	KindTorus2D                    // 4×4 2D torus groups of 16 with the driver's neighbour table (Trn1, Trn2, Trn3 without a switch)
+	KindUltraServer                // Trn2 UltraServer: 4 × 16, the 4×4 torus of each node plus a Z ring joining same-position devices
+	KindRing                       // a bidirectional ring (Inf2 48xl)
+	KindChain                      // a chain (Inf2 24xl)
+	KindSwitch                     // Trn3 NeuronSwitch-v1: devices all-to-all through an in-server and an inter-server switch level
+	KindFullyConnected             // α-β: a direct link between every pair
+	KindStar                       // α-β: every device on one switch
+	numKinds
+)
+
+var kindNames = [...]string{"auto", "torus2d", "ultraserver", "ring", "chain", "switch", "fully-connected", "star"}
+
+// String returns the kind's name as the CLI spells it.
+func (k Kind) String() string {
+	if k < numKinds {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// ErrUnknownKind is returned (wrapped) by ParseKind.
+var ErrUnknownKind = errors.New("unknown topology")
+
+// ParseKind reads a topology name: auto, torus2d, ultraserver, ring, chain,
+// switch, fully-connected, star.
+func ParseKind(s string) (Kind, error) {
+	for k, n := range kindNames {
+		if strings.EqualFold(s, n) {
+			return Kind(k), nil
+		}
+	}
+	return 0, fmt.Errorf("%w %q: accepted words are %s", ErrUnknownKind, s, strings.Join(kindNames[:], "|"))
+}
+
+// Set implements pflag.Value.
+func (k *Kind) Set(s string) error {
+	v, err := ParseKind(s)
+	if err == nil {
+		*k = v
+	}
+	return err
+}
+
+// Type implements pflag.Value.
+func (k *Kind) Type() string { return "topology" }
+
+// AutoKind is the topology a real system of this shape has
+// (trainium-facts §4, driver-facts §6): Trn3 is switched; a multiple of 16
+// Trn1/Trn2 devices is the 4×4 torus (64 Trn2 devices an UltraServer); 6
+// Inf2 devices a chain; other counts a ring.
+func AutoKind(g hwarch.Generation, devices int) Kind {
+	switch {
+	case g == hwarch.Mariana:
+		return KindSwitch
+	case g == hwarch.Cayman && devices == 64:
+		return KindUltraServer
+	case devices%16 == 0:
+		return KindTorus2D
+	case devices == 6:
+		return KindChain
+	}
+	return KindRing
+}
+
+// NodeKind says whether a node of the topology is a device or a switch.
+type NodeKind uint8
+
+// The node kinds.
+const (
+	NodeDevice NodeKind = iota
+	NodeSwitch
+)
+
+// Node is a device or a switch.
+type Node struct {
+	Kind NodeKind
+	Name string // "neuron3", "l1-sw0", "l2-sw"
+	// Ports are the directed links leaving the node, in port order.
+	Ports []int
+}
+
+// Link is one direction of a physical link: From's port FromPort to To's
+// port ToPort.
+type Link struct {
+	From, To         int // node indices
+	FromPort, ToPort int
+	Group            string // the link group its parameters come from ("xy", "z", "in-server", "inter-server", "ring", "link")
+	Params           LinkParams
+}
+
+// Topology is the graph of a system: nodes 0..Devices-1 are the devices (by
+// device index), switches follow; links are directed.
+type Topology struct {
+	Kind    Kind
+	Devices int
+	Nodes   []Node
+	Links   []Link
+	// Neighbours[d][s] is the device the driver's table puts behind device
+	// d's B0_s window (column = SENG index), or -1; empty when the topology
+	// has no neighbour windows.
+	Neighbours [][]int
+	// next[src][dst] is the link a packet at node src takes towards device
+	// dst (-1: none; src == dst needs none).
+	next [][]int32
+}
+
+// ErrTopology marks a topology that cannot be built as asked.
+var ErrTopology = errors.New("topology cannot be built")
+
+// Build returns the topology of kind k over n devices with parameters p.
+func Build(k Kind, g hwarch.Generation, n int, p Params) (*Topology, error) {
+	if n < 1 || n > hwarch.MaxFabricDevices {
+		return nil, fmt.Errorf("fabric %s: %d devices (1..%d): %w", k, n, hwarch.MaxFabricDevices, ErrTopology)
+	}
+	if k == KindAuto {
+		k = AutoKind(g, n)
+	}
+	t := &Topology{Kind: k, Devices: n}
+	for i := range n {
+		t.Nodes = append(t.Nodes, Node{Kind: NodeDevice, Name: fmt.Sprintf("neuron%d", i)})
+	}
+	var err error
+	switch k {
+	case KindTorus2D:
+		err = t.torus(n, p.XY)
+	case KindUltraServer:
+		err = t.ultraServer(n, p)
+	case KindRing:
+		t.ring(n, p.Ring, false)
+	case KindChain:
+		t.ring(n, p.Ring, true)
+	case KindSwitch:
+		err = t.switched(n, p)
+	case KindFullyConnected:
+		if n > 1024 {
+			err = fmt.Errorf("fabric fully-connected: %d devices would need %d links; at most 1024 devices: %w", n, n*(n-1), ErrTopology)
+			break
+		}
+		for a := range n {
+			for b := range n {
+				if a != b {
+					t.link(a, b, "link", p.Link)
+				}
+			}
+		}
+	case KindStar:
+		sw := t.addSwitch("sw")
+		for d := range n {
+			t.duplex(d, sw, "link", p.Link)
+		}
+	default:
+		err = fmt.Errorf("fabric: topology %s: %w", k, ErrUnknownKind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(t.Neighbours) == 0 && g != hwarch.Sunda && (k == KindTorus2D || k == KindUltraServer) {
+		return nil, fmt.Errorf("fabric %s: no neighbour table: %w", k, ErrTopology)
+	}
+	t.route()
+	return t, nil
+}
+
+func (t *Topology) addSwitch(name string) int {
+	t.Nodes = append(t.Nodes, Node{Kind: NodeSwitch, Name: name})
+	return len(t.Nodes) - 1
+}
+
+// link adds the directed link a→b and returns its index.
+func (t *Topology) link(a, b int, group string, p LinkParams) int {
+	id := len(t.Links)
+	t.Links = append(t.Links, Link{From: a, To: b, FromPort: len(t.Nodes[a].Ports), Group: group, Params: p})
+	t.Nodes[a].Ports = append(t.Nodes[a].Ports, id)
+	return id
+}
+
+// duplex adds both directions of a link between a and b.
+func (t *Topology) duplex(a, b int, group string, p LinkParams) {
+	ab, ba := t.link(a, b, group, p), t.link(b, a, group, p)
+	t.Links[ab].ToPort, t.Links[ba].ToPort = t.Links[ba].FromPort, t.Links[ab].FromPort
+}
+
+// torus builds the 4×4 torus of every group of 16 with the driver's table
+// (hwarch.ConnectedDevices: up, left, down, right = SENG columns 0..3).
+func (t *Topology) torus(n int, p LinkParams) error {
+	if n%16 != 0 {
+		return fmt.Errorf("fabric torus2d: %d devices; the 4×4 torus needs a multiple of 16: %w", n, ErrTopology)
+	}
+	t.Neighbours = make([][]int, n)
+	for d := range n {
+		nb, err := hwarch.ConnectedDevices(n, d, false)
+		if err != nil {
+			return err
+		}
+		t.Neighbours[d] = nb
+		for _, x := range nb {
+			t.link(d, x, "xy", p)
+		}
+	}
+	t.pairPorts()
+	return nil
+}
+
+// pairPorts sets each link's ToPort to the port of its reverse link.
+func (t *Topology) pairPorts() {
+	for i := range t.Links {
+		l := &t.Links[i]
+		for _, r := range t.Nodes[l.To].Ports {
+			if t.Links[r].To == l.From {
+				l.ToPort = t.Links[r].FromPort
+				break
+			}
+		}
+	}
+}
+
+// ultraServer builds 4 nodes of a 16-device torus and joins the devices of
+// the same position into a ring of 4 (the Z links).
+func (t *Topology) ultraServer(n int, p Params) error {
+	if n != 64 {
+		return fmt.Errorf("fabric ultraserver: %d devices; an UltraServer is 4 × 16 = 64: %w", n, ErrTopology)
+	}
+	if err := t.torus(n, p.XY); err != nil {
+		return err
+	}
+	for d := range n {
+		node, pos := d/16, d%16
+		for _, nn := range []int{(node + 3) % 4, (node + 1) % 4} {
+			t.link(d, nn*16+pos, "z", p.Z)
+		}
+	}
+	t.pairPorts()
+	return nil
+}
+
+// ring builds a bidirectional ring (or a chain).
+func (t *Topology) ring(n int, p LinkParams, chain bool) {
+	for d := range n {
+		nb, _ := hwarch.ConnectedDevices(n, d, chain)
+		for _, x := range nb {
+			t.link(d, x, "ring", p)
+		}
+	}
+	t.pairPorts()
+}
+
+// switched builds the Trn3 NeuronSwitch-v1 fabric (trainium-facts §4): the
+// devices of a server on an in-server switch, every device also on the
+// inter-server switch; a path between two devices crosses one switch — the
+// in-server one inside a server, the inter-server one across servers.
+func (t *Topology) switched(n int, p Params) error {
+	if p.ServerSize < 1 {
+		return fmt.Errorf("fabric switch: server size %d: %w", p.ServerSize, ErrTopology)
+	}
+	servers := (n + p.ServerSize - 1) / p.ServerSize
+	l1 := make([]int, servers)
+	for s := range servers {
+		l1[s] = t.addSwitch(fmt.Sprintf("l1-sw%d", s))
+	}
+	var l2 int
+	if servers > 1 {
+		l2 = t.addSwitch("l2-sw")
+	}
+	for d := range n {
+		t.duplex(d, l1[d/p.ServerSize], "in-server", p.InServer)
+		if servers > 1 {
+			t.duplex(d, l2, "inter-server", p.InterServer)
+		}
+	}
+	return nil
+}
+
+// route fills the next-hop table by breadth-first search from every device
+// backwards, taking ports in order: deterministic shortest paths. Inside a
+// server the in-server switch is preferred (it is reached first).
+func (t *Topology) route() {
+	nn := len(t.Nodes)
+	t.next = make([][]int32, nn)
+	for i := range t.next {
+		t.next[i] = make([]int32, t.Devices)
+		for j := range t.next[i] {
+			t.next[i][j] = -1
+		}
+	}
+	// in[x] lists the links into node x, in link order.
+	in := make([][]int, nn)
+	for id, l := range t.Links {
+		in[l.To] = append(in[l.To], id)
+	}
+	dist := make([]int, nn)
+	for dst := range t.Devices {
+		for i := range dist {
+			dist[i] = -1
+		}
+		dist[dst] = 0
+		queue := []int{dst}
+		for len(queue) > 0 {
+			x := queue[0]
+			queue = queue[1:]
+			for _, id := range in[x] {
+				from := t.Links[id].From
+				if dist[from] >= 0 {
+					continue
+				}
+				dist[from] = dist[x] + 1
+				t.next[from][dst] = int32(id)
+				queue = append(queue, from)
+			}
+		}
+	}
+}
+
+// ErrNoPath marks a pair of devices with no path between them.
+var ErrNoPath = errors.New("no path between the devices")
+
+// Path returns the links from device src to device dst in order (none when
+// src == dst).
+func (t *Topology) Path(src, dst int) ([]int, error) {
+	if src < 0 || src >= t.Devices || dst < 0 || dst >= t.Devices {
+		return nil, fmt.Errorf("fabric path %d → %d: devices are 0..%d: %w", src, dst, t.Devices-1, ErrNoPath)
+	}
+	var p []int
+	for x := src; x != dst; {
+		id := t.next[x][dst]
+		if id < 0 || len(p) > len(t.Nodes) {
+			return nil, fmt.Errorf("fabric path %s → %s: %w", t.Nodes[src].Name, t.Nodes[dst].Name, ErrNoPath)
+		}
+		p = append(p, int(id))
+		x = t.Links[id].To
+	}
+	return p, nil
+}
+
+// LinkName names a link "neuron0:2→neuron4:0 (xy)".
+func (t *Topology) LinkName(id int) string {
+	if id < 0 || id >= len(t.Links) {
+		return fmt.Sprintf("link %d", id)
+	}
+	l := t.Links[id]
+	return fmt.Sprintf("%s:%d→%s:%d (%s)", t.Nodes[l.From].Name, l.FromPort, t.Nodes[l.To].Name, l.ToPort, l.Group)
+}
+
+// Neighbour returns the device behind device d's B0_s window.
+func (t *Topology) Neighbour(d, s int) (int, bool) {
+	if d < 0 || d >= len(t.Neighbours) || s < 0 || s >= len(t.Neighbours[d]) {
+		return 0, false
+	}
+	return t.Neighbours[d][s], true
+}
