@@ -1,0 +1,166 @@
+package nccom
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// Series is one line of a [Plot]: a report and its legend entry.
+type Series struct {
+	// Label is the legend entry; "" means "<Ranks> devices".
+	Label string
+	// Report holds the points: one per row, size against bus bandwidth.
+	Report *Report
+}
+
+// Plot size, in inches of a 96-dpi PNG (768×480 pixels).
+const (
+	plotWidth  = 8 * vg.Inch
+	plotHeight = 5 * vg.Inch
+)
+
+// Plot writes a PNG image to path of bus bandwidth (GB/s, y axis, from 0)
+// against size (bytes, x axis, logarithmic with ticks at powers of two
+// labelled "1KiB", "1MiB", …), one line with point markers per series, and
+// a legend with each series' Label, or "N devices" (N = the report's Ranks)
+// when the label is empty. title is the plot's title.
+//
+// The output is a deterministic function of the input: the same series give
+// the same bytes (no timestamp or other metadata is written). The file is
+// written in PNG whatever the extension of path.
+//
+// Errors (wrapping [ErrBadReport]): no series, a nil report, a report
+// without rows or failing [Report.Validate], a size of 0 (it has no place on
+// a log axis); and any error creating or writing the file.
+func Plot(path string, title string, series []Series) (err error) {
+	if len(series) == 0 {
+		return fmt.Errorf("%w: plot %q: no series", ErrBadReport, title)
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i, s := range series {
+		if s.Report == nil {
+			return fmt.Errorf("%w: plot %q: series %d (%q) has no report", ErrBadReport, title, i, s.Label)
+		}
+		if len(s.Report.Rows) == 0 {
+			return fmt.Errorf("%w: plot %q: series %d (%q) has no rows", ErrBadReport, title, i, s.Label)
+		}
+		if err := s.Report.Validate(); err != nil {
+			return fmt.Errorf("plot %q: series %d (%q): %w", title, i, s.Label, err)
+		}
+		for _, r := range s.Report.Rows {
+			if r.Size <= 0 {
+				return fmt.Errorf("%w: plot %q: series %d (%q): size %d cannot be drawn on a log axis", ErrBadReport, title, i, s.Label, r.Size)
+			}
+			lo = math.Min(lo, float64(r.Size))
+			hi = math.Max(hi, float64(r.Size))
+		}
+	}
+
+	// gonum/plot panics on some degenerate inputs; the checks above should
+	// rule them out, and this turns any that remain into an error.
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: plot %q: drawing failed: %v", ErrBadReport, title, p)
+		}
+	}()
+
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "size (bytes)"
+	p.Y.Label.Text = "busbw (GB/s, 1 GB = 1e9 bytes)"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = pow2Ticks{}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Legend.XOffs = vg.Points(8)
+	p.Legend.YOffs = -vg.Points(8)
+	p.Add(plotter.NewGrid())
+
+	for i, s := range series {
+		pts := make(plotter.XYs, len(s.Report.Rows))
+		for j, r := range s.Report.Rows {
+			pts[j].X = float64(r.Size)
+			pts[j].Y = r.BusBW
+		}
+		line, points, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return fmt.Errorf("%w: plot %q: series %d: %v", ErrBadReport, title, i, err)
+		}
+		line.Color = plotutil.Color(i)
+		line.Dashes = plotutil.Dashes(i)
+		points.Color = plotutil.Color(i)
+		points.Shape = plotutil.Shape(i)
+		p.Add(line, points)
+		label := s.Label
+		if label == "" {
+			label = fmt.Sprintf("%d devices", s.Report.Ranks)
+		}
+		p.Legend.Add(label, line, points)
+	}
+
+	// Powers of two around the data, with room when there is one size.
+	lo = math.Exp2(math.Floor(math.Log2(lo)))
+	hi = math.Exp2(math.Ceil(math.Log2(hi)))
+	if lo == hi {
+		lo, hi = lo/2, hi*2
+	}
+	p.X.Min, p.X.Max = lo, hi
+	p.Y.Min = 0
+	if p.Y.Max <= 0 {
+		p.Y.Max = 1
+	}
+	p.Y.Max *= 1.08 // headroom so the top line does not run along the border
+
+	wt, err := p.WriterTo(plotWidth, plotHeight, "png")
+	if err != nil {
+		return fmt.Errorf("nccom: plot %q: %w", title, err)
+	}
+	var buf bytes.Buffer
+	if _, err := wt.WriteTo(&buf); err != nil {
+		return fmt.Errorf("nccom: plot %q: encoding PNG: %w", title, err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("nccom: plot %q: %w", title, err)
+	}
+	return nil
+}
+
+// pow2Ticks puts a tick at every power of two in range and labels at most
+// about eight of them, evenly spaced in exponent.
+type pow2Ticks struct{}
+
+func (pow2Ticks) Ticks(min, max float64) []plot.Tick {
+	if !(min > 0) || !(max >= min) || math.IsInf(max, 0) {
+		return nil
+	}
+	lo := int(math.Ceil(math.Log2(min)))
+	hi := int(math.Floor(math.Log2(max)))
+	stride := 1
+	for (hi-lo)/stride+1 > 8 {
+		stride++
+	}
+	var ticks []plot.Tick
+	for e := lo; e <= hi; e++ {
+		t := plot.Tick{Value: math.Exp2(float64(e))}
+		if (e-lo)%stride == 0 {
+			t.Label = pow2Label(e)
+		}
+		ticks = append(ticks, t)
+	}
+	return ticks
+}
+
+func pow2Label(e int) string {
+	if e < 0 || e > 62 {
+		return "2^" + strconv.Itoa(e)
+	}
+	return FormatSize(int64(1) << e)
+}

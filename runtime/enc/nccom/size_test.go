@@ -1,0 +1,182 @@
+package nccom_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
+)
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    int64
+		wantErr string // substring of the error; "" means success
+	}{
+		{in: "0", want: 0},
+		{in: "512", want: 512},
+		{in: "007", want: 7},
+		{in: "512B", want: 512},
+		{in: "512b", want: 512},
+		{in: "1K", want: 1024},
+		{in: "1k", want: 1024},
+		{in: "4KB", want: 4096},
+		{in: "4kb", want: 4096},
+		{in: "4KiB", want: 4096},
+		{in: "64M", want: 64 << 20},
+		{in: "64MB", want: 64 << 20},
+		{in: "64mib", want: 64 << 20},
+		{in: "1G", want: 1 << 30},
+		{in: "1gb", want: 1 << 30},
+		{in: "2GiB", want: 2 << 30},
+		{in: "8589934591G", want: 8589934591 << 30}, // just below 2^63
+		{in: "9223372036854775807", want: math.MaxInt64},
+		{in: "", wantErr: "empty"},
+		{in: "-1", wantErr: "without a sign"},
+		{in: "+1", wantErr: "without a sign"},
+		{in: "1X", wantErr: `unknown unit "X"`},
+		{in: "1T", wantErr: `unknown unit "T"`},
+		{in: "K", wantErr: "does not start with a digit"},
+		{in: " 1K", wantErr: "does not start with a digit"},
+		{in: "1 K", wantErr: "unknown unit"},
+		{in: "1K ", wantErr: "unknown unit"},
+		{in: "1.5M", wantErr: "integers only"},
+		{in: "1,5M", wantErr: "integers only"},
+		{in: "9223372036854775808", wantErr: "too large"},
+		{in: "99999999999999999999999", wantErr: "too large"},
+		{in: "8589934592G", wantErr: "too large"},
+		{in: "9007199254740992K", wantErr: "too large"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := nccom.ParseSize(tt.in)
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.ErrorIs(t, err, nccom.ErrBadSize)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				if tt.in != "" {
+					assert.Contains(t, err.Error(), tt.in, "the error names the input")
+				}
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestFormatSize(t *testing.T) {
+	tests := []struct {
+		in   int64
+		want string
+	}{
+		{0, "0B"},
+		{1, "1B"},
+		{1000, "1000B"},
+		{1024, "1KiB"},
+		{1536, "1536B"},
+		{3 << 10, "3KiB"},
+		{1 << 20, "1MiB"},
+		{1<<20 + 1024, "1025KiB"},
+		{64 << 20, "64MiB"},
+		{1 << 30, "1GiB"},
+		{6 << 30, "6GiB"},
+		{-2048, "-2KiB"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			got := nccom.FormatSize(tt.in)
+			assert.Equal(t, tt.want, got)
+			if tt.in >= 0 {
+				back, err := nccom.ParseSize(got)
+				require.NoError(t, err)
+				assert.Equal(t, tt.in, back, "ParseSize reads FormatSize back")
+			}
+		})
+	}
+}
+
+func pow2s(lo, hi int) []int64 {
+	var out []int64
+	for e := lo; e <= hi; e++ {
+		out = append(out, int64(1)<<e)
+	}
+	return out
+}
+
+func TestSizes(t *testing.T) {
+	const K, M, G = int64(1) << 10, int64(1) << 20, int64(1) << 30
+	tests := []struct {
+		name                         string
+		min, max, factor, step, alig int64
+		want                         []int64
+		wantLen                      int // checked when want is nil and wantErr is ""
+		wantErr                      string
+	}{
+		{name: "factor 2 1K to 1G", min: K, max: G, factor: 2, alig: 4 * 32, want: pow2s(10, 30)},
+		{name: "factor 4", min: K, max: 64 * K, factor: 4, alig: 1, want: []int64{K, 4 * K, 16 * K, 64 * K}},
+		{name: "factor misses max", min: K, max: 5 * K, factor: 2, alig: 1, want: []int64{K, 2 * K, 4 * K}},
+		{name: "factor near MaxInt64 stops without overflow", min: 1 << 61, max: math.MaxInt64, factor: 2, alig: 1, want: []int64{1 << 61, 1 << 62}},
+		{name: "single point", min: 4 * M, max: 4 * M, factor: 2, alig: 4, want: []int64{4 * M}},
+		{name: "additive step", min: K, max: 4 * K, step: K, alig: 1, want: []int64{K, 2 * K, 3 * K, 4 * K}},
+		{name: "additive step misses max", min: 0, max: 10, step: 4, alig: 1, want: []int64{1, 4, 8}},
+		{name: "default step is a tenth", min: 0, max: 100, alig: 1, want: []int64{1, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100}},
+		{name: "default step 1K to 11K", min: K, max: 11 * K, alig: 1, want: []int64{K, 2 * K, 3 * K, 4 * K, 5 * K, 6 * K, 7 * K, 8 * K, 9 * K, 10 * K, 11 * K}},
+		{name: "default step at least 1", min: 10, max: 15, alig: 1, want: []int64{10, 11, 12, 13, 14, 15}},
+		{name: "align rounds down", min: 1000, max: 3000, step: 1000, alig: 128, want: []int64{896, 1920, 2944}},
+		{name: "align minimum and repeats dropped", min: 1, max: 64, factor: 2, alig: 16, want: []int64{16, 32, 64}},
+		{name: "align with default step", min: 0, max: 1000, alig: 256, want: []int64{256, 512, 768}},
+		{name: "exactly MaxSweepPoints", min: 1, max: nccom.MaxSweepPoints, step: 1, alig: 1, wantLen: nccom.MaxSweepPoints},
+		{name: "too many points", min: 1, max: nccom.MaxSweepPoints + 1, step: 1, alig: 1, wantErr: "10001 points"},
+		{name: "too many default points", min: 0, max: 1 << 40, step: 1, alig: 1, wantErr: "points"},
+		{name: "negative min", min: -1, max: K, factor: 2, alig: 1, wantErr: "negative"},
+		{name: "max below min", min: 2 * K, max: K, factor: 2, alig: 1, wantErr: "below minimum"},
+		{name: "max below align", min: 1, max: 64, factor: 2, alig: 128, wantErr: "alignment"},
+		{name: "zero align", min: 1, max: 64, factor: 2, alig: 0, wantErr: "alignment"},
+		{name: "factor 1", min: 1, max: 64, factor: 1, alig: 1, wantErr: "at least 2"},
+		{name: "negative factor", min: 1, max: 64, factor: -2, alig: 1, wantErr: "at least 2"},
+		{name: "negative step", min: 1, max: 64, step: -2, alig: 1, wantErr: "negative"},
+		{name: "both factor and step", min: 1, max: 64, factor: 2, step: 2, alig: 1, wantErr: "use one"},
+		{name: "factor from zero", min: 0, max: 64, factor: 2, alig: 1, wantErr: "above 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := nccom.Sizes(tt.min, tt.max, tt.factor, tt.step, tt.alig)
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.ErrorIs(t, err, nccom.ErrBadSweep)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			if tt.want != nil {
+				assert.Equal(t, tt.want, got)
+			} else {
+				assert.Len(t, got, tt.wantLen)
+			}
+			for i, s := range got {
+				assert.Zero(t, s%tt.alig, "size %d is a multiple of %d", s, tt.alig)
+				assert.LessOrEqual(t, s, tt.max)
+				if i > 0 {
+					assert.Greater(t, s, got[i-1], "strictly increasing")
+				}
+			}
+		})
+	}
+}
+
+// TestSizesFromFlags is the nccom-test command line "-b 1K -e 1G -f 2".
+func TestSizesFromFlags(t *testing.T) {
+	lo, err := nccom.ParseSize("1K")
+	require.NoError(t, err)
+	hi, err := nccom.ParseSize("1G")
+	require.NoError(t, err)
+	got, err := nccom.Sizes(lo, hi, 2, 0, 4)
+	require.NoError(t, err)
+	require.Len(t, got, 21)
+	assert.Equal(t, int64(1024), got[0])
+	assert.Equal(t, int64(1)<<30, got[20])
+}

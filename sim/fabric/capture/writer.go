@@ -1,0 +1,186 @@
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
+)
+
+// ErrTimeOrder is wrapped by the error of a packet written with an earlier
+// timestamp than the packet before it.
+var ErrTimeOrder = errors.New("capture: packet timestamp goes back in time")
+
+// DefaultPayloadLimit is the payload bytes kept per packet when
+// [Options].PayloadLimit is 0.
+const DefaultPayloadLimit = 256
+
+// DefaultSnapLen is the pcap snap length when [Options].SnapLen is 0.
+const DefaultSnapLen = 65535
+
+// MaxSnapLen is the largest snap length [NewWriter] accepts: Wireshark
+// refuses to read a packet larger than 262144 bytes.
+const MaxSnapLen = 262144
+
+// Options configures a [Writer].
+type Options struct {
+	// PayloadLimit is the bytes of payload kept per packet: 0 means
+	// DefaultPayloadLimit, -1 all of it (up to what the snap length
+	// allows). Other negative values are an error.
+	PayloadLimit int
+	// SnapLen is the pcap file's snap length, the largest frame written
+	// (header included): 0 means DefaultSnapLen. It must be at least
+	// FrameOverhead and at most MaxSnapLen.
+	SnapLen uint32
+}
+
+// Writer writes packets to a pcap stream: link type Ethernet, nanosecond
+// timestamps in virtual time (see the package doc). It is not safe for
+// concurrent use: the fabric writes from one goroutine.
+//
+// After an error from the underlying writer, every later WritePacket returns
+// that error: the stream is broken and nothing more is written to it.
+type Writer struct {
+	out     io.Writer
+	tw      *trackWriter
+	pw      *pcapgo.Writer
+	limit   int // payload bytes kept per packet, already capped by the snap length
+	buf     []byte
+	lastPS  uint64
+	packets uint64
+	err     error
+}
+
+// NewWriter checks opt, writes the pcap file header to w and returns a
+// Writer ready for packets.
+func NewWriter(w io.Writer, opt Options) (*Writer, error) {
+	if w == nil {
+		return nil, errors.New("capture: NewWriter: nil io.Writer")
+	}
+	snap := opt.SnapLen
+	if snap == 0 {
+		snap = DefaultSnapLen
+	}
+	if snap < FrameOverhead || snap > MaxSnapLen {
+		return nil, fmt.Errorf("capture: NewWriter: snap length %d outside [%d, %d]", snap, FrameOverhead, MaxSnapLen)
+	}
+	maxPayload := int(snap) - FrameOverhead
+	limit := opt.PayloadLimit
+	switch {
+	case limit == 0:
+		limit = DefaultPayloadLimit
+	case limit == -1:
+		limit = maxPayload
+	case limit < 0:
+		return nil, fmt.Errorf("capture: NewWriter: payload limit %d: want -1 (all), 0 (default %d) or a byte count", limit, DefaultPayloadLimit)
+	}
+	limit = min(limit, maxPayload)
+	tw := &trackWriter{w: w}
+	pw := pcapgo.NewWriterNanos(tw)
+	if err := pw.WriteFileHeader(snap, layers.LinkTypeEthernet); err != nil {
+		return nil, fmt.Errorf("capture: writing pcap file header: %w", tw.cause(err))
+	}
+	return &Writer{out: w, tw: tw, pw: pw, limit: limit, buf: make([]byte, 0, FrameOverhead+limit)}, nil
+}
+
+// trackWriter keeps the first error of the underlying writer, which pcapgo
+// reports only as text, so that the Writer's errors wrap it.
+type trackWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (t *trackWriter) Write(b []byte) (int, error) {
+	n, err := t.w.Write(b)
+	if err != nil && t.err == nil {
+		t.err = err
+	}
+	return n, err
+}
+
+// cause returns the underlying writer's error if there was one, else err.
+func (t *trackWriter) cause(err error) error {
+	if t.err != nil {
+		return t.err
+	}
+	return err
+}
+
+// WritePacket writes one packet stamped atPS picoseconds of virtual time.
+//
+// It keeps at most the payload limit of payload and sets [FlagTruncated] in
+// the written header exactly when it keeps fewer bytes than h.Length; it
+// clears a FlagTruncated the caller set. A timing-only packet
+// ([FlagTimingOnly]) and a read request ([OpReadReq], whose length is the
+// bytes asked for) carry no payload and are never marked truncated.
+//
+// The pcap record's original length is the frame's as if the whole chunk
+// were carried, FrameOverhead + h.Length (just FrameOverhead for a read
+// request; capped at 2^31-1, the largest that Wireshark shows and an int
+// holds everywhere), its captured length the bytes written.
+//
+// Packets must come in non-decreasing time: an earlier atPS than the last
+// packet's is an error wrapping [ErrTimeOrder], and nothing is written. So is
+// a header [Frame] refuses (an undefined op, more payload than h.Length,
+// payload with a timing-only header or a read request).
+func (w *Writer) WritePacket(atPS uint64, h Header, payload []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.packets > 0 && atPS < w.lastPS {
+		return fmt.Errorf("%w: packet %d at %d ps after one at %d ps", ErrTimeOrder, w.packets, atPS, w.lastPS)
+	}
+	if err := checkPayload(&h, len(payload)); err != nil {
+		return fmt.Errorf("capture: packet %d: %w", w.packets, err)
+	}
+	if len(payload) > w.limit {
+		payload = payload[:w.limit]
+	}
+	h.Flags &^= FlagTruncated
+	if h.Flags&FlagTimingOnly == 0 && uint64(len(payload)) < wireLength(&h) {
+		h.Flags |= FlagTruncated
+	}
+	frame, err := appendFrame(w.buf[:0], &h, payload)
+	if err != nil {
+		return fmt.Errorf("capture: packet %d: %w", w.packets, err)
+	}
+	w.buf = frame
+	ci := gopacket.CaptureInfo{
+		Timestamp:     time.Unix(0, int64(atPS/1000)),
+		CaptureLength: len(frame),
+		Length:        int(min(FrameOverhead+wireLength(&h), math.MaxInt32)),
+	}
+	if err := w.pw.WritePacket(ci, frame); err != nil {
+		w.err = fmt.Errorf("capture: writing packet %d: %w", w.packets, w.tw.cause(err))
+		return w.err
+	}
+	w.lastPS = atPS
+	w.packets++
+	return nil
+}
+
+// Packets returns the number of packets written.
+func (w *Writer) Packets() uint64 { return w.packets }
+
+// Flush flushes the underlying writer if it buffers, that is if it has a
+// Flush() error method as *bufio.Writer does; otherwise it does nothing.
+// It does not close anything.
+func (w *Writer) Flush() error {
+	if w.err != nil {
+		return w.err
+	}
+	f, ok := w.out.(interface{ Flush() error })
+	if !ok {
+		return nil
+	}
+	if err := f.Flush(); err != nil {
+		w.err = fmt.Errorf("capture: flushing: %w", err)
+		return w.err
+	}
+	return nil
+}
