@@ -307,6 +307,14 @@ func (d *Device) Now() Time {
 	return d.engine.Now()
 }
 
+// ClockPS returns the device's clock in picoseconds (the runtime's
+// ndl.Clock).
+func (d *Device) ClockPS() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return uint64(d.engine.Now())
+}
+
 // Phase returns where the device is in its life cycle.
 func (d *Device) Phase() Phase {
 	d.mu.Lock()

@@ -2,13 +2,16 @@ package systemtest
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/hw/isa"
 	"github.com/neuronsim/neuronsim/hw/udma"
 	"github.com/neuronsim/neuronsim/runtime/bringup"
 	"github.com/neuronsim/neuronsim/runtime/csr"
@@ -115,4 +118,52 @@ func TestFabricLinkDown(t *testing.T) {
 	qs, err := s.Device(0).DMAQueue(eng, q)
 	require.NoError(t, err)
 	assert.NotZero(t, qs.Status&udma.ErrNeighbour, "status %#x", qs.Status)
+}
+
+// TestFabricReducingWrite: an fp32 add-write across the fabric is combined
+// with the destination's values when it lands; a local one at once.
+func TestFabricReducingWrite(t *testing.T) {
+	s, ms := fabricSystem(t, fabric.Config{Generation: hwarch.Mariana, Devices: 32})
+	geo := hwarch.MustGeometry(hwarch.Mariana)
+	at := geo.HBM[0].Base + 32*hwarch.MiB
+	const n = 1 << 17 // 32 Ki floats: two descriptors
+	a, b := make([]float32, n/4), make([]float32, n/4)
+	for i := range a {
+		a[i], b[i] = float32(i), float32(2*i)+0.5
+	}
+	require.NoError(t, ms[0].WriteDevice(at, f32bytes(a)))
+	require.NoError(t, ms[20].WriteDevice(at, f32bytes(b)))
+	require.NoError(t, ms[0].WriteDevice(at+n, f32bytes(b)))
+	add := udma.Reduce{Op: udma.ReduceAdd, Dtype: isa.FP32}
+	q, err := ms[0].AllocQueue("reduce", 0, 64)
+	require.NoError(t, err)
+	far, err := hwarch.FabricAddress(20, at)
+	require.NoError(t, err)
+	v := dma.NewVring("reduce")
+	require.NoError(t, v.AddReduce(at, far, n, add))  // into device 20
+	require.NoError(t, v.AddReduce(at, at+n, n, add)) // locally
+	require.NoError(t, q.Run(v))
+	require.NoError(t, q.Wait(100000))
+	s.Advance(50 * sim.Microsecond)
+	want := make([]float32, n/4)
+	for i := range want {
+		want[i] = a[i] + b[i]
+	}
+	for _, c := range []struct {
+		dev  int
+		addr uint64
+	}{{20, at}, {0, at + n}} {
+		got := make([]byte, n)
+		require.NoError(t, ms[c.dev].ReadDevice(c.addr, got))
+		assert.Equal(t, f32bytes(want), got, "device %d", c.dev)
+	}
+	assert.Error(t, v.AddReduce(at, far, 6, add), "not whole fp32 elements")
+}
+
+func f32bytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
 }

@@ -166,7 +166,7 @@ func (qu *Queue) fill(r *ring, v *Vring, tx bool) error {
 	buf := make([]byte, len(v.pairs)*udma.DescriptorSize)
 	tail, phase := r.tail, r.phase
 	for i, p := range v.pairs {
-		d := udma.Descriptor{Addr: p.dst}
+		d := udma.Descriptor{Addr: p.dst, Meta: p.reduce}
 		flags := uint32(0)
 		if tx {
 			d.Addr, d.Meta, flags = p.src, udma.DefaultMetaCtrl, udma.FlagFirst|udma.FlagLast

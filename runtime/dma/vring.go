@@ -10,6 +10,7 @@ import (
 type pair struct {
 	src, dst uint64
 	len      int
+	reduce   uint32 // the S2M reduce word (udma.ReduceMeta); 0 for a plain write
 }
 
 // Vring is a list of transfers built before it is dumped into a queue's
@@ -26,6 +27,21 @@ func NewVring(name string) *Vring { return &Vring{Name: name} }
 // AddTransfer appends a copy of n bytes from src to dst (device addresses),
 // split into descriptor pairs of at most 64 KiB.
 func (v *Vring) AddTransfer(src, dst, n uint64) error {
+	return v.AddReduce(src, dst, n, udma.Reduce{})
+}
+
+// AddReduce appends a reducing write of n bytes from src into dst: each
+// element of dst becomes dst op src in r.Dtype (docs/dma-model.md §Reduce),
+// split into descriptor pairs of at most 64 KiB. A plain r is a copy; n must
+// be whole elements.
+func (v *Vring) AddReduce(src, dst, n uint64, r udma.Reduce) error {
+	meta := udma.ReduceMeta(r)
+	if _, err := udma.DecodeReduce(meta); err != nil {
+		return fmt.Errorf("dma: vring %q: %w", v.Name, err)
+	}
+	if es := uint64(r.Dtype.Size()); r.Op != udma.ReduceNone && n%es != 0 {
+		return fmt.Errorf("dma: vring %q: reducing %d bytes of %s is not whole elements", v.Name, n, r.Dtype)
+	}
 	if n == 0 {
 		return fmt.Errorf("dma: vring %q: transfer of 0 bytes", v.Name)
 	}
@@ -34,7 +50,7 @@ func (v *Vring) AddTransfer(src, dst, n uint64) error {
 	}
 	for off := uint64(0); off < n; off += udma.MaxTransfer {
 		c := min(n-off, udma.MaxTransfer)
-		v.pairs = append(v.pairs, pair{src + off, dst + off, int(c)})
+		v.pairs = append(v.pairs, pair{src + off, dst + off, int(c), meta})
 	}
 	v.bytes += n
 	return nil
@@ -47,7 +63,7 @@ func (v *Vring) AddEventAccel(src, dst uint64) error {
 	if dst%4 != 0 || src%4 != 0 {
 		return fmt.Errorf("dma: vring %q: event-accel [%#x → %#x] not word aligned", v.Name, src, dst)
 	}
-	v.pairs = append(v.pairs, pair{src, dst, 4})
+	v.pairs = append(v.pairs, pair{src, dst, 4, 0})
 	v.bytes += 4
 	return nil
 }

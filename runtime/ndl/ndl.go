@@ -72,3 +72,22 @@ func Sleep(dev Device, d time.Duration) error {
 	time.Sleep(d)
 	return nil
 }
+
+// Clock is implemented by a device with its own clock (a simulated device):
+// ClockPS is that clock's time in picoseconds. Durations the runtime reports
+// (a collective's time) are measured on it when the device has one, and on
+// the host's clock otherwise.
+type Clock interface {
+	ClockPS() uint64
+}
+
+// ElapsedPS returns a function that reports the picoseconds passed since
+// the call, on dev's clock when it has one (Clock), else on the host's.
+func ElapsedPS(dev Device) func() uint64 {
+	if c, ok := dev.(Clock); ok {
+		start := c.ClockPS()
+		return func() uint64 { return c.ClockPS() - start }
+	}
+	start := time.Now()
+	return func() uint64 { return uint64(time.Since(start).Nanoseconds()) * 1000 }
+}

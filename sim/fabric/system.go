@@ -39,6 +39,7 @@ type System struct {
 	ports  []*port
 	hLand  sim.HandlerID
 	st     state
+	rec    *recorder // packet capture, or nil
 }
 
 // state is the fabric's mutable state (besides the devices').
@@ -164,6 +165,9 @@ func (s *System) Advance(d sim.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.engine.RunUntil(s.engine.Now() + d)
+	if s.rec != nil {
+		s.rec.flush(uint64(s.engine.Now()))
+	}
 }
 
 // Stats returns the fabric's counters.
@@ -225,7 +229,11 @@ func (pt *port) Reserve(e, q int, dst uint64, n int, start, sent uint64) (inject
 		return 0, 0, fmt.Errorf("fabric: %s → %s: link %s: %w: %w", s.topo.Nodes[pt.dev].Name, s.topo.Nodes[dd].Name, s.topo.LinkName(id), ErrLinkDown, dma.ErrNeighbour)
 	}
 	r := &reservation{dst: dd, addr: addr, path: path}
-	injected, lands = s.timing(path, n, start, sent, nil)
+	var hops *[]uint64
+	if s.rec != nil {
+		hops = &r.hops
+	}
+	injected, lands = s.timing(path, n, start, sent, hops)
 	key := uint64(pt.dev)<<32 | uint64(dd)
 	lands = max(lands, s.st.Last[key]) // writes on one path land in order
 	s.st.Last[key] = lands
@@ -245,6 +253,7 @@ func (pt *port) Post(e, q int, dst uint64, n int, p []byte, red udma.Reduce, lan
 	}
 	delete(pt.res, e<<8|q)
 	d := delivery{Used: true, Src: pt.dev, Dst: r.dst, Addr: r.addr, Len: n, Data: p, Reduce: red, Path: r.path, Lands: lands}
+	s.record(e, q, &d, r.hops)
 	var slot int
 	if k := len(s.st.Free); k > 0 {
 		slot = s.st.Free[k-1]

@@ -1,0 +1,186 @@
+package fabric
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/neuronsim/neuronsim/hw/udma"
+	"github.com/neuronsim/neuronsim/sim/dma"
+	"github.com/neuronsim/neuronsim/sim/fabric/capture"
+)
+
+// PacketWriter receives the fabric's packets in time order
+// (*capture.Writer is one).
+type PacketWriter interface {
+	WritePacket(atPS uint64, h capture.Header, payload []byte) error
+}
+
+// DefaultMaxPackets is how many packets a capture holds before it stops
+// recording (a sweep's gigabytes would otherwise fill memory).
+const DefaultMaxPackets = 1 << 20
+
+// flushBatch is how many packets wait before record writes the ones whose
+// time has passed.
+const flushBatch = 4096
+
+// packet is a captured packet waiting for its time to be written.
+type packet struct {
+	at      uint64
+	seq     uint64 // order among packets of one time
+	h       capture.Header
+	payload []byte
+}
+
+// recorder buffers packets: they are known when a write is posted, up to
+// its landing time, and go out in time order once the clock has passed them.
+type recorder struct {
+	w        PacketWriter
+	max      int
+	pending  []packet
+	seq      uint64
+	transfer uint64
+	pathSeq  map[uint64]uint32 // per (src, dst): chunks sent
+	Written  uint64
+	Lost     uint64 // packets not recorded once max was reached
+	err      error
+}
+
+// SetCapture makes the fabric record every chunk on every link it crosses
+// to w, keeping at most max packets in flight (0: DefaultMaxPackets); nil
+// stops capturing. Packets go out in time order as the clock passes them
+// and at FlushCapture. Each chunk on each hop is one packet: the header
+// names the end devices, the hop's ports, the source engine and queue, a
+// sequence per path, the chunk's length and destination address, and the
+// DMA transfer it belongs to; it carries the chunk's bytes (none in
+// timing-only mode).
+func (s *System) SetCapture(w PacketWriter, max int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w == nil {
+		s.rec = nil
+		return
+	}
+	if max <= 0 {
+		max = DefaultMaxPackets
+	}
+	s.rec = &recorder{w: w, max: max, pathSeq: map[uint64]uint32{}}
+}
+
+// FlushCapture writes every packet recorded so far, in time order, and
+// returns the first write error. Packets of writes still in flight are
+// written too: their times are at or after every packet written before.
+func (s *System) FlushCapture() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rec == nil {
+		return nil
+	}
+	s.rec.flush(^uint64(0))
+	return s.rec.err
+}
+
+// CaptureStats returns how many packets were written and how many were not
+// recorded for lack of room.
+func (s *System) CaptureStats() (written, lost uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rec == nil {
+		return 0, 0
+	}
+	return s.rec.Written, s.rec.Lost
+}
+
+// flush writes the packets due by upTo in time order.
+func (r *recorder) flush(upTo uint64) {
+	if len(r.pending) == 0 {
+		return
+	}
+	slices.SortFunc(r.pending, func(a, b packet) int {
+		switch {
+		case a.at != b.at:
+			if a.at < b.at {
+				return -1
+			}
+			return 1
+		case a.seq < b.seq:
+			return -1
+		case a.seq > b.seq:
+			return 1
+		}
+		return 0
+	})
+	n := 0
+	for n < len(r.pending) && r.pending[n].at <= upTo {
+		p := &r.pending[n]
+		if r.err == nil {
+			if err := r.w.WritePacket(p.at, p.h, p.payload); err != nil {
+				r.err = fmt.Errorf("fabric capture: %w", err)
+			} else {
+				r.Written++
+			}
+		}
+		n++
+	}
+	r.pending = append(r.pending[:0], r.pending[n:]...)
+}
+
+// record adds the packets of a posted write: one per chunk per hop.
+func (s *System) record(e, q int, d *delivery, hops []uint64) {
+	r := s.rec
+	if r == nil || len(d.Path) == 0 {
+		return
+	}
+	if len(r.pending) >= flushBatch {
+		r.flush(uint64(s.engine.Now())) // every packet before now is final
+	}
+	r.transfer++
+	op := capture.OpWrite
+	switch {
+	case d.Reduce.Op != udma.ReduceNone:
+		op = capture.OpReduceWrite
+	case d.Len <= dma.ControlBytes:
+		op = capture.OpSemaphore
+	}
+	key := uint64(d.Src)<<32 | uint64(d.Dst)
+	c := s.p.ChunkBytes
+	if s.p.Model == Free {
+		c = d.Len // cut-through: the write is one packet per hop
+	}
+	k := 0
+	for off := 0; off < d.Len; off += c {
+		size := min(c, d.Len-off)
+		seq := r.pathSeq[key]
+		r.pathSeq[key]++
+		var flags uint8
+		if off == 0 {
+			flags |= capture.FlagFirst
+		}
+		if off+size >= d.Len {
+			flags |= capture.FlagLast
+		}
+		var payload []byte
+		if d.Data == nil {
+			flags |= capture.FlagTimingOnly
+		} else {
+			payload = d.Data[off : off+size]
+		}
+		for i, id := range d.Path {
+			if k >= len(hops) {
+				return
+			}
+			at := hops[k]
+			k++
+			if len(r.pending) >= r.max {
+				r.Lost++
+				continue
+			}
+			l := &s.topo.Links[id]
+			r.seq++
+			r.pending = append(r.pending, packet{at: at, seq: r.seq, payload: payload, h: capture.Header{
+				Op: op, Src: uint16(d.Src), Dst: uint16(d.Dst), SrcPort: uint8(l.FromPort), DstPort: uint8(l.ToPort),
+				Hop: uint8(i), Hops: uint8(len(d.Path)), Engine: uint16(e), Queue: uint8(q), Flags: flags,
+				Seq: seq, Length: uint32(size), Addr: d.Addr + uint64(off), Transfer: r.transfer,
+			}})
+		}
+	}
+}
