@@ -273,3 +273,30 @@ func (qu *Queue) Wait(maxPolls int) error {
 		}
 	}
 }
+
+// Close gives a queue back: the engine's queue is reset (q_sw_ctrl), its
+// rings' host memory freed and its name and (engine, queue) released. A
+// closed queue must not be used again.
+func (qu *Queue) Close() error {
+	m := qu.m
+	var first error
+	for _, h := range [...]struct{ half, swctrl uint64 }{{udma.M2S, udma.QSwCtrlM2S}, {udma.S2M, udma.QSwCtrlS2M}} {
+		if err := m.write(qu.Engine, udma.QueueReg(h.half, qu.Index, 0)+h.swctrl, udma.QSwReset); err != nil && first == nil {
+			first = err
+		}
+	}
+	for _, r := range []*ring{&qu.tx, &qu.rx} {
+		if r.count == 0 {
+			continue
+		}
+		if err := m.host.HostFree(r.pa); err != nil && first == nil {
+			first = fmt.Errorf("dma: queue %q ring: %w", qu.Name, err)
+		}
+		r.count = 0
+	}
+	m.mu.Lock()
+	delete(m.used, [2]int{qu.Engine, qu.Index})
+	delete(m.queues, qu.Name)
+	m.mu.Unlock()
+	return first
+}

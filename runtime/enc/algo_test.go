@@ -1,0 +1,92 @@
+package enc
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseAlgo(t *testing.T) {
+	for _, a := range allAlgos {
+		got, err := ParseAlgo(a.String())
+		require.NoError(t, err)
+		assert.Equal(t, a, got)
+	}
+	got, err := ParseAlgo(" KangaRing ")
+	require.NoError(t, err)
+	assert.Equal(t, KangaRing, got)
+	assert.Equal(t, []string{"auto", "ring", "mesh", "rdh", "kangaring", "hier"},
+		[]string{Auto.String(), Ring.String(), Mesh.String(), RDH.String(), KangaRing.String(), Hier.String()})
+	assert.Equal(t, "Algo(6)", Algo(6).String())
+	for _, bad := range []string{"", "tree", "flat_ring", "rd"} {
+		_, err := ParseAlgo(bad)
+		require.ErrorIs(t, err, ErrUnknownAlgo, bad)
+		assert.ErrorContains(t, err, "kangaring")
+	}
+}
+
+func TestDefaultPolicy(t *testing.T) {
+	assert.Equal(t, Policy{MeshMax: 1 << 20, RDHMax: 56 << 20}, DefaultPolicy())
+}
+
+func TestPolicyChoose(t *testing.T) {
+	const mib = int64(1) << 20
+	def := DefaultPolicy()
+	dual := def
+	dual.DualRing = true
+	tests := []struct {
+		name  string
+		p     Policy
+		op    Op
+		size  int64
+		ranks int
+		want  Algo
+	}{
+		{"tiny", def, AllReduce, 0, 8, Mesh},
+		{"below 1MiB", def, AllReduce, mib - 1, 8, Mesh},
+		{"at 1MiB pow2", def, AllReduce, mib, 8, RDH},
+		{"at 1MiB not pow2", def, AllReduce, mib, 6, Ring},
+		{"below 1MiB not pow2", def, AllReduce, mib - 1, 6, Mesh},
+		{"mid pow2", def, AllGather, 8 * mib, 16, RDH},
+		{"at 56MiB pow2", def, ReduceScatter, 56 * mib, 32, RDH},
+		{"above 56MiB pow2", def, AllReduce, 56*mib + 1, 32, Ring},
+		{"above 56MiB dual even", dual, AllReduce, 56*mib + 1, 32, KangaRing},
+		{"above 56MiB dual odd", dual, AllReduce, 56*mib + 1, 5, Ring},
+		{"mid dual not pow2", dual, AllReduce, 8 * mib, 6, Ring},
+		{"mid dual pow2", dual, AllReduce, 8 * mib, 8, RDH},
+		{"1 rank", def, AllReduce, 8 * mib, 1, RDH},
+		{"alltoall small", def, AllToAll, 1, 8, Mesh},
+		{"alltoall large", def, AllToAll, 1 << 30, 8, Mesh},
+		{"permute small", def, Permute, 1, 8, Ring},
+		{"permute large", dual, Permute, 1 << 30, 8, Ring},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, tt.p.Choose(tt.op, tt.size, tt.ranks))
+		})
+	}
+}
+
+// TestAutoAlwaysBuilds: whatever Auto picks can run the op.
+func TestAutoAlwaysBuilds(t *testing.T) {
+	for _, op := range allOps {
+		for _, r := range []int{1, 2, 3, 6, 8} {
+			for _, size := range []int64{0, 1 << 20, 56<<20 + 4*48} {
+				for _, dual := range []bool{false, true} {
+					t.Run(fmt.Sprintf("%v/r%d/%d/%v", op, r, size, dual), func(t *testing.T) {
+						p := DefaultPolicy()
+						p.DualRing = dual
+						size := size - size%int64(4*r) // a multiple of elem×ranks
+						want := p.Choose(op, size, r)
+						require.NoError(t, want.check(op, r, 0))
+						s, err := Build(op, Auto, r, size, 4, Options{Policy: p})
+						require.NoError(t, err)
+						assert.Equal(t, want, s.Algo)
+					})
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,295 @@
+package enc
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Options tune Build.
+type Options struct {
+	// Policy resolves Auto. The zero Policy means DefaultPolicy().
+	Policy Policy
+	// Chunks splits the message into this many pieces run one after
+	// another, each piece a complete collective on its slice of the buffers;
+	// the schedule is the pieces' steps concatenated. 0 means 1. Pieces that
+	// would hold no element are left out, so a message of fewer elements
+	// (per rank block, for the ops that split by rank) than Chunks is cut
+	// into fewer pieces.
+	Chunks int
+	// GroupSize is the number of ranks per node for Hier: ranks
+	// g·n … g·n+g−1 form node n. It must divide the rank count. Other
+	// algorithms ignore it.
+	GroupSize int
+	// Peers is Permute's target of each rank: rank i's input goes to rank
+	// Peers[i]'s output. It must be one cycle through all ranks (a circular
+	// permutation). Nil means the ring shift i → (i+1) mod r. Other ops
+	// ignore it.
+	Peers []int
+}
+
+// Build returns the schedule of op over ranks ranks for a message of size
+// bytes (nccom-test's size(B); see Op.InputBytes) with elements of elem bytes,
+// using algo (Auto: resolved through opt.Policy). Errors wrap ErrBadCollective
+// and say what is wrong: ranks outside 1..MaxRanks; a size that is negative,
+// above MaxSize or not a multiple of elem (for AllGather, ReduceScatter and
+// AllToAll: of elem×ranks); an element size other than 1, 2, 4 or 8; bad
+// Chunks or Peers; an algorithm that cannot do this op or rank count (RDH
+// needs a power of two, KangaRing an even count, Hier a GroupSize dividing
+// the count; AllToAll runs on Mesh only, Permute on Ring or Mesh); or a
+// schedule of more than MaxXfers transfers.
+//
+// One rank: every op is a local copy of the input to the output, one step
+// per chunk. Size 0: no steps.
+func Build(op Op, algo Algo, ranks int, size int64, elem int, opt Options) (*Schedule, error) {
+	fail := func(name string, format string, a ...any) (*Schedule, error) {
+		return nil, fmt.Errorf("enc: %s: "+format+": %w", append([]any{name}, append(a, ErrBadCollective)...)...)
+	}
+	if !op.valid() {
+		return fail("build", "op %v: %w", op, ErrUnknownOp)
+	}
+	if !algo.valid() {
+		return fail("build "+op.String(), "algorithm %v: %w", algo, ErrUnknownAlgo)
+	}
+	name := fmt.Sprintf("%v %v of %d ranks", algo, op, ranks)
+	if ranks < 1 || ranks > MaxRanks {
+		return fail(name, "rank count %d outside 1..%d", ranks, MaxRanks)
+	}
+	if !validElem(elem) {
+		return fail(name, "element size %d B: want 1, 2, 4 or 8", elem)
+	}
+	if err := checkSize(op, ranks, size, elem); err != nil {
+		return fail(name, "%v", err)
+	}
+	if size > MaxSize {
+		return fail(name, "size %d B exceeds MaxSize (%d B)", size, int64(MaxSize))
+	}
+	chunks := opt.Chunks
+	if chunks == 0 {
+		chunks = 1
+	}
+	if chunks < 1 || chunks > MaxChunks {
+		return fail(name, "Chunks %d outside 1..%d", opt.Chunks, MaxChunks)
+	}
+	if algo == Auto {
+		pol := opt.Policy
+		if pol == (Policy{}) {
+			pol = DefaultPolicy()
+		}
+		algo = pol.Choose(op, size, ranks)
+		name = fmt.Sprintf("%v (auto) %v of %d ranks", algo, op, ranks)
+	}
+	if err := algo.check(op, ranks, opt.GroupSize); err != nil {
+		return fail(name, "%v", err)
+	}
+	var peers []int
+	if op == Permute {
+		var err error
+		if peers, err = permutePeers(opt.Peers, ranks); err != nil {
+			return fail(name, "%v", err)
+		}
+	}
+
+	s := &Schedule{
+		Op: op, Algo: algo, Ranks: ranks, Size: size, Elem: elem,
+		InputBytes:  op.InputBytes(size, ranks),
+		OutputBytes: op.OutputBytes(size, ranks),
+	}
+	b := &builder{op: op, algo: algo, r: ranks, elem: int64(elem), group: opt.GroupSize, peers: peers}
+	// The unit a piece is cut from: the whole message, or each rank block
+	// for the ops that split by rank.
+	unit := size
+	if ranks > 1 && op.splits() {
+		unit = size / int64(ranks)
+		b.stride = unit
+	}
+	for _, p := range split(seg{0, unit}, chunks, b.elem) {
+		if p.len == 0 {
+			continue
+		}
+		b.piece(p)
+		if b.err != nil {
+			return fail(name, "%v", b.err)
+		}
+	}
+	s.Steps = slices.DeleteFunc(b.steps, func(st Step) bool { return len(st.Xfers) == 0 })
+	s.ScratchBytes = scratchUsed(s.Steps)
+	return s, nil
+}
+
+// permutePeers checks Permute's targets, or makes the default ring shift.
+func permutePeers(peers []int, ranks int) ([]int, error) {
+	if peers == nil {
+		p := make([]int, ranks)
+		for i := range p {
+			p[i] = (i + 1) % ranks
+		}
+		return p, nil
+	}
+	if len(peers) != ranks {
+		return nil, fmt.Errorf("Peers has %d entries for %d ranks", len(peers), ranks)
+	}
+	seen := make([]bool, ranks)
+	for i, p := range peers {
+		if p < 0 || p >= ranks {
+			return nil, fmt.Errorf("Peers[%d] = %d is not a rank (0..%d)", i, p, ranks-1)
+		}
+		if seen[p] {
+			return nil, fmt.Errorf("Peers is not a permutation: rank %d is the target of two ranks", p)
+		}
+		seen[p] = true
+	}
+	n, i := 1, peers[0]
+	for ; i != 0; i = peers[i] {
+		n++
+	}
+	if n != ranks {
+		return nil, fmt.Errorf("Peers is not one cycle through all %d ranks (only circular permutes are supported): the cycle from rank 0 closes after %d ranks", ranks, n)
+	}
+	return slices.Clone(peers), nil
+}
+
+// scratchUsed is the scratch length the steps touch.
+func scratchUsed(steps []Step) int64 {
+	var n int64
+	for _, st := range steps {
+		for _, x := range st.Xfers {
+			if x.DstBuf == Scratch {
+				n = max(n, x.DstOff+x.Len)
+			}
+			if x.SrcBuf == Scratch {
+				n = max(n, x.SrcOff+x.Len)
+			}
+		}
+	}
+	return n
+}
+
+// seg is a byte range [off, off+len).
+type seg struct{ off, len int64 }
+
+// split cuts s into n consecutive parts on element boundaries, the first
+// parts one element longer when the elements do not divide evenly. Parts may
+// be empty.
+func split(s seg, n int, elem int64) []seg {
+	out := make([]seg, n)
+	count := s.len / elem
+	base, rem := count/int64(n), count%int64(n)
+	off := s.off
+	for i := range out {
+		l := base
+		if int64(i) < rem {
+			l++
+		}
+		out[i] = seg{off, l * elem}
+		off += l * elem
+	}
+	return out
+}
+
+// loc maps a byte offset of the message, as it lies in the input buffer of
+// an op that does not split by rank (or in the S-long buffer of one that
+// does), to the buffer and offset where rank keeps it in some role.
+type loc func(rank int, off int64) (Buffer, int64)
+
+func inAt(_ int, off int64) (Buffer, int64)  { return Input, off }
+func outAt(_ int, off int64) (Buffer, int64) { return Output, off }
+
+// builder accumulates the steps of a schedule.
+type builder struct {
+	op     Op
+	algo   Algo
+	r      int
+	elem   int64
+	stride int64 // rank block length for the ops that split by rank
+	group  int
+	peers  []int
+
+	steps []Step
+	n     int // transfers so far
+	err   error
+}
+
+// add appends x to step st (creating steps as needed). Zero-length transfers
+// are dropped, and a transfer that continues the step's last one (same ranks,
+// buffers and kind, both ranges adjacent) extends it.
+func (b *builder) add(st int, x Xfer) {
+	if x.Len <= 0 || b.err != nil {
+		return
+	}
+	for len(b.steps) <= st {
+		b.steps = append(b.steps, Step{Xfers: make([]Xfer, 0, b.r)})
+	}
+	xs := b.steps[st].Xfers
+	if n := len(xs); n > 0 {
+		l := &xs[n-1]
+		if l.Src == x.Src && l.Dst == x.Dst && l.SrcBuf == x.SrcBuf && l.DstBuf == x.DstBuf && l.Reduce == x.Reduce &&
+			l.SrcOff+l.Len == x.SrcOff && l.DstOff+l.Len == x.DstOff {
+			l.Len += x.Len
+			return
+		}
+	}
+	if b.n >= MaxXfers {
+		b.err = fmt.Errorf("the schedule would hold more than %d transfers (use fewer ranks or chunks)", MaxXfers)
+		return
+	}
+	b.n++
+	b.steps[st].Xfers = append(xs, x)
+}
+
+// move adds a transfer of segment s from rank src (located by from) to rank
+// dst (located by to).
+func (b *builder) move(st, src int, from loc, dst int, to loc, s seg, reduce bool) {
+	sb, so := from(src, s.off)
+	db, do := to(dst, s.off)
+	b.add(st, Xfer{Src: src, Dst: dst, SrcBuf: sb, DstBuf: db, SrcOff: so, DstOff: do, Len: s.len, Reduce: reduce})
+}
+
+// blocks returns the r rank blocks of piece p for an op that splits by rank:
+// block c is bytes [c·stride + p.off, +p.len) of the S-long buffer.
+func (b *builder) blocks(p seg) []seg {
+	out := make([]seg, b.r)
+	for c := range out {
+		out[c] = seg{int64(c)*b.stride + p.off, p.len}
+	}
+	return out
+}
+
+// agOwn locates a rank's own block of an all-gather in its input buffer.
+func (b *builder) agOwn(rank int, off int64) (Buffer, int64) {
+	return Input, off - int64(rank)*b.stride
+}
+
+// piece appends the steps of one piece of the message.
+func (b *builder) piece(p seg) {
+	base := len(b.steps)
+	if b.r == 1 {
+		b.move(base, 0, inAt, 0, outAt, p, false)
+		return
+	}
+	if b.op == Permute {
+		for i := range b.r {
+			b.move(base, i, inAt, b.peers[i], outAt, p, false)
+		}
+		return
+	}
+	switch b.algo {
+	case Ring:
+		b.ringPiece(base, p, false)
+	case KangaRing:
+		b.ringPiece(base, p, true)
+	case Mesh:
+		b.meshPiece(base, p)
+	case RDH:
+		b.rdhPiece(base, p)
+	case Hier:
+		b.hierPiece(base, p)
+	}
+}
+
+func mod(a, m int) int {
+	a %= m
+	if a < 0 {
+		a += m
+	}
+	return a
+}

@@ -1,0 +1,490 @@
+package enc
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/hw/isa"
+	"github.com/neuronsim/neuronsim/hw/udma"
+	"github.com/neuronsim/neuronsim/runtime/dma"
+	"github.com/neuronsim/neuronsim/runtime/ndl"
+	"github.com/neuronsim/neuronsim/runtime/program"
+)
+
+// Running a schedule on devices (docs/collectives.md §On devices). Every
+// rank is a NeuronCore; its SP engine runs a program the executor builds,
+// which releases the rank's DMA queues step by step with dma_trigger and
+// waits on semaphores between steps:
+//
+//   - each transfer is split over the rank's DMA engines; on each engine, its
+//     slice's descriptors (with the reduce word for a reducing transfer) are
+//     followed by a 4-byte write that increments the destination rank's
+//     arrivals semaphore — on the same queue, so on the same path, after
+//     the data (a remote destination is reached through the fabric window);
+//   - after its last slice of a step, each engine increments the rank's own
+//     done semaphore (its sources have been read);
+//   - a rank starts step k+1 when its arrivals and done counts cover step k
+//     and it has a credit from every rank it writes to in step k+1; it
+//     grants those credits to the ranks that will write into it as soon as
+//     it has finished step k;
+//   - rank 0 releases everyone with a go write and finishes last, once every
+//     rank has told it they are done; the time measured is rank 0's, on the
+//     device's clock (ndl.Clock) when it has one.
+
+// Semaphores the collectives use on every rank's NeuronCore (the model's
+// choice; docs/collectives.md).
+const (
+	SemGo       = 248 // rank 0 releases the others: 1
+	SemArrivals = 249 // slices landed in this rank (cumulative)
+	SemDone     = 250 // this rank's engines done with a step's sends (cumulative)
+	SemCredits  = 251 // credits from the ranks this rank writes to (cumulative)
+	SemFinished = 252 // rank 0: ranks that finished
+)
+
+// CollectiveQueue is the DMA queue of each engine that carries a
+// collective's data (issue: queue 15 of each engine is the collectives
+// queue); ControlQueue on the rank's first engine carries go, credit and
+// finish writes.
+const (
+	CollectiveQueue = 15
+	ControlQueue    = 14
+)
+
+// Rank is where one rank of a collective runs: a NeuronCore of a
+// brought-up device.
+type Rank struct {
+	// Device is the device's index in the system: the fabric window's
+	// device number (hw/arch.FabricAddress).
+	Device int
+	// Runner loads programs onto the rank's NeuronCore; its DMA layer is the
+	// device's.
+	Runner *program.Runner
+	// Base is the device address of the rank's buffers (4 KiB aligned, in
+	// HBM): a control word, then Input, Output and Scratch, each 4 KiB
+	// aligned.
+	Base uint64
+}
+
+// Layout is where a rank's buffers are.
+type Layout struct {
+	Ones, Input, Output, Scratch uint64 // device addresses
+	End                          uint64 // first byte past the scratch buffer
+}
+
+// LayoutOf returns the buffers of a rank whose area starts at base.
+func LayoutOf(s *Schedule, base uint64) Layout {
+	const align = 4096
+	up := func(a uint64) uint64 { return (a + align - 1) &^ (align - 1) }
+	l := Layout{Ones: base, Input: up(base + 64)}
+	l.Output = up(l.Input + uint64(s.InputBytes))
+	l.Scratch = up(l.Output + uint64(s.OutputBytes))
+	l.End = l.Scratch + uint64(s.ScratchBytes)
+	return l
+}
+
+// Executor runs schedules on the ranks.
+type Executor struct {
+	Ranks []Rank
+	// Engines is how many of each rank's DMA engines carry data (0: all of
+	// its NeuronCore's).
+	Engines int
+	// MaxPolls bounds the wait for completion (polls of 1 µs of device
+	// time); 0: 100 million.
+	MaxPolls int
+
+	queues   map[[2]int]*dma.Queue // (rank, engine<<8 | queue) → the open queue
+	capacity map[[2]int]int        // its ring's descriptors
+}
+
+// Result is what a run did.
+type Result struct {
+	TimePS      uint64 // rank 0's time from release to the last rank's finish
+	Steps       int
+	Descriptors int   // descriptor pairs across every rank and queue
+	Bytes       int64 // bytes moved between ranks
+}
+
+// ErrRun marks a collective that could not run to completion.
+var ErrRun = errors.New("collective failed")
+
+// ErrSemaphoreRange marks a schedule whose cumulative semaphore counts pass
+// what a record's wait value holds (65535).
+var ErrSemaphoreRange = errors.New("schedule too long for the collectives' semaphores")
+
+// rankPlan is what one rank runs.
+type rankPlan struct {
+	vr       []*dma.Vring // per engine: the collectives queue's descriptors
+	ctl      *dma.Vring   // control queue
+	prog     []isa.Record // the SP program
+	arrivals []int        // per step: slices landing in the rank during it
+}
+
+// Run executes s with data type d on the ranks and returns its time. The
+// ranks' buffers must already hold the inputs; the outputs are in place
+// when it returns. A queue that halts or a rank that does not finish
+// within MaxPolls is an error wrapping ErrRun naming the rank.
+func (x *Executor) Run(s *Schedule, d Dtype) (Result, error) {
+	if err := s.Validate(); err != nil {
+		return Result{}, err
+	}
+	if len(x.Ranks) != s.Ranks {
+		return Result{}, fmt.Errorf("enc: %s of %d ranks on %d ranks: %w", s.Op, s.Ranks, len(x.Ranks), ErrRun)
+	}
+	if d.Size() != s.Elem {
+		return Result{}, fmt.Errorf("enc: %s elements are %d bytes, the schedule's %d: %w", d, d.Size(), s.Elem, ErrRun)
+	}
+	plans, err := x.plan(s, d)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Steps: len(s.Steps)}
+	res.Bytes, _ = s.Traffic()
+	// Stage: semaphores to 0, descriptors into the rings, programs loaded.
+	blocks := make([][]program.Block, s.Ranks)
+	for r := range x.Ranks {
+		n, err := x.stage(r, plans[r])
+		if err != nil {
+			return res, err
+		}
+		res.Descriptors += n
+		prog := make([]byte, 0, len(plans[r].prog)*isa.RecordSize)
+		for i := range plans[r].prog {
+			b := plans[r].prog[i].Bytes()
+			prog = append(prog, b[:]...)
+		}
+		if blocks[r], err = x.Ranks[r].Runner.Load(prog); err != nil {
+			return res, fmt.Errorf("enc: rank %d: %w", r, err)
+		}
+	}
+	// Start every rank but 0 (they wait for go), then rank 0.
+	for r := s.Ranks - 1; r >= 1; r-- {
+		if err := x.Ranks[r].Runner.Start(blocks[r]); err != nil {
+			return res, fmt.Errorf("enc: rank %d: %w", r, err)
+		}
+	}
+	r0 := x.Ranks[0].Runner
+	elapsed := ndl.ElapsedPS(r0.Dev.Dev)
+	if err := r0.Start(blocks[0]); err != nil {
+		return res, fmt.Errorf("enc: rank 0: %w", err)
+	}
+	if err := x.wait(s, blocks); err != nil {
+		return res, err
+	}
+	res.TimePS = elapsed()
+	return res, nil
+}
+
+// wait polls rank 0's SP until it is done; on a timeout it finds what
+// halted.
+func (x *Executor) wait(s *Schedule, blocks [][]program.Block) error {
+	maxPolls := x.MaxPolls
+	if maxPolls <= 0 {
+		maxPolls = 100_000_000
+	}
+	r0 := *x.Ranks[0].Runner
+	r0.MaxPolls, r0.PollInterval = maxPolls, 100*time.Nanosecond
+	_, err := r0.Wait(blocks[0])
+	if err == nil {
+		for r := 1; r < s.Ranks; r++ {
+			if _, err := x.Ranks[r].Runner.Wait(blocks[r]); err != nil {
+				return fmt.Errorf("enc: rank %d: %w: %w", r, err, ErrRun)
+			}
+		}
+		return nil
+	}
+	// Name the first queue that halted, or the ranks that did not finish.
+	for key, q := range x.queues {
+		if st, e := q.Status(); e == nil && st&udma.StatusHalted != 0 {
+			return fmt.Errorf("enc: rank %d (device %d) DMA engine %d queue %d halted with status %#x: %w",
+				key[0], x.Ranks[key[0]].Device, q.Engine, q.Index, st, ErrRun)
+		}
+	}
+	return fmt.Errorf("enc: %s did not finish: %w: %w", s.Op, err, ErrRun)
+}
+
+// engines returns the DMA engine ids of a rank's NeuronCore that carry data.
+func (x *Executor) engines(r int) []int {
+	run := x.Ranks[r].Runner
+	geo := run.Dev.Geometry
+	n := geo.DMAEnginesPerNC
+	if x.Engines > 0 && x.Engines < n {
+		n = x.Engines
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = run.NC*geo.DMAEnginesPerNC + i
+	}
+	return out
+}
+
+// addr returns the device address rank `from` writes to for rank `to`'s
+// buffer b at off: local, or through the fabric window.
+func (x *Executor) addr(s *Schedule, from, to int, b Buffer, off int64) (uint64, error) {
+	l := LayoutOf(s, x.Ranks[to].Base)
+	a := [...]uint64{Input: l.Input, Output: l.Output, Scratch: l.Scratch}[b] + uint64(off)
+	if x.Ranks[from].Device == x.Ranks[to].Device {
+		return a, nil
+	}
+	return hwarch.FabricAddress(x.Ranks[to].Device, a)
+}
+
+// semAddr returns the device address, as rank `from` reaches it, of the
+// INCR register of semaphore sem of rank `to`'s NeuronCore.
+func (x *Executor) semAddr(from, to, sem int) (uint64, error) {
+	run := x.Ranks[to].Runner
+	geo, b := run.Dev.Geometry, run.Dev.Geometry.BAR0
+	a := geo.TPBDeviceBases[run.NC] + geo.PSUMDeviceDelta - b.PSUMOffset + b.SemIncrOffset + 4*uint64(sem)
+	if x.Ranks[from].Device == x.Ranks[to].Device {
+		return a, nil
+	}
+	return hwarch.FabricAddress(x.Ranks[to].Device, a)
+}
+
+// reduceOf is the DMA reduce word of a reducing transfer in d.
+func reduceOf(d Dtype) udma.Reduce {
+	dt := [...]isa.Dtype{Float32: isa.FP32, BFloat16: isa.BF16, Float16: isa.FP16, Int32: isa.Int32, Uint32: isa.Uint32,
+		Int8: isa.Int8, Uint8: isa.Uint8, Uint16: isa.Uint16, Int16: isa.Int16}[d]
+	return udma.Reduce{Op: udma.ReduceAdd, Dtype: dt}
+}
+
+// waitRec is an SP nop that waits until semaphore sem ≥ v.
+func waitRec(sem, v int) isa.Record {
+	return isa.Record{Opcode: isa.OpNop, Engine: isa.SP, Wait: isa.Sync{Mode: isa.WaitSemGE, Index: uint8(sem), Value: uint16(v)}}
+}
+
+// triggerRec is an SP dma_trigger of n descriptor pairs on queue q of DMA
+// engine eng.
+func triggerRec(eng, q, n int) isa.Record {
+	return isa.Record{Opcode: isa.OpDMATrigger, Engine: isa.SP, Aux: uint16(eng), Imm0: uint32(q), Imm1: uint32(n)}
+}
+
+// maxSemValue is the largest value a record's wait slot holds.
+const maxSemValue = 1<<16 - 1
+
+// plan builds every rank's descriptors and SP program.
+func (x *Executor) plan(s *Schedule, d Dtype) ([]rankPlan, error) {
+	n := s.Ranks
+	plans := make([]rankPlan, n)
+	engs := make([][]int, n)
+	ones := make([]uint64, n)
+	for r := range plans {
+		engs[r] = x.engines(r)
+		plans[r].vr = make([]*dma.Vring, len(engs[r]))
+		for j, e := range engs[r] {
+			plans[r].vr[j] = dma.NewVring(fmt.Sprintf("cc.r%d.e%d", r, e))
+		}
+		plans[r].ctl = dma.NewVring(fmt.Sprintf("cc.r%d.ctl", r))
+		ones[r] = LayoutOf(s, x.Ranks[r].Base).Ones
+	}
+	sp := func(r int, rec isa.Record) { plans[r].prog = append(plans[r].prog, rec) }
+	var err error
+	signal := func(v *dma.Vring, from, to, sem int) {
+		if err != nil {
+			return
+		}
+		var a uint64
+		if a, err = x.semAddr(from, to, sem); err == nil {
+			err = v.AddEventAccel(ones[from], a)
+		}
+	}
+	// Go: rank 0 releases the others.
+	for r := 1; r < n; r++ {
+		signal(plans[0].ctl, 0, r, SemGo)
+		sp(r, waitRec(SemGo, 1))
+	}
+	if n > 1 {
+		sp(0, triggerRec(engs[0][0], ControlQueue, n-1))
+	}
+	arrivals, done, credits := make([]int, n), make([]int, n), make([]int, n)
+	red := reduceOf(d)
+	for k, st := range s.Steps {
+		writers, targets := make([][]int, n), make([][]int, n)
+		seen := map[[2]int]bool{}
+		for _, xf := range st.Xfers {
+			if xf.Src != xf.Dst && !seen[[2]int{xf.Src, xf.Dst}] {
+				seen[[2]int{xf.Src, xf.Dst}] = true
+				writers[xf.Dst] = append(writers[xf.Dst], xf.Src)
+				targets[xf.Src] = append(targets[xf.Src], xf.Dst)
+			}
+		}
+		// Before step k: step k-1 finished here, credits granted to this
+		// step's writers, credits from this step's targets received.
+		for r := range n {
+			if k == 0 {
+				continue
+			}
+			if arrivals[r] > 0 {
+				sp(r, waitRec(SemArrivals, arrivals[r]))
+			}
+			if done[r] > 0 {
+				sp(r, waitRec(SemDone, done[r]))
+			}
+			for _, w := range writers[r] {
+				signal(plans[r].ctl, r, w, SemCredits)
+			}
+			if len(writers[r]) > 0 {
+				sp(r, triggerRec(engs[r][0], ControlQueue, len(writers[r])))
+			}
+			if len(targets[r]) > 0 {
+				credits[r] += len(targets[r])
+				sp(r, waitRec(SemCredits, credits[r]))
+			}
+		}
+		// The sends: each transfer split over its source's engines.
+		before := make([][]int, n)
+		for r := range n {
+			before[r] = make([]int, len(engs[r]))
+			for j, v := range plans[r].vr {
+				before[r][j] = v.Descriptors()
+			}
+		}
+		for i, xf := range st.Xfers {
+			r, ne := xf.Src, len(engs[xf.Src])
+			elems := xf.Len / int64(s.Elem)
+			per := (elems + int64(ne) - 1) / int64(ne) * int64(s.Elem)
+			src0 := [...]uint64{Input: LayoutOf(s, x.Ranks[r].Base).Input, Output: LayoutOf(s, x.Ranks[r].Base).Output,
+				Scratch: LayoutOf(s, x.Ranks[r].Base).Scratch}[xf.SrcBuf] + uint64(xf.SrcOff)
+			for j, off := 0, int64(0); off < xf.Len && err == nil; j, off = j+1, off+per {
+				size := min(per, xf.Len-off)
+				v := plans[r].vr[(i+j)%ne]
+				var dst uint64
+				if dst, err = x.addr(s, r, xf.Dst, xf.DstBuf, xf.DstOff+off); err != nil {
+					break
+				}
+				if xf.Reduce {
+					err = v.AddReduce(src0+uint64(off), dst, uint64(size), red)
+				} else {
+					err = v.AddTransfer(src0+uint64(off), dst, uint64(size))
+				}
+				signal(v, r, xf.Dst, SemArrivals)
+				arrivals[xf.Dst]++
+			}
+		}
+		for r := range n {
+			for j, v := range plans[r].vr {
+				if v.Descriptors() == before[r][j] {
+					continue
+				}
+				signal(v, r, r, SemDone)
+				done[r]++
+				sp(r, triggerRec(engs[r][j], CollectiveQueue, v.Descriptors()-before[r][j]))
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("enc: step %d: %w", k, err)
+		}
+	}
+	// The end: every rank waits for its last arrivals and sends, then
+	// tells rank 0, which finishes once all have.
+	for r := range n {
+		for _, c := range [...]struct{ sem, v int }{{SemArrivals, arrivals[r]}, {SemDone, done[r]}, {SemCredits, credits[r]}} {
+			if c.v > maxSemValue {
+				return nil, fmt.Errorf("enc: rank %d needs semaphore %d to reach %d: %w", r, c.sem, c.v, ErrSemaphoreRange)
+			}
+		}
+		if arrivals[r] > 0 {
+			sp(r, waitRec(SemArrivals, arrivals[r]))
+		}
+		if done[r] > 0 {
+			sp(r, waitRec(SemDone, done[r]))
+		}
+		if r > 0 {
+			signal(plans[r].ctl, r, 0, SemFinished)
+			sp(r, triggerRec(engs[r][0], ControlQueue, 1))
+		}
+	}
+	if n > 1 {
+		sp(0, waitRec(SemFinished, n-1))
+	}
+	for r := range n {
+		if len(plans[r].prog) == 0 {
+			sp(r, isa.Record{Opcode: isa.OpNop, Engine: isa.SP})
+		}
+		plans[r].prog[len(plans[r].prog)-1].Flags |= isa.FlagLast // the engine stops after it
+	}
+	if err != nil {
+		return nil, fmt.Errorf("enc: %w", err)
+	}
+	return plans, nil
+}
+
+// ringSize returns a ring length that holds n descriptors: a multiple of
+// 16, at least udma.MinRing.
+func ringSize(n int) uint32 {
+	c := uint32(udma.MinRing)
+	for int(c) < n+1 {
+		c *= 2
+	}
+	return c
+}
+
+// stage zeroes a rank's collective semaphores, writes its control word and
+// dumps its descriptors into its queues (reopening a queue whose ring is too
+// small). It returns the descriptor pairs dumped.
+func (x *Executor) stage(r int, p rankPlan) (int, error) {
+	run := x.Ranks[r].Runner
+	up, m := run.Dev, run.DMA
+	b := up.Geometry.BAR0
+	for _, sem := range []int{SemGo, SemArrivals, SemDone, SemCredits, SemFinished} {
+		if err := up.CSR.Write(up.VA(b.TPBWindow(run.NC)+b.SemSetOffset+4*uint64(sem)), 0); err != nil {
+			return 0, fmt.Errorf("enc: rank %d semaphore %d: %w", r, sem, err)
+		}
+	}
+	if x.queues == nil {
+		x.queues, x.capacity = map[[2]int]*dma.Queue{}, map[[2]int]int{}
+	}
+	engs := x.engines(r)
+	total := 0
+	dump := func(eng, q int, v *dma.Vring) error {
+		key := [2]int{r, eng<<8 | q}
+		need := ringSize(v.Descriptors())
+		qu := x.queues[key]
+		if qu != nil {
+			// A queue left halted (or holding descriptors) by a failed run,
+			// or too small, is given back and opened afresh.
+			st, err := qu.Status()
+			if err != nil {
+				return err
+			}
+			if st&(udma.StatusHalted|udma.StatusBusy) != 0 {
+				x.capacity[key] = 0
+			}
+		}
+		if qu != nil && x.capacity[key] < int(need) {
+			if err := qu.Close(); err != nil {
+				return err
+			}
+			qu = nil
+		}
+		if qu == nil {
+			var err error
+			if qu, err = m.OpenQueue(fmt.Sprintf("cc.r%d.e%d.q%d", r, eng, q), eng, q, need); err != nil {
+				return err
+			}
+			x.queues[key], x.capacity[key] = qu, int(need)
+		}
+		n, err := qu.Dump(v)
+		total += n
+		return err
+	}
+	if p.ctl.Descriptors() > 0 {
+		if err := dump(engs[0], ControlQueue, p.ctl); err != nil {
+			return 0, fmt.Errorf("enc: rank %d: %w", r, err)
+		}
+	}
+	for j, v := range p.vr {
+		if v.Descriptors() == 0 {
+			continue
+		}
+		if err := dump(engs[j], CollectiveQueue, v); err != nil {
+			return 0, fmt.Errorf("enc: rank %d: %w", r, err)
+		}
+	}
+	one := []byte{1, 0, 0, 0}
+	if err := m.WriteDevice(LayoutOf(&Schedule{}, x.Ranks[r].Base).Ones, one); err != nil {
+		return 0, fmt.Errorf("enc: rank %d control word: %w", r, err)
+	}
+	return total, nil
+}

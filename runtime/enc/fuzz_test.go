@@ -1,0 +1,58 @@
+package enc
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// FuzzBuild: Build never panics; what it builds validates, and small
+// schedules run bit-exact (integer data of the element size) against
+// Expected.
+func FuzzBuild(f *testing.F) {
+	type seed struct {
+		op, algo, ranks uint8
+		size            int64
+		elem, chunks    uint8
+		group, shift    uint8
+	}
+	for _, s := range []seed{
+		{1, 1, 4, 64, 4, 2, 0, 0},
+		{1, 2, 5, 23 * 4, 4, 1, 0, 0},
+		{1, 3, 8, 1 << 30, 4, 1, 0, 0},
+		{2, 4, 6, 6 * 10, 2, 3, 0, 0},
+		{3, 5, 12, 12 * 8, 1, 4, 3, 0},
+		{4, 2, 7, 7 * 7 * 4, 4, 1, 0, 0},
+		{5, 1, 6, 48, 8, 2, 0, 5},
+		{5, 0, 6, 48, 4, 1, 0, 2},
+		{1, 5, 8, 0, 4, 1, 2, 0},
+		{0, 6, 0, -1, 3, 0, 0, 0},
+	} {
+		f.Add(s.op, s.algo, s.ranks, s.size, s.elem, s.chunks, s.group, s.shift)
+	}
+	f.Fuzz(func(t *testing.T, op, algo, ranks uint8, size int64, elem, chunks, group, shift uint8) {
+		opt := Options{Chunks: int(chunks%9) - 1, GroupSize: int(group % 17)}
+		r := int(ranks)
+		if shift > 0 && r > 0 {
+			opt.Peers = make([]int, r)
+			for i := range opt.Peers {
+				opt.Peers[i] = (i + int(shift)) % r
+			}
+		}
+		s, err := Build(Op(op%7), Algo(algo%7), r, size, int(elem%10), opt)
+		if err != nil {
+			require.ErrorIs(t, err, ErrBadCollective)
+			require.Nil(t, s)
+			return
+		}
+		require.NoError(t, s.Validate())
+		d := map[int]Dtype{1: Uint8, 2: Int16, 4: Int32}[s.Elem]
+		if d == 0 || s.InputBytes > 1<<12 || s.OutputBytes > 1<<12 || s.Ranks > 64 {
+			return
+		}
+		inputs := randomInputs(d, s.Ranks, s.InputBytes, uint64(size))
+		want, err := Expected(s.Op, d, inputs, opt)
+		require.NoError(t, err)
+		require.Equal(t, want, execute(t, s, d, inputs))
+	})
+}

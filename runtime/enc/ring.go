@@ -1,0 +1,171 @@
+package enc
+
+// ring is one ring of a ring phase: members in ring order, the block each
+// member ends with (a block is a list of segments of the message), and the
+// direction data travels: +1 from members[k] to members[k+1], −1 the other
+// way.
+type ring struct {
+	members []int
+	blocks  [][]seg
+	dir     int
+}
+
+// ringRS adds a ring reduce-scatter starting at step base and returns the
+// number of steps it spans. Member k ends with the sum of block k in its acc
+// location. raw locates each member's own contribution. With init, a first
+// step copies every member's raw blocks into acc, except the block it sends
+// first (straight from raw); then m−1 ring steps follow, in step t member k
+// sending its partial sum of block k − dir·(t+1) to the next member, which
+// adds it into its acc. Without init the contributions are already in acc
+// (raw must be acc).
+func (b *builder) ringRS(base int, g ring, raw, acc loc, init bool) int {
+	m := len(g.members)
+	steps := 0
+	if init {
+		for k, rank := range g.members {
+			first := mod(k-g.dir, m)
+			for c, blk := range g.blocks {
+				if m > 1 && c == first {
+					continue
+				}
+				for _, s := range blk {
+					b.move(base, rank, raw, rank, acc, s, false)
+				}
+			}
+		}
+		steps = 1
+	}
+	for t := 0; t < m-1 && b.err == nil; t++ {
+		st := base + steps + t
+		src := acc
+		if t == 0 {
+			src = raw
+		}
+		for k, rank := range g.members {
+			next := g.members[mod(k+g.dir, m)]
+			for _, s := range g.blocks[mod(k-g.dir*(t+1), m)] {
+				b.move(st, rank, src, next, acc, s, true)
+			}
+		}
+	}
+	return steps + max(m-1, 0)
+}
+
+// ringAG adds a ring all-gather starting at step base and returns the number
+// of steps it spans: m−1 steps, in step t member k copying block k − dir·t to
+// the next member's out location. Member k's own block is at own; with
+// copyOwn the first step also copies it to the member's out location
+// (without, own must be out).
+func (b *builder) ringAG(base int, g ring, own, out loc, copyOwn bool) int {
+	m := len(g.members)
+	if m == 1 {
+		if !copyOwn {
+			return 0
+		}
+		for _, s := range g.blocks[0] {
+			b.move(base, g.members[0], own, g.members[0], out, s, false)
+		}
+		return 1
+	}
+	for t := 0; t < m-1 && b.err == nil; t++ {
+		st := base + t
+		src := out
+		if t == 0 {
+			src = own
+		}
+		for k, rank := range g.members {
+			if t == 0 && copyOwn {
+				for _, s := range g.blocks[k] {
+					b.move(st, rank, own, rank, out, s, false)
+				}
+			}
+			next := g.members[mod(k+g.dir, m)]
+			for _, s := range g.blocks[mod(k-g.dir*t, m)] {
+				b.move(st, rank, src, next, out, s, false)
+			}
+		}
+	}
+	return m - 1
+}
+
+// allRanks is 0..r−1.
+func allRanks(r int) []int {
+	m := make([]int, r)
+	for i := range m {
+		m[i] = i
+	}
+	return m
+}
+
+// single makes each segment a one-segment block.
+func single(blk []seg) [][]seg {
+	out := make([][]seg, len(blk))
+	for i := range blk {
+		out[i] = blk[i : i+1 : i+1]
+	}
+	return out
+}
+
+// rings returns the ring of all ranks over blk; with dual, two rings: the
+// first halves of the blocks travelling up (+1) and the second halves down
+// (−1), as KangaRing runs them.
+func (b *builder) rings(blk []seg, dual bool) []ring {
+	members := allRanks(b.r)
+	if !dual {
+		return []ring{{members, single(blk), +1}}
+	}
+	up := make([][]seg, len(blk))
+	down := make([][]seg, len(blk))
+	for i, s := range blk {
+		h := split(s, 2, b.elem)
+		up[i], down[i] = h[:1], h[1:]
+	}
+	return []ring{{members, up, +1}, {members, down, -1}}
+}
+
+// rsAcc locates, for a ring reduce-scatter of piece p, where each rank
+// accumulates block c: its own block (c == rank) in the output, the block
+// c ≠ rank in scratch slot (c − rank − 1) mod r, slots p.len long.
+func (b *builder) rsAcc(p seg) loc {
+	return func(rank int, off int64) (Buffer, int64) {
+		c := off / b.stride
+		within := off - c*b.stride - p.off
+		if int(c) == rank {
+			return Output, p.off + within
+		}
+		return Scratch, int64(mod(int(c)-rank-1, b.r))*p.len + within
+	}
+}
+
+// ringPiece adds the ring (dual: KangaRing) schedule of one piece.
+//
+//   - AllReduce: the piece is cut into r blocks; a reduce-scatter in the
+//     output buffer (one step of local copies, r−1 ring steps), then an
+//     all-gather (r−1 steps).
+//   - AllGather: r−1 steps; the first also copies the rank's input to its
+//     output.
+//   - ReduceScatter: one step of local copies into the accumulators (the
+//     output for the rank's own block, scratch slots for the others), then
+//     r−1 ring steps.
+func (b *builder) ringPiece(base int, p seg, dual bool) {
+	switch b.op {
+	case AllReduce:
+		rs := b.rings(split(p, b.r, b.elem), dual)
+		n := 0
+		for _, g := range rs {
+			n = b.ringRS(base, g, inAt, outAt, true)
+		}
+		for _, g := range rs {
+			b.ringAG(base+n, g, outAt, outAt, false)
+		}
+	case AllGather:
+		for _, g := range b.rings(b.blocks(p), dual) {
+			b.ringAG(base, g, b.agOwn, outAt, true)
+		}
+	case ReduceScatter:
+		acc := b.rsAcc(p)
+		for _, g := range b.rings(b.blocks(p), dual) {
+			b.ringRS(base, g, inAt, acc, true)
+		}
+	}
+}
