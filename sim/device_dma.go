@@ -182,9 +182,30 @@ func (b *deviceBus) Check(addr uint64, n int) (dma.Class, error) {
 	return t.class, err
 }
 
+// hostAccess reads or writes host memory straight away for an address in
+// the host window (ok), checking the range once, as decode would.
+func (d *Device) hostAccess(addr uint64, p []byte, write bool) (ok bool, err error) {
+	pa, ok := d.geo.IsHostAddress(addr)
+	if !ok {
+		return false, nil
+	}
+	if write {
+		err = d.host.Write(pa, p)
+	} else {
+		err = d.host.Read(pa, p)
+	}
+	if err != nil {
+		err = fmt.Errorf("sim device %s: DMA host address %#x: %w: %w", d.cfg.Name, addr, dma.ErrNoMemory, err)
+	}
+	return true, err
+}
+
 // ReadDMA implements dma.Bus.
 func (b *deviceBus) ReadDMA(addr uint64, p []byte) error {
 	d := (*Device)(b)
+	if ok, err := d.hostAccess(addr, p, false); ok {
+		return err
+	}
 	t, err := d.decode(addr, len(p))
 	if err != nil {
 		return err
@@ -207,6 +228,9 @@ func (b *deviceBus) ReadDMA(addr uint64, p []byte) error {
 // WriteDMA implements dma.Bus.
 func (b *deviceBus) WriteDMA(addr uint64, p []byte) error {
 	d := (*Device)(b)
+	if ok, err := d.hostAccess(addr, p, true); ok {
+		return err
+	}
 	t, err := d.decode(addr, len(p))
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -38,7 +39,9 @@ type HostMemory struct {
 	mem    Memory
 	blocks map[uint64]uint64
 	order  []uint64 // live bases, ascending
+	sizes  []uint64 // their sizes, by the same index
 	hint   uint64   // base of the buffer last checked (0: none)
+	hintSz uint64   // its size
 	next   uint64
 	free   [][2]uint64
 }
@@ -127,37 +130,36 @@ func (h *HostMemory) Free(base uint64) error {
 
 // check requires [pa, pa+n) to lie inside one live buffer.
 func (h *HostMemory) check(pa uint64, n int) error {
-	if h.hint != 0 {
-		if size := h.blocks[h.hint]; pa >= h.hint && pa-h.hint <= size && uint64(n) <= size-(pa-h.hint) {
-			return nil
-		}
+	if h.hint != 0 && pa >= h.hint && pa-h.hint <= h.hintSz && uint64(n) <= h.hintSz-(pa-h.hint) {
+		return nil
 	}
 	i := sort.Search(len(h.order), func(i int) bool { return h.order[i] > pa }) - 1
 	if i >= 0 {
-		base := h.order[i]
-		if size := h.blocks[base]; pa-base <= size && uint64(n) <= size-(pa-base) {
-			h.hint = base
+		base, size := h.order[i], h.sizes[i]
+		if pa-base <= size && uint64(n) <= size-(pa-base) {
+			h.hint, h.hintSz = base, size
 			return nil
 		}
 	}
 	return fmt.Errorf("sim host memory: [%#x, +%d): %w", pa, n, ErrHostRange)
 }
 
-// track and untrack keep order, the live bases in ascending order.
+// track and untrack keep order, the live bases in ascending order, and
+// sizes beside it.
 func (h *HostMemory) track(base uint64) {
 	i := sort.Search(len(h.order), func(i int) bool { return h.order[i] > base })
-	h.order = append(h.order, 0)
-	copy(h.order[i+1:], h.order[i:])
-	h.order[i] = base
+	h.order = slices.Insert(h.order, i, base)
+	h.sizes = slices.Insert(h.sizes, i, h.blocks[base])
 }
 
 func (h *HostMemory) untrack(base uint64) {
 	i := sort.Search(len(h.order), func(i int) bool { return h.order[i] >= base })
 	if i < len(h.order) && h.order[i] == base {
-		h.order = append(h.order[:i], h.order[i+1:]...)
+		h.order = slices.Delete(h.order, i, i+1)
+		h.sizes = slices.Delete(h.sizes, i, i+1)
 	}
 	if h.hint == base {
-		h.hint = 0
+		h.hint, h.hintSz = 0, 0
 	}
 }
 
@@ -219,7 +221,7 @@ func (h *HostMemory) Restore(s HostState) error {
 		return err
 	}
 	h.blocks = make(map[uint64]uint64, len(s.Blocks))
-	h.order, h.hint = nil, 0
+	h.order, h.sizes, h.hint, h.hintSz = nil, nil, 0, 0
 	for k, v := range s.Blocks {
 		h.blocks[k] = v
 		h.track(k)

@@ -151,7 +151,8 @@ type Options struct {
 	Timing Timing // zero: DefaultTiming
 	// TimingOnly skips payloads: transfers cost their time but move no
 	// bytes, except control transfers of at most ControlBytes (semaphore
-	// and event writes, the completion marker), which always move.
+	// and event writes, the completion marker) and transfers from host
+	// memory (the staging of programs and tables), which always move.
 	TimingOnly bool
 }
 

@@ -176,10 +176,11 @@ func (h *HalfState) advanceHead() {
 // move carries out a transfer's bytes when it completes: a plain local copy
 // (page to page when the bus can), a local reducing write (read, combine,
 // write), or a hand-over to the fabric for a Remote destination. In
-// timing-only mode only control transfers (at most ControlBytes) carry
-// bytes; a Remote write still travels, without payload.
+// timing-only mode only control transfers (at most ControlBytes) and
+// transfers from host memory (staging) carry bytes; a Remote write still
+// travels, without payload.
 func (c *Controller) move(e, q int, t Transfer) error {
-	payload := c.functional || t.Len <= ControlBytes
+	payload := c.functional || t.Len <= ControlBytes || t.SrcC == Host
 	if t.DstC == Remote {
 		var p []byte
 		if payload {

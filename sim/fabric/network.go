@@ -133,16 +133,41 @@ func (s *System) timing(path []int, n int, start, sent uint64, hops *[]uint64) (
 		injected = max(sent, start+transferTime(uint64(n), s.topo.Links[path[0]].Params.Bandwidth))
 		return injected, max(sent, start+transferTime(uint64(n), bw)) + lat + p.Endpoint
 	}
-	c := p.ChunkBytes
+	if hops != nil {
+		return s.chunkByChunk(path, n, start, sent, hops)
+	}
+	return s.pipelined(path, n, start, sent)
+}
+
+// The aware model's chunks: m = ⌈n/c⌉ chunks, all of c bytes but the last.
+// The engine reads them at an even rate: chunk j (of the m−1 whole ones) is
+// ready at start + (j+1)·Δ with Δ = ⌊(sent−start)/m⌋, the last at sent. A
+// chunk crosses link i in s_i (its serialisation) and reaches the next node
+// L_i later; each link is a FIFO, free from F_i on.
+//
+// chunkByChunk follows every chunk over every link (used when capturing,
+// which needs each chunk's times); pipelined computes the same times in
+// O(hops²) from the closed form of a tandem of FIFO stations with fixed
+// service times. Tests hold the two equal.
+
+// chunkByChunk is the aware model, one chunk and one link at a time.
+func (s *System) chunkByChunk(path []int, n int, start, sent uint64, hops *[]uint64) (injected, lands uint64) {
+	c := uint64(s.p.ChunkBytes)
+	m := (uint64(n) + c - 1) / c
+	delta := (sent - start) / m
 	var arrive uint64
-	for off := 0; off < n; off += c {
-		size := uint64(min(c, n-off))
-		// The chunk is ready once the engine has read it.
-		t := start + mulDiv(sent-start, uint64(off)+size, uint64(n))
+	for j := uint64(0); j < m; j++ {
+		size, t := c, start+(j+1)*delta
+		if j == m-1 {
+			size, t = uint64(n)-(m-1)*c, sent
+		}
 		for i, id := range path {
 			l, ls := &s.topo.Links[id], &s.st.Links[id]
 			begin := max(t, ls.Free)
-			busy := transferTime(size, l.Params.Bandwidth)
+			busy := s.chunkTime[id]
+			if size != c {
+				busy = transferTime(size, l.Params.Bandwidth)
+			}
 			ls.Free = begin + busy
 			ls.Bytes += size
 			ls.Busy += busy
@@ -152,12 +177,79 @@ func (s *System) timing(path []int, n int, start, sent uint64, hops *[]uint64) (
 			if i == 0 {
 				injected = ls.Free
 			}
-			t = ls.Free + l.Params.Latency + s.forward(l)
+			t = ls.Free + s.hopDelay[id]
 		}
 		arrive = t
 	}
-	return injected, arrive + p.Endpoint
+	return injected, arrive + s.p.Endpoint
 }
+
+// pipelined is the aware model in closed form. With the engine as station
+// −1 (service Δ, free from start, no latency), the departure of whole chunk
+// j from link i is
+//
+//	D(i, j) = max over k in −1..i of ( F_k + Σ_{q=k..i} s_q + Σ_{q=k..i−1} L_q + j · max_{q=k..i} s_q )
+//
+// (the longest path through the grid of chunks and stations, which spends
+// every extra chunk at the slowest station on it). The last chunk, of its
+// own size, then follows each link behind D(i, m−2).
+func (s *System) pipelined(path []int, n int, start, sent uint64) (injected, lands uint64) {
+	c := uint64(s.p.ChunkBytes)
+	m := (uint64(n) + c - 1) / c
+	delta := (sent - start) / m
+	whole := m - 1 // chunks before the last
+	var behind [maxHops]uint64
+	h := len(path)
+	if h > maxHops {
+		var hops []uint64
+		return s.chunkByChunk(path, n, start, sent, &hops)
+	}
+	if whole > 0 {
+		j := whole - 1
+		for i := range h {
+			var best, sum, lat, slow uint64
+			for k := i; k >= -1; k-- {
+				var free, svc, l uint64
+				if k >= 0 {
+					id := path[k]
+					free, svc = s.st.Links[id].Free, s.chunkTime[id]
+					if k < i {
+						l = s.hopDelay[id]
+					}
+				} else {
+					free, svc = start, delta
+				}
+				sum += svc
+				lat += l
+				slow = max(slow, svc)
+				best = max(best, free+sum+lat+j*slow)
+			}
+			behind[i] = best
+		}
+	}
+	last := uint64(n) - whole*c
+	t := sent
+	for i, id := range path {
+		ls := &s.st.Links[id]
+		if whole > 0 {
+			ls.Free = behind[i]
+		}
+		busy := transferTime(last, s.topo.Links[id].Params.Bandwidth)
+		begin := max(t, ls.Free)
+		ls.Free = begin + busy
+		ls.Bytes += uint64(n)
+		ls.Busy += whole*s.chunkTime[id] + busy
+		if i == 0 {
+			injected = ls.Free
+		}
+		t = ls.Free + s.hopDelay[id]
+	}
+	return injected, t + s.p.Endpoint
+}
+
+// maxHops is the longest path pipelined computes in closed form; longer
+// ones (rings of many devices) go chunk by chunk.
+const maxHops = 16
 
 // forward is the forwarding delay of a switch at the far end of a link.
 func (s *System) forward(l *Link) uint64 {

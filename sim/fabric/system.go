@@ -40,12 +40,16 @@ type System struct {
 	hLand  sim.HandlerID
 	st     state
 	rec    *recorder // packet capture, or nil
+	// Per link, computed once: a whole chunk's serialisation time, and the
+	// latency to the next node including a switch's forwarding.
+	chunkTime, hopDelay []uint64
 }
 
 // state is the fabric's mutable state (besides the devices').
 type state struct {
 	Links    []LinkState
-	Last     map[uint64]uint64 // per (src, dst) path: when its last write lands (order on a path)
+	Last     []uint64          // per (src, dst) path, src·N + dst: when its last write lands (order on a path); N ≤ denseLast
+	LastMap  map[uint64]uint64 // the same for larger systems, by src<<32 | dst
 	InFlight []delivery        // by slot; a free slot has Len 0 and Used false
 	Free     []int             // free slots
 	Stats    Stats
@@ -65,6 +69,7 @@ type delivery struct {
 
 // reservation is a write reserved by a queue and not yet posted.
 type reservation struct {
+	valid bool
 	dst   int
 	addr  uint64
 	path  []int
@@ -77,7 +82,7 @@ type reservation struct {
 type port struct {
 	s   *System
 	dev int
-	res map[int]*reservation // by engine<<8 | queue
+	res []reservation // by engine·udma.Queues + queue
 }
 
 // ErrConfig marks a system configuration that cannot be built.
@@ -111,7 +116,16 @@ func New(cfg Config) (*System, error) {
 	s := &System{engine: sim.NewEngine(), host: sim.NewHostMemory(), geo: hwarch.MustGeometry(cfg.Generation), topo: topo, p: p,
 		paths: make([][][]int, cfg.Devices)}
 	s.st.Links = make([]LinkState, len(topo.Links))
-	s.st.Last = map[uint64]uint64{}
+	for id := range topo.Links {
+		l := &topo.Links[id]
+		s.chunkTime = append(s.chunkTime, transferTime(uint64(p.ChunkBytes), l.Params.Bandwidth))
+		s.hopDelay = append(s.hopDelay, l.Params.Latency+s.forward(l))
+	}
+	if cfg.Devices <= denseLast {
+		s.st.Last = make([]uint64, cfg.Devices*cfg.Devices)
+	} else {
+		s.st.LastMap = map[uint64]uint64{}
+	}
 	if s.hLand, err = s.engine.Register("fabric-land", sim.HandlerFunc(func(_ *sim.Engine, arg uint64) { s.land(int(arg)) })); err != nil {
 		return nil, err
 	}
@@ -130,7 +144,7 @@ func New(cfg Config) (*System, error) {
 		if err != nil {
 			return nil, fmt.Errorf("fabric: device %d: %w", i, err)
 		}
-		pt := &port{s: s, dev: i, res: map[int]*reservation{}}
+		pt := &port{s: s, dev: i, res: make([]reservation, s.geo.DMAEngines*udma.Queues)}
 		d.AttachFabric(pt)
 		s.devs = append(s.devs, d)
 		s.ports = append(s.ports, pt)
@@ -228,32 +242,58 @@ func (pt *port) Reserve(e, q int, dst uint64, n int, start, sent uint64) (inject
 	if id := s.downLink(path); id >= 0 {
 		return 0, 0, fmt.Errorf("fabric: %s → %s: link %s: %w: %w", s.topo.Nodes[pt.dev].Name, s.topo.Nodes[dd].Name, s.topo.LinkName(id), ErrLinkDown, dma.ErrNeighbour)
 	}
-	r := &reservation{dst: dd, addr: addr, path: path}
+	if e < 0 || q < 0 || q >= udma.Queues || e*udma.Queues+q >= len(pt.res) {
+		return 0, 0, fmt.Errorf("fabric: %s engine %d queue %d: %w", s.topo.Nodes[pt.dev].Name, e, q, udma.ErrEngine)
+	}
+	r := &pt.res[e*udma.Queues+q]
+	*r = reservation{valid: true, dst: dd, addr: addr, path: path, hops: r.hops[:0]}
 	var hops *[]uint64
 	if s.rec != nil {
 		hops = &r.hops
 	}
 	injected, lands = s.timing(path, n, start, sent, hops)
-	key := uint64(pt.dev)<<32 | uint64(dd)
-	lands = max(lands, s.st.Last[key]) // writes on one path land in order
-	s.st.Last[key] = lands
+	lands = s.inOrder(pt.dev, dd, lands)
 	r.lands = lands
-	pt.res[e<<8|q] = r
 	s.st.Stats.Transfers++
 	s.st.Stats.Bytes += uint64(n)
 	return injected, lands, nil
 }
 
+// denseLast is the largest system whose per-path landing times are kept in
+// a dense table.
+const denseLast = 1024
+
+// inOrder keeps the writes of one path landing in the order they were
+// sent: it returns max(lands, the path's last landing) and records it.
+func (s *System) inOrder(src, dst int, lands uint64) uint64 {
+	if s.st.Last != nil {
+		p := &s.st.Last[src*s.topo.Devices+dst]
+		*p = max(*p, lands)
+		return *p
+	}
+	key := uint64(src)<<32 | uint64(dst)
+	v := max(s.st.LastMap[key], lands)
+	s.st.LastMap[key] = v
+	return v
+}
+
 // Post implements dma.Fabric: the write lands at lands.
 func (pt *port) Post(e, q int, dst uint64, n int, p []byte, red udma.Reduce, lands uint64) error {
 	s := pt.s
-	r := pt.res[e<<8|q]
-	if r == nil || r.lands != lands {
+	i := e*udma.Queues + q
+	if e < 0 || q < 0 || q >= udma.Queues || i >= len(pt.res) || !pt.res[i].valid || pt.res[i].lands != lands {
 		return fmt.Errorf("fabric: %s engine %d queue %d posts a write it did not reserve: %w", s.topo.Nodes[pt.dev].Name, e, q, dma.ErrNeighbour)
 	}
-	delete(pt.res, e<<8|q)
+	r := &pt.res[i]
+	r.valid = false
 	d := delivery{Used: true, Src: pt.dev, Dst: r.dst, Addr: r.addr, Len: n, Data: p, Reduce: red, Path: r.path, Lands: lands}
 	s.record(e, q, &d, r.hops)
+	if p == nil {
+		// Timing-only: nothing lands but the time already booked, so no
+		// event is needed; such a write is counted as landed when posted.
+		s.st.Stats.Landed++
+		return nil
+	}
 	var slot int
 	if k := len(s.st.Free); k > 0 {
 		slot = s.st.Free[k-1]
@@ -288,10 +328,6 @@ func (s *System) land(slot int) {
 		s.st.Stats.Dropped++
 		s.st.Stats.LastError = fmt.Sprintf("%s → %s: write of %d bytes at %#x lost: link %s is down",
 			s.topo.Nodes[d.Src].Name, s.topo.Nodes[d.Dst].Name, d.Len, d.Addr, s.topo.LinkName(id))
-		return
-	}
-	if d.Data == nil {
-		s.st.Stats.Landed++
 		return
 	}
 	if err := s.devs[d.Dst].Land(d.Addr, d.Data, d.Reduce); err != nil {
