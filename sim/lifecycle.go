@@ -239,3 +239,13 @@ func (d *Device) blockedByReset(w *bar.Window) bool {
 	}
 	return false
 }
+
+// FaultReset resets the whole device at once, unasked — an injected fault
+// (sim/fabric schedules it), with no mailbox handshake: from now until the
+// reset's work is done reads return 0xDEADBEEF, and every engine, queue and
+// semaphore comes back cleared. It is called from the system's event loop,
+// which holds the lock.
+func (d *Device) FaultReset() {
+	d.startReset(true, hwarch.ResetMap{}, false)
+	d.resetAck(d.st.Reset.Seq, false)
+}

@@ -6,7 +6,6 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/runtime/enc"
-	"github.com/neuronsim/neuronsim/sim/fabric"
 )
 
 // BenchmarkAllReduceTimingOnly: host time of one ring all-reduce on a
@@ -23,7 +22,7 @@ func BenchmarkAllReduceTimingOnly(b *testing.B) {
 				b.Fatal(err)
 			}
 			need := uint64(enc.LayoutOf(sched, 0).End) + 4096
-			_, x := collectiveSystem(b, fabric.Config{Generation: hwarch.Mariana, Devices: tc.devices, TimingOnly: true}, need)
+			x := newCluster(b, hwarch.Mariana, tc.devices, true, need).Exec
 			b.ReportAllocs()
 			var last enc.Result
 			for b.Loop() {

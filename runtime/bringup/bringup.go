@@ -339,6 +339,12 @@ func (d *Device) pollQEMU() error {
 	return fmt.Errorf("bring-up %s: QEMU reset register still non-zero after %d polls: %w", d.Identity, d.Policy.QEMUPollTries, ErrResetTimeout)
 }
 
+// WaitResetDone waits, as the driver waits after a reset, while the
+// firmware reports one in progress (FW status +0x808 bit 3): for a reset the
+// runtime did not ask for itself (a fault, another agent). It polls within
+// the policy's status budget; ErrResetTimeout if the reset outlasts it.
+func (d *Device) WaitResetDone() error { return d.waitStatus() }
+
 // waitStatus reads the FW status up to StatusRetries times, sleeping
 // i × StatusBackoff before try i+1, until bit 3 clears.
 func (d *Device) waitStatus() error {

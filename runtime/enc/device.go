@@ -1,8 +1,10 @@
 package enc
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
@@ -90,9 +92,10 @@ type Executor struct {
 	// Engines is how many of each rank's DMA engines carry data (0: all of
 	// its NeuronCore's).
 	Engines int
-	// MaxPolls bounds the wait for completion (polls of 1 µs of device
-	// time); 0: 100 million.
-	MaxPolls int
+	// Timeout bounds the wait for a run to finish, in the devices' time;
+	// 0: DefaultTimeout. A run that does not finish in it (a link down, a
+	// device reset) is an error naming what failed.
+	Timeout time.Duration
 
 	queues   map[[2]int]*dma.Queue // (rank, engine<<8 | queue) → the open queue
 	capacity map[[2]int]int        // its ring's descriptors
@@ -146,7 +149,7 @@ func (x *Executor) Run(s *Schedule, d Dtype) (Result, error) {
 	for r := range x.Ranks {
 		n, err := x.stage(r, plans[r])
 		if err != nil {
-			return res, err
+			return res, fmt.Errorf("%w: %w", err, ErrRun)
 		}
 		res.Descriptors += n
 		prog := make([]byte, 0, len(plans[r].prog)*isa.RecordSize)
@@ -155,7 +158,7 @@ func (x *Executor) Run(s *Schedule, d Dtype) (Result, error) {
 			prog = append(prog, b[:]...)
 		}
 		if blocks[r], err = x.Ranks[r].Runner.Load(prog); err != nil {
-			return res, fmt.Errorf("enc: rank %d: %w", r, err)
+			return res, fmt.Errorf("enc: rank %d: %w: %w", r, err, ErrRun)
 		}
 	}
 	// Start every rank but 0 (they wait for go), then rank 0.
@@ -169,39 +172,104 @@ func (x *Executor) Run(s *Schedule, d Dtype) (Result, error) {
 	if err := r0.Start(blocks[0]); err != nil {
 		return res, fmt.Errorf("enc: rank 0: %w", err)
 	}
+	// Rank 0 finishes last: the time is taken when it is seen done.
+	if err := x.poll(r0, blocks[0]); err != nil {
+		return res, x.diagnose(s, err)
+	}
+	res.TimePS = elapsed()
 	if err := x.wait(s, blocks); err != nil {
 		return res, err
 	}
-	res.TimePS = elapsed()
 	return res, nil
 }
 
-// wait polls rank 0's SP until it is done; on a timeout it finds what
-// halted.
-func (x *Executor) wait(s *Schedule, blocks [][]program.Block) error {
-	maxPolls := x.MaxPolls
-	if maxPolls <= 0 {
-		maxPolls = 100_000_000
+// DefaultTimeout is the longest a run may take when Executor.Timeout is 0.
+const DefaultTimeout = 10 * time.Second
+
+// Polling rank 0: first every minPoll of device time, then every 1/1000 of
+// the time already spent, at most maxPoll — the time measured is then
+// within 0.1 % (or minPoll) of when rank 0 finished.
+const (
+	minPoll = 100 * time.Nanosecond
+	maxPoll = 10 * time.Microsecond
+)
+
+// poll waits until rank 0's program is done, for at most Timeout of
+// device time.
+func (x *Executor) poll(r0 *program.Runner, blocks []program.Block) error {
+	timeout := x.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
 	}
-	r0 := *x.Ranks[0].Runner
-	r0.MaxPolls, r0.PollInterval = maxPolls, 100*time.Nanosecond
-	_, err := r0.Wait(blocks[0])
-	if err == nil {
-		for r := 1; r < s.Ranks; r++ {
-			if _, err := x.Ranks[r].Runner.Wait(blocks[r]); err != nil {
-				return fmt.Errorf("enc: rank %d: %w: %w", r, err, ErrRun)
-			}
+	since := ndl.ElapsedPS(r0.Dev.Dev)
+	for {
+		done, err := r0.Done(blocks)
+		if err != nil || done {
+			return err
 		}
-		return nil
+		waited := time.Duration(since() / 1000)
+		if waited >= timeout {
+			return fmt.Errorf("rank 0 not done after %v of device time: %w", timeout, program.ErrTimeout)
+		}
+		if err := ndl.Sleep(r0.Dev.Dev, min(max(minPoll, waited/1000), maxPoll)); err != nil {
+			return err
+		}
 	}
-	// Name the first queue that halted, or the ranks that did not finish.
-	for key, q := range x.queues {
+}
+
+// wait collects every rank's result once rank 0 is done: an engine that
+// stopped on an error is ErrRun naming the rank.
+func (x *Executor) wait(s *Schedule, blocks [][]program.Block) error {
+	for r := range s.Ranks {
+		run := *x.Ranks[r].Runner
+		run.MaxPolls = 1000
+		if _, err := run.Wait(blocks[r]); err != nil {
+			return fmt.Errorf("enc: rank %d (device %d): %w: %w", r, x.Ranks[r].Device, err, ErrRun)
+		}
+	}
+	return nil
+}
+
+// diagnose says why a run did not finish: a device that does not answer
+// (in reset), or the first DMA queue that halted (a link down, a bad
+// address); without either, the timeout itself.
+func (x *Executor) diagnose(s *Schedule, err error) error {
+	for r := range s.Ranks {
+		run := x.Ranks[r].Runner
+		b := run.Dev.Geometry.BAR0
+		if v, e := run.Dev.CSR.Read(run.Dev.VA(b.TPBWindow(run.NC) + b.SemReadOffset + 4*SemGo)); e == nil && v == hwarch.NotReady {
+			return fmt.Errorf("enc: %s: rank %d: device %d does not answer (%#x: in reset or not ready): %w",
+				s.Op, r, x.Ranks[r].Device, v, ErrRun)
+		}
+	}
+	keys := make([][2]int, 0, len(x.queues))
+	for k := range x.queues {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b [2]int) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	for _, key := range keys {
+		r, q := key[0], x.queues[key]
 		if st, e := q.Status(); e == nil && st&udma.StatusHalted != 0 {
-			return fmt.Errorf("enc: rank %d (device %d) DMA engine %d queue %d halted with status %#x: %w",
-				key[0], x.Ranks[key[0]].Device, q.Engine, q.Index, st, ErrRun)
+			why := ""
+			if st&udma.ErrNeighbour != 0 {
+				why = " (a write to another device found no path: a link down or no device behind the window)"
+			}
+			return fmt.Errorf("enc: %s: rank %d (device %d) DMA engine %d queue %d halted with status %#x%s: %w",
+				s.Op, r, x.Ranks[r].Device, q.Engine, q.Index, st, why, ErrRun)
 		}
 	}
 	return fmt.Errorf("enc: %s did not finish: %w: %w", s.Op, err, ErrRun)
+}
+
+// Release gives back every queue the executor opened (a queue of a device
+// that was reset is forgotten as it is). The next Run opens them afresh;
+// call it after a device reset, once the ranks' runners are up again.
+func (x *Executor) Release() {
+	for key, q := range x.queues {
+		_ = q.Close() // the queue may belong to a device that no longer knows it
+		delete(x.queues, key)
+		delete(x.capacity, key)
+	}
 }
 
 // engines returns the DMA engine ids of a rank's NeuronCore that carry data.

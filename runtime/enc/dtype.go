@@ -233,3 +233,8 @@ func putFloat32(d Dtype, b []byte, i int, v float32) {
 		le.PutUint16(b[2*i:], f32ToF16(v))
 	}
 }
+
+// PutFloat stores v as element i of a little-endian array of floating type
+// d (fp32, bf16 or fp16, rounded to nearest-even); other types are left
+// alone.
+func PutFloat(d Dtype, b []byte, i int, v float32) { putFloat32(d, b, i, v) }

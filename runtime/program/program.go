@@ -217,6 +217,22 @@ func (r *Runner) Wait(blocks []Block) (Result, error) {
 	return r.collect(blocks)
 }
 
+// Done reports whether every engine of the blocks is done or stopped on an
+// error: one status read per engine, for callers that time a run and poll
+// it themselves.
+func (r *Runner) Done(blocks []Block) (bool, error) {
+	for _, b := range blocks {
+		st, err := r.read(b.Engine, isa.EngineRegStatus)
+		if err != nil {
+			return false, err
+		}
+		if st&(isa.StatusDone|isa.StatusError) == 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 // collect reads every engine's counters.
 func (r *Runner) collect(blocks []Block) (Result, error) {
 	var res Result

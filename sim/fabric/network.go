@@ -24,6 +24,7 @@ type Stats struct {
 	Landed     uint64 // writes that landed
 	Dropped    uint64 // writes lost: a link of their path went down, or the destination was not ready
 	LandErrors uint64 // writes whose destination range is no memory of the device
+	Faults     uint64 // injected faults that happened
 	LastError  string // the last drop or landing error, for reports
 }
 

@@ -38,6 +38,8 @@ type System struct {
 	paths  [][][]int // paths[src][dst], filled on first use
 	ports  []*port
 	hLand  sim.HandlerID
+	hFault sim.HandlerID
+	faults []Fault // scheduled, by the index their event carries
 	st     state
 	rec    *recorder // packet capture, or nil
 	// Per link, computed once: a whole chunk's serialisation time, and the
@@ -127,6 +129,9 @@ func New(cfg Config) (*System, error) {
 		s.st.LastMap = map[uint64]uint64{}
 	}
 	if s.hLand, err = s.engine.Register("fabric-land", sim.HandlerFunc(func(_ *sim.Engine, arg uint64) { s.land(int(arg)) })); err != nil {
+		return nil, err
+	}
+	if s.hFault, err = s.engine.Register("fabric-fault", sim.HandlerFunc(func(_ *sim.Engine, arg uint64) { s.fault(int(arg)) })); err != nil {
 		return nil, err
 	}
 	for i := range cfg.Devices {

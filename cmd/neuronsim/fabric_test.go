@@ -1,0 +1,95 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
+)
+
+// TestFabricSweep: the table's busbw is the factor × algbw on every row,
+// times grow with size, large sizes approach the link limit, and the JSON
+// report reads back; on 32 mariana devices (v1 switch) and the Trn2 torus.
+func TestFabricSweep(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		ops     string
+		linkGBs float64
+	}{
+		{"mariana-32", []string{"--arch", "mariana", "--devices", "32"}, "all_reduce", 128},
+		{"cayman-16", []string{"--arch", "cayman", "--devices", "16"}, "all_gather", 256},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			js := filepath.Join(t.TempDir(), "report.json")
+			args := append([]string{"fabric", "sweep", "--op", tc.ops, "-b", "64K", "-e", "256M", "-f", "16", "--json", js}, tc.args...)
+			out, err := runCLI(t, args...)
+			require.NoError(t, err, out)
+			assert.Contains(t, out, "size(B)    count(elems)    type    time:avg(us)    algbw(GB/s)    busbw(GB/s)    algorithm")
+			assert.Contains(t, out, "Avg bus bandwidth:")
+			f, err := os.Open(js)
+			require.NoError(t, err)
+			defer f.Close()
+			rep, err := nccom.ReadJSON(f)
+			require.NoError(t, err)
+			require.Len(t, rep.Rows, 4)
+			factor, err := nccom.BusFactor(tc.ops, rep.Ranks)
+			require.NoError(t, err)
+			for i, r := range rep.Rows {
+				assert.InDelta(t, factor*r.AlgBW, r.BusBW, 1e-9*r.BusBW, "row %d: busbw = factor × algbw", i)
+				if i > 0 {
+					assert.Greater(t, r.TimeUS, rep.Rows[i-1].TimeUS, "time grows with size")
+				}
+			}
+			last := rep.Rows[len(rep.Rows)-1]
+			assert.Greater(t, last.BusBW, 0.3*tc.linkGBs, "large sizes approach the link limit")
+			assert.Less(t, last.BusBW, 1.01*4*tc.linkGBs, "and do not pass what the links carry")
+		})
+	}
+}
+
+// TestFabricSweepFunctionalAndPlot: a functional sweep checks every size's
+// data against the CPU reference; --devices with a list and --plot draw
+// one line per count.
+func TestFabricSweepFunctionalAndPlot(t *testing.T) {
+	png := filepath.Join(t.TempDir(), "busbw.png")
+	out, err := runCLI(t, "fabric", "sweep", "--arch", "cayman", "--devices", "2,4", "--topology", "ring", "--op", "reduce_scatter",
+		"-b", "4K", "-e", "64K", "-f", "4", "--mode", "functional", "--datatype", "bf16", "--plot", png)
+	require.NoError(t, err, out)
+	assert.Equal(t, 2, strings.Count(out, "Avg bus bandwidth"), "a table per device count")
+	b, err := os.ReadFile(png)
+	require.NoError(t, err)
+	assert.Equal(t, "\x89PNG", string(b[:4]))
+}
+
+func TestFabricSweepErrors(t *testing.T) {
+	for name, args := range map[string][]string{
+		"too many devices":   {"--arch", "mariana", "--devices", "33"},
+		"bad op":             {"--op", "broadcast"},
+		"bad algo":           {"--algo", "tree"},
+		"bad mode":           {"--mode", "fast"},
+		"bad size":           {"-b", "1X"},
+		"functional too big": {"--arch", "mariana", "--devices", "32", "--mode", "functional", "-b", "1G", "-e", "1G"},
+		"rdh on 12":          {"--arch", "sunda", "--devices", "12", "--algo", "rdh", "-b", "1M", "-e", "1M"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := runCLI(t, append([]string{"fabric", "sweep"}, args...)...)
+			assert.Error(t, err)
+		})
+	}
+}
+
+func TestFabricTopo(t *testing.T) {
+	out, err := runCLI(t, "fabric", "topo", "--arch", "cayman", "--devices", "16")
+	require.NoError(t, err)
+	assert.Contains(t, out, "topology: torus2d, 16 devices")
+	assert.Contains(t, out, "*––►  0 ◄––►  1 ◄––►  2 ◄––►  3 ◄––*")
+	out, err = runCLI(t, "fabric", "topo", "--arch", "mariana", "--devices", "32")
+	require.NoError(t, err)
+	assert.Contains(t, out, "in-server switch l1-sw1")
+}

@@ -1,0 +1,247 @@
+// Package cluster wires a simulated multi-device system (sim/fabric) to the
+// runtime: every device brought up by runtime/bringup with one arch
+// selection, its DMA layer, its device-memory allocator and a program
+// runner per rank, and a collective executor (runtime/enc) over the ranks.
+// It is the one place outside the command line where the simulator and the
+// runtime meet; the command line and the system tests both use it.
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/runtime/arch"
+	"github.com/neuronsim/neuronsim/runtime/bringup"
+	"github.com/neuronsim/neuronsim/runtime/csr"
+	"github.com/neuronsim/neuronsim/runtime/dma"
+	"github.com/neuronsim/neuronsim/runtime/dmem"
+	"github.com/neuronsim/neuronsim/runtime/enc"
+	rtisa "github.com/neuronsim/neuronsim/runtime/isa"
+	"github.com/neuronsim/neuronsim/runtime/program"
+	"github.com/neuronsim/neuronsim/sim"
+	"github.com/neuronsim/neuronsim/sim/fabric"
+)
+
+// Config describes a cluster: the system and the ranks on it.
+type Config struct {
+	Generation hwarch.Generation
+	Devices    int
+	Switch     hwarch.SwitchFamily
+	Kind       fabric.Kind
+	Params     *fabric.Params // nil: the generation's defaults with the runtime's fabric constants
+	TimingOnly bool
+	// RanksPerDevice is how many NeuronCores of each device take part
+	// (1 by default): rank r is NC r mod RanksPerDevice of device
+	// r / RanksPerDevice.
+	RanksPerDevice int
+	// BufferBytes is the area each rank's buffers take (enc.LayoutOf's
+	// End for the largest schedule to run), allocated in its NC's HBM.
+	BufferBytes uint64
+}
+
+// Cluster is a brought-up system and the collective executor over its
+// ranks.
+type Cluster struct {
+	System *fabric.System
+	Exec   *enc.Executor
+	Tables *arch.Tables
+
+	cfg      Config
+	dispatch *arch.Dispatch
+	resets   []uint64 // each device's completed resets when its runtime side was last brought up
+}
+
+// ErrConfig marks a cluster that cannot be built as asked.
+var ErrConfig = errors.New("invalid cluster configuration")
+
+// New builds the system, brings every device up through the runtime (no
+// reset: the devices start ready) and prepares a rank per NC taking part.
+func New(cfg Config) (*Cluster, error) {
+	if cfg.RanksPerDevice == 0 {
+		cfg.RanksPerDevice = 1
+	}
+	tables, err := arch.For(cfg.Generation, arch.Options{Switch: cfg.Switch})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	geo := hwarch.MustGeometry(cfg.Generation)
+	if cfg.RanksPerDevice < 1 || cfg.RanksPerDevice > geo.NeuronCores {
+		return nil, fmt.Errorf("cluster: %d ranks per device; a %s device has %d NeuronCores: %w", cfg.RanksPerDevice, cfg.Generation, geo.NeuronCores, ErrConfig)
+	}
+	p := cfg.Params
+	if p == nil {
+		d := DefaultParams(cfg.Generation, tables)
+		p = &d
+	}
+	sys, err := fabric.New(fabric.Config{Generation: cfg.Generation, Devices: cfg.Devices, Kind: cfg.Kind, Params: p,
+		TimingOnly: cfg.TimingOnly, Ready: true})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	c := &Cluster{System: sys, Exec: &enc.Executor{}, Tables: tables, cfg: cfg, dispatch: new(arch.Dispatch)}
+	val := rtisa.New(tables)
+	x := c.Exec
+	for i, d := range sys.Devices() {
+		up, m, err := c.bringUp(i)
+		if err != nil {
+			return nil, err
+		}
+		c.resets = append(c.resets, d.Stats().DeviceResets)
+		mem, err := dmem.New(up.Geometry, dmem.Options{ChannelBytes: up.HBMChannelBytes})
+		if err != nil {
+			return nil, fmt.Errorf("cluster: device %d: %w", i, err)
+		}
+		for nc := range cfg.RanksPerDevice {
+			h, err := mem.Alloc(dmem.Request{Size: max(cfg.BufferBytes, 4096), Align: 4096, Channel: dmem.Any, NC: nc, Name: fmt.Sprintf("collective.nc%d", nc)})
+			if err != nil {
+				return nil, fmt.Errorf("cluster: device %d NC %d buffers of %d bytes: %w", i, nc, cfg.BufferBytes, err)
+			}
+			blk, err := mem.Info(h)
+			if err != nil {
+				return nil, err
+			}
+			x.Ranks = append(x.Ranks, enc.Rank{Device: i, Base: blk.Addr,
+				Runner: &program.Runner{Dev: up, DMA: m, Mem: mem, Tables: tables, Validator: val, NC: nc}})
+		}
+	}
+	return c, nil
+}
+
+// bringUp brings device i up through the runtime (no reset of its own),
+// waiting out a reset in progress, with its DMA layer.
+func (c *Cluster) bringUp(i int) (*bringup.Device, *dma.DMA, error) {
+	up, err := bringup.BringUp(c.System.Device(i), bringup.Options{NoReset: true, Switch: c.cfg.Switch, Dispatch: c.dispatch, Table: csr.NewTable(0)})
+	if err == nil {
+		err = up.WaitResetDone()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster: device %d: %w", i, err)
+	}
+	m, err := dma.New(up)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster: device %d: %w", i, err)
+	}
+	return up, m, nil
+}
+
+// Run runs schedule s in d on the ranks (their buffers as they are). A
+// failure carries what the fabric knows of it (the link that is down, the
+// write it lost).
+func (c *Cluster) Run(s *enc.Schedule, d enc.Dtype) (enc.Result, error) {
+	res, err := c.Exec.Run(s, d)
+	if err != nil {
+		if why := c.System.Describe(); why != "" {
+			err = fmt.Errorf("%w (fabric: %s)", err, why)
+		}
+	}
+	return res, err
+}
+
+// Recover makes the cluster usable after a failed run: every device that
+// was reset is brought up again through the runtime (waiting until it is
+// ready), its ranks get its new DMA layer, and the executor's queues are
+// given back so the next run opens them afresh.
+func (c *Cluster) Recover() error {
+	for i, d := range c.System.Devices() {
+		n := d.Stats().DeviceResets
+		if n == c.resets[i] && d.Phase() == sim.PhaseReady {
+			continue
+		}
+		up, m, err := c.bringUp(i)
+		if err != nil {
+			return fmt.Errorf("cluster: recovering: %w", err)
+		}
+		c.resets[i] = d.Stats().DeviceResets
+		for r := range c.Exec.Ranks {
+			if rk := &c.Exec.Ranks[r]; rk.Device == i {
+				run := *rk.Runner
+				run.Dev, run.DMA = up, m
+				rk.Runner = &run
+			}
+		}
+	}
+	c.Exec.Release()
+	return nil
+}
+
+// DefaultParams returns the fabric parameters of a generation with the
+// runtime's fabric constants: get_max_links_per_pod_port (0 where the
+// generation's leaf aborts) and get_mesh_max_folds.
+func DefaultParams(g hwarch.Generation, t *arch.Tables) fabric.Params {
+	links, _ := t.Soc.MaxLinksPerPodPort()
+	return fabric.DefaultParams(g).WithSoc(links, t.Soc.MeshMaxFolds())
+}
+
+// Ranks returns the number of ranks.
+func (c *Cluster) Ranks() int { return len(c.Exec.Ranks) }
+
+// WriteInputs writes each rank's input buffer for schedule s.
+func (c *Cluster) WriteInputs(s *enc.Schedule, inputs [][]byte) error {
+	for r, in := range inputs {
+		rk := c.Exec.Ranks[r]
+		if err := rk.Runner.DMA.WriteDevice(enc.LayoutOf(s, rk.Base).Input, in); err != nil {
+			return fmt.Errorf("cluster: rank %d input: %w", r, err)
+		}
+	}
+	return nil
+}
+
+// ReadOutputs reads each rank's output buffer for schedule s.
+func (c *Cluster) ReadOutputs(s *enc.Schedule) ([][]byte, error) {
+	out := make([][]byte, c.Ranks())
+	for r := range out {
+		rk := c.Exec.Ranks[r]
+		out[r] = make([]byte, s.OutputBytes)
+		if err := rk.Runner.DMA.ReadDevice(enc.LayoutOf(s, rk.Base).Output, out[r]); err != nil {
+			return nil, fmt.Errorf("cluster: rank %d output: %w", r, err)
+		}
+	}
+	return out, nil
+}
+
+// RandomInputs returns deterministic random inputs for schedule s in d: small
+// values for the floating types (so sums stay exact enough to compare),
+// any bits for the integers.
+func RandomInputs(s *enc.Schedule, d enc.Dtype, seed uint64) [][]byte {
+	rng := rand.New(rand.NewPCG(seed, uint64(s.Ranks)))
+	out := make([][]byte, s.Ranks)
+	for r := range out {
+		b := make([]byte, s.InputBytes)
+		es := d.Size()
+		for i := 0; i+es <= len(b); i += es {
+			switch d {
+			case enc.Float32, enc.BFloat16, enc.Float16:
+				enc.PutFloat(d, b, i/es, float32(rng.IntN(2001)-1000)/64)
+			default:
+				for k := range es {
+					b[i+k] = byte(rng.Uint32())
+				}
+			}
+		}
+		out[r] = b
+	}
+	return out
+}
+
+// Check runs schedule s functionally: random inputs in, the outputs checked
+// against the CPU reference (enc.Verify). It returns the run's result.
+func (c *Cluster) Check(s *enc.Schedule, d enc.Dtype, seed uint64, opt enc.Options) (enc.Result, error) {
+	inputs := RandomInputs(s, d, seed)
+	if err := c.WriteInputs(s, inputs); err != nil {
+		return enc.Result{}, err
+	}
+	res, err := c.Run(s, d)
+	if err != nil {
+		return res, err
+	}
+	outputs, err := c.ReadOutputs(s)
+	if err != nil {
+		return res, err
+	}
+	if err := enc.Verify(s.Op, d, inputs, outputs, opt); err != nil {
+		return res, fmt.Errorf("cluster: %s %s of %d bytes on %d ranks: %w", s.Algo, s.Op, s.Size, s.Ranks, err)
+	}
+	return res, nil
+}

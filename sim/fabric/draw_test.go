@@ -1,0 +1,256 @@
+package fabric
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+func draw(t *testing.T, topo *Topology) string {
+	t.Helper()
+	var b bytes.Buffer
+	require.NoError(t, Draw(&b, topo))
+	return b.String()
+}
+
+// TestDrawGolden compares each drawing with testdata/draw/<name>.golden
+// (go test -run TestDrawGolden -update rewrites them).
+func TestDrawGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		kind Kind
+		gen  hwarch.Generation
+		n    int
+	}{
+		{"torus2d-16", KindTorus2D, hwarch.Cayman, 16},
+		{"torus2d-32", KindTorus2D, hwarch.Cayman, 32},
+		{"ultraserver-64", KindUltraServer, hwarch.Cayman, 64},
+		{"ring-12", KindRing, hwarch.Sunda, 12},
+		{"chain-6", KindChain, hwarch.Sunda, 6},
+		{"switch-32", KindSwitch, hwarch.Mariana, 32},
+		{"switch-16", KindSwitch, hwarch.Mariana, 16},
+		{"fully-connected-4", KindFullyConnected, hwarch.Mariana, 4},
+		{"star-8", KindStar, hwarch.Mariana, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := draw(t, build(t, tc.kind, tc.gen, tc.n))
+			path := filepath.Join("testdata", "draw", tc.name+".golden")
+			if *update {
+				require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+				require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+			}
+			want, err := os.ReadFile(path)
+			require.NoError(t, err, "run go test -run TestDrawGolden -update")
+			assert.Equal(t, string(want), got)
+		})
+	}
+}
+
+var number = regexp.MustCompile(`\d+`)
+
+// TestDrawTorusGrids: every grid holds each of its 16 devices exactly once
+// and no other number.
+func TestDrawTorusGrids(t *testing.T) {
+	for _, tc := range []struct {
+		kind  Kind
+		n     int
+		title string
+	}{
+		{KindTorus2D, 16, "group"},
+		{KindTorus2D, 32, "group"},
+		{KindTorus2D, 48, "group"},
+		{KindUltraServer, 64, "node"},
+	} {
+		out := draw(t, build(t, tc.kind, hwarch.Cayman, tc.n))
+		grids := 0
+		var counts map[int]int
+		check := func() {
+			if counts == nil {
+				return
+			}
+			for d := 16 * (grids - 1); d < 16*grids; d++ {
+				assert.Equal(t, 1, counts[d], "%s %d: device %d in grid %d", tc.kind, tc.n, d, grids-1)
+			}
+			assert.Len(t, counts, 16, "%s %d: grid %d", tc.kind, tc.n, grids-1)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			switch {
+			case strings.HasPrefix(line, tc.title+" "):
+				check()
+				grids++
+				counts = make(map[int]int)
+			case line == "" || !strings.HasPrefix(line, "  "):
+				check()
+				counts = nil
+			case counts != nil:
+				for _, s := range number.FindAllString(line, -1) {
+					d, err := strconv.Atoi(s)
+					require.NoError(t, err)
+					counts[d]++
+				}
+			}
+		}
+		check()
+		assert.Equal(t, tc.n/16, grids, "%s %d", tc.kind, tc.n)
+	}
+}
+
+// TestDrawTorusRow: device 0's row reads 0 ◄––► 1 ◄––► 2 ◄––► 3 with the
+// wrap-around markers at both ends; the vertical wrap markers frame the
+// grid.
+func TestDrawTorusRow(t *testing.T) {
+	out := draw(t, build(t, KindTorus2D, hwarch.Cayman, 16))
+	var rows []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "◄––►") {
+			rows = append(rows, strings.Join(strings.Fields(line), " "))
+		}
+	}
+	require.Len(t, rows, 4)
+	assert.Equal(t, "*––► 0 ◄––► 1 ◄––► 2 ◄––► 3 ◄––*", rows[0])
+	assert.Equal(t, "*––► 12 ◄––► 13 ◄––► 14 ◄––► 15 ◄––*", rows[3])
+	assert.Contains(t, out, "xy links: 256 GB/s, 500 ns per direction")
+	assert.Contains(t, out, "B0_s column = SENG s: up, left, down, right")
+	// Each ▲/▼/* sits under the last digit of a device.
+	lines := strings.Split(out, "\n")
+	for i, line := range lines {
+		if !strings.ContainsAny(line, "▲▼*") || strings.Contains(line, "––") {
+			continue
+		}
+		var row string
+		for j := i + 1; j < len(lines) && row == ""; j++ {
+			if strings.Contains(lines[j], "––") {
+				row = lines[j]
+			}
+		}
+		if row == "" {
+			row = rowAbove(lines, i)
+		}
+		r := []rune(row)
+		for c, m := range []rune(line) {
+			if m != ' ' {
+				require.Less(t, c, len(r), "line %q", line)
+				assert.True(t, r[c] >= '0' && r[c] <= '9' && (c+1 == len(r) || r[c+1] == ' '), "%q over %q at %d", line, row, c)
+			}
+		}
+	}
+}
+
+func rowAbove(lines []string, i int) string {
+	for j := i - 1; j >= 0; j-- {
+		if strings.Contains(lines[j], "––") {
+			return lines[j]
+		}
+	}
+	return ""
+}
+
+// TestDrawMissingLink: arrows come from the links, so a dropped direction
+// leaves a gap.
+func TestDrawMissingLink(t *testing.T) {
+	topo := build(t, KindRing, hwarch.Sunda, 4)
+	var kept []Link
+	for _, l := range topo.Links {
+		if !(l.From == 1 && l.To == 2) && !(l.From == 3 && l.To == 0) {
+			kept = append(kept, l)
+		}
+	}
+	topo.Links = kept
+	out := draw(t, topo)
+	assert.Contains(t, out, "   0 ◄––►  1 ◄––   2 ◄––►  3 ◄––*\n")
+}
+
+// TestDrawLongRing wraps near 100 columns, a continued line ending in a
+// link, and lists every device once.
+func TestDrawLongRing(t *testing.T) {
+	out := draw(t, build(t, KindRing, hwarch.Sunda, 100))
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	var ring []string
+	for _, l := range lines[1 : len(lines)-1] {
+		assert.LessOrEqual(t, len([]rune(l)), drawWidth, l)
+		ring = append(ring, l)
+	}
+	require.Greater(t, len(ring), 1)
+	for _, l := range ring[:len(ring)-1] {
+		assert.True(t, strings.HasSuffix(l, "◄––►"), l)
+	}
+	seen := make(map[string]int)
+	for _, l := range ring {
+		for _, s := range number.FindAllString(l, -1) {
+			seen[s]++
+		}
+	}
+	assert.Len(t, seen, 100)
+	for s, c := range seen {
+		assert.Equal(t, 1, c, s)
+	}
+}
+
+func TestDrawFormats(t *testing.T) {
+	assert.Equal(t, "256 GB/s", formatBandwidth(256e9))
+	assert.Equal(t, "103.08 GB/s (96 GiB/s)", formatBandwidth(96<<30))
+	assert.Equal(t, "1.5 GB/s", formatBandwidth(1.5e9))
+	assert.Equal(t, "0.00123 GB/s", formatBandwidth(1.23e6))
+	assert.Equal(t, "500 ns", formatLatency(500_000))
+	assert.Equal(t, "0.25 ns", formatLatency(250))
+	assert.Equal(t, "0..15", ranges([]int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}))
+	assert.Equal(t, "0..3, 5, 7..9", ranges([]int{0, 1, 2, 3, 5, 7, 8, 9}))
+	assert.Equal(t, "none", ranges(nil))
+}
+
+func TestDrawDeterministic(t *testing.T) {
+	for _, k := range []Kind{KindTorus2D, KindUltraServer, KindRing, KindChain, KindSwitch, KindFullyConnected, KindStar} {
+		n := 64
+		if k == KindChain {
+			n = 6
+		}
+		topo := build(t, k, hwarch.Cayman, n)
+		assert.Equal(t, draw(t, topo), draw(t, topo), "%s", k)
+		other := build(t, k, hwarch.Cayman, n)
+		assert.Equal(t, draw(t, topo), draw(t, other), "%s", k)
+		assert.True(t, strings.HasPrefix(draw(t, topo), "topology: "+k.String()+", "), "%s", k)
+	}
+}
+
+type failWriter struct{ err error }
+
+func (f failWriter) Write([]byte) (int, error) { return 0, f.err }
+
+type shortWriter struct{}
+
+func (shortWriter) Write(p []byte) (int, error) { return len(p) / 2, nil }
+
+func TestDrawErrors(t *testing.T) {
+	boom := errors.New("boom")
+	topo := build(t, KindTorus2D, hwarch.Cayman, 16)
+	assert.ErrorIs(t, Draw(failWriter{boom}, topo), boom)
+	assert.ErrorIs(t, Draw(shortWriter{}, topo), io.ErrShortWrite)
+
+	var b bytes.Buffer
+	assert.Error(t, Draw(&b, nil))
+	assert.ErrorIs(t, Draw(&b, &Topology{Kind: numKinds}), ErrUnknownKind)
+	assert.ErrorIs(t, Draw(&b, &Topology{Kind: KindAuto}), ErrUnknownKind)
+	assert.ErrorIs(t, Draw(&b, &Topology{Kind: KindTorus2D, Devices: 4, Nodes: make([]Node, 4)}), ErrTopology)
+	assert.ErrorIs(t, Draw(&b, &Topology{Kind: KindUltraServer, Devices: 16, Nodes: make([]Node, 16)}), ErrTopology)
+	assert.ErrorIs(t, Draw(&b, &Topology{Kind: KindRing, Devices: 3}), ErrTopology)
+	assert.ErrorIs(t, Draw(&b, &Topology{Kind: KindRing, Devices: 2, Nodes: make([]Node, 2), Links: []Link{{From: 0, To: 5}}}), ErrTopology)
+	assert.Zero(t, b.Len(), "nothing is written on error")
+
+	// A topology built by hand without links still draws.
+	require.NoError(t, Draw(&b, &Topology{Kind: KindStar, Devices: 2, Nodes: make([]Node, 2)}))
+	assert.Contains(t, b.String(), "no links")
+}

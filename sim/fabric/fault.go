@@ -1,0 +1,95 @@
+package fabric
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/neuronsim/neuronsim/sim"
+)
+
+// FaultKind is what an injected fault does.
+type FaultKind uint8
+
+// The faults.
+const (
+	LinkDown    FaultKind = iota + 1 // a link stops carrying writes; those in flight on it are lost
+	LinkUp                           // it carries them again
+	DeviceReset                      // a device resets (sim.Device.FaultReset): writes landing on it meanwhile are lost
+)
+
+// Fault is one injected fault: at time At, Kind on Link (a directed link;
+// see LinkBetween) or Device.
+type Fault struct {
+	At     sim.Time
+	Kind   FaultKind
+	Link   int
+	Device int
+}
+
+// ErrFault marks a fault that cannot be scheduled.
+var ErrFault = errors.New("invalid fault")
+
+// ScheduleFault makes the fault happen at its time on the system's clock.
+// A time before now, an unknown kind, link or device is an error.
+func (s *System) ScheduleFault(f Fault) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch f.Kind {
+	case LinkDown, LinkUp:
+		if f.Link < 0 || f.Link >= len(s.st.Links) {
+			return fmt.Errorf("fabric: fault on link %d of %d: %w", f.Link, len(s.st.Links), ErrFault)
+		}
+	case DeviceReset:
+		if f.Device < 0 || f.Device >= len(s.devs) {
+			return fmt.Errorf("fabric: fault on device %d of %d: %w", f.Device, len(s.devs), ErrFault)
+		}
+	default:
+		return fmt.Errorf("fabric: fault kind %d: %w", f.Kind, ErrFault)
+	}
+	s.faults = append(s.faults, f)
+	if err := s.engine.Schedule(f.At, s.hFault, uint64(len(s.faults)-1)); err != nil {
+		s.faults = s.faults[:len(s.faults)-1]
+		return fmt.Errorf("fabric: fault at %v: %w: %w", f.At, err, ErrFault)
+	}
+	return nil
+}
+
+// fault carries out scheduled fault i.
+func (s *System) fault(i int) {
+	if i < 0 || i >= len(s.faults) {
+		return
+	}
+	f := s.faults[i]
+	switch f.Kind {
+	case LinkDown, LinkUp:
+		s.st.Links[f.Link].Down = f.Kind == LinkDown
+	case DeviceReset:
+		s.devs[f.Device].FaultReset()
+	}
+	s.st.Stats.Faults++
+}
+
+// Describe says what the fabric knows of a failure: the links that are
+// down and the last write it lost or could not land. The empty string when
+// nothing is wrong.
+func (s *System) Describe() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var down []string
+	for id, l := range s.st.Links {
+		if l.Down {
+			down = append(down, s.topo.LinkName(id))
+		}
+	}
+	msg := ""
+	if len(down) > 0 {
+		msg = fmt.Sprintf("links down: %v", down)
+	}
+	if s.st.Stats.LastError != "" {
+		if msg != "" {
+			msg += "; "
+		}
+		msg += "last lost write: " + s.st.Stats.LastError
+	}
+	return msg
+}
