@@ -6,10 +6,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/calibrate"
 	"github.com/neuronsim/neuronsim/internal/cluster"
 	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/runtime/enc"
@@ -23,7 +25,7 @@ func newFabricCommand() *cobra.Command {
 		Use:   "fabric",
 		Short: "Multi-device systems: collective sweeps over the simulated fabric, and its topology",
 	}
-	cmd.AddCommand(newFabricSweepCommand(), newFabricTopoCommand())
+	cmd.AddCommand(newFabricSweepCommand(), newFabricTopoCommand(), newFabricCalibrateCommand())
 	return cmd
 }
 
@@ -165,6 +167,8 @@ type sweepFlags struct {
 	minB, maxB            string
 	factor, step          string
 	chunks, groupSize     int
+	ranksPerDevice        int
+	engines               int
 	jsonFile, plotFile    string
 	pcapFile              string
 	check                 bool
@@ -199,6 +203,8 @@ list sweeps each count; --plot draws busbw against size per count.`,
 	fl.StringVar(&s.mode, "mode", "timing", "timing (no payloads) or functional (real data, checked against the CPU reference)")
 	fl.IntVar(&s.chunks, "chunks", 1, "k: split each collective into k pieces run one after another")
 	fl.IntVar(&s.groupSize, "group-size", 0, "ranks per node for --algo hier")
+	fl.IntVar(&s.ranksPerDevice, "ranks-per-device", 1, "NeuronCores of each device taking part (rank r is NC r mod k of device r/k)")
+	fl.IntVar(&s.engines, "engines", 0, "DMA engines each rank spreads its transfers over (default: the generation's calibrated count)")
 	fl.StringVar(&s.jsonFile, "json", "", "write nccom-test's JSON report to this file")
 	fl.StringVar(&s.plotFile, "plot", "", "draw busbw against size, one line per device count, to this PNG")
 	fl.StringVar(&s.pcapFile, "pcap", "", "write the fabric's packets to this pcap file (contrib/wireshark/neuronsim.lua dissects them)")
@@ -262,9 +268,10 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 	var series []nccom.Series
 	var reports []*nccom.Report
 	for _, n := range counts {
+		ranks := n * max(s.ranksPerDevice, 1)
 		align := int64(d.Size())
 		if op == enc.AllGather || op == enc.ReduceScatter || op == enc.AllToAll {
-			align *= int64(n)
+			align *= int64(ranks)
 		}
 		sizes, err := nccom.Sizes(minB, maxB, factor, step, align)
 		if err != nil {
@@ -275,7 +282,7 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 			return err
 		}
 		reports = append(reports, rep)
-		series = append(series, nccom.Series{Label: fmt.Sprintf("%d devices", n), Report: rep})
+		series = append(series, nccom.Series{Label: fmt.Sprintf("%d devices, %d ranks", n, ranks), Report: rep})
 	}
 	for i, rep := range reports {
 		if i > 0 {
@@ -302,23 +309,27 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 // sweepOne runs every size on a system of n devices.
 func sweepOne(cmd *cobra.Command, f *fabricFlags, s *sweepFlags, family hwarch.SwitchFamily, p *fabric.Params, n int,
 	op enc.Op, algo enc.Algo, d enc.Dtype, sizes []int64, timingOnly bool, opt enc.Options) (*nccom.Report, error) {
+	ranks := n * max(s.ranksPerDevice, 1)
 	// One buffer area holds the largest size's schedule.
 	var need uint64
 	for _, size := range []int64{sizes[0], sizes[len(sizes)-1]} {
-		sch, err := enc.Build(op, algo, n, size, d.Size(), opt)
+		sch, err := enc.Build(op, algo, ranks, size, d.Size(), opt)
 		if err != nil {
 			return nil, err
 		}
 		need = max(need, enc.LayoutOf(sch, 0).End)
 	}
-	if !timingOnly && need*uint64(n) > maxFunctionalBytes {
+	if !timingOnly && need*uint64(ranks) > maxFunctionalBytes {
 		return nil, fmt.Errorf("--mode functional: %d ranks × %d bytes of buffers is more than the %d bytes a functional sweep may touch; use --mode timing or smaller sizes",
-			n, need, uint64(maxFunctionalBytes))
+			ranks, need, uint64(maxFunctionalBytes))
 	}
 	c, err := cluster.New(cluster.Config{Generation: f.gen, Devices: n, Switch: family, Kind: f.kind, Params: p,
-		TimingOnly: timingOnly, BufferBytes: need})
+		TimingOnly: timingOnly, BufferBytes: need, RanksPerDevice: s.ranksPerDevice})
 	if err != nil {
 		return nil, err
+	}
+	if s.engines > 0 {
+		c.Exec.Engines = s.engines
 	}
 	var pcapOut *os.File
 	var w *capture.Writer
@@ -332,7 +343,7 @@ func sweepOne(cmd *cobra.Command, f *fabricFlags, s *sweepFlags, family hwarch.S
 		}
 		c.System.SetCapture(w, 0)
 	}
-	rep := &nccom.Report{Op: op.String(), Ranks: n, Extra: map[string]any{
+	rep := &nccom.Report{Op: op.String(), Ranks: ranks, Extra: map[string]any{
 		"arch": f.gen.String(), "devices": n, "topology": c.System.Topology().Kind.String(), "model": p.Model.String(),
 		"mode": s.mode, "switch": family.String(),
 	}}
@@ -341,7 +352,7 @@ func sweepOne(cmd *cobra.Command, f *fabricFlags, s *sweepFlags, family hwarch.S
 		prog = nccom.NewProgress(cmd.ErrOrStderr(), len(sizes), true, fmt.Sprintf("%s on %d devices", op, n))
 	}
 	for i, size := range sizes {
-		sch, err := enc.Build(op, algo, n, size, d.Size(), opt)
+		sch, err := enc.Build(op, algo, ranks, size, d.Size(), opt)
 		if err != nil {
 			return nil, err
 		}
@@ -352,9 +363,9 @@ func sweepOne(cmd *cobra.Command, f *fabricFlags, s *sweepFlags, family hwarch.S
 			res, err = c.Check(sch, d, s.seed+uint64(i), opt)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%d devices, %d bytes: %w", n, size, err)
+			return nil, fmt.Errorf("%d devices, %d ranks, %d bytes: %w", n, ranks, size, err)
 		}
-		row, err := nccom.NewRow(op.String(), n, size, d.Size(), d.String(), res.TimePS, sch.Algo.String())
+		row, err := nccom.NewRow(op.String(), ranks, size, d.Size(), d.String(), res.TimePS, sch.Algo.String())
 		if err != nil {
 			return nil, err
 		}
@@ -393,3 +404,37 @@ func writeFileWith(path string, write func(io.Writer) error) error {
 	}
 	return out.Close()
 }
+
+func newFabricCalibrateCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "calibrate",
+		Short: "Fit the collectives' parameters to the published nccom-test tables and print the error per size",
+		Long: `calibrate runs the two published tables the project fits to (trainium-facts
+§5.3 (a), a 2-rank AllReduce, and (d), an 8-rank AllGather) on the model with
+every DMA engine count 1..16, each with its best launch cost, and prints the
+best fit with the published and modelled time of every size. The result is
+what enc.Calibrated returns; a test keeps the two equal.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			for i, tg := range calibrate.Targets {
+				f, err := calibrate.FitTarget(tg)
+				if err != nil {
+					return err
+				}
+				if i > 0 {
+					fmt.Fprintln(out)
+				}
+				fmt.Fprintf(out, "%s — %s, %s: %d devices × %d ranks, %s\n", tg.Name, tg.Source, tg.Generation.Product(), tg.Devices, tg.RanksPer, tg.Op)
+				fmt.Fprintf(out, "fit: %d DMA engines per rank, launch cost %v, RMS error %.1f%%\n", f.Engines, f.LaunchCost, 100*f.RMS)
+				fmt.Fprintf(out, "%12s %14s %14s %8s\n", "size(B)", "published(us)", "model(us)", "error")
+				for _, r := range f.Rows {
+					fmt.Fprintf(out, "%12d %14.2f %14.2f %+7.1f%%\n", r.Size, us(r.Published), us(r.Model), 100*r.Error)
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }

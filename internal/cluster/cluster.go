@@ -58,6 +58,8 @@ var ErrConfig = errors.New("invalid cluster configuration")
 
 // New builds the system, brings every device up through the runtime (no
 // reset: the devices start ready) and prepares a rank per NC taking part.
+// The executor starts with the generation's calibrated parameters
+// (enc.Calibrated) and the runtime's inter-RDH DMA engines and folds.
 func New(cfg Config) (*Cluster, error) {
 	if cfg.RanksPerDevice == 0 {
 		cfg.RanksPerDevice = 1
@@ -80,9 +82,13 @@ func New(cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	c := &Cluster{System: sys, Exec: &enc.Executor{}, Tables: tables, cfg: cfg, dispatch: new(arch.Dispatch)}
+	cal := enc.Calibrated(cfg.Generation)
+	x := &enc.Executor{Engines: cal.Engines, LaunchCost: cal.LaunchCost, InterRDHFolds: tables.Soc.InterRDHFoldN()}
+	for idx := uint32(0); idx < 2; idx++ { // <arch>_get_inter_rdh_dma_id 0 and 1
+		x.InterRDH = append(x.InterRDH, int(tables.Soc.InterRDHDMAID(idx)))
+	}
+	c := &Cluster{System: sys, Exec: x, Tables: tables, cfg: cfg, dispatch: new(arch.Dispatch)}
 	val := rtisa.New(tables)
-	x := c.Exec
 	for i, d := range sys.Devices() {
 		up, m, err := c.bringUp(i)
 		if err != nil {

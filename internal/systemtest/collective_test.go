@@ -63,3 +63,28 @@ func TestTwoRanksOnOneChip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, c.System.Stats().Transfers, "one chip: no fabric traffic")
 }
+
+// TestRDHUsesInterRDHEngines: an RDH all-reduce carries the transfers
+// between its two reduction half-domains on the runtime's inter-RDH DMA
+// engines (get_inter_rdh_dma_id: 4 and 5 on mariana), queue 15, and the
+// others on the rank's data engines.
+func TestRDHUsesInterRDHEngines(t *testing.T) {
+	c := newCluster(t, hwarch.Mariana, 8, false, 4<<20)
+	assert.Equal(t, []int{4, 5}, c.Exec.InterRDH)
+	assert.Equal(t, 2, c.Exec.InterRDHFolds)
+	c.Exec.Engines = 2 // data on engines 0 and 1 only
+	sched, err := enc.Build(enc.AllReduce, enc.RDH, 8, 1<<20, 4, enc.Options{})
+	require.NoError(t, err)
+	_, err = c.Check(sched, enc.Float32, 9, enc.Options{})
+	require.NoError(t, err)
+	for _, eng := range []int{0, 1, 4, 5} {
+		qs, err := c.System.Device(0).DMAQueue(eng, enc.CollectiveQueue)
+		require.NoError(t, err)
+		assert.Positive(t, qs.Done, "engine %d carried transfers", eng)
+	}
+	for _, eng := range []int{2, 3, 6} {
+		qs, err := c.System.Device(0).DMAQueue(eng, enc.CollectiveQueue)
+		require.NoError(t, err)
+		assert.Zero(t, qs.Done, "engine %d is not used", eng)
+	}
+}

@@ -96,6 +96,19 @@ type Executor struct {
 	// 0: DefaultTimeout. A run that does not finish in it (a link down, a
 	// device reset) is an error naming what failed.
 	Timeout time.Duration
+	// InterRDH are the DMA engines (indices within the rank's NeuronCore)
+	// that carry an RDH schedule's transfers between reduction
+	// half-domains — <arch>_get_inter_rdh_dma_id 0 and 1: {4, 5} on
+	// cayman and mariana, {0, 1} on sunda — and InterRDHFolds the folds
+	// between those domains (<arch>_get_inter_rdh_fold_n: 2). Empty: the
+	// rank's engines as for any transfer.
+	InterRDH      []int
+	InterRDHFolds int
+	// LaunchCost is the runtime's fixed cost of starting a collective and
+	// learning it is done (kick-off, completion to the host), spent on the
+	// devices' clock before rank 0 starts and counted in the time
+	// (docs/timing-model.md §Calibration).
+	LaunchCost time.Duration
 
 	queues   map[[2]int]*dma.Queue // (rank, engine<<8 | queue) → the open queue
 	capacity map[[2]int]int        // its ring's descriptors
@@ -119,6 +132,7 @@ var ErrSemaphoreRange = errors.New("schedule too long for the collectives' semap
 // rankPlan is what one rank runs.
 type rankPlan struct {
 	vr       []*dma.Vring // per engine: the collectives queue's descriptors
+	rdh      []*dma.Vring // the inter-RDH engines' vrings (members of vr)
 	ctl      *dma.Vring   // control queue
 	prog     []isa.Record // the SP program
 	arrivals []int        // per step: slices landing in the rank during it
@@ -134,6 +148,14 @@ func (x *Executor) Run(s *Schedule, d Dtype) (Result, error) {
 	}
 	if len(x.Ranks) != s.Ranks {
 		return Result{}, fmt.Errorf("enc: %s of %d ranks on %d ranks: %w", s.Op, s.Ranks, len(x.Ranks), ErrRun)
+	}
+	for _, rel := range x.InterRDH {
+		for r := range x.Ranks {
+			if rel < 0 || rel >= x.Ranks[r].Runner.Dev.Geometry.DMAEnginesPerNC {
+				return Result{}, fmt.Errorf("enc: inter-RDH DMA engine %d: a NeuronCore has engines 0..%d: %w",
+					rel, x.Ranks[r].Runner.Dev.Geometry.DMAEnginesPerNC-1, ErrRun)
+			}
+		}
 	}
 	if d.Size() != s.Elem {
 		return Result{}, fmt.Errorf("enc: %s elements are %d bytes, the schedule's %d: %w", d, d.Size(), s.Elem, ErrRun)
@@ -169,6 +191,11 @@ func (x *Executor) Run(s *Schedule, d Dtype) (Result, error) {
 	}
 	r0 := x.Ranks[0].Runner
 	elapsed := ndl.ElapsedPS(r0.Dev.Dev)
+	if x.LaunchCost > 0 {
+		if err := ndl.Sleep(r0.Dev.Dev, x.LaunchCost); err != nil {
+			return res, err
+		}
+	}
 	if err := r0.Start(blocks[0]); err != nil {
 		return res, fmt.Errorf("enc: rank 0: %w", err)
 	}
@@ -272,13 +299,35 @@ func (x *Executor) Release() {
 	}
 }
 
-// engines returns the DMA engine ids of a rank's NeuronCore that carry data.
+// crossesRDHDomains reports whether a transfer of an RDH schedule goes
+// from one reduction half-domain to another (InterRDHFolds domains of
+// consecutive ranks).
+func (x *Executor) crossesRDHDomains(s *Schedule, xf Xfer) bool {
+	if s.Algo != RDH || len(x.InterRDH) == 0 || x.InterRDHFolds < 2 || s.Ranks%x.InterRDHFolds != 0 {
+		return false
+	}
+	per := s.Ranks / x.InterRDHFolds
+	return xf.Src/per != xf.Dst/per
+}
+
+// dataEngines is how many of a rank's NeuronCore's DMA engines carry its
+// transfers: Engines, or all of them.
+func (x *Executor) dataEngines(r int) int {
+	n := x.Ranks[r].Runner.Dev.Geometry.DMAEnginesPerNC
+	if x.Engines > 0 && x.Engines < n {
+		n = x.Engines
+	}
+	return n
+}
+
+// engines returns the DMA engine ids of a rank's NeuronCore the executor
+// uses: the data engines, and the inter-RDH ones if they lie beyond.
 func (x *Executor) engines(r int) []int {
 	run := x.Ranks[r].Runner
 	geo := run.Dev.Geometry
-	n := geo.DMAEnginesPerNC
-	if x.Engines > 0 && x.Engines < n {
-		n = x.Engines
+	n := x.dataEngines(r)
+	for _, rel := range x.InterRDH {
+		n = max(n, rel+1)
 	}
 	out := make([]int, n)
 	for i := range out {
@@ -344,6 +393,9 @@ func (x *Executor) plan(s *Schedule, d Dtype) ([]rankPlan, error) {
 			plans[r].vr[j] = dma.NewVring(fmt.Sprintf("cc.r%d.e%d", r, e))
 		}
 		plans[r].ctl = dma.NewVring(fmt.Sprintf("cc.r%d.ctl", r))
+		for _, rel := range x.InterRDH {
+			plans[r].rdh = append(plans[r].rdh, plans[r].vr[rel])
+		}
 		ones[r] = LayoutOf(s, x.Ranks[r].Base).Ones
 	}
 	sp := func(r int, rec isa.Record) { plans[r].prog = append(plans[r].prog, rec) }
@@ -409,14 +461,19 @@ func (x *Executor) plan(s *Schedule, d Dtype) ([]rankPlan, error) {
 			}
 		}
 		for i, xf := range st.Xfers {
-			r, ne := xf.Src, len(engs[xf.Src])
+			r := xf.Src
+			use := plans[r].vr[:x.dataEngines(r)]
+			if x.crossesRDHDomains(s, xf) {
+				use = plans[r].rdh
+			}
+			ne := len(use)
 			elems := xf.Len / int64(s.Elem)
 			per := (elems + int64(ne) - 1) / int64(ne) * int64(s.Elem)
 			src0 := [...]uint64{Input: LayoutOf(s, x.Ranks[r].Base).Input, Output: LayoutOf(s, x.Ranks[r].Base).Output,
 				Scratch: LayoutOf(s, x.Ranks[r].Base).Scratch}[xf.SrcBuf] + uint64(xf.SrcOff)
 			for j, off := 0, int64(0); off < xf.Len && err == nil; j, off = j+1, off+per {
 				size := min(per, xf.Len-off)
-				v := plans[r].vr[(i+j)%ne]
+				v := use[(i+j)%ne]
 				var dst uint64
 				if dst, err = x.addr(s, r, xf.Dst, xf.DstBuf, xf.DstOff+off); err != nil {
 					break
