@@ -12,25 +12,32 @@ type ring struct {
 
 // ringRS adds a ring reduce-scatter starting at step base and returns the
 // number of steps it spans. Member k ends with the sum of block k in its acc
-// location. raw locates each member's own contribution. With init, a first
-// step copies every member's raw blocks into acc, except the block it sends
-// first (straight from raw); then m−1 ring steps follow, in step t member k
-// sending its partial sum of block k − dir·(t+1) to the next member, which
-// adds it into its acc. Without init the contributions are already in acc
-// (raw must be acc).
+// location. raw locates each member's own contribution. In ring step t
+// (0..m−2) member k sends its partial sum of block k − dir·(t+1) to the next
+// member, which adds it into its acc — so a member receives block
+// k − dir·(t+2) in step t, and every block but the one it sends first.
+//
+// With init, each member's own contribution to a block it will receive must
+// be in acc first (the DMA reduce adds into what the destination holds):
+// the block received in step 0 is copied in a first step of its own, and
+// the block received in step t+1 during ring step t, beside the step's
+// transfers, so the copies overlap the ring instead of preceding it. (With
+// m = 2 the first step is the only copy.) Without init the contributions
+// are already in acc (raw must be acc).
 func (b *builder) ringRS(base int, g ring, raw, acc loc, init bool) int {
 	m := len(g.members)
 	steps := 0
+	copyIn := func(st, k, blk int) {
+		for _, s := range g.blocks[mod(blk, m)] {
+			b.move(st, g.members[k], raw, g.members[k], acc, s, false)
+		}
+	}
 	if init {
-		for k, rank := range g.members {
-			first := mod(k-g.dir, m)
-			for c, blk := range g.blocks {
-				if m > 1 && c == first {
-					continue
-				}
-				for _, s := range blk {
-					b.move(base, rank, raw, rank, acc, s, false)
-				}
+		for k := range g.members {
+			if m == 1 {
+				copyIn(base, k, k)
+			} else {
+				copyIn(base, k, k-2*g.dir)
 			}
 		}
 		steps = 1
@@ -45,6 +52,9 @@ func (b *builder) ringRS(base int, g ring, raw, acc loc, init bool) int {
 			next := g.members[mod(k+g.dir, m)]
 			for _, s := range g.blocks[mod(k-g.dir*(t+1), m)] {
 				b.move(st, rank, src, next, acc, s, true)
+			}
+			if init && t+1 < m-1 {
+				copyIn(st, k, k-g.dir*(t+3))
 			}
 		}
 	}

@@ -122,14 +122,22 @@ func TestStrings(t *testing.T) {
 	assert.Equal(t, "<nil schedule>", nilSched.String())
 }
 
-// TestBuiltSchedulesMergeAdjacent: a rank's consecutive blocks to the same
-// place travel as one transfer (one ring AR init copy per rank when the
-// skipped block is the first or last).
-func TestBuiltSchedulesMergeAdjacent(t *testing.T) {
+// TestRingInitCopiesOverlap: a ring all-reduce copies into the output, in
+// its first step, only the block each rank receives first; the block it
+// receives in ring step t+1 is copied during ring step t, beside the ring's
+// transfers.
+func TestRingInitCopiesOverlap(t *testing.T) {
 	s, err := Build(AllReduce, Ring, 4, 64, 4, Options{})
 	require.NoError(t, err)
-	init := s.Steps[0].Xfers
-	// Rank 0 skips block 3 (sent first): one copy of blocks 0..2; rank 1 skips block 0: blocks 1..3.
-	assert.Contains(t, init, Xfer{Src: 0, Dst: 0, SrcBuf: Input, DstBuf: Output, Len: 48})
-	assert.Contains(t, init, Xfer{Src: 1, Dst: 1, SrcBuf: Input, DstBuf: Output, SrcOff: 16, DstOff: 16, Len: 48})
+	// Rank k receives block k−2 first, then k−3, then k−4 = k.
+	assert.ElementsMatch(t, []Xfer{
+		{Src: 0, Dst: 0, SrcBuf: Input, DstBuf: Output, SrcOff: 32, DstOff: 32, Len: 16},
+		{Src: 1, Dst: 1, SrcBuf: Input, DstBuf: Output, SrcOff: 48, DstOff: 48, Len: 16},
+		{Src: 2, Dst: 2, SrcBuf: Input, DstBuf: Output, SrcOff: 0, DstOff: 0, Len: 16},
+		{Src: 3, Dst: 3, SrcBuf: Input, DstBuf: Output, SrcOff: 16, DstOff: 16, Len: 16},
+	}, s.Steps[0].Xfers)
+	assert.Contains(t, s.Steps[1].Xfers, Xfer{Src: 0, Dst: 0, SrcBuf: Input, DstBuf: Output, SrcOff: 16, DstOff: 16, Len: 16},
+		"rank 0's block 1, received in ring step 1, copied in ring step 0")
+	assert.Contains(t, s.Steps[2].Xfers, Xfer{Src: 0, Dst: 0, SrcBuf: Input, DstBuf: Output, SrcOff: 0, DstOff: 0, Len: 16},
+		"rank 0's own block, received last, copied in ring step 1")
 }
