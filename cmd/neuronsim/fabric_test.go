@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
+	"github.com/neuronsim/neuronsim/sim/fabric/capture"
 )
 
 // TestFabricSweep: the table's busbw is the factor × algbw on every row,
@@ -92,4 +93,24 @@ func TestFabricTopo(t *testing.T) {
 	out, err = runCLI(t, "fabric", "topo", "--arch", "mariana", "--devices", "32")
 	require.NoError(t, err)
 	assert.Contains(t, out, "in-server switch l1-sw1")
+}
+
+// TestFabricSweepPcap: --pcap writes the sweep's fabric packets, readable
+// back, between the devices of the system.
+func TestFabricSweepPcap(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "sweep.pcap")
+	out, err := runCLI(t, "fabric", "sweep", "--arch", "mariana", "--devices", "4", "--op", "all_gather", "-b", "16K", "-e", "16K",
+		"--mode", "functional", "--pcap", file)
+	require.NoError(t, err, out)
+	f, err := os.Open(file)
+	require.NoError(t, err)
+	defer f.Close()
+	pkts, err := capture.ReadAll(f)
+	require.NoError(t, err)
+	require.NotEmpty(t, pkts)
+	assert.Contains(t, out, "# pcap_packets: ")
+	for _, p := range pkts {
+		assert.Less(t, int(p.Header.Src), 4)
+		assert.Less(t, int(p.Header.Dst), 4)
+	}
 }

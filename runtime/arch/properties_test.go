@@ -162,7 +162,7 @@ func TestSeedConformanceDoc(t *testing.T) {
 	}
 	assert.Equal(t, want, doc, "docs/seed-conformance.md is stale: run go test ./runtime/arch -run TestSeedConformanceDoc -update")
 	// Every test the hand-written rows name must exist too.
-	tests := testFuncs(t, ".", "../../hw/arch", "../csr", "../ndl", "../bringup", "../dve", "../dmem", "../dma", "../isa", "../../hw/isa", "../../sim", "../../sim/bar", "../../sim/tpb", "../../sim/dma", "../../internal/systemtest")
+	tests := testFuncs(t, ".", "../../hw/arch", "../csr", "../ndl", "../bringup", "../dve", "../dmem", "../dma", "../isa", "../../hw/isa", "../../sim", "../../sim/bar", "../../sim/tpb", "../../sim/dma", "../../sim/fabric", "../enc", "../../cmd/neuronsim", "../../internal/systemtest", "../../internal/calibrate")
 	for _, line := range strings.Split(doc[:i]+doc[j:], "\n") {
 		for _, f := range strings.Split(line, "`") {
 			if (strings.HasPrefix(f, "Test") || strings.HasPrefix(f, "Fuzz")) && !strings.ContainsAny(f, " .") {
