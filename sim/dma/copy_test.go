@@ -419,3 +419,34 @@ func TestSelfReset(t *testing.T) {
 		})
 	}
 }
+
+// TestDescriptorPrefetch: the engine fetches available descriptors in a
+// burst (prefetchDescriptors at most): one changed after its doorbell has
+// no effect, as on hardware, while descriptors made available later are
+// fetched when they are; a queue reset drops the burst.
+func TestDescriptorPrefetch(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	r.normal(0)
+	d := r.setupQueue(0, 3, r.host, 32)
+	src := r.alloc(r.hbm, 64, 64)
+	r.bus.poke(t, src, bytes.Repeat([]byte{7}, 64))
+	dst := []uint64{r.alloc(r.hbm, 64, 64), r.alloc(r.hbm, 64, 64), r.alloc(r.hbm, 64, 64), r.alloc(r.hbm, 64, 64)}
+	other := r.alloc(r.hbm, 64, 64)
+	slot2 := d.s2m.base + 2*udma.DescriptorSize
+	for _, a := range dst[:3] {
+		d.push(src, a, 16)
+	}
+	d.doorbell()
+	// Rewrite the third S2M descriptor after its doorbell: too late.
+	var b [udma.DescriptorSize]byte
+	rxDesc(t, other, 16, udma.FirstRingID).Put(b[:])
+	r.bus.poke(t, slot2, b[:])
+	d.push(src, dst[3], 16) // made available later: fetched then
+	d.doorbell()
+	r.mustDrain()
+	for i, a := range dst {
+		assert.Equal(t, bytes.Repeat([]byte{7}, 16), r.bus.peek(t, a, 16), "destination %d", i)
+	}
+	assert.Equal(t, make([]byte, 16), r.bus.peek(t, other, 16), "the rewritten descriptor was already fetched")
+	assert.Equal(t, uint64(4), r.queue(0, 3).Done)
+}

@@ -143,6 +143,7 @@ type Controller struct {
 	trace      Tracer
 	buf        []byte                    // payload bounce buffer, reused
 	dstBuf     []byte                    // destination bytes of a local reduce, reused
+	pref       []*prefetch               // per engine, queue and half: descriptors fetched in a burst (not state: dropped on Restore)
 	desc       [udma.DescriptorSize]byte // descriptor fetch buffer, reused
 }
 
@@ -271,5 +272,6 @@ func (c *Controller) Restore(s State) error {
 	}
 	c.st = s
 	c.st = c.State() // a deep copy, so the caller's s stays its own
+	c.pref = nil     // fetched again from the restored memory
 	return nil
 }

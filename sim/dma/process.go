@@ -12,15 +12,65 @@ func fireArg(e, q int, epoch uint32) uint64 {
 	return uint64(e)<<40 | uint64(q)<<32 | uint64(epoch)
 }
 
-// readDescriptor fetches the descriptor at a half's head.
-func (c *Controller) readDescriptor(h *HalfState) (udma.Descriptor, error) {
+// prefetchDescriptors is how many descriptors an engine fetches from a ring
+// at once, as UDMA engines prefetch descriptors in bursts. Only descriptors
+// made available (tail_inc) and not yet done are fetched — software may not
+// change those — and never past the ring's end.
+const prefetchDescriptors = 16
+
+// prefetch is one ring half's fetched descriptors: ring indices
+// [start, start+n) at phase phase of the ring at base, length length, for
+// queue epoch epoch.
+type prefetch struct {
+	base          uint64
+	length, start uint32
+	n             uint32
+	phase         uint8
+	epoch         uint32
+	buf           [prefetchDescriptors * udma.DescriptorSize]byte
+	next          uint32 // index in buf of descriptor start
+}
+
+// readDescriptor fetches the descriptor at a half's head, from the half's
+// prefetched burst when it holds it (pf may be nil: no prefetching).
+func (c *Controller) readDescriptor(h *HalfState, pf *prefetch, epoch uint32) (udma.Descriptor, error) {
+	base := h.base()
+	if pf != nil {
+		if pf.n == 0 || pf.base != base || pf.length != h.Length || pf.start != h.Head || pf.phase != h.HeadRing || pf.epoch != epoch {
+			k := min(prefetchDescriptors, h.Avail, h.Length-h.Head)
+			*pf = prefetch{base: base, length: h.Length, start: h.Head, phase: h.HeadRing, epoch: epoch}
+			if k > 1 && c.bus.ReadDMA(base+uint64(h.Head)*udma.DescriptorSize, pf.buf[:k*udma.DescriptorSize]) == nil {
+				pf.n = k
+			}
+		}
+		if pf.n > 0 {
+			d, err := udma.Decode(pf.buf[pf.next*udma.DescriptorSize:])
+			pf.next++
+			pf.n--
+			pf.start++
+			return d, err
+		}
+	}
 	// c.desc, not a local array: a slice passed to the Bus interface
 	// escapes, which would cost an allocation per descriptor.
 	b := c.desc[:]
-	if err := c.bus.ReadDMA(h.base()+uint64(h.Head)*udma.DescriptorSize, b); err != nil {
+	if err := c.bus.ReadDMA(base+uint64(h.Head)*udma.DescriptorSize, b); err != nil {
 		return udma.Descriptor{}, err
 	}
 	return udma.Decode(b)
+}
+
+// prefetchOf returns the prefetch state of engine e queue q's half (0 M2S,
+// 1 S2M), made on first use.
+func (c *Controller) prefetchOf(e, q, half int) *prefetch {
+	i := (e*udma.Queues+q)*2 + half
+	if c.pref == nil {
+		c.pref = make([]*prefetch, len(c.st.Engines)*udma.Queues*2)
+	}
+	if c.pref[i] == nil {
+		c.pref[i] = new(prefetch)
+	}
+	return c.pref[i]
 }
 
 // errorBits turns a bus error into queue status bits.
@@ -44,12 +94,12 @@ func (c *Controller) kick(e, q int) {
 	if es.State != udma.StateNormal || qs.InFlight || qs.Status&udma.StatusHalted != 0 || qs.M2S.Avail == 0 || qs.S2M.Avail == 0 {
 		return
 	}
-	tx, err := c.readDescriptor(&qs.M2S)
+	tx, err := c.readDescriptor(&qs.M2S, c.prefetchOf(e, q, 0), qs.Epoch)
 	if err != nil {
 		c.fail(e, q, errorBits(err, true))
 		return
 	}
-	rx, err := c.readDescriptor(&qs.S2M)
+	rx, err := c.readDescriptor(&qs.S2M, c.prefetchOf(e, q, 1), qs.Epoch)
 	if err != nil {
 		c.fail(e, q, errorBits(err, true))
 		return
