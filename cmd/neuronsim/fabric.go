@@ -42,6 +42,7 @@ type fabricFlags struct {
 	endpoint float64 // ns; <0: default
 	swLat    float64 // ns; <0: default
 	chunkB   int
+	server   int
 	cmd      *cobra.Command
 }
 
@@ -59,6 +60,7 @@ func addFabricFlags(cmd *cobra.Command) *fabricFlags {
 	fl.Float64Var(&f.endpoint, "endpoint-delay", -1, "δ: the delay a write takes to land after its last byte, ns")
 	fl.Float64Var(&f.swLat, "switch-latency", -1, "a switch's forwarding delay, ns")
 	fl.IntVar(&f.chunkB, "chunk-bytes", 0, "store-and-forward chunk of the aware model (default 4096)")
+	fl.IntVar(&f.server, "server-size", 0, "Trn3 switch: devices per server, i.e. on one in-server switch (default 16)")
 	return f
 }
 
@@ -118,6 +120,9 @@ func (f *fabricFlags) params(t *rtarch.Tables) fabric.Params {
 	}
 	if f.chunkB > 0 {
 		p.ChunkBytes = f.chunkB
+	}
+	if f.server > 0 {
+		p.ServerSize = f.server
 	}
 	return p
 }
@@ -200,6 +205,7 @@ list sweeps each count; --plot draws busbw against size per count.`,
 	fl.StringVarP(&s.step, "stepbytes", "i", "", "add this to the size each step (default (max-min)/10)")
 	fl.StringVar(&s.algo, "algo", "auto", "auto|ring|mesh|rdh|kangaring|hier")
 	fl.StringVarP(&s.dtype, "datatype", "d", "fp32", "fp32, bf16, fp16, int32, uint32, int8, uint8, int16, uint16")
+	fl.StringVar(&s.dtype, "dtype", "fp32", "the same as --datatype")
 	fl.StringVar(&s.mode, "mode", "timing", "timing (no payloads) or functional (real data, checked against the CPU reference)")
 	fl.IntVar(&s.chunks, "chunks", 1, "k: split each collective into k pieces run one after another")
 	fl.IntVar(&s.groupSize, "group-size", 0, "ranks per node for --algo hier")
