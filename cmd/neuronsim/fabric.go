@@ -316,14 +316,9 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 func sweepOne(cmd *cobra.Command, f *fabricFlags, s *sweepFlags, family hwarch.SwitchFamily, p *fabric.Params, n int,
 	op enc.Op, algo enc.Algo, d enc.Dtype, sizes []int64, timingOnly bool, opt enc.Options) (*nccom.Report, error) {
 	ranks := n * max(s.ranksPerDevice, 1)
-	// One buffer area holds the largest size's schedule.
-	var need uint64
-	for _, size := range []int64{sizes[0], sizes[len(sizes)-1]} {
-		sch, err := enc.Build(op, algo, ranks, size, d.Size(), opt)
-		if err != nil {
-			return nil, err
-		}
-		need = max(need, enc.LayoutOf(sch, 0).End)
+	need, err := cluster.BufferNeed(op, algo, ranks, d, sizes, opt)
+	if err != nil {
+		return nil, err
 	}
 	if !timingOnly && need*uint64(ranks) > maxFunctionalBytes {
 		return nil, fmt.Errorf("--mode functional: %d ranks × %d bytes of buffers is more than the %d bytes a functional sweep may touch; use --mode timing or smaller sizes",
@@ -349,36 +344,14 @@ func sweepOne(cmd *cobra.Command, f *fabricFlags, s *sweepFlags, family hwarch.S
 		}
 		c.System.SetCapture(w, 0)
 	}
-	rep := &nccom.Report{Op: op.String(), Ranks: ranks, Extra: map[string]any{
-		"arch": f.gen.String(), "devices": n, "topology": c.System.Topology().Kind.String(), "model": p.Model.String(),
-		"mode": s.mode, "switch": family.String(),
-	}}
 	var prog *nccom.Progress
 	if isTTY(cmd.ErrOrStderr()) {
 		prog = nccom.NewProgress(cmd.ErrOrStderr(), len(sizes), true, fmt.Sprintf("%s on %d devices", op, n))
 	}
-	for i, size := range sizes {
-		sch, err := enc.Build(op, algo, ranks, size, d.Size(), opt)
-		if err != nil {
-			return nil, err
-		}
-		var res enc.Result
-		if timingOnly {
-			res, err = c.Exec.Run(sch, d)
-		} else {
-			res, err = c.Check(sch, d, s.seed+uint64(i), opt)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%d devices, %d ranks, %d bytes: %w", n, ranks, size, err)
-		}
-		row, err := nccom.NewRow(op.String(), ranks, size, d.Size(), d.String(), res.TimePS, sch.Algo.String())
-		if err != nil {
-			return nil, err
-		}
-		rep.Rows = append(rep.Rows, row)
-		prog.Step()
+	rep, err := c.Sweep(cluster.Sweep{Op: op, Algo: algo, Dtype: d, Sizes: sizes, Options: opt, Seed: s.seed, Progress: prog})
+	if err != nil {
+		return nil, err
 	}
-	prog.Done()
 	if w != nil {
 		if err := c.System.FlushCapture(); err != nil {
 			return nil, fmt.Errorf("--pcap: %w", err)

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -126,10 +128,27 @@ func TestArchErrors(t *testing.T) {
 	}
 }
 
+// TestRunDefault: run without an argument runs the embedded default
+// scenario — 32 Trn3 devices brought up, DVE tables, a program, an
+// AllReduce sweep — prints the summary and writes its outputs.
 func TestRunDefault(t *testing.T) {
-	out, err := runCLI(t, "run")
+	dir := t.TempDir()
+	out, err := runCLI(t, "run", "--out", dir)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "scenario default: 32 devices, 5 steps")
+	assert.Contains(t, out, "Avg bus bandwidth:")
+	for _, f := range []string{"report.txt", "all_reduce.json", "all_reduce.png"} {
+		assert.FileExists(t, filepath.Join(dir, f))
+	}
+}
+
+func TestRunScenarioByNameAndList(t *testing.T) {
+	out, err := runCLI(t, "run", "--list")
 	require.NoError(t, err)
-	assert.Contains(t, out, "1d0f:7564")
-	assert.Contains(t, out, "arch mariana (4, V4, Trn3), switch v1")
-	assert.Contains(t, out, "get_max_devs")
+	assert.Contains(t, out, "emu-mariana")
+	out, err = runCLI(t, "run", "qemu-sunda", "--out", t.TempDir())
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "scenario qemu-sunda: 1 devices, 2 steps")
+	_, err = runCLI(t, "run", "no-such-scenario")
+	assert.ErrorIs(t, err, os.ErrNotExist)
 }

@@ -2,40 +2,108 @@ package main
 
 import (
 	"fmt"
+	"io/fs"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
-	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
+	"github.com/neuronsim/neuronsim/internal/scenario"
+	"github.com/neuronsim/neuronsim/scenarios"
 )
 
-// The default system until scenarios land: a Trn3 NeuronSwitch-v1 system.
+// The default system of commands that build one: a Trn3 NeuronSwitch-v1
+// system.
 const (
 	defaultArch   = hwarch.Mariana
 	defaultSwitch = hwarch.SwitchV1
 )
 
 func newRunCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "run",
-		Short: "Run the main job (today: the arch report of the default Trn3 NeuronSwitch-v1 system)",
-		Long: "run runs the main job on the default system. Until scenario files land it selects the\n" +
-			"runtime's arch tables for the default system (mariana, NeuronSwitch-v1) through the same\n" +
-			"PCI-identity selection the runtime uses and prints the arch report.",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			dev, err := hwarch.DefaultDeviceID(defaultArch)
+	var outDir string
+	var list bool
+	cmd := &cobra.Command{
+		Use:   "run [SCENARIO]",
+		Short: "Run a scenario (default: a 32-device Trn3 system, DVE tables, a program, an AllReduce sweep)",
+		Long: `run runs a scenario file (docs/scenarios.md): it builds the system it describes,
+brings every device up through the runtime and runs its steps, then writes its
+outputs (report, sweep JSON, plots, pcap) under its output directory. Without an
+argument it runs the embedded default: a 32-device Trn3 system on NeuronSwitch-v1
+brought up, the DVE tables loaded on every core, a program validated and
+executed on one core, and an AllReduce sweep over the switch. SCENARIO is a file,
+or the name of a shipped scenario (--list names them).`,
+		Example: `  neuronsim run
+  neuronsim run emu-mariana
+  neuronsim run my-scenario.yaml --out /tmp/out`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if list {
+				return listScenarios(cmd)
+			}
+			p, err := openScenario(args)
 			if err != nil {
 				return err
 			}
-			var d rtarch.Dispatch
-			t, err := d.Select(hwarch.PCIIdentity{Vendor: hwarch.VendorAmazon, Device: dev}, rtarch.Options{Switch: defaultSwitch})
-			if err != nil {
-				return err
+			opt := scenario.Options{OutDir: outDir}
+			if isTTY(cmd.ErrOrStderr()) {
+				opt.Progress = cmd.ErrOrStderr()
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "default system: PCI %s → %s, switch %s\n\n",
-				hwarch.PCIIdentity{Vendor: hwarch.VendorAmazon, Device: dev}, t.Generation, t.Options.Switch)
-			return writeArchTable(cmd.OutOrStdout(), t)
+			sum, err := p.Run(opt)
+			if sum != nil {
+				writeSummary(cmd, sum)
+			}
+			return err
 		},
+	}
+	cmd.Flags().StringVar(&outDir, "out", "", "output directory (default: the scenario's, neuronsim-out)")
+	cmd.Flags().BoolVar(&list, "list", false, "list the shipped scenarios")
+	return cmd
+}
+
+// openScenario loads a scenario file, a shipped scenario by name, or the
+// default.
+func openScenario(args []string) (*scenario.Parsed, error) {
+	if len(args) == 0 {
+		return scenario.LoadFS(scenarios.FS, scenarios.Default)
+	}
+	if _, err := os.Stat(args[0]); err == nil {
+		return scenario.Load(args[0])
+	}
+	name := strings.TrimSuffix(args[0], ".yaml") + ".yaml"
+	if _, err := fs.Stat(scenarios.FS, name); err == nil {
+		return scenario.LoadFS(scenarios.FS, name)
+	}
+	return nil, fmt.Errorf("scenario %q: no such file, and no shipped scenario of that name (neuronsim run --list): %w", args[0], os.ErrNotExist)
+}
+
+func listScenarios(cmd *cobra.Command) error {
+	names, err := fs.Glob(scenarios.FS, "*.yaml")
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		p, err := scenario.LoadFS(scenarios.FS, n)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%-26s %s\n", strings.TrimSuffix(n, ".yaml"), p.Description)
+	}
+	return nil
+}
+
+// writeSummary prints what a run did.
+func writeSummary(cmd *cobra.Command, s *scenario.Summary) {
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "scenario %s: %d devices, %d steps, virtual time %v, %d bytes over the fabric\n",
+		s.Name, s.Devices, s.Steps, s.VirtualTime, s.FabricBytes)
+	for _, rep := range s.Sweeps {
+		fmt.Fprintln(out)
+		if err := rep.WriteTable(out); err != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), "neuronsim:", err)
+		}
+	}
+	if len(s.Outputs) > 0 {
+		fmt.Fprintf(out, "\noutputs: %s\n", strings.Join(s.Outputs, ", "))
 	}
 }

@@ -39,6 +39,19 @@ type Config struct {
 	// BufferBytes is the area each rank's buffers take (enc.LayoutOf's
 	// End for the largest schedule to run), allocated in its NC's HBM.
 	BufferBytes uint64
+	// Revision is every device's PCI revision (silicon, EMU 0xF0, QEMU 0xFF).
+	Revision uint8
+	// Boot powers the devices on with their firmware booting (0xDEADBEEF
+	// until it is up), and Reset has bring-up reset each device as the
+	// driver does; without them the devices start ready and unreset.
+	Boot, Reset bool
+}
+
+// Device is one device of the cluster as the runtime holds it.
+type Device struct {
+	Up  *bringup.Device
+	DMA *dma.DMA
+	Mem *dmem.Allocator
 }
 
 // Cluster is a brought-up system and the collective executor over its
@@ -48,9 +61,13 @@ type Cluster struct {
 	Exec   *enc.Executor
 	Tables *arch.Tables
 
-	cfg      Config
-	dispatch *arch.Dispatch
-	resets   []uint64 // each device's completed resets when its runtime side was last brought up
+	// Devices are the devices' runtime sides, by device index.
+	Devices []Device
+
+	cfg       Config
+	dispatch  *arch.Dispatch
+	validator *rtisa.Validator
+	resets    []uint64 // each device's completed resets when its runtime side was last brought up
 }
 
 // ErrConfig marks a cluster that cannot be built as asked.
@@ -78,7 +95,7 @@ func New(cfg Config) (*Cluster, error) {
 		p = &d
 	}
 	sys, err := fabric.New(fabric.Config{Generation: cfg.Generation, Devices: cfg.Devices, Kind: cfg.Kind, Params: p,
-		TimingOnly: cfg.TimingOnly, Ready: true})
+		TimingOnly: cfg.TimingOnly, Ready: !cfg.Boot, Revision: cfg.Revision})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
@@ -89,6 +106,7 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	c := &Cluster{System: sys, Exec: x, Tables: tables, cfg: cfg, dispatch: new(arch.Dispatch)}
 	val := rtisa.New(tables)
+	c.validator = val
 	for i, d := range sys.Devices() {
 		up, m, err := c.bringUp(i)
 		if err != nil {
@@ -99,6 +117,7 @@ func New(cfg Config) (*Cluster, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cluster: device %d: %w", i, err)
 		}
+		c.Devices = append(c.Devices, Device{Up: up, DMA: m, Mem: mem})
 		for nc := range cfg.RanksPerDevice {
 			h, err := mem.Alloc(dmem.Request{Size: max(cfg.BufferBytes, 4096), Align: 4096, Channel: dmem.Any, NC: nc, Name: fmt.Sprintf("collective.nc%d", nc)})
 			if err != nil {
@@ -118,7 +137,7 @@ func New(cfg Config) (*Cluster, error) {
 // bringUp brings device i up through the runtime (no reset of its own),
 // waiting out a reset in progress, with its DMA layer.
 func (c *Cluster) bringUp(i int) (*bringup.Device, *dma.DMA, error) {
-	up, err := bringup.BringUp(c.System.Device(i), bringup.Options{NoReset: true, Switch: c.cfg.Switch, Dispatch: c.dispatch, Table: csr.NewTable(0)})
+	up, err := bringup.BringUp(c.System.Device(i), bringup.Options{NoReset: !c.cfg.Reset, Switch: c.cfg.Switch, Dispatch: c.dispatch, Table: csr.NewTable(0)})
 	if err == nil {
 		err = up.WaitResetDone()
 	}
@@ -160,6 +179,7 @@ func (c *Cluster) Recover() error {
 			return fmt.Errorf("cluster: recovering: %w", err)
 		}
 		c.resets[i] = d.Stats().DeviceResets
+		c.Devices[i].Up, c.Devices[i].DMA = up, m
 		for r := range c.Exec.Ranks {
 			if rk := &c.Exec.Ranks[r]; rk.Device == i {
 				run := *rk.Runner
@@ -178,6 +198,19 @@ func (c *Cluster) Recover() error {
 func DefaultParams(g hwarch.Generation, t *arch.Tables) fabric.Params {
 	links, _ := t.Soc.MaxLinksPerPodPort()
 	return fabric.DefaultParams(g).WithSoc(links, t.Soc.MeshMaxFolds())
+}
+
+// Runner returns a program runner on NeuronCore nc of device i, with the
+// cluster's validators.
+func (c *Cluster) Runner(i, nc int) (*program.Runner, error) {
+	if i < 0 || i >= len(c.Devices) {
+		return nil, fmt.Errorf("cluster: device %d of %d: %w", i, len(c.Devices), ErrConfig)
+	}
+	d := c.Devices[i]
+	if nc < 0 || nc >= d.Up.Geometry.NeuronCores {
+		return nil, fmt.Errorf("cluster: device %d has NeuronCores 0..%d, not %d: %w", i, d.Up.Geometry.NeuronCores-1, nc, ErrConfig)
+	}
+	return &program.Runner{Dev: d.Up, DMA: d.DMA, Mem: d.Mem, Tables: c.Tables, Validator: c.validator, NC: nc}, nil
 }
 
 // Ranks returns the number of ranks.

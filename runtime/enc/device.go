@@ -171,6 +171,9 @@ func (x *Executor) Run(s *Schedule, d Dtype) (Result, error) {
 	for r := range x.Ranks {
 		n, err := x.stage(r, plans[r])
 		if err != nil {
+			if down := x.silentDevice(s); down != nil {
+				return res, down
+			}
 			return res, fmt.Errorf("%w: %w", err, ErrRun)
 		}
 		res.Descriptors += n
@@ -180,6 +183,9 @@ func (x *Executor) Run(s *Schedule, d Dtype) (Result, error) {
 			prog = append(prog, b[:]...)
 		}
 		if blocks[r], err = x.Ranks[r].Runner.Load(prog); err != nil {
+			if down := x.silentDevice(s); down != nil {
+				return res, down
+			}
 			return res, fmt.Errorf("enc: rank %d: %w: %w", r, err, ErrRun)
 		}
 	}
@@ -261,13 +267,8 @@ func (x *Executor) wait(s *Schedule, blocks [][]program.Block) error {
 // (in reset), or the first DMA queue that halted (a link down, a bad
 // address); without either, the timeout itself.
 func (x *Executor) diagnose(s *Schedule, err error) error {
-	for r := range s.Ranks {
-		run := x.Ranks[r].Runner
-		b := run.Dev.Geometry.BAR0
-		if v, e := run.Dev.CSR.Read(run.Dev.VA(b.TPBWindow(run.NC) + b.SemReadOffset + 4*SemGo)); e == nil && v == hwarch.NotReady {
-			return fmt.Errorf("enc: %s: rank %d: device %d does not answer (%#x: in reset or not ready): %w",
-				s.Op, r, x.Ranks[r].Device, v, ErrRun)
-		}
+	if err := x.silentDevice(s); err != nil {
+		return err
 	}
 	keys := make([][2]int, 0, len(x.queues))
 	for k := range x.queues {
@@ -286,6 +287,20 @@ func (x *Executor) diagnose(s *Schedule, err error) error {
 		}
 	}
 	return fmt.Errorf("enc: %s did not finish: %w: %w", s.Op, err, ErrRun)
+}
+
+// silentDevice names the first rank whose device does not answer (reads
+// 0xDEADBEEF: in reset or not ready), or returns nil.
+func (x *Executor) silentDevice(s *Schedule) error {
+	for r := range s.Ranks {
+		run := x.Ranks[r].Runner
+		b := run.Dev.Geometry.BAR0
+		if v, e := run.Dev.CSR.Read(run.Dev.VA(b.TPBWindow(run.NC) + b.SemReadOffset + 4*SemGo)); e == nil && v == hwarch.NotReady {
+			return fmt.Errorf("enc: %s: rank %d: device %d does not answer (%#x: in reset or not ready): %w",
+				s.Op, r, x.Ranks[r].Device, v, ErrRun)
+		}
+	}
+	return nil
 }
 
 // Release gives back every queue the executor opened (a queue of a device

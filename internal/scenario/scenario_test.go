@@ -1,0 +1,121 @@
+package scenario
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/neuronsim/neuronsim/scenarios"
+)
+
+// TestShippedScenarios runs every shipped scenario twice: each passes its
+// own checks, and the two runs write byte-identical outputs (determinism).
+func TestShippedScenarios(t *testing.T) {
+	if raceEnabled {
+		t.Skip("whole-system scenarios run in the plain test run, not under -race")
+	}
+	names, err := fs.Glob(scenarios.FS, "*.yaml")
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(names), 10)
+	for _, name := range names {
+		t.Run(strings.TrimSuffix(name, ".yaml"), func(t *testing.T) {
+			var outs [2]map[string][]byte
+			for i := range outs {
+				p, err := LoadFS(scenarios.FS, name)
+				require.NoError(t, err)
+				dir := t.TempDir()
+				sum, err := p.Run(Options{OutDir: dir})
+				require.NoError(t, err)
+				require.Equal(t, len(p.Steps), sum.Steps, "every step ran")
+				outs[i] = readDir(t, dir)
+			}
+			require.NotEmpty(t, outs[0])
+			for f, b := range outs[0] {
+				assert.True(t, bytes.Equal(b, outs[1][f]), "%s differs between two runs", f)
+			}
+		})
+	}
+}
+
+func readDir(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		require.NoError(t, err)
+		out[e.Name()] = b
+	}
+	return out
+}
+
+// TestParseErrors: bad scenarios fail with file:line:column and what was
+// expected, before anything runs.
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc, want string
+	}{
+		{"unknown key", "name: x\nsystem: {arch: mariana}\nsteps:\n  - bringup: {expect_rest: true}\n", `x.yaml:4:`},
+		{"unknown step", "name: x\nsystem: {arch: mariana}\nsteps:\n  - launch: {}\n", `x.yaml:4:5: steps[0]: unknown step "launch"`},
+		{"wrong type", "name: x\nsystem: {arch: mariana, devices: many}\n", `x.yaml:2:`},
+		{"33 devices on v1", "name: x\nsystem: {arch: mariana, switch: v1, devices: 33}\n", `x.yaml:2:46: system.devices: a mariana system with switch v1 holds 1..32 devices`},
+		{"17 devices without v1", "name: x\nsystem: {arch: mariana, switch: none, devices: 17}\n", `holds 1..16 devices`},
+		{"core beyond num_tpb", "name: x\nsystem: {arch: sunda}\nsteps:\n  - exec: {core: 2, source: nop}\n", `x.yaml:4:`},
+		{"bad arch", "name: x\nsystem: {arch: trn9}\n", `x.yaml:2:16: system.arch: expected sunda|cayman|mariana`},
+		{"missing name", "system: {arch: sunda}\n", `missing key "name"`},
+		{"device index", "name: x\nsystem: {arch: cayman, devices: 2}\nsteps:\n  - csr_read: {device: 2, offset: 0}\n", `device 2: the system has devices 0..1`},
+		{"bad size", "name: x\nsystem: {arch: cayman}\nsteps:\n  - collective: {op: all_reduce, size: 1X}\n", `expected a size`},
+		{"bad op", "name: x\nsystem: {arch: cayman}\nsteps:\n  - collective: {op: broadcast, size: 1K}\n", `x.yaml:4:`},
+		{"bad fault", "name: x\nsystem: {arch: cayman}\nsteps:\n  - fault: {kind: meltdown}\n", `expected link_down, link_up or device_reset`},
+		{"two programs", "name: x\nsystem: {arch: cayman}\nsteps:\n  - validate: {program: a.s, source: nop}\n", `exactly one of program`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("x.yaml", []byte(tc.doc))
+			require.Error(t, err)
+			assert.True(t, errors.Is(err, ErrStrict), "%v", err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// TestStepFailureStops: a step whose expectation does not hold stops the
+// run with an error naming it, and the report so far is written.
+func TestStepFailureStops(t *testing.T) {
+	doc := "name: x\nsystem: {arch: sunda, boot: false, reset: false}\nsteps:\n" +
+		"  - csr_read: {offset: 0x30FA0024, expect: 7}\n  - dve_load: {}\n"
+	p, err := Parse("x.yaml", []byte(doc))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	sum, err := p.Run(Options{OutDir: dir})
+	require.ErrorIs(t, err, ErrFailed)
+	assert.Contains(t, err.Error(), "x.yaml: steps[0] (csr_read)")
+	assert.Equal(t, 0, sum.Steps)
+	report, rerr := os.ReadFile(filepath.Join(dir, "report.txt"))
+	require.NoError(t, rerr)
+	assert.Contains(t, string(report), "FAILED")
+}
+
+// FuzzParse: any bytes as a scenario never panic the parser.
+func FuzzParse(f *testing.F) {
+	names, _ := fs.Glob(scenarios.FS, "*.yaml")
+	for _, n := range names {
+		b, _ := fs.ReadFile(scenarios.FS, n)
+		f.Add(b)
+	}
+	f.Add([]byte("name: x\nsystem: {arch: mariana, devices: 99}\n"))
+	f.Add([]byte("steps: [{fault: {kind: link_down, to: l1-sw0, in: -1s}}]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := Parse("fuzz.yaml", data)
+		if err == nil && p.Name == "" {
+			t.Fatal("a parsed scenario has a name (it is required)")
+		}
+	})
+}
