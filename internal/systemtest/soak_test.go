@@ -1,0 +1,64 @@
+package systemtest
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/runtime/enc"
+	"github.com/neuronsim/neuronsim/sim"
+	"github.com/neuronsim/neuronsim/sim/fabric"
+)
+
+// TestSoak runs many collectives — every algorithm in turn, with a link
+// fault and a recovery every 50 — on one system and checks that the heap
+// stays flat once warm. It takes minutes, so it is excluded from the default
+// run: NEURONSIM_SOAK=1 go test -run TestSoak ./internal/systemtest/
+// (NEURONSIM_SOAK=N runs N collectives; 1 means 1000).
+func TestSoak(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("NEURONSIM_SOAK"))
+	if n == 0 {
+		t.Skip("the soak test runs only with NEURONSIM_SOAK set (see its doc comment)")
+	}
+	if n == 1 {
+		n = 1000
+	}
+	c := newCluster(t, hwarch.Mariana, 8, false, 8<<20)
+	algos := []enc.Algo{enc.Ring, enc.Mesh, enc.RDH, enc.KangaRing}
+	var warm uint64
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapInuse
+	}
+	for i := range n {
+		sched, err := enc.Build(enc.AllReduce, algos[i%len(algos)], 8, 1<<20, 4, enc.Options{})
+		require.NoError(t, err)
+		if i%50 == 49 {
+			id, ok := c.System.LinkBetween(2, c.System.Topology().Devices)
+			require.True(t, ok)
+			require.NoError(t, c.System.ScheduleFault(fabric.Fault{At: c.System.Now() + sim.Time(20*sim.Microsecond), Kind: fabric.LinkDown, Link: id}))
+			_, err := c.Run(sched, enc.Float32)
+			require.ErrorIs(t, err, enc.ErrRun)
+			require.NoError(t, c.System.SetLinkDown(id, false))
+			require.NoError(t, c.Recover())
+			continue
+		}
+		_, err = c.Check(sched, enc.Float32, uint64(i), enc.Options{})
+		require.NoError(t, err, "collective %d", i)
+		if i == 100 {
+			warm = heap()
+		}
+	}
+	if warm > 0 {
+		end := heap()
+		t.Logf("heap in use: %d bytes warm, %d after %d collectives", warm, end, n)
+		assert.Less(t, float64(end), 1.2*float64(warm), "memory stays flat")
+	}
+}
