@@ -176,7 +176,6 @@ type sweepFlags struct {
 	engines               int
 	jsonFile, plotFile    string
 	pcapFile              string
-	check                 bool
 	seed                  uint64
 }
 

@@ -191,6 +191,19 @@ func (s *Step) check(d *Decoder, n *yaml.Node, path string, r *resolved) error {
 	algo := func(v string) error { _, err := enc.ParseAlgo(v); return err }
 	dtype := func(v string) error { _, err := enc.ParseDtype(v); return err }
 	op := func(v string) error { _, err := enc.ParseOp(v); return err }
+	// collectiveWords checks the op, algorithm and dtype of a collective or
+	// sweep step.
+	collectiveWords := func(opV, algoV, dtypeV string) error {
+		for _, w := range []struct {
+			f, v string
+			p    func(string) error
+		}{{"op", opV, op}, {"algo", algoV, algo}, {"dtype", dtypeV, dtype}} {
+			if err := words(w.f, w.v, w.p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	switch s.Kind {
 	case "csr_read":
 		return dev(s.CSRRead.Device, "device")
@@ -232,26 +245,16 @@ func (s *Step) check(d *Decoder, n *yaml.Node, path string, r *resolved) error {
 		return core(s.DMACopy.Core, "core")
 	case "collective":
 		c := s.Collective
-		for _, w := range []struct {
-			f, v string
-			p    func(string) error
-		}{{"op", c.Op, op}, {"algo", c.Algo, algo}, {"dtype", c.Dtype, dtype}} {
-			if err := words(w.f, w.v, w.p); err != nil {
-				return err
-			}
+		if err := collectiveWords(c.Op, c.Algo, c.Dtype); err != nil {
+			return err
 		}
 		if c.Size <= 0 || uint64(c.Size) > r.buffers {
 			return d.Errorf(at("size"), p+".size", "a size of 1 byte to system.buffer_bytes (%d), not %d", r.buffers, c.Size)
 		}
 	case "sweep":
 		c := s.Sweep
-		for _, w := range []struct {
-			f, v string
-			p    func(string) error
-		}{{"op", c.Op, op}, {"algo", c.Algo, algo}, {"dtype", c.Dtype, dtype}} {
-			if err := words(w.f, w.v, w.p); err != nil {
-				return err
-			}
+		if err := collectiveWords(c.Op, c.Algo, c.Dtype); err != nil {
+			return err
 		}
 		if c.Min <= 0 || c.Max < c.Min {
 			return d.Errorf(at("max"), p+".max", "min must be positive and max at least min (%d, %d)", c.Min, c.Max)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/neuronsim/neuronsim/runtime/dmem"
 	rtisa "github.com/neuronsim/neuronsim/runtime/isa"
 	"github.com/neuronsim/neuronsim/runtime/program"
+	"github.com/neuronsim/neuronsim/scenarios"
 	"github.com/neuronsim/neuronsim/sim"
 	"github.com/neuronsim/neuronsim/sim/trace"
 )
@@ -45,14 +47,15 @@ func bf16(f float32) uint16 {
 
 func fromBF16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
-const matmulProgram = `
-; C = relu(0.5 · (Wᵀ · X) + 0.25): W [128 × 128] and X [128 × 512] in bf16
-.engine pe
-load_stationary src0=sbuf[0:128,0]:bf16[128]
-multiply_moving dst=psum[0:128,0]:fp32[512] src0=sbuf[0:128,0x100]:bf16[512] signal=sem_incr(1,1) last
-.engine act
-activation op=relu dst=sbuf[0:128,0x900]:fp32[512] src0=psum[0:128,0]:fp32[512] imm0=f32(0.5) imm1=f32(0.25) wait=sem_ge(1,1) last
-`
+// matmulProgram is the shipped scenarios' program (scenarios/programs/matmul.s):
+// C = relu(0.5 · (Wᵀ · X) + 0.25), W [128 × 128] and X [128 × 512] in bf16.
+var matmulProgram = func() string {
+	b, err := fs.ReadFile(scenarios.FS, "programs/matmul.s")
+	if err != nil {
+		panic(err) // embedded at build time: cannot fail
+	}
+	return string(b)
+}()
 
 // TestMatmulActivationEveryGeneration assembles a matmul + activation
 // program, runs it through the runtime (validate, stage by DMA, start over

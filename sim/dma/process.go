@@ -165,9 +165,9 @@ func (c *Controller) kick(e, q int) {
 func (c *Controller) finishTime(busyUntil *uint64, t Transfer) (start, finish uint64) {
 	start = max(c.clock.Now(), *busyUntil)
 	n := uint64(t.Len)
-	finish = start + c.timing.FixedCost + transferTime(n, c.timing.EngineBandwidth)
+	finish = start + c.timing.FixedCost + TransferTime(n, c.timing.EngineBandwidth)
 	share := func(free *uint64, bw uint64) {
-		*free = max(*free, start) + transferTime(n, bw)
+		*free = max(*free, start) + TransferTime(n, bw)
 		finish = max(finish, *free)
 	}
 	if t.SrcC == HBM || t.DstC == HBM {

@@ -38,9 +38,10 @@ func DefaultTiming(g hwarch.Generation) Timing {
 	}
 }
 
-// transferTime returns how long n bytes take at bw bytes/s, in ps, rounded
-// up; exact integer arithmetic so every platform gives the same answer.
-func transferTime(n, bw uint64) uint64 {
+// TransferTime returns how long n bytes take at bw bytes/s, in ps, rounded
+// up; exact integer arithmetic so every platform gives the same answer. (The
+// fabric's links use it too.)
+func TransferTime(n, bw uint64) uint64 {
 	if bw == 0 || n == 0 {
 		return 0
 	}

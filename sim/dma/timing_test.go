@@ -57,7 +57,7 @@ func TestTransferTime(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%d@%d", tc.n, tc.bw), func(t *testing.T) {
 			require.Equal(t, tc.want, ceilPS(tc.n, tc.bw), "oracle")
-			assert.Equal(t, tc.want, transferTime(tc.n, tc.bw))
+			assert.Equal(t, tc.want, TransferTime(tc.n, tc.bw))
 		})
 	}
 }

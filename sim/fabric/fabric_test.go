@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/sim/dma"
 )
 
 func build(t *testing.T, k Kind, g hwarch.Generation, n int) *Topology {
@@ -142,7 +143,7 @@ func TestModels(t *testing.T) {
 	p.Link = LinkParams{Bandwidth: 100e9, Latency: 400 * ns}
 	p.Switch, p.Endpoint, p.ChunkBytes = 100*ns, 50*ns, 4096
 	const n = 4 * 4096 // 4 chunks, 40.96 ns each on a link
-	chunk := transferTime(4096, 100e9)
+	chunk := dma.TransferTime(4096, 100e9)
 	for _, m := range []Model{Aware, Free} {
 		t.Run(m.String(), func(t *testing.T) {
 			p.Model = m

@@ -32,23 +32,6 @@ type Stats struct {
 // DMA engine as dma.ErrNeighbour, so the queue halts with udma.ErrNeighbour.
 var ErrLinkDown = errors.New("link down")
 
-// transferTime returns how long n bytes take at bw bytes/s, in ps, rounded
-// up, in exact integer arithmetic.
-func transferTime(n, bw uint64) uint64 {
-	if bw == 0 || n == 0 {
-		return 0
-	}
-	hi, lo := bits.Mul64(n, 1e12)
-	if hi >= bw {
-		return ^uint64(0)
-	}
-	q, r := bits.Div64(hi, lo, bw)
-	if r != 0 {
-		q++
-	}
-	return q
-}
-
 // mulDiv returns a·b/c rounded down, in 128-bit intermediate arithmetic
 // (c > 0 and the quotient fits: b ≤ c here).
 func mulDiv(a, b, c uint64) uint64 {
@@ -122,7 +105,7 @@ func (s *System) timing(path []int, n int, start, sent uint64, hops *[]uint64) (
 			lat += l.Params.Latency + s.forward(l)
 			bw = min(bw, l.Params.Bandwidth)
 			s.st.Links[id].Bytes += uint64(n)
-			s.st.Links[id].Busy += transferTime(uint64(n), l.Params.Bandwidth)
+			s.st.Links[id].Busy += dma.TransferTime(uint64(n), l.Params.Bandwidth)
 		}
 		if hops != nil {
 			t := start
@@ -131,8 +114,8 @@ func (s *System) timing(path []int, n int, start, sent uint64, hops *[]uint64) (
 				t += s.topo.Links[id].Params.Latency + s.forward(&s.topo.Links[id])
 			}
 		}
-		injected = max(sent, start+transferTime(uint64(n), s.topo.Links[path[0]].Params.Bandwidth))
-		return injected, max(sent, start+transferTime(uint64(n), bw)) + lat + p.Endpoint
+		injected = max(sent, start+dma.TransferTime(uint64(n), s.topo.Links[path[0]].Params.Bandwidth))
+		return injected, max(sent, start+dma.TransferTime(uint64(n), bw)) + lat + p.Endpoint
 	}
 	if hops != nil {
 		return s.chunkByChunk(path, n, start, sent, hops)
@@ -167,7 +150,7 @@ func (s *System) chunkByChunk(path []int, n int, start, sent uint64, hops *[]uin
 			begin := max(t, ls.Free)
 			busy := s.chunkTime[id]
 			if size != c {
-				busy = transferTime(size, l.Params.Bandwidth)
+				busy = dma.TransferTime(size, l.Params.Bandwidth)
 			}
 			ls.Free = begin + busy
 			ls.Bytes += size
@@ -235,7 +218,7 @@ func (s *System) pipelined(path []int, n int, start, sent uint64) (injected, lan
 		if whole > 0 {
 			ls.Free = behind[i]
 		}
-		busy := transferTime(last, s.topo.Links[id].Params.Bandwidth)
+		busy := dma.TransferTime(last, s.topo.Links[id].Params.Bandwidth)
 		begin := max(t, ls.Free)
 		ls.Free = begin + busy
 		ls.Bytes += uint64(n)

@@ -120,7 +120,7 @@ func New(cfg Config) (*System, error) {
 	s.st.Links = make([]LinkState, len(topo.Links))
 	for id := range topo.Links {
 		l := &topo.Links[id]
-		s.chunkTime = append(s.chunkTime, transferTime(uint64(p.ChunkBytes), l.Params.Bandwidth))
+		s.chunkTime = append(s.chunkTime, dma.TransferTime(uint64(p.ChunkBytes), l.Params.Bandwidth))
 		s.hopDelay = append(s.hopDelay, l.Params.Latency+s.forward(l))
 	}
 	if cfg.Devices <= denseLast {
