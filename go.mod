@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/google/gopacket v1.1.19
+	github.com/klauspost/compress v1.20.4
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
 	github.com/stretchr/testify v1.12.1

@@ -59,7 +59,7 @@ func NewDeviceFromSnapshot(s DeviceSnapshot) (*Device, error) {
 		return nil, fmt.Errorf("sim device snapshot: %w: %w", err, ErrInvalidState)
 	}
 	d.cfg.Ready, d.cfg.Host = s.Config.Ready, s.Config.Host
-	if err := d.restore(s); err != nil {
+	if err := d.restore(s, true); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -122,8 +122,25 @@ func (d *Device) setState(st DeviceState) {
 	d.st.NCSync, d.st.TopSPSync = ncs, tops
 }
 
-// restore loads s into a freshly built device.
-func (d *Device) restore(s DeviceSnapshot) error {
+// RestoreInSystem loads a snapshot into a freshly built device of a system
+// (sim/fabric): everything but the events and the host memory, which the
+// system restores once for all its devices. The snapshot's configuration
+// must be the device's, apart from the system's engine, lock and host.
+func (d *Device) RestoreInSystem(s DeviceSnapshot) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	want, got := d.cfg, s.Config
+	want.Engine, want.Lock, want.Host, want.Ready = nil, nil, nil, false
+	got.Engine, got.Lock, got.Host, got.Ready = nil, nil, nil, false
+	if want != got {
+		return fmt.Errorf("sim device %s: restore: the snapshot is of another configuration (%s): %w", d.cfg.Name, s.Config.Name, ErrInvalidState)
+	}
+	return d.restore(s, false)
+}
+
+// restore loads s into a freshly built device; withEngine restores the
+// pending events and host memory too (a device alone).
+func (d *Device) restore(s DeviceSnapshot, withEngine bool) error {
 	st := s.State
 	switch {
 	case len(st.NCSync) != d.geo.NeuronCores:
@@ -142,8 +159,10 @@ func (d *Device) restore(s DeviceSnapshot) error {
 			}
 		}
 	}
-	if err := d.engine.Restore(s.Engine); err != nil {
-		return fmt.Errorf("sim device %s: %w", d.cfg.Name, err)
+	if withEngine {
+		if err := d.engine.Restore(s.Engine); err != nil {
+			return fmt.Errorf("sim device %s: %w", d.cfg.Name, err)
+		}
 	}
 	if err := d.regs.Restore(s.Regs); err != nil {
 		return fmt.Errorf("sim device %s: registers: %w", d.cfg.Name, err)
@@ -162,8 +181,10 @@ func (d *Device) restore(s DeviceSnapshot) error {
 			return fmt.Errorf("sim device %s: NC %d: %w: %w", d.cfg.Name, nc, err, ErrInvalidState)
 		}
 	}
-	if err := d.host.Restore(s.Host); err != nil {
-		return fmt.Errorf("sim device %s: %w", d.cfg.Name, err)
+	if withEngine {
+		if err := d.host.Restore(s.Host); err != nil {
+			return fmt.Errorf("sim device %s: %w", d.cfg.Name, err)
+		}
 	}
 	d.setState(st)
 	return nil

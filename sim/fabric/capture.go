@@ -125,7 +125,7 @@ func (r *recorder) flush(upTo uint64) {
 }
 
 // record adds the packets of a posted write: one per chunk per hop.
-func (s *System) record(e, q int, d *delivery, hops []uint64) {
+func (s *System) record(e, q int, d *Delivery, hops []uint64) {
 	r := s.rec
 	if r == nil || len(d.Path) == 0 {
 		return

@@ -28,6 +28,7 @@ type Config struct {
 // virtual clock), one lock, one host memory. It is safe for concurrent use
 // through its devices, whose accesses are serialised by the shared lock.
 type System struct {
+	cfg    Config     // as built (Params filled in)
 	mu     sync.Mutex // the devices' shared lock
 	engine *sim.Engine
 	host   *sim.HostMemory
@@ -52,13 +53,13 @@ type state struct {
 	Links    []LinkState
 	Last     []uint64          // per (src, dst) path, src·N + dst: when its last write lands (order on a path); N ≤ denseLast
 	LastMap  map[uint64]uint64 // the same for larger systems, by src<<32 | dst
-	InFlight []delivery        // by slot; a free slot has Len 0 and Used false
+	InFlight []Delivery        // by slot; a free slot has Len 0 and Used false
 	Free     []int             // free slots
 	Stats    Stats
 }
 
-// delivery is a write in flight.
-type delivery struct {
+// Delivery is a write in flight (exported for snapshots).
+type Delivery struct {
 	Used     bool
 	Src, Dst int
 	Addr     uint64 // device address at the destination
@@ -69,14 +70,15 @@ type delivery struct {
 	Lands    uint64
 }
 
-// reservation is a write reserved by a queue and not yet posted.
-type reservation struct {
-	valid bool
-	dst   int
-	addr  uint64
-	path  []int
-	lands uint64
-	hops  []uint64 // chunk start times per link, for capture
+// Reservation is a write reserved by a queue and not yet posted (exported
+// for snapshots).
+type Reservation struct {
+	Valid bool
+	Dst   int
+	Addr  uint64
+	Path  []int
+	Lands uint64
+	hops  []uint64 // chunk start times per link, for capture (not saved)
 }
 
 // port is one device's side of the fabric: the dma.Fabric its DMA engines
@@ -84,7 +86,7 @@ type reservation struct {
 type port struct {
 	s   *System
 	dev int
-	res []reservation // by engine·udma.Queues + queue
+	res []Reservation // by engine·udma.Queues + queue
 }
 
 // ErrConfig marks a system configuration that cannot be built.
@@ -117,6 +119,8 @@ func New(cfg Config) (*System, error) {
 	}
 	s := &System{engine: sim.NewEngine(), host: sim.NewHostMemory(), geo: hwarch.MustGeometry(cfg.Generation), topo: topo, p: p,
 		paths: make([][][]int, cfg.Devices)}
+	s.cfg = cfg
+	s.cfg.Kind, s.cfg.Params = kind, &s.p
 	s.st.Links = make([]LinkState, len(topo.Links))
 	for id := range topo.Links {
 		l := &topo.Links[id]
@@ -149,7 +153,7 @@ func New(cfg Config) (*System, error) {
 		if err != nil {
 			return nil, fmt.Errorf("fabric: device %d: %w", i, err)
 		}
-		pt := &port{s: s, dev: i, res: make([]reservation, s.geo.DMAEngines*udma.Queues)}
+		pt := &port{s: s, dev: i, res: make([]Reservation, s.geo.DMAEngines*udma.Queues)}
 		d.AttachFabric(pt)
 		s.devs = append(s.devs, d)
 		s.ports = append(s.ports, pt)
@@ -251,14 +255,14 @@ func (pt *port) Reserve(e, q int, dst uint64, n int, start, sent uint64) (inject
 		return 0, 0, fmt.Errorf("fabric: %s engine %d queue %d: %w", s.topo.Nodes[pt.dev].Name, e, q, udma.ErrEngine)
 	}
 	r := &pt.res[e*udma.Queues+q]
-	*r = reservation{valid: true, dst: dd, addr: addr, path: path, hops: r.hops[:0]}
+	*r = Reservation{Valid: true, Dst: dd, Addr: addr, Path: path, hops: r.hops[:0]}
 	var hops *[]uint64
 	if s.rec != nil {
 		hops = &r.hops
 	}
 	injected, lands = s.timing(path, n, start, sent, hops)
 	lands = s.inOrder(pt.dev, dd, lands)
-	r.lands = lands
+	r.Lands = lands
 	s.st.Stats.Transfers++
 	s.st.Stats.Bytes += uint64(n)
 	return injected, lands, nil
@@ -286,12 +290,12 @@ func (s *System) inOrder(src, dst int, lands uint64) uint64 {
 func (pt *port) Post(e, q int, dst uint64, n int, p []byte, red udma.Reduce, lands uint64) error {
 	s := pt.s
 	i := e*udma.Queues + q
-	if e < 0 || q < 0 || q >= udma.Queues || i >= len(pt.res) || !pt.res[i].valid || pt.res[i].lands != lands {
+	if e < 0 || q < 0 || q >= udma.Queues || i >= len(pt.res) || !pt.res[i].Valid || pt.res[i].Lands != lands {
 		return fmt.Errorf("fabric: %s engine %d queue %d posts a write it did not reserve: %w", s.topo.Nodes[pt.dev].Name, e, q, dma.ErrNeighbour)
 	}
 	r := &pt.res[i]
-	r.valid = false
-	d := delivery{Used: true, Src: pt.dev, Dst: r.dst, Addr: r.addr, Len: n, Data: p, Reduce: red, Path: r.path, Lands: lands}
+	r.Valid = false
+	d := Delivery{Used: true, Src: pt.dev, Dst: r.Dst, Addr: r.Addr, Len: n, Data: p, Reduce: red, Path: r.Path, Lands: lands}
 	s.record(e, q, &d, r.hops)
 	if p == nil {
 		// Timing-only: nothing lands but the time already booked, so no
@@ -316,7 +320,7 @@ func (pt *port) Post(e, q int, dst uint64, n int, p []byte, red udma.Reduce, lan
 }
 
 func (s *System) release(slot int) {
-	s.st.InFlight[slot] = delivery{}
+	s.st.InFlight[slot] = Delivery{}
 	s.st.Free = append(s.st.Free, slot)
 }
 
