@@ -104,34 +104,58 @@ func New(cfg Config) (*Cluster, error) {
 	for idx := uint32(0); idx < 2; idx++ { // <arch>_get_inter_rdh_dma_id 0 and 1
 		x.InterRDH = append(x.InterRDH, int(tables.Soc.InterRDHDMAID(idx)))
 	}
-	c := &Cluster{System: sys, Exec: x, Tables: tables, cfg: cfg, dispatch: new(arch.Dispatch)}
-	val := rtisa.New(tables)
-	c.validator = val
-	for i, d := range sys.Devices() {
+	c := &Cluster{System: sys, Exec: x, Tables: tables, cfg: cfg, dispatch: new(arch.Dispatch), validator: rtisa.New(tables)}
+	if err := c.attach(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// attach brings every device of c.System up through the runtime and
+// prepares the ranks: a device-memory allocator per device, each rank's
+// buffers allocated afresh (so at the same addresses every time).
+func (c *Cluster) attach() error {
+	c.Devices, c.Exec.Ranks, c.resets = nil, nil, nil
+	for i, d := range c.System.Devices() {
 		up, m, err := c.bringUp(i)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c.resets = append(c.resets, d.Stats().DeviceResets)
 		mem, err := dmem.New(up.Geometry, dmem.Options{ChannelBytes: up.HBMChannelBytes})
 		if err != nil {
-			return nil, fmt.Errorf("cluster: device %d: %w", i, err)
+			return fmt.Errorf("cluster: device %d: %w", i, err)
 		}
 		c.Devices = append(c.Devices, Device{Up: up, DMA: m, Mem: mem})
-		for nc := range cfg.RanksPerDevice {
-			h, err := mem.Alloc(dmem.Request{Size: max(cfg.BufferBytes, 4096), Align: 4096, Channel: dmem.Any, NC: nc, Name: fmt.Sprintf("collective.nc%d", nc)})
+		for nc := range c.cfg.RanksPerDevice {
+			h, err := mem.Alloc(dmem.Request{Size: max(c.cfg.BufferBytes, 4096), Align: 4096, Channel: dmem.Any, NC: nc, Name: fmt.Sprintf("collective.nc%d", nc)})
 			if err != nil {
-				return nil, fmt.Errorf("cluster: device %d NC %d buffers of %d bytes: %w", i, nc, cfg.BufferBytes, err)
+				return fmt.Errorf("cluster: device %d NC %d buffers of %d bytes: %w", i, nc, c.cfg.BufferBytes, err)
 			}
 			blk, err := mem.Info(h)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			x.Ranks = append(x.Ranks, enc.Rank{Device: i, Base: blk.Addr,
-				Runner: &program.Runner{Dev: up, DMA: m, Mem: mem, Tables: tables, Validator: val, NC: nc}})
+			c.Exec.Ranks = append(c.Exec.Ranks, enc.Rank{Device: i, Base: blk.Addr,
+				Runner: &program.Runner{Dev: up, DMA: m, Mem: mem, Tables: c.Tables, Validator: c.validator, NC: nc}})
 		}
 	}
-	return c, nil
+	return nil
+}
+
+// Reattach drops the runtime's side of the cluster — its queues, device
+// memory allocations and brought-up devices — and brings sys up afresh in
+// its place (the same system, or one restored from a snapshot), without a
+// reset. Taking a snapshot between Reattach's two halves, or restoring one,
+// leaves the runtime in the same state either way, so a run that saves and
+// continues and a run that restores and continues do the same.
+func (c *Cluster) Reattach(sys *fabric.System) error {
+	c.Exec.Release()
+	c.System = sys
+	reset := c.cfg.Reset
+	c.cfg.Reset = false
+	defer func() { c.cfg.Reset = reset }()
+	return c.attach()
 }
 
 // bringUp brings device i up through the runtime (no reset of its own),

@@ -81,6 +81,18 @@ func LoadFS(fsys fs.FS, name string) (*Parsed, error) {
 	return p, nil
 }
 
+// AddSnapshotSteps makes the run restore the system from restore (if set)
+// before its steps and save it to save (if set) after them: the command
+// line's snapshot restore and save.
+func (p *Parsed) AddSnapshotSteps(restore, save string) {
+	if restore != "" {
+		p.Steps = append([]Step{{Kind: "snapshot", Snapshot: &SnapshotStep{Restore: restore}}}, p.Steps...)
+	}
+	if save != "" {
+		p.Steps = append(p.Steps, Step{Kind: "snapshot", Snapshot: &SnapshotStep{Save: save}})
+	}
+}
+
 // Options tune a run.
 type Options struct {
 	// OutDir overrides the scenario's output directory.
@@ -165,7 +177,7 @@ func (p *Parsed) Run(opt Options) (*Summary, error) {
 		c.System.SetCapture(w, 0)
 		sum.Outputs = append(sum.Outputs, path)
 	}
-	run := &runner{p: p, c: c, r: r}
+	run := &runner{p: p, c: c, r: r, dir: dir}
 	fmt.Fprintf(&run.report, "scenario %s: %s\n", p.Name, p.Description)
 	fmt.Fprintf(&run.report, "system: %s, %d devices, switch %s, revision %#02x, topology %s, model %s, mode %s\n",
 		r.gen, r.devices, r.family, r.revision, c.System.Topology().Kind, params.Model, c.Mode())
@@ -206,6 +218,7 @@ type runner struct {
 	report bytes.Buffer
 	sweeps []*nccom.Report
 	dve    map[int]*dve.Loader
+	dir    string // the output directory
 }
 
 func (run *runner) printf(format string, args ...any) {
@@ -263,7 +276,52 @@ func (run *runner) step(s *Step) error {
 			return err
 		}
 		run.printf("devices brought up again; queues given back")
+	case "snapshot":
+		return run.snapshot(s.Snapshot)
 	}
+	return nil
+}
+
+// outPath is a file of the output directory (an absolute path as is).
+func (run *runner) outPath(name string) string {
+	if filepath.IsAbs(name) {
+		return name
+	}
+	return filepath.Join(run.dir, name)
+}
+
+func (run *runner) snapshot(st *SnapshotStep) error {
+	c := run.c
+	run.dve = nil // the runtime lets go of everything, DVE caches included
+	if st.Save != "" {
+		c.Exec.Release()
+		path := run.outPath(st.Save)
+		var b bytes.Buffer
+		if err := c.System.Save(&b); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			return err
+		}
+		run.printf("system saved at %v to %s (%d bytes)", time.Duration(c.System.Now())/time.Duration(sim.Nanosecond)*time.Nanosecond, st.Save, b.Len())
+		return c.Reattach(c.System)
+	}
+	f, err := os.Open(run.outPath(st.Restore))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sys, err := fabric.Load(f)
+	if err != nil {
+		return err
+	}
+	if got := sys.Topology().Devices; got != run.r.devices {
+		return fmt.Errorf("%s holds a system of %d devices; this scenario's has %d", st.Restore, got, run.r.devices)
+	}
+	if err := c.Reattach(sys); err != nil {
+		return err
+	}
+	run.printf("system restored from %s at %v", st.Restore, time.Duration(sys.Now())/time.Duration(sim.Nanosecond)*time.Nanosecond)
 	return nil
 }
 

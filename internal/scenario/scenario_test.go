@@ -119,3 +119,40 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestSnapshotStepsRoundTrip: a scenario that saves the system and goes on
+// with a sweep, and one that restores the saved system and runs the same
+// sweep, write byte-identical sweep results; a corrupted snapshot is
+// refused by the restore step.
+func TestSnapshotStepsRoundTrip(t *testing.T) {
+	if raceEnabled {
+		t.Skip("whole-system scenarios run in the plain test run, not under -race")
+	}
+	dir := t.TempDir()
+	sys := "system: {arch: mariana, devices: 4, mode: functional, seed: 3, buffer_bytes: 4M, reset: false}\n"
+	tail := "  - sweep: {op: all_reduce, min: 64K, max: 1M, factor: 4}\n"
+	first := "name: first\n" + sys + "steps:\n  - collective: {op: all_gather, size: 256K}\n  - snapshot: {save: mid.snap}\n" + tail +
+		"outputs: {json: first.json}\n"
+	second := "name: second\n" + sys + "steps:\n  - snapshot: {restore: mid.snap}\n" + tail + "outputs: {json: second.json}\n"
+	for _, doc := range []string{first, second} {
+		p, err := Parse("x.yaml", []byte(doc))
+		require.NoError(t, err)
+		_, err = p.Run(Options{OutDir: dir})
+		require.NoError(t, err)
+	}
+	a, err := os.ReadFile(filepath.Join(dir, "first.json"))
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(dir, "second.json"))
+	require.NoError(t, err)
+	assert.Equal(t, string(a), string(b), "the sweep after a restore equals the one after the save")
+
+	snap, err := os.ReadFile(filepath.Join(dir, "mid.snap"))
+	require.NoError(t, err)
+	snap[len(snap)-10] ^= 1
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.snap"), snap, 0o644))
+	p, err := Parse("x.yaml", []byte("name: bad\n"+sys+"steps:\n  - snapshot: {restore: bad.snap}\n"))
+	require.NoError(t, err)
+	_, err = p.Run(Options{OutDir: dir})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "checksum mismatch")
+}

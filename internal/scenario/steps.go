@@ -25,6 +25,7 @@ type Step struct {
 	Sweep      *SweepStep
 	Fault      *FaultStep
 	Recover    *RecoverStep
+	Snapshot   *SnapshotStep
 }
 
 // BringUpStep reports how each device was brought up and checks it.
@@ -107,8 +108,18 @@ type FaultStep struct {
 // RecoverStep brings reset devices up again after a failed collective.
 type RecoverStep struct{}
 
+// SnapshotStep saves the whole system to a file, or replaces it with the
+// one a file holds (paths relative to the output directory). Either way the
+// runtime lets go of the system and brings it up again without a reset, so
+// a run that saves and continues and one that restores and continues do
+// the same.
+type SnapshotStep struct {
+	Save    string `yaml:"save"`
+	Restore string `yaml:"restore"`
+}
+
 // stepKinds maps a step's key to where its fields go.
-var stepKinds = []string{"bringup", "csr_read", "csr_write", "dve_load", "validate", "exec", "dma_copy", "collective", "sweep", "fault", "recover"}
+var stepKinds = []string{"bringup", "csr_read", "csr_write", "dve_load", "validate", "exec", "dma_copy", "collective", "sweep", "fault", "recover", "snapshot"}
 
 // UnmarshalStrict reads a one-key mapping.
 func (s *Step) UnmarshalStrict(d *Decoder, n *yaml.Node, path string) error {
@@ -153,6 +164,9 @@ func (s *Step) UnmarshalStrict(d *Decoder, n *yaml.Node, path string) error {
 	case "recover":
 		s.Recover = new(RecoverStep)
 		target = s.Recover
+	case "snapshot":
+		s.Snapshot = new(SnapshotStep)
+		target = s.Snapshot
 	default:
 		return d.Errorf(key, path, "unknown step %q; expected one of: %s", key.Value, strings.Join(stepKinds, ", "))
 	}
@@ -261,6 +275,10 @@ func (s *Step) check(d *Decoder, n *yaml.Node, path string, r *resolved) error {
 		}
 		if c.Factor != 0 && c.Factor < 2 {
 			return d.Errorf(at("factor"), p+".factor", "a factor of at least 2, not %d", c.Factor)
+		}
+	case "snapshot":
+		if (s.Snapshot.Save == "") == (s.Snapshot.Restore == "") {
+			return d.Errorf(n, p, "give exactly one of save and restore (a file in the output directory)")
 		}
 	case "fault":
 		f := s.Fault

@@ -1,6 +1,7 @@
 package systemtest
 
 import (
+	"bytes"
 	"os"
 	"runtime"
 	"strconv"
@@ -16,8 +17,8 @@ import (
 )
 
 // TestSoak runs many collectives — every algorithm in turn, with a link
-// fault and a recovery every 50 — on one system and checks that the heap
-// stays flat once warm. It takes minutes, so it is excluded from the default
+// fault and a recovery every 50 and a snapshot saved and restored every 100
+// — on one system and checks that the heap stays flat once warm. It takes minutes, so it is excluded from the default
 // run: NEURONSIM_SOAK=1 go test -run TestSoak ./internal/systemtest/
 // (NEURONSIM_SOAK=N runs N collectives; 1 means 1000).
 func TestSoak(t *testing.T) {
@@ -40,6 +41,16 @@ func TestSoak(t *testing.T) {
 	for i := range n {
 		sched, err := enc.Build(enc.AllReduce, algos[i%len(algos)], 8, 1<<20, 4, enc.Options{})
 		require.NoError(t, err)
+		if i%100 == 99 {
+			// Save the system, restore it, and go on with the restored one.
+			c.Exec.Release()
+			var b bytes.Buffer
+			require.NoError(t, c.System.Save(&b))
+			restored, err := fabric.Load(&b)
+			require.NoError(t, err)
+			require.NoError(t, c.Reattach(restored))
+			continue
+		}
 		if i%50 == 49 {
 			id, ok := c.System.LinkBetween(2, c.System.Topology().Devices)
 			require.True(t, ok)
@@ -52,7 +63,7 @@ func TestSoak(t *testing.T) {
 		}
 		_, err = c.Check(sched, enc.Float32, uint64(i), enc.Options{})
 		require.NoError(t, err, "collective %d", i)
-		if i == 100 {
+		if i == 120 {
 			warm = heap()
 		}
 	}
