@@ -24,6 +24,7 @@ import (
 	"github.com/neuronsim/neuronsim/sim"
 	"github.com/neuronsim/neuronsim/sim/fabric"
 	"github.com/neuronsim/neuronsim/sim/fabric/capture"
+	"github.com/neuronsim/neuronsim/sim/trace"
 )
 
 // ErrFailed marks a scenario whose step did not do what it said it would
@@ -178,6 +179,10 @@ func (p *Parsed) Run(opt Options) (*Summary, error) {
 		sum.Outputs = append(sum.Outputs, path)
 	}
 	run := &runner{p: p, c: c, r: r, dir: dir}
+	if p.Outputs.Trace != "" {
+		run.trace = trace.New(0)
+		run.traceSystem()
+	}
 	fmt.Fprintf(&run.report, "scenario %s: %s\n", p.Name, p.Description)
 	fmt.Fprintf(&run.report, "system: %s, %d devices, switch %s, revision %#02x, topology %s, model %s, mode %s\n",
 		r.gen, r.devices, r.family, r.revision, c.System.Topology().Kind, params.Model, c.Mode())
@@ -219,6 +224,28 @@ type runner struct {
 	sweeps []*nccom.Report
 	dve    map[int]*dve.Loader
 	dir    string // the output directory
+	trace  *trace.Recorder
+}
+
+// deviceTracer names one device's tracks in the system's trace.
+type deviceTracer struct {
+	rec    *trace.Recorder
+	prefix string
+}
+
+// Slice implements sim.Tracer.
+func (t deviceTracer) Slice(track, name string, start, end uint64, args map[string]string) {
+	t.rec.Slice(t.prefix+track, name, start, end, args)
+}
+
+// traceSystem points every device of the (current) system at the trace.
+func (run *runner) traceSystem() {
+	if run.trace == nil {
+		return
+	}
+	for _, d := range run.c.System.Devices() {
+		d.SetTrace(deviceTracer{run.trace, d.Config().Name + " "})
+	}
 }
 
 func (run *runner) printf(format string, args ...any) {
@@ -234,6 +261,14 @@ func (run *runner) step(s *Step) error {
 			up := d.Up
 			run.printf("neuron%d: %s rev %#02x (%s), registers in BAR%d, routing id %d, waited %d not-ready reads, reset %v",
 				i, up.Generation, up.Identity.Revision, up.Mode, up.Dev.(interface{ RegisterBAR() int }).RegisterBAR(), up.RoutingID, up.ReadyRetries, up.Reset)
+			var hbm []string
+			for _, b := range up.HBMChannelBytes {
+				hbm = append(hbm, fmt.Sprintf("%d MiB", b>>20))
+			}
+			run.printf("  HBM channels as the driver sizes them: %s", strings.Join(hbm, ", "))
+			for _, st := range up.Steps {
+				run.printf("  %s: %s", st.Name, st.Detail)
+			}
 			if e := s.BringUp.ExpectReset; e != nil && up.Reset != *e {
 				return fmt.Errorf("neuron%d: bring-up reset %v, expected %v: %w", i, up.Reset, *e, ErrFailed)
 			}
@@ -321,6 +356,7 @@ func (run *runner) snapshot(st *SnapshotStep) error {
 	if err := c.Reattach(sys); err != nil {
 		return err
 	}
+	run.traceSystem()
 	run.printf("system restored from %s at %v", st.Restore, time.Duration(sys.Now())/time.Duration(sim.Nanosecond)*time.Nanosecond)
 	return nil
 }
@@ -621,6 +657,17 @@ func (run *runner) outputs(dir string, sum *Summary) error {
 		return err
 	}
 	sum.Outputs = append(sum.Outputs, path)
+	if run.trace != nil {
+		path := filepath.Join(dir, run.p.Outputs.Trace)
+		var b bytes.Buffer
+		if err := run.trace.WriteJSON(&b); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			return err
+		}
+		sum.Outputs = append(sum.Outputs, path)
+	}
 	if len(run.sweeps) > 0 {
 		js := run.p.Outputs.JSON
 		if js == "" {

@@ -68,6 +68,7 @@ type Outputs struct {
 	JSON   string `yaml:"json"`   // the last sweep's nccom-test JSON; default sweep.json when there is a sweep
 	Plot   string `yaml:"plot"`   // busbw vs size of the sweeps; default none
 	Pcap   string `yaml:"pcap"`   // the fabric's packets; default none
+	Trace  string `yaml:"trace"`  // Chrome/Perfetto trace of every device's engines and DMA queues; default none
 }
 
 // Size is a byte count written as nccom-test does: 4096, 64K, 1M, 1G.

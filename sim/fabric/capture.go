@@ -124,6 +124,22 @@ func (r *recorder) flush(upTo uint64) {
 	r.pending = append(r.pending[:0], r.pending[n:]...)
 }
 
+// captureHorizon is the time before which every packet is known: packets
+// are recorded when their write is posted, and a write reserved but not yet
+// posted may have packets as early as its reservation's start. So it is the
+// earlier of now and the oldest open reservation's start.
+func (s *System) captureHorizon() uint64 {
+	h := uint64(s.engine.Now())
+	for _, pt := range s.ports {
+		for i := range pt.res {
+			if r := &pt.res[i]; r.Valid && r.Start < h {
+				h = r.Start
+			}
+		}
+	}
+	return h
+}
+
 // record adds the packets of a posted write: one per chunk per hop.
 func (s *System) record(e, q int, d *Delivery, hops []uint64) {
 	r := s.rec
@@ -131,7 +147,7 @@ func (s *System) record(e, q int, d *Delivery, hops []uint64) {
 		return
 	}
 	if len(r.pending) >= flushBatch {
-		r.flush(uint64(s.engine.Now())) // every packet before now is final
+		r.flush(s.captureHorizon())
 	}
 	r.transfer++
 	op := capture.OpWrite

@@ -65,6 +65,9 @@ func (s *System) fault(i int) {
 		s.st.Links[f.Link].Down = f.Kind == LinkDown
 	case DeviceReset:
 		s.devs[f.Device].FaultReset()
+		// Its DMA engines are reset: the writes they had reserved will
+		// never be posted.
+		clear(s.ports[f.Device].res)
 	}
 	s.st.Stats.Faults++
 }

@@ -74,6 +74,7 @@ type Delivery struct {
 // for snapshots).
 type Reservation struct {
 	Valid bool
+	Start uint64 // when its first byte could leave (its packets are no earlier)
 	Dst   int
 	Addr  uint64
 	Path  []int
@@ -189,7 +190,7 @@ func (s *System) Advance(d sim.Time) {
 	defer s.mu.Unlock()
 	s.engine.RunUntil(s.engine.Now() + d)
 	if s.rec != nil {
-		s.rec.flush(uint64(s.engine.Now()))
+		s.rec.flush(s.captureHorizon())
 	}
 }
 
@@ -255,7 +256,7 @@ func (pt *port) Reserve(e, q int, dst uint64, n int, start, sent uint64) (inject
 		return 0, 0, fmt.Errorf("fabric: %s engine %d queue %d: %w", s.topo.Nodes[pt.dev].Name, e, q, udma.ErrEngine)
 	}
 	r := &pt.res[e*udma.Queues+q]
-	*r = Reservation{Valid: true, Dst: dd, Addr: addr, Path: path, hops: r.hops[:0]}
+	*r = Reservation{Valid: true, Start: start, Dst: dd, Addr: addr, Path: path, hops: r.hops[:0]}
 	var hops *[]uint64
 	if s.rec != nil {
 		hops = &r.hops
