@@ -313,7 +313,40 @@ func (run *runner) step(s *Step) error {
 		run.printf("devices brought up again; queues given back")
 	case "snapshot":
 		return run.snapshot(s.Snapshot)
+	case "reset":
+		return run.reset(s.Reset)
 	}
+	return nil
+}
+
+func (run *runner) reset(st *ResetStep) error {
+	c := run.c
+	up := c.Devices[st.Device].Up
+	start := c.System.Now()
+	what := "device"
+	if len(st.TPBs) == 0 {
+		if err := up.ResetDevice(); err != nil {
+			return err
+		}
+	} else {
+		var mask uint32
+		for _, nc := range st.TPBs {
+			mask |= 1 << nc
+		}
+		if err := up.ResetTPBs(mask); err != nil {
+			return err
+		}
+		what = fmt.Sprintf("NeuronCores %v", st.TPBs)
+	}
+	took := time.Duration(c.System.Now()-start) / time.Duration(sim.Nanosecond) * time.Nanosecond
+	run.printf("neuron%d: %s reset in %v", st.Device, what, took)
+	// Its engines and queues are back to power-on: the runtime lets go of
+	// the system and brings it up again (no further reset).
+	run.dve = nil
+	if err := c.Reattach(c.System); err != nil {
+		return err
+	}
+	run.traceSystem()
 	return nil
 }
 

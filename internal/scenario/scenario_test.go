@@ -75,6 +75,8 @@ func TestParseErrors(t *testing.T) {
 		{"bad size", "name: x\nsystem: {arch: cayman}\nsteps:\n  - collective: {op: all_reduce, size: 1X}\n", `expected a size`},
 		{"bad op", "name: x\nsystem: {arch: cayman}\nsteps:\n  - collective: {op: broadcast, size: 1K}\n", `x.yaml:4:`},
 		{"bad fault", "name: x\nsystem: {arch: cayman}\nsteps:\n  - fault: {kind: meltdown}\n", `expected link_down, link_up or device_reset`},
+		{"tpb beyond num_tpb", "name: x\nsystem: {arch: sunda}\nsteps:\n  - reset: {tpbs: [0, 2]}\n", `core 2: a sunda device has NeuronCores 0..1`},
+		{"snapshot both", "name: x\nsystem: {arch: sunda}\nsteps:\n  - snapshot: {save: a, restore: b}\n", `give exactly one of save and restore`},
 		{"two programs", "name: x\nsystem: {arch: cayman}\nsteps:\n  - validate: {program: a.s, source: nop}\n", `exactly one of program`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -26,12 +26,21 @@ type Step struct {
 	Fault      *FaultStep
 	Recover    *RecoverStep
 	Snapshot   *SnapshotStep
+	Reset      *ResetStep
 }
 
 // BringUpStep reports how each device was brought up and checks it.
 type BringUpStep struct {
 	ExpectReset       *bool `yaml:"expect_reset"`        // whether bring-up ran a hardware reset
 	ExpectRegisterBAR *int  `yaml:"expect_register_bar"` // the BAR the registers were found in
+}
+
+// ResetStep resets a device through the runtime, as the driver's reset
+// worker does: the whole device, or the NeuronCores listed in tpbs (a TPB
+// reset of that map). The runtime then brings the system up again.
+type ResetStep struct {
+	Device int   `yaml:"device"`
+	TPBs   []int `yaml:"tpbs"`
 }
 
 // CSRReadStep reads a register (a register-BAR offset) and checks it.
@@ -119,7 +128,7 @@ type SnapshotStep struct {
 }
 
 // stepKinds maps a step's key to where its fields go.
-var stepKinds = []string{"bringup", "csr_read", "csr_write", "dve_load", "validate", "exec", "dma_copy", "collective", "sweep", "fault", "recover", "snapshot"}
+var stepKinds = []string{"bringup", "csr_read", "csr_write", "dve_load", "validate", "exec", "dma_copy", "collective", "sweep", "fault", "recover", "snapshot", "reset"}
 
 // UnmarshalStrict reads a one-key mapping.
 func (s *Step) UnmarshalStrict(d *Decoder, n *yaml.Node, path string) error {
@@ -167,6 +176,9 @@ func (s *Step) UnmarshalStrict(d *Decoder, n *yaml.Node, path string) error {
 	case "snapshot":
 		s.Snapshot = new(SnapshotStep)
 		target = s.Snapshot
+	case "reset":
+		s.Reset = new(ResetStep)
+		target = s.Reset
 	default:
 		return d.Errorf(key, path, "unknown step %q; expected one of: %s", key.Value, strings.Join(stepKinds, ", "))
 	}
@@ -276,6 +288,13 @@ func (s *Step) check(d *Decoder, n *yaml.Node, path string, r *resolved) error {
 		if c.Factor != 0 && c.Factor < 2 {
 			return d.Errorf(at("factor"), p+".factor", "a factor of at least 2, not %d", c.Factor)
 		}
+	case "reset":
+		for _, c := range s.Reset.TPBs {
+			if err := core(c, "tpbs"); err != nil {
+				return err
+			}
+		}
+		return dev(s.Reset.Device, "device")
 	case "snapshot":
 		if (s.Snapshot.Save == "") == (s.Snapshot.Restore == "") {
 			return d.Errorf(n, p, "give exactly one of save and restore (a file in the output directory)")
