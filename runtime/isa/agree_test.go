@@ -3,7 +3,6 @@ package isa_test
 import (
 	"math/rand/v2"
 	"sort"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -24,9 +23,6 @@ func agree(t *testing.T, v *isa.Validator, b []byte) isa.Reason {
 	}
 	if r.OK != (r.Check == "" && r.Field == "" && r.Msg == "") || (!r.OK && (r.Check == "" || r.Msg == "")) {
 		t.Fatalf("malformed reason %+v on % x", r, b)
-	}
-	if strings.HasSuffix(r.Msg, isa.MsgPlaceDisagrees) {
-		t.Fatalf("the fast and the ordered tensor checks disagree on % x: %s", b, r)
 	}
 	hal := uint32(len(b)) % 7 // 5, 6: unknown engines
 	if len(b) > 1 {

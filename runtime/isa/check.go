@@ -7,27 +7,21 @@ import (
 	hwisa "github.com/neuronsim/neuronsim/hw/isa"
 )
 
-// checker is the one validator body. The silent predicate
-// (is_valid_neuron_isa_instruction) runs it with why == nil and never builds
-// a message; the debug twin (dbg_is_valid_*) runs the very same code with
-// why pointing at the Reason to fill — the NEURON_ISA_TPB_DEBUG_BOOL idea.
-// A failing rule calls fail with a message closure that only the debug path
-// evaluates, so the silent path does not allocate.
+// checker is the debug twins' validator body (dbg_is_valid_*, the
+// NEURON_ISA_TPB_DEBUG_BOOL idea): it walks the rules in the documented
+// order and stops at the first one a record breaks, which becomes the
+// Reason. The silent predicates compute the same verdict in one pass
+// (accept.go); the tests hold the two equal on every input.
 type checker struct {
 	r   hwisa.Record // the header, the preamble and the operands the opcode uses (unused ones stay zero)
 	f   *forest
 	e   *opEntry
-	why *Reason
+	why Reason // the first broken rule, once record or engine returned false
 }
 
-// fail records a failure on the debug path and returns false on both. It
-// stays out of line, keeping the message code out of the hot functions.
-//
-//go:noinline
+// fail records the broken rule and returns false; msg builds its message.
 func (c *checker) fail(check, field string, msg func() string) bool {
-	if c.why != nil {
-		*c.why = Reason{Check: check, Field: field, Msg: msg()}
-	}
+	c.why = Reason{Check: check, Field: field, Msg: msg()}
 	return false
 }
 
@@ -65,7 +59,7 @@ func (c *checker) record(rec []byte) bool {
 	if ops&hwisa.UsesDst != 0 {
 		t := &c.r.Dst
 		loadTensor(t, b[offDst:offSrc0])
-		rk, lo, hi, ok := c.shape(&dstNames, t, b[offDst+6:offSrc0])
+		rk, lo, hi, ok := c.shape(&dstNames, t)
 		if !ok || !c.place(&dstNames, rk, t.Addr, t.Dtype, t.Partitions, lo, hi) {
 			return false
 		}
@@ -73,7 +67,7 @@ func (c *checker) record(rec []byte) bool {
 	if ops&hwisa.UsesSrc0 != 0 {
 		t := &c.r.Src0
 		loadTensor(t, b[offSrc0:offSrc1])
-		rk, lo, hi, ok := c.shape(&src0Names, t, b[offSrc0+6:offSrc1])
+		rk, lo, hi, ok := c.shape(&src0Names, t)
 		if !ok || !c.place(&src0Names, rk, t.Addr, t.Dtype, t.Partitions, lo, hi) {
 			return false
 		}
@@ -248,13 +242,6 @@ func rank(t *hwisa.Tensor) int {
 	return 4
 }
 
-func b2u(b bool) uint32 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // dimWord packs a free dimension into one word: 0 exactly when it is unused.
 func dimWord(d hwisa.Dim) uint32 { return uint32(d.Size) | uint32(uint16(d.Stride))<<16 }
 
@@ -263,10 +250,6 @@ func dimWord(d hwisa.Dim) uint32 { return uint32(d.Size) | uint32(uint16(d.Strid
 func elements(t *hwisa.Tensor) int64 {
 	return max(int64(t.Dims[0].Size), 1) * max(int64(t.Dims[1].Size), 1) * max(int64(t.Dims[2].Size), 1)
 }
-
-// msgPlaceDisagrees ends the reason badPlace gives when place's combined
-// test and its ordered checks disagree; no input may produce it.
-const msgPlaceDisagrees = "place and badPlace disagree"
 
 // offsetMask selects the byte offset of a start address (bits 23..0).
 const offsetMask = 0xFF_FFFF
@@ -279,46 +262,14 @@ func inPSUM(a uint32) bool        { return a&hwisa.AddrPSUM != 0 }
 // ladder's partition range, is_valid_dtype, addr_aligned_dtype,
 // tensor_start_addr_valid). src1 has src0's shape, so it is only placed.
 
-// shape is the ladder's shape half: at least one partition, and every dim
-// from the first size-0 one on all zero. It returns the rank and the lowest
-// and highest element offsets the free dims reach.
-//
-// dims is the descriptor's raw dimension bytes (three size/stride words):
-// reading the words from the record rather than from the just-decoded
-// struct avoids a store-to-load stall on the hot path.
-func (c *checker) shape(n *tensorNames, t *hwisa.Tensor, dims []byte) (int, int64, int64, bool) {
-	d := (*[12]byte)(dims)
-	w0, w1, w2 := le32(d[0:]), le32(d[4:]), le32(d[8:])
-	s0, s1, s2 := w0&0xFFFF, w1&0xFFFF, w2&0xFFFF
-	// Branch-free, as records of every rank come mixed: in[i] is 1 while
-	// dims 0..i are all in use; a dim not in use must be all zero.
-	in0 := b2u(s0 != 0)
-	in1 := in0 & b2u(s1 != 0)
-	in2 := in1 & b2u(s2 != 0)
-	rk := int(1 + in0 + in1 + in2)
-	tail := w0&(in0-1) | w1&(in1-1) | w2&(in2-1)
-	// The free size, with sizes past the end (0 here) counted as 1: one dim
-	// of at most 65535 elements always fits, so only ranks 3 and 4 can fail.
-	elems := uint64(s0) * uint64(max(s1, 1)) * uint64(max(s2, 1))
-	if t.Partitions == 0 || tail != 0 || elems > hwisa.MaxFreeElements {
-		return rk, 0, 0, c.badShape(n, t, rk)
-	}
-	// The lowest and highest element offsets the free dims reach (negative
-	// strides reach below the start); dims past the end are all zero here,
-	// so they add nothing.
-	x0 := (int64(s0) - 1) * int64(int16(w0>>16))
-	x1 := (int64(s1) - 1) * int64(int16(w1>>16))
-	x2 := (int64(s2) - 1) * int64(int16(w2>>16))
-	return rk, min(x0, 0) + min(x1, 0) + min(x2, 0), max(x0, 0) + max(x1, 0) + max(x2, 0), true
-}
-
-// badShape reports which of shape's rules a tensor of rank rk breaks. It is
-// out of line so that shape keeps its values in registers.
-//
-//go:noinline
-func (c *checker) badShape(n *tensorNames, t *hwisa.Tensor, rk int) bool {
+// shape is the ladder's shape half: at least one partition, every dim
+// from the first size-0 one on all zero, and at most MaxFreeElements per
+// partition. It returns the rank and the lowest and highest element offsets
+// the free dims reach (negative strides reach below the start).
+func (c *checker) shape(n *tensorNames, t *hwisa.Tensor) (rk int, lo, hi int64, ok bool) {
+	rk = rank(t)
 	if t.Partitions == 0 {
-		return c.fail(ladder[rk], n.partitions, func() string {
+		return rk, 0, 0, c.fail(ladder[rk], n.partitions, func() string {
 			return fmt.Sprintf("%s has 0 partitions; a tensor needs at least 1", n.name)
 		})
 	}
@@ -331,41 +282,28 @@ func (c *checker) badShape(n *tensorNames, t *hwisa.Tensor, rk int) bool {
 		if d[i].Size != 0 {
 			field = n.size[i]
 		}
-		return c.fail(ladder[rk], field, func() string {
+		return rk, 0, 0, c.fail(ladder[rk], field, func() string {
 			return fmt.Sprintf("%s.dims[%d] lies past the end of the free dims (dims[%d].size is 0): its size and stride must be 0, got size %d stride %d",
 				n.name, i, rk-1, d[i].Size, d[i].Stride)
 		})
 	}
-	elems := elements(t)
-	return c.fail(ladder[rk], n.size[0], func() string {
-		return fmt.Sprintf("%s has %d elements per partition; at most %d (the engines' free size)", n.name, elems, hwisa.MaxFreeElements)
-	})
+	if elems := elements(t); elems > hwisa.MaxFreeElements {
+		return rk, 0, 0, c.fail(ladder[rk], n.size[0], func() string {
+			return fmt.Sprintf("%s has %d elements per partition; at most %d (the engines' free size)", n.name, elems, hwisa.MaxFreeElements)
+		})
+	}
+	for _, dim := range d[:rk-1] {
+		x := (int64(dim.Size) - 1) * int64(dim.Stride)
+		lo, hi = lo+min(x, 0), hi+max(x, 0)
+	}
+	return rk, lo, hi, true
 }
 
 // place is the rest of the ladder (the partitions from the start partition
-// on exist), is_valid_dtype, addr_aligned_dtype and tensor_start_addr_valid
-// for a tensor of the given rank, partitions and element span at addr in
-// dtype dt.
+// on exist), is_valid_dtype, addr_aligned_dtype and tensor_start_addr_valid,
+// in that order, for a tensor of the given rank, partitions and element
+// span at addr in dtype dt.
 func (c *checker) place(n *tensorNames, rk int, addr uint32, dt hwisa.Dtype, parts uint8, lo, hi int64) bool {
-	f := c.f
-	es := int64(f.dsize[dt]) // 1, 2, 4 or 8; 0: not a dtype of this generation
-	off := int64(addr & offsetMask)
-	first, end := off+lo*es, off+(hi+1)*es
-	// In one bank when first and end-1 differ only below the bank size (a
-	// power of two, checked by newForest); only PSUM has banks.
-	bankMask := f.bankMask[addr>>31] // bit 31 is hwisa.AddrPSUM
-	if startPartition(addr)+int(parts) <= f.lim.Partitions && es != 0 && off&(es-1) == 0 &&
-		first >= 0 && end <= f.partBytes[addr>>31] && (first^(end-1))&bankMask == 0 {
-		return true
-	}
-	return c.badPlace(n, rk, addr, dt, parts, lo, hi)
-}
-
-// badPlace reports the first of place's rules a tensor breaks, in the
-// ladder's order. It is out of line so that place stays small.
-//
-//go:noinline
-func (c *checker) badPlace(n *tensorNames, rk int, addr uint32, dt hwisa.Dtype, parts uint8, lo, hi int64) bool {
 	l := &c.f.lim
 	if start := startPartition(addr); start+int(parts) > l.Partitions {
 		return c.fail(ladder[rk], n.partitions, func() string {
@@ -383,14 +321,17 @@ func (c *checker) badPlace(n *tensorNames, rk int, addr uint32, dt hwisa.Dtype, 
 		})
 	}
 	off := int64(addr & offsetMask)
-	if off&(es-1) != 0 {
+	if off%es != 0 {
 		return c.fail(CheckAligned, n.addr, func() string {
 			return fmt.Sprintf("%s offset %#x is not a multiple of %d, the size of %s", n.name, off, es, dt)
 		})
 	}
 	first, end := off+lo*es, off+(hi+1)*es
 	psum := inPSUM(addr)
-	size := c.f.partBytes[addr>>31]
+	size := int64(l.SBUFPartitionBytes)
+	if psum {
+		size = int64(l.PSUMPartitionBytes)
+	}
 	if first < 0 || end > size {
 		return c.fail(CheckStartAddr, n.addr, func() string {
 			mem := "SBUF"
@@ -405,9 +346,7 @@ func (c *checker) badPlace(n *tensorNames, rk int, addr uint32, dt hwisa.Dtype, 
 			return fmt.Sprintf("%s reaches PSUM bytes [%#x, %#x), crossing a %d-byte bank boundary (a PSUM tensor lives in one bank)", n.name, first, end, bank)
 		})
 	}
-	// place found a fault the ordered checks above do not: a bug, which
-	// the fuzz and agreement tests look for by this message.
-	return c.fail(CheckStartAddr, n.addr, func() string { return n.name + ": " + msgPlaceDisagrees })
+	return true
 }
 
 // engine is the per-engine legality of ib_is_valid_engine_instruction: the

@@ -9,11 +9,15 @@
 // generation. Here it exists once: a Validator is that one design
 // instantiated with one generation's constant table (Limits, the "+Δ const"
 // cells of seed 004 §3), built from the runtime's arch tables (New,
-// FromDispatch). The checks are written once in a single checker that
-// reports through an optional *Reason: the silent path (IsValid) passes nil
-// and never formats a message, the debug path (Debug) passes a Reason. The
-// per-opcode predicates is_valid_<mnemonic> sit in a table indexed by
-// opcode and are shared by both paths the same way.
+// FromDispatch). The rules have two forms over one per-generation
+// opcode table. The debug twins (Debug, DebugEngineInstruction, the
+// reason in an InvalidError) walk them in the order below and name the
+// first one a record breaks. The silent predicates (IsValid,
+// IsValidEngineInstruction, FinalInstValidityCheck) need only the verdict
+// and compute it in one pass straight from the record's words, with no call
+// per rule and no allocation: the block driver checks every record a
+// program loads. The two forms give the same verdict on every input; the
+// agreement tests, the rule tests and FuzzValidator hold them to it.
 //
 // # Rules
 //

@@ -6,8 +6,8 @@ import (
 	hwisa "github.com/neuronsim/neuronsim/hw/isa"
 )
 
-// The record layout of docs/isa.md, read here straight from the bytes so
-// the silent path decodes only what an opcode uses. TestLayout holds these
+// The record layout of docs/isa.md, read here straight from the bytes:
+// accept reads words, the checker decodes only what an opcode uses. TestLayout holds these
 // against hw/isa's Encode.
 const (
 	offOpcode = 0  // u8

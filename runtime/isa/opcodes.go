@@ -17,11 +17,8 @@ type rule struct {
 	pred       predicate
 }
 
-// predicate names an opcode's own predicate, is_valid_<mnemonic>; run
-// calls it. The table holds these names rather than func values because a
-// call through a func value would move the checker to the heap on every
-// record (escape analysis cannot see through it); the switch makes each a
-// direct call.
+// predicate names an opcode's own predicate, is_valid_<mnemonic>: run
+// calls its ordered form, accept's switch holds its combined form.
 type predicate uint8
 
 const (
@@ -132,7 +129,8 @@ func (e *opEntry) opList() string {
 type forest struct {
 	lim   Limits
 	ops   [256]opEntry
-	dsize [256]uint8 // dtype → bytes, 0 for a dtype not in lim.Dtypes
+	acc   [256]acceptEntry // the same table, in accept's form
+	dsize [256]uint8       // dtype → bytes, 0 for a dtype not in lim.Dtypes
 	// partBytes is the partition size an address's PSUM bit selects:
 	// [0] SBUF, [1] PSUM.
 	partBytes [2]int64
@@ -165,6 +163,10 @@ func newForest(l Limits) *forest {
 			e.ops = e.opSet
 		}
 		f.ops[o] = e
+		if e.avail {
+			f.acc[o] = acceptEntry{zero: e.zero, engines: info.Engines, flags: e.flags, ops: e.ops, pred: e.pred}
+			f.acc[o].from, f.acc[o].to = tensorViews(info.Operands)
+		}
 	}
 	for d := range f.dsize {
 		if l.Dtypes.Has(hwisa.Dtype(d)) {
@@ -174,8 +176,8 @@ func newForest(l Limits) *forest {
 	return f
 }
 
-// The per-opcode predicates. Each reports through the checker, so the
-// silent and the debug path run the same code.
+// The per-opcode predicates in the checker's ordered form; accept's switch
+// is their combined form.
 
 // elementwise: activation, tensor_tensor, tensor_scalar, reciprocal,
 // act_reciprocal — no packed operand, dst shaped like src0.

@@ -132,6 +132,9 @@ var violations = []violation{
 	{name: "moving from PSUM", op: hwisa.OpMultiplyMoving, mut: func(r *hwisa.Record, _ isa.Limits) { r.Src0 = t2(ps(0, 0), hwisa.BF16, 128, 512) }, check: rule("multiply_moving"), field: "src0.addr"},
 	{name: "moving rank 3", op: hwisa.OpMultiplyMoving, mut: func(r *hwisa.Record, _ isa.Limits) { r.Src0.Dims[1] = hwisa.Dim{Size: 1} }, check: rule("multiply_moving"), field: "src0.dims[1].size"},
 	{name: "moving N 513", op: hwisa.OpMultiplyMoving, mut: func(r *hwisa.Record, _ isa.Limits) { r.Src0.Dims[0].Size = 513 }, check: rule("multiply_moving"), field: "src0.dims[0].size"},
+	{name: "moving N 513 only", op: hwisa.OpMultiplyMoving, mut: func(r *hwisa.Record, _ isa.Limits) { // dst stride 0 stays in its bank
+		r.Src0.Dims[0].Size, r.Dst.Dims[0] = 513, hwisa.Dim{Size: 513}
+	}, check: rule("multiply_moving"), field: "src0.dims[0].size"},
 	{name: "moving packed", op: hwisa.OpMultiplyMoving, gens: onlyMariana, mut: func(r *hwisa.Record, _ isa.Limits) { r.Src0.Dtype = hwisa.FP8E4M3FNx4 }, check: rule("multiply_moving"), field: "src0.dtype"},
 	{name: "moving into SBUF", op: hwisa.OpMultiplyMoving, mut: func(r *hwisa.Record, _ isa.Limits) { r.Dst.Addr = sb(0, 0x8000) }, check: rule("multiply_moving"), field: "dst.addr"},
 	{name: "moving into bf16", op: hwisa.OpMultiplyMoving, mut: func(r *hwisa.Record, _ isa.Limits) { r.Dst.Dtype = hwisa.BF16 }, check: rule("multiply_moving"), field: "dst.dtype"},

@@ -50,21 +50,19 @@ func (v *Validator) Limits() Limits { return v.f.lim }
 // tensor_start_addr_valid) and the opcode's own is_valid_<mnemonic>. It
 // does not allocate. Any length other than 64 is invalid.
 func (v *Validator) IsValid(rec []byte) bool {
-	c := checker{f: v.f}
-	return c.record(rec)
+	return len(rec) == hwisa.RecordSize && v.f.accept((*[hwisa.RecordSize]byte)(rec))
 }
 
 // Debug is the debug twin of IsValid (dbg_is_valid_*, returning a
-// NEURON_ISA_TPB_DEBUG_BOOL): the same checks, run by the same code, with
-// the first failure's check, field and message. Debug(rec).OK ==
+// NEURON_ISA_TPB_DEBUG_BOOL): the same rules, walked in order, with the
+// first failure's check, field and message. Debug(rec).OK ==
 // IsValid(rec) for every input.
 func (v *Validator) Debug(rec []byte) Reason {
-	var r Reason
-	c := checker{f: v.f, why: &r}
+	c := checker{f: v.f}
 	if c.record(rec) {
 		return Reason{OK: true}
 	}
-	return r
+	return c.why
 }
 
 // HalToISAEngine is ib_hal_to_isa_engine: HAL engines 0..4 (PE, ACT, POOL,
@@ -92,9 +90,14 @@ func halToISA(hal uint32) (hwisa.Engine, bool) {
 // for. A rejected record's debug reason is logged as MsgErrorMessage. The
 // accepting path does not allocate.
 func (v *Validator) IsValidEngineInstruction(hal uint32, rec []byte) bool {
-	eng := v.HalToISAEngine(hal)
-	c := checker{f: v.f}
-	if c.record(rec) && c.engine(eng) {
+	return v.engineInstruction(v.HalToISAEngine(hal), rec)
+}
+
+// engineInstruction is IsValidEngineInstruction past the engine mapping.
+// Once accept holds, the record's engine issues the opcode, so the engine
+// rule reduces to the record being built for eng (never TOP_SP then).
+func (v *Validator) engineInstruction(eng hwisa.Engine, rec []byte) bool {
+	if len(rec) == hwisa.RecordSize && v.f.accept((*[hwisa.RecordSize]byte)(rec)) && hwisa.Engine(rec[offEngine]) == eng {
 		return true
 	}
 	if v.log != nil {
@@ -114,12 +117,11 @@ func (v *Validator) DebugEngineInstruction(hal uint32, rec []byte) Reason {
 }
 
 func (v *Validator) debugEngine(eng hwisa.Engine, rec []byte) Reason {
-	var r Reason
-	c := checker{f: v.f, why: &r}
+	c := checker{f: v.f}
 	if c.record(rec) && c.engine(eng) {
 		return Reason{OK: true}
 	}
-	return r
+	return c.why
 }
 
 // FinalInstValidityCheck is ib_final_inst_validity_check, the block driver
@@ -133,15 +135,20 @@ func (v *Validator) FinalInstValidityCheck(block []byte, hal uint32) error {
 	if n := len(block); n%hwisa.RecordSize != 0 {
 		return fmt.Errorf("ib_final_inst_validity_check: a block of %d bytes: %w", n, ErrBlockSize)
 	}
+	if len(block) == 0 {
+		return nil
+	}
+	eng := v.HalToISAEngine(hal) // once: the walk stops at the first record an unknown engine rejects
 	for off := 0; off < len(block); off += hwisa.RecordSize {
-		rec := block[off : off+hwisa.RecordSize : off+hwisa.RecordSize]
-		if v.IsValidEngineInstruction(hal, rec) {
+		rec := (*[hwisa.RecordSize]byte)(block[off : off+hwisa.RecordSize])
+		if v.f.accept(rec) && hwisa.Engine(rec[offEngine]) == eng {
 			continue
 		}
+		v.engineInstruction(eng, rec[:]) // logs the reason
 		if v.log != nil {
 			v.log.Logf(fmtInvalidInstruction, rec[0], off)
 		}
-		return &InvalidError{Opcode: rec[0], Offset: off, Reason: v.DebugEngineInstruction(hal, rec)}
+		return &InvalidError{Opcode: rec[0], Offset: off, Reason: v.debugEngine(eng, rec[:])}
 	}
 	return nil
 }

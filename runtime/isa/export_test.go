@@ -1,4 +1,0 @@
-package isa
-
-// MsgPlaceDisagrees exposes msgPlaceDisagrees to the external tests.
-const MsgPlaceDisagrees = msgPlaceDisagrees
