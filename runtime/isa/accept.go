@@ -4,14 +4,15 @@ import (
 	hwisa "github.com/neuronsim/neuronsim/hw/isa"
 )
 
-// The silent predicate's combined form. The checker (check.go) walks the
-// rules in the documented order so that the debug twin can name the first
-// one a record breaks; a silent caller needs only the conjunction, and
-// computing that as one expression per part of the record, straight from
-// the record's words and without a call per rule, is what lets the block
-// driver keep up with instruction fetch. accept must equal the checker's
-// verdict on every input: TestAgree*, the rule tests and FuzzValidator hold
-// the two against each other (IsValid runs accept, Debug the checker).
+// The silent predicates' combined form. The checker (check.go) walks the
+// rules in the documented order so that a debug twin can name the first
+// one a record breaks; a silent caller needs only the conjunction.
+// Computing that as one test per part of the record, straight from the
+// record's words and without a call per rule, costs about a plain decode
+// of the record (BenchmarkIsValid against BenchmarkDecodeBaseline). accept
+// must equal the checker's verdict on every input: TestAgree*, the rule
+// tests and FuzzValidator hold the two against each other (IsValid runs
+// accept, Debug the checker).
 
 // acceptEntry is one opcode's row of the combined test, packed so that a
 // record touches one table line.

@@ -170,7 +170,7 @@ func (c *checker) slot(s *hwisa.Sync, n *slotNames, wait bool) bool {
 		return c.fail(CheckEvents, n.mode, func() string {
 			return fmt.Sprintf("%s is a wait mode; the signal slot takes none, sem_set, sem_incr, sem_decr, event_set or event_clear", m)
 		})
-	case (m == hwisa.WaitEvent || m == hwisa.SignalEventSet || m == hwisa.SignalEventClr) && s.Value != 0:
+	case syncRule[m]&syncValue == 0 && s.Value != 0: // an event mode
 		return c.fail(CheckEvents, n.value, func() string {
 			return fmt.Sprintf("%s mode %s takes no value; it must be 0, got %d", n.slot, m, s.Value)
 		})

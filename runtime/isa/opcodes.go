@@ -305,14 +305,12 @@ func tensorReduce(c *checker) bool {
 }
 
 func iotaInts(c *checker) bool {
-	switch dt := c.r.Dst.Dtype; dt {
-	case hwisa.Int8, hwisa.Int16, hwisa.Int32, hwisa.Uint8, hwisa.Uint16, hwisa.Uint32, hwisa.Int64, hwisa.Uint64:
-		return true
-	default:
+	if dt := c.r.Dst.Dtype; !intDtype[dt] {
 		return c.fail(c.e.check, dstNames.dtype, func() string {
 			return fmt.Sprintf("iota writes integers; dst dtype %s is not an integer type", dt)
 		})
 	}
+	return true
 }
 
 func quantizeFP4(c *checker) bool {
