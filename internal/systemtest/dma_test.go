@@ -13,6 +13,7 @@ import (
 	"github.com/neuronsim/neuronsim/hw/udma"
 	"github.com/neuronsim/neuronsim/runtime/bringup"
 	"github.com/neuronsim/neuronsim/runtime/dma"
+	"github.com/neuronsim/neuronsim/runtime/ndl"
 	"github.com/neuronsim/neuronsim/sim"
 )
 
@@ -123,15 +124,19 @@ func TestMalformedDescriptorHaltsOnlyItsQueue(t *testing.T) {
 	}
 }
 
-// The remote protocol carries BAR accesses only: a remote device offers no
-// host memory, so the DMA layer refuses it with a clear error.
-func TestDMAOverRemoteNeedsHostMemory(t *testing.T) {
-	simDev := newDevice(t, hwarch.Cayman, 0, 1)
-	up, err := bringup.BringUp(openRemote(t, simDev), bringup.Options{})
+// A backend without host memory (here a device that offers only the
+// ndl.Device calls) is refused by the DMA layer with a clear error.
+func TestDMANeedsHostMemory(t *testing.T) {
+	simDev, err := sim.NewDevice(sim.DeviceConfig{Generation: hwarch.Cayman, Ready: true})
+	require.NoError(t, err)
+	up, err := bringup.BringUp(barOnly{simDev}, bringup.Options{NoReset: true})
 	require.NoError(t, err)
 	_, err = dma.New(up)
 	require.ErrorIs(t, err, dma.ErrNoHostMemory)
 }
+
+// barOnly hides every method of a device but ndl.Device's.
+type barOnly struct{ ndl.Device }
 
 // An event-accel descriptor aimed at an event address sets that event of
 // the NC; one aimed at a semaphore's INCR register adds the source word.

@@ -16,6 +16,8 @@ import (
 	"github.com/neuronsim/neuronsim/hw/isa"
 	"github.com/neuronsim/neuronsim/hw/isa/asm"
 	"github.com/neuronsim/neuronsim/runtime/arch"
+	"github.com/neuronsim/neuronsim/runtime/bringup"
+	"github.com/neuronsim/neuronsim/runtime/dma"
 	"github.com/neuronsim/neuronsim/runtime/dmem"
 	rtisa "github.com/neuronsim/neuronsim/runtime/isa"
 	"github.com/neuronsim/neuronsim/runtime/program"
@@ -31,8 +33,14 @@ func runner(t testing.TB, g hwarch.Generation, nc int) (*sim.Device, *program.Ru
 	simDev, up, m := dmaDevice(t, g, 0)
 	mem, err := dmem.New(up.Geometry, dmem.Options{ChannelBytes: up.HBMChannelBytes})
 	require.NoError(t, err)
-	tables := arch.MustFor(g, arch.Options{})
-	return simDev, &program.Runner{Dev: up, DMA: m, Mem: mem, Tables: tables, Validator: rtisa.New(tables), NC: nc}
+	return simDev, runnerOn(up, m, mem, nc)
+}
+
+// runnerOn is a program runner for NC nc of a brought-up device with a DMA
+// layer and a device-memory allocator.
+func runnerOn(up *bringup.Device, m *dma.DMA, mem *dmem.Allocator, nc int) *program.Runner {
+	tables := arch.MustFor(up.Generation, arch.Options{})
+	return &program.Runner{Dev: up, DMA: m, Mem: mem, Tables: tables, Validator: rtisa.New(tables), NC: nc}
 }
 
 // bf16 rounds an fp32 to bf16 (round to nearest even) and returns its bits.

@@ -37,6 +37,7 @@ type Client struct {
 	addr    string
 	conn    net.Conn
 	timeout time.Duration // ≤ 0: none
+	version uint16        // the connection's protocol version
 	devices []DeviceInfo
 	closed  atomic.Bool // Close was called
 
@@ -49,10 +50,28 @@ type Client struct {
 
 // Dial connects to a server at addr (unix:PATH or tcp:HOST:PORT, see
 // ParseAddress) and does the handshake: HELLO with Magic and Version, and
-// the server's device table back. A server speaking another version refuses
-// with an error wrapping ErrVersion that names both versions.
+// the server's device table back. When the server refuses Version (a
+// version 1 server), Dial connects again speaking MinVersion: BAR and SLEEP
+// requests work as before, and the host-memory calls fail with an error
+// wrapping ErrUnsupported. A server that refuses both fails Dial with an
+// error wrapping ErrVersion that names the versions.
 func Dial(addr string, opts ClientOptions) (*Client, error) {
-	return dial(addr, opts, Version)
+	c, err := dial(addr, opts, Version)
+	if !errors.Is(err, ErrVersion) || !refused(err) {
+		return c, err
+	}
+	c, err1 := dial(addr, opts, MinVersion)
+	if err1 != nil {
+		return nil, fmt.Errorf("%w; and then: %w", err, err1)
+	}
+	return c, nil
+}
+
+// refused reports whether err is the server's ERROR refusing the HELLO's
+// version (not a reply in a version the client does not speak).
+func refused(err error) bool {
+	var se *serverError
+	return errors.As(err, &se) && se.code == codeVersion
 }
 
 // dial is Dial speaking protocol version version (tests pose as others).
@@ -101,9 +120,12 @@ func (c *Client) handshake(version uint16) error {
 	if err != nil {
 		return fmt.Errorf("remote: dial %s: %w", c.addr, err)
 	}
-	c.devices = r.devices
+	c.devices, c.version = r.devices, version
 	return nil
 }
+
+// Version returns the protocol version the connection speaks.
+func (c *Client) Version() uint16 { return c.version }
 
 // exchange sends the request in c.wbuf (its tag is c.tag) and reads the
 // reply, within the timeout; c.mu is held. An ERROR reply is returned as a
@@ -206,28 +228,66 @@ func (c *Client) Close() error {
 	return nil
 }
 
+// request sends the frame build appends to c.wbuf (with the next tag) and
+// returns the reply, which must be want; c.mu is held throughout, so the
+// reply's payload stays valid until the caller returns.
+func (c *Client) request(want Op, build func(dst []byte, tag uint32) []byte) (Frame, error) {
+	if err := c.usable(); err != nil {
+		return Frame{}, err
+	}
+	if req := want &^ 0x80; req.since() > c.version {
+		return Frame{}, fmt.Errorf("%s needs protocol version %d; the connection speaks version %d: %w", req, req.since(), c.version, ErrUnsupported)
+	}
+	c.tag++
+	c.wbuf = build(c.wbuf[:0], c.tag)
+	f, err := c.exchange()
+	if err != nil {
+		return Frame{}, err
+	}
+	if f.Op != want {
+		return Frame{}, c.fail(fmt.Errorf("got %s, want %s: %w", f.Op, want, ErrProtocol))
+	}
+	return f, nil
+}
+
+// requestEmpty is request for a reply with an empty payload.
+func (c *Client) requestEmpty(want Op, build func(dst []byte, tag uint32) []byte) error {
+	f, err := c.request(want, build)
+	if err != nil {
+		return err
+	}
+	if err := decodeEmpty(f.Op, f.Payload); err != nil {
+		return c.fail(err)
+	}
+	return nil
+}
+
+// requestRead is request for a READ or HOST_READ reply (want) carrying n
+// bytes of data, which it returns.
+func (c *Client) requestRead(want Op, n int, build func(dst []byte, tag uint32) []byte) ([]byte, error) {
+	f, err := c.request(want, build)
+	if err != nil {
+		return nil, err
+	}
+	data, err := decodeReadReply(f.Op, f.Payload)
+	if err != nil {
+		return nil, c.fail(err)
+	}
+	if len(data) != n {
+		return nil, c.fail(fmt.Errorf("%s carries %d bytes, want %d: %w", f.Op, len(data), n, ErrProtocol))
+	}
+	return data, nil
+}
+
 // read reads len(dst) ≤ MaxWords words with one READ.
 func (c *Client) read(device int, bar uint8, off uint64, dst []uint32) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.usable(); err != nil {
-		return err
-	}
-	c.tag++
-	c.wbuf = appendRWHead(c.wbuf[:0], OpRead, c.tag, uint16(device), bar, uint32(len(dst)), off, 0)
-	f, err := c.exchange()
+	data, err := c.requestRead(OpReadReply, 4*len(dst), func(b []byte, tag uint32) []byte {
+		return appendRWHead(b, OpRead, tag, uint16(device), bar, uint32(len(dst)), off, 0)
+	})
 	if err != nil {
 		return err
-	}
-	if f.Op != OpReadReply {
-		return c.fail(fmt.Errorf("got %s, want READ reply: %w", f.Op, ErrProtocol))
-	}
-	data, err := decodeReadReply(f.Payload)
-	if err != nil {
-		return c.fail(err)
-	}
-	if len(data) != 4*len(dst) {
-		return c.fail(fmt.Errorf("READ reply carries %d words, want %d: %w", len(data)/4, len(dst), ErrProtocol))
 	}
 	for i := range dst {
 		dst[i] = binary.LittleEndian.Uint32(data[4*i:])
@@ -239,51 +299,76 @@ func (c *Client) read(device int, bar uint8, off uint64, dst []uint32) error {
 func (c *Client) write(device int, bar uint8, off uint64, src []uint32) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.usable(); err != nil {
-		return err
-	}
-	c.tag++
-	c.wbuf = appendRWHead(c.wbuf[:0], OpWrite, c.tag, uint16(device), bar, uint32(len(src)), off, 4*len(src))
-	for _, w := range src {
-		c.wbuf = binary.LittleEndian.AppendUint32(c.wbuf, w)
-	}
-	f, err := c.exchange()
-	if err != nil {
-		return err
-	}
-	if f.Op != OpWriteReply {
-		return c.fail(fmt.Errorf("got %s, want WRITE reply: %w", f.Op, ErrProtocol))
-	}
-	if err := decodeEmpty(f.Op, f.Payload); err != nil {
-		return c.fail(err)
-	}
-	return nil
+	return c.requestEmpty(OpWriteReply, func(b []byte, tag uint32) []byte {
+		b = appendRWHead(b, OpWrite, tag, uint16(device), bar, uint32(len(src)), off, 4*len(src))
+		for _, w := range src {
+			b = binary.LittleEndian.AppendUint32(b, w)
+		}
+		return b
+	})
 }
 
 // sleep sends one SLEEP.
 func (c *Client) sleep(device int, ns uint64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.usable(); err != nil {
-		return err
+	return c.requestEmpty(OpSleepReply, func(b []byte, tag uint32) []byte {
+		return appendSleep(b, tag, sleepRequest{device: uint16(device), ns: ns})
+	})
+}
+
+// hostAlloc sends one HOST_ALLOC and returns the address.
+func (c *Client) hostAlloc(device int, size, align uint64) (uint64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, err := c.request(OpHostAllocReply, func(b []byte, tag uint32) []byte {
+		return appendHostAlloc(b, tag, hostRequest{device: uint16(device), size: size, align: align})
+	})
+	if err != nil {
+		return 0, err
 	}
-	c.tag++
-	c.wbuf = appendSleep(c.wbuf[:0], c.tag, sleepRequest{device: uint16(device), ns: ns})
-	f, err := c.exchange()
+	pa, err := decodeHostAddr(f.Payload)
+	if err != nil {
+		return 0, c.fail(err)
+	}
+	return pa, nil
+}
+
+// hostFree sends one HOST_FREE.
+func (c *Client) hostFree(device int, pa uint64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.requestEmpty(OpHostFreeReply, func(b []byte, tag uint32) []byte {
+		return appendHostFree(b, tag, hostRequest{device: uint16(device), addr: pa})
+	})
+}
+
+// hostRead reads len(dst) ≤ MaxHostBytes bytes with one HOST_READ.
+func (c *Client) hostRead(device int, pa uint64, dst []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	data, err := c.requestRead(OpHostReadReply, len(dst), func(b []byte, tag uint32) []byte {
+		return appendRWHead(b, OpHostRead, tag, uint16(device), 0, uint32(len(dst)), pa, 0)
+	})
 	if err != nil {
 		return err
 	}
-	if f.Op != OpSleepReply {
-		return c.fail(fmt.Errorf("got %s, want SLEEP reply: %w", f.Op, ErrProtocol))
-	}
-	if err := decodeEmpty(f.Op, f.Payload); err != nil {
-		return c.fail(err)
-	}
+	copy(dst, data)
 	return nil
 }
 
-// Device is a handle on one device of a server; it implements ndl.Device
-// and ndl.Sleeper. Identity and BARSize answer from the handshake's device
+// hostWrite writes len(src) ≤ MaxHostBytes bytes with one HOST_WRITE.
+func (c *Client) hostWrite(device int, pa uint64, src []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.requestEmpty(OpHostWriteReply, func(b []byte, tag uint32) []byte {
+		return append(appendRWHead(b, OpHostWrite, tag, uint16(device), 0, uint32(len(src)), pa, len(src)), src...)
+	})
+}
+
+// Device is a handle on one device of a server; it implements ndl.Device,
+// ndl.Sleeper and ndl.HostMemory (the served device's host memory, over
+// protocol version 2). Identity and BARSize answer from the handshake's device
 // table (also after Close); the other calls are requests over the client's
 // connection. It is safe for concurrent use.
 type Device struct {
@@ -293,10 +378,11 @@ type Device struct {
 	closed atomic.Bool
 }
 
-// Device implements ndl.Device and ndl.Sleeper.
+// Device implements ndl.Device, ndl.Sleeper and ndl.HostMemory.
 var (
-	_ ndl.Device  = (*Device)(nil)
-	_ ndl.Sleeper = (*Device)(nil)
+	_ ndl.Device     = (*Device)(nil)
+	_ ndl.Sleeper    = (*Device)(nil)
+	_ ndl.HostMemory = (*Device)(nil)
 )
 
 // Index returns the device's index on the server.
@@ -395,6 +481,72 @@ func (d *Device) Sleep(dur time.Duration) error {
 	}
 	if err := d.c.sleep(d.index, uint64(max(dur, 0))); err != nil {
 		return fmt.Errorf("remote: device %d sleep %v: %w", d.index, dur, err)
+	}
+	return nil
+}
+
+// HostAlloc allocates size bytes of the served device's host memory (the
+// memory its DMA engines reach through the host window) aligned to align,
+// and returns its host physical address: one HOST_ALLOC request. Over a
+// version 1 connection, or for a device without host memory, the error
+// wraps ErrUnsupported.
+func (d *Device) HostAlloc(size, align uint64) (uint64, error) {
+	if err := d.open("host alloc"); err != nil {
+		return 0, err
+	}
+	pa, err := d.c.hostAlloc(d.index, size, align)
+	if err != nil {
+		return 0, fmt.Errorf("remote: device %d host alloc %d bytes align %d: %w", d.index, size, align, err)
+	}
+	return pa, nil
+}
+
+// HostFree frees host memory HostAlloc returned: one HOST_FREE request.
+func (d *Device) HostFree(pa uint64) error {
+	if err := d.open("host free"); err != nil {
+		return err
+	}
+	if err := d.c.hostFree(d.index, pa); err != nil {
+		return fmt.Errorf("remote: device %d host free %#x: %w", d.index, pa, err)
+	}
+	return nil
+}
+
+// HostRead reads len(p) bytes of host memory at pa, in HOST_READ requests
+// of at most MaxHostBytes; a failure part way leaves the earlier chunks
+// read.
+func (d *Device) HostRead(pa uint64, p []byte) error {
+	return d.hostChunks("host read", pa, p, d.c.hostRead)
+}
+
+// HostWrite writes p to host memory at pa, in HOST_WRITE requests of at
+// most MaxHostBytes; a failure part way leaves the earlier chunks written.
+func (d *Device) HostWrite(pa uint64, p []byte) error {
+	return d.hostChunks("host write", pa, p, d.c.hostWrite)
+}
+
+// hostChunks runs one host request per MaxHostBytes of p (one for an empty
+// p, so the server checks the address).
+func (d *Device) hostChunks(op string, pa uint64, p []byte, do func(device int, pa uint64, b []byte) error) error {
+	if err := d.open(op); err != nil {
+		return err
+	}
+	for start := 0; ; start += MaxHostBytes {
+		chunk := p[start:min(start+MaxHostBytes, len(p))]
+		a := pa + uint64(start)
+		if err := do(d.index, a, chunk); err != nil {
+			return fmt.Errorf("remote: device %d %s %#x count %d: %w", d.index, op, a, len(chunk), err)
+		}
+		if start+len(chunk) >= len(p) {
+			return nil
+		}
+	}
+}
+
+// open refuses a call on a closed handle.
+func (d *Device) open(op string) error {
+	if d.closed.Load() {
+		return fmt.Errorf("remote: device %d %s: handle closed: %w", d.index, op, ndl.ErrClosed)
 	}
 	return nil
 }

@@ -1,7 +1,8 @@
 // Package remote is the remote device backend of the runtime's device access
 // layer and its server: `neuronsim serve` exports devices with Server, and
 // the runtime reaches them with Dial, whose Device handles implement
-// ndl.Device and ndl.Sleeper. The server serves any ndl.Device (the CLI
+// ndl.Device, ndl.Sleeper and ndl.HostMemory (the served device's host
+// memory, which its DMA engines reach). The server serves any ndl.Device (the CLI
 // passes simulated devices, the tests a fake), so this package imports only
 // runtime/ndl and hw/arch.
 //
@@ -12,7 +13,10 @@
 // loopback IP literal (127.0.0.0/8, ::1) or "localhost" unless told
 // otherwise (the CLI's --allow-remote), with ErrNotLoopback.
 //
-// # Wire protocol, version 1
+// # Wire protocol, version 2
+//
+// Version 2 is version 1 plus the four host-memory requests; a version 2
+// server answers version 1 clients in version 1.
 //
 // A connection carries frames. The client sends requests and the server
 // answers each with exactly one reply, in order; a v1 client keeps one
@@ -32,11 +36,11 @@
 //
 //	HELLO 0x01 (client → server), 6 bytes
 //	0  4  magic    0x4C44524E, the bytes "NRDL"
-//	4  2  version  the client's protocol version (1)
+//	4  2  version  the client's protocol version (2, or 1)
 //
 //	HELLO reply 0x81, 8 bytes + N device records
 //	0  4  magic    0x4C44524E
-//	4  2  version  the server's protocol version (1)
+//	4  2  version  the connection's protocol version (the client's)
 //	6  2  N        device count, 1..MaxDevices (256)
 //	8  …  N records, each 56+L+2C bytes:
 //	   0   2     PCI vendor id
@@ -69,6 +73,23 @@
 //
 //	SLEEP reply 0x84, empty
 //
+//	HOST_ALLOC 0x05 (v2), 24 bytes
+//	0  2  device
+//	2  6  reserved zero
+//	8  8  size in bytes
+//	16 8  alignment in bytes
+//
+//	HOST_ALLOC reply 0x85, 8 bytes: the host physical address
+//
+//	HOST_FREE 0x06 (v2), 16 bytes: device, 6 reserved, the address (u64)
+//	HOST_FREE reply 0x86, empty
+//
+//	HOST_READ 0x07 (v2), 16 bytes: READ's layout with the bar byte
+//	reserved and count in bytes (≤ MaxHostBytes, 1 MiB) at a host address
+//	HOST_READ reply 0x87, 4+count bytes: count, then the bytes
+//	HOST_WRITE 0x08 (v2), 16+count bytes: HOST_READ's 16 bytes, then the bytes
+//	HOST_WRITE reply 0x88, empty
+//
 //	ERROR 0xFF (server → client, answers any request), 4+T bytes
 //	0  2  code
 //	2  2  T, text length ≤ MaxErrorText (1024)
@@ -82,7 +103,8 @@
 //	4 alignment    ndl.ErrAlignment
 //	5 closed       ndl.ErrClosed
 //	6 no device    ErrNoDevice (device index ≥ N)
-//	7 unsupported  ErrUnsupported (SLEEP on a device without its own clock)
+//	7 unsupported  ErrUnsupported (SLEEP on a device without its own clock,
+//	               HOST_* on a device without host memory)
 //	8 protocol     ErrProtocol (the server then closes the connection)
 //	9 version      ErrVersion (the server then closes the connection)
 //
@@ -95,10 +117,13 @@
 //
 // The client's first frame is HELLO. The server checks the magic, then the
 // version, then the length, so a later version may append HELLO fields. A
-// server that does not speak the client's version answers ERROR code 9 with
-// a text naming both versions and closes the connection, and logs the same;
-// otherwise it answers a HELLO reply whose version is the connection's. A
-// client refuses a reply of another version, naming both. The header, HELLO,
+// server that does not speak the client's version (MinVersion..Version)
+// answers ERROR code 9 with a text naming both sides and closes the
+// connection, and logs the same; otherwise it answers a HELLO reply in the
+// client's version, the connection's. Dial offers Version and, refused,
+// MinVersion (a version 1 connection refuses the host-memory calls with
+// ErrUnsupported without a request). A client refuses a reply of another
+// version, naming both. The header, HELLO,
 // the HELLO reply's first 6 bytes and ERROR are the same in every version.
 //
 // # Malformed frames
@@ -108,7 +133,7 @@
 // stream ends inside it, or its payload is not exactly what its op and
 // counts require (a count above MaxWords, a WRITE whose count disagrees with
 // its payload length, a SLEEP longer than 2^63−1 ns, anything before HELLO,
-// a second HELLO, …). The header is checked before any payload byte is read
+// a second HELLO, a HOST_* request on a version 1 connection, …). The header is checked before any payload byte is read
 // or buffer allocated. The server answers a malformed frame, best effort,
 // with ERROR code 8 naming the reason, reports it through ServerOptions.Logf
 // and closes that connection only; the device is never called for it. A
@@ -121,6 +146,8 @@
 // offset); the client splits longer accesses into requests of MaxWords
 // words, which are not atomic together. SLEEP calls ndl.Sleeper.Sleep when
 // the device implements it and never sleeps on the server's wall clock.
+// The HOST_* requests call the device's ndl.HostMemory methods with the
+// arguments as given; the client splits host accesses at MaxHostBytes.
 // There is no CLOSE: closing a remote Device handle is local to the client,
 // and the server never closes the devices it serves.
 package remote

@@ -20,12 +20,14 @@ var errFakeFault = errors.New("fake: injected fault")
 
 // fakeCall is one device call as the fake saw it.
 type fakeCall struct {
-	op    string // "read", "write", "sleep"
-	bar   int
-	off   uint64
-	count int
-	data  []uint32      // written words
-	dur   time.Duration // sleep
+	op          string // "read", "write", "sleep", "halloc", "hfree", "hread", "hwrite"
+	bar         int
+	off         uint64        // BAR offset, or host address
+	count       int           // words, or host bytes
+	data        []uint32      // written words
+	bytes       []byte        // written host bytes
+	dur         time.Duration // sleep
+	size, align uint64        // halloc
 }
 
 // fakeDevice is an in-memory ndl.Device and ndl.Sleeper: sparse words per
@@ -41,6 +43,14 @@ type fakeDevice struct {
 	faultAt uint64 // an offset whose access fails with errFakeFault (0: none)
 	record  bool   // keep the call log
 	calls   []fakeCall
+	host    []fakeAlloc // host memory handed out, in address order
+	next    uint64      // where the next host allocation may start
+}
+
+// fakeAlloc is one host allocation of the fake.
+type fakeAlloc struct {
+	pa uint64
+	b  []byte
 }
 
 // newFake returns a fake Trn2 under QEMU with a BAR0 of bar0 bytes and a
@@ -162,6 +172,66 @@ func (d *fakeDevice) now() time.Duration {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.clock
+}
+
+// HostAlloc hands out zeroed host memory from address 0x10000 up.
+func (d *fakeDevice) HostAlloc(size, align uint64) (uint64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.log(fakeCall{op: "halloc", size: size, align: align})
+	if size == 0 || size > 1<<24 || align == 0 || align&(align-1) != 0 || align > 1<<20 {
+		return 0, fmt.Errorf("fake: host alloc %d bytes align %d: refused", size, align)
+	}
+	pa := (max(d.next, 0x10000) + align - 1) &^ (align - 1)
+	d.host = append(d.host, fakeAlloc{pa: pa, b: make([]byte, size)})
+	d.next = pa + size
+	return pa, nil
+}
+
+// HostFree frees an allocation by its address.
+func (d *fakeDevice) HostFree(pa uint64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.log(fakeCall{op: "hfree", off: pa})
+	for i, a := range d.host {
+		if a.pa == pa {
+			d.host = append(d.host[:i], d.host[i+1:]...)
+			return nil
+		}
+	}
+	return fmt.Errorf("fake: host free %#x: not allocated", pa)
+}
+
+// hostRange returns the bytes [pa, pa+n) of one allocation; d.mu is held.
+func (d *fakeDevice) hostRange(op string, pa uint64, n int) ([]byte, error) {
+	for _, a := range d.host {
+		if pa >= a.pa && pa-a.pa <= uint64(len(a.b)) && uint64(n) <= uint64(len(a.b))-(pa-a.pa) {
+			return a.b[pa-a.pa : pa-a.pa+uint64(n)], nil
+		}
+	}
+	return nil, fmt.Errorf("fake: host %s %#x count %d: not allocated", op, pa, n)
+}
+
+// HostRead reads allocated host memory.
+func (d *fakeDevice) HostRead(pa uint64, p []byte) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.log(fakeCall{op: "hread", off: pa, count: len(p)})
+	b, err := d.hostRange("read", pa, len(p))
+	copy(p, b)
+	return err
+}
+
+// HostWrite writes allocated host memory.
+func (d *fakeDevice) HostWrite(pa uint64, p []byte) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.record {
+		d.log(fakeCall{op: "hwrite", off: pa, count: len(p), bytes: append([]byte(nil), p...)})
+	}
+	b, err := d.hostRange("write", pa, len(p))
+	copy(b, p)
+	return err
 }
 
 // noSleep hides a device's Sleep: only the ndl.Device methods remain.

@@ -62,8 +62,12 @@ func FuzzServerConn(f *testing.F) {
 	f.Add(cat(h, appendRW(nil, OpWrite, 1, rwRequest{count: 2, data: make([]byte, 4)}), appendSleep(nil, 2, sleepRequest{ns: 1})))
 	f.Add(cat(h, frame(MaxPayloadSize+1, byte(OpWrite), 0)))
 	f.Add(cat(h, appendSleep(nil, 1, sleepRequest{ns: math.MaxInt64}), h))
-	f.Add(helloFrame(2))
+	f.Add(helloFrame(3))
 	f.Add(h[:5])
+	f.Add(cat(h, appendHostAlloc(nil, 1, hostRequest{size: 64, align: 16}), appendRW(nil, OpHostWrite, 2, rwRequest{count: 3, offset: 0x10004, data: []byte{1, 2, 3}}),
+		appendRW(nil, OpHostRead, 3, rwRequest{count: 8, offset: 0x10000}), appendHostFree(nil, 4, hostRequest{addr: 0x10000}),
+		appendHostAlloc(nil, 5, hostRequest{device: 1, size: 8, align: 8})))
+	f.Add(cat(helloFrame(1), appendRW(nil, OpRead, 1, rwRequest{count: 1}), appendHostAlloc(nil, 2, hostRequest{size: 64, align: 16})))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fakes := []*fakeDevice{newFake(0x100), newFake(0x100)}
 		for _, d := range fakes {
@@ -94,7 +98,8 @@ func FuzzServerConn(f *testing.F) {
 
 // expectedCalls decodes a client byte stream by the documented layout and
 // returns the device calls its valid requests make, per device (device 1
-// has no clock, so SLEEP does not reach it).
+// has no clock and no host memory, so SLEEP and the host requests do not
+// reach it; the host requests exist from version 2).
 func expectedCalls(data []byte) [2][]fakeCall {
 	var calls [2][]fakeCall
 	le16, le32, le64 := binary.LittleEndian.Uint16, binary.LittleEndian.Uint32, binary.LittleEndian.Uint64
@@ -110,9 +115,10 @@ func expectedCalls(data []byte) [2][]fakeCall {
 		return op, p, true
 	}
 	op, p, ok := next()
-	if !ok || op != 0x01 || len(p) != 6 || string(p[:4]) != "NRDL" || le16(p[4:]) != 1 {
+	if !ok || op != 0x01 || len(p) != 6 || string(p[:4]) != "NRDL" || le16(p[4:]) < 1 || le16(p[4:]) > 2 {
 		return calls
 	}
+	version := le16(p[4:])
 	for {
 		op, p, ok := next()
 		if !ok {
@@ -148,6 +154,42 @@ func expectedCalls(data []byte) [2][]fakeCall {
 			}
 			if dev := le16(p); dev == 0 {
 				calls[0] = append(calls[0], fakeCall{op: "sleep", dur: time.Duration(le64(p[8:]))})
+			}
+		case 0x05, 0x06: // HOST_ALLOC, HOST_FREE
+			want := 24
+			if op == 0x06 {
+				want = 16
+			}
+			if version < 2 || len(p) != want || le16(p[2:])|le16(p[4:])|le16(p[6:]) != 0 {
+				return calls
+			}
+			if dev := le16(p); dev == 0 {
+				c := fakeCall{op: "halloc", size: le64(p[8:]), align: 0}
+				if op == 0x05 {
+					c.align = le64(p[16:])
+				} else {
+					c = fakeCall{op: "hfree", off: le64(p[8:])}
+				}
+				calls[0] = append(calls[0], c)
+			}
+		case 0x07, 0x08: // HOST_READ, HOST_WRITE
+			if version < 2 || len(p) < 16 || p[2]|p[3] != 0 {
+				return calls
+			}
+			dev, count, pa := le16(p), uint64(le32(p[4:])), le64(p[8:])
+			want := uint64(16)
+			if op == 0x08 {
+				want += count
+			}
+			if count > 1<<20 || uint64(len(p)) != want {
+				return calls
+			}
+			if dev == 0 {
+				c := fakeCall{op: "hread", off: pa, count: int(count)}
+				if op == 0x08 {
+					c.op, c.bytes = "hwrite", append([]byte(nil), p[16:]...)
+				}
+				calls[0] = append(calls[0], c)
 			}
 		default: // anything else is fatal after the handshake
 			return calls

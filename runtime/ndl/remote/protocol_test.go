@@ -92,7 +92,12 @@ func TestMalformedFrames(t *testing.T) {
 		{"unknown op", frame(0, 0x42, 0), false, codeProtocol, "unknown op 0x42"},
 		{"reserved header byte", func() []byte { b := helloFrame(Version); b[6] = 1; return b }(), false, codeProtocol, "reserved header bytes"},
 		{"bad magic", frame(6, byte(OpHello), 0, 'N', 'O', 'P', 'E', 1, 0), false, codeProtocol, "HELLO magic"},
-		{"wrong version", helloFrame(7), false, codeVersion, "server speaks protocol version 1, client sent version 7"},
+		{"wrong version", helloFrame(7), false, codeVersion, "server speaks protocol versions 1 to 2, client sent version 7"},
+		{"host request in version 1", cat(helloFrame(1), appendHostAlloc(nil, 1, hostRequest{size: 64, align: 64})), false, codeProtocol,
+			"HOST_ALLOC is a version 2 request; this connection speaks version 1"},
+		{"HOST_READ bar byte", cat(helloFrame(Version), appendRW(nil, OpHostRead, 1, rwRequest{bar: 1, count: 1})), false, codeProtocol, "HOST_READ reserved byte"},
+		{"HOST_WRITE count/payload mismatch", cat(helloFrame(Version), appendRW(nil, OpHostWrite, 1, rwRequest{count: 5, data: make([]byte, 4)})), false, codeProtocol,
+			"HOST_WRITE of 5 bytes: payload is 20 bytes, want 21"},
 		{"short HELLO", frame(4, byte(OpHello), 0, 'N', 'R', 'D', 'L'), false, codeProtocol, "HELLO payload is 4 bytes"},
 		{"long HELLO", frame(8, byte(OpHello), 0, 'N', 'R', 'D', 'L', 1, 0, 0, 0), false, codeProtocol, "HELLO payload is 8 bytes"},
 		{"request before HELLO", read, false, codeProtocol, "READ before HELLO"},
@@ -160,20 +165,49 @@ func (d *fakeDevice) writes() int {
 func TestVersionMismatch(t *testing.T) {
 	t.Run("client newer", func(t *testing.T) {
 		ts := startServer(t, 0x1000, ServerOptions{})
-		_, err := dial(ts.addr, ClientOptions{Timeout: 3 * time.Second}, 2)
+		_, err := dial(ts.addr, ClientOptions{Timeout: 3 * time.Second}, 3)
 		require.ErrorIs(t, err, ErrVersion)
-		assert.Contains(t, err.Error(), "client speaks protocol version 2")
-		assert.Contains(t, err.Error(), "server speaks protocol version 1")
+		assert.Contains(t, err.Error(), "client speaks protocol version 3")
+		assert.Contains(t, err.Error(), "server speaks protocol versions 1 to 2")
 		log := <-ts.logs
-		assert.Contains(t, log, "server speaks protocol version 1, client sent version 2")
+		assert.Contains(t, log, "server speaks protocol versions 1 to 2, client sent version 3")
 	})
 	t.Run("server newer", func(t *testing.T) {
 		ts := startServer(t, 0x1000, ServerOptions{})
-		ts.srv.version = 2
+		ts.srv.minVersion, ts.srv.version = 3, 3
 		_, err := Dial(ts.addr, ClientOptions{Timeout: 3 * time.Second})
 		require.ErrorIs(t, err, ErrVersion)
-		assert.Contains(t, err.Error(), "client speaks protocol version 1")
-		assert.Contains(t, err.Error(), "server speaks protocol version 2")
+		assert.Contains(t, err.Error(), "client speaks protocol version 2, server refused")
+		assert.Contains(t, err.Error(), "client speaks protocol version 1, server refused")
+		assert.Contains(t, err.Error(), "server speaks protocol version 3")
+	})
+	t.Run("version 1 server", func(t *testing.T) {
+		// Dial falls back to version 1: BAR requests work, host memory is
+		// refused without a request.
+		ts := startServer(t, 0x1000, ServerOptions{})
+		ts.srv.version = 1
+		c := dialTest(t, ts)
+		assert.Equal(t, uint16(1), c.Version())
+		d, err := c.Device(0)
+		require.NoError(t, err)
+		require.NoError(t, d.Write32(0, 8, 0xABCD))
+		v, err := d.Read32(0, 8)
+		require.NoError(t, err)
+		assert.Equal(t, uint32(0xABCD), v)
+		_, err = d.HostAlloc(64, 64)
+		require.ErrorIs(t, err, ErrUnsupported)
+		assert.Contains(t, err.Error(), "HOST_ALLOC needs protocol version 2; the connection speaks version 1")
+		require.NoError(t, d.Write32(0, 8, 1), "the connection stays usable")
+	})
+	t.Run("version 1 client", func(t *testing.T) {
+		ts := startServer(t, 0x1000, ServerOptions{})
+		c, err := dial(ts.addr, ClientOptions{Timeout: 3 * time.Second}, 1)
+		require.NoError(t, err)
+		defer c.Close()
+		assert.Equal(t, uint16(1), c.Version(), "the server answers in the client's version")
+		d, err := c.Device(0)
+		require.NoError(t, err)
+		require.NoError(t, d.Sleep(time.Microsecond))
 	})
 	t.Run("server replies another version", func(t *testing.T) {
 		// A server that accepts anything and replies version 3.
@@ -197,7 +231,7 @@ func TestVersionMismatch(t *testing.T) {
 		}()
 		_, err = Dial(addr, ClientOptions{Timeout: 3 * time.Second})
 		require.ErrorIs(t, err, ErrVersion)
-		assert.Contains(t, err.Error(), "client speaks protocol version 1, server replied with version 3")
+		assert.Contains(t, err.Error(), "client speaks protocol version 2, server replied with version 3")
 	})
 }
 

@@ -326,3 +326,71 @@ func TestConcurrency(t *testing.T) {
 		})
 	}
 }
+
+// TestHostMemory: the served device's host memory through a remote handle —
+// allocation, accesses split at MaxHostBytes, errors that keep the
+// connection usable, and a device without host memory.
+func TestHostMemory(t *testing.T) {
+	ts := startServer(t, 0x1000, ServerOptions{})
+	ts.fakes[0].record = true
+	c := dialTest(t, ts)
+	require.Equal(t, Version, c.Version())
+	d, err := c.Device(0)
+	require.NoError(t, err)
+	var hm ndl.HostMemory = d
+
+	const size = 2*MaxHostBytes + 12345
+	pa, err := hm.HostAlloc(size, 4096)
+	require.NoError(t, err)
+	assert.Zero(t, pa%4096)
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(i*7 + i>>12)
+	}
+	require.NoError(t, hm.HostWrite(pa, data))
+	got := make([]byte, size)
+	require.NoError(t, hm.HostRead(pa, got))
+	assert.Equal(t, data, got)
+
+	var chunks []int
+	for _, call := range ts.fakes[0].calls {
+		if call.op == "hwrite" {
+			chunks = append(chunks, call.count)
+		}
+	}
+	assert.Equal(t, []int{MaxHostBytes, MaxHostBytes, 12345}, chunks, "writes split at MaxHostBytes")
+
+	part := make([]byte, 5)
+	require.NoError(t, hm.HostRead(pa+MaxHostBytes-2, part), "a read across a chunk boundary of the write")
+	assert.Equal(t, data[MaxHostBytes-2:MaxHostBytes+3], part)
+
+	t.Run("errors", func(t *testing.T) {
+		err := hm.HostRead(pa+size-2, make([]byte, 4))
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "server: fake: host read")
+		assert.Contains(t, err.Error(), "not allocated")
+		_, err = hm.HostAlloc(64, 3)
+		assert.ErrorContains(t, err, "refused")
+		require.NoError(t, hm.HostFree(pa))
+		assert.ErrorContains(t, hm.HostFree(pa), "not allocated")
+		assert.Error(t, hm.HostWrite(pa, []byte{1}), "freed memory")
+		v, err := d.Read32(0, 0)
+		require.NoError(t, err, "the connection stays usable")
+		assert.Zero(t, v)
+	})
+	t.Run("no host memory", func(t *testing.T) {
+		d1, err := c.Device(1)
+		require.NoError(t, err)
+		_, err = d1.HostAlloc(64, 64)
+		require.ErrorIs(t, err, ErrUnsupported)
+		assert.Contains(t, err.Error(), "has no host memory")
+	})
+	t.Run("closed handle", func(t *testing.T) {
+		d2, err := c.Device(0)
+		require.NoError(t, err)
+		require.NoError(t, d2.Close())
+		_, err = d2.HostAlloc(64, 64)
+		assert.ErrorIs(t, err, ndl.ErrClosed)
+		assert.ErrorIs(t, d2.HostRead(0x10000, make([]byte, 1)), ndl.ErrClosed)
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -18,7 +19,8 @@ import (
 // caller owns it and closes it after Server.Close.
 type Export struct {
 	// Device answers the requests; if it implements ndl.Sleeper, SLEEP
-	// requests reach it.
+	// requests reach it, and if it implements ndl.HostMemory, the host
+	// requests (HOST_ALLOC, HOST_FREE, HOST_READ, HOST_WRITE) do.
 	Device ndl.Device
 	// Name is a short name clients see (at most MaxNameLen bytes of UTF-8).
 	Name string
@@ -54,7 +56,9 @@ type Server struct {
 	exports []export
 	hello   []byte // the HELLO reply payload
 	opts    ServerOptions
-	version uint16 // Version; tests change it
+	// The protocol versions the server accepts: MinVersion..Version; tests
+	// change them to pose as other servers.
+	minVersion, version uint16
 
 	mu        sync.Mutex
 	closed    bool
@@ -78,11 +82,12 @@ func NewServer(exports []Export, opts ServerOptions) (*Server, error) {
 		return nil, fmt.Errorf("remote: new server: %d devices, want 1..%d", len(exports), MaxDevices)
 	}
 	s := &Server{
-		exports:   make([]export, len(exports)),
-		opts:      opts,
-		version:   Version,
-		listeners: map[net.Listener]struct{}{},
-		conns:     map[net.Conn]struct{}{},
+		exports:    make([]export, len(exports)),
+		opts:       opts,
+		minVersion: MinVersion,
+		version:    Version,
+		listeners:  map[net.Listener]struct{}{},
+		conns:      map[net.Conn]struct{}{},
 	}
 	infos := make([]DeviceInfo, len(exports))
 	for i, e := range exports {
@@ -245,12 +250,13 @@ var errCleanClose = errors.New("peer closed the connection")
 
 // serverConn is the state of one connection: its reusable buffers.
 type serverConn struct {
-	s     *Server
-	c     net.Conn
-	rbuf  []byte   // request frames
-	wbuf  []byte   // reply frames
-	words []uint32 // READ and WRITE words
-	tag   uint32   // tag of the request being served
+	s       *Server
+	c       net.Conn
+	rbuf    []byte   // request frames
+	wbuf    []byte   // reply frames
+	words   []uint32 // READ and WRITE words
+	tag     uint32   // tag of the request being served
+	version uint16   // the connection's protocol version, the client's
 }
 
 // run does the handshake and serves requests until the connection ends; it
@@ -264,14 +270,14 @@ func (sc *serverConn) run() error {
 	if f.Op != OpHello {
 		return fmt.Errorf("remote: %s before HELLO: %w", f.Op, ErrProtocol)
 	}
-	if _, err := decodeHello(f.Payload, sc.s.version); err != nil {
+	h, err := decodeHello(f.Payload, sc.s.minVersion, sc.s.version)
+	if err != nil {
 		return err
 	}
+	sc.version = h.version
 	sc.wbuf = appendHeader(sc.wbuf[:0], OpHelloReply, f.Tag, len(sc.s.hello))
 	sc.wbuf = append(sc.wbuf, sc.s.hello...)
-	if sc.s.version != Version { // a test server posing as another version
-		binary.LittleEndian.PutUint16(sc.wbuf[HeaderSize+4:], sc.s.version)
-	}
+	binary.LittleEndian.PutUint16(sc.wbuf[HeaderSize+4:], sc.version) // answered in the client's version
 	if err := sc.write(); err != nil {
 		return err
 	}
@@ -281,11 +287,16 @@ func (sc *serverConn) run() error {
 			return err
 		}
 		sc.tag = f.Tag
+		if f.Op.since() > sc.version {
+			return fmt.Errorf("remote: %s is a version %d request; this connection speaks version %d: %w", f.Op, f.Op.since(), sc.version, ErrProtocol)
+		}
 		switch f.Op {
 		case OpRead, OpWrite:
 			err = sc.readWrite(f)
 		case OpSleep:
 			err = sc.sleep(f)
+		case OpHostAlloc, OpHostFree, OpHostRead, OpHostWrite:
+			err = sc.host(f)
 		default:
 			return fmt.Errorf("remote: %s is not a request after the handshake: %w", f.Op, ErrProtocol)
 		}
@@ -395,7 +406,7 @@ func (sc *serverConn) readWrite(f Frame) error {
 		sc.replyError(err)
 		return nil
 	}
-	sc.wbuf = appendReadReplyHead(sc.wbuf[:0], f.Tag, r.count)
+	sc.wbuf = appendReadReplyHead(sc.wbuf[:0], OpReadReply, f.Tag, r.count)
 	for _, w := range words {
 		sc.wbuf = binary.LittleEndian.AppendUint32(sc.wbuf, w)
 	}
@@ -427,5 +438,74 @@ func (sc *serverConn) sleep(f Frame) error {
 		return nil
 	}
 	sc.wbuf = appendHeader(sc.wbuf[:0], OpSleepReply, f.Tag, 0)
+	return nil
+}
+
+// hostMemory returns the export of a host request's device and its host
+// memory, or nils after putting an ERROR reply in sc.wbuf: ErrNoDevice, or
+// ErrUnsupported for a device without host memory.
+func (sc *serverConn) hostMemory(op Op, i uint16) (*export, ndl.HostMemory) {
+	e := sc.device(op, i)
+	if e == nil {
+		return nil, nil
+	}
+	hm, ok := e.Device.(ndl.HostMemory)
+	if !ok {
+		sc.replyError(fmt.Errorf("remote: %s: device %d (%T) has no host memory: %w", op, i, e.Device, ErrUnsupported))
+		return nil, nil
+	}
+	return e, hm
+}
+
+// host serves a HOST_ALLOC, HOST_FREE, HOST_READ or HOST_WRITE frame,
+// leaving the reply in sc.wbuf. Only a malformed frame is returned as an
+// error; the device's errors become ERROR replies.
+func (sc *serverConn) host(f Frame) error {
+	var (
+		hr     hostRequest // HOST_ALLOC, HOST_FREE
+		rw     rwRequest   // HOST_READ, HOST_WRITE
+		device uint16
+		err    error
+	)
+	if f.Op == OpHostAlloc || f.Op == OpHostFree {
+		hr, err = decodeHost(f.Op, f.Payload)
+		device = hr.device
+	} else {
+		rw, err = decodeRW(f.Op, f.Payload)
+		device = rw.device
+	}
+	if err != nil {
+		return err
+	}
+	e, hm := sc.hostMemory(f.Op, device)
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch f.Op {
+	case OpHostAlloc:
+		var pa uint64
+		if pa, err = hm.HostAlloc(hr.size, hr.align); err == nil {
+			sc.wbuf = appendHeader(sc.wbuf[:0], OpHostAllocReply, f.Tag, hostAddrSize)
+			sc.wbuf = binary.LittleEndian.AppendUint64(sc.wbuf, pa)
+		}
+	case OpHostFree:
+		if err = hm.HostFree(hr.addr); err == nil {
+			sc.wbuf = appendHeader(sc.wbuf[:0], OpHostFreeReply, f.Tag, 0)
+		}
+	case OpHostWrite:
+		if err = hm.HostWrite(rw.offset, rw.data); err == nil {
+			sc.wbuf = appendHeader(sc.wbuf[:0], OpHostWriteReply, f.Tag, 0)
+		}
+	case OpHostRead: // straight into the reply frame
+		sc.wbuf = appendReadReplyHead(sc.wbuf[:0], OpHostReadReply, f.Tag, rw.count)
+		head := len(sc.wbuf)
+		sc.wbuf = slices.Grow(sc.wbuf, int(rw.count))[:head+int(rw.count)]
+		err = hm.HostRead(rw.offset, sc.wbuf[head:])
+	}
+	if err != nil {
+		sc.replyError(err)
+	}
 	return nil
 }

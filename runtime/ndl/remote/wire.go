@@ -17,15 +17,24 @@ const (
 	// Magic is the first field of HELLO and of the HELLO reply: the ASCII
 	// bytes "NRDL" read as a little-endian uint32.
 	Magic uint32 = 0x4C44524E
-	// Version is the protocol version this package speaks.
-	Version uint16 = 1
+	// Version is the newest protocol version this package speaks: version 2
+	// adds the host-memory requests (HOST_ALLOC, HOST_FREE, HOST_READ,
+	// HOST_WRITE) to version 1's BAR and SLEEP requests.
+	Version uint16 = 2
+	// MinVersion is the oldest protocol version this package speaks: a
+	// server answers a version 1 client in version 1, and Dial falls back
+	// to it when a version 1 server refuses version 2.
+	MinVersion uint16 = 1
 	// HeaderSize is the size in bytes of every frame's header.
 	HeaderSize = 12
 	// MaxWords bounds the word count of one READ or WRITE (1 MiB of data);
 	// the client splits longer accesses.
 	MaxWords = 1 << 18
+	// MaxHostBytes bounds the byte count of one HOST_READ or HOST_WRITE
+	// (the same 1 MiB); the client splits longer accesses.
+	MaxHostBytes = 4 * MaxWords
 	// MaxPayloadSize is the largest payload a frame may declare: a WRITE of
-	// MaxWords words.
+	// MaxWords words (a HOST_WRITE of MaxHostBytes is the same size).
 	MaxPayloadSize = rwSize + 4*MaxWords
 	// MaxFrameSize is the largest frame on the wire, header included.
 	MaxFrameSize = HeaderSize + MaxPayloadSize
@@ -51,6 +60,9 @@ const (
 	rwSize         = 16 // device u16, bar u8, reserved u8, count u32, offset u64
 	sleepSize      = 16 // device u16, reserved 6 bytes, duration u64
 	readReplyHead  = 4  // count u32
+	hostAllocSize  = 24 // device u16, reserved 6 bytes, size u64, align u64
+	hostFreeSize   = 16 // device u16, reserved 6 bytes, address u64
+	hostAddrSize   = 8  // HOST_ALLOC reply: address u64
 	errorHead      = 4  // code u16, text length u16
 )
 
@@ -60,49 +72,53 @@ type Op uint8
 
 // The operations.
 const (
-	OpHello      Op = 0x01 // client → server: magic, version
-	OpRead       Op = 0x02 // client → server: read words of a BAR
-	OpWrite      Op = 0x03 // client → server: write words of a BAR
-	OpSleep      Op = 0x04 // client → server: pass time on the device's clock
-	OpHelloReply Op = 0x81 // server → client: version and device table
-	OpReadReply  Op = 0x82 // server → client: the words read
-	OpWriteReply Op = 0x83 // server → client: write done (empty)
-	OpSleepReply Op = 0x84 // server → client: sleep done (empty)
-	OpError      Op = 0xFF // server → client: error code and message
+	OpHello          Op = 0x01 // client → server: magic, version
+	OpRead           Op = 0x02 // client → server: read words of a BAR
+	OpWrite          Op = 0x03 // client → server: write words of a BAR
+	OpSleep          Op = 0x04 // client → server: pass time on the device's clock
+	OpHostAlloc      Op = 0x05 // client → server (v2): allocate host memory the device's DMA reaches
+	OpHostFree       Op = 0x06 // client → server (v2): free it
+	OpHostRead       Op = 0x07 // client → server (v2): read bytes of host memory
+	OpHostWrite      Op = 0x08 // client → server (v2): write bytes of host memory
+	OpHelloReply     Op = 0x81 // server → client: version and device table
+	OpReadReply      Op = 0x82 // server → client: the words read
+	OpWriteReply     Op = 0x83 // server → client: write done (empty)
+	OpSleepReply     Op = 0x84 // server → client: sleep done (empty)
+	OpHostAllocReply Op = 0x85 // server → client (v2): the host address
+	OpHostFreeReply  Op = 0x86 // server → client (v2): freed (empty)
+	OpHostReadReply  Op = 0x87 // server → client (v2): the bytes read
+	OpHostWriteReply Op = 0x88 // server → client (v2): written (empty)
+	OpError          Op = 0xFF // server → client: error code and message
 )
+
+// opNames names the ops; an op without a name is not one of the protocol's.
+var opNames = [256]string{
+	OpHello: "HELLO", OpRead: "READ", OpWrite: "WRITE", OpSleep: "SLEEP",
+	OpHostAlloc: "HOST_ALLOC", OpHostFree: "HOST_FREE", OpHostRead: "HOST_READ", OpHostWrite: "HOST_WRITE",
+	OpHelloReply: "HELLO reply", OpReadReply: "READ reply", OpWriteReply: "WRITE reply", OpSleepReply: "SLEEP reply",
+	OpHostAllocReply: "HOST_ALLOC reply", OpHostFreeReply: "HOST_FREE reply", OpHostReadReply: "HOST_READ reply",
+	OpHostWriteReply: "HOST_WRITE reply", OpError: "ERROR",
+}
+
+// since returns the protocol version that introduced a request op.
+func (o Op) since() uint16 {
+	if o >= OpHostAlloc && o <= OpHostWrite {
+		return 2
+	}
+	return 1
+}
 
 // String names the op ("HELLO", "READ reply", …) or formats an unknown one.
 func (o Op) String() string {
-	switch o {
-	case OpHello:
-		return "HELLO"
-	case OpRead:
-		return "READ"
-	case OpWrite:
-		return "WRITE"
-	case OpSleep:
-		return "SLEEP"
-	case OpHelloReply:
-		return "HELLO reply"
-	case OpReadReply:
-		return "READ reply"
-	case OpWriteReply:
-		return "WRITE reply"
-	case OpSleepReply:
-		return "SLEEP reply"
-	case OpError:
-		return "ERROR"
+	if n := opNames[o]; n != "" {
+		return n
 	}
 	return fmt.Sprintf("op(%#02x)", uint8(o))
 }
 
 // known reports whether o is one of the protocol's ops.
 func (o Op) known() bool {
-	switch o {
-	case OpHello, OpRead, OpWrite, OpSleep, OpHelloReply, OpReadReply, OpWriteReply, OpSleepReply, OpError:
-		return true
-	}
-	return false
+	return opNames[o] != ""
 }
 
 // Frame is one decoded frame: the header's op and tag and the payload.
@@ -251,9 +267,9 @@ func appendHello(dst []byte, tag uint32, h hello) []byte {
 
 // decodeHello decodes a HELLO payload. The magic and the version are checked
 // before the length, so a later version may append fields: a wrong magic is
-// ErrProtocol, a version other than want is ErrVersion (naming both), and
-// then a payload other than 6 bytes is ErrProtocol.
-func decodeHello(p []byte, want uint16) (hello, error) {
+// ErrProtocol, a version outside lo..hi is ErrVersion (naming both sides),
+// and then a payload other than 6 bytes is ErrProtocol.
+func decodeHello(p []byte, lo, hi uint16) (hello, error) {
 	if len(p) < helloSize {
 		return hello{}, fmt.Errorf("remote: HELLO payload is %d bytes, want %d: %w", len(p), helloSize, ErrProtocol)
 	}
@@ -261,11 +277,15 @@ func decodeHello(p []byte, want uint16) (hello, error) {
 	if h.magic != Magic {
 		return h, fmt.Errorf("remote: HELLO magic %#08x, want %#08x (\"NRDL\"): %w", h.magic, Magic, ErrProtocol)
 	}
-	if h.version != want {
-		return h, fmt.Errorf("remote: server speaks protocol version %d, client sent version %d: %w", want, h.version, ErrVersion)
+	if h.version < lo || h.version > hi {
+		speaks := fmt.Sprintf("version %d", lo)
+		if lo != hi {
+			speaks = fmt.Sprintf("versions %d to %d", lo, hi)
+		}
+		return h, fmt.Errorf("remote: server speaks protocol %s, client sent version %d: %w", speaks, h.version, ErrVersion)
 	}
 	if len(p) != helloSize {
-		return h, fmt.Errorf("remote: version %d HELLO payload is %d bytes, want %d: %w", want, len(p), helloSize, ErrProtocol)
+		return h, fmt.Errorf("remote: version %d HELLO payload is %d bytes, want %d: %w", h.version, len(p), helloSize, ErrProtocol)
 	}
 	return h, nil
 }
@@ -371,8 +391,10 @@ func decodeHelloReply(p []byte, want uint16) (helloReply, error) {
 	return r, nil
 }
 
-// rwRequest is a READ or WRITE payload. data is the WRITE's words as raw
-// little-endian bytes (4*count of them); nil for READ.
+// rwRequest is a READ, WRITE, HOST_READ or HOST_WRITE payload. data is
+// what a write carries as raw bytes (WRITE: 4*count bytes of little-endian
+// words; HOST_WRITE: count bytes); nil for the reads. The host requests
+// have no bar (that byte is reserved) and count bytes rather than words.
 type rwRequest struct {
 	device uint16
 	bar    uint8
@@ -397,9 +419,21 @@ func appendRW(dst []byte, op Op, tag uint32, r rwRequest) []byte {
 	return append(dst, r.data...)
 }
 
-// decodeRW decodes a READ or WRITE payload: count at most MaxWords, the
-// reserved byte zero, and the payload exactly 16 bytes (READ) or 16+4*count
-// bytes (WRITE).
+// rwUnit returns the bytes one count of op's request or reply stands for,
+// the largest count and the name of the unit: BAR accesses count words,
+// host accesses bytes.
+func rwUnit(op Op) (unit int, most uint32, name string) {
+	switch op {
+	case OpHostRead, OpHostWrite, OpHostReadReply:
+		return 1, MaxHostBytes, "bytes"
+	}
+	return 4, MaxWords, "words"
+}
+
+// decodeRW decodes a READ, WRITE, HOST_READ or HOST_WRITE payload: count at
+// most MaxWords words (MaxHostBytes bytes), the reserved bytes zero (a host
+// request's bar byte included), and the payload exactly 16 bytes (the
+// reads) or 16 plus the data the count says (the writes).
 func decodeRW(op Op, p []byte) (rwRequest, error) {
 	if len(p) < rwSize {
 		return rwRequest{}, fmt.Errorf("remote: %s payload is %d bytes, want at least %d: %w", op, len(p), rwSize, ErrProtocol)
@@ -410,44 +444,48 @@ func decodeRW(op Op, p []byte) (rwRequest, error) {
 		count:  binary.LittleEndian.Uint32(p[4:8]),
 		offset: binary.LittleEndian.Uint64(p[8:16]),
 	}
-	if p[3] != 0 {
-		return r, fmt.Errorf("remote: %s reserved byte %#02x not zero: %w", op, p[3], ErrProtocol)
+	unit, most, name := rwUnit(op)
+	if p[3] != 0 || unit == 1 && p[2] != 0 {
+		return r, fmt.Errorf("remote: %s reserved byte %#02x not zero: %w", op, p[2+unit/4:4], ErrProtocol)
 	}
-	if r.count > MaxWords {
-		return r, fmt.Errorf("remote: %s count %d exceeds %d words: %w", op, r.count, MaxWords, ErrProtocol)
+	if r.count > most {
+		return r, fmt.Errorf("remote: %s count %d exceeds %d %s: %w", op, r.count, most, name, ErrProtocol)
 	}
 	want := rwSize
-	if op == OpWrite {
-		want += 4 * int(r.count)
+	if op == OpWrite || op == OpHostWrite {
+		want += unit * int(r.count)
 	}
 	if len(p) != want {
-		return r, fmt.Errorf("remote: %s of %d words: payload is %d bytes, want %d: %w", op, r.count, len(p), want, ErrProtocol)
+		return r, fmt.Errorf("remote: %s of %d %s: payload is %d bytes, want %d: %w", op, r.count, name, len(p), want, ErrProtocol)
 	}
-	if op == OpWrite {
+	if want > rwSize {
 		r.data = p[rwSize:]
 	}
 	return r, nil
 }
 
 // appendReadReplyHead appends the header and count of a READ reply of count
-// words; the 4*count data bytes follow.
-func appendReadReplyHead(dst []byte, tag uint32, count uint32) []byte {
-	dst = appendHeader(dst, OpReadReply, tag, readReplyHead+4*int(count))
+// words or a HOST_READ reply of count bytes (op); the data bytes follow.
+func appendReadReplyHead(dst []byte, op Op, tag uint32, count uint32) []byte {
+	unit, _, _ := rwUnit(op)
+	dst = appendHeader(dst, op, tag, readReplyHead+unit*int(count))
 	return binary.LittleEndian.AppendUint32(dst, count)
 }
 
-// decodeReadReply decodes a READ reply payload and returns its raw data
-// bytes: count at most MaxWords and the payload exactly 4+4*count bytes.
-func decodeReadReply(p []byte) ([]byte, error) {
+// decodeReadReply decodes a READ or HOST_READ reply payload (op) and
+// returns its raw data bytes: count at most MaxWords words (MaxHostBytes
+// bytes) and the payload exactly 4 bytes plus the data the count says.
+func decodeReadReply(op Op, p []byte) ([]byte, error) {
 	if len(p) < readReplyHead {
-		return nil, fmt.Errorf("remote: READ reply payload is %d bytes, want at least %d: %w", len(p), readReplyHead, ErrProtocol)
+		return nil, fmt.Errorf("remote: %s payload is %d bytes, want at least %d: %w", op, len(p), readReplyHead, ErrProtocol)
 	}
+	unit, most, name := rwUnit(op)
 	n := binary.LittleEndian.Uint32(p[0:4])
-	if n > MaxWords {
-		return nil, fmt.Errorf("remote: READ reply count %d exceeds %d words: %w", n, MaxWords, ErrProtocol)
+	if n > most {
+		return nil, fmt.Errorf("remote: %s count %d exceeds %d %s: %w", op, n, most, name, ErrProtocol)
 	}
-	if len(p) != readReplyHead+4*int(n) {
-		return nil, fmt.Errorf("remote: READ reply of %d words: payload is %d bytes, want %d: %w", n, len(p), readReplyHead+4*int(n), ErrProtocol)
+	if want := readReplyHead + unit*int(n); len(p) != want {
+		return nil, fmt.Errorf("remote: %s of %d %s: payload is %d bytes, want %d: %w", op, n, name, len(p), want, ErrProtocol)
 	}
 	return p[readReplyHead:], nil
 }
@@ -484,10 +522,68 @@ func decodeSleep(p []byte) (sleepRequest, error) {
 	return r, nil
 }
 
-// decodeEmpty checks the payload of a WRITE or SLEEP reply is empty.
+// decodeEmpty checks the payload of an empty reply (WRITE, SLEEP,
+// HOST_FREE, HOST_WRITE) is empty.
 func decodeEmpty(op Op, p []byte) error {
 	if len(p) != 0 {
 		return fmt.Errorf("remote: %s payload is %d bytes, want 0: %w", op, len(p), ErrProtocol)
 	}
 	return nil
+}
+
+// hostRequest is a HOST_ALLOC (size, align) or HOST_FREE (addr) payload.
+type hostRequest struct {
+	device      uint16
+	size, align uint64 // HOST_ALLOC
+	addr        uint64 // HOST_FREE
+}
+
+// appendHostAlloc appends a HOST_ALLOC frame.
+func appendHostAlloc(dst []byte, tag uint32, r hostRequest) []byte {
+	dst = appendHeader(dst, OpHostAlloc, tag, hostAllocSize)
+	dst = binary.LittleEndian.AppendUint16(dst, r.device)
+	dst = append(dst, 0, 0, 0, 0, 0, 0)
+	dst = binary.LittleEndian.AppendUint64(dst, r.size)
+	return binary.LittleEndian.AppendUint64(dst, r.align)
+}
+
+// appendHostFree appends a HOST_FREE frame.
+func appendHostFree(dst []byte, tag uint32, r hostRequest) []byte {
+	dst = appendHeader(dst, OpHostFree, tag, hostFreeSize)
+	dst = binary.LittleEndian.AppendUint16(dst, r.device)
+	dst = append(dst, 0, 0, 0, 0, 0, 0)
+	return binary.LittleEndian.AppendUint64(dst, r.addr)
+}
+
+// decodeHost decodes a HOST_ALLOC (24 bytes) or HOST_FREE (16 bytes)
+// payload: exactly that size, reserved bytes zero.
+func decodeHost(op Op, p []byte) (hostRequest, error) {
+	want := hostFreeSize
+	if op == OpHostAlloc {
+		want = hostAllocSize
+	}
+	if len(p) != want {
+		return hostRequest{}, fmt.Errorf("remote: %s payload is %d bytes, want %d: %w", op, len(p), want, ErrProtocol)
+	}
+	r := hostRequest{device: binary.LittleEndian.Uint16(p[0:2])}
+	for _, b := range p[2:8] {
+		if b != 0 {
+			return r, fmt.Errorf("remote: %s reserved bytes % x not zero: %w", op, p[2:8], ErrProtocol)
+		}
+	}
+	if op == OpHostAlloc {
+		r.size, r.align = binary.LittleEndian.Uint64(p[8:16]), binary.LittleEndian.Uint64(p[16:24])
+	} else {
+		r.addr = binary.LittleEndian.Uint64(p[8:16])
+	}
+	return r, nil
+}
+
+// decodeHostAddr decodes a HOST_ALLOC reply payload: exactly the 8-byte
+// address.
+func decodeHostAddr(p []byte) (uint64, error) {
+	if len(p) != hostAddrSize {
+		return 0, fmt.Errorf("remote: HOST_ALLOC reply payload is %d bytes, want %d: %w", len(p), hostAddrSize, ErrProtocol)
+	}
+	return binary.LittleEndian.Uint64(p), nil
 }

@@ -28,12 +28,21 @@ func sampleFrames() map[string][]byte {
 		"HELLO":       appendHello(nil, 0, hello{magic: Magic, version: Version}),
 		"HELLO reply": append(appendHeader(nil, OpHelloReply, 0, len(appendHelloReplyPayload(nil, helloReply{version: Version, devices: sampleDevices}))), appendHelloReplyPayload(nil, helloReply{version: Version, devices: sampleDevices})...),
 		"READ":        appendRW(nil, OpRead, 7, rwRequest{device: 1, bar: 2, count: 3, offset: 0x1234}),
-		"READ reply":  append(appendReadReplyHead(nil, 7, 2), 1, 0, 0, 0, 2, 0, 0, 0),
+		"READ reply":  append(appendReadReplyHead(nil, OpReadReply, 7, 2), 1, 0, 0, 0, 2, 0, 0, 0),
 		"WRITE":       appendRW(nil, OpWrite, 8, rwRequest{device: 0, bar: 0, count: 2, offset: 0x10, data: []byte{1, 2, 3, 4, 5, 6, 7, 8}}),
 		"WRITE reply": appendHeader(nil, OpWriteReply, 8, 0),
 		"SLEEP":       appendSleep(nil, 9, sleepRequest{device: 0, ns: 1_000_000}),
 		"SLEEP reply": appendHeader(nil, OpSleepReply, 9, 0),
 		"ERROR":       appendError(nil, 9, errorMsg{code: codeBAROffset, text: "out of range"}),
+
+		"HOST_ALLOC":       appendHostAlloc(nil, 10, hostRequest{device: 1, size: 4096, align: 64}),
+		"HOST_ALLOC reply": binary.LittleEndian.AppendUint64(appendHeader(nil, OpHostAllocReply, 10, hostAddrSize), 0x1_0000),
+		"HOST_FREE":        appendHostFree(nil, 11, hostRequest{device: 1, addr: 0x1_0000}),
+		"HOST_FREE reply":  appendHeader(nil, OpHostFreeReply, 11, 0),
+		"HOST_READ":        appendRW(nil, OpHostRead, 12, rwRequest{device: 2, count: 5, offset: 0x1_0003}),
+		"HOST_READ reply":  append(appendReadReplyHead(nil, OpHostReadReply, 12, 5), 1, 2, 3, 4, 5),
+		"HOST_WRITE":       appendRW(nil, OpHostWrite, 13, rwRequest{device: 2, count: 3, offset: 0x1_0001, data: []byte{9, 8, 7}}),
+		"HOST_WRITE reply": appendHeader(nil, OpHostWriteReply, 13, 0),
 	}
 }
 
@@ -44,7 +53,17 @@ func TestFrameLayout(t *testing.T) {
 		1, 0, 2, 0, 3, 0, 0, 0, 0x34, 0x12, 0, 0, 0, 0, 0, 0, // device 1, bar 2, count 3, offset 0x1234
 	}
 	assert.Equal(t, want, sampleFrames()["READ"])
-	assert.Equal(t, []byte{6, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 'N', 'R', 'D', 'L', 1, 0}, sampleFrames()["HELLO"])
+	assert.Equal(t, []byte{6, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 'N', 'R', 'D', 'L', 2, 0}, sampleFrames()["HELLO"])
+	// HOST_WRITE of 3 bytes at host address 0x10001 of device 2: the READ
+	// layout with the bar byte reserved and a byte count.
+	assert.Equal(t, []byte{
+		19, 0, 0, 0, 0x08, 0, 0, 0, 13, 0, 0, 0,
+		2, 0, 0, 0, 3, 0, 0, 0, 0x01, 0, 0x01, 0, 0, 0, 0, 0, 9, 8, 7,
+	}, sampleFrames()["HOST_WRITE"])
+	assert.Equal(t, []byte{
+		24, 0, 0, 0, 0x05, 0, 0, 0, 10, 0, 0, 0,
+		1, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 0, 0, 64, 0, 0, 0, 0, 0, 0, 0,
+	}, sampleFrames()["HOST_ALLOC"])
 	assert.Equal(t, 1048592, MaxPayloadSize)
 	assert.Equal(t, 1048604, MaxFrameSize)
 }
@@ -68,18 +87,30 @@ func TestMessageRoundTrip(t *testing.T) {
 func reencode(f Frame) ([]byte, error) {
 	switch f.Op {
 	case OpHello:
-		h, err := decodeHello(f.Payload, Version)
+		h, err := decodeHello(f.Payload, MinVersion, Version)
 		return appendHello(nil, f.Tag, h), err
 	case OpHelloReply:
 		r, err := decodeHelloReply(f.Payload, Version)
 		p := appendHelloReplyPayload(nil, r)
 		return append(appendHeader(nil, f.Op, f.Tag, len(p)), p...), err
-	case OpRead, OpWrite:
+	case OpRead, OpWrite, OpHostRead, OpHostWrite:
 		r, err := decodeRW(f.Op, f.Payload)
 		return appendRW(nil, f.Op, f.Tag, r), err
-	case OpReadReply:
-		data, err := decodeReadReply(f.Payload)
-		return append(appendReadReplyHead(nil, f.Tag, uint32(len(data)/4)), data...), err
+	case OpReadReply, OpHostReadReply:
+		data, err := decodeReadReply(f.Op, f.Payload)
+		unit, _, _ := rwUnit(f.Op)
+		return append(appendReadReplyHead(nil, f.Op, f.Tag, uint32(len(data)/unit)), data...), err
+	case OpHostAlloc:
+		r, err := decodeHost(f.Op, f.Payload)
+		return appendHostAlloc(nil, f.Tag, r), err
+	case OpHostFree:
+		r, err := decodeHost(f.Op, f.Payload)
+		return appendHostFree(nil, f.Tag, r), err
+	case OpHostAllocReply:
+		pa, err := decodeHostAddr(f.Payload)
+		return binary.LittleEndian.AppendUint64(appendHeader(nil, f.Op, f.Tag, hostAddrSize), pa), err
+	case OpHostFreeReply, OpHostWriteReply:
+		return appendHeader(nil, f.Op, f.Tag, 0), decodeEmpty(f.Op, f.Payload)
 	case OpSleep:
 		r, err := decodeSleep(f.Payload)
 		return appendSleep(nil, f.Tag, r), err
@@ -103,7 +134,7 @@ func TestReadFrameErrors(t *testing.T) {
 		{"empty stream", nil, io.EOF, "read frame", 0},
 		{"short header", []byte{1, 0, 0}, ErrProtocol, "truncated frame header (3 of 12 bytes)", 0},
 		{"oversized", frame(MaxPayloadSize+1, byte(OpRead), 0), ErrProtocol, "1048593-byte payload", 0},
-		{"unknown op", frame(0, 0x05, 0), ErrProtocol, "unknown op 0x05", 0},
+		{"unknown op", frame(0, 0x09, 0), ErrProtocol, "unknown op 0x09", 0},
 		{"reserved", []byte{0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0}, ErrProtocol, "reserved header bytes", 0},
 		{"truncated", frame(100, byte(OpWrite), 0, 1, 2, 3), ErrProtocol, "truncated WRITE frame (3 of 100 payload bytes)", 0},
 		{"declares 1 MiB, sends 10 bytes", frame(MaxPayloadSize, byte(OpWrite), 0, make([]byte, 10)...), ErrProtocol, "truncated", 128 << 10},
@@ -167,15 +198,23 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{"HELLO reply short", func() error { _, err := decodeHelloReply(hr[:5], Version); return err }, ErrProtocol, "at least"},
 		{"HELLO reply magic", func() error { _, err := decodeHelloReply(withByte(hr, 0, 'X'), Version); return err }, ErrProtocol, "magic"},
-		{"HELLO reply version", func() error { _, err := decodeHelloReply(withByte(hr, 4, 2), Version); return err }, ErrVersion, "client speaks protocol version 1, server replied with version 2"},
+		{"HELLO reply version", func() error { _, err := decodeHelloReply(withByte(hr, 4, 3), Version); return err }, ErrVersion, "client speaks protocol version 2, server replied with version 3"},
 		{"HELLO reply no devices", func() error { _, err := decodeHelloReply(withByte(hr, 6, 0), Version); return err }, ErrProtocol, "lists 0 devices"},
 		{"HELLO reply truncated", func() error { _, err := decodeHelloReply(hr[:len(hr)-1], Version); return err }, ErrProtocol, "truncated"},
 		{"HELLO reply trailing", func() error { _, err := decodeHelloReply(append(bytes.Clone(hr), 0), Version); return err }, ErrProtocol, "after the device table"},
 		{"HELLO reply long name", func() error { _, err := decodeHelloReply(withByte(hr, 8+5, MaxNameLen+1), Version); return err }, ErrProtocol, "name of 65 bytes"},
 		{"HELLO reply connected range", func() error { _, err := decodeHelloReply(withByte(hr, 8+56+6, 3), Version); return err }, ErrProtocol, "connected device 3 out of range"},
 		{"HELLO reply bad name", func() error { _, err := decodeHelloReply(withByte(hr, 8+56, 0xFF), Version); return err }, ErrProtocol, "not UTF-8"},
-		{"READ reply count", func() error { _, err := decodeReadReply([]byte{2, 0, 0, 0, 1, 2, 3, 4}); return err }, ErrProtocol, "want 12"},
-		{"READ reply huge count", func() error { _, err := decodeReadReply([]byte{0, 0, 0, 1}); return err }, ErrProtocol, "exceeds"},
+		{"READ reply count", func() error { _, err := decodeReadReply(OpReadReply, []byte{2, 0, 0, 0, 1, 2, 3, 4}); return err }, ErrProtocol, "want 12"},
+		{"READ reply huge count", func() error { _, err := decodeReadReply(OpReadReply, []byte{0, 0, 0, 1}); return err }, ErrProtocol, "exceeds"},
+		{"HOST_READ reply count", func() error { _, err := decodeReadReply(OpHostReadReply, []byte{2, 0, 0, 0, 1}); return err }, ErrProtocol, "want 6"},
+		{"HOST_READ reply huge count", func() error { _, err := decodeReadReply(OpHostReadReply, []byte{1, 0, 0x10, 0}); return err }, ErrProtocol, "exceeds"},
+		{"HOST_ALLOC short", func() error { _, err := decodeHost(OpHostAlloc, make([]byte, 16)); return err }, ErrProtocol, "want 24"},
+		{"HOST_FREE reserved", func() error { _, err := decodeHost(OpHostFree, withByte(make([]byte, 16), 5, 1)); return err }, ErrProtocol, "reserved"},
+		{"HOST_ALLOC reply short", func() error { _, err := decodeHostAddr(make([]byte, 4)); return err }, ErrProtocol, "want 8"},
+		{"HOST_READ bar byte", func() error { _, err := decodeRW(OpHostRead, withByte(make([]byte, 16), 2, 1)); return err }, ErrProtocol, "reserved"},
+		{"HOST_WRITE count", func() error { _, err := decodeRW(OpHostWrite, append(withByte(make([]byte, 16), 4, 2), 1)); return err }, ErrProtocol, "want 18"},
+		{"HOST_WRITE huge count", func() error { _, err := decodeRW(OpHostWrite, withByte(make([]byte, 16), 6, 0x20)); return err }, ErrProtocol, "exceeds"},
 		{"ERROR code 0", func() error { _, err := decodeError([]byte{0, 0, 0, 0}); return err }, ErrProtocol, "code 0"},
 		{"ERROR long text", func() error { _, err := decodeError([]byte{1, 0, 0x01, 0x04}); return err }, ErrProtocol, "1025 bytes exceeds"},
 		{"ERROR length mismatch", func() error { _, err := decodeError([]byte{1, 0, 2, 0, 'x'}); return err }, ErrProtocol, "want 6"},
@@ -219,6 +258,7 @@ func TestOpString(t *testing.T) {
 			assert.NotContains(t, Op(o).String(), "op(")
 		}
 	}
-	assert.Equal(t, 9, n)
+	assert.Equal(t, 17, n)
+	assert.Equal(t, "HOST_READ reply", OpHostReadReply.String())
 	assert.Equal(t, uint32(0x4C44524E), binary.LittleEndian.Uint32([]byte("NRDL")))
 }
