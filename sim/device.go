@@ -308,11 +308,11 @@ func (d *Device) Now() Time {
 }
 
 // ClockPS returns the device's clock in picoseconds (the runtime's
-// ndl.Clock).
-func (d *Device) ClockPS() uint64 {
+// ndl.Clock); it never fails.
+func (d *Device) ClockPS() (uint64, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return uint64(d.engine.Now())
+	return uint64(d.engine.Now()), nil
 }
 
 // Phase returns where the device is in its life cycle.

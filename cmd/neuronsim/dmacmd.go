@@ -35,7 +35,7 @@ func newDMACopyCommand() *cobra.Command {
 			"  neuronsim dma copy --from host --to device --size 4GiB --timing-only",
 		Args: cobra.NoArgs,
 	}
-	sf := addSystemFlags(cmd)
+	tf := addDMATargetFlags(cmd)
 	cmd.Flags().StringVar(&from, "from", "host", "source: host or device")
 	cmd.Flags().StringVar(&to, "to", "device", "destination: host or device")
 	cmd.Flags().StringVar(&size, "size", "1MiB", "bytes to copy (suffixes KiB, MiB, GiB)")
@@ -54,10 +54,11 @@ func newDMACopyCommand() *cobra.Command {
 		if !timingOnly && n > 1<<30 {
 			return fmt.Errorf("--size %s: functional copies are limited to 1 GiB; use --timing-only", size)
 		}
-		sys, err := openDMASystem(sf, timingOnly)
+		sys, err := openDMASystem(tf, timingOnly)
 		if err != nil {
 			return err
 		}
+		defer sys.close()
 		geo := sys.up.Geometry
 		if core < 0 || core >= geo.NeuronCores {
 			return fmt.Errorf("--core %d: the %s has cores 0..%d", core, geo.Generation, geo.NeuronCores-1)
@@ -99,12 +100,18 @@ func newDMACopyCommand() *cobra.Command {
 				return err
 			}
 		}
-		start := sys.sim.Now()
+		since, err := sys.clock()
+		if err != nil {
+			return err
+		}
 		pairs, err := sys.dma.Copy(core, dst, src, n)
 		if err != nil {
 			return err
 		}
-		took := sys.sim.Now() - start
+		took, err := since()
+		if err != nil {
+			return err
+		}
 		out := cmd.OutOrStdout()
 		mode := "functional"
 		if timingOnly {

@@ -14,44 +14,105 @@ import (
 	"github.com/neuronsim/neuronsim/runtime/dma"
 	"github.com/neuronsim/neuronsim/runtime/dmem"
 	"github.com/neuronsim/neuronsim/runtime/dve"
+	"github.com/neuronsim/neuronsim/runtime/ndl"
 	"github.com/neuronsim/neuronsim/sim"
 )
 
-// dmaSystem is one simulated device brought up with its DMA layer and
-// device-memory allocator: what the dve and dma commands work on.
+// dmaTargetFlags choose the device the dve, dma and exec commands work on:
+// a fresh simulated device of the system flags (the default), or a device
+// a `neuronsim serve` exports (--remote), whose host memory and clock the
+// remote protocol carries.
+type dmaTargetFlags struct {
+	sys    *systemFlags
+	remote string
+	device int
+}
+
+func addDMATargetFlags(cmd *cobra.Command) *dmaTargetFlags {
+	t := &dmaTargetFlags{sys: addSystemFlags(cmd)}
+	cmd.Flags().StringVar(&t.remote, "remote", "", "use a device a `neuronsim serve` exports (unix:PATH or tcp:HOST:PORT) instead of a fresh one")
+	cmd.Flags().IntVar(&t.device, "device", 0, "with --remote: the served device's index")
+	return t
+}
+
+// dmaSystem is one device brought up with its DMA layer and device-memory
+// allocator: what the dve, dma and exec commands work on.
 type dmaSystem struct {
-	sim    *sim.Device
+	sim    *sim.Device // the local simulated device; nil with --remote
 	up     *bringup.Device
 	dma    *dma.DMA
 	mem    *dmem.Allocator
 	tables *rtarch.Tables
+	close  func()
 }
 
-func openDMASystem(sf *systemFlags, timingOnly bool) (*dmaSystem, error) {
-	s, err := sf.spec()
+// openDMASystem brings the target up: a fresh simulated device is reset as
+// the driver would, a served one is not (other clients may use it).
+// timingOnly makes a fresh device move no payload; a served device is as
+// its server made it.
+func openDMASystem(t *dmaTargetFlags, timingOnly bool) (*dmaSystem, error) {
+	sys := &dmaSystem{close: func() {}}
+	var dev ndl.Device
+	opts := bringup.Options{}
+	if t.remote != "" {
+		if timingOnly {
+			return nil, fmt.Errorf("--timing-only: a served device moves payloads as its server configured it; not with --remote")
+		}
+		r, err := openRemoteSystem(t.remote)
+		if err != nil {
+			return nil, err
+		}
+		if t.device < 0 || t.device >= len(r.devs) {
+			r.close()
+			return nil, fmt.Errorf("--device %d: %s exports %d device(s)", t.device, t.remote, len(r.devs))
+		}
+		dev, sys.close, opts.NoReset = r.devs[t.device], r.close, true
+	} else {
+		if t.sys.cmd.Flags().Changed("device") {
+			return nil, fmt.Errorf("--device picks a served device; it needs --remote")
+		}
+		s, err := t.sys.spec()
+		if err != nil {
+			return nil, err
+		}
+		if s.Devices != 1 {
+			return nil, fmt.Errorf("--devices %d: this command works on one device", s.Devices)
+		}
+		d, err := sim.NewDevice(sim.DeviceConfig{Generation: s.Gen, Revision: s.Revision, TimingOnly: timingOnly})
+		if err != nil {
+			return nil, err
+		}
+		dev, sys.sim, opts.Switch = d, d, s.Switch
+	}
+	err := func() (err error) {
+		if sys.up, err = bringup.BringUp(dev, opts); err != nil {
+			return err
+		}
+		if sys.dma, err = dma.New(sys.up); err != nil {
+			return err
+		}
+		sys.mem, err = dmem.New(sys.up.Geometry, dmem.Options{ChannelBytes: sys.up.HBMChannelBytes})
+		return err
+	}()
+	if err != nil {
+		sys.close()
+		return nil, err
+	}
+	sys.tables = sys.up.Tables
+	return sys, nil
+}
+
+// clock reads the device's clock now and returns a function that gives the
+// device time passed since: the simulated device's, local or served.
+func (s *dmaSystem) clock() (func() (sim.Time, error), error) {
+	since, err := ndl.ElapsedPS(s.up.Dev)
 	if err != nil {
 		return nil, err
 	}
-	if s.Devices != 1 {
-		return nil, fmt.Errorf("--devices %d: this command works on one device", s.Devices)
-	}
-	d, err := sim.NewDevice(sim.DeviceConfig{Generation: s.Gen, Revision: s.Revision, TimingOnly: timingOnly})
-	if err != nil {
-		return nil, err
-	}
-	up, err := bringup.BringUp(d, bringup.Options{Switch: s.Switch})
-	if err != nil {
-		return nil, err
-	}
-	m, err := dma.New(up)
-	if err != nil {
-		return nil, err
-	}
-	mem, err := dmem.New(up.Geometry, dmem.Options{ChannelBytes: up.HBMChannelBytes})
-	if err != nil {
-		return nil, err
-	}
-	return &dmaSystem{sim: d, up: up, dma: m, mem: mem, tables: up.Tables}, nil
+	return func() (sim.Time, error) {
+		ps, err := since()
+		return sim.Time(ps), err
+	}, nil
 }
 
 func newDVECommand() *cobra.Command {
@@ -78,14 +139,15 @@ func newDVELoadCommand() *cobra.Command {
 			"  neuronsim dve defaults /tmp/dve && neuronsim dve load --arch cayman --tables /tmp/dve",
 		Args: cobra.NoArgs,
 	}
-	sf := addSystemFlags(cmd)
+	tf := addDMATargetFlags(cmd)
 	cmd.Flags().IntVar(&core, "core", 0, "NeuronCore to load")
 	cmd.Flags().StringVar(&dir, "tables", "", "directory of opcode.bin, control_fast.bin, [control_slow.bin,] datapath.bin, [param_ram.bin] (default: the built-in tables)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		sys, err := openDMASystem(sf, false)
+		sys, err := openDMASystem(tf, false)
 		if err != nil {
 			return err
 		}
+		defer sys.close()
 		g := sys.tables.Generation
 		if core < 0 || core >= sys.up.Geometry.NeuronCores {
 			return fmt.Errorf("--core %d: the %s has cores 0..%d", core, g, sys.up.Geometry.NeuronCores-1)
@@ -105,12 +167,18 @@ func newDVELoadCommand() *cobra.Command {
 			tables = &t
 		}
 		l := dve.NewLoader(sys.dma, sys.mem, sys.tables)
-		start := sys.sim.Now()
+		since, err := sys.clock()
+		if err != nil {
+			return err
+		}
 		rep, err := l.Load(core, tables)
 		if err != nil {
 			return err
 		}
-		took := sys.sim.Now() - start
+		took, err := since()
+		if err != nil {
+			return err
+		}
 		out := cmd.OutOrStdout()
 		fmt.Fprintf(out, "DVE load on %s core %d (%d buffers)\n", g, core, len(rep.Staged))
 		fmt.Fprintf(out, "  fingerprint (dve_tbl_hash): %s\n", hex.EncodeToString(rep.State.DVETblHash[:]))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -69,7 +70,7 @@ func newExecCommand() *cobra.Command {
 			"      --output sbuf[0:128,0x900]:2048=y.bin --trace trace.json",
 		Args: cobra.ExactArgs(1),
 	}
-	sf := addSystemFlags(cmd)
+	tf := addDMATargetFlags(cmd)
 	cmd.Flags().IntVar(&core, "core", 0, "NeuronCore to run on")
 	cmd.Flags().StringArrayVar(&inputs, "input", nil, "SPACE[START:COUNT,OFFSET]=FILE written before the run (repeatable)")
 	cmd.Flags().StringArrayVar(&outputs, "output", nil, "SPACE[START:COUNT,OFFSET]:BYTES=FILE read after the run (repeatable)")
@@ -94,15 +95,19 @@ func newExecCommand() *cobra.Command {
 			}
 			outs = append(outs, t)
 		}
-		sys, err := openDMASystem(sf, false)
+		sys, err := openDMASystem(tf, false)
 		if err != nil {
 			return err
 		}
+		defer sys.close()
 		if core < 0 || core >= sys.up.Geometry.NeuronCores {
 			return fmt.Errorf("--core %d: the %s has cores 0..%d", core, sys.tables.Generation, sys.up.Geometry.NeuronCores-1)
 		}
 		var rec *trace.Recorder
 		if tracePath != "" {
+			if sys.sim == nil {
+				return fmt.Errorf("--trace records the engines of a local simulated device; not with --remote")
+			}
 			rec = trace.New(0)
 			sys.sim.SetTrace(rec)
 		}
@@ -116,9 +121,15 @@ func newExecCommand() *cobra.Command {
 				return fmt.Errorf("--input %s: %w", t.file, err)
 			}
 		}
-		start := sys.sim.Now()
+		since, err := sys.clock()
+		if err != nil {
+			return err
+		}
 		res, runErr := r.Run(prog)
-		took := sys.sim.Now() - start
+		took, err := since()
+		if err != nil {
+			return errors.Join(runErr, err)
+		}
 		out := cmd.OutOrStdout()
 		fmt.Fprintf(out, "%s core %d: %v of device time\n", sys.tables.Generation, core, took)
 		for _, e := range res.Engines {

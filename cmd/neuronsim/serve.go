@@ -53,8 +53,9 @@ func newServeCommand() *cobra.Command {
 		Short: "Expose the devices of a simulated system to remote runtimes",
 		Long: "serve powers on a simulated system and serves its devices over the neuronsim remote\n" +
 			"protocol (docs/remote-protocol.md) until interrupted. Clients are `neuronsim ls --remote`,\n" +
-			"`neuronsim csr --remote` and the runtime's remote backend. A TCP listener must be on a\n" +
-			"loopback address unless --allow-remote is given: the protocol has no authentication.",
+			"`csr`, `dma copy`, `dve load` and `exec` with --remote, and the runtime's remote backend.\n" +
+			"A TCP listener must be on a loopback address unless --allow-remote is given: the\n" +
+			"protocol has no authentication.",
 		Example: "  neuronsim serve --listen unix:/tmp/neuronsim.sock --arch trn2 --devices 16\n" +
 			"  neuronsim serve --listen tcp:127.0.0.1:7777 --system arch=mariana,devices=32,switch=v1,revision=emu",
 		Args: cobra.NoArgs,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -148,6 +149,47 @@ func TestServeAndRemoteClients(t *testing.T) {
 
 	_, err = runCLI(t, "csr", "read", "0", "--remote", addr, "--device", "16")
 	assert.ErrorContains(t, err, "exports 16 device(s)")
+
+	// The runtime's DMA work on served devices: their host memory and clock
+	// travel over the protocol.
+	got, err = runCLI(t, "dma", "copy", "--from", "host", "--to", "device", "--size", "3MiB", "--remote", addr, "--device", "3", "--core", "2")
+	require.NoError(t, err)
+	assert.Contains(t, got, "cayman host → device copy of 3145728 bytes on core 2 (functional)")
+	assert.Contains(t, got, "destination verified")
+	assert.NotContains(t, got, " 0s of device time", "device time on the served device's clock")
+	got, err = runCLI(t, "dve", "load", "--remote", addr, "--device", "7", "--core", "1")
+	require.NoError(t, err)
+	assert.Contains(t, got, "read back through csr_read: match")
+	assert.Contains(t, got, "second load: cache hit true")
+
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "iota.s")
+	require.NoError(t, os.WriteFile(prog, []byte(".engine pool\niota dst=sbuf[0:128,0]:int32[64] imm0=0 imm1=64 signal=sem_incr(3,1) last\n"), 0o644))
+	remoteOut, localOut := filepath.Join(dir, "remote.bin"), filepath.Join(dir, "local.bin")
+	got, err = runCLI(t, "exec", prog, "--remote", addr, "--device", "5", "--core", "3", "--output", "sbuf[0:128,0]:256="+remoteOut)
+	require.NoError(t, err)
+	assert.Contains(t, got, "semaphore 3 = 1")
+	local, err := runCLI(t, "exec", prog, "--arch", "trn2", "--core", "3", "--output", "sbuf[0:128,0]:256="+localOut)
+	require.NoError(t, err)
+	assert.Equal(t, local[:strings.Index(local, "\n")], got[:strings.Index(got, "\n")], "the same device time")
+	want, err := os.ReadFile(localOut)
+	require.NoError(t, err)
+	have, err := os.ReadFile(remoteOut)
+	require.NoError(t, err)
+	assert.Equal(t, want, have, "the served device computed what a local one does")
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"exec", prog, "--remote", addr, "--trace", filepath.Join(dir, "t.json")}, "not with --remote"},
+		{[]string{"dma", "copy", "--remote", addr, "--timing-only"}, "not with --remote"},
+		{[]string{"dve", "load", "--device", "2"}, "it needs --remote"},
+		{[]string{"dve", "load", "--remote", addr, "--device", "16"}, "exports 16 device(s)"},
+	} {
+		_, err := runCLI(t, tc.args...)
+		assert.ErrorContains(t, err, tc.want, "%v", tc.args)
+	}
 
 	cancel()
 	select {

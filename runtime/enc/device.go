@@ -196,7 +196,10 @@ func (x *Executor) Run(s *Schedule, d Dtype) (Result, error) {
 		}
 	}
 	r0 := x.Ranks[0].Runner
-	elapsed := ndl.ElapsedPS(r0.Dev.Dev)
+	elapsed, err := ndl.ElapsedPS(r0.Dev.Dev)
+	if err != nil {
+		return res, fmt.Errorf("enc: rank 0 clock: %w", err)
+	}
 	if x.LaunchCost > 0 {
 		if err := ndl.Sleep(r0.Dev.Dev, x.LaunchCost); err != nil {
 			return res, err
@@ -209,7 +212,9 @@ func (x *Executor) Run(s *Schedule, d Dtype) (Result, error) {
 	if err := x.poll(r0, blocks[0]); err != nil {
 		return res, x.diagnose(s, err)
 	}
-	res.TimePS = elapsed()
+	if res.TimePS, err = elapsed(); err != nil {
+		return res, fmt.Errorf("enc: rank 0 clock: %w", err)
+	}
 	if err := x.wait(s, blocks); err != nil {
 		return res, err
 	}
@@ -234,13 +239,20 @@ func (x *Executor) poll(r0 *program.Runner, blocks []program.Block) error {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	since := ndl.ElapsedPS(r0.Dev.Dev)
+	since, err := ndl.ElapsedPS(r0.Dev.Dev)
+	if err != nil {
+		return fmt.Errorf("rank 0 clock: %w", err)
+	}
 	for {
 		done, err := r0.Done(blocks)
 		if err != nil || done {
 			return err
 		}
-		waited := time.Duration(since() / 1000)
+		ps, err := since()
+		if err != nil {
+			return fmt.Errorf("rank 0 clock: %w", err)
+		}
+		waited := time.Duration(ps / 1000)
 		if waited >= timeout {
 			return fmt.Errorf("rank 0 not done after %v of device time: %w", timeout, program.ErrTimeout)
 		}

@@ -1,9 +1,11 @@
 package ndl
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // clocked is a Device with its own clock (the methods of Device are not
@@ -13,18 +15,33 @@ type clocked struct {
 	ps uint64
 }
 
-func (c *clocked) ClockPS() uint64 { return c.ps }
+func (c *clocked) ClockPS() (uint64, error) {
+	if c.ps == 0 {
+		return 0, errors.New("clock unreadable")
+	}
+	return c.ps, nil
+}
 
 // TestElapsedPS: on a device with a clock, the elapsed time is the device's;
 // without one, the host's (non-decreasing).
 func TestElapsedPS(t *testing.T) {
 	c := &clocked{ps: 1_000}
-	since := ElapsedPS(c)
+	since, err := ElapsedPS(c)
+	require.NoError(t, err)
 	c.ps += 2_500_000
-	assert.Equal(t, uint64(2_500_000), since())
+	ps, err := since()
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2_500_000), ps)
+	c.ps = 0
+	_, err = since()
+	assert.ErrorContains(t, err, "clock unreadable", "a failed read is reported")
+	_, err = ElapsedPS(c)
+	assert.ErrorContains(t, err, "clock unreadable")
 
 	var host Device = struct{ Device }{}
-	hs := ElapsedPS(host)
-	a := hs()
-	assert.LessOrEqual(t, a, hs())
+	hs, err := ElapsedPS(host)
+	require.NoError(t, err)
+	a, _ := hs()
+	b, _ := hs()
+	assert.LessOrEqual(t, a, b)
 }

@@ -73,21 +73,29 @@ func Sleep(dev Device, d time.Duration) error {
 	return nil
 }
 
-// Clock is implemented by a device with its own clock (a simulated device):
-// ClockPS is that clock's time in picoseconds. Durations the runtime reports
-// (a collective's time) are measured on it when the device has one, and on
-// the host's clock otherwise.
+// Clock is implemented by a device with its own clock (a simulated device,
+// local or remote): ClockPS is that clock's time in picoseconds. Durations
+// the runtime reports (a collective's time, a program's) are measured on it
+// when the device has one, and on the host's clock otherwise. A remote
+// device's clock is a request, which can fail.
 type Clock interface {
-	ClockPS() uint64
+	ClockPS() (uint64, error)
 }
 
-// ElapsedPS returns a function that reports the picoseconds passed since
-// the call, on dev's clock when it has one (Clock), else on the host's.
-func ElapsedPS(dev Device) func() uint64 {
+// ElapsedPS reads the clock now and returns a function that reports the
+// picoseconds passed since, on dev's clock when it has one (Clock), else on
+// the host's. A failed clock read is returned as the error.
+func ElapsedPS(dev Device) (since func() (uint64, error), err error) {
 	if c, ok := dev.(Clock); ok {
-		start := c.ClockPS()
-		return func() uint64 { return c.ClockPS() - start }
+		start, err := c.ClockPS()
+		if err != nil {
+			return nil, err
+		}
+		return func() (uint64, error) {
+			now, err := c.ClockPS()
+			return now - start, err
+		}, nil
 	}
 	start := time.Now()
-	return func() uint64 { return uint64(time.Since(start).Nanoseconds()) * 1000 }
+	return func() (uint64, error) { return uint64(time.Since(start).Nanoseconds()) * 1000, nil }, nil
 }

@@ -327,11 +327,26 @@ func (c *Client) hostAlloc(device int, size, align uint64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	pa, err := decodeHostAddr(f.Payload)
+	pa, err := decodeU64Reply(f.Op, f.Payload)
 	if err != nil {
 		return 0, c.fail(err)
 	}
 	return pa, nil
+}
+
+// clock sends one CLOCK and returns the picoseconds.
+func (c *Client) clock(device int) (uint64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, err := c.request(OpClockReply, func(b []byte, tag uint32) []byte { return appendClock(b, tag, uint16(device)) })
+	if err != nil {
+		return 0, err
+	}
+	ps, err := decodeU64Reply(f.Op, f.Payload)
+	if err != nil {
+		return 0, c.fail(err)
+	}
+	return ps, nil
 }
 
 // hostFree sends one HOST_FREE.
@@ -367,8 +382,8 @@ func (c *Client) hostWrite(device int, pa uint64, src []byte) error {
 }
 
 // Device is a handle on one device of a server; it implements ndl.Device,
-// ndl.Sleeper and ndl.HostMemory (the served device's host memory, over
-// protocol version 2). Identity and BARSize answer from the handshake's device
+// ndl.Sleeper, and over protocol version 2 ndl.HostMemory (the served
+// device's host memory) and ndl.Clock (its clock). Identity and BARSize answer from the handshake's device
 // table (also after Close); the other calls are requests over the client's
 // connection. It is safe for concurrent use.
 type Device struct {
@@ -378,11 +393,12 @@ type Device struct {
 	closed atomic.Bool
 }
 
-// Device implements ndl.Device, ndl.Sleeper and ndl.HostMemory.
+// Device implements ndl.Device, ndl.Sleeper, ndl.HostMemory and ndl.Clock.
 var (
 	_ ndl.Device     = (*Device)(nil)
 	_ ndl.Sleeper    = (*Device)(nil)
 	_ ndl.HostMemory = (*Device)(nil)
+	_ ndl.Clock      = (*Device)(nil)
 )
 
 // Index returns the device's index on the server.
@@ -483,6 +499,20 @@ func (d *Device) Sleep(dur time.Duration) error {
 		return fmt.Errorf("remote: device %d sleep %v: %w", d.index, dur, err)
 	}
 	return nil
+}
+
+// ClockPS reads the served device's clock in picoseconds: one CLOCK
+// request. Over a version 1 connection, or for a device without a clock of
+// its own, the error wraps ErrUnsupported.
+func (d *Device) ClockPS() (uint64, error) {
+	if err := d.open("clock"); err != nil {
+		return 0, err
+	}
+	ps, err := d.c.clock(d.index)
+	if err != nil {
+		return 0, fmt.Errorf("remote: device %d clock: %w", d.index, err)
+	}
+	return ps, nil
 }
 
 // HostAlloc allocates size bytes of the served device's host memory (the

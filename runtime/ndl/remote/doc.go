@@ -1,8 +1,8 @@
 // Package remote is the remote device backend of the runtime's device access
 // layer and its server: `neuronsim serve` exports devices with Server, and
 // the runtime reaches them with Dial, whose Device handles implement
-// ndl.Device, ndl.Sleeper and ndl.HostMemory (the served device's host
-// memory, which its DMA engines reach). The server serves any ndl.Device (the CLI
+// ndl.Device, ndl.Sleeper, ndl.HostMemory (the served device's host
+// memory, which its DMA engines reach) and ndl.Clock. The server serves any ndl.Device (the CLI
 // passes simulated devices, the tests a fake), so this package imports only
 // runtime/ndl and hw/arch.
 //
@@ -15,8 +15,8 @@
 //
 // # Wire protocol, version 2
 //
-// Version 2 is version 1 plus the four host-memory requests; a version 2
-// server answers version 1 clients in version 1.
+// Version 2 is version 1 plus the four host-memory requests and CLOCK; a
+// version 2 server answers version 1 clients in version 1.
 //
 // A connection carries frames. The client sends requests and the server
 // answers each with exactly one reply, in order; a v1 client keeps one
@@ -90,6 +90,9 @@
 //	HOST_WRITE 0x08 (v2), 16+count bytes: HOST_READ's 16 bytes, then the bytes
 //	HOST_WRITE reply 0x88, empty
 //
+//	CLOCK 0x09 (v2), 8 bytes: device, 6 reserved
+//	CLOCK reply 0x89, 8 bytes: the device's clock in picoseconds
+//
 //	ERROR 0xFF (server → client, answers any request), 4+T bytes
 //	0  2  code
 //	2  2  T, text length ≤ MaxErrorText (1024)
@@ -103,8 +106,8 @@
 //	4 alignment    ndl.ErrAlignment
 //	5 closed       ndl.ErrClosed
 //	6 no device    ErrNoDevice (device index ≥ N)
-//	7 unsupported  ErrUnsupported (SLEEP on a device without its own clock,
-//	               HOST_* on a device without host memory)
+//	7 unsupported  ErrUnsupported (SLEEP or CLOCK on a device without its
+//	               own clock, HOST_* on a device without host memory)
 //	8 protocol     ErrProtocol (the server then closes the connection)
 //	9 version      ErrVersion (the server then closes the connection)
 //
@@ -121,8 +124,8 @@
 // answers ERROR code 9 with a text naming both sides and closes the
 // connection, and logs the same; otherwise it answers a HELLO reply in the
 // client's version, the connection's. Dial offers Version and, refused,
-// MinVersion (a version 1 connection refuses the host-memory calls with
-// ErrUnsupported without a request). A client refuses a reply of another
+// MinVersion (a version 1 connection refuses the host-memory and clock
+// calls with ErrUnsupported without a request). A client refuses a reply of another
 // version, naming both. The header, HELLO,
 // the HELLO reply's first 6 bytes and ERROR are the same in every version.
 //
@@ -133,7 +136,8 @@
 // stream ends inside it, or its payload is not exactly what its op and
 // counts require (a count above MaxWords, a WRITE whose count disagrees with
 // its payload length, a SLEEP longer than 2^63−1 ns, anything before HELLO,
-// a second HELLO, a HOST_* request on a version 1 connection, …). The header is checked before any payload byte is read
+// a second HELLO, a HOST_* or CLOCK request on a version 1 connection, …).
+// The header is checked before any payload byte is read
 // or buffer allocated. The server answers a malformed frame, best effort,
 // with ERROR code 8 naming the reason, reports it through ServerOptions.Logf
 // and closes that connection only; the device is never called for it. A
@@ -148,6 +152,7 @@
 // the device implements it and never sleeps on the server's wall clock.
 // The HOST_* requests call the device's ndl.HostMemory methods with the
 // arguments as given; the client splits host accesses at MaxHostBytes.
+// CLOCK calls ndl.Clock.ClockPS.
 // There is no CLOSE: closing a remote Device handle is local to the client,
 // and the server never closes the devices it serves.
 package remote

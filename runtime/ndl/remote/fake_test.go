@@ -20,7 +20,7 @@ var errFakeFault = errors.New("fake: injected fault")
 
 // fakeCall is one device call as the fake saw it.
 type fakeCall struct {
-	op          string // "read", "write", "sleep", "halloc", "hfree", "hread", "hwrite"
+	op          string // "read", "write", "sleep", "clock", "halloc", "hfree", "hread", "hwrite"
 	bar         int
 	off         uint64        // BAR offset, or host address
 	count       int           // words, or host bytes
@@ -172,6 +172,17 @@ func (d *fakeDevice) now() time.Duration {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.clock
+}
+
+// ClockPS reads the virtual clock in picoseconds.
+func (d *fakeDevice) ClockPS() (uint64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.log(fakeCall{op: "clock"})
+	if d.closed {
+		return 0, fmt.Errorf("fake: clock: %w", ndl.ErrClosed)
+	}
+	return uint64(d.clock.Nanoseconds()) * 1000, nil
 }
 
 // HostAlloc hands out zeroed host memory from address 0x10000 up.

@@ -68,6 +68,7 @@ func FuzzServerConn(f *testing.F) {
 		appendRW(nil, OpHostRead, 3, rwRequest{count: 8, offset: 0x10000}), appendHostFree(nil, 4, hostRequest{addr: 0x10000}),
 		appendHostAlloc(nil, 5, hostRequest{device: 1, size: 8, align: 8})))
 	f.Add(cat(helloFrame(1), appendRW(nil, OpRead, 1, rwRequest{count: 1}), appendHostAlloc(nil, 2, hostRequest{size: 64, align: 16})))
+	f.Add(cat(h, appendClock(nil, 1, 0), appendClock(nil, 2, 1), appendSleep(nil, 3, sleepRequest{ns: 7}), appendClock(nil, 4, 0)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fakes := []*fakeDevice{newFake(0x100), newFake(0x100)}
 		for _, d := range fakes {
@@ -98,8 +99,8 @@ func FuzzServerConn(f *testing.F) {
 
 // expectedCalls decodes a client byte stream by the documented layout and
 // returns the device calls its valid requests make, per device (device 1
-// has no clock and no host memory, so SLEEP and the host requests do not
-// reach it; the host requests exist from version 2).
+// has no clock and no host memory, so SLEEP, CLOCK and the host requests do
+// not reach it; the host requests and CLOCK exist from version 2).
 func expectedCalls(data []byte) [2][]fakeCall {
 	var calls [2][]fakeCall
 	le16, le32, le64 := binary.LittleEndian.Uint16, binary.LittleEndian.Uint32, binary.LittleEndian.Uint64
@@ -190,6 +191,13 @@ func expectedCalls(data []byte) [2][]fakeCall {
 					c.op, c.bytes = "hwrite", append([]byte(nil), p[16:]...)
 				}
 				calls[0] = append(calls[0], c)
+			}
+		case 0x09: // CLOCK
+			if version < 2 || len(p) != 8 || le16(p[2:])|le16(p[4:])|le16(p[6:]) != 0 {
+				return calls
+			}
+			if le16(p) == 0 {
+				calls[0] = append(calls[0], fakeCall{op: "clock"})
 			}
 		default: // anything else is fatal after the handshake
 			return calls

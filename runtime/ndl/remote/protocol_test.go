@@ -95,6 +95,7 @@ func TestMalformedFrames(t *testing.T) {
 		{"wrong version", helloFrame(7), false, codeVersion, "server speaks protocol versions 1 to 2, client sent version 7"},
 		{"host request in version 1", cat(helloFrame(1), appendHostAlloc(nil, 1, hostRequest{size: 64, align: 64})), false, codeProtocol,
 			"HOST_ALLOC is a version 2 request; this connection speaks version 1"},
+		{"CLOCK in version 1", cat(helloFrame(1), appendClock(nil, 1, 0)), false, codeProtocol, "CLOCK is a version 2 request"},
 		{"HOST_READ bar byte", cat(helloFrame(Version), appendRW(nil, OpHostRead, 1, rwRequest{bar: 1, count: 1})), false, codeProtocol, "HOST_READ reserved byte"},
 		{"HOST_WRITE count/payload mismatch", cat(helloFrame(Version), appendRW(nil, OpHostWrite, 1, rwRequest{count: 5, data: make([]byte, 4)})), false, codeProtocol,
 			"HOST_WRITE of 5 bytes: payload is 20 bytes, want 21"},
@@ -197,6 +198,8 @@ func TestVersionMismatch(t *testing.T) {
 		_, err = d.HostAlloc(64, 64)
 		require.ErrorIs(t, err, ErrUnsupported)
 		assert.Contains(t, err.Error(), "HOST_ALLOC needs protocol version 2; the connection speaks version 1")
+		_, err = d.ClockPS()
+		require.ErrorIs(t, err, ErrUnsupported)
 		require.NoError(t, d.Write32(0, 8, 1), "the connection stays usable")
 	})
 	t.Run("version 1 client", func(t *testing.T) {

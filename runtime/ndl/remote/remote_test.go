@@ -191,6 +191,24 @@ func TestSleep(t *testing.T) {
 		})
 	}
 	assert.Less(t, time.Since(start), time.Minute, "the server slept on the wall clock")
+
+	t.Run("clock", func(t *testing.T) {
+		var clk ndl.Clock = d
+		ps, err := clk.ClockPS()
+		require.NoError(t, err)
+		assert.Equal(t, uint64((time.Hour+1).Nanoseconds())*1000, ps)
+		since, err := ndl.ElapsedPS(d)
+		require.NoError(t, err)
+		require.NoError(t, d.Sleep(3*time.Microsecond))
+		ps, err = since()
+		require.NoError(t, err)
+		assert.Equal(t, uint64(3_000_000), ps, "elapsed on the device's clock")
+
+		d1, err := c.Device(1)
+		require.NoError(t, err)
+		_, err = d1.ClockPS()
+		assert.ErrorIs(t, err, ErrUnsupported, "a device without a clock")
+	})
 }
 
 func TestClientClose(t *testing.T) {

@@ -19,8 +19,9 @@ import (
 // caller owns it and closes it after Server.Close.
 type Export struct {
 	// Device answers the requests; if it implements ndl.Sleeper, SLEEP
-	// requests reach it, and if it implements ndl.HostMemory, the host
-	// requests (HOST_ALLOC, HOST_FREE, HOST_READ, HOST_WRITE) do.
+	// requests reach it, if it implements ndl.HostMemory, the host requests
+	// (HOST_ALLOC, HOST_FREE, HOST_READ, HOST_WRITE) do, and if it
+	// implements ndl.Clock, CLOCK does.
 	Device ndl.Device
 	// Name is a short name clients see (at most MaxNameLen bytes of UTF-8).
 	Name string
@@ -297,6 +298,8 @@ func (sc *serverConn) run() error {
 			err = sc.sleep(f)
 		case OpHostAlloc, OpHostFree, OpHostRead, OpHostWrite:
 			err = sc.host(f)
+		case OpClock:
+			err = sc.clock(f)
 		default:
 			return fmt.Errorf("remote: %s is not a request after the handshake: %w", f.Op, ErrProtocol)
 		}
@@ -487,7 +490,7 @@ func (sc *serverConn) host(f Frame) error {
 	case OpHostAlloc:
 		var pa uint64
 		if pa, err = hm.HostAlloc(hr.size, hr.align); err == nil {
-			sc.wbuf = appendHeader(sc.wbuf[:0], OpHostAllocReply, f.Tag, hostAddrSize)
+			sc.wbuf = appendHeader(sc.wbuf[:0], OpHostAllocReply, f.Tag, u64ReplySize)
 			sc.wbuf = binary.LittleEndian.AppendUint64(sc.wbuf, pa)
 		}
 	case OpHostFree:
@@ -507,5 +510,34 @@ func (sc *serverConn) host(f Frame) error {
 	if err != nil {
 		sc.replyError(err)
 	}
+	return nil
+}
+
+// clock serves a CLOCK frame, leaving the reply in sc.wbuf: the device's
+// ndl.Clock reading, or an ERROR (ErrUnsupported for a device without a
+// clock of its own). Only a malformed frame is returned as an error.
+func (sc *serverConn) clock(f Frame) error {
+	i, err := decodeClock(f.Payload)
+	if err != nil {
+		return err
+	}
+	e := sc.device(f.Op, i)
+	if e == nil {
+		return nil
+	}
+	c, ok := e.Device.(ndl.Clock)
+	if !ok {
+		sc.replyError(fmt.Errorf("remote: CLOCK: device %d (%T) has no clock of its own: %w", i, e.Device, ErrUnsupported))
+		return nil
+	}
+	e.mu.Lock()
+	ps, err := c.ClockPS()
+	e.mu.Unlock()
+	if err != nil {
+		sc.replyError(err)
+		return nil
+	}
+	sc.wbuf = appendHeader(sc.wbuf[:0], OpClockReply, f.Tag, u64ReplySize)
+	sc.wbuf = binary.LittleEndian.AppendUint64(sc.wbuf, ps)
 	return nil
 }

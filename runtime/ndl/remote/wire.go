@@ -19,7 +19,7 @@ const (
 	Magic uint32 = 0x4C44524E
 	// Version is the newest protocol version this package speaks: version 2
 	// adds the host-memory requests (HOST_ALLOC, HOST_FREE, HOST_READ,
-	// HOST_WRITE) to version 1's BAR and SLEEP requests.
+	// HOST_WRITE) and CLOCK to version 1's BAR and SLEEP requests.
 	Version uint16 = 2
 	// MinVersion is the oldest protocol version this package speaks: a
 	// server answers a version 1 client in version 1, and Dial falls back
@@ -62,7 +62,8 @@ const (
 	readReplyHead  = 4  // count u32
 	hostAllocSize  = 24 // device u16, reserved 6 bytes, size u64, align u64
 	hostFreeSize   = 16 // device u16, reserved 6 bytes, address u64
-	hostAddrSize   = 8  // HOST_ALLOC reply: address u64
+	u64ReplySize   = 8  // HOST_ALLOC reply (address), CLOCK reply (picoseconds)
+	clockSize      = 8  // device u16, reserved 6 bytes
 	errorHead      = 4  // code u16, text length u16
 )
 
@@ -80,6 +81,7 @@ const (
 	OpHostFree       Op = 0x06 // client → server (v2): free it
 	OpHostRead       Op = 0x07 // client → server (v2): read bytes of host memory
 	OpHostWrite      Op = 0x08 // client → server (v2): write bytes of host memory
+	OpClock          Op = 0x09 // client → server (v2): read the device's clock
 	OpHelloReply     Op = 0x81 // server → client: version and device table
 	OpReadReply      Op = 0x82 // server → client: the words read
 	OpWriteReply     Op = 0x83 // server → client: write done (empty)
@@ -88,21 +90,22 @@ const (
 	OpHostFreeReply  Op = 0x86 // server → client (v2): freed (empty)
 	OpHostReadReply  Op = 0x87 // server → client (v2): the bytes read
 	OpHostWriteReply Op = 0x88 // server → client (v2): written (empty)
+	OpClockReply     Op = 0x89 // server → client (v2): the clock in picoseconds
 	OpError          Op = 0xFF // server → client: error code and message
 )
 
 // opNames names the ops; an op without a name is not one of the protocol's.
 var opNames = [256]string{
 	OpHello: "HELLO", OpRead: "READ", OpWrite: "WRITE", OpSleep: "SLEEP",
-	OpHostAlloc: "HOST_ALLOC", OpHostFree: "HOST_FREE", OpHostRead: "HOST_READ", OpHostWrite: "HOST_WRITE",
+	OpHostAlloc: "HOST_ALLOC", OpHostFree: "HOST_FREE", OpHostRead: "HOST_READ", OpHostWrite: "HOST_WRITE", OpClock: "CLOCK",
 	OpHelloReply: "HELLO reply", OpReadReply: "READ reply", OpWriteReply: "WRITE reply", OpSleepReply: "SLEEP reply",
 	OpHostAllocReply: "HOST_ALLOC reply", OpHostFreeReply: "HOST_FREE reply", OpHostReadReply: "HOST_READ reply",
-	OpHostWriteReply: "HOST_WRITE reply", OpError: "ERROR",
+	OpHostWriteReply: "HOST_WRITE reply", OpClockReply: "CLOCK reply", OpError: "ERROR",
 }
 
 // since returns the protocol version that introduced a request op.
 func (o Op) since() uint16 {
-	if o >= OpHostAlloc && o <= OpHostWrite {
+	if o >= OpHostAlloc && o <= OpClock {
 		return 2
 	}
 	return 1
@@ -579,11 +582,32 @@ func decodeHost(op Op, p []byte) (hostRequest, error) {
 	return r, nil
 }
 
-// decodeHostAddr decodes a HOST_ALLOC reply payload: exactly the 8-byte
-// address.
-func decodeHostAddr(p []byte) (uint64, error) {
-	if len(p) != hostAddrSize {
-		return 0, fmt.Errorf("remote: HOST_ALLOC reply payload is %d bytes, want %d: %w", len(p), hostAddrSize, ErrProtocol)
+// decodeU64Reply decodes a reply whose payload is one u64 (HOST_ALLOC: the
+// address; CLOCK: picoseconds): exactly 8 bytes.
+func decodeU64Reply(op Op, p []byte) (uint64, error) {
+	if len(p) != u64ReplySize {
+		return 0, fmt.Errorf("remote: %s payload is %d bytes, want %d: %w", op, len(p), u64ReplySize, ErrProtocol)
 	}
 	return binary.LittleEndian.Uint64(p), nil
+}
+
+// appendClock appends a CLOCK frame.
+func appendClock(dst []byte, tag uint32, device uint16) []byte {
+	dst = appendHeader(dst, OpClock, tag, clockSize)
+	dst = binary.LittleEndian.AppendUint16(dst, device)
+	return append(dst, 0, 0, 0, 0, 0, 0)
+}
+
+// decodeClock decodes a CLOCK payload: exactly 8 bytes, reserved bytes
+// zero. It returns the device index.
+func decodeClock(p []byte) (uint16, error) {
+	if len(p) != clockSize {
+		return 0, fmt.Errorf("remote: CLOCK payload is %d bytes, want %d: %w", len(p), clockSize, ErrProtocol)
+	}
+	for _, b := range p[2:8] {
+		if b != 0 {
+			return 0, fmt.Errorf("remote: CLOCK reserved bytes % x not zero: %w", p[2:8], ErrProtocol)
+		}
+	}
+	return binary.LittleEndian.Uint16(p), nil
 }

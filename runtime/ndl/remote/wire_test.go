@@ -36,13 +36,15 @@ func sampleFrames() map[string][]byte {
 		"ERROR":       appendError(nil, 9, errorMsg{code: codeBAROffset, text: "out of range"}),
 
 		"HOST_ALLOC":       appendHostAlloc(nil, 10, hostRequest{device: 1, size: 4096, align: 64}),
-		"HOST_ALLOC reply": binary.LittleEndian.AppendUint64(appendHeader(nil, OpHostAllocReply, 10, hostAddrSize), 0x1_0000),
+		"HOST_ALLOC reply": binary.LittleEndian.AppendUint64(appendHeader(nil, OpHostAllocReply, 10, u64ReplySize), 0x1_0000),
 		"HOST_FREE":        appendHostFree(nil, 11, hostRequest{device: 1, addr: 0x1_0000}),
 		"HOST_FREE reply":  appendHeader(nil, OpHostFreeReply, 11, 0),
 		"HOST_READ":        appendRW(nil, OpHostRead, 12, rwRequest{device: 2, count: 5, offset: 0x1_0003}),
 		"HOST_READ reply":  append(appendReadReplyHead(nil, OpHostReadReply, 12, 5), 1, 2, 3, 4, 5),
 		"HOST_WRITE":       appendRW(nil, OpHostWrite, 13, rwRequest{device: 2, count: 3, offset: 0x1_0001, data: []byte{9, 8, 7}}),
 		"HOST_WRITE reply": appendHeader(nil, OpHostWriteReply, 13, 0),
+		"CLOCK":            appendClock(nil, 14, 1),
+		"CLOCK reply":      binary.LittleEndian.AppendUint64(appendHeader(nil, OpClockReply, 14, u64ReplySize), 123_456_789),
 	}
 }
 
@@ -106,9 +108,12 @@ func reencode(f Frame) ([]byte, error) {
 	case OpHostFree:
 		r, err := decodeHost(f.Op, f.Payload)
 		return appendHostFree(nil, f.Tag, r), err
-	case OpHostAllocReply:
-		pa, err := decodeHostAddr(f.Payload)
-		return binary.LittleEndian.AppendUint64(appendHeader(nil, f.Op, f.Tag, hostAddrSize), pa), err
+	case OpHostAllocReply, OpClockReply:
+		v, err := decodeU64Reply(f.Op, f.Payload)
+		return binary.LittleEndian.AppendUint64(appendHeader(nil, f.Op, f.Tag, u64ReplySize), v), err
+	case OpClock:
+		dev, err := decodeClock(f.Payload)
+		return appendClock(nil, f.Tag, dev), err
 	case OpHostFreeReply, OpHostWriteReply:
 		return appendHeader(nil, f.Op, f.Tag, 0), decodeEmpty(f.Op, f.Payload)
 	case OpSleep:
@@ -134,7 +139,7 @@ func TestReadFrameErrors(t *testing.T) {
 		{"empty stream", nil, io.EOF, "read frame", 0},
 		{"short header", []byte{1, 0, 0}, ErrProtocol, "truncated frame header (3 of 12 bytes)", 0},
 		{"oversized", frame(MaxPayloadSize+1, byte(OpRead), 0), ErrProtocol, "1048593-byte payload", 0},
-		{"unknown op", frame(0, 0x09, 0), ErrProtocol, "unknown op 0x09", 0},
+		{"unknown op", frame(0, 0x0A, 0), ErrProtocol, "unknown op 0x0a", 0},
 		{"reserved", []byte{0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0}, ErrProtocol, "reserved header bytes", 0},
 		{"truncated", frame(100, byte(OpWrite), 0, 1, 2, 3), ErrProtocol, "truncated WRITE frame (3 of 100 payload bytes)", 0},
 		{"declares 1 MiB, sends 10 bytes", frame(MaxPayloadSize, byte(OpWrite), 0, make([]byte, 10)...), ErrProtocol, "truncated", 128 << 10},
@@ -211,7 +216,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"HOST_READ reply huge count", func() error { _, err := decodeReadReply(OpHostReadReply, []byte{1, 0, 0x10, 0}); return err }, ErrProtocol, "exceeds"},
 		{"HOST_ALLOC short", func() error { _, err := decodeHost(OpHostAlloc, make([]byte, 16)); return err }, ErrProtocol, "want 24"},
 		{"HOST_FREE reserved", func() error { _, err := decodeHost(OpHostFree, withByte(make([]byte, 16), 5, 1)); return err }, ErrProtocol, "reserved"},
-		{"HOST_ALLOC reply short", func() error { _, err := decodeHostAddr(make([]byte, 4)); return err }, ErrProtocol, "want 8"},
+		{"HOST_ALLOC reply short", func() error { _, err := decodeU64Reply(OpHostAllocReply, make([]byte, 4)); return err }, ErrProtocol, "want 8"},
+		{"CLOCK long", func() error { _, err := decodeClock(make([]byte, 9)); return err }, ErrProtocol, "want 8"},
+		{"CLOCK reserved", func() error { _, err := decodeClock(withByte(make([]byte, 8), 7, 1)); return err }, ErrProtocol, "reserved"},
 		{"HOST_READ bar byte", func() error { _, err := decodeRW(OpHostRead, withByte(make([]byte, 16), 2, 1)); return err }, ErrProtocol, "reserved"},
 		{"HOST_WRITE count", func() error { _, err := decodeRW(OpHostWrite, append(withByte(make([]byte, 16), 4, 2), 1)); return err }, ErrProtocol, "want 18"},
 		{"HOST_WRITE huge count", func() error { _, err := decodeRW(OpHostWrite, withByte(make([]byte, 16), 6, 0x20)); return err }, ErrProtocol, "exceeds"},
@@ -258,7 +265,7 @@ func TestOpString(t *testing.T) {
 			assert.NotContains(t, Op(o).String(), "op(")
 		}
 	}
-	assert.Equal(t, 17, n)
+	assert.Equal(t, 19, n)
 	assert.Equal(t, "HOST_READ reply", OpHostReadReply.String())
 	assert.Equal(t, uint32(0x4C44524E), binary.LittleEndian.Uint32([]byte("NRDL")))
 }
