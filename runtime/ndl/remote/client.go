@@ -317,36 +317,34 @@ func (c *Client) sleep(device int, ns uint64) error {
 	})
 }
 
+// requestU64 is request for a reply whose payload is one u64 (want:
+// HOST_ALLOC reply, CLOCK reply), which it returns.
+func (c *Client) requestU64(want Op, build func(dst []byte, tag uint32) []byte) (uint64, error) {
+	f, err := c.request(want, build)
+	if err != nil {
+		return 0, err
+	}
+	v, err := decodeU64Reply(f.Op, f.Payload)
+	if err != nil {
+		return 0, c.fail(err)
+	}
+	return v, nil
+}
+
 // hostAlloc sends one HOST_ALLOC and returns the address.
 func (c *Client) hostAlloc(device int, size, align uint64) (uint64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	f, err := c.request(OpHostAllocReply, func(b []byte, tag uint32) []byte {
+	return c.requestU64(OpHostAllocReply, func(b []byte, tag uint32) []byte {
 		return appendHostAlloc(b, tag, hostRequest{device: uint16(device), size: size, align: align})
 	})
-	if err != nil {
-		return 0, err
-	}
-	pa, err := decodeU64Reply(f.Op, f.Payload)
-	if err != nil {
-		return 0, c.fail(err)
-	}
-	return pa, nil
 }
 
 // clock sends one CLOCK and returns the picoseconds.
 func (c *Client) clock(device int) (uint64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	f, err := c.request(OpClockReply, func(b []byte, tag uint32) []byte { return appendClock(b, tag, uint16(device)) })
-	if err != nil {
-		return 0, err
-	}
-	ps, err := decodeU64Reply(f.Op, f.Payload)
-	if err != nil {
-		return 0, c.fail(err)
-	}
-	return ps, nil
+	return c.requestU64(OpClockReply, func(b []byte, tag uint32) []byte { return appendClock(b, tag, uint16(device)) })
 }
 
 // hostFree sends one HOST_FREE.
