@@ -100,7 +100,8 @@ func New(cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	cal := enc.Calibrated(cfg.Generation)
-	x := &enc.Executor{Engines: cal.Engines, LaunchCost: cal.LaunchCost, InterRDHFolds: tables.Soc.InterRDHFoldN()}
+	x := &enc.Executor{Engines: cal.Engines, LaunchCost: cal.LaunchCost, InterRDHFolds: tables.Soc.InterRDHFoldN(),
+		Neighbours: neighbourTables(sys.Topology())}
 	for idx := uint32(0); idx < 2; idx++ { // <arch>_get_inter_rdh_dma_id 0 and 1
 		x.InterRDH = append(x.InterRDH, int(tables.Soc.InterRDHDMAID(idx)))
 	}
@@ -307,4 +308,15 @@ func (c *Cluster) Check(s *enc.Schedule, d enc.Dtype, seed uint64, opt enc.Optio
 		return res, fmt.Errorf("cluster: %s %s of %d bytes on %d ranks: %w", s.Algo, s.Op, s.Size, s.Ranks, err)
 	}
 	return res, nil
+}
+
+// neighbourTables is what the runtime reads from the driver for each
+// device: its connected devices by SENG column (a copy of the topology's
+// table; none for a topology without B0 windows).
+func neighbourTables(t *fabric.Topology) [][]int {
+	out := make([][]int, len(t.Neighbours))
+	for d, row := range t.Neighbours {
+		out[d] = append([]int(nil), row...)
+	}
+	return out
 }

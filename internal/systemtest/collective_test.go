@@ -52,6 +52,25 @@ func TestCollectivesOnDevices(t *testing.T) {
 	}
 }
 
+// TestTorusNeighboursThroughB0: on the Trn2 torus the runtime reaches a
+// neighbour through its B0 window of the driver's column: the collective
+// is right with the driver's table, and wrong (or fails) when two of one
+// device's columns are swapped — the writes then land on other devices.
+func TestTorusNeighboursThroughB0(t *testing.T) {
+	c := newCluster(t, hwarch.Cayman, 16, false, 1<<20)
+	require.Len(t, c.Exec.Neighbours, 16)
+	sched, err := enc.Build(enc.AllReduce, enc.Ring, 16, 16*1024, 4, enc.Options{})
+	require.NoError(t, err)
+	_, err = c.Check(sched, enc.Int32, 3, enc.Options{})
+	require.NoError(t, err)
+
+	row := c.Exec.Neighbours[0]
+	row[0], row[1], row[2], row[3] = row[1], row[0], row[3], row[2]
+	_, err = c.Check(sched, enc.Int32, 4, enc.Options{})
+	require.Error(t, err, "a wrong neighbour table must misdirect the writes")
+	t.Log(err)
+}
+
 // TestTwoRanksOnOneChip: the 2-rank all-reduce of the calibration table is
 // the two NeuronCores of one Trn1 chip; nothing crosses the fabric.
 func TestTwoRanksOnOneChip(t *testing.T) {

@@ -24,7 +24,9 @@ import (
 //     slice's descriptors (with the reduce word for a reducing transfer) are
 //     followed by a 4-byte write that increments the destination rank's
 //     arrivals semaphore — on the same queue, so on the same path, after
-//     the data (a remote destination is reached through the fabric window);
+//     the data (a remote destination is reached through the writer's B0
+//     window when it is a neighbour in the driver's table, else through the
+//     fabric window);
 //   - after its last slice of a step, each engine increments the rank's own
 //     done semaphore (its sources have been read);
 //   - a rank starts step k+1 when its arrivals and done counts cover step k
@@ -109,6 +111,14 @@ type Executor struct {
 	// devices' clock before rank 0 starts and counted in the time
 	// (docs/timing-model.md §Calibration).
 	LaunchCost time.Duration
+	// Neighbours is each device's neighbour table as the driver reports it
+	// (its connected devices, column = SENG index; -1: none), by device
+	// index. A rank writes to a device in its table through its B0 window
+	// of that column (V3/V4: one link, the way the runtime addresses a
+	// neighbour), and to any other device through the fabric window; nil,
+	// or a generation without B0 windows, sends everything through the
+	// fabric window.
+	Neighbours [][]int
 
 	queues   map[[2]int]*dma.Queue // (rank, engine<<8 | queue) → the open queue
 	capacity map[[2]int]int        // its ring's descriptors
@@ -364,14 +374,31 @@ func (x *Executor) engines(r int) []int {
 }
 
 // addr returns the device address rank `from` writes to for rank `to`'s
-// buffer b at off: local, or through the fabric window.
+// buffer b at off: local, through a neighbour window, or through the fabric
+// window (reach).
 func (x *Executor) addr(s *Schedule, from, to int, b Buffer, off int64) (uint64, error) {
 	l := LayoutOf(s, x.Ranks[to].Base)
 	a := [...]uint64{Input: l.Input, Output: l.Output, Scratch: l.Scratch}[b] + uint64(off)
-	if x.Ranks[from].Device == x.Ranks[to].Device {
+	return x.reach(from, to, a)
+}
+
+// reach returns the address through which rank `from` reaches device
+// address a of rank `to`'s device: a itself on the same device, the B0
+// window of the neighbour table's column when `to`'s device is a
+// neighbour, else the fabric window.
+func (x *Executor) reach(from, to int, a uint64) (uint64, error) {
+	src, dst := x.Ranks[from].Device, x.Ranks[to].Device
+	if src == dst {
 		return a, nil
 	}
-	return hwarch.FabricAddress(x.Ranks[to].Device, a)
+	if windows := x.Ranks[from].Runner.Dev.Geometry.NeighbourWindows; src >= 0 && src < len(x.Neighbours) && a < hwarch.NeighbourWindowSize {
+		for s, nb := range x.Neighbours[src] {
+			if nb == dst && s < len(windows) {
+				return windows[s] + a, nil
+			}
+		}
+	}
+	return hwarch.FabricAddress(dst, a)
 }
 
 // semAddr returns the device address, as rank `from` reaches it, of the
@@ -380,10 +407,7 @@ func (x *Executor) semAddr(from, to, sem int) (uint64, error) {
 	run := x.Ranks[to].Runner
 	geo, b := run.Dev.Geometry, run.Dev.Geometry.BAR0
 	a := geo.TPBDeviceBases[run.NC] + geo.PSUMDeviceDelta - b.PSUMOffset + b.SemIncrOffset + 4*uint64(sem)
-	if x.Ranks[from].Device == x.Ranks[to].Device {
-		return a, nil
-	}
-	return hwarch.FabricAddress(x.Ranks[to].Device, a)
+	return x.reach(from, to, a)
 }
 
 // reduceOf is the DMA reduce word of a reducing transfer in d.
