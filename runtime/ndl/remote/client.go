@@ -92,6 +92,12 @@ func dial(addr string, opts ClientOptions, version uint16) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("remote: dial %s: %w", addr, err)
 	}
+	return newClient(conn, addr, timeout, version)
+}
+
+// newClient does the handshake on conn, speaking protocol version
+// version, and returns the client, or closes conn and returns why not.
+func newClient(conn net.Conn, addr string, timeout time.Duration, version uint16) (*Client, error) {
 	c := &Client{addr: addr, conn: conn, timeout: timeout, wbuf: make([]byte, 0, 256), rbuf: make([]byte, 0, 4096)}
 	if err := c.handshake(version); err != nil {
 		if cerr := conn.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) {

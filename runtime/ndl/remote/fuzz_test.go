@@ -3,14 +3,18 @@ package remote
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
 	"math"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/neuronsim/neuronsim/runtime/ndl"
 )
 
 // FuzzReadFrame: the decoder never panics, never returns a payload above
@@ -203,4 +207,75 @@ func expectedCalls(data []byte) [2][]fakeCall {
 			return calls
 		}
 	}
+}
+
+// FuzzClient: whatever a server sends after a valid handshake, the client
+// never panics or hangs; every call returns, and once the connection is
+// given up for a malformed or unexpected frame, every later call fails with
+// an error wrapping ndl.ErrClosed. The input is the server's byte stream
+// after its HELLO reply; the seeds are well-formed replies to the client's
+// fixed call sequence (tags 1..), and ERROR replies.
+func FuzzClient(f *testing.F) {
+	le := binary.LittleEndian
+	replies := cat(
+		append(appendReadReplyHead(nil, OpReadReply, 1, 1), 1, 2, 3, 4), // Read32
+		appendHeader(nil, OpWriteReply, 2, 0),                           // Write32
+		appendHeader(nil, OpSleepReply, 3, 0),                           // Sleep
+		le.AppendUint64(appendHeader(nil, OpHostAllocReply, 4, u64ReplySize), 0x10000),
+		appendHeader(nil, OpHostWriteReply, 5, 0),
+		append(appendReadReplyHead(nil, OpHostReadReply, 6, 4), 9, 8, 7, 6),
+		appendHeader(nil, OpHostFreeReply, 7, 0),
+		le.AppendUint64(appendHeader(nil, OpClockReply, 8, u64ReplySize), 12345),
+		append(appendReadReplyHead(nil, OpReadReply, 9, 3), make([]byte, 12)...),
+	)
+	f.Add(replies)
+	f.Add(replies[:40])
+	f.Add(cat(appendError(nil, 1, errorMsg{code: codeBAROffset, text: "out of range"}), replies[16:]))
+	f.Add(appendError(nil, 1, errorMsg{code: codeProtocol, text: "bye"}))
+	f.Add(cat(appendHeader(nil, OpWriteReply, 1, 0), replies))
+	f.Add(le.AppendUint64(appendHeader(nil, OpHostAllocReply, 1, u64ReplySize), 1))
+	hello := appendHeader(nil, OpHelloReply, 0, len(appendHelloReplyPayload(nil, helloReply{version: Version, devices: sampleDevices})))
+	hello = appendHelloReplyPayload(hello, helloReply{version: Version, devices: sampleDevices})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cli, srv := net.Pipe()
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); _, _ = io.Copy(io.Discard, srv) }() // the requests
+		go func() {                                                      // the replies
+			defer wg.Done()
+			_, _ = srv.Write(hello)
+			_, _ = srv.Write(data)
+			_ = srv.Close()
+		}()
+		c, err := newClient(cli, "pipe", 5*time.Second, Version)
+		require.NoError(t, err)
+		d, err := c.Device(0)
+		require.NoError(t, err)
+		calls := []func() error{
+			func() error { _, err := d.Read32(0, 0x10); return err },
+			func() error { return d.Write32(0, 0x10, 7) },
+			func() error { return d.Sleep(time.Microsecond) },
+			func() error { _, err := d.HostAlloc(4096, 64); return err },
+			func() error { return d.HostWrite(0x10000, []byte{1, 2, 3, 4}) },
+			func() error { return d.HostRead(0x10000, make([]byte, 4)) },
+			func() error { return d.HostFree(0x10000) },
+			func() error { _, err := d.ClockPS(); return err },
+			func() error { return d.ReadBAR(0, 0, make([]uint32, 3)) },
+		}
+		broken := false
+		for i, call := range calls {
+			err := call()
+			if bytes.Equal(data, replies) {
+				require.NoError(t, err, "call %d with every reply well-formed", i)
+			}
+			if broken {
+				require.ErrorIs(t, err, ndl.ErrClosed, "call %d after the connection was given up", i)
+			}
+			if err != nil && !errors.As(err, new(*serverError)) || errors.Is(err, ErrProtocol) || errors.Is(err, ErrVersion) {
+				broken = true // anything but a device error from the server gives the connection up
+			}
+		}
+		require.NoError(t, c.Close())
+		wg.Wait()
+	})
 }
