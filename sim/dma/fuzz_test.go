@@ -142,11 +142,22 @@ func runFuzzRing(t *testing.T, data []byte) (*rig, QueueState) {
 	}
 	var writes []write
 	inFire := false
+	// A transfer that writes into a ring's own descriptors changes ring
+	// memory the engine may already have fetched (it prefetches in bursts,
+	// as UDMA engines do): from then on the transfer in flight is checked
+	// against what was fetched, which the harness cannot see, not against
+	// ring memory.
+	clobbered := false
+	ringBytes := func(rg swRing) uint64 { return uint64(rg.size) * udma.DescriptorSize }
+	overlaps := func(addr uint64, n int, base, size uint64) bool { return addr < base+size && base < addr+uint64(n) }
 	r.bus.onWrite = func(addr uint64, p []byte) {
 		if !inFire {
 			t.Fatalf("write to %#x+%d outside any completion", addr, len(p))
 		}
 		writes = append(writes, write{addr, len(p), srcBytes != nil && bytes.Equal(p, srcBytes)})
+		if overlaps(addr, len(p), d.m2s.base, ringBytes(d.m2s)) || overlaps(addr, len(p), d.s2m.base, ringBytes(d.s2m)) {
+			clobbered = true
+		}
 	}
 	r.clk.beforeFire = func(ev event) {
 		before = r.queue(e, q)
@@ -163,8 +174,8 @@ func runFuzzRing(t *testing.T, data []byte) (*rig, QueueState) {
 			if !okT || !okR {
 				t.Fatalf("a transfer runs from unreachable ring memory")
 			}
-			if tx.Addr != cur.Src || rx.Addr != cur.Dst || tx.Len() != cur.Len || rx.Len() < tx.Len() ||
-				tx.RingID() != before.M2S.HeadRing || rx.RingID() != before.S2M.HeadRing {
+			if !clobbered && (tx.Addr != cur.Src || rx.Addr != cur.Dst || tx.Len() != cur.Len || rx.Len() < tx.Len() ||
+				tx.RingID() != before.M2S.HeadRing || rx.RingID() != before.S2M.HeadRing) {
 				t.Fatalf("in-flight %+v does not match the descriptors at the heads %+v / %+v", cur, tx, rx)
 			}
 			if reg, err := r.bus.find(cur.Src, cur.Len); err == nil && reg.regs == nil {
