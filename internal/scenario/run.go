@@ -165,20 +165,20 @@ func (p *Parsed) Run(opt Options) (*Summary, error) {
 	}
 	sum := &Summary{Name: p.Name, Devices: r.devices}
 	var pcapFile *os.File
+	var pcap *capture.Writer
 	if p.Outputs.Pcap != "" {
 		path := filepath.Join(dir, p.Outputs.Pcap)
 		if pcapFile, err = os.Create(path); err != nil {
 			return nil, fmt.Errorf("scenario outputs: %w", err)
 		}
 		defer pcapFile.Close()
-		w, err := capture.NewWriter(pcapFile, capture.Options{})
-		if err != nil {
+		if pcap, err = capture.NewWriter(pcapFile, capture.Options{}); err != nil {
 			return nil, err
 		}
-		c.System.SetCapture(w, 0)
+		c.System.SetCapture(pcap, 0)
 		sum.Outputs = append(sum.Outputs, path)
 	}
-	run := &runner{p: p, c: c, r: r, dir: dir}
+	run := &runner{p: p, c: c, r: r, dir: dir, pcap: pcap}
 	if p.Outputs.Trace != "" {
 		run.trace = trace.New(0)
 		run.traceSystem()
@@ -225,6 +225,7 @@ type runner struct {
 	dve    map[int]*dve.Loader
 	dir    string // the output directory
 	trace  *trace.Recorder
+	pcap   *capture.Writer // the pcap output's writer, or nil
 }
 
 // deviceTracer names one device's tracks in the system's trace.
@@ -385,6 +386,19 @@ func (run *runner) snapshot(st *SnapshotStep) error {
 	}
 	if got := sys.Topology().Devices; got != run.r.devices {
 		return fmt.Errorf("%s holds a system of %d devices; this scenario's has %d", st.Restore, got, run.r.devices)
+	}
+	if run.pcap != nil {
+		// The capture goes on with the restored system (continuing the
+		// saved one's capture, if it had one); the system left behind
+		// writes what has happened on it. A pcap cannot go back in time.
+		if err := c.System.StopCapture(); err != nil {
+			return err
+		}
+		if last, ok := run.pcap.LastPS(); ok && uint64(sys.Now()) < last {
+			return fmt.Errorf("%s is at %v, before packets the pcap output already holds (up to %v): a capture cannot go back in time; restore before any fabric traffic, or drop outputs.pcap",
+				st.Restore, time.Duration(sys.Now())/time.Duration(sim.Nanosecond)*time.Nanosecond, time.Duration(last/1000)*time.Nanosecond)
+		}
+		sys.SetCapture(run.pcap, 0)
 	}
 	if err := c.Reattach(sys); err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/neuronsim/neuronsim/scenarios"
+	"github.com/neuronsim/neuronsim/sim/fabric/capture"
 )
 
 // TestShippedScenarios runs every shipped scenario twice: each passes its
@@ -124,8 +125,10 @@ func FuzzParse(f *testing.F) {
 
 // TestSnapshotStepsRoundTrip: a scenario that saves the system and goes on
 // with a sweep, and one that restores the saved system and runs the same
-// sweep, write byte-identical sweep results; a corrupted snapshot is
-// refused by the restore step.
+// sweep, write byte-identical sweep results, and the restoring one's pcap
+// holds exactly the packets the saving one captured after the save (the
+// capture continues across the snapshot); a corrupted snapshot is refused
+// by the restore step.
 func TestSnapshotStepsRoundTrip(t *testing.T) {
 	if raceEnabled {
 		t.Skip("whole-system scenarios run in the plain test run, not under -race")
@@ -134,8 +137,8 @@ func TestSnapshotStepsRoundTrip(t *testing.T) {
 	sys := "system: {arch: mariana, devices: 4, mode: functional, seed: 3, buffer_bytes: 4M, reset: false}\n"
 	tail := "  - sweep: {op: all_reduce, min: 64K, max: 1M, factor: 4}\n"
 	first := "name: first\n" + sys + "steps:\n  - collective: {op: all_gather, size: 256K}\n  - snapshot: {save: mid.snap}\n" + tail +
-		"outputs: {json: first.json}\n"
-	second := "name: second\n" + sys + "steps:\n  - snapshot: {restore: mid.snap}\n" + tail + "outputs: {json: second.json}\n"
+		"outputs: {json: first.json, pcap: first.pcap}\n"
+	second := "name: second\n" + sys + "steps:\n  - snapshot: {restore: mid.snap}\n" + tail + "outputs: {json: second.json, pcap: second.pcap}\n"
 	for _, doc := range []string{first, second} {
 		p, err := Parse("x.yaml", []byte(doc))
 		require.NoError(t, err)
@@ -147,6 +150,18 @@ func TestSnapshotStepsRoundTrip(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "second.json"))
 	require.NoError(t, err)
 	assert.Equal(t, string(a), string(b), "the sweep after a restore equals the one after the save")
+	read := func(name string) []capture.Packet {
+		f, err := os.Open(filepath.Join(dir, name))
+		require.NoError(t, err)
+		defer f.Close()
+		pk, err := capture.ReadAll(f)
+		require.NoError(t, err)
+		return pk
+	}
+	pa, pb := read("first.pcap"), read("second.pcap")
+	require.NotEmpty(t, pb, "the restored system's traffic is captured")
+	require.Greater(t, len(pa), len(pb), "the saving scenario captured the collective before the save too")
+	assert.Equal(t, pa[len(pa)-len(pb):], pb, "after the restore, the same packets as after the save")
 
 	snap, err := os.ReadFile(filepath.Join(dir, "mid.snap"))
 	require.NoError(t, err)
@@ -157,4 +172,21 @@ func TestSnapshotStepsRoundTrip(t *testing.T) {
 	_, err = p.Run(Options{OutDir: dir})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "checksum mismatch")
+}
+
+// TestRestoreCannotRewindACapture: restoring a snapshot older than packets
+// the pcap output already holds is refused, as a pcap cannot go back in
+// time.
+func TestRestoreCannotRewindACapture(t *testing.T) {
+	if raceEnabled {
+		t.Skip("whole-system scenarios run in the plain test run, not under -race")
+	}
+	back := "name: back\nsystem: {arch: mariana, devices: 4, mode: functional, seed: 5, buffer_bytes: 4M, reset: false}\n" +
+		"steps:\n  - collective: {op: all_gather, size: 64K}\n  - snapshot: {save: early.snap}\n" +
+		"  - collective: {op: all_gather, size: 64K}\n  - snapshot: {restore: early.snap}\noutputs: {pcap: back.pcap}\n"
+	p, err := Parse("x.yaml", []byte(back))
+	require.NoError(t, err)
+	_, err = p.Run(Options{OutDir: t.TempDir()})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "a capture cannot go back in time")
 }

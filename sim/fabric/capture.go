@@ -40,6 +40,7 @@ type recorder struct {
 	seq      uint64
 	transfer uint64
 	pathSeq  map[uint64]uint32 // per (src, dst): chunks sent
+	from     uint64            // packets before this time are not recorded (a restored capture's start)
 	Written  uint64
 	Lost     uint64 // packets not recorded once max was reached
 	err      error
@@ -64,6 +65,72 @@ func (s *System) SetCapture(w PacketWriter, max int) {
 		max = DefaultMaxPackets
 	}
 	s.rec = &recorder{w: w, max: max, pathSeq: map[uint64]uint32{}}
+	if c := s.resume; c != nil { // continue the capture the snapshot saved
+		s.resume = nil
+		s.rec.seq, s.rec.transfer, s.rec.Written, s.rec.Lost, s.rec.from = c.Seq, c.Transfer, c.Written, c.Lost, c.From
+		for k, v := range c.PathSeq {
+			s.rec.pathSeq[k] = v
+		}
+		for _, p := range c.Pending {
+			s.rec.pending = append(s.rec.pending, packet{at: p.At, seq: p.Seq, h: p.Header, payload: p.Payload})
+		}
+	}
+}
+
+// StopCapture ends the capture: it writes the packets whose time has come
+// (those of writes still in flight are dropped: the system is being left
+// behind, as when a scenario restores another in its place), stops
+// recording, and returns the first write error.
+func (s *System) StopCapture() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rec == nil {
+		return nil
+	}
+	s.rec.flush(uint64(s.engine.Now()))
+	err := s.rec.err
+	s.rec = nil
+	return err
+}
+
+// CaptureState is a capture's continuation from the snapshot's time From,
+// as a snapshot saves it: the packets recorded for From or later and not
+// yet written (writes in flight), the counters that number packets,
+// transfers and each path's chunks, and how many packets were written and
+// lost. A capture continued from it writes exactly the packets the
+// original capture writes for From or later.
+type CaptureState struct {
+	From          uint64
+	Pending       []CapturedPacket
+	Seq, Transfer uint64
+	PathSeq       map[uint64]uint32
+	Written, Lost uint64
+}
+
+// CapturedPacket is a packet waiting for its time to be written.
+type CapturedPacket struct {
+	At, Seq uint64
+	Header  capture.Header
+	Payload []byte
+}
+
+// state returns the recorder's continuation from time now (nil for no
+// capture).
+func (r *recorder) state(now uint64) *CaptureState {
+	if r == nil {
+		return nil
+	}
+	c := &CaptureState{From: max(now, r.from), Seq: r.seq, Transfer: r.transfer, Written: r.Written, Lost: r.Lost,
+		PathSeq: make(map[uint64]uint32, len(r.pathSeq))}
+	for k, v := range r.pathSeq {
+		c.PathSeq[k] = v
+	}
+	for _, p := range r.pending {
+		if p.at >= c.From {
+			c.Pending = append(c.Pending, CapturedPacket{At: p.at, Seq: p.seq, Header: p.h, Payload: append([]byte(nil), p.payload...)})
+		}
+	}
+	return c
 }
 
 // FlushCapture writes every packet recorded so far, in time order, and
@@ -186,6 +253,9 @@ func (s *System) record(e, q int, d *Delivery, hops []uint64) {
 			}
 			at := hops[k]
 			k++
+			if at < r.from {
+				continue // before the snapshot this capture continues from
+			}
 			if len(r.pending) >= r.max {
 				r.Lost++
 				continue

@@ -25,8 +25,9 @@ const SnapshotVersion = 1
 // pending events, host memory, every device (memory pages, registers, DMA
 // queues, NeuronCore engines), the fabric's links, writes in flight and
 // reservations, and the faults scheduled. Restoring it and continuing gives
-// exactly what the uninterrupted system would have given. Packet capture is
-// not part of it.
+// exactly what the uninterrupted system would have given. A capture in
+// progress is saved as its continuation (CaptureState): a capture set on
+// the restored system picks it up.
 type Snapshot struct {
 	Version    int
 	Generation hwarch.Generation
@@ -49,6 +50,9 @@ type Snapshot struct {
 	Stats        Stats
 	Faults       []Fault
 	Reservations []PortReservation
+	// Capture is the continuation of the capture in progress at the
+	// snapshot, or nil.
+	Capture *CaptureState
 }
 
 // DeviceImage is one device of a system snapshot: its state without the
@@ -65,10 +69,13 @@ type DeviceImage struct {
 }
 
 // PortReservation is a reservation of a device's port: a write reserved by
-// DMA engine queue Index (engine·16 + queue) and not yet posted.
+// DMA engine queue Index (engine·16 + queue) and not yet posted, with its
+// chunks' times on each link when a capture is on (its packets are
+// recorded when it is posted).
 type PortReservation struct {
 	Device, Index int
 	Reservation
+	Hops []uint64
 }
 
 // Snapshot returns the system's whole state.
@@ -81,11 +88,16 @@ func (s *System) Snapshot() *Snapshot {
 	for i, pt := range s.ports {
 		for j, r := range pt.res {
 			if r.Valid {
+				var hops []uint64
+				if s.rec != nil {
+					hops = append(hops, r.hops...)
+				}
 				r.hops = nil
-				res = append(res, PortReservation{Device: i, Index: j, Reservation: r})
+				res = append(res, PortReservation{Device: i, Index: j, Reservation: r, Hops: hops})
 			}
 		}
 	}
+	capture := s.rec.state(uint64(s.engine.Now()))
 	s.mu.Unlock()
 	snap := &Snapshot{
 		Version: SnapshotVersion, Generation: s.cfg.Generation, Devices: s.cfg.Devices, Kind: s.cfg.Kind, Params: s.p,
@@ -93,7 +105,7 @@ func (s *System) Snapshot() *Snapshot {
 		Engine: engine, Host: host,
 		Links: append([]LinkState(nil), st.Links...), Last: append([]uint64(nil), st.Last...),
 		InFlight: append([]Delivery(nil), st.InFlight...), Free: append([]int(nil), st.Free...),
-		Stats: st.Stats, Faults: faults, Reservations: res,
+		Stats: st.Stats, Faults: faults, Reservations: res, Capture: capture,
 	}
 	if st.LastMap != nil {
 		snap.LastMap = make(map[uint64]uint64, len(st.LastMap))
@@ -202,6 +214,15 @@ func Restore(snap *Snapshot) (*System, error) {
 	s.faults = append([]Fault(nil), snap.Faults...)
 	for _, r := range snap.Reservations {
 		s.ports[r.Device].res[r.Index] = r.Reservation
+		s.ports[r.Device].res[r.Index].hops = r.Hops
+	}
+	if c := snap.Capture; c != nil {
+		for i, p := range c.Pending {
+			if int(p.Header.Src) >= snap.Devices || int(p.Header.Dst) >= snap.Devices || len(p.Payload) > int(p.Header.Length) {
+				return nil, bad("captured packet %d: devices %d → %d, %d bytes: out of range", i, p.Header.Src, p.Header.Dst, len(p.Payload))
+			}
+		}
+		s.resume = c
 	}
 	return s, nil
 }

@@ -11,13 +11,18 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/sim"
+	"github.com/neuronsim/neuronsim/sim/fabric/capture"
 )
 
-// smallSnapshot is a saved two-device system with a fault scheduled.
-func smallSnapshot(t testing.TB) []byte {
+// smallSnapshot is a saved two-device system with a fault scheduled (and a
+// capture on, when capturing).
+func smallSnapshot(t testing.TB, capturing bool) []byte {
 	t.Helper()
 	s, err := New(Config{Generation: hwarch.Cayman, Devices: 2, Kind: KindRing})
 	require.NoError(t, err)
+	if capturing {
+		s.SetCapture(discardPackets{}, 0)
+	}
 	require.NoError(t, s.ScheduleFault(Fault{At: sim.Time(sim.Millisecond), Kind: LinkDown, Link: 0}))
 	s.Advance(10 * sim.Microsecond)
 	var b bytes.Buffer
@@ -29,7 +34,7 @@ func smallSnapshot(t testing.TB) []byte {
 // and continues as the original (the fault fires in both; the devices
 // finish booting in both).
 func TestSnapshotRoundTrip(t *testing.T) {
-	file := smallSnapshot(t)
+	file := smallSnapshot(t, false)
 	a, err := Load(bytes.NewReader(file))
 	require.NoError(t, err)
 	b, err := Load(bytes.NewReader(file))
@@ -59,8 +64,9 @@ func reseal(payload []byte) []byte {
 // FuzzLoad: no bytes, sealed with a valid checksum or not, make Load
 // panic; a refused file builds nothing.
 func FuzzLoad(f *testing.F) {
-	good := smallSnapshot(f)
+	good := smallSnapshot(f, false)
 	f.Add(good)
+	f.Add(smallSnapshot(f, true))
 	f.Add(good[snapshotHeader:])
 	f.Add(good[:len(good)/2])
 	f.Add([]byte{})
@@ -73,3 +79,8 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// discardPackets is a PacketWriter that keeps nothing.
+type discardPackets struct{}
+
+func (discardPackets) WritePacket(uint64, capture.Header, []byte) error { return nil }

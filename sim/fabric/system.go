@@ -42,7 +42,8 @@ type System struct {
 	hFault sim.HandlerID
 	faults []Fault // scheduled, by the index their event carries
 	st     state
-	rec    *recorder // packet capture, or nil
+	rec    *recorder     // packet capture, or nil
+	resume *CaptureState // a restored snapshot's capture, for the next SetCapture
 	// Per link, computed once: a whole chunk's serialisation time, and the
 	// latency to the next node including a switch's forwarding.
 	chunkTime, hopDelay []uint64
@@ -79,7 +80,7 @@ type Reservation struct {
 	Addr  uint64
 	Path  []int
 	Lands uint64
-	hops  []uint64 // chunk start times per link, for capture (not saved)
+	hops  []uint64 // chunk start times per link, for capture (saved as PortReservation.Hops)
 }
 
 // port is one device's side of the fabric: the dma.Fabric its DMA engines

@@ -167,6 +167,10 @@ func (w *Writer) WritePacket(atPS uint64, h Header, payload []byte) error {
 // Packets returns the number of packets written.
 func (w *Writer) Packets() uint64 { return w.packets }
 
+// LastPS returns the timestamp of the last packet written; ok is false
+// before the first. A later packet may not be earlier.
+func (w *Writer) LastPS() (ps uint64, ok bool) { return w.lastPS, w.packets > 0 }
+
 // Flush flushes the underlying writer if it buffers, that is if it has a
 // Flush() error method as *bufio.Writer does; otherwise it does nothing.
 // It does not close anything.
