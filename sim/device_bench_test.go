@@ -103,3 +103,21 @@ func TestDeviceAccessDoesNotAllocate(t *testing.T) {
 		t.Fatalf("BAR accesses allocate %v times per run", allocs)
 	}
 }
+
+// BenchmarkDeviceWriteBAR4MiB writes 1 MiB of HBM through BAR4 in one call
+// (the runtime's WriteDevice does this for inputs).
+func BenchmarkDeviceWriteBAR4MiB(b *testing.B) {
+	h := benchDevice(b)
+	buf := make([]uint32, 1<<18)
+	for i := range buf {
+		buf[i] = uint32(i) | 1
+	}
+	b.ReportAllocs()
+	b.SetBytes(4 << 18)
+	for b.Loop() {
+		if err := h.d.WriteBAR(hwarch.BAR4, 0x10000, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(buf)), "ns/word")
+}

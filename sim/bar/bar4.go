@@ -91,6 +91,17 @@ func (b *BAR4) Translate(off uint64) (devAddr uint64, ok bool) {
 	return 0, false
 }
 
+// Span returns the device address behind BAR4 offset off and how many
+// bytes from there on lie in the same window.
+func (b *BAR4) Span(off uint64) (devAddr, bytes uint64, ok bool) {
+	for _, w := range b.windows {
+		if off >= w.BAR4Offset && off-w.BAR4Offset < w.Size {
+			return w.DeviceAddr + off - w.BAR4Offset, w.Size - (off - w.BAR4Offset), true
+		}
+	}
+	return 0, 0, false
+}
+
 // Windows returns the channel windows.
 func (b *BAR4) Windows() []HBMWindow { return append([]HBMWindow(nil), b.windows...) }
 
