@@ -1,0 +1,259 @@
+// Package units is the one checked conversion of every quantity that comes
+// from outside the program: a command-line flag, a scenario or grid field, a
+// snapshot, a remote request.
+//
+// Every conversion takes the name of the place the value came from (a flag
+// such as "--link-latency", a field such as "system.devices" or a request
+// such as "SLEEP.ns") and either returns a value that is exactly in range or
+// an [*Error] that names the place, the value and the limit it broke. Nothing
+// is rounded into range, wrapped, or replaced by a default: NaN, infinities,
+// negative numbers where none can be, and results that do not fit are
+// refused. Errors wrap [ErrRange] or [ErrSyntax] so tests can match them.
+//
+// The units are fixed: sizes are bytes and their suffixes K/KB/KiB, M/MB/MiB,
+// G/GB/GiB and T/TB/TiB are powers of 1024 (as nccom-test reads them);
+// bandwidths are given in GB/s of 1e9 bytes per second; durations in
+// nanoseconds (floating point on the command line) become picoseconds, the
+// simulator's unit of time, rounded to the nearest picosecond.
+package units
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// MaxTimePS is the latest virtual time, in picoseconds, that any simulated
+// clock may reach: 2^62 ps, about 53 days. The simulator's engine refuses to
+// pass it, and every duration from outside is refused when it alone exceeds
+// it, so that sums of a time and a duration never wrap a uint64.
+const MaxTimePS uint64 = 1 << 62
+
+// MaxBandwidthBps is the largest bandwidth accepted, in bytes per second:
+// 1e15 B/s (1 PB/s), far above any link, and small enough that bytes ×
+// 10^12 / bandwidth stays exact in 128-bit arithmetic.
+const MaxBandwidthBps uint64 = 1e15
+
+// ErrRange reports a value outside the range its field accepts.
+var ErrRange = errors.New("out of range")
+
+// ErrSyntax reports a value that could not be read at all.
+var ErrSyntax = errors.New("malformed")
+
+// Error is a refused value: where it came from, what it was, and why.
+type Error struct {
+	Field  string // the flag, field or request, e.g. "--link-latency"
+	Value  string // the value as given
+	Reason string // what is wrong with it, naming the limit
+	Err    error  // ErrRange or ErrSyntax
+}
+
+func (e *Error) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("%s: %s", e.Field, e.Reason)
+	}
+	return fmt.Sprintf("%s %s: %s", e.Field, e.Value, e.Reason)
+}
+
+// Unwrap returns ErrRange or ErrSyntax.
+func (e *Error) Unwrap() error { return e.Err }
+
+func rangeErr(field, value, format string, args ...any) error {
+	return &Error{Field: field, Value: value, Reason: fmt.Sprintf(format, args...), Err: ErrRange}
+}
+
+func syntaxErr(field, value, format string, args ...any) error {
+	return &Error{Field: field, Value: value, Reason: fmt.Sprintf(format, args...), Err: ErrSyntax}
+}
+
+func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// FloatToUint converts v × scale to the nearest integer and checks it lies in
+// [min, max]. NaN, infinities and negative values are refused, and so is a
+// positive v whose product rounds to a value below min. unit names the unit
+// of min and max in messages ("ps", "B/s").
+func FloatToUint(field string, v, scale float64, min, max uint64, unit string) (uint64, error) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, syntaxErr(field, fmtFloat(v), "not a finite number")
+	}
+	if v < 0 {
+		return 0, rangeErr(field, fmtFloat(v), "negative (the smallest value is %s)", fmtFloat(float64(min)/scale))
+	}
+	x := math.Round(v * scale)
+	// float64(max) may round up past max; compare in float first, then exactly.
+	if x >= 0x1p64 || x > float64(max) || uint64(x) > max {
+		return 0, rangeErr(field, fmtFloat(v), "too large (the limit is %s, %d %s)", fmtFloat(float64(max)/scale), max, unit)
+	}
+	u := uint64(x)
+	if u < min {
+		return 0, rangeErr(field, fmtFloat(v), "too small (the smallest value is %s, %d %s)", fmtFloat(float64(min)/scale), min, unit)
+	}
+	return u, nil
+}
+
+// NanosecondsToPS converts a duration given in (possibly fractional)
+// nanoseconds to picoseconds, refusing what is negative, not finite, or
+// above [MaxTimePS].
+func NanosecondsToPS(field string, ns float64) (uint64, error) {
+	return FloatToUint(field, ns, 1000, 0, MaxTimePS, "ps")
+}
+
+// GBpsToBps converts a bandwidth in GB/s (1e9 B/s) to bytes per second. It
+// must be at least 1 B/s and at most [MaxBandwidthBps].
+func GBpsToBps(field string, gbps float64) (uint64, error) {
+	if !math.IsNaN(gbps) && gbps == 0 {
+		return 0, rangeErr(field, "0", "a bandwidth must be positive")
+	}
+	return FloatToUint(field, gbps, 1e9, 1, MaxBandwidthBps, "B/s")
+}
+
+// DurationToPS converts a [time.Duration] to picoseconds. Negative durations
+// and durations above [MaxTimePS] are refused.
+func DurationToPS(field string, d time.Duration) (uint64, error) {
+	if d < 0 {
+		return 0, rangeErr(field, d.String(), "negative")
+	}
+	if uint64(d) > MaxTimePS/1000 {
+		return 0, rangeErr(field, d.String(), "too long (the limit is %v)", time.Duration(MaxTimePS/1000))
+	}
+	return uint64(d) * 1000, nil
+}
+
+// PS checks a time or duration already in picoseconds (from a file or the
+// network) against [MaxTimePS].
+func PS(field string, ps uint64) (uint64, error) {
+	if ps > MaxTimePS {
+		return 0, rangeErr(field, strconv.FormatUint(ps, 10)+"ps", "too long (the limit is %d ps, about %v)", MaxTimePS, time.Duration(MaxTimePS/1000))
+	}
+	return ps, nil
+}
+
+// Int checks that v lies in [min, max].
+func Int(field string, v, min, max int64) (int64, error) {
+	if v < min || v > max {
+		if min == max {
+			return 0, rangeErr(field, strconv.FormatInt(v, 10), "must be %d", min)
+		}
+		return 0, rangeErr(field, strconv.FormatInt(v, 10), "must be in %d..%d", min, max)
+	}
+	return v, nil
+}
+
+// Uint checks that v lies in [min, max].
+func Uint(field string, v, min, max uint64) (uint64, error) {
+	if v < min || v > max {
+		return 0, rangeErr(field, strconv.FormatUint(v, 10), "must be in %d..%d", min, max)
+	}
+	return v, nil
+}
+
+// ParseInt reads a decimal integer and checks it lies in [min, max].
+func ParseInt(field, s string, min, max int64) (int64, error) {
+	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		var ne *strconv.NumError
+		if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
+			return 0, rangeErr(field, strconv.Quote(s), "must be in %d..%d", min, max)
+		}
+		return 0, syntaxErr(field, strconv.Quote(s), "not a decimal integer")
+	}
+	return Int(field, v, min, max)
+}
+
+const (
+	kib = int64(1) << 10
+	mib = int64(1) << 20
+	gib = int64(1) << 30
+	tib = int64(1) << 40
+)
+
+// SizeGrammar describes what [ParseBytes] reads, for help texts and errors.
+const SizeGrammar = "an integer number of bytes, optionally with a unit K, M, G or T (also KB/KiB, MB/MiB, …, any case), all powers of 1024: 512, 4K, 64MiB, 1G"
+
+// ParseBytes reads a byte count: a non-negative decimal integer, optionally
+// followed by a unit K, M, G or T in any case, which may be followed by B or
+// iB ("4K", "4KB", "4KiB" are all 4096). A bare "B" means bytes. Only
+// integers are accepted ("1.5M" is refused, not rounded); signs, spaces,
+// unknown units and values above math.MaxInt64 are refused. field names the
+// flag or field in the error.
+func ParseBytes(field, s string) (int64, error) {
+	if s == "" {
+		return 0, syntaxErr(field, `""`, "empty (want %s)", SizeGrammar)
+	}
+	q := strconv.Quote(s)
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	digits, suffix := s[:i], s[i:]
+	if digits == "" {
+		if s[0] == '-' || s[0] == '+' {
+			return 0, syntaxErr(field, q, "sizes are unsigned integers, without a sign")
+		}
+		return 0, syntaxErr(field, q, "does not start with a digit (want %s)", SizeGrammar)
+	}
+	if strings.HasPrefix(suffix, ".") || strings.HasPrefix(suffix, ",") {
+		return 0, syntaxErr(field, q, "sizes are integers only (write 1536K, not 1.5M)")
+	}
+	var unit int64
+	switch strings.ToLower(suffix) {
+	case "", "b":
+		unit = 1
+	case "k", "kb", "kib":
+		unit = kib
+	case "m", "mb", "mib":
+		unit = mib
+	case "g", "gb", "gib":
+		unit = gib
+	case "t", "tb", "tib":
+		unit = tib
+	default:
+		return 0, syntaxErr(field, q, "unknown unit %q (want none, B, K, M, G or T, optionally followed by B or iB, any case; all are powers of 1024)", suffix)
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || n > math.MaxInt64/unit {
+		return 0, rangeErr(field, q, "too large (the limit is %d bytes)", int64(math.MaxInt64))
+	}
+	return n * unit, nil
+}
+
+// ParseBytesIn reads a byte count with [ParseBytes] and checks it lies in
+// [min, max], naming both as sizes.
+func ParseBytesIn(field, s string, min, max int64) (int64, error) {
+	n, err := ParseBytes(field, s)
+	if err != nil {
+		return 0, err
+	}
+	if n < min || n > max {
+		return 0, rangeErr(field, strconv.Quote(s), "must be in %s..%s", FormatBytes(min), FormatBytes(max))
+	}
+	return n, nil
+}
+
+// FormatBytes prints a byte count in the largest binary unit that divides
+// it exactly ("1GiB", "64MiB", "4KiB", "1000B"); [ParseBytes] reads it back.
+func FormatBytes(n int64) string {
+	switch {
+	case n != 0 && n%tib == 0:
+		return strconv.FormatInt(n/tib, 10) + "TiB"
+	case n != 0 && n%gib == 0:
+		return strconv.FormatInt(n/gib, 10) + "GiB"
+	case n != 0 && n%mib == 0:
+		return strconv.FormatInt(n/mib, 10) + "MiB"
+	case n != 0 && n%kib == 0:
+		return strconv.FormatInt(n/kib, 10) + "KiB"
+	default:
+		return strconv.FormatInt(n, 10) + "B"
+	}
+}
+
+// Plural returns "1 record" or "n records": n followed by one or other form.
+func Plural(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.FormatInt(n, 10) + " " + many
+}

@@ -1,0 +1,118 @@
+package units
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFloatToUint(t *testing.T) {
+	for _, c := range []struct {
+		v      float64
+		want   uint64
+		err    error
+		substr string
+	}{
+		{0, 0, nil, ""},
+		{1.5, 1500, nil, ""},
+		{0.0004, 0, nil, ""}, // rounds to 0 ps, which is allowed for latencies
+		{1e18, 0, ErrRange, "too large"},
+		{1.8e16, 0, ErrRange, "too large"},
+		{-5, 0, ErrRange, "negative"},
+		{math.NaN(), 0, ErrSyntax, "finite"},
+		{math.Inf(1), 0, ErrSyntax, "finite"},
+		{1e15, 1e18, nil, ""},
+	} {
+		got, err := NanosecondsToPS("--link-latency", c.v)
+		if c.err == nil {
+			if err != nil || got != c.want {
+				t.Errorf("NanosecondsToPS(%v) = %d, %v; want %d", c.v, got, err, c.want)
+			}
+			continue
+		}
+		if !errors.Is(err, c.err) || !strings.Contains(err.Error(), c.substr) || !strings.HasPrefix(err.Error(), "--link-latency ") {
+			t.Errorf("NanosecondsToPS(%v) error %v; want %v containing %q", c.v, err, c.err, c.substr)
+		}
+	}
+}
+
+func TestGBpsToBps(t *testing.T) {
+	for _, v := range []float64{0, -5, math.NaN(), 1e-10, 1e7} {
+		if _, err := GBpsToBps("--link-bw", v); err == nil {
+			t.Errorf("GBpsToBps(%v) accepted", v)
+		}
+	}
+	if b, err := GBpsToBps("--link-bw", 10); err != nil || b != 10e9 {
+		t.Errorf("GBpsToBps(10) = %d, %v", b, err)
+	}
+}
+
+func TestDurationToPS(t *testing.T) {
+	if _, err := DurationToPS("fault.in", 1000000*time.Hour); !errors.Is(err, ErrRange) {
+		t.Errorf("1000000h accepted: %v", err)
+	}
+	if _, err := DurationToPS("fault.in", -time.Second); !errors.Is(err, ErrRange) {
+		t.Errorf("-1s accepted: %v", err)
+	}
+	if ps, err := DurationToPS("fault.in", 3*time.Microsecond); err != nil || ps != 3e6 {
+		t.Errorf("3us = %d, %v", ps, err)
+	}
+	if _, err := PS("SLEEP", math.MaxInt64); !errors.Is(err, ErrRange) {
+		t.Errorf("PS(2^63-1) accepted")
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+		err  error
+	}{
+		{"512", 512, nil}, {"4K", 4096, nil}, {"4kb", 4096, nil}, {"4KiB", 4096, nil},
+		{"1M", 1 << 20, nil}, {"1MB", 1 << 20, nil}, {"2GiB", 2 << 30, nil}, {"1T", 1 << 40, nil},
+		{"0", 0, nil}, {"7B", 7, nil},
+		{"", 0, ErrSyntax}, {"-1", 0, ErrSyntax}, {"1.5M", 0, ErrSyntax}, {"1X", 0, ErrSyntax},
+		{"9223372036854775808", 0, ErrRange}, {"9000000000000T", 0, ErrRange},
+	} {
+		got, err := ParseBytes("--size", c.in)
+		if (c.err == nil) != (err == nil) || (err != nil && !errors.Is(err, c.err)) || got != c.want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d, %v", c.in, got, err, c.want, c.err)
+		}
+		if err == nil {
+			if back, err := ParseBytes("x", FormatBytes(got)); err != nil || back != got {
+				t.Errorf("FormatBytes(%d) = %q does not read back", got, FormatBytes(got))
+			}
+		}
+	}
+	if _, err := ParseBytesIn("--size", "0", 1, 1<<48); !errors.Is(err, ErrRange) {
+		t.Errorf("ParseBytesIn 0 with min 1 accepted")
+	}
+}
+
+func TestParseInt(t *testing.T) {
+	if _, err := ParseInt("--devices", "0", 1, 64); !errors.Is(err, ErrRange) {
+		t.Error("0 devices accepted")
+	}
+	if _, err := ParseInt("--devices", "x", 1, 64); !errors.Is(err, ErrSyntax) {
+		t.Error("x accepted")
+	}
+	if _, err := ParseInt("--devices", "99999999999999999999", 1, 64); !errors.Is(err, ErrRange) {
+		t.Error("huge accepted")
+	}
+	if v, err := ParseInt("--devices", "16", 1, 64); err != nil || v != 16 {
+		t.Error(v, err)
+	}
+}
+
+func ExampleNanosecondsToPS() {
+	ps, err := NanosecondsToPS("--link-latency", 1.5)
+	fmt.Println(ps, err)
+	_, err = NanosecondsToPS("--link-latency", 1e18)
+	fmt.Println(err)
+	// Output:
+	// 1500 <nil>
+	// --link-latency 1e+18: too large (the limit is 4.611686018427388e+15, 4611686018427387904 ps)
+}
