@@ -67,7 +67,7 @@ func FuzzMemory(f *testing.F) {
 func fuzzMemory(t *testing.T, data []byte) {
 	in := &fuzzInput{b: data}
 	var m Memory
-	ref := refMemory{}           // non-zero bytes
+	ref := refMemory{}           // the reference model
 	written := map[uint64]bool{} // pages that any write, fill or copy reached
 	wrote := func(addr, n uint64) {
 		for pn := addr >> pageShift; n > 0 && pn <= (addr+n-1)>>pageShift; pn++ {
@@ -168,11 +168,11 @@ func fuzzMemory(t *testing.T, data []byte) {
 			}
 			if err == nil {
 				ref.copy(dst, src, n)
-				for a := range ref {
+				ref.nonZero(func(a uint64, _ byte) {
 					if a-dst < n {
 						written[a>>pageShift] = true
 					}
-				}
+				})
 			}
 		}
 	}
@@ -180,13 +180,13 @@ func fuzzMemory(t *testing.T, data []byte) {
 	// page holds as many non-zero bytes as the reference has there (so
 	// the rest are zero), and only pages that were written are resident.
 	nonZero := map[uint64]int{}
-	for a, want := range ref {
+	ref.nonZero(func(a uint64, want byte) {
 		var got [1]byte
 		if err := m.Read(a, got[:]); err != nil || got[0] != want {
 			t.Fatalf("byte %#x = %#x (err %v), reference %#x", a, got[0], err, want)
 		}
 		nonZero[a>>pageShift]++
-	}
+	})
 	for pn, pg := range m.State().Pages {
 		if !written[pn] {
 			t.Fatalf("page %#x is resident but nothing was written there", pn)

@@ -2,8 +2,8 @@ package sim
 
 import (
 	"bytes"
-	"maps"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,26 +11,75 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// refMemory is the obvious byte map a Memory must agree with. It holds the
-// non-zero bytes only; every other byte is zero.
-type refMemory map[uint64]byte
+// refMemory is the obvious model a Memory must agree with: plain page arrays
+// by page number, created by the first non-zero write and never freed, so
+// that it shares none of Memory's sparse-page logic. Bytes never written read
+// as zero. (It was a map of single bytes, which made each fuzz input cost
+// thousands of map operations per access.)
+type refMemory map[uint64]*[PageSize]byte
+
+// at returns the page holding addr, creating it when create is set.
+func (r refMemory) at(addr uint64, create bool) *[PageSize]byte {
+	pg := r[addr>>pageShift]
+	if pg == nil && create {
+		pg = new([PageSize]byte)
+		r[addr>>pageShift] = pg
+	}
+	return pg
+}
+
+// chunks calls f for each piece of [addr, addr+n) that lies in one page.
+func refChunks(addr, n uint64, f func(addr, off, c uint64)) {
+	for done := uint64(0); done < n; {
+		a := addr + done
+		c := min(PageSize-a&pageMask, n-done)
+		f(a, done, c)
+		done += c
+	}
+}
 
 func (r refMemory) write(addr uint64, p []byte) {
-	for i, b := range p {
-		if b == 0 {
-			delete(r, addr+uint64(i))
-		} else {
-			r[addr+uint64(i)] = b
+	refChunks(addr, uint64(len(p)), func(a, off, c uint64) {
+		pg := r.at(a, false)
+		if pg == nil && !slices.ContainsFunc(p[off:off+c], func(b byte) bool { return b != 0 }) {
+			return // zeros onto a page never written: nothing to record
 		}
-	}
+		if pg == nil {
+			pg = r.at(a, true)
+		}
+		copy(pg[a&pageMask:], p[off:off+c])
+	})
 }
 
 func (r refMemory) read(addr, n uint64) []byte {
 	out := make([]byte, n)
-	for i := range out {
-		out[i] = r[addr+uint64(i)]
-	}
+	refChunks(addr, n, func(a, off, c uint64) {
+		if pg := r.at(a, false); pg != nil {
+			copy(out[off:off+c], pg[a&pageMask:])
+		}
+	})
 	return out
+}
+
+// nonZero calls f for every non-zero byte of the reference.
+func (r refMemory) nonZero(f func(addr uint64, b byte)) {
+	for pn, pg := range r {
+		for i, b := range pg {
+			if b != 0 {
+				f(pn<<pageShift+uint64(i), b)
+			}
+		}
+	}
+}
+
+// zero clears the bytes of [addr, addr+n) that lie in known pages.
+func (r refMemory) zero(addr, n uint64) {
+	for pn, pg := range r {
+		lo, hi := max(addr, pn<<pageShift), min(addr+n, pn<<pageShift+PageSize) // addr+n ≤ AddressLimit
+		if lo < hi {
+			clear(pg[lo&pageMask : (hi-1)&pageMask+1])
+		}
+	}
 }
 
 func (r refMemory) copy(dst, src, n uint64) {
@@ -39,31 +88,25 @@ func (r refMemory) copy(dst, src, n uint64) {
 		return
 	}
 	moved := map[uint64]byte{} // a huge range: move the known bytes only
-	for a, b := range r {
+	r.nonZero(func(a uint64, b byte) {
 		if a-src < n {
 			moved[a-src+dst] = b
 		}
+	})
+	r.zero(dst, n)
+	for a, b := range moved {
+		r.write(a, []byte{b})
 	}
-	for a := range r {
-		if a-dst < n {
-			delete(r, a)
-		}
-	}
-	maps.Copy(r, moved)
 }
 
 func (r refMemory) fill(addr, n uint64, b byte) {
-	if b == 0 && n > uint64(len(r)) {
-		for a := range r {
-			if a-addr < n { // a in [addr, addr+n)
-				delete(r, a)
-			}
-		}
+	if b == 0 {
+		r.zero(addr, n)
 		return
 	}
-	for i := range n {
-		r.write(addr+i, []byte{b})
-	}
+	refChunks(addr, n, func(a, _, c uint64) {
+		fillBytes(r.at(a, true)[a&pageMask:a&pageMask+c], b)
+	})
 }
 
 // pattern returns n bytes that are non-zero and differ from position to position.
@@ -198,7 +241,8 @@ func TestMemoryFill(t *testing.T) {
 				ref.write(a, data)
 			}
 			require.NoError(t, m.Fill(tc.addr, tc.n, tc.b))
-			known := maps.Clone(ref) // the bytes set before the fill
+			known := map[uint64]bool{} // the bytes set before the fill
+			ref.nonZero(func(a uint64, _ byte) { known[a] = true })
 			ref.fill(tc.addr, tc.n, tc.b)
 			for a := range known { // a window around each of them
 				lo := a &^ 63
@@ -286,20 +330,23 @@ func TestMemoryCopySparse(t *testing.T) {
 				require.NoError(t, m.Write(a, data))
 				ref.write(a, data)
 			}
-			known := maps.Clone(ref)
+			known := map[uint64]bool{} // every byte set before or after the copy
+			ref.nonZero(func(a uint64, _ byte) { known[a] = true })
 			require.NoError(t, m.Copy(tc.dst, tc.src, tc.n))
 			ref.copy(tc.dst, tc.src, tc.n)
-			maps.Copy(known, ref)
-			for a := range known { // every byte set before or after the copy
+			ref.nonZero(func(a uint64, _ byte) { known[a] = true })
+			for a := range known {
 				got := []byte{0xEE}
 				require.NoError(t, m.Read(a, got))
-				assert.Equal(t, ref[a], got[0], "at %#x", a)
+				assert.Equal(t, ref.read(a, 1)[0], got[0], "at %#x", a)
 			}
 			nonZero := 0
 			for _, pg := range m.State().Pages {
 				nonZero += PageSize - bytes.Count(pg[:], []byte{0})
 			}
-			assert.Equal(t, len(ref), nonZero, "no stray bytes")
+			refNonZero := 0
+			ref.nonZero(func(uint64, byte) { refNonZero++ })
+			assert.Equal(t, refNonZero, nonZero, "no stray bytes")
 		})
 	}
 }
