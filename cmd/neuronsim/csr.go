@@ -35,6 +35,9 @@ func addTargetFlags(cmd *cobra.Command) *targetFlags {
 func (t *targetFlags) open() (*bringup.Device, func(), error) {
 	switch {
 	case t.remote != "":
+		if err := t.sys.notWith("--remote"); err != nil {
+			return nil, nil, err
+		}
 		sys, err := openRemoteSystem(t.remote)
 		if err != nil {
 			return nil, nil, err
@@ -50,6 +53,9 @@ func (t *targetFlags) open() (*bringup.Device, func(), error) {
 		}
 		return d, sys.close, nil
 	case t.kernel != "":
+		if err := t.sys.notWith("--kernel"); err != nil {
+			return nil, nil, err
+		}
 		path := t.kernel
 		if path == "auto" {
 			path = fmt.Sprintf("/dev/neuron%d", t.device)

@@ -58,6 +58,9 @@ func openDMASystem(t *dmaTargetFlags, timingOnly bool) (*dmaSystem, error) {
 		if timingOnly {
 			return nil, fmt.Errorf("--timing-only: a served device moves payloads as its server configured it; not with --remote")
 		}
+		if err := t.sys.notWith("--remote"); err != nil {
+			return nil, err
+		}
 		r, err := openRemoteSystem(t.remote)
 		if err != nil {
 			return nil, err

@@ -3,8 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
-	"strconv"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/calibrate"
 	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/internal/units"
 	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
@@ -29,42 +31,58 @@ func newFabricCommand() *cobra.Command {
 	return cmd
 }
 
-// fabricFlags are the system and fabric flags of the fabric commands.
+// fabricFlags are the system and fabric flags of the fabric commands. The
+// timing overrides are unset unless given; unset, a parameter keeps the
+// generation's value (fabric.DefaultParams, docs/fabric.md).
 type fabricFlags struct {
 	gen      hwarch.Generation
 	family   hwarch.SwitchFamily
-	devices  string
+	devices  devicesValue
 	kind     fabric.Kind
 	model    fabric.Model
 	whatIf   bool
-	linkLat  float64 // ns; <0: default
-	linkBW   float64 // GB/s; <=0: default
-	endpoint float64 // ns; <0: default
-	swLat    float64 // ns; <0: default
-	chunkB   int
-	server   int
+	linkLat  *nsValue
+	linkBW   *bandwidthValue
+	endpoint *nsValue
+	swLat    *nsValue
+	chunkB   *sizeValue
+	server   *intValue
 	cmd      *cobra.Command
 }
 
+// The bounds of the fabric flags: a store-and-forward chunk (as
+// fabric.Params.Validate accepts it) and the devices of one Trn3 server.
+const (
+	minChunkBytes = 64
+	maxChunkBytes = 1 << 30
+)
+
 func addFabricFlags(cmd *cobra.Command) *fabricFlags {
-	f := &fabricFlags{gen: defaultArch, devices: "", linkLat: -1, endpoint: -1, swLat: -1, cmd: cmd}
+	def := fabric.DefaultParams(hwarch.Mariana)
+	f := &fabricFlags{gen: defaultArch, devices: devicesValue{list: true}, cmd: cmd,
+		linkLat: newNS("--link-latency"), linkBW: newBandwidth("--link-bw"), endpoint: newNS("--endpoint-delay"),
+		swLat: newNS("--switch-latency"), chunkB: newSize("--chunk-bytes", minChunkBytes, maxChunkBytes),
+		server: newInt("--server-size", 1, hwarch.MaxNeuronDevices)}
 	fl := cmd.Flags()
 	fl.Var(&f.gen, "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4")
 	fl.Var(&f.family, "switch", "NeuronSwitch family: v1|none (default v1 for mariana, none otherwise)")
-	fl.StringVar(&f.devices, "devices", "", "device count, or a list to sweep (2,4,8,16,32); default get_max_devs")
+	fl.Var(&f.devices, "devices", fmt.Sprintf("number of devices of the system, or a list of counts to run each (2,4,8,16,32); each 1..get_max_devs of the generation and switch (32 for mariana with switch v1, 16 otherwise), up to %d with --what-if (default get_max_devs)", hwarch.MaxNeuronDevices))
 	fl.Var(&f.kind, "topology", "auto|torus2d|ultraserver|ring|chain|switch|fully-connected|star (auto: what a real system of that shape has)")
 	fl.Var(&f.model, "model", "network model: aware (contention-aware, store-and-forward) or free (contention-free, cut-through)")
-	fl.BoolVar(&f.whatIf, "what-if", false, "allow device counts beyond get_max_devs (up to 64, the driver's MAX_NEURON_DEVICE_COUNT)")
-	fl.Float64Var(&f.linkLat, "link-latency", -1, "α: every link's latency in ns (default: the generation's)")
-	fl.Float64Var(&f.linkBW, "link-bw", 0, "B: every link's bandwidth in GB/s, 1e9 B/s (default: the generation's)")
-	fl.Float64Var(&f.endpoint, "endpoint-delay", -1, "δ: the delay a write takes to land after its last byte, ns")
-	fl.Float64Var(&f.swLat, "switch-latency", -1, "a switch's forwarding delay, ns")
-	fl.IntVar(&f.chunkB, "chunk-bytes", 0, "store-and-forward chunk of the aware model (default 4096)")
-	fl.IntVar(&f.server, "server-size", 0, "Trn3 switch: devices per server, i.e. on one in-server switch (default 16)")
+	fl.BoolVar(&f.whatIf, "what-if", false, fmt.Sprintf("allow device counts beyond get_max_devs (up to %d, the driver's MAX_NEURON_DEVICE_COUNT)", hwarch.MaxNeuronDevices))
+	fl.Var(f.linkLat, "link-latency", fmt.Sprintf("α: every link's latency in ns, 0..%d (default: the generation's, %d ns)", units.MaxTimePS/1000, def.XY.Latency/1000))
+	fl.Var(f.linkBW, "link-bw", fmt.Sprintf("B: every link's bandwidth in GB/s of 1e9 B/s, above 0 and at most %d (default: the generation's, per link kind; docs/fabric.md)", units.MaxBandwidthBps/1e9))
+	fl.Var(f.endpoint, "endpoint-delay", fmt.Sprintf("δ: the delay a write takes to land after its last byte, ns (default %d)", def.Endpoint/1000))
+	fl.Var(f.swLat, "switch-latency", fmt.Sprintf("a switch's forwarding delay, ns (default %d)", def.Switch/1000))
+	fl.Var(f.chunkB, "chunk-bytes", fmt.Sprintf("store-and-forward chunk of the aware model, %s..%s (default %s)",
+		units.FormatBytes(minChunkBytes), units.FormatBytes(maxChunkBytes), units.FormatBytes(int64(def.ChunkBytes))))
+	fl.Var(f.server, "server-size", fmt.Sprintf("switch topology (Trn3): devices per server, i.e. on one in-server switch, 1..%d (default %d)", hwarch.MaxNeuronDevices, def.ServerSize))
 	return f
 }
 
-// system resolves the switch family and the device counts.
+// system resolves the switch family and the device counts: each bounded
+// by get_max_devs, or by MAX_NEURON_DEVICE_COUNT with --what-if; unset,
+// get_max_devs.
 func (f *fabricFlags) system() (hwarch.SwitchFamily, *rtarch.Tables, []int, error) {
 	family := f.family
 	if !f.cmd.Flags().Changed("switch") && f.gen == hwarch.Mariana {
@@ -74,27 +92,9 @@ func (f *fabricFlags) system() (hwarch.SwitchFamily, *rtarch.Tables, []int, erro
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("--arch: %w", err)
 	}
-	limit := t.Soc.MaxDevs()
-	if f.whatIf {
-		limit = hwarch.MaxNeuronDevices
-	}
-	var counts []int
-	if f.devices == "" {
-		counts = []int{t.Soc.MaxDevs()}
-	}
-	for _, s := range strings.Split(f.devices, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return 0, nil, nil, fmt.Errorf("--devices %q: %q is not a device count", f.devices, s)
-		}
-		if n > limit {
-			return 0, nil, nil, fmt.Errorf("--devices %d: a %s system with switch %s holds 1..%d devices (get_max_devs); --what-if allows up to %d",
-				n, f.gen, family, t.Soc.MaxDevs(), hwarch.MaxNeuronDevices)
-		}
-		counts = append(counts, n)
+	counts, err := f.devices.resolve(t.Soc.MaxDevs(), t.Soc.MaxDevs(), f.gen, family, f.whatIf, true)
+	if err != nil {
+		return 0, nil, nil, err
 	}
 	return family, t, counts, nil
 }
@@ -105,26 +105,42 @@ func (f *fabricFlags) params(t *rtarch.Tables) fabric.Params {
 	p.Model = f.model
 	links := []*fabric.LinkParams{&p.XY, &p.Z, &p.Ring, &p.InServer, &p.InterServer, &p.Link}
 	for _, l := range links {
-		if f.linkLat >= 0 {
-			l.Latency = uint64(f.linkLat * 1000)
+		if f.linkLat.set {
+			l.Latency = f.linkLat.ps
 		}
-		if f.linkBW > 0 {
-			l.Bandwidth = uint64(f.linkBW * 1e9)
+		if f.linkBW.set {
+			l.Bandwidth = f.linkBW.bps
 		}
 	}
-	if f.endpoint >= 0 {
-		p.Endpoint = uint64(f.endpoint * 1000)
+	if f.endpoint.set {
+		p.Endpoint = f.endpoint.ps
 	}
-	if f.swLat >= 0 {
-		p.Switch = uint64(f.swLat * 1000)
+	if f.swLat.set {
+		p.Switch = f.swLat.ps
 	}
-	if f.chunkB > 0 {
-		p.ChunkBytes = f.chunkB
+	if f.chunkB.set {
+		p.ChunkBytes = int(f.chunkB.v)
 	}
-	if f.server > 0 {
-		p.ServerSize = f.server
+	if f.server.set {
+		p.ServerSize = f.server.int()
 	}
 	return p
+}
+
+// kindOf is the topology of a system of n devices, refusing the overrides
+// that do not apply to it.
+func (f *fabricFlags) kindOf(n int) (fabric.Kind, error) {
+	kind := f.kind
+	if kind == fabric.KindAuto {
+		kind = fabric.AutoKind(f.gen, n)
+	}
+	if f.server.set && kind != fabric.KindSwitch {
+		return kind, fmt.Errorf("--server-size: a %s topology (of %d %s devices) has no servers; it applies to the switch topology", kind, n, f.gen)
+	}
+	if f.chunkB.set && f.model == fabric.Free {
+		return kind, fmt.Errorf("--chunk-bytes: the free model moves no chunks; it applies to --model aware")
+	}
+	return kind, nil
 }
 
 func newFabricTopoCommand() *cobra.Command {
@@ -146,9 +162,9 @@ func newFabricTopoCommand() *cobra.Command {
 			if i > 0 {
 				fmt.Fprintln(cmd.OutOrStdout())
 			}
-			kind := f.kind
-			if kind == fabric.KindAuto {
-				kind = fabric.AutoKind(f.gen, n)
+			kind, err := f.kindOf(n)
+			if err != nil {
+				return err
 			}
 			if err := p.Validate(kind); err != nil {
 				return err
@@ -168,15 +184,17 @@ func newFabricTopoCommand() *cobra.Command {
 
 // sweepFlags are the nccom-test-like flags of fabric sweep.
 type sweepFlags struct {
-	op, algo, dtype, mode string
-	minB, maxB            string
-	factor, step          string
-	chunks, groupSize     int
-	ranksPerDevice        int
-	engines               int
-	jsonFile, plotFile    string
-	pcapFile              string
-	seed                  uint64
+	op, algo, mode     string
+	dtype              dtypeValue
+	minB, maxB         string
+	factor             *intValue
+	step               *sizeValue
+	chunks, groupSize  *intValue
+	ranksPerDevice     *intValue
+	engines            *intValue
+	jsonFile, plotFile string
+	pcapFile           string
+	seed               uint64
 }
 
 func newFabricSweepCommand() *cobra.Command {
@@ -188,29 +206,36 @@ and runs one collective per size on the devices' DMA engines over the fabric,
 timed on the devices' virtual clock. The table is nccom-test's: size(B),
 count(elems), type, time:avg(us), algbw(GB/s), busbw(GB/s), algorithm, then
 "Avg bus bandwidth". Bandwidths are in GB/s of 1e9 bytes. --devices with a
-list sweeps each count; --plot draws busbw against size per count.`,
+list sweeps each count (a table per count; with --json a report per count);
+--plot draws busbw against size per count.`,
 		Example: `  neuronsim fabric sweep --arch mariana --switch v1 --devices 32 --op all_reduce -b 1K -e 1G -f 2
   neuronsim fabric sweep --arch cayman --devices 16 --op all_gather -b 64K -e 64M -f 4 --algo ring --mode functional
   neuronsim fabric sweep --devices 2,4,8,16,32 --op all_reduce -b 1K -e 256M -f 4 --plot busbw.png`,
 		Args: cobra.NoArgs,
 	}
 	f := addFabricFlags(cmd)
-	var s sweepFlags
+	s := sweepFlags{dtype: dtypeValue{d: enc.Float32},
+		factor:         newInt("-f/--stepfactor", 2, math.MaxInt64),
+		step:           newSize("-i/--stepbytes", 1, math.MaxInt64),
+		chunks:         newIntDefault("--chunks", 1, enc.MaxChunks, 1),
+		groupSize:      newInt("--group-size", 1, enc.MaxRanks),
+		ranksPerDevice: newIntDefault("--ranks-per-device", 1, maxOfGenerations(func(g *hwarch.Geometry) int { return g.NeuronCores }), 1),
+		engines:        newInt("--engines", 1, maxOfGenerations(func(g *hwarch.Geometry) int { return g.DMAEnginesPerNC }))}
 	fl := cmd.Flags()
 	fl.StringVar(&s.op, "op", "all_reduce", "all_reduce|allr, all_gather|allg, reduce_scatter|redsct, alltoall, permute")
 	fl.StringVarP(&s.minB, "minbytes", "b", "32M", "smallest size (K, M, G are powers of 1024)")
 	fl.StringVarP(&s.maxB, "maxbytes", "e", "32M", "largest size")
-	fl.StringVarP(&s.factor, "stepfactor", "f", "", "multiply the size by this each step")
-	fl.StringVarP(&s.step, "stepbytes", "i", "", "add this to the size each step (default (max-min)/10)")
+	fl.VarP(s.factor, "stepfactor", "f", "multiply the size by this (at least 2) each step")
+	fl.VarP(s.step, "stepbytes", "i", "add this size (at least 1 byte) each step (default: without -f, (max-min)/10)")
 	fl.StringVar(&s.algo, "algo", "auto", "auto|ring|mesh|rdh|kangaring|hier")
-	fl.StringVarP(&s.dtype, "datatype", "d", "fp32", "fp32, bf16, fp16, int32, uint32, int8, uint8, int16, uint16")
-	fl.StringVar(&s.dtype, "dtype", "fp32", "the same as --datatype")
+	fl.VarP(s.dtype.setter("-d/--datatype"), "datatype", "d", "fp32, bf16, fp16, int32, uint32, int8, uint8, int16, uint16")
+	fl.Var(s.dtype.setter("--dtype"), "dtype", "the same as -d/--datatype (giving both with different types is an error)")
 	fl.StringVar(&s.mode, "mode", "timing", "timing (no payloads) or functional (real data, checked against the CPU reference)")
-	fl.IntVar(&s.chunks, "chunks", 1, "k: split each collective into k pieces run one after another")
-	fl.IntVar(&s.groupSize, "group-size", 0, "ranks per node for --algo hier")
-	fl.IntVar(&s.ranksPerDevice, "ranks-per-device", 1, "NeuronCores of each device taking part (rank r is NC r mod k of device r/k)")
-	fl.IntVar(&s.engines, "engines", 0, "DMA engines each rank spreads its transfers over (default: the generation's calibrated count)")
-	fl.StringVar(&s.jsonFile, "json", "", "write nccom-test's JSON report to this file")
+	fl.Var(s.chunks, "chunks", fmt.Sprintf("k: split each collective into k pieces run one after another, 1..%d", enc.MaxChunks))
+	fl.Var(s.groupSize, "group-size", "ranks per node for --algo hier (required with it; it must divide the ranks)")
+	fl.Var(s.ranksPerDevice, "ranks-per-device", "NeuronCores of each device taking part, 1..the generation's NeuronCores (rank r is NC r mod k of device r/k)")
+	fl.Var(s.engines, "engines", "DMA engines each rank spreads its transfers over, 1..a NeuronCore's DMA engines (16) (default: the generation's calibrated count: 5 on sunda, 7 on cayman and mariana)")
+	fl.StringVar(&s.jsonFile, "json", "", "write nccom-test's JSON report to this file; with several --devices counts, one report per count, to NAME-<N>devices.EXT")
 	fl.StringVar(&s.plotFile, "plot", "", "draw busbw against size, one line per device count, to this PNG")
 	fl.StringVar(&s.pcapFile, "pcap", "", "write the fabric's packets to this pcap file (contrib/wireshark/neuronsim.lua dissects them)")
 	fl.Uint64Var(&s.seed, "seed", 1, "seed of the random inputs (functional mode)")
@@ -237,9 +262,19 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 	if err != nil {
 		return fmt.Errorf("--algo: %w", err)
 	}
-	d, err := enc.ParseDtype(s.dtype)
-	if err != nil {
-		return fmt.Errorf("--datatype: %w", err)
+	d := s.dtype.d
+	geo := hwarch.MustGeometry(f.gen)
+	if err := s.ranksPerDevice.within(int64(geo.NeuronCores), fmt.Sprintf("a %s device has %d NeuronCores", f.gen, geo.NeuronCores)); err != nil {
+		return err
+	}
+	if err := s.engines.within(int64(geo.DMAEnginesPerNC), fmt.Sprintf("a %s NeuronCore has %d DMA engines", f.gen, geo.DMAEnginesPerNC)); err != nil {
+		return err
+	}
+	switch {
+	case algo == enc.Hier && !s.groupSize.set:
+		return fmt.Errorf("--algo hier needs --group-size (ranks per node)")
+	case algo != enc.Hier && s.groupSize.set:
+		return fmt.Errorf("--group-size %d: it applies to --algo hier only, not %s", s.groupSize.v, algo)
 	}
 	var timingOnly bool
 	switch s.mode {
@@ -258,22 +293,24 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 		return fmt.Errorf("-e: %w", err)
 	}
 	var factor, step int64
-	if s.factor != "" {
-		if factor, err = strconv.ParseInt(s.factor, 10, 64); err != nil {
-			return fmt.Errorf("-f %q: not an integer factor", s.factor)
-		}
+	if s.factor.set {
+		factor = s.factor.v
 	}
-	if s.step != "" {
-		if step, err = nccom.ParseSize(s.step); err != nil {
-			return fmt.Errorf("-i: %w", err)
-		}
+	if s.step.set {
+		step = s.step.v
 	}
 	p := f.params(t)
-	opt := enc.Options{Chunks: s.chunks, GroupSize: s.groupSize}
+	kinds := make([]fabric.Kind, len(counts))
+	for i, n := range counts {
+		if kinds[i], err = f.kindOf(n); err != nil {
+			return err
+		}
+	}
+	opt := enc.Options{Chunks: s.chunks.int(), GroupSize: s.groupSize.int()}
 	var series []nccom.Series
 	var reports []*nccom.Report
-	for _, n := range counts {
-		ranks := n * max(s.ranksPerDevice, 1)
+	for i, n := range counts {
+		ranks := n * s.ranksPerDevice.int()
 		align := int64(d.Size())
 		if op == enc.AllGather || op == enc.ReduceScatter || op == enc.AllToAll {
 			align *= int64(ranks)
@@ -282,7 +319,7 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 		if err != nil {
 			return err
 		}
-		rep, err := sweepOne(cmd, f, s, family, &p, n, op, algo, d, sizes, timingOnly, opt)
+		rep, err := sweepOne(cmd, f, s, family, kinds[i], &p, n, op, algo, d, sizes, timingOnly, opt)
 		if err != nil {
 			return err
 		}
@@ -298,8 +335,10 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 		}
 	}
 	if s.jsonFile != "" {
-		if err := writeFileWith(s.jsonFile, reports[len(reports)-1].WriteJSON); err != nil {
-			return fmt.Errorf("--json: %w", err)
+		for i, rep := range reports {
+			if err := writeFileWith(jsonPath(s.jsonFile, counts, i), rep.WriteJSON); err != nil {
+				return fmt.Errorf("--json: %w", err)
+			}
 		}
 	}
 	if s.plotFile != "" {
@@ -312,9 +351,9 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 }
 
 // sweepOne runs every size on a system of n devices.
-func sweepOne(cmd *cobra.Command, f *fabricFlags, s *sweepFlags, family hwarch.SwitchFamily, p *fabric.Params, n int,
+func sweepOne(cmd *cobra.Command, f *fabricFlags, s *sweepFlags, family hwarch.SwitchFamily, kind fabric.Kind, p *fabric.Params, n int,
 	op enc.Op, algo enc.Algo, d enc.Dtype, sizes []int64, timingOnly bool, opt enc.Options) (*nccom.Report, error) {
-	ranks := n * max(s.ranksPerDevice, 1)
+	ranks := n * s.ranksPerDevice.int()
 	need, err := cluster.BufferNeed(op, algo, ranks, d, sizes, opt)
 	if err != nil {
 		return nil, err
@@ -323,13 +362,13 @@ func sweepOne(cmd *cobra.Command, f *fabricFlags, s *sweepFlags, family hwarch.S
 		return nil, fmt.Errorf("--mode functional: %d ranks × %d bytes of buffers is more than the %d bytes a functional sweep may touch; use --mode timing or smaller sizes",
 			ranks, need, uint64(maxFunctionalBytes))
 	}
-	c, err := cluster.New(cluster.Config{Generation: f.gen, Devices: n, Switch: family, Kind: f.kind, Params: p,
-		TimingOnly: timingOnly, BufferBytes: need, RanksPerDevice: s.ranksPerDevice})
+	c, err := cluster.New(cluster.Config{Generation: f.gen, Devices: n, Switch: family, Kind: kind, Params: p,
+		TimingOnly: timingOnly, BufferBytes: need, RanksPerDevice: s.ranksPerDevice.int()})
 	if err != nil {
 		return nil, err
 	}
-	if s.engines > 0 {
-		c.Exec.Engines = s.engines
+	if s.engines.set {
+		c.Exec.Engines = s.engines.int()
 	}
 	var pcapOut *os.File
 	var w *capture.Writer
@@ -362,6 +401,17 @@ func sweepOne(cmd *cobra.Command, f *fabricFlags, s *sweepFlags, family hwarch.S
 		}
 	}
 	return rep, nil
+}
+
+// jsonPath is where --json writes the report of counts[i]: the path given
+// when there is one count; with several, one file per count, the count
+// inserted before the extension (report.json → report-2devices.json).
+func jsonPath(path string, counts []int, i int) string {
+	if len(counts) == 1 {
+		return path
+	}
+	ext := filepath.Ext(path)
+	return fmt.Sprintf("%s-%ddevices%s", strings.TrimSuffix(path, ext), counts[i], ext)
 }
 
 // isTTY reports whether w is a terminal.

@@ -33,6 +33,9 @@ func newLsCommand() *cobra.Command {
 		var devs []broughtUp
 		var header string
 		if remoteAddr != "" {
+			if err := sf.notWith("--remote"); err != nil {
+				return err
+			}
 			sys, err := openRemoteSystem(remoteAddr)
 			if err != nil {
 				return err

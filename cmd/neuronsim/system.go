@@ -1,13 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/units"
 	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/runtime/bringup"
 	"github.com/neuronsim/neuronsim/runtime/csr"
@@ -19,7 +20,7 @@ import (
 // takes: --arch, --devices, --switch, --revision.
 type systemFlags struct {
 	gen      hwarch.Generation
-	devices  int
+	devices  devicesValue
 	family   hwarch.SwitchFamily
 	revision string
 	cmd      *cobra.Command
@@ -27,9 +28,9 @@ type systemFlags struct {
 
 // addSystemFlags registers the shared flags on cmd.
 func addSystemFlags(cmd *cobra.Command) *systemFlags {
-	f := &systemFlags{gen: defaultArch, devices: 1, family: hwarch.SwitchNone, revision: "silicon", cmd: cmd}
+	f := &systemFlags{gen: defaultArch, family: hwarch.SwitchNone, revision: "silicon", cmd: cmd}
 	cmd.Flags().Var(&f.gen, "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4")
-	cmd.Flags().IntVar(&f.devices, "devices", 1, "number of devices in the system")
+	cmd.Flags().Var(&f.devices, "devices", "number of devices of the system: 1..get_max_devs of the generation and switch (32 for mariana with switch v1, 16 otherwise) (default 1)")
 	cmd.Flags().Var(&f.family, "switch", "NeuronSwitch family: v1|none (default v1 for mariana, none otherwise)")
 	cmd.Flags().StringVar(&f.revision, "revision", "silicon", "PCI revision: silicon|emu|qemu|0xNN (0xF0 is EMU, 0xFF is QEMU)")
 	return f
@@ -46,7 +47,7 @@ type systemSpec struct {
 // spec validates the flags. The device count is bounded by the runtime's
 // get_max_devs for the generation and switch family.
 func (f *systemFlags) spec() (systemSpec, error) {
-	s := systemSpec{Gen: f.gen, Devices: f.devices, Switch: f.family}
+	s := systemSpec{Gen: f.gen, Switch: f.family}
 	if !f.cmd.Flags().Changed("switch") && f.gen == hwarch.Mariana {
 		s.Switch = hwarch.SwitchV1
 	}
@@ -59,11 +60,34 @@ func (f *systemFlags) spec() (systemSpec, error) {
 	if err != nil {
 		return s, fmt.Errorf("--arch: %w", err)
 	}
-	if s.Devices < 1 || s.Devices > t.Soc.MaxDevs() {
-		return s, fmt.Errorf("--devices %d: a %s system with switch %s holds 1..%d devices (get_max_devs)",
-			s.Devices, s.Gen, s.Switch, t.Soc.MaxDevs())
+	counts, err := f.devices.resolve(1, t.Soc.MaxDevs(), s.Gen, s.Switch, false, false)
+	if err != nil {
+		return s, err
 	}
+	s.Devices = counts[0]
 	return s, nil
+}
+
+// given names the system flags given on the command line, for a command
+// that then works on a system it does not build (--remote, --kernel) and
+// must not ignore them.
+func (f *systemFlags) given() []string {
+	var names []string
+	for _, n := range []string{"arch", "devices", "switch", "revision"} {
+		if f.cmd.Flags().Changed(n) {
+			names = append(names, "--"+n)
+		}
+	}
+	return names
+}
+
+// notWith refuses system flags given together with a target (--remote or
+// --kernel) whose system is not built from them.
+func (f *systemFlags) notWith(target string) error {
+	if g := f.given(); len(g) > 0 {
+		return fmt.Errorf("%s describe a fresh simulated system; with %s the system is the one already there", strings.Join(g, ", "), target)
+	}
+	return nil
 }
 
 // parseSystemSpec reads a compact spec "arch=mariana,devices=32,switch=v1,revision=emu"
@@ -79,7 +103,8 @@ func (f *systemFlags) parseSystemSpec(spec string) error {
 		case "arch":
 			err = f.gen.Set(v)
 		case "devices":
-			f.devices, err = strconv.Atoi(v)
+			f.devices.counts, err = parseDeviceCounts("--system devices", v, false)
+			f.devices.text, f.devices.field = v, "--system devices"
 		case "switch":
 			err = f.family.Set(v)
 			f.cmd.Flags().Lookup("switch").Changed = true
@@ -87,6 +112,10 @@ func (f *systemFlags) parseSystemSpec(spec string) error {
 			f.revision = v
 		default:
 			err = fmt.Errorf("unknown key %q (keys: arch, devices, switch, revision)", k)
+		}
+		var ue *units.Error
+		if errors.As(err, &ue) {
+			return err // it names the key
 		}
 		if err != nil {
 			return fmt.Errorf("--system %q: %w", spec, err)

@@ -163,6 +163,24 @@ func ParseInt(field, s string, min, max int64) (int64, error) {
 	return Int(field, v, min, max)
 }
 
+// ParseFloat reads a decimal floating-point number (as strconv.ParseFloat
+// does, exponents allowed). NaN and infinities are refused, and so is a
+// number too large for a float64.
+func ParseFloat(field, s string) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		var ne *strconv.NumError
+		if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
+			return 0, rangeErr(field, strconv.Quote(s), "too large for a number")
+		}
+		return 0, syntaxErr(field, strconv.Quote(s), "not a number")
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, syntaxErr(field, strconv.Quote(s), "not a finite number")
+	}
+	return v, nil
+}
+
 const (
 	kib = int64(1) << 10
 	mib = int64(1) << 20

@@ -107,6 +107,35 @@ func TestParseInt(t *testing.T) {
 	}
 }
 
+func TestParseFloat(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want float64
+		err  error
+	}{
+		{"1.5", 1.5, nil},
+		{" 2e3 ", 2000, nil},
+		{"-5", -5, nil},
+		{"NaN", 0, ErrSyntax},
+		{"inf", 0, ErrSyntax},
+		{"-Inf", 0, ErrSyntax},
+		{"1e400", 0, ErrRange},
+		{"", 0, ErrSyntax},
+		{"5ns", 0, ErrSyntax},
+	} {
+		v, err := ParseFloat("--x", tc.in)
+		if tc.err != nil {
+			if !errors.Is(err, tc.err) || !strings.Contains(err.Error(), "--x") {
+				t.Errorf("%q: %v, want %v naming --x", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || v != tc.want {
+			t.Errorf("%q: %v, %v; want %v", tc.in, v, err, tc.want)
+		}
+	}
+}
+
 func ExampleNanosecondsToPS() {
 	ps, err := NanosecondsToPS("--link-latency", 1.5)
 	fmt.Println(ps, err)

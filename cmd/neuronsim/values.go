@@ -1,0 +1,341 @@
+package main
+
+// Flag values that are read and checked once, when the flag is parsed.
+//
+// Every numeric flag of the command line is one of the types below. Each
+// converts its text through internal/units under the flag's name, so a value
+// that is not a number, is negative where none can be, does not fit, or lies
+// outside the flag's range is refused with an error that names the flag and
+// the limit. A flag that is not given is "unset" — a state no typed value can
+// produce — so no value a user can type (0, -1) stands for "the default".
+// An unset flag's String is empty, which makes --help print no default for
+// it; its usage text says the default in words instead.
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/runtime/enc"
+)
+
+// flagError makes the error of a flag whose value was refused by
+// internal/units that error itself, which names the flag, the value and the
+// limit (pflag would wrap it in "invalid argument ... for ... flag: ...",
+// naming the flag twice). Other flag errors are kept as they are.
+func flagError(_ *cobra.Command, err error) error {
+	var ue *units.Error
+	if errors.As(err, &ue) {
+		return ue
+	}
+	return err
+}
+
+// nsValue is a duration given in (fractional) nanoseconds, kept in
+// picoseconds: 0 ns up to units.MaxTimePS.
+type nsValue struct {
+	name string
+	ps   uint64
+	set  bool
+	text string
+}
+
+func newNS(name string) *nsValue { return &nsValue{name: name} }
+
+func (v *nsValue) String() string { return v.text }
+
+// Set implements pflag.Value.
+func (v *nsValue) Set(s string) error {
+	f, err := units.ParseFloat(v.name, s)
+	if err != nil {
+		return err
+	}
+	ps, err := units.NanosecondsToPS(v.name, f)
+	if err != nil {
+		return err
+	}
+	v.ps, v.set, v.text = ps, true, s
+	return nil
+}
+
+// Type implements pflag.Value.
+func (v *nsValue) Type() string { return "ns" }
+
+// bandwidthValue is a bandwidth given in GB/s (1e9 B/s), kept in B/s:
+// positive, at most units.MaxBandwidthBps.
+type bandwidthValue struct {
+	name string
+	bps  uint64
+	set  bool
+	text string
+}
+
+func newBandwidth(name string) *bandwidthValue { return &bandwidthValue{name: name} }
+
+func (v *bandwidthValue) String() string { return v.text }
+
+// Set implements pflag.Value.
+func (v *bandwidthValue) Set(s string) error {
+	f, err := units.ParseFloat(v.name, s)
+	if err != nil {
+		return err
+	}
+	bps, err := units.GBpsToBps(v.name, f)
+	if err != nil {
+		return err
+	}
+	v.bps, v.set, v.text = bps, true, s
+	return nil
+}
+
+// Type implements pflag.Value.
+func (v *bandwidthValue) Type() string { return "GB/s" }
+
+// intValue is an integer in [min, max]. Unset, it holds def (which need
+// not lie in the range: a default is not typed); String shows def only when
+// showDef is set, so --help prints "(default N)" only for a real number.
+type intValue struct {
+	name     string
+	min, max int64
+	v        int64
+	set      bool
+	showDef  bool
+}
+
+// newInt is an integer flag in [min, max] with no numeric default (its usage
+// text says what an unset flag means).
+func newInt(name string, min, max int64) *intValue {
+	return &intValue{name: name, min: min, max: max}
+}
+
+// newIntDefault is an integer flag in [min, max] whose default is def.
+func newIntDefault(name string, min, max, def int64) *intValue {
+	return &intValue{name: name, min: min, max: max, v: def, showDef: true}
+}
+
+func (v *intValue) String() string {
+	if !v.set && !v.showDef {
+		return ""
+	}
+	return strconv.FormatInt(v.v, 10)
+}
+
+// Set implements pflag.Value.
+func (v *intValue) Set(s string) error {
+	n, err := units.ParseInt(v.name, s, v.min, v.max)
+	if err != nil {
+		return err
+	}
+	v.v, v.set = n, true
+	return nil
+}
+
+// Type implements pflag.Value.
+func (v *intValue) Type() string { return "int" }
+
+// int returns the value (or the default) as an int; the ranges of the flags
+// fit an int.
+func (v *intValue) int() int { return int(v.v) }
+
+// within checks a given value against a bound known only once the other
+// flags are read (the generation's NeuronCores, its DMA engines); why says
+// where the bound comes from.
+func (v *intValue) within(max int64, why string) error {
+	if !v.set {
+		return nil
+	}
+	if _, err := units.Int(v.name, v.v, v.min, max); err != nil {
+		return fmt.Errorf("%w (%s)", err, why)
+	}
+	return nil
+}
+
+// maxOfGenerations is the largest of a geometry property over every
+// generation: the bound of a flag read before --arch is known (the
+// generation's own bound is checked with within).
+func maxOfGenerations(prop func(*hwarch.Geometry) int) int64 {
+	var m int
+	for _, g := range hwarch.Generations() {
+		m = max(m, prop(hwarch.MustGeometry(g)))
+	}
+	return int64(m)
+}
+
+// sizeValue is a byte count in [min, max], read with units.ParseBytes (K,
+// M, G, T are powers of 1024).
+type sizeValue struct {
+	name     string
+	min, max int64
+	v        int64
+	set      bool
+	text     string
+}
+
+func newSize(name string, min, max int64) *sizeValue {
+	return &sizeValue{name: name, min: min, max: max}
+}
+
+func (v *sizeValue) String() string { return v.text }
+
+// Set implements pflag.Value.
+func (v *sizeValue) Set(s string) error {
+	n, err := units.ParseBytesIn(v.name, s, v.min, v.max)
+	if err != nil {
+		return err
+	}
+	v.v, v.set, v.text = n, true, s
+	return nil
+}
+
+// Type implements pflag.Value.
+func (v *sizeValue) Type() string { return "size" }
+
+// devicesValue is --devices: the number of devices of the simulated system,
+// the same in every command. Commands that build one system take one count;
+// the fabric commands, which build one system per count, also take a list
+// (2,4,8) and run each. Each count is at least 1 and at most
+// MAX_NEURON_DEVICE_COUNT (64); the generation's get_max_devs bounds it
+// further (resolve), unless --what-if lifts that bound where a command has
+// it.
+type devicesValue struct {
+	list   bool
+	field  string // where the counts came from, for errors: "--devices" when empty
+	counts []int
+	text   string
+}
+
+func (v *devicesValue) String() string { return v.text }
+
+// Type implements pflag.Value.
+func (v *devicesValue) Type() string {
+	if v.list {
+		return "count[,count...]"
+	}
+	return "count"
+}
+
+// Set implements pflag.Value.
+func (v *devicesValue) Set(s string) error {
+	counts, err := parseDeviceCounts("--devices", s, v.list)
+	if err != nil {
+		return err
+	}
+	v.counts, v.text, v.field = counts, s, ""
+	return nil
+}
+
+// parseDeviceCounts reads one device count, or with list a comma-separated
+// list of distinct counts. field names the flag (or --system key) in
+// errors. The counts are bounded by resolve, which knows the system.
+func parseDeviceCounts(field, s string, list bool) ([]int, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) > 1 && !list {
+		return nil, &units.Error{Field: field, Value: strconv.Quote(s), Err: units.ErrSyntax,
+			Reason: "this command builds one system: give one device count (the fabric commands take a list)"}
+	}
+	var counts []int
+	seen := map[int]bool{}
+	for _, p := range parts {
+		n, err := units.ParseInt(field, p, math.MinInt32, math.MaxInt32)
+		if errors.Is(err, units.ErrRange) {
+			return nil, &units.Error{Field: field, Value: strconv.Quote(p), Err: units.ErrRange,
+				Reason: fmt.Sprintf("no system holds that many devices (MAX_NEURON_DEVICE_COUNT is %d)", hwarch.MaxNeuronDevices)}
+		}
+		if err != nil {
+			return nil, err
+		}
+		if seen[int(n)] {
+			return nil, &units.Error{Field: field, Value: strconv.Quote(s), Err: units.ErrSyntax,
+				Reason: fmt.Sprintf("the count %d is given twice", n)}
+		}
+		seen[int(n)] = true
+		counts = append(counts, int(n))
+	}
+	return counts, nil
+}
+
+// resolve returns the counts given, or def when the flag is unset, after
+// checking each against the system's bound: 1..get_max_devs (maxDevs) of
+// the generation and switch family, or 1..MAX_NEURON_DEVICE_COUNT with
+// what-if. hasWhatIf says whether the command has --what-if (for the hint).
+func (v *devicesValue) resolve(def, maxDevs int, gen hwarch.Generation, family hwarch.SwitchFamily, whatIf, hasWhatIf bool) ([]int, error) {
+	if v.counts == nil {
+		return []int{def}, nil
+	}
+	limit := maxDevs
+	if whatIf {
+		limit = hwarch.MaxNeuronDevices
+	}
+	for _, n := range v.counts {
+		if n >= 1 && n <= limit {
+			continue
+		}
+		why := fmt.Sprintf("a %s system with switch %s holds 1..%d devices (get_max_devs)", gen, family, maxDevs)
+		switch {
+		case whatIf:
+			why = fmt.Sprintf("a system holds 1..%d devices with --what-if (MAX_NEURON_DEVICE_COUNT)", hwarch.MaxNeuronDevices)
+		case hasWhatIf && n > limit:
+			why += fmt.Sprintf("; --what-if allows up to %d", hwarch.MaxNeuronDevices)
+		}
+		field := v.field
+		if field == "" {
+			field = "--devices"
+		}
+		return nil, &units.Error{Field: field, Value: strconv.Itoa(n), Err: units.ErrRange, Reason: why}
+	}
+	return v.counts, nil
+}
+
+// dtypeValue is the element type of a collective. It is shared by two
+// flags, -d/--datatype and --dtype (nccom-test spells it both ways), so
+// giving both with different types is refused instead of the last one
+// silently winning.
+type dtypeValue struct {
+	d    enc.Dtype
+	by   string // the flag that set it, "" while unset
+	text string
+}
+
+func (v *dtypeValue) String() string {
+	if v.text == "" {
+		return v.d.String()
+	}
+	return v.text
+}
+
+// Type implements pflag.Value.
+func (v *dtypeValue) Type() string { return "type" }
+
+// setter returns the pflag.Value for the flag named name.
+func (v *dtypeValue) setter(name string) *dtypeFlag { return &dtypeFlag{v: v, name: name} }
+
+// dtypeFlag is one of the names of a dtypeValue.
+type dtypeFlag struct {
+	v    *dtypeValue
+	name string
+}
+
+func (f *dtypeFlag) String() string { return f.v.String() }
+
+// Type implements pflag.Value.
+func (f *dtypeFlag) Type() string { return f.v.Type() }
+
+// Set implements pflag.Value.
+func (f *dtypeFlag) Set(s string) error {
+	d, err := enc.ParseDtype(s)
+	if err != nil {
+		return err
+	}
+	if f.v.by != "" && f.v.by != f.name && d != f.v.d {
+		return &units.Error{Field: f.name, Value: s, Err: units.ErrSyntax,
+			Reason: fmt.Sprintf("disagrees with %s %s given before it; give the element type once", f.v.by, f.v.text)}
+	}
+	f.v.d, f.v.by, f.v.text = d, f.name, s
+	return nil
+}
