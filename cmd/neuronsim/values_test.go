@@ -1,0 +1,151 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
+)
+
+// TestFabricSweepRefusesBadValues: every value a fabric flag cannot take —
+// NaN, negative, zero where a count or bandwidth must be positive, what does
+// not fit, what is out of the generation's range — fails with an error that
+// names the flag and the limit, instead of running with a default or a
+// wrapped value.
+func TestFabricSweepRefusesBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string // each must be in the error
+	}{
+		{[]string{"--link-latency", "1e18"}, []string{"--link-latency", "too large", "4611686018427387904 ps"}},
+		{[]string{"--link-latency", "-5"}, []string{"--link-latency", "negative"}},
+		{[]string{"--link-latency", "NaN"}, []string{"--link-latency", "not a finite number"}},
+		{[]string{"--link-bw", "0"}, []string{"--link-bw", "must be positive"}},
+		{[]string{"--link-bw", "-5"}, []string{"--link-bw", "negative"}},
+		{[]string{"--link-bw", "NaN"}, []string{"--link-bw", "not a finite number"}},
+		{[]string{"--link-bw", "1e300"}, []string{"--link-bw", "too large"}},
+		{[]string{"--endpoint-delay", "-1"}, []string{"--endpoint-delay", "negative"}},
+		{[]string{"--chunk-bytes", "0"}, []string{"--chunk-bytes", "64B..1GiB"}},
+		{[]string{"--chunk-bytes", "-1"}, []string{"--chunk-bytes", "without a sign"}},
+		{[]string{"--chunk-bytes", "2G"}, []string{"--chunk-bytes", "64B..1GiB"}},
+		{[]string{"--switch-latency", "-7"}, []string{"--switch-latency", "negative"}},
+		{[]string{"--chunks", "0"}, []string{"--chunks", "1..65536"}},
+		{[]string{"--engines", "0"}, []string{"--engines", "1..16"}},
+		{[]string{"--engines", "1000"}, []string{"--engines", "1..16"}},
+		{[]string{"--ranks-per-device", "0"}, []string{"--ranks-per-device", "1..8"}},
+		{[]string{"--arch", "sunda", "--ranks-per-device", "3"}, []string{"--ranks-per-device", "1..2", "2 NeuronCores"}},
+		{[]string{"--server-size", "0"}, []string{"--server-size", "1..64"}},
+		{[]string{"--arch", "cayman", "--server-size", "4"}, []string{"--server-size", "switch topology"}},
+		{[]string{"--model", "free", "--chunk-bytes", "4K"}, []string{"--chunk-bytes", "--model aware"}},
+		{[]string{"-f", "0"}, []string{"--stepfactor", "2.."}},
+		{[]string{"-f", "1"}, []string{"--stepfactor", "2.."}},
+		{[]string{"-i", "0"}, []string{"--stepbytes", "1B.."}},
+		{[]string{"--group-size", "2"}, []string{"--group-size", "--algo hier only"}},
+		{[]string{"--algo", "hier"}, []string{"--group-size"}},
+		{[]string{"--devices", "0"}, []string{"--devices", "1..32"}},
+		{[]string{"--devices", "2,0"}, []string{"--devices", "1..32"}},
+		{[]string{"--devices", "4,4"}, []string{"--devices", "given twice"}},
+		{[]string{"--devices", "65", "--what-if"}, []string{"--devices", "1..64"}},
+		{[]string{"--devices", "99999999999"}, []string{"--devices", "64"}},
+		{[]string{"-d", "bf16", "--dtype", "fp32"}, []string{"--dtype", "-d/--datatype bf16"}},
+		{[]string{"--dtype", "fp16", "-d", "int8"}, []string{"--datatype", "--dtype fp16"}},
+	} {
+		name := strings.Join(tc.args, " ")
+		t.Run(name, func(t *testing.T) {
+			args := append([]string{"fabric", "sweep", "-b", "1K", "-e", "1K"}, tc.args...)
+			out, err := runCLI(t, args...)
+			require.Error(t, err, "accepted; printed:\n%s", out)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+// TestFabricSweepAgreeingDtypes: -d and --dtype naming the same type (in
+// any spelling) is not a disagreement.
+func TestFabricSweepAgreeingDtypes(t *testing.T) {
+	out, err := runCLI(t, "fabric", "sweep", "--arch", "cayman", "--devices", "2", "-b", "1K", "-e", "1K", "-d", "bf16", "--dtype", "bf16")
+	require.NoError(t, err)
+	assert.Contains(t, out, "bf16")
+}
+
+// TestFabricTopoRefusesBadValues: topo shares the fabric flags and their
+// checks.
+func TestFabricTopoRefusesBadValues(t *testing.T) {
+	for _, args := range [][]string{
+		{"--link-latency", "1e18"}, {"--link-bw", "0"}, {"--chunk-bytes", "0"}, {"--server-size", "0"}, {"--devices", "0"},
+	} {
+		_, err := runCLI(t, append([]string{"fabric", "topo"}, args...)...)
+		require.Error(t, err, args)
+		assert.Contains(t, err.Error(), args[0])
+	}
+}
+
+// TestSystemDevicesFlag: --devices means the number of devices of the
+// system in every command, bounded by get_max_devs: the commands that build
+// one system refuse a list, and 0 is an error everywhere.
+func TestSystemDevicesFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ls", "--devices", "0"}, "--devices 0: a mariana system with switch v1 holds 1..32 devices"},
+		{[]string{"ls", "--devices", "2,4"}, "give one device count"},
+		{[]string{"ls", "--arch", "cayman", "--devices", "17"}, "holds 1..16 devices"},
+		{[]string{"csr", "read", "0", "--devices", "-1"}, "--devices -1"},
+		{[]string{"dma", "copy", "--devices", "2,3"}, "give one device count"},
+		{[]string{"serve", "--listen", "unix:/nonexistent/x.sock", "--system", "devices=0"}, "--system devices 0"},
+		{[]string{"serve", "--listen", "unix:/nonexistent/x.sock", "--system", "devices=2,arch=cayman,devices=x"}, `--system devices "x"`},
+		{[]string{"ls", "--remote", "unix:/nonexistent/x.sock", "--devices", "2"}, "--devices describe a fresh simulated system"},
+		{[]string{"csr", "read", "0", "--remote", "unix:/nonexistent/x.sock", "--arch", "cayman"}, "--arch describe a fresh simulated system"},
+		{[]string{"dve", "load", "--remote", "unix:/nonexistent/x.sock", "--revision", "emu"}, "--revision describe a fresh simulated system"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, err := runCLI(t, tc.args...)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// TestFabricSweepJSONPerCount: with several device counts, --json writes
+// every count's report, each in nccom-test's shape, to its own file.
+func TestFabricSweepJSONPerCount(t *testing.T) {
+	dir := t.TempDir()
+	js := filepath.Join(dir, "r.json")
+	out, err := runCLI(t, "fabric", "sweep", "--arch", "cayman", "--devices", "2,4", "--topology", "ring", "-b", "4K", "-e", "16K", "-f", "2", "--json", js)
+	require.NoError(t, err, out)
+	for _, n := range []int{2, 4} {
+		path := filepath.Join(dir, "r-"+map[int]string{2: "2", 4: "4"}[n]+"devices.json")
+		f, err := os.Open(path)
+		require.NoError(t, err, "a report for %d devices", n)
+		rep, err := nccom.ReadJSON(f)
+		f.Close()
+		require.NoError(t, err)
+		assert.Equal(t, n, rep.Ranks, "the %d-device report", n)
+		assert.EqualValues(t, n, rep.Extra["devices"])
+		require.Len(t, rep.Rows, 3)
+	}
+	_, err = os.Stat(js)
+	assert.ErrorIs(t, err, os.ErrNotExist, "no file is named after one count only")
+}
+
+// TestHelpHasNoSentinelDefaults: no --help shows a default a user could
+// type to mean "unset".
+func TestHelpHasNoSentinelDefaults(t *testing.T) {
+	for _, c := range [][]string{
+		{"fabric", "sweep"}, {"fabric", "topo"}, {"ls"}, {"csr", "read"}, {"csr", "write"}, {"serve"},
+		{"dma", "copy"}, {"dve", "load"}, {"exec"}, {"run"}, {"arch"},
+	} {
+		out, err := runCLI(t, append(c, "--help")...)
+		require.NoError(t, err)
+		assert.NotContains(t, out, "(default -1)", c)
+		assert.NotContains(t, out, "(default 0)", c)
+	}
+}
