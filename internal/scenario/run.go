@@ -16,6 +16,7 @@ import (
 
 	"github.com/neuronsim/neuronsim/hw/isa/asm"
 	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/dmem"
 	"github.com/neuronsim/neuronsim/runtime/dve"
 	"github.com/neuronsim/neuronsim/runtime/enc"
@@ -119,39 +120,17 @@ type Summary struct {
 // run with an error naming it, after the report so far is written.
 func (p *Parsed) Run(opt Options) (*Summary, error) {
 	r := p.sys
-	params := cluster.DefaultParams(r.gen, r.tables)
-	params.Model = r.model
-	t := p.System.Timing
-	for _, l := range []*fabric.LinkParams{&params.XY, &params.Z, &params.Ring, &params.InServer, &params.InterServer, &params.Link} {
-		if t.LinkLatencyNS != nil {
-			l.Latency = uint64(*t.LinkLatencyNS * 1000)
-		}
-		if t.LinkBandwidth != nil {
-			l.Bandwidth = uint64(*t.LinkBandwidth * 1e9)
-		}
-	}
-	if t.EndpointNS != nil {
-		params.Endpoint = uint64(*t.EndpointNS * 1000)
-	}
-	if t.SwitchNS != nil {
-		params.Switch = uint64(*t.SwitchNS * 1000)
-	}
-	if t.ChunkBytes != nil {
-		params.ChunkBytes = *t.ChunkBytes
-	}
-	if t.ServerSize != nil {
-		params.ServerSize = *t.ServerSize
-	}
+	params := r.params
 	c, err := cluster.New(cluster.Config{Generation: r.gen, Devices: r.devices, Switch: r.family, Kind: r.kind, Params: &params,
 		TimingOnly: r.timing, RanksPerDevice: r.ranksPer, BufferBytes: r.buffers, Revision: r.revision, Boot: r.boot, Reset: r.reset})
 	if err != nil {
 		return nil, fmt.Errorf("%s: system: %w", p.file, err)
 	}
-	if t.Engines != nil {
-		c.Exec.Engines = *t.Engines
+	if r.engines != 0 {
+		c.Exec.Engines = r.engines
 	}
-	if t.LaunchCostNS != nil {
-		c.Exec.LaunchCost = time.Duration(*t.LaunchCostNS * float64(time.Nanosecond))
+	if r.launchCost != nil {
+		c.Exec.LaunchCost = *r.launchCost
 	}
 	dir := p.Outputs.Dir
 	if opt.OutDir != "" {
@@ -580,7 +559,10 @@ func words(opS, algoS, dtypeS string) (enc.Op, enc.Algo, enc.Dtype) {
 
 func (run *runner) collective(st *CollectiveStep) error {
 	op, algo, d := words(st.Op, st.Algo, st.Dtype)
-	opt := enc.Options{Chunks: st.Chunks}
+	opt := enc.Options{Chunks: 1}
+	if st.Chunks != nil {
+		opt.Chunks = *st.Chunks
+	}
 	sch, err := enc.Build(op, algo, run.c.Ranks(), int64(st.Size), d.Size(), opt)
 	if err != nil {
 		return err
@@ -626,7 +608,14 @@ func (run *runner) sweep(st *SweepStep) error {
 	if op == enc.AllGather || op == enc.ReduceScatter || op == enc.AllToAll {
 		align *= int64(run.c.Ranks())
 	}
-	sizes, err := nccom.Sizes(int64(st.Min), int64(st.Max), st.Factor, int64(st.Step), align)
+	var factor, step int64 // nccom.Sizes: 0 is neither given (checked at parse time)
+	if st.Factor != nil {
+		factor = *st.Factor
+	}
+	if st.Step != nil {
+		step = int64(*st.Step)
+	}
+	sizes, err := nccom.Sizes(int64(st.Min), int64(st.Max), factor, step, align)
 	if err != nil {
 		return err
 	}
@@ -654,7 +643,13 @@ func (run *runner) sweep(st *SweepStep) error {
 
 func (run *runner) fault(st *FaultStep) error {
 	s := run.c.System
-	f := fabric.Fault{At: s.Now() + sim.FromDuration(st.In), Device: st.Device}
+	// st.In was checked against units.MaxTimePS at parse time, so the sum
+	// does not wrap; it may still pass the latest time a clock may reach.
+	in := sim.FromDuration(st.In)
+	f := fabric.Fault{At: s.Now() + in, Device: st.Device}
+	if uint64(f.At) > units.MaxTimePS {
+		return fmt.Errorf("a fault in %v from now (%v) passes the latest virtual time, %v", st.In, s.Now(), sim.Time(units.MaxTimePS))
+	}
 	switch st.Kind {
 	case "device_reset":
 		f.Kind = fabric.DeviceReset

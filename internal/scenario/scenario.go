@@ -8,12 +8,16 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/internal/units"
 	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
@@ -34,7 +38,7 @@ type Scenario struct {
 // System is the simulated system a scenario runs on.
 type System struct {
 	Arch           string `yaml:"arch,required"` // sunda|cayman|mariana (or v2|v3|v4, trn1|inf2|trn2|trn3)
-	Devices        int    `yaml:"devices"`       // default 1
+	Devices        *int   `yaml:"devices"`       // 1..get_max_devs (64 with what_if); default 1
 	Switch         string `yaml:"switch"`        // v1|none; default v1 on mariana
 	Revision       string `yaml:"revision"`      // silicon|emu|qemu|0xNN
 	Topology       string `yaml:"topology"`      // auto|torus2d|ultraserver|ring|chain|switch|fully-connected|star
@@ -42,23 +46,25 @@ type System struct {
 	Mode           string `yaml:"mode"`          // timing|functional (DMA payloads)
 	Seed           uint64 `yaml:"seed"`          // random inputs
 	WhatIf         bool   `yaml:"what_if"`       // device counts past get_max_devs (up to 64)
-	RanksPerDevice int    `yaml:"ranks_per_device"`
-	Boot           *bool  `yaml:"boot"`  // devices boot their firmware first (default true)
-	Reset          *bool  `yaml:"reset"` // bring-up resets each device as the driver does (default true)
+	RanksPerDevice *int   `yaml:"ranks_per_device"` // 1..NeuronCores; default 1
+	Boot           *bool  `yaml:"boot"`             // devices boot their firmware first (default true)
+	Reset          *bool  `yaml:"reset"`            // bring-up resets each device as the driver does (default true)
 	Timing         Timing `yaml:"timing"`
-	BufferBytes    Size   `yaml:"buffer_bytes"` // per-rank collective buffers; default 64M
+	BufferBytes    *Size  `yaml:"buffer_bytes"` // per-rank collective buffers, 1 byte..an HBM channel; default 64M
 }
 
 // Timing overrides timing parameters (docs/timing-model.md, docs/fabric.md).
+// An absent field keeps the generation's value; a given one is checked
+// (internal/units) and refused, with its position, when out of range.
 type Timing struct {
-	LinkLatencyNS *float64 `yaml:"link_latency_ns"`
-	LinkBandwidth *float64 `yaml:"link_bw_gbs"`
-	EndpointNS    *float64 `yaml:"endpoint_delay_ns"`
-	SwitchNS      *float64 `yaml:"switch_latency_ns"`
-	ChunkBytes    *int     `yaml:"chunk_bytes"`
-	Engines       *int     `yaml:"engines"`
-	LaunchCostNS  *float64 `yaml:"launch_cost_ns"`
-	ServerSize    *int     `yaml:"server_size"`
+	LinkLatencyNS *float64 `yaml:"link_latency_ns"`   // 0..MaxTimePS
+	LinkBandwidth *float64 `yaml:"link_bw_gbs"`       // above 0, at most 1e6 GB/s
+	EndpointNS    *float64 `yaml:"endpoint_delay_ns"` // 0..MaxTimePS
+	SwitchNS      *float64 `yaml:"switch_latency_ns"` // 0..MaxTimePS
+	ChunkBytes    *Size    `yaml:"chunk_bytes"`       // 64..1G, aware model only
+	Engines       *int     `yaml:"engines"`           // 1..a NeuronCore's DMA engines
+	LaunchCostNS  *float64 `yaml:"launch_cost_ns"`    // 0..MaxTimePS
+	ServerSize    *int     `yaml:"server_size"`       // 1..64, switch topology only
 }
 
 // Outputs are the files a scenario writes, under Dir.
@@ -102,6 +108,12 @@ type resolved struct {
 	boot     bool
 	reset    bool
 	buffers  uint64
+	// The fabric parameters with the timing overrides; engines (0: the
+	// calibrated count) and launchCost (nil: the calibrated one) of the
+	// collective executor.
+	params     fabric.Params
+	engines    int
+	launchCost *time.Duration
 }
 
 // check resolves the system and checks every step against it: words,
@@ -109,7 +121,7 @@ type resolved struct {
 func (sc *Scenario) check(d *Decoder, root *yaml.Node) (*resolved, error) {
 	sys := &sc.System
 	at := func(path string) *yaml.Node { return find(root, path) }
-	r := &resolved{devices: max(sys.Devices, 1), ranksPer: max(sys.RanksPerDevice, 1), boot: true, reset: true, buffers: 64 << 20}
+	r := &resolved{devices: 1, ranksPer: 1, boot: true, reset: true, buffers: 64 << 20}
 	var err error
 	if r.gen, err = hwarch.ParseGeneration(sys.Arch); err != nil {
 		return nil, d.Errorf(at("system.arch"), "system.arch", "expected sunda|cayman|mariana (or v2|v3|v4, trn1|inf2|trn2|trn3), got %q", sys.Arch)
@@ -130,13 +142,16 @@ func (sc *Scenario) check(d *Decoder, root *yaml.Node) (*resolved, error) {
 	if sys.WhatIf {
 		limit = hwarch.MaxNeuronDevices
 	}
-	if sys.Devices < 0 || r.devices > limit {
-		hint := ""
-		if !sys.WhatIf {
-			hint = fmt.Sprintf("; what_if: true allows up to %d", hwarch.MaxNeuronDevices)
+	if n := sys.Devices; n != nil {
+		if *n < 1 || *n > limit {
+			hint := ""
+			if !sys.WhatIf && *n > limit {
+				hint = fmt.Sprintf("; what_if: true allows up to %d", hwarch.MaxNeuronDevices)
+			}
+			return nil, d.Errorf(at("system.devices"), "system.devices", "a %s system with switch %s holds 1..%d devices (get_max_devs), not %d%s",
+				r.gen, r.family, limit, *n, hint)
 		}
-		return nil, d.Errorf(at("system.devices"), "system.devices", "a %s system with switch %s holds 1..%d devices (get_max_devs), not %d%s",
-			r.gen, r.family, limit, sys.Devices, hint)
+		r.devices = *n
 	}
 	if sys.Revision != "" {
 		if r.revision, err = hwarch.ParseRevision(sys.Revision); err != nil {
@@ -160,9 +175,13 @@ func (sc *Scenario) check(d *Decoder, root *yaml.Node) (*resolved, error) {
 	default:
 		return nil, d.Errorf(at("system.mode"), "system.mode", "expected timing or functional, got %q", sys.Mode)
 	}
-	ncs := hwarch.MustGeometry(r.gen).NeuronCores
-	if sys.RanksPerDevice < 0 || r.ranksPer > ncs {
-		return nil, d.Errorf(at("system.ranks_per_device"), "system.ranks_per_device", "a %s device has %d NeuronCores (num_tpb), not %d", r.gen, ncs, sys.RanksPerDevice)
+	geo := hwarch.MustGeometry(r.gen)
+	if n := sys.RanksPerDevice; n != nil {
+		if *n < 1 || *n > geo.NeuronCores {
+			return nil, d.Errorf(at("system.ranks_per_device"), "system.ranks_per_device", "1..%d: a %s device has %d NeuronCores (num_tpb), not %d",
+				geo.NeuronCores, r.gen, geo.NeuronCores, *n)
+		}
+		r.ranksPer = *n
 	}
 	if sys.Boot != nil {
 		r.boot = *sys.Boot
@@ -170,8 +189,17 @@ func (sc *Scenario) check(d *Decoder, root *yaml.Node) (*resolved, error) {
 	if sys.Reset != nil {
 		r.reset = *sys.Reset
 	}
-	if sys.BufferBytes > 0 {
-		r.buffers = uint64(sys.BufferBytes)
+	if b := sys.BufferBytes; b != nil {
+		// A rank's buffers are one allocation in one HBM channel of its NC.
+		most := geo.HBM[0].ActiveSize
+		if *b < 1 || uint64(*b) > most {
+			return nil, d.Errorf(at("system.buffer_bytes"), "system.buffer_bytes", "1 byte..%s (a %s HBM channel), not %d",
+				units.FormatBytes(int64(most)), r.gen, *b)
+		}
+		r.buffers = uint64(*b)
+	}
+	if err := r.timingOverrides(d, at, &sys.Timing); err != nil {
+		return nil, err
 	}
 	for i := range sc.Steps {
 		path := fmt.Sprintf("steps[%d]", i)
@@ -180,6 +208,120 @@ func (sc *Scenario) check(d *Decoder, root *yaml.Node) (*resolved, error) {
 		}
 	}
 	return r, nil
+}
+
+// timingOverrides resolves the fabric parameters and the executor's
+// parameters with the timing overrides, each converted through
+// internal/units and checked against its range, and refuses an override
+// that does not apply to the system (a server size without switches,
+// chunks in the free model).
+func (r *resolved) timingOverrides(d *Decoder, at func(string) *yaml.Node, t *Timing) error {
+	r.params = cluster.DefaultParams(r.gen, r.tables)
+	r.params.Model = r.model
+	field := func(name string) (*yaml.Node, string) { return at("system.timing." + name), "system.timing." + name }
+	ns := func(name string, v *float64) (uint64, bool, error) {
+		if v == nil {
+			return 0, false, nil
+		}
+		n, path := field(name)
+		ps, err := units.NanosecondsToPS(path, *v)
+		if err != nil {
+			return 0, false, d.valueError(n, path, err)
+		}
+		return ps, true, nil
+	}
+	lat, hasLat, err := ns("link_latency_ns", t.LinkLatencyNS)
+	if err != nil {
+		return err
+	}
+	var bw uint64
+	if t.LinkBandwidth != nil {
+		n, path := field("link_bw_gbs")
+		if bw, err = units.GBpsToBps(path, *t.LinkBandwidth); err != nil {
+			return d.valueError(n, path, err)
+		}
+	}
+	p := &r.params
+	for _, l := range []*fabric.LinkParams{&p.XY, &p.Z, &p.Ring, &p.InServer, &p.InterServer, &p.Link} {
+		if hasLat {
+			l.Latency = lat
+		}
+		if bw != 0 {
+			l.Bandwidth = bw
+		}
+	}
+	if ps, ok, err := ns("endpoint_delay_ns", t.EndpointNS); err != nil {
+		return err
+	} else if ok {
+		p.Endpoint = ps
+	}
+	if ps, ok, err := ns("switch_latency_ns", t.SwitchNS); err != nil {
+		return err
+	} else if ok {
+		p.Switch = ps
+	}
+	if ps, ok, err := ns("launch_cost_ns", t.LaunchCostNS); err != nil {
+		return err
+	} else if ok {
+		c := time.Duration((ps + 500) / 1000) // to the nearest ns; ps ≤ MaxTimePS fits
+		r.launchCost = &c
+	}
+	if c := t.ChunkBytes; c != nil {
+		n, path := field("chunk_bytes")
+		if *c < minChunkBytes || *c > maxChunkBytes {
+			return d.Errorf(n, path, "%s..%s, not %d", units.FormatBytes(minChunkBytes), units.FormatBytes(maxChunkBytes), *c)
+		}
+		if r.model == fabric.Free {
+			return d.Errorf(n, path, "the free model moves no chunks; chunk_bytes applies to model: aware")
+		}
+		p.ChunkBytes = int(*c)
+	}
+	geo := hwarch.MustGeometry(r.gen)
+	if e := t.Engines; e != nil {
+		n, path := field("engines")
+		if *e < 1 || *e > geo.DMAEnginesPerNC {
+			return d.Errorf(n, path, "1..%d (a %s NeuronCore's DMA engines), not %d", geo.DMAEnginesPerNC, r.gen, *e)
+		}
+		r.engines = *e
+	}
+	if s := t.ServerSize; s != nil {
+		n, path := field("server_size")
+		if *s < 1 || *s > hwarch.MaxNeuronDevices {
+			return d.Errorf(n, path, "1..%d devices per server, not %d", hwarch.MaxNeuronDevices, *s)
+		}
+		kind := r.kind
+		if kind == fabric.KindAuto {
+			kind = fabric.AutoKind(r.gen, r.devices)
+		}
+		if kind != fabric.KindSwitch {
+			return d.Errorf(n, path, "a %s topology has no servers; server_size applies to the switch topology", kind)
+		}
+		p.ServerSize = *s
+	}
+	return nil
+}
+
+// The store-and-forward chunk sizes fabric.Params.Validate accepts.
+const (
+	minChunkBytes = 64
+	maxChunkBytes = 1 << 30
+)
+
+// valueError is the positioned error of a value internal/units refused: its
+// message is the units error's without the field, which the path names.
+func (d *Decoder) valueError(n *yaml.Node, path string, err error) error {
+	var ue *units.Error
+	if !errors.As(err, &ue) {
+		return d.Errorf(n, path, "%w", err)
+	}
+	e := &Error{File: d.File, Path: path, Msg: ue.Value + ": " + ue.Reason, cause: err}
+	if ue.Value == "" {
+		e.Msg = ue.Reason
+	}
+	if n != nil {
+		e.Line, e.Column = n.Line, n.Column
+	}
+	return e
 }
 
 // find returns the node at a dotted path ("system.devices",

@@ -7,6 +7,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 )
 
@@ -88,8 +89,8 @@ type CollectiveStep struct {
 	Op          string `yaml:"op,required"`
 	Algo        string `yaml:"algo"` // default auto
 	Size        Size   `yaml:"size,required"`
-	Dtype       string `yaml:"dtype"` // default fp32
-	Chunks      int    `yaml:"chunks"`
+	Dtype       string `yaml:"dtype"`  // default fp32
+	Chunks      *int   `yaml:"chunks"` // 1..enc.MaxChunks; default 1
 	ExpectError string `yaml:"expect_error"` // the run must fail with this in its error
 }
 
@@ -100,8 +101,8 @@ type SweepStep struct {
 	Dtype  string `yaml:"dtype"`
 	Min    Size   `yaml:"min,required"`
 	Max    Size   `yaml:"max,required"`
-	Factor int64  `yaml:"factor"`
-	Step   Size   `yaml:"step"`
+	Factor *int64 `yaml:"factor"` // at least 2
+	Step   *Size  `yaml:"step"`   // at least 1 byte; not with factor; default (max-min)/10
 }
 
 // FaultStep schedules a fault In from now: link_down / link_up of the link
@@ -277,6 +278,9 @@ func (s *Step) check(d *Decoder, n *yaml.Node, path string, r *resolved) error {
 		if c.Size <= 0 || uint64(c.Size) > r.buffers {
 			return d.Errorf(at("size"), p+".size", "a size of 1 byte to system.buffer_bytes (%d), not %d", r.buffers, c.Size)
 		}
+		if c.Chunks != nil && (*c.Chunks < 1 || *c.Chunks > enc.MaxChunks) {
+			return d.Errorf(at("chunks"), p+".chunks", "1..%d pieces, not %d", enc.MaxChunks, *c.Chunks)
+		}
 	case "sweep":
 		c := s.Sweep
 		if err := collectiveWords(c.Op, c.Algo, c.Dtype); err != nil {
@@ -285,8 +289,14 @@ func (s *Step) check(d *Decoder, n *yaml.Node, path string, r *resolved) error {
 		if c.Min <= 0 || c.Max < c.Min {
 			return d.Errorf(at("max"), p+".max", "min must be positive and max at least min (%d, %d)", c.Min, c.Max)
 		}
-		if c.Factor != 0 && c.Factor < 2 {
-			return d.Errorf(at("factor"), p+".factor", "a factor of at least 2, not %d", c.Factor)
+		if c.Factor != nil && *c.Factor < 2 {
+			return d.Errorf(at("factor"), p+".factor", "a factor of at least 2, not %d", *c.Factor)
+		}
+		if c.Step != nil && *c.Step < 1 {
+			return d.Errorf(at("step"), p+".step", "a step of at least 1 byte, not %d", *c.Step)
+		}
+		if c.Factor != nil && c.Step != nil {
+			return d.Errorf(at("step"), p+".step", "give one of factor and step, not both")
 		}
 	case "reset":
 		for _, c := range s.Reset.TPBs {
@@ -312,6 +322,9 @@ func (s *Step) check(d *Decoder, n *yaml.Node, path string, r *resolved) error {
 		}
 		if f.In < 0 {
 			return d.Errorf(at("in"), p+".in", "a fault cannot be in the past (%v)", f.In)
+		}
+		if _, err := units.DurationToPS(p+".in", f.In); err != nil {
+			return d.valueError(at("in"), p+".in", err)
 		}
 		return dev(f.Device, "device")
 	}
