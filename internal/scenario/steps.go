@@ -89,8 +89,8 @@ type CollectiveStep struct {
 	Op          string `yaml:"op,required"`
 	Algo        string `yaml:"algo"` // default auto
 	Size        Size   `yaml:"size,required"`
-	Dtype       string `yaml:"dtype"`  // default fp32
-	Chunks      *int   `yaml:"chunks"` // 1..enc.MaxChunks; default 1
+	Dtype       string `yaml:"dtype"`        // default fp32
+	Chunks      *int   `yaml:"chunks"`       // 1..enc.MaxChunks; default 1
 	ExpectError string `yaml:"expect_error"` // the run must fail with this in its error
 }
 
