@@ -37,18 +37,18 @@ type Scenario struct {
 
 // System is the simulated system a scenario runs on.
 type System struct {
-	Arch           string `yaml:"arch,required"`    // sunda|cayman|mariana (or v2|v3|v4, trn1|inf2|trn2|trn3)
-	Devices        *int   `yaml:"devices"`          // 1..get_max_devs (64 with what_if); default 1
-	Switch         string `yaml:"switch"`           // v1|none; default v1 on mariana
-	Revision       string `yaml:"revision"`         // silicon|emu|qemu|0xNN
-	Topology       string `yaml:"topology"`         // auto|torus2d|ultraserver|ring|chain|switch|fully-connected|star
-	Model          string `yaml:"model"`            // aware|free
-	Mode           string `yaml:"mode"`             // timing|functional (DMA payloads)
-	Seed           uint64 `yaml:"seed"`             // random inputs
-	WhatIf         bool   `yaml:"what_if"`          // device counts past get_max_devs (up to 64)
-	RanksPerDevice *int   `yaml:"ranks_per_device"` // 1..NeuronCores; default 1
-	Boot           *bool  `yaml:"boot"`             // devices boot their firmware first (default true)
-	Reset          *bool  `yaml:"reset"`            // bring-up resets each device as the driver does (default true)
+	Arch           string `yaml:"arch,required"` // sunda|cayman|mariana (or v2|v3|v4, trn1|inf2|trn2|trn3)
+	Devices        *int   `yaml:"devices"`       // 1..get_max_devs (64 with what_if); default 1
+	Switch         string `yaml:"switch"`        // v1|none; default v1 on mariana
+	Revision       string `yaml:"revision"`      // silicon|emu|qemu|0xNN
+	Topology       string `yaml:"topology"`      // auto|torus2d|ultraserver|ring|chain|switch|fully-connected|star
+	Model          string `yaml:"model"`         // aware|free
+	Mode           string `yaml:"mode"`          // timing|functional (DMA payloads)
+	Seed           uint64 `yaml:"seed"`          // random inputs
+	WhatIf         bool   `yaml:"what_if"`       // device counts past get_max_devs (up to 64)
+	RanksPerDevice *int   `yaml:"ranks_per_device"`
+	Boot           *bool  `yaml:"boot"`  // devices boot their firmware first (default true)
+	Reset          *bool  `yaml:"reset"` // bring-up resets each device as the driver does (default true)
 	Timing         Timing `yaml:"timing"`
 	BufferBytes    *Size  `yaml:"buffer_bytes"` // per-rank collective buffers, 1 byte..an HBM channel; default 64M
 }
