@@ -65,7 +65,7 @@ func addFabricFlags(cmd *cobra.Command) *fabricFlags {
 		server: newInt("--server-size", 1, hwarch.MaxNeuronDevices)}
 	fl := cmd.Flags()
 	fl.Var(&f.gen, "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4")
-	fl.Var(&f.family, "switch", "NeuronSwitch family: v1|none (default v1 for mariana, none otherwise)")
+	fl.Var(&switchValue{f: &f.family}, "switch", "NeuronSwitch family: v1|none (default v1 for mariana, none otherwise)")
 	fl.Var(&f.devices, "devices", fmt.Sprintf("number of devices of the system, or a list of counts to run each (2,4,8,16,32); each 1..get_max_devs of the generation and switch (32 for mariana with switch v1, 16 otherwise), up to %d with --what-if (default get_max_devs)", hwarch.MaxNeuronDevices))
 	fl.Var(&f.kind, "topology", "auto|torus2d|ultraserver|ring|chain|switch|fully-connected|star (auto: what a real system of that shape has)")
 	fl.Var(&f.model, "model", "network model: aware (contention-aware, store-and-forward) or free (contention-free, cut-through)")

@@ -31,7 +31,7 @@ func addSystemFlags(cmd *cobra.Command) *systemFlags {
 	f := &systemFlags{gen: defaultArch, family: hwarch.SwitchNone, revision: "silicon", cmd: cmd}
 	cmd.Flags().Var(&f.gen, "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4")
 	cmd.Flags().Var(&f.devices, "devices", "number of devices of the system: 1..get_max_devs of the generation and switch (32 for mariana with switch v1, 16 otherwise) (default 1)")
-	cmd.Flags().Var(&f.family, "switch", "NeuronSwitch family: v1|none (default v1 for mariana, none otherwise)")
+	cmd.Flags().Var(&switchValue{f: &f.family}, "switch", "NeuronSwitch family: v1|none (default v1 for mariana, none otherwise)")
 	cmd.Flags().StringVar(&f.revision, "revision", "silicon", "PCI revision: silicon|emu|qemu|0xNN (0xF0 is EMU, 0xFF is QEMU)")
 	return f
 }
@@ -93,11 +93,16 @@ func (f *systemFlags) notWith(target string) error {
 // parseSystemSpec reads a compact spec "arch=mariana,devices=32,switch=v1,revision=emu"
 // into the flags (the serve command's --system).
 func (f *systemFlags) parseSystemSpec(spec string) error {
+	seen := map[string]bool{}
 	for _, kv := range strings.Split(spec, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok {
 			return fmt.Errorf("--system %q: %q is not key=value (keys: arch, devices, switch, revision)", spec, kv)
 		}
+		if seen[k] {
+			return fmt.Errorf("--system %q: the key %s is given twice", spec, k)
+		}
+		seen[k] = true
 		var err error
 		switch k {
 		case "arch":

@@ -292,6 +292,33 @@ func (v *devicesValue) resolve(def, maxDevs int, gen hwarch.Generation, family h
 	return v.counts, nil
 }
 
+// switchValue is --switch: a NeuronSwitch family whose default depends on
+// the generation (v1 for mariana, none otherwise), so unset it shows no
+// default of its own in --help; the command reads Changed("switch").
+type switchValue struct {
+	f   *hwarch.SwitchFamily
+	set bool
+}
+
+func (v *switchValue) String() string {
+	if !v.set {
+		return ""
+	}
+	return v.f.String()
+}
+
+// Set implements pflag.Value.
+func (v *switchValue) Set(s string) error {
+	if err := v.f.Set(s); err != nil {
+		return err
+	}
+	v.set = true
+	return nil
+}
+
+// Type implements pflag.Value.
+func (v *switchValue) Type() string { return v.f.Type() }
+
 // dtypeValue is the element type of a collective. It is shared by two
 // flags, -d/--datatype and --dtype (nccom-test spells it both ways), so
 // giving both with different types is refused instead of the last one

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
 )
 
@@ -101,7 +104,9 @@ func TestSystemDevicesFlag(t *testing.T) {
 		{[]string{"csr", "read", "0", "--devices", "-1"}, "--devices -1"},
 		{[]string{"dma", "copy", "--devices", "2,3"}, "give one device count"},
 		{[]string{"serve", "--listen", "unix:/nonexistent/x.sock", "--system", "devices=0"}, "--system devices 0"},
-		{[]string{"serve", "--listen", "unix:/nonexistent/x.sock", "--system", "devices=2,arch=cayman,devices=x"}, `--system devices "x"`},
+		{[]string{"serve", "--listen", "unix:/nonexistent/x.sock", "--system", "arch=cayman,devices=x"}, `--system devices "x"`},
+		{[]string{"serve", "--listen", "unix:/nonexistent/x.sock", "--system", "devices=2,arch=cayman,devices=4"}, "the key devices is given twice"},
+		{[]string{"serve", "--listen", "unix:/nonexistent/x.sock", "--system", "devices=2,4"}, `"4" is not key=value`},
 		{[]string{"ls", "--remote", "unix:/nonexistent/x.sock", "--devices", "2"}, "--devices describe a fresh simulated system"},
 		{[]string{"csr", "read", "0", "--remote", "unix:/nonexistent/x.sock", "--arch", "cayman"}, "--arch describe a fresh simulated system"},
 		{[]string{"dve", "load", "--remote", "unix:/nonexistent/x.sock", "--revision", "emu"}, "--revision describe a fresh simulated system"},
@@ -148,4 +153,62 @@ func TestHelpHasNoSentinelDefaults(t *testing.T) {
 		assert.NotContains(t, out, "(default -1)", c)
 		assert.NotContains(t, out, "(default 0)", c)
 	}
+}
+
+// FuzzFlagValues: any text given to a numeric flag either is refused with
+// an error naming the flag, or yields a value inside the flag's range;
+// nothing panics, wraps or falls back to a default.
+func FuzzFlagValues(f *testing.F) {
+	for _, s := range []string{"0", "1", "-1", "1e18", "NaN", "-Inf", "4K", "1.5M", "18446744073709551616", "2,4,8", "4,4", " 7 ", "0x10", "1e-9", "9223372036854775807T"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		named := func(err error, name string) {
+			var ue *units.Error
+			if !errors.As(err, &ue) || ue.Field != name {
+				t.Fatalf("%q: error %v does not name %s", s, err, name)
+			}
+		}
+		ns := newNS("--link-latency")
+		if err := ns.Set(s); err != nil {
+			named(err, "--link-latency")
+		} else if !ns.set || ns.ps > units.MaxTimePS {
+			t.Fatalf("%q: %d ps accepted", s, ns.ps)
+		}
+		bw := newBandwidth("--link-bw")
+		if err := bw.Set(s); err != nil {
+			named(err, "--link-bw")
+		} else if bw.bps < 1 || bw.bps > units.MaxBandwidthBps {
+			t.Fatalf("%q: %d B/s accepted", s, bw.bps)
+		}
+		n := newInt("--chunks", 1, 65536)
+		if err := n.Set(s); err != nil {
+			named(err, "--chunks")
+		} else if n.v < 1 || n.v > 65536 {
+			t.Fatalf("%q: %d accepted", s, n.v)
+		}
+		sz := newSize("--chunk-bytes", 64, 1<<30)
+		if err := sz.Set(s); err != nil {
+			named(err, "--chunk-bytes")
+		} else if sz.v < 64 || sz.v > 1<<30 {
+			t.Fatalf("%q: %d bytes accepted", s, sz.v)
+		}
+		dv := &devicesValue{list: true}
+		if err := dv.Set(s); err != nil {
+			named(err, "--devices")
+			return
+		}
+		counts, err := dv.resolve(32, 32, hwarch.Mariana, hwarch.SwitchV1, false, true)
+		if err != nil {
+			named(err, "--devices")
+			return
+		}
+		seen := map[int]bool{}
+		for _, c := range counts {
+			if c < 1 || c > 32 || seen[c] {
+				t.Fatalf("%q: counts %v accepted", s, counts)
+			}
+			seen[c] = true
+		}
+	})
 }
