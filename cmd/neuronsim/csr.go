@@ -111,7 +111,7 @@ func parseWord(s, what string) (uint64, error) {
 }
 
 func newCSRReadCommand() *cobra.Command {
-	var count int
+	countV := newIntDefault("--count", 1, 1<<16, 1)
 	cmd := &cobra.Command{
 		Use:   "read ADDR [--count N]",
 		Short: "csr_read_array of N consecutive words at a BAR0 offset",
@@ -121,14 +121,12 @@ func newCSRReadCommand() *cobra.Command {
 		Args: cobra.ExactArgs(1),
 	}
 	tf := addTargetFlags(cmd)
-	cmd.Flags().IntVar(&count, "count", 1, "number of consecutive words")
+	cmd.Flags().Var(countV, "count", "number of consecutive words, 1..65536")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		count := countV.int()
 		off, err := parseWord(args[0], "ADDR")
 		if err != nil {
 			return err
-		}
-		if count < 1 || count > 1<<16 {
-			return fmt.Errorf("--count %d: want 1..65536", count)
 		}
 		d, done, err := tf.open()
 		if err != nil {

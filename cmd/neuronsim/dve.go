@@ -30,6 +30,7 @@ type dmaTargetFlags struct {
 
 func addDMATargetFlags(cmd *cobra.Command) *dmaTargetFlags {
 	t := &dmaTargetFlags{sys: addSystemFlags(cmd)}
+	cmd.Flags().Lookup("devices").Usage = "number of devices of the system; this command works on a system of one device, so only 1 (default 1)"
 	cmd.Flags().StringVar(&t.remote, "remote", "", "use a device a `neuronsim serve` exports (unix:PATH or tcp:HOST:PORT) instead of a fresh one")
 	cmd.Flags().IntVar(&t.device, "device", 0, "with --remote: the served device's index")
 	return t

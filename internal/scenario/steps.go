@@ -7,7 +7,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
-	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 )
 
@@ -322,9 +321,6 @@ func (s *Step) check(d *Decoder, n *yaml.Node, path string, r *resolved) error {
 		}
 		if f.In < 0 {
 			return d.Errorf(at("in"), p+".in", "a fault cannot be in the past (%v)", f.In)
-		}
-		if _, err := units.DurationToPS(p+".in", f.In); err != nil {
-			return d.valueError(at("in"), p+".in", err)
 		}
 		return dev(f.Device, "device")
 	}

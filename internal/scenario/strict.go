@@ -30,6 +30,8 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // Limits on what Decode accepts. They bound the time and memory that a
@@ -690,6 +692,12 @@ func (d *Decoder) duration(n *yaml.Node, path string, v reflect.Value) error {
 	x, err := time.ParseDuration(s)
 	if err != nil {
 		return d.Errorf(n, path, "expected %s, got %s", what, strictDescribe(n))
+	}
+	// A duration is of virtual time: none may pass the latest time a clock
+	// may reach (units.MaxTimePS), either way, so adding one to a time
+	// cannot wrap. The sign is the field's to check.
+	if _, err := units.DurationToPS(path, max(x, -x)); err != nil {
+		return d.valueError(n, path, err)
 	}
 	v.SetInt(int64(x))
 	return nil
