@@ -122,6 +122,9 @@ func (sc *Scenario) check(d *Decoder, root *yaml.Node) (*resolved, error) {
 	sys := &sc.System
 	at := func(path string) *yaml.Node { return find(root, path) }
 	r := &resolved{devices: 1, ranksPer: 1, boot: true, reset: true, buffers: 64 << 20}
+	if strings.TrimSpace(sc.Name) == "" {
+		return nil, d.Errorf(at("name"), "name", "expected the scenario's name, got an empty one")
+	}
 	var err error
 	if r.gen, err = hwarch.ParseGeneration(sys.Arch); err != nil {
 		return nil, d.Errorf(at("system.arch"), "system.arch", "expected sunda|cayman|mariana (or v2|v3|v4, trn1|inf2|trn2|trn3), got %q", sys.Arch)

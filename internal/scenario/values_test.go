@@ -35,6 +35,7 @@ func TestParseRefusesBadValues(t *testing.T) {
 		name, doc, token string
 		want             []string
 	}{
+		{"empty name", "name: \"\"\nsystem: {arch: mariana}\n", "\"\"", []string{"name", "empty"}},
 		{"devices 0", sys("devices: 0"), "0}", []string{"system.devices", "holds 1..32 devices", "not 0"}},
 		{"devices -3", sys("devices: -3"), "-3", []string{"system.devices", "1..32"}},
 		{"devices 65 what_if", sys("what_if: true, devices: 65"), "65", []string{"system.devices", "1..64"}},
