@@ -261,6 +261,9 @@ func fillDefaults(cfg *DeviceConfig) error {
 	if cfg.DMA == (dma.Timing{}) {
 		cfg.DMA = dma.DefaultTiming(cfg.Generation)
 	}
+	if err := cfg.DMA.Validate(); err != nil {
+		return fmt.Errorf("sim device %s: DMA timing: %w", cfg.Name, err)
+	}
 	if (cfg.Engine == nil) != (cfg.Lock == nil) {
 		return fmt.Errorf("sim device %s: a shared Engine and Lock go together (one is nil)", cfg.Name)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/sim/dma"
 	"github.com/neuronsim/neuronsim/sim/tpb"
 )
@@ -82,6 +84,14 @@ func (d *Device) Restore(s DeviceSnapshot) error {
 	defer d.mu.Unlock()
 	fresh.mu.Lock()
 	defer fresh.mu.Unlock()
+	// fresh was built from s with every part checked, so what follows cannot
+	// fail; the host memory, which may refuse on its own terms, goes first,
+	// before anything of the device has changed.
+	if d.host != fresh.host {
+		if err := d.host.Restore(fresh.host.State()); err != nil {
+			return err
+		}
+	}
 	// The handlers of the fresh engine are closures over fresh; rebind the
 	// device's own engine instead of adopting fresh's.
 	if err := d.engine.Restore(fresh.engine.State()); err != nil {
@@ -92,11 +102,6 @@ func (d *Device) Restore(s DeviceSnapshot) error {
 	}
 	for nc, c := range d.cores {
 		if err := c.Restore(fresh.cores[nc].State()); err != nil {
-			return err
-		}
-	}
-	if d.host != fresh.host {
-		if err := d.host.Restore(fresh.host.State()); err != nil {
 			return err
 		}
 	}
@@ -139,54 +144,94 @@ func (d *Device) RestoreInSystem(s DeviceSnapshot) error {
 }
 
 // restore loads s into a freshly built device; withEngine restores the
-// pending events and host memory too (a device alone).
+// pending events and host memory too (a device alone). Every part is
+// checked before any is changed, so a refused snapshot leaves the device
+// as it was.
 func (d *Device) restore(s DeviceSnapshot, withEngine bool) error {
-	st := s.State
-	switch {
-	case len(st.NCSync) != d.geo.NeuronCores:
-		return fmt.Errorf("sim device %s: restore: %d NC sync blocks, the %s has %d: %w", d.cfg.Name, len(st.NCSync), d.geo.Generation, d.geo.NeuronCores, ErrInvalidState)
-	case len(st.TopSPSync) != d.geo.TopSPs:
-		return fmt.Errorf("sim device %s: restore: %d TOP_SP sync blocks, the %s has %d: %w", d.cfg.Name, len(st.TopSPSync), d.geo.Generation, d.geo.TopSPs, ErrInvalidState)
-	case int(st.Phase) >= len(phaseNames):
-		return fmt.Errorf("sim device %s: restore: %v: %w", d.cfg.Name, st.Phase, ErrInvalidState)
-	}
-	for _, blocks := range [][]tpb.SyncState{st.NCSync, st.TopSPSync} {
-		for i := range blocks {
-			for j, e := range blocks[i].Events {
-				if e > 1 {
-					return fmt.Errorf("sim device %s: restore: sync block %d event %d is %d (events are 0 or 1): %w", d.cfg.Name, i, j, e, ErrInvalidState)
-				}
-			}
-		}
-	}
-	if withEngine {
-		if err := d.engine.Restore(s.Engine); err != nil {
-			return fmt.Errorf("sim device %s: %w", d.cfg.Name, err)
-		}
-	}
-	if err := d.regs.Restore(s.Regs); err != nil {
-		return fmt.Errorf("sim device %s: registers: %w", d.cfg.Name, err)
-	}
-	if err := d.hbm.Restore(s.HBM); err != nil {
-		return fmt.Errorf("sim device %s: HBM: %w", d.cfg.Name, err)
-	}
-	if err := d.dma.Restore(s.DMA); err != nil {
-		return fmt.Errorf("sim device %s: %w: %w", d.cfg.Name, err, ErrInvalidState)
+	if err := d.checkState(&s.State); err != nil {
+		return fmt.Errorf("sim device %s: restore: %w: %w", d.cfg.Name, err, ErrInvalidState)
 	}
 	if len(s.Cores) != len(d.cores) {
 		return fmt.Errorf("sim device %s: restore: %d NeuronCore states, the device has %d: %w", d.cfg.Name, len(s.Cores), len(d.cores), ErrInvalidState)
 	}
+	// Build every part aside first: the engine, memories, DMA controller and
+	// cores each check what they are given.
+	var engine Engine
+	if withEngine {
+		engine.handlers, engine.names = d.engine.handlers, d.engine.names
+		if err := engine.Restore(s.Engine); err != nil {
+			return fmt.Errorf("sim device %s: %w", d.cfg.Name, err)
+		}
+	}
+	var regs, hbm Memory
+	if err := regs.Restore(s.Regs); err != nil {
+		return fmt.Errorf("sim device %s: registers: %w", d.cfg.Name, err)
+	}
+	if err := hbm.Restore(s.HBM); err != nil {
+		return fmt.Errorf("sim device %s: HBM: %w", d.cfg.Name, err)
+	}
+	if err := d.dma.Validate(s.DMA); err != nil {
+		return fmt.Errorf("sim device %s: %w: %w", d.cfg.Name, err, ErrInvalidState)
+	}
 	for nc, c := range d.cores {
-		if err := c.Restore(s.Cores[nc]); err != nil {
+		if err := c.Validate(s.Cores[nc]); err != nil {
 			return fmt.Errorf("sim device %s: NC %d: %w: %w", d.cfg.Name, nc, err, ErrInvalidState)
 		}
 	}
+	// The host memory checks its own state and keeps its old one when it
+	// refuses; it goes last of what can fail.
 	if withEngine {
 		if err := d.host.Restore(s.Host); err != nil {
 			return fmt.Errorf("sim device %s: %w", d.cfg.Name, err)
 		}
 	}
-	d.setState(st)
+	// Nothing below fails: every part was checked above.
+	if withEngine {
+		d.engine.now, d.engine.nextSeq, d.engine.queue = engine.now, engine.nextSeq, engine.queue
+	}
+	d.regs.pages, d.regs.lastPage = regs.pages, nil
+	d.hbm.pages, d.hbm.lastPage = hbm.pages, nil
+	if err := d.dma.Restore(s.DMA); err != nil { // checked above: cannot fail
+		return fmt.Errorf("sim device %s: %w: %w", d.cfg.Name, err, ErrInvalidState)
+	}
+	for nc, c := range d.cores {
+		if err := c.Restore(s.Cores[nc]); err != nil { // checked above: cannot fail
+			return fmt.Errorf("sim device %s: NC %d: %w: %w", d.cfg.Name, nc, err, ErrInvalidState)
+		}
+	}
+	d.setState(s.State)
+	return nil
+}
+
+// checkState validates a DeviceState for this device, naming the field.
+func (d *Device) checkState(st *DeviceState) error {
+	switch {
+	case len(st.NCSync) != d.geo.NeuronCores:
+		return fmt.Errorf("NCSync: %d sync blocks, the %s has %d", len(st.NCSync), d.geo.Generation, d.geo.NeuronCores)
+	case len(st.TopSPSync) != d.geo.TopSPs:
+		return fmt.Errorf("TopSPSync: %d sync blocks, the %s has %d", len(st.TopSPSync), d.geo.Generation, d.geo.TopSPs)
+	case int(st.Phase) >= len(phaseNames):
+		return fmt.Errorf("Phase %d: not booting (0), ready (1) or device-reset (2)", st.Phase)
+	}
+	for name, blocks := range map[string][]tpb.SyncState{"NCSync": st.NCSync, "TopSPSync": st.TopSPSync} {
+		for i := range blocks {
+			for j, e := range blocks[i].Events {
+				if e > 1 {
+					return fmt.Errorf("%s %d: event %d is %d (events are 0 or 1)", name, i, j, e)
+				}
+			}
+		}
+	}
+	r := &st.Reset
+	if _, err := units.PS("Reset.Until", uint64(r.Until)); err != nil {
+		return err
+	}
+	if !r.Active && (r.Device || r.Acked || r.QEMU || r.Until != 0 || r.Map != (hwarch.ResetMap{})) {
+		return fmt.Errorf("Reset: %+v: details of a reset that is not active", *r)
+	}
+	if st.Phase == PhaseDeviceReset && !(r.Active && r.Device && r.Acked) {
+		return fmt.Errorf("Phase %v without an acknowledged device reset in progress", st.Phase)
+	}
 	return nil
 }
 

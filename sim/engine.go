@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // Errors returned by the engine and by Restore. Test for them with [errors.Is];
@@ -266,13 +268,21 @@ func (e *Engine) State() EngineState {
 }
 
 // Restore replaces the engine's mutable state with a copy of s. It checks
-// that every event names a registered handler, is not before s.Now, and has
+// that the clock and every event's time are at most units.MaxTimePS (the
+// latest time a clock may reach), that every event names a registered
+// handler, is not before s.Now, and has
 // a sequence number below s.NextSeq that no other event shares. A state that
 // fails a check is refused with an error wrapping [ErrInvalidState] that
 // names the offending event, and the engine keeps its old state.
 func (e *Engine) Restore(s EngineState) error {
+	if _, err := units.PS("engine: Now", uint64(s.Now)); err != nil {
+		return fmt.Errorf("sim engine: restore: %w: %w", err, ErrInvalidState)
+	}
 	for i := range s.Queue {
 		ev := &s.Queue[i]
+		if _, err := units.PS(fmt.Sprintf("engine: event %d (seq %d): At", i, ev.Seq), uint64(ev.At)); err != nil {
+			return fmt.Errorf("sim engine: restore: %w: %w", err, ErrInvalidState)
+		}
 		if !e.known(ev.Handler) {
 			return fmt.Errorf("sim engine: restore: event %d (at %v, seq %d): handler ID %d: %w: %w",
 				i, ev.At, ev.Seq, ev.Handler, ErrUnknownHandler, ErrInvalidState)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // fired is one handler call seen by a recorder.
@@ -315,6 +317,10 @@ func TestEngineRestoreRefusesCorruptState(t *testing.T) {
 		{"seq not below next", EngineState{Now: 0, NextSeq: 1, Queue: []Event{{5, 1, id, 0}}}, nil},
 		{"duplicate seq", EngineState{NextSeq: 9, Queue: []Event{{5, 3, id, 0}, {6, 4, id, 0}, {7, 3, id, 0}}}, nil},
 		{"zero next seq with events", EngineState{Queue: []Event{{1, 0, id, 0}}}, nil},
+		// Issue 13 item 7: a clock or an event past units.MaxTimePS.
+		{"now past the latest time", EngineState{Now: math.MaxUint64, NextSeq: 1}, units.ErrRange},
+		{"now just past the latest time", EngineState{Now: Time(units.MaxTimePS) + 1, NextSeq: 1}, units.ErrRange},
+		{"event past the latest time", EngineState{NextSeq: 1, Queue: []Event{{Time(units.MaxTimePS) + 1, 0, id, 0}}}, units.ErrRange},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/hw/udma"
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // Class says which shared path an address's bytes travel for timing.
@@ -255,23 +256,110 @@ func (c *Controller) State() State {
 var ErrInvalidState = errors.New("invalid DMA state")
 
 // Restore replaces the state with a deep copy of s, after checking that it
-// fits (engine count, phases, ring indices inside their rings).
+// can be the state of this controller: the engine count, every engine's
+// state (idle, normal or abort) and storage registers (4-aligned offsets in
+// its register window), every queue's rings (phases 0..3, lengths as the
+// length register holds them, indices inside their rings), status bits and
+// transfer in flight (classes, reduce, length), and every time at most
+// units.MaxTimePS. A state that fails is refused with an error wrapping
+// ErrInvalidState that names the field, and the controller keeps its state.
 func (c *Controller) Restore(s State) error {
-	if len(s.Engines) != len(c.st.Engines) {
-		return fmt.Errorf("dma: restore: %d engines, the device has %d: %w", len(s.Engines), len(c.st.Engines), ErrInvalidState)
-	}
-	for e := range s.Engines {
-		for q := range s.Engines[e].Queues {
-			qs := &s.Engines[e].Queues[q]
-			for _, h := range []*HalfState{&qs.M2S, &qs.S2M} {
-				if h.HeadRing > 3 || h.TailRing > 3 || (h.Length != 0 && (h.Head >= h.Length || h.Tail >= h.Length || h.Avail > h.Length)) {
-					return fmt.Errorf("dma: restore: engine %d queue %d: ring indices out of range: %w", e, q, ErrInvalidState)
-				}
-			}
-		}
+	if err := c.check(&s); err != nil {
+		return fmt.Errorf("dma: restore: %w: %w", err, ErrInvalidState)
 	}
 	c.st = s
 	c.st = c.State() // a deep copy, so the caller's s stays its own
 	c.pref = nil     // fetched again from the restored memory
+	return nil
+}
+
+// Validate checks s as Restore does, without restoring it.
+func (c *Controller) Validate(s State) error {
+	if err := c.check(&s); err != nil {
+		return fmt.Errorf("dma: restore: %w: %w", err, ErrInvalidState)
+	}
+	return nil
+}
+
+// check validates a state for Restore.
+func (c *Controller) check(s *State) error {
+	if len(s.Engines) != len(c.st.Engines) {
+		return fmt.Errorf("%d engines, the device has %d", len(s.Engines), len(c.st.Engines))
+	}
+	if _, err := units.PS("HBMFree", s.HBMFree); err != nil {
+		return err
+	}
+	if _, err := units.PS("HostFree", s.HostFree); err != nil {
+		return err
+	}
+	for e := range s.Engines {
+		es := &s.Engines[e]
+		if err := checkEngine(es); err != nil {
+			return fmt.Errorf("engine %d: %w", e, err)
+		}
+	}
+	return nil
+}
+
+func checkEngine(es *EngineState) error {
+	switch es.State {
+	case udma.StateIdle, udma.StateNormal, udma.StateAbort:
+	default:
+		return fmt.Errorf("State %d: not idle (%d), normal (%d) or abort (%d)", es.State, udma.StateIdle, udma.StateNormal, udma.StateAbort)
+	}
+	if _, err := units.PS("BusyUntil", es.BusyUntil); err != nil {
+		return err
+	}
+	for off := range es.Regs {
+		if off >= udma.EngineRegSize || off%4 != 0 {
+			return fmt.Errorf("Regs: storage register %#x: not a 4-aligned offset below %#x", off, udma.EngineRegSize)
+		}
+		if _, _, _, ok := decodeQueue(off); ok {
+			return fmt.Errorf("Regs: storage register %#x is a queue register", off)
+		}
+	}
+	for q := range es.Queues {
+		if err := checkQueue(&es.Queues[q]); err != nil {
+			return fmt.Errorf("queue %d: %w", q, err)
+		}
+	}
+	return nil
+}
+
+func checkQueue(qs *QueueState) error {
+	for _, h := range []struct {
+		name string
+		h    *HalfState
+	}{{"M2S", &qs.M2S}, {"S2M", &qs.S2M}} {
+		hs := h.h
+		switch {
+		case hs.HeadRing > 3 || hs.TailRing > 3:
+			return fmt.Errorf("%s: ring phases %d, %d (0..3)", h.name, hs.HeadRing, hs.TailRing)
+		case hs.Length > 0xFF_FFFF:
+			return fmt.Errorf("%s: Length %#x: more than the length register's 24 bits", h.name, hs.Length)
+		case hs.BaseLo&0x3F != 0:
+			return fmt.Errorf("%s: BaseLo %#x: bits 5:0 read as 0 and are never stored", h.name, hs.BaseLo)
+		case hs.Length != 0 && (hs.Head >= hs.Length || hs.Tail >= hs.Length || hs.Avail > hs.Length):
+			return fmt.Errorf("%s: ring indices (head %d, tail %d, %d available) out of a ring of %d", h.name, hs.Head, hs.Tail, hs.Avail, hs.Length)
+		}
+	}
+	if bits := qs.Status &^ (udma.StatusHalted | udma.ErrorBits); bits != 0 {
+		return fmt.Errorf("Status %#x: bits %#x are no status the model stores", qs.Status, bits)
+	}
+	tr := &qs.Current
+	switch {
+	case tr.Len < 0:
+		return fmt.Errorf("Current: Len %d: negative", tr.Len)
+	case uint64(tr.Len) > tr.Src+uint64(tr.Len) || uint64(tr.Len) > tr.Dst+uint64(tr.Len):
+		return fmt.Errorf("Current: %d bytes from %#x to %#x: past the end of the address space", tr.Len, tr.Src, tr.Dst)
+	case tr.SrcC > Remote || tr.DstC > Remote:
+		return fmt.Errorf("Current: classes %d, %d: unknown (0..%d)", tr.SrcC, tr.DstC, Remote)
+	}
+	if r, err := udma.DecodeReduce(udma.ReduceMeta(tr.Reduce)); err != nil || r != tr.Reduce {
+		return fmt.Errorf("Current: Reduce %+v: not a reduce the engines do", tr.Reduce)
+	}
+	if _, err := units.PS("Current: Lands", tr.Lands); err != nil {
+		return err
+	}
 	return nil
 }

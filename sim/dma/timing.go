@@ -4,6 +4,7 @@ import (
 	"math/bits"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // Timing is the DMA timing model of a device (docs/timing-model.md §DMA).
@@ -17,6 +18,27 @@ type Timing struct {
 
 // Picoseconds per nanosecond.
 const nanosecond = 1000
+
+// Validate checks a timing model: every bandwidth is positive and at most
+// units.MaxBandwidthBps, and FixedCost at most units.MaxTimePS. (The zero
+// Timing, which Options and sim.DeviceConfig read as "the default", is
+// resolved before it is validated.) The error is a *units.Error naming the
+// field and wrapping units.ErrRange.
+func (t Timing) Validate() error {
+	for _, b := range []struct {
+		name string
+		v    uint64
+	}{{"EngineBandwidth", t.EngineBandwidth}, {"HBMBandwidth", t.HBMBandwidth}, {"HostBandwidth", t.HostBandwidth}} {
+		if _, err := units.Uint(b.name, b.v, 1, units.MaxBandwidthBps); err != nil {
+			if b.v == 0 {
+				return &units.Error{Field: b.name, Value: "0", Reason: "must be positive (bytes per second)", Err: units.ErrRange}
+			}
+			return err
+		}
+	}
+	_, err := units.PS("FixedCost", t.FixedCost)
+	return err
+}
 
 // DefaultTiming returns the timing of a generation:
 //   - EngineBandwidth: the practical peak per engine of trainium-facts §3

@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/gob"
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/hw/udma"
+	"github.com/neuronsim/neuronsim/internal/snapenc"
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/sim"
 	"github.com/neuronsim/neuronsim/sim/dma"
 	"github.com/neuronsim/neuronsim/sim/tpb"
@@ -19,7 +23,7 @@ import (
 
 // SnapshotVersion is the version of the snapshot format Save writes and
 // Load accepts.
-const SnapshotVersion = 1
+const SnapshotVersion = 2
 
 // Snapshot is a whole system: its configuration, its virtual time and
 // pending events, host memory, every device (memory pages, registers, DMA
@@ -122,12 +126,17 @@ func (s *System) Snapshot() *Snapshot {
 }
 
 // ErrSnapshot marks a snapshot that cannot be restored: a wrong version, a
-// corrupted or truncated file, parts that do not fit together.
+// corrupted or truncated file, parts that do not fit together, state that
+// cannot exist.
 var ErrSnapshot = errors.New("invalid system snapshot")
 
-// Restore builds a system in the state a snapshot recorded. Nothing is kept
-// of a snapshot that does not fit: the error wraps ErrSnapshot and says
-// what is wrong.
+// Restore builds a system in the state a snapshot recorded. Every part is
+// checked first — the configuration and parameters (rates positive, times
+// at most units.MaxTimePS), the fabric's links, writes in flight, free
+// slots, reservations, faults and capture, then each device's and the
+// engine's own Restore — and a snapshot that fails any check builds
+// nothing: the error wraps ErrSnapshot and names the field ("device 3:
+// dma: restore: engine 2: BusyUntil …").
 func Restore(snap *Snapshot) (*System, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("fabric snapshot: "+format+": %w", append(args, ErrSnapshot)...)
@@ -138,8 +147,17 @@ func Restore(snap *Snapshot) (*System, error) {
 	if snap.Version != SnapshotVersion {
 		return nil, bad("version %d; this build reads version %d", snap.Version, SnapshotVersion)
 	}
+	if snap.Devices < 1 || snap.Devices > hwarch.MaxFabricDevices {
+		return nil, bad("Devices %d: must be in 1..%d", snap.Devices, hwarch.MaxFabricDevices)
+	}
 	if len(snap.Device) != snap.Devices {
 		return nil, bad("%d device states for %d devices", len(snap.Device), snap.Devices)
+	}
+	if err := checkParams(&snap.Params); err != nil {
+		return nil, bad("Params: %v", err)
+	}
+	if err := snap.DMA.Validate(); err != nil {
+		return nil, bad("DMA timing: %v", err)
 	}
 	p := snap.Params
 	s, err := New(Config{Generation: snap.Generation, Devices: snap.Devices, Kind: snap.Kind, Params: &p, Revision: snap.Revision,
@@ -147,45 +165,8 @@ func Restore(snap *Snapshot) (*System, error) {
 	if err != nil {
 		return nil, bad("%v", err)
 	}
-	nl := len(s.st.Links)
-	switch {
-	case len(snap.Links) != nl:
-		return nil, bad("%d link states for %d links", len(snap.Links), nl)
-	case (s.st.Last != nil) != (snap.Last != nil) || len(snap.Last) != len(s.st.Last):
-		return nil, bad("path order table of %d entries, the system needs %d", len(snap.Last), len(s.st.Last))
-	}
-	for i, d := range snap.InFlight {
-		if !d.Used {
-			continue
-		}
-		if d.Src < 0 || d.Src >= snap.Devices || d.Dst < 0 || d.Dst >= snap.Devices || d.Len < 0 || (d.Data != nil && len(d.Data) != d.Len) {
-			return nil, bad("write in flight %d: devices %d → %d, %d bytes: out of range", i, d.Src, d.Dst, d.Len)
-		}
-		for _, id := range d.Path {
-			if id < 0 || id >= nl {
-				return nil, bad("write in flight %d: link %d of %d", i, id, nl)
-			}
-		}
-	}
-	for _, f := range snap.Free {
-		if f < 0 || f >= len(snap.InFlight) || snap.InFlight[f].Used {
-			return nil, bad("free slot %d is not a free write slot", f)
-		}
-	}
-	for _, r := range snap.Reservations {
-		if r.Device < 0 || r.Device >= snap.Devices || r.Index < 0 || r.Index >= len(s.ports[r.Device].res) || r.Dst < 0 || r.Dst >= snap.Devices {
-			return nil, bad("reservation of device %d slot %d: out of range", r.Device, r.Index)
-		}
-		for _, id := range r.Path {
-			if id < 0 || id >= nl {
-				return nil, bad("reservation of device %d: link %d of %d", r.Device, id, nl)
-			}
-		}
-	}
-	for _, f := range snap.Faults {
-		if (f.Kind == LinkDown || f.Kind == LinkUp) && (f.Link < 0 || f.Link >= nl) || f.Kind == DeviceReset && (f.Device < 0 || f.Device >= snap.Devices) {
-			return nil, bad("fault %+v: out of range", f)
-		}
+	if err := s.checkSnapshot(snap); err != nil {
+		return nil, bad("%v", err)
 	}
 	for i, d := range s.devs {
 		img, ds := snap.Device[i], d.Snapshot()
@@ -206,7 +187,7 @@ func Restore(snap *Snapshot) (*System, error) {
 	s.st = state{Links: append([]LinkState(nil), snap.Links...), Last: append([]uint64(nil), snap.Last...),
 		InFlight: append([]Delivery(nil), snap.InFlight...), Free: append([]int(nil), snap.Free...), Stats: snap.Stats}
 	if s.st.Last == nil {
-		s.st.LastMap = map[uint64]uint64{}
+		s.st.LastMap = make(map[uint64]uint64, len(snap.LastMap))
 		for k, v := range snap.LastMap {
 			s.st.LastMap[k] = v
 		}
@@ -216,36 +197,275 @@ func Restore(snap *Snapshot) (*System, error) {
 		s.ports[r.Device].res[r.Index] = r.Reservation
 		s.ports[r.Device].res[r.Index].hops = r.Hops
 	}
-	if c := snap.Capture; c != nil {
-		for i, p := range c.Pending {
-			if int(p.Header.Src) >= snap.Devices || int(p.Header.Dst) >= snap.Devices || len(p.Payload) > int(p.Header.Length) {
-				return nil, bad("captured packet %d: devices %d → %d, %d bytes: out of range", i, p.Header.Src, p.Header.Dst, len(p.Payload))
-			}
-		}
-		s.resume = c
-	}
+	s.resume = snap.Capture
 	return s, nil
 }
 
-// The snapshot file: a header — the magic "NSSNAP\x00\x01", the format
-// version (u32, little-endian), the payload's length (u64) and its SHA-256 —
-// then the payload, the Snapshot gob-encoded and zstd-compressed.
+// checkParams checks what Params.Validate leaves to the caller: the model
+// is one there is, and every bandwidth and time is in range.
+func checkParams(p *Params) error {
+	if p.Model != Aware && p.Model != Free {
+		return fmt.Errorf("Model %d: not aware (%d) or free (%d)", p.Model, Aware, Free)
+	}
+	for _, t := range []struct {
+		name string
+		ps   uint64
+	}{{"Endpoint", p.Endpoint}, {"Switch", p.Switch}} {
+		if _, err := units.PS(t.name, t.ps); err != nil {
+			return err
+		}
+	}
+	for _, l := range []struct {
+		name string
+		lp   LinkParams
+	}{{"XY", p.XY}, {"Z", p.Z}, {"Ring", p.Ring}, {"InServer", p.InServer}, {"InterServer", p.InterServer}, {"Link", p.Link}} {
+		if _, err := units.Uint(l.name+".Bandwidth", l.lp.Bandwidth, 1, units.MaxBandwidthBps); err != nil {
+			return err
+		}
+		if _, err := units.PS(l.name+".Latency", l.lp.Latency); err != nil {
+			return err
+		}
+	}
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"ServerSize", p.ServerSize}, {"PodPorts", p.PodPorts}, {"MaxLinksPerPodPort", p.MaxLinksPerPodPort}, {"InterServerLinks", p.InterServerLinks}, {"MaxFolds", p.MaxFolds}} {
+		if _, err := units.Int(c.name, int64(c.v), 0, hwarch.MaxFabricDevices); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkSnapshot checks the fabric's part of a snapshot against the system
+// built from its configuration, naming the field that fails.
+func (s *System) checkSnapshot(snap *Snapshot) error {
+	nl, nd := len(s.st.Links), snap.Devices
+	ps := func(field string, v uint64) error {
+		_, err := units.PS(field, v)
+		return err
+	}
+	checkPath := func(where string, path []int) error {
+		for i, id := range path {
+			if id < 0 || id >= nl {
+				return fmt.Errorf("%s: Path[%d]: link %d of %d", where, i, id, nl)
+			}
+		}
+		return nil
+	}
+	if len(snap.Links) != nl {
+		return fmt.Errorf("Links: %d link states for %d links", len(snap.Links), nl)
+	}
+	for i, l := range snap.Links {
+		if err := ps(fmt.Sprintf("Links[%d].Free", i), l.Free); err != nil {
+			return err
+		}
+		if err := ps(fmt.Sprintf("Links[%d].Busy", i), l.Busy); err != nil {
+			return err
+		}
+	}
+	switch {
+	case (s.st.Last != nil) != (snap.Last != nil) || len(snap.Last) != len(s.st.Last):
+		return fmt.Errorf("Last: path order table of %d entries, the system needs %d", len(snap.Last), len(s.st.Last))
+	case s.st.Last != nil && len(snap.LastMap) != 0:
+		return fmt.Errorf("LastMap: %d entries in a system of %d devices, which keeps the dense table", len(snap.LastMap), nd)
+	}
+	for i, t := range snap.Last {
+		if err := ps(fmt.Sprintf("Last[%d]", i), t); err != nil {
+			return err
+		}
+	}
+	for k, t := range snap.LastMap {
+		if src, dst := k>>32, k&0xFFFF_FFFF; src >= uint64(nd) || dst >= uint64(nd) {
+			return fmt.Errorf("LastMap: key %#x: path %d → %d in a system of %d devices", k, src, dst, nd)
+		}
+		if err := ps(fmt.Sprintf("LastMap[%#x]", k), t); err != nil {
+			return err
+		}
+	}
+	free := 0
+	for i, d := range snap.InFlight {
+		where := fmt.Sprintf("InFlight[%d]", i)
+		if !d.Used {
+			if d.Len != 0 || d.Data != nil || d.Path != nil || d.Src != 0 || d.Dst != 0 || d.Addr != 0 || d.Lands != 0 || d.Reduce != (udma.Reduce{}) {
+				return fmt.Errorf("%s: a free slot that holds a write", where)
+			}
+			free++
+			continue
+		}
+		switch {
+		case d.Src < 0 || d.Src >= nd || d.Dst < 0 || d.Dst >= nd:
+			return fmt.Errorf("%s: devices %d → %d in a system of %d", where, d.Src, d.Dst, nd)
+		case d.Len < 0 || uint64(d.Len) > sim.AddressLimit || d.Addr > sim.AddressLimit-uint64(d.Len):
+			return fmt.Errorf("%s: %d bytes at %#x: outside the %d-bit device address space", where, d.Len, d.Addr, sim.AddressBits)
+		case d.Data != nil && len(d.Data) != d.Len:
+			return fmt.Errorf("%s: %d bytes of payload for a write of %d", where, len(d.Data), d.Len)
+		}
+		if r, err := udma.DecodeReduce(udma.ReduceMeta(d.Reduce)); err != nil || r != d.Reduce {
+			return fmt.Errorf("%s: Reduce %+v: not a reduce the engines do", where, d.Reduce)
+		}
+		if err := ps(where+".Lands", d.Lands); err != nil {
+			return err
+		}
+		if err := checkPath(where, d.Path); err != nil {
+			return err
+		}
+	}
+	if len(snap.Free) != free {
+		return fmt.Errorf("Free: %d free slots listed, %d slots are free", len(snap.Free), free)
+	}
+	seen := make(map[int]bool, len(snap.Free))
+	for i, f := range snap.Free {
+		if f < 0 || f >= len(snap.InFlight) || snap.InFlight[f].Used || seen[f] {
+			return fmt.Errorf("Free[%d]: slot %d is not a free write slot (or is listed twice)", i, f)
+		}
+		seen[f] = true
+	}
+	held := map[[2]int]bool{}
+	for i, r := range snap.Reservations {
+		where := fmt.Sprintf("Reservations[%d]", i)
+		switch {
+		case r.Device < 0 || r.Device >= nd || r.Index < 0 || r.Index >= len(s.ports[r.Device].res):
+			return fmt.Errorf("%s: device %d slot %d: out of range", where, r.Device, r.Index)
+		case held[[2]int{r.Device, r.Index}]:
+			return fmt.Errorf("%s: device %d slot %d is reserved twice", where, r.Device, r.Index)
+		case !r.Valid:
+			return fmt.Errorf("%s: not valid (only valid reservations are saved)", where)
+		case r.Dst < 0 || r.Dst >= nd:
+			return fmt.Errorf("%s: destination device %d of %d", where, r.Dst, nd)
+		case r.Addr >= sim.AddressLimit:
+			return fmt.Errorf("%s: address %#x outside the %d-bit device address space", where, r.Addr, sim.AddressBits)
+		}
+		held[[2]int{r.Device, r.Index}] = true
+		if err := ps(where+".Start", r.Start); err != nil {
+			return err
+		}
+		if err := ps(where+".Lands", r.Lands); err != nil {
+			return err
+		}
+		for j, h := range r.Hops {
+			if err := ps(fmt.Sprintf("%s.Hops[%d]", where, j), h); err != nil {
+				return err
+			}
+		}
+		if err := checkPath(where, r.Path); err != nil {
+			return err
+		}
+	}
+	for i, f := range snap.Faults {
+		where := fmt.Sprintf("Faults[%d]", i)
+		switch f.Kind {
+		case LinkDown, LinkUp:
+			if f.Link < 0 || f.Link >= nl {
+				return fmt.Errorf("%s: %v on link %d of %d", where, f.Kind, f.Link, nl)
+			}
+		case DeviceReset:
+			if f.Device < 0 || f.Device >= nd {
+				return fmt.Errorf("%s: device reset of device %d of %d", where, f.Device, nd)
+			}
+		default:
+			return fmt.Errorf("%s: Kind %d: not link-down (%d), link-up (%d) or device-reset (%d)", where, f.Kind, LinkDown, LinkUp, DeviceReset)
+		}
+		if err := ps(where+".At", uint64(f.At)); err != nil {
+			return err
+		}
+	}
+	if c := snap.Capture; c != nil {
+		if err := ps("Capture.From", c.From); err != nil {
+			return err
+		}
+		for i, p := range c.Pending {
+			where := fmt.Sprintf("Capture.Pending[%d]", i)
+			if int(p.Header.Src) >= nd || int(p.Header.Dst) >= nd || len(p.Payload) > int(p.Header.Length) {
+				return fmt.Errorf("%s: devices %d → %d, %d bytes: out of range", where, p.Header.Src, p.Header.Dst, len(p.Payload))
+			}
+			if err := ps(where+".At", p.At); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// The snapshot file (docs/scenarios.md §Snapshot files) is a 72-byte header
+// and a payload:
+//
+//	offset  size  field
+//	0       8     magic "NSSNAP\x00\x01"
+//	8       4     format version (u32, little-endian): SnapshotVersion
+//	12      4     reserved, 0
+//	16      8     payload length in bytes (u64): the zstd-compressed encoding
+//	24      8     decoded length in bytes (u64): the encoding once decompressed
+//	32      8     layout fingerprint (u64): snapenc.Fingerprint of Snapshot
+//	40      32    SHA-256 of bytes 8..39 of the header and of the payload
+//
+// The payload is the Snapshot in the internal/snapenc encoding, compressed
+// with zstd. Version 1 files (a 52-byte header and a gob encoding, which
+// cannot be decoded safely from untrusted input) are refused by name.
 var snapshotMagic = [8]byte{'N', 'S', 'S', 'N', 'A', 'P', 0, 1}
 
-const snapshotHeader = 8 + 4 + 8 + sha256.Size
+const (
+	snapshotHeader = 72
+	sumOffset      = 40
+)
 
-// MaxSnapshotBytes bounds what Load decompresses (a guard against a
-// crafted file).
-const MaxSnapshotBytes = 64 << 30
+// DefaultMaxSnapshotBytes is the loader's default limit (LoadOptions):
+// 4 GiB, both of a file's decoded length and of the memory its decoded
+// state may take.
+const DefaultMaxSnapshotBytes int64 = 4 << 30
+
+// deviceBuildBytes bounds what building one device of a restored system
+// takes besides its saved state (0.2 MiB measured for Trn1, 0.65 MiB for
+// Trn2 and Trn3): Load charges it against its limit before building.
+const deviceBuildBytes = 1 << 20
+
+// snapshotWindow is the zstd window Save compresses with and the largest
+// Load accepts: the decompressor's memory, whatever a file's frame says.
+const snapshotWindow = 8 << 20
+
+// snapshotLayout is the fingerprint of the Snapshot type's encoding.
+var snapshotLayout = sync.OnceValues(func() (uint64, error) {
+	return snapenc.Fingerprint(reflect.TypeFor[Snapshot]())
+})
+
+// LoadOptions bound what Load reads. The zero value takes the defaults.
+type LoadOptions struct {
+	// MaxBytes bounds a snapshot's decoded length (the length its header
+	// declares, checked before anything is decompressed; the decompression
+	// stops there) and, separately, the memory its decoded state may
+	// allocate (counted before each allocation). 0: DefaultMaxSnapshotBytes.
+	MaxBytes int64
+}
+
+// ErrSnapshotLimit marks a snapshot refused because it passes a limit of
+// LoadOptions. Errors wrapping it wrap ErrSnapshot too.
+var ErrSnapshotLimit = errors.New("snapshot over the loader's limit")
+
+// countingWriter counts what passes through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
 
 // Save writes the system's snapshot to w.
 func (s *System) Save(w io.Writer) error {
+	layout, err := snapshotLayout()
+	if err != nil {
+		return fmt.Errorf("fabric snapshot: %w", err)
+	}
 	var raw bytes.Buffer
-	zw, err := zstd.NewWriter(&raw, zstd.WithEncoderConcurrency(1))
+	zw, err := zstd.NewWriter(&raw, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(snapshotWindow))
 	if err != nil {
 		return err
 	}
-	if err := gob.NewEncoder(zw).Encode(s.Snapshot()); err != nil {
+	cw := &countingWriter{w: zw}
+	if err := snapenc.Encode(cw, s.Snapshot()); err != nil {
 		zw.Close()
 		return fmt.Errorf("fabric snapshot: encoding: %w", err)
 	}
@@ -255,9 +475,11 @@ func (s *System) Save(w io.Writer) error {
 	var hdr [snapshotHeader]byte
 	copy(hdr[:8], snapshotMagic[:])
 	binary.LittleEndian.PutUint32(hdr[8:], SnapshotVersion)
-	binary.LittleEndian.PutUint64(hdr[12:], uint64(raw.Len()))
-	sum := sha256.Sum256(raw.Bytes())
-	copy(hdr[20:], sum[:])
+	binary.LittleEndian.PutUint64(hdr[16:], uint64(raw.Len()))
+	binary.LittleEndian.PutUint64(hdr[24:], uint64(cw.n))
+	binary.LittleEndian.PutUint64(hdr[32:], layout)
+	sum := snapshotSum(hdr[:], raw.Bytes())
+	copy(hdr[sumOffset:], sum[:])
 	if _, err := w.Write(hdr[:]); err != nil {
 		return err
 	}
@@ -265,42 +487,102 @@ func (s *System) Save(w io.Writer) error {
 	return err
 }
 
-// Load reads a snapshot file and restores the system. A file that is not
-// a snapshot, of another version, truncated or corrupted is refused with an
-// error wrapping ErrSnapshot, and nothing is built.
-func Load(r io.Reader) (*System, error) {
+// snapshotSum is the checksum of a header's fields and a payload.
+func snapshotSum(hdr, payload []byte) [sha256.Size]byte {
+	h := sha256.New()
+	h.Write(hdr[8:sumOffset])
+	h.Write(payload)
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// Load reads a snapshot file and restores the system, within the default
+// limits (LoadWith).
+func Load(r io.Reader) (*System, error) { return LoadWith(r, LoadOptions{}) }
+
+// LoadWith reads a snapshot file and restores the system. A file that is
+// not a snapshot, of another version or layout, truncated, corrupted, over
+// a limit of o, or whose state cannot exist is refused with an error
+// wrapping ErrSnapshot that names what is wrong, and nothing is built.
+func LoadWith(r io.Reader, o LoadOptions) (*System, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("fabric snapshot: "+format+": %w", append(args, ErrSnapshot)...)
+	}
+	limit := o.MaxBytes
+	if limit < 0 {
+		return nil, bad("a limit of %d bytes", limit)
+	}
+	if limit == 0 {
+		limit = DefaultMaxSnapshotBytes
+	}
 	var hdr [snapshotHeader]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return nil, fmt.Errorf("fabric snapshot: header: %v: %w", err, ErrSnapshot)
+	if _, err := io.ReadFull(r, hdr[:12]); err != nil {
+		return nil, bad("header: %v", err)
 	}
 	if !bytes.Equal(hdr[:8], snapshotMagic[:]) {
-		return nil, fmt.Errorf("fabric snapshot: not a neuronsim snapshot (magic % x): %w", hdr[:8], ErrSnapshot)
+		return nil, bad("not a neuronsim snapshot (magic % x)", hdr[:8])
 	}
-	if v := binary.LittleEndian.Uint32(hdr[8:]); v != SnapshotVersion {
-		return nil, fmt.Errorf("fabric snapshot: version %d; this build reads version %d: %w", v, SnapshotVersion, ErrSnapshot)
+	switch v := binary.LittleEndian.Uint32(hdr[8:]); v {
+	case SnapshotVersion:
+	case 1:
+		return nil, bad("version 1 (gob-encoded, written by neuronsim before format version 2) is no longer read: it cannot be decoded safely; this build reads version %d, so save the system again with this build", SnapshotVersion)
+	default:
+		return nil, bad("version %d; this build reads version %d", v, SnapshotVersion)
 	}
-	n := binary.LittleEndian.Uint64(hdr[12:])
-	if n > MaxSnapshotBytes {
-		return nil, fmt.Errorf("fabric snapshot: payload of %d bytes: %w", n, ErrSnapshot)
+	if _, err := io.ReadFull(r, hdr[12:]); err != nil {
+		return nil, bad("header: %v", err)
+	}
+	if res := binary.LittleEndian.Uint32(hdr[12:]); res != 0 {
+		return nil, bad("reserved header word %#x (must be 0)", res)
+	}
+	n, size := binary.LittleEndian.Uint64(hdr[16:]), binary.LittleEndian.Uint64(hdr[24:])
+	if n > uint64(limit) {
+		return nil, fmt.Errorf("fabric snapshot: payload of %d bytes, over the limit of %d bytes (LoadOptions.MaxBytes): %w: %w", n, limit, ErrSnapshotLimit, ErrSnapshot)
+	}
+	if size > uint64(limit) {
+		return nil, fmt.Errorf("fabric snapshot: the header declares %d bytes decoded, over the limit of %d bytes (LoadOptions.MaxBytes): %w: %w", size, limit, ErrSnapshotLimit, ErrSnapshot)
+	}
+	layout, err := snapshotLayout()
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	if got := binary.LittleEndian.Uint64(hdr[32:]); got != layout {
+		return nil, bad("layout fingerprint %#016x, this build's is %#016x: the file was written by a build whose state types differ", got, layout)
 	}
 	payload, err := io.ReadAll(io.LimitReader(r, int64(n)+1))
 	if err != nil {
-		return nil, fmt.Errorf("fabric snapshot: payload: %v: %w", err, ErrSnapshot)
+		return nil, bad("payload: %v", err)
 	}
 	if uint64(len(payload)) != n {
-		return nil, fmt.Errorf("fabric snapshot: payload of %d bytes, the header says %d (truncated or trailing data): %w", len(payload), n, ErrSnapshot)
+		return nil, bad("payload of %d bytes, the header says %d (truncated or trailing data)", len(payload), n)
 	}
-	if sum := sha256.Sum256(payload); !bytes.Equal(sum[:], hdr[20:]) {
-		return nil, fmt.Errorf("fabric snapshot: checksum mismatch (the file is corrupted): %w", ErrSnapshot)
+	if sum := snapshotSum(hdr[:], payload); !bytes.Equal(sum[:], hdr[sumOffset:]) {
+		return nil, bad("checksum mismatch (the file is corrupted)")
 	}
-	zr, err := zstd.NewReader(bytes.NewReader(payload), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(MaxSnapshotBytes))
+	zr, err := zstd.NewReader(bytes.NewReader(payload), zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderMaxWindow(snapshotWindow), zstd.WithDecoderMaxMemory(uint64(limit)))
 	if err != nil {
-		return nil, fmt.Errorf("fabric snapshot: %v: %w", err, ErrSnapshot)
+		return nil, bad("%v", err)
 	}
 	defer zr.Close()
 	var snap Snapshot
-	if err := gob.NewDecoder(zr).Decode(&snap); err != nil {
-		return nil, fmt.Errorf("fabric snapshot: decoding: %v: %w", err, ErrSnapshot)
+	if err := snapenc.Decode(zr, int64(size), &snap, snapenc.Limits{MaxBytes: limit}); err != nil {
+		if errors.Is(err, snapenc.ErrLimit) {
+			return nil, fmt.Errorf("fabric snapshot: decoding: %v (LoadOptions.MaxBytes): %w: %w", err, ErrSnapshotLimit, ErrSnapshot)
+		}
+		return nil, bad("decoding: %v", err)
+	}
+	if int64(snap.Devices) > limit/deviceBuildBytes {
+		return nil, fmt.Errorf("fabric snapshot: a system of %d devices takes about %d MiB to build, over the limit of %d bytes (LoadOptions.MaxBytes): %w: %w",
+			snap.Devices, int64(snap.Devices)*deviceBuildBytes>>20, limit, ErrSnapshotLimit, ErrSnapshot)
+	}
+	var one [1]byte
+	if k, err := io.ReadFull(zr, one[:]); k != 0 || !errors.Is(err, io.EOF) {
+		if k != 0 {
+			return nil, bad("the payload decompresses to more than the %d bytes its header declares", size)
+		}
+		return nil, bad("payload: %v", err)
 	}
 	return Restore(&snap)
 }

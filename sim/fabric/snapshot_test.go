@@ -2,7 +2,6 @@ package fabric
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"testing"
 
@@ -49,15 +48,22 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	assert.Equal(t, a.Device(1).Phase(), sim.PhaseReady, "booted after the restore")
 }
 
-// reseal wraps a payload in a valid header, so the fuzzer reaches the
-// decoder behind the checksum.
-func reseal(payload []byte) []byte {
+// reseal wraps a payload in a valid header (its decoded length is taken
+// from the payload itself when it decompresses, else size), so the fuzzer
+// reaches the decompressor and the decoder behind the checksum.
+func reseal(payload []byte, size uint64) []byte {
+	layout, err := snapshotLayout()
+	if err != nil {
+		panic(err)
+	}
 	var hdr [snapshotHeader]byte
 	copy(hdr[:8], snapshotMagic[:])
 	binary.LittleEndian.PutUint32(hdr[8:], SnapshotVersion)
-	binary.LittleEndian.PutUint64(hdr[12:], uint64(len(payload)))
-	sum := sha256.Sum256(payload)
-	copy(hdr[20:], sum[:])
+	binary.LittleEndian.PutUint64(hdr[16:], uint64(len(payload)))
+	binary.LittleEndian.PutUint64(hdr[24:], size)
+	binary.LittleEndian.PutUint64(hdr[32:], layout)
+	sum := snapshotSum(hdr[:], payload)
+	copy(hdr[sumOffset:], sum[:])
 	return append(hdr[:], payload...)
 }
 
@@ -71,8 +77,8 @@ func FuzzLoad(f *testing.F) {
 	f.Add(good[:len(good)/2])
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, b := range [][]byte{data, reseal(data)} {
-			s, err := Load(bytes.NewReader(b))
+		for _, b := range [][]byte{data, reseal(data, uint64(len(data))*4)} {
+			s, err := LoadWith(bytes.NewReader(b), LoadOptions{MaxBytes: fuzzLimit})
 			if err != nil && s != nil {
 				t.Fatal("a refused snapshot built a system")
 			}
@@ -84,3 +90,7 @@ func FuzzLoad(f *testing.F) {
 type discardPackets struct{}
 
 func (discardPackets) WritePacket(uint64, capture.Header, []byte) error { return nil }
+
+// fuzzLimit is the loader's limit in the fuzz targets: what a mutated file
+// may make Load allocate for its decoded state.
+const fuzzLimit = 64 << 20

@@ -18,7 +18,7 @@ type Config struct {
 	Kind       Kind       // KindAuto: AutoKind
 	Params     *Params    // nil: DefaultParams(Generation)
 	Revision   uint8      // PCI revision of every device
-	DMA        dma.Timing // zero: dma.DefaultTiming
+	DMA        dma.Timing // zero: dma.DefaultTiming (the system keeps the timing it resolved)
 	TimingOnly bool       // DMA without payloads (control writes still move)
 	// Ready starts every device with its firmware booted.
 	Ready bool
@@ -110,6 +110,12 @@ func New(cfg Config) (*System, error) {
 	}
 	if err := p.Validate(kind); err != nil {
 		return nil, err
+	}
+	if cfg.DMA == (dma.Timing{}) {
+		cfg.DMA = dma.DefaultTiming(cfg.Generation)
+	}
+	if err := cfg.DMA.Validate(); err != nil {
+		return nil, fmt.Errorf("fabric: DMA timing: %w: %w", err, ErrConfig)
 	}
 	topo, err := Build(kind, cfg.Generation, cfg.Devices, p)
 	if err != nil {

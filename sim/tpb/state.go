@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/neuronsim/neuronsim/hw/isa"
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // EngineState is the whole mutable state of one engine.
@@ -81,14 +82,24 @@ func (c *Core) State() CoreState { return c.st.clone() }
 var ErrInvalidState = errors.New("tpb: invalid core state")
 
 // Restore replaces the core's state with a deep copy of s after checking
-// it. Completions the device has scheduled keep their meaning, so the
+// it: statuses, error codes and the sequencer's flags consistent, every
+// time and counter of time at most units.MaxTimePS, storage registers in
+// the window, a fetched record that runs here, a PE tile of its size. Completions the device has scheduled keep their meaning, so the
 // device restores its event queue from the same snapshot.
 func (c *Core) Restore(s CoreState) error {
 	if err := c.validState(&s); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidState, err)
+		return fmt.Errorf("%w: %w", ErrInvalidState, err)
 	}
 	c.st = s.clone()
 	c.scratch = scratch{}
+	return nil
+}
+
+// Validate checks s as Restore does, without restoring it.
+func (c *Core) Validate(s CoreState) error {
+	if err := c.validState(&s); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidState, err)
+	}
 	return nil
 }
 
@@ -112,6 +123,14 @@ func (c *Core) validState(s *CoreState) error {
 			return fmt.Errorf("engine %d: PC %#x not 64-byte aligned", e, es.PC)
 		case es.Fetched && !es.InFlight && es.Status&StatusRunning == 0:
 			return fmt.Errorf("engine %d: a fetched record on a stopped engine", e)
+		}
+		for _, t := range []struct {
+			name string
+			ps   uint64
+		}{{"Start", es.Start}, {"End", es.End}, {"BusyUntil", es.BusyUntil}, {"WaitSince", es.WaitSince}, {"BusyPS", es.BusyPS}, {"WaitPS", es.WaitPS}} {
+			if _, err := units.PS(fmt.Sprintf("engine %d: %s", e, t.name), t.ps); err != nil {
+				return err
+			}
 		}
 		for off := range es.Regs {
 			if off >= RegWindowSize || off%4 != 0 || off <= RegBusyHi {

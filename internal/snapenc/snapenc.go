@@ -1,0 +1,673 @@
+// Package snapenc is the binary encoding of simulator state in snapshot
+// files: a compact, deterministic encoding of plain Go values (booleans,
+// integers, floats, strings, arrays, slices, maps, pointers and structs of
+// them) whose decoder is made for untrusted input.
+//
+// The decoder never allocates on the word of its input alone. Before it
+// makes a slice, a map or a string it checks the count against the bytes the
+// input still holds (every element takes at least one byte, most more) and
+// charges what the value will take against a memory budget
+// ([Limits.MaxBytes]); a count that fails either check is refused with an
+// error naming the value's path ("Device[3].HBM.Pages: 134217728 entries:
+// …") before anything is allocated. Nesting is bounded too
+// ([Limits.MaxDepth]). So decoding n bytes of input allocates at most
+// Limits.MaxBytes, whatever the bytes say.
+//
+// The encoding of a value of type T:
+//
+//   - bool: one byte, 0 or 1 (anything else is refused);
+//   - unsigned integers: an unsigned varint (encoding/binary), refused if it
+//     does not fit T; signed integers: a zig-zag varint, likewise;
+//   - float32, float64: their IEEE 754 bits, 4 or 8 bytes little-endian;
+//   - string: its length as a varint, then its bytes;
+//   - array [N]E: its N elements (an array of bytes: its N bytes);
+//   - slice []E: 0 for a nil slice, else its length + 1 as a varint, then
+//     its elements (a slice of bytes: its bytes);
+//   - map: 0 for a nil map, else its length + 1, then its entries, key then
+//     value, in strictly ascending key order (keys are integers or strings;
+//     a repeated or unordered key is refused);
+//   - pointer: one byte, 0 for nil or 1 followed by the value pointed to;
+//   - struct: its exported fields in declaration order (unexported fields
+//     are not state and are skipped).
+//
+// The encoding holds no field names or type information: both sides must
+// use the same types. [Schema] describes a type's layout so a file can carry
+// a fingerprint of it ([Fingerprint]) and a reader refuse a file of another
+// layout by name instead of misreading it.
+package snapenc
+
+import (
+	"bufio"
+	"cmp"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// ErrDecode marks input that does not decode: truncated, malformed, or over
+// a limit. The error says where (the value's path) and what.
+var ErrDecode = errors.New("snapshot encoding")
+
+// ErrLimit marks input refused because it would pass a limit (the memory
+// budget or the nesting depth). Errors wrapping ErrLimit wrap ErrDecode too.
+var ErrLimit = errors.New("over the decoding limit")
+
+// ErrType marks a Go type the encoding does not handle (interfaces,
+// functions, channels, complex numbers, recursive types, maps keyed by
+// something other than an integer or a string).
+var ErrType = errors.New("type not encodable")
+
+// Limits bound what Decode may allocate.
+type Limits struct {
+	// MaxBytes is the memory budget: the bytes of every slice, map, string
+	// and pointed-to value Decode makes, counted before they are made (maps
+	// at an estimate of twice their keys' and values' size).
+	MaxBytes int64
+	// MaxDepth bounds the nesting of values (a struct in a slice in a
+	// struct is depth 3).
+	MaxDepth int
+}
+
+// DefaultMaxDepth is a nesting bound far above any state type's.
+const DefaultMaxDepth = 64
+
+// typeInfo is what the codec knows of a type, computed once.
+type typeInfo struct {
+	min    int64 // the fewest bytes a value of the type encodes to
+	size   int64 // the bytes a value takes in memory
+	fields []int // struct: the indices of its exported fields
+	schema string
+}
+
+var infoCache sync.Map // reflect.Type → *typeInfo or error
+
+// info returns the codec's view of t, or an error wrapping ErrType.
+func info(t reflect.Type) (*typeInfo, error) {
+	if v, ok := infoCache.Load(t); ok {
+		if err, bad := v.(error); bad {
+			return nil, err
+		}
+		return v.(*typeInfo), nil
+	}
+	ti, err := build(t, map[reflect.Type]bool{})
+	if err != nil {
+		infoCache.Store(t, err)
+		return nil, err
+	}
+	return ti, nil
+}
+
+func build(t reflect.Type, visiting map[reflect.Type]bool) (*typeInfo, error) {
+	if v, ok := infoCache.Load(t); ok {
+		if err, bad := v.(error); bad {
+			return nil, err
+		}
+		return v.(*typeInfo), nil
+	}
+	if visiting[t] {
+		return nil, fmt.Errorf("snapenc: %v is recursive: %w", t, ErrType)
+	}
+	visiting[t] = true
+	defer delete(visiting, t)
+	ti := &typeInfo{size: int64(t.Size())}
+	switch k := t.Kind(); k {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		ti.min, ti.schema = 1, k.String()
+	case reflect.Float32:
+		ti.min, ti.schema = 4, "float32"
+	case reflect.Float64:
+		ti.min, ti.schema = 8, "float64"
+	case reflect.String:
+		ti.min, ti.schema = 1, "string"
+	case reflect.Array:
+		e, err := build(t.Elem(), visiting)
+		if err != nil {
+			return nil, err
+		}
+		ti.min, ti.schema = int64(t.Len())*e.min, "["+strconv.Itoa(t.Len())+"]"+e.schema
+	case reflect.Slice:
+		e, err := build(t.Elem(), visiting)
+		if err != nil {
+			return nil, err
+		}
+		ti.min, ti.schema = 1, "[]"+e.schema
+	case reflect.Pointer:
+		e, err := build(t.Elem(), visiting)
+		if err != nil {
+			return nil, err
+		}
+		ti.min, ti.schema = 1, "*"+e.schema
+	case reflect.Map:
+		switch t.Key().Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.String:
+		default:
+			return nil, fmt.Errorf("snapenc: %v: map keys must be integers or strings: %w", t, ErrType)
+		}
+		kt, err := build(t.Key(), visiting)
+		if err != nil {
+			return nil, err
+		}
+		vt, err := build(t.Elem(), visiting)
+		if err != nil {
+			return nil, err
+		}
+		ti.min, ti.schema = 1, "map["+kt.schema+"]"+vt.schema
+	case reflect.Struct:
+		var b strings.Builder
+		b.WriteString("struct{")
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			ft, err := build(f.Type, visiting)
+			if err != nil {
+				return nil, fmt.Errorf("snapenc: %v.%s: %w", t, f.Name, err)
+			}
+			ti.fields = append(ti.fields, i)
+			ti.min += ft.min
+			if len(ti.fields) > 1 {
+				b.WriteByte(';')
+			}
+			b.WriteString(f.Name + " " + ft.schema)
+		}
+		b.WriteByte('}')
+		ti.schema = b.String()
+	default:
+		return nil, fmt.Errorf("snapenc: %v (%v): %w", t, k, ErrType)
+	}
+	infoCache.Store(t, ti)
+	return ti, nil
+}
+
+// Schema describes the layout of t's encoding: every exported field's name
+// and type, recursively. Two types with the same schema encode alike.
+func Schema(t reflect.Type) (string, error) {
+	ti, err := info(t)
+	if err != nil {
+		return "", err
+	}
+	return ti.schema, nil
+}
+
+// Fingerprint is the first 8 bytes of the SHA-256 of t's Schema, as a
+// little-endian integer: what a file records of the layout it was written
+// with.
+func Fingerprint(t reflect.Type) (uint64, error) {
+	s, err := Schema(t)
+	if err != nil {
+		return 0, err
+	}
+	sum := sha256.Sum256([]byte(s))
+	return binary.LittleEndian.Uint64(sum[:8]), nil
+}
+
+// Encode writes v (any encodable value; a pointer is followed) to w.
+func Encode(w io.Writer, v any) error {
+	rv := reflect.ValueOf(v)
+	for rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		rv = rv.Elem()
+	}
+	if _, err := info(rv.Type()); err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	e := encoder{w: bw}
+	e.value(rv)
+	if e.err != nil {
+		return e.err
+	}
+	return bw.Flush()
+}
+
+type encoder struct {
+	w   *bufio.Writer
+	err error
+	buf [binary.MaxVarintLen64]byte
+}
+
+func (e *encoder) uvarint(x uint64) {
+	if e.err == nil {
+		_, e.err = e.w.Write(binary.AppendUvarint(e.buf[:0], x))
+	}
+}
+
+func (e *encoder) bytes(p []byte) {
+	if e.err == nil {
+		_, e.err = e.w.Write(p)
+	}
+}
+
+func (e *encoder) value(v reflect.Value) {
+	if e.err != nil {
+		return
+	}
+	switch v.Kind() {
+	case reflect.Bool:
+		b := byte(0)
+		if v.Bool() {
+			b = 1
+		}
+		e.err = e.w.WriteByte(b)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		e.uvarint(v.Uint())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		x := v.Int()
+		e.uvarint(uint64(x<<1) ^ uint64(x>>63))
+	case reflect.Float32:
+		e.bytes(binary.LittleEndian.AppendUint32(e.buf[:0], math.Float32bits(float32(v.Float()))))
+	case reflect.Float64:
+		e.bytes(binary.LittleEndian.AppendUint64(e.buf[:0], math.Float64bits(v.Float())))
+	case reflect.String:
+		e.uvarint(uint64(v.Len()))
+		if e.err == nil {
+			_, e.err = e.w.WriteString(v.String())
+		}
+	case reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			if v.CanAddr() {
+				e.bytes(v.Bytes())
+			} else {
+				for i := range v.Len() {
+					e.rawByte(byte(v.Index(i).Uint()))
+				}
+			}
+			return
+		}
+		for i := range v.Len() {
+			e.value(v.Index(i))
+		}
+	case reflect.Slice:
+		if v.IsNil() {
+			e.uvarint(0)
+			return
+		}
+		e.uvarint(uint64(v.Len()) + 1)
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			e.bytes(v.Bytes())
+			return
+		}
+		for i := range v.Len() {
+			e.value(v.Index(i))
+		}
+	case reflect.Map:
+		if v.IsNil() {
+			e.uvarint(0)
+			return
+		}
+		e.uvarint(uint64(v.Len()) + 1)
+		keys := v.MapKeys()
+		sortKeys(keys)
+		for _, k := range keys {
+			e.value(k)
+			e.value(v.MapIndex(k))
+		}
+	case reflect.Pointer:
+		if v.IsNil() {
+			e.err = e.w.WriteByte(0)
+			return
+		}
+		e.err = e.w.WriteByte(1)
+		e.value(v.Elem())
+	case reflect.Struct:
+		ti, err := info(v.Type())
+		if err != nil {
+			e.err = err
+			return
+		}
+		for _, i := range ti.fields {
+			e.value(v.Field(i))
+		}
+	default:
+		e.err = fmt.Errorf("snapenc: %v: %w", v.Type(), ErrType)
+	}
+}
+
+// rawByte writes one byte of a byte array that is not addressable.
+func (e *encoder) rawByte(b byte) {
+	if e.err == nil {
+		e.err = e.w.WriteByte(b)
+	}
+}
+
+func sortKeys(keys []reflect.Value) {
+	if len(keys) == 0 {
+		return
+	}
+	switch keys[0].Kind() {
+	case reflect.String:
+		slices.SortFunc(keys, func(a, b reflect.Value) int { return cmp.Compare(a.String(), b.String()) })
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		slices.SortFunc(keys, func(a, b reflect.Value) int { return cmp.Compare(a.Int(), b.Int()) })
+	default:
+		slices.SortFunc(keys, func(a, b reflect.Value) int { return cmp.Compare(a.Uint(), b.Uint()) })
+	}
+}
+
+// Decode reads exactly size bytes from r into v, a non-nil pointer, within
+// the limits. Input that is truncated, malformed, longer than the value, or
+// that would pass a limit is refused with an error wrapping ErrDecode (and
+// ErrLimit for a limit) that names the path of the value it was reading;
+// what v holds then is unspecified (decode into a fresh value).
+func Decode(r io.Reader, size int64, v any, lim Limits) error {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("snapenc: decode into %T: not a non-nil pointer: %w", v, ErrType)
+	}
+	ti, err := info(rv.Type().Elem())
+	if err != nil {
+		return err
+	}
+	if lim.MaxDepth <= 0 {
+		lim.MaxDepth = DefaultMaxDepth
+	}
+	d := &decoder{r: bufio.NewReaderSize(io.LimitReader(r, size), 64<<10), left: size, budget: lim.MaxBytes, maxDepth: lim.MaxDepth}
+	if size < ti.min {
+		return d.fail("%d bytes of input, a value takes at least %d", size, ti.min)
+	}
+	d.value(rv.Elem(), ti, 0)
+	if d.err != nil {
+		return d.err
+	}
+	if d.left != 0 {
+		return fmt.Errorf("snapenc: %d bytes left over after the value: %w", d.left, ErrDecode)
+	}
+	return nil
+}
+
+type decoder struct {
+	r        *bufio.Reader
+	left     int64 // bytes of input not yet read
+	budget   int64 // bytes that may still be allocated
+	maxDepth int
+	path     []string // the value being read: field names and indices
+	err      error
+}
+
+// where formats the path of the value being read.
+func (d *decoder) where() string {
+	if len(d.path) == 0 {
+		return "value"
+	}
+	var b strings.Builder
+	for i, p := range d.path {
+		if i > 0 && p[0] != '[' {
+			b.WriteByte('.')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+func (d *decoder) fail(format string, args ...any) error {
+	if d.err == nil {
+		d.err = fmt.Errorf("snapenc: %s: %s: %w", d.where(), fmt.Sprintf(format, args...), ErrDecode)
+	}
+	return d.err
+}
+
+func (d *decoder) limit(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("snapenc: %s: %s: %w: %w", d.where(), fmt.Sprintf(format, args...), ErrLimit, ErrDecode)
+	}
+}
+
+// charge takes n values of size bytes each from the memory budget.
+func (d *decoder) charge(n, size int64, what string) bool {
+	if size > 0 && n > d.budget/size {
+		d.limit("%s would take more than the %d bytes left of the memory budget (%d × %d bytes)", what, d.budget, n, size)
+		return false
+	}
+	d.budget -= n * size
+	return true
+}
+
+func (d *decoder) byte() byte {
+	if d.err != nil {
+		return 0
+	}
+	b, err := d.r.ReadByte()
+	if err != nil {
+		d.fail("truncated")
+		return 0
+	}
+	d.left--
+	return b
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	var x uint64
+	for i := 0; ; i++ {
+		b := d.byte()
+		if d.err != nil {
+			return 0
+		}
+		if i == binary.MaxVarintLen64-1 && b > 1 {
+			d.fail("varint overflows 64 bits")
+			return 0
+		}
+		x |= uint64(b&0x7f) << (7 * i)
+		if b < 0x80 {
+			return x
+		}
+	}
+}
+
+func (d *decoder) read(p []byte) {
+	if d.err != nil {
+		return
+	}
+	if int64(len(p)) > d.left {
+		d.fail("%d bytes needed, %d left", len(p), d.left)
+		return
+	}
+	if _, err := io.ReadFull(d.r, p); err != nil {
+		d.fail("truncated")
+		return
+	}
+	d.left -= int64(len(p))
+}
+
+// count reads a length (a slice, map or string: minus one for nil when
+// nilable) and checks it against the input left at min bytes per element.
+func (d *decoder) count(nilable bool, min int64, what string) (n int64, isNil bool) {
+	x := d.uvarint()
+	if d.err != nil {
+		return 0, false
+	}
+	if nilable {
+		if x == 0 {
+			return 0, true
+		}
+		x--
+	}
+	if min < 1 {
+		min = 1
+	}
+	if x > uint64(d.left/min) {
+		d.fail("%d %s, but only %d bytes of input are left (at least %d each)", x, what, d.left, min)
+		return 0, false
+	}
+	return int64(x), false
+}
+
+func (d *decoder) value(v reflect.Value, ti *typeInfo, depth int) {
+	if d.err != nil {
+		return
+	}
+	if depth > d.maxDepth {
+		d.limit("nested deeper than %d", d.maxDepth)
+		return
+	}
+	t := v.Type()
+	switch k := v.Kind(); k {
+	case reflect.Bool:
+		switch b := d.byte(); b {
+		case 0, 1:
+			v.SetBool(b == 1)
+		default:
+			d.fail("boolean byte %d (want 0 or 1)", b)
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		x := d.uvarint()
+		if d.err == nil && v.OverflowUint(x) {
+			d.fail("%d does not fit a %v", x, t)
+			return
+		}
+		v.SetUint(x)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		u := d.uvarint()
+		x := int64(u>>1) ^ -int64(u&1)
+		if d.err == nil && v.OverflowInt(x) {
+			d.fail("%d does not fit a %v", x, t)
+			return
+		}
+		v.SetInt(x)
+	case reflect.Float32:
+		var b [4]byte
+		d.read(b[:])
+		v.SetFloat(float64(math.Float32frombits(binary.LittleEndian.Uint32(b[:]))))
+	case reflect.Float64:
+		var b [8]byte
+		d.read(b[:])
+		v.SetFloat(math.Float64frombits(binary.LittleEndian.Uint64(b[:])))
+	case reflect.String:
+		n, _ := d.count(false, 1, "bytes of string")
+		if d.err != nil || !d.charge(n, 1, "a string") {
+			return
+		}
+		b := make([]byte, n)
+		d.read(b)
+		v.SetString(string(b))
+	case reflect.Array:
+		et := t.Elem()
+		if et.Kind() == reflect.Uint8 {
+			d.read(v.Bytes())
+			return
+		}
+		eti, _ := info(et)
+		for i := range v.Len() {
+			d.path = append(d.path, "["+strconv.Itoa(i)+"]")
+			d.value(v.Index(i), eti, depth+1)
+			d.path = d.path[:len(d.path)-1]
+			if d.err != nil {
+				return
+			}
+		}
+	case reflect.Slice:
+		et := t.Elem()
+		eti, _ := info(et)
+		n, isNil := d.count(true, eti.min, "elements")
+		if d.err != nil {
+			return
+		}
+		if isNil {
+			v.SetZero()
+			return
+		}
+		if !d.charge(n, eti.size, strconv.FormatInt(n, 10)+" elements") {
+			return
+		}
+		s := reflect.MakeSlice(t, int(n), int(n))
+		if et.Kind() == reflect.Uint8 {
+			d.read(s.Bytes())
+		} else {
+			for i := range int(n) {
+				d.path = append(d.path, "["+strconv.Itoa(i)+"]")
+				d.value(s.Index(i), eti, depth+1)
+				d.path = d.path[:len(d.path)-1]
+				if d.err != nil {
+					return
+				}
+			}
+		}
+		v.Set(s)
+	case reflect.Map:
+		kti, _ := info(t.Key())
+		vti, _ := info(t.Elem())
+		n, isNil := d.count(true, kti.min+vti.min, "entries")
+		if d.err != nil {
+			return
+		}
+		if isNil {
+			v.SetZero()
+			return
+		}
+		if !d.charge(n, 2*(kti.size+vti.size), strconv.FormatInt(n, 10)+" entries") {
+			return
+		}
+		m := reflect.MakeMapWithSize(t, int(n))
+		var prev reflect.Value
+		for i := range int(n) {
+			d.path = append(d.path, "[entry "+strconv.Itoa(i)+"]")
+			key := reflect.New(t.Key()).Elem()
+			d.value(key, kti, depth+1)
+			if d.err == nil && i > 0 && !ascending(prev, key) {
+				d.fail("key %v is not above the previous key %v (keys are strictly ascending)", key, prev)
+			}
+			val := reflect.New(t.Elem()).Elem()
+			d.value(val, vti, depth+1)
+			d.path = d.path[:len(d.path)-1]
+			if d.err != nil {
+				return
+			}
+			m.SetMapIndex(key, val)
+			prev = key
+		}
+		v.Set(m)
+	case reflect.Pointer:
+		switch b := d.byte(); {
+		case d.err != nil:
+		case b == 0:
+			v.SetZero()
+		case b == 1:
+			eti, _ := info(t.Elem())
+			if !d.charge(1, eti.size, "a pointed-to value") {
+				return
+			}
+			p := reflect.New(t.Elem())
+			d.value(p.Elem(), eti, depth+1)
+			v.Set(p)
+		default:
+			d.fail("pointer byte %d (want 0 or 1)", b)
+		}
+	case reflect.Struct:
+		for _, i := range ti.fields {
+			f := v.Field(i)
+			fti, _ := info(f.Type())
+			d.path = append(d.path, t.Field(i).Name)
+			d.value(f, fti, depth+1)
+			d.path = d.path[:len(d.path)-1]
+			if d.err != nil {
+				return
+			}
+		}
+	default:
+		d.fail("%v: %v", t, ErrType)
+	}
+}
+
+// ascending reports whether key b is above key a.
+func ascending(a, b reflect.Value) bool {
+	switch a.Kind() {
+	case reflect.String:
+		return b.String() > a.String()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return b.Int() > a.Int()
+	default:
+		return b.Uint() > a.Uint()
+	}
+}
