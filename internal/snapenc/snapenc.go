@@ -380,6 +380,9 @@ func Decode(r io.Reader, size int64, v any, lim Limits) error {
 		return d.err
 	}
 	if d.left != 0 {
+		if _, err := d.r.ReadByte(); err != nil {
+			return fmt.Errorf("snapenc: the input ends %d bytes short of its declared length: %w", d.left, ErrDecode)
+		}
 		return fmt.Errorf("snapenc: %d bytes left over after the value: %w", d.left, ErrDecode)
 	}
 	return nil
@@ -432,13 +435,23 @@ func (d *decoder) charge(n, size int64, what string) bool {
 	return true
 }
 
+// readErr reports a failed read: the input ended early, or its reader
+// failed (a decompressor's error, say).
+func (d *decoder) readErr(err error) {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		d.fail("truncated (%d of the declared bytes missing)", d.left)
+		return
+	}
+	d.fail("reading: %v", err)
+}
+
 func (d *decoder) byte() byte {
 	if d.err != nil {
 		return 0
 	}
 	b, err := d.r.ReadByte()
 	if err != nil {
-		d.fail("truncated")
+		d.readErr(err)
 		return 0
 	}
 	d.left--
@@ -475,7 +488,7 @@ func (d *decoder) read(p []byte) {
 		return
 	}
 	if _, err := io.ReadFull(d.r, p); err != nil {
-		d.fail("truncated")
+		d.readErr(err)
 		return
 	}
 	d.left -= int64(len(p))

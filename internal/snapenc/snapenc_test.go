@@ -46,7 +46,7 @@ func sampleValue() sample {
 		Arr: [3]int32{-1, 0, math.MaxInt32}, Bytes: []byte{1, 2, 3}, Empty: []byte{},
 		Inners: []inner{{A: 255, B: -300, Raw: [5]byte{9, 8, 7, 6, 5}}, {}},
 		M:      map[uint64]uint64{1 << 40: 1, 3: 4, 0: 0}, SM: map[string]int{"b": -2, "a": 1},
-		P:      &inner{A: 1}, Pages: map[uint64]*[16]byte{7: {1}, 2: {}},
+		P: &inner{A: 1}, Pages: map[uint64]*[16]byte{7: {1}, 2: {}},
 	}
 }
 

@@ -2,6 +2,7 @@ package dma
 
 import (
 	"math/bits"
+	"strconv"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/units"
@@ -19,8 +20,13 @@ type Timing struct {
 // Picoseconds per nanosecond.
 const nanosecond = 1000
 
+// MaxFixedCost is the largest FixedCost Validate accepts: one second
+// (10^12 ps), 20 million times the default; a descriptor that took longer to
+// set up would be no DMA engine.
+const MaxFixedCost = 1_000_000_000_000
+
 // Validate checks a timing model: every bandwidth is positive and at most
-// units.MaxBandwidthBps, and FixedCost at most units.MaxTimePS. (The zero
+// units.MaxBandwidthBps, and FixedCost at most MaxFixedCost. (The zero
 // Timing, which Options and sim.DeviceConfig read as "the default", is
 // resolved before it is validated.) The error is a *units.Error naming the
 // field and wrapping units.ErrRange.
@@ -36,8 +42,11 @@ func (t Timing) Validate() error {
 			return err
 		}
 	}
-	_, err := units.PS("FixedCost", t.FixedCost)
-	return err
+	if t.FixedCost > MaxFixedCost {
+		return &units.Error{Field: "FixedCost", Value: strconv.FormatUint(t.FixedCost, 10) + "ps",
+			Reason: "too long (the limit is 1 s, 10^12 ps, per descriptor)", Err: units.ErrRange}
+	}
+	return nil
 }
 
 // DefaultTiming returns the timing of a generation:

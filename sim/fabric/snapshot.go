@@ -141,6 +141,10 @@ func Restore(snap *Snapshot) (*System, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("fabric snapshot: "+format+": %w", append(args, ErrSnapshot)...)
 	}
+	// badErr keeps err's chain (units.ErrRange, sim.ErrInvalidState, …).
+	badErr := func(where string, err error) error {
+		return fmt.Errorf("fabric snapshot: %s%w: %w", where, err, ErrSnapshot)
+	}
 	if snap == nil {
 		return nil, bad("no snapshot")
 	}
@@ -154,19 +158,19 @@ func Restore(snap *Snapshot) (*System, error) {
 		return nil, bad("%d device states for %d devices", len(snap.Device), snap.Devices)
 	}
 	if err := checkParams(&snap.Params); err != nil {
-		return nil, bad("Params: %v", err)
+		return nil, badErr("Params: ", err)
 	}
 	if err := snap.DMA.Validate(); err != nil {
-		return nil, bad("DMA timing: %v", err)
+		return nil, badErr("DMA timing: ", err)
 	}
 	p := snap.Params
 	s, err := New(Config{Generation: snap.Generation, Devices: snap.Devices, Kind: snap.Kind, Params: &p, Revision: snap.Revision,
 		DMA: snap.DMA, TimingOnly: snap.TimingOnly, Ready: true})
 	if err != nil {
-		return nil, bad("%v", err)
+		return nil, badErr("", err)
 	}
 	if err := s.checkSnapshot(snap); err != nil {
-		return nil, bad("%v", err)
+		return nil, badErr("", err)
 	}
 	for i, d := range s.devs {
 		img, ds := snap.Device[i], d.Snapshot()
@@ -175,14 +179,14 @@ func Restore(snap *Snapshot) (*System, error) {
 		}
 		ds.State, ds.Regs, ds.HBM, ds.DMA, ds.Cores = img.State, img.Regs, img.HBM, img.DMA, img.Cores
 		if err := d.RestoreInSystem(ds); err != nil {
-			return nil, bad("device %d: %v", i, err)
+			return nil, badErr(fmt.Sprintf("device %d: ", i), err)
 		}
 	}
 	if err := s.host.Restore(snap.Host); err != nil {
-		return nil, bad("host memory: %v", err)
+		return nil, badErr("host memory: ", err)
 	}
 	if err := s.engine.Restore(snap.Engine); err != nil {
-		return nil, bad("events: %v", err)
+		return nil, badErr("events: ", err)
 	}
 	s.st = state{Links: append([]LinkState(nil), snap.Links...), Last: append([]uint64(nil), snap.Last...),
 		InFlight: append([]Delivery(nil), snap.InFlight...), Free: append([]int(nil), snap.Free...), Stats: snap.Stats}
@@ -236,6 +240,8 @@ func checkParams(p *Params) error {
 	}
 	return nil
 }
+
+var faultNames = map[FaultKind]string{LinkDown: "link-down", LinkUp: "link-up", DeviceReset: "device-reset"}
 
 // checkSnapshot checks the fabric's part of a snapshot against the system
 // built from its configuration, naming the field that fails.
@@ -357,7 +363,7 @@ func (s *System) checkSnapshot(snap *Snapshot) error {
 		switch f.Kind {
 		case LinkDown, LinkUp:
 			if f.Link < 0 || f.Link >= nl {
-				return fmt.Errorf("%s: %v on link %d of %d", where, f.Kind, f.Link, nl)
+				return fmt.Errorf("%s: %s on link %d of %d", where, faultNames[f.Kind], f.Link, nl)
 			}
 		case DeviceReset:
 			if f.Device < 0 || f.Device >= nd {
@@ -561,7 +567,7 @@ func LoadWith(r io.Reader, o LoadOptions) (*System, error) {
 		return nil, bad("checksum mismatch (the file is corrupted)")
 	}
 	zr, err := zstd.NewReader(bytes.NewReader(payload), zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxWindow(snapshotWindow), zstd.WithDecoderMaxMemory(uint64(limit)))
+		zstd.WithDecoderMaxWindow(snapshotWindow), zstd.WithDecoderMaxMemory(uint64(max(limit, snapshotWindow))))
 	if err != nil {
 		return nil, bad("%v", err)
 	}

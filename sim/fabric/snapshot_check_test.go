@@ -1,0 +1,282 @@
+package fabric
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math"
+	"runtime"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/hw/udma"
+	"github.com/neuronsim/neuronsim/internal/snapenc"
+	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/sim"
+	"github.com/neuronsim/neuronsim/sim/tpb"
+)
+
+// baseSnapshot is the Snapshot value of a small system with a fault
+// scheduled, ten microseconds in.
+func baseSnapshot(t testing.TB) *Snapshot {
+	t.Helper()
+	s, err := New(Config{Generation: hwarch.Cayman, Devices: 2, Kind: KindRing})
+	require.NoError(t, err)
+	require.NoError(t, s.ScheduleFault(Fault{At: sim.Time(sim.Millisecond), Kind: LinkDown, Link: 0}))
+	s.Advance(10 * sim.Microsecond)
+	return s.Snapshot()
+}
+
+// seal compresses an encoding and wraps it in a valid header declaring
+// size decoded bytes.
+func seal(t testing.TB, raw []byte, size uint64) []byte {
+	t.Helper()
+	var z bytes.Buffer
+	zw, err := zstd.NewWriter(&z, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(snapshotWindow))
+	require.NoError(t, err)
+	_, err = zw.Write(raw)
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	return reseal(z.Bytes(), size)
+}
+
+func encodeSnapshot(t testing.TB, snap *Snapshot) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	require.NoError(t, snapenc.Encode(&b, snap))
+	return b.Bytes()
+}
+
+// TestRestoreRefusesImpossibleState (issue 13, items 7 and 12): a state
+// that cannot exist is refused, naming the field; nothing is built.
+func TestRestoreRefusesImpossibleState(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*Snapshot)
+		want   string
+		is     error
+	}{
+		{"fault kind 99 on link -1", func(s *Snapshot) { s.Faults = append(s.Faults, Fault{Kind: 99, Link: -1}) }, "Faults[1]: Kind 99", nil},
+		{"fault on link -1", func(s *Snapshot) { s.Faults[0].Link = -1 }, "Faults[0]: link-down on link -1", nil},
+		{"fault past the latest time", func(s *Snapshot) { s.Faults[0].At = math.MaxUint64 }, "Faults[0].At", units.ErrRange},
+		{"DMA HostBandwidth 0", func(s *Snapshot) { s.DMA.HostBandwidth = 0 }, "DMA timing: HostBandwidth 0: must be positive", units.ErrRange},
+		{"DMA FixedCost 2^48", func(s *Snapshot) { s.DMA.FixedCost = 1 << 48 }, "DMA timing: FixedCost 281474976710656ps: too long", units.ErrRange},
+		{"engine now 2^64-1", func(s *Snapshot) { s.Engine.Now = math.MaxUint64 }, "engine: Now 18446744073709551615ps: too long", units.ErrRange},
+		{"event past the latest time", func(s *Snapshot) { s.Engine.Queue[0].At = sim.Time(units.MaxTimePS + 1) }, "engine: event 0", units.ErrRange},
+		{"link latency past the latest time", func(s *Snapshot) { s.Params.Ring.Latency = math.MaxUint64 }, "Params: Ring.Latency", units.ErrRange},
+		{"network model 7", func(s *Snapshot) { s.Params.Model = 7 }, "Params: Model 7", nil},
+		{"link free past the latest time", func(s *Snapshot) { s.Links[1].Free = math.MaxUint64 }, "Links[1].Free", units.ErrRange},
+		{"no devices", func(s *Snapshot) { s.Devices, s.Device = 0, nil }, "Devices 0", nil},
+		{"path order time", func(s *Snapshot) { s.Last[3] = units.MaxTimePS + 1 }, "Last[3]", units.ErrRange},
+		{"a free slot listed twice", func(s *Snapshot) {
+			s.InFlight = []Delivery{{}, {}}
+			s.Free = []int{0, 0}
+		}, "Free[1]: slot 0", nil},
+		{"a free slot not listed", func(s *Snapshot) { s.InFlight, s.Free = []Delivery{{}}, nil }, "Free: 0 free slots listed, 1 slots are free", nil},
+		{"a write in flight off the address space", func(s *Snapshot) {
+			s.InFlight = []Delivery{{Used: true, Src: 0, Dst: 1, Addr: sim.AddressLimit - 2, Len: 4}}
+		}, "InFlight[0]: 4 bytes at", nil},
+		{"a write in flight with a reduce 9", func(s *Snapshot) {
+			s.InFlight = []Delivery{{Used: true, Src: 0, Dst: 1, Len: 4, Reduce: udma.Reduce{Op: 9}}}
+		}, "InFlight[0]: Reduce", nil},
+		{"a reservation held twice", func(s *Snapshot) {
+			r := PortReservation{Device: 1, Index: 3, Reservation: Reservation{Valid: true, Dst: 0}}
+			s.Reservations = []PortReservation{r, r}
+		}, "Reservations[1]: device 1 slot 3 is reserved twice", nil},
+		{"DMA engine state 7", func(s *Snapshot) { s.Device[1].DMA.Engines[2].State = 7 }, "device 1: sim device", nil},
+		{"DMA engine busy past the latest time", func(s *Snapshot) { s.Device[1].DMA.Engines[2].BusyUntil = math.MaxUint64 }, "engine 2: BusyUntil", units.ErrRange},
+		{"DMA queue status bits", func(s *Snapshot) { s.Device[0].DMA.Engines[0].Queues[5].Status = 1 << 30 }, "engine 0: queue 5: Status", nil},
+		{"DMA shared host link", func(s *Snapshot) { s.Device[0].DMA.HostFree = units.MaxTimePS + 1 }, "HostFree", units.ErrRange},
+		{"TPB engine end", func(s *Snapshot) { s.Device[0].Cores[1].Engines[2].End = math.MaxUint64 }, "NC 1: tpb: invalid core state: engine 2: End", units.ErrRange},
+		{"reset until", func(s *Snapshot) {
+			s.Device[0].State.Reset = sim.ResetState{Active: true, Until: math.MaxUint64}
+		}, "Reset.Until", units.ErrRange},
+		{"details of no reset", func(s *Snapshot) { s.Device[0].State.Reset.Acked = true }, "Reset: ", nil},
+		{"sync event 2", func(s *Snapshot) { s.Device[1].State.NCSync[0].Events[7] = 2 }, "NCSync 0: event 7 is 2", nil},
+		{"phase 9", func(s *Snapshot) { s.Device[1].State.Phase = 9 }, "Phase 9", nil},
+		{"capture time", func(s *Snapshot) { s.Capture = &CaptureState{From: math.MaxUint64} }, "Capture.From", units.ErrRange},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			snap := baseSnapshot(t)
+			c.mutate(snap)
+			s, err := Restore(snap)
+			require.Error(t, err)
+			assert.Nil(t, s)
+			assert.ErrorIs(t, err, ErrSnapshot)
+			assert.Contains(t, err.Error(), c.want)
+			if c.is != nil {
+				assert.ErrorIs(t, err, c.is)
+			}
+		})
+	}
+	// The unchanged snapshot restores.
+	_, err := Restore(baseSnapshot(t))
+	require.NoError(t, err)
+	_ = tpb.NumEngines
+}
+
+// mutateEncoding finds the only occurrence of old in raw and replaces it.
+func mutateEncoding(t testing.TB, raw, old, new []byte) []byte {
+	t.Helper()
+	require.Equal(t, 1, bytes.Count(raw, old), "marker %x", old)
+	return bytes.Replace(raw, old, new, 1)
+}
+
+// TestLoadRefusesHugeCounts (issue 13, item 11): a crafted file with a
+// valid checksum whose host-block map claims 2^27 entries — 4.85 GB under
+// gob — is refused before anything of that size is allocated, naming the
+// field; so is a slice of 2^27 events.
+func TestLoadRefusesHugeCounts(t *testing.T) {
+	snap := baseSnapshot(t)
+	const marker = 0x0123_4567_89AB_CDEF
+	snap.Host.Blocks = map[uint64]uint64{marker: marker}
+	raw := encodeSnapshot(t, snap)
+	key := binary.AppendUvarint(nil, marker)
+	// The map's count (1 entry, encoded 2) precedes its first key.
+	huge := mutateEncoding(t, raw, append([]byte{2}, key...), append(binary.AppendUvarint(nil, 1<<27+1), key...))
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s, err := Load(bytes.NewReader(seal(t, huge, uint64(len(huge)))))
+	runtime.ReadMemStats(&after)
+	require.Error(t, err)
+	assert.Nil(t, s)
+	assert.ErrorIs(t, err, ErrSnapshot)
+	assert.Contains(t, err.Error(), "Host.Blocks: 134217728 entries")
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<20), "bytes allocated to refuse the file")
+}
+
+// TestLoadRefusesBombs (issue 13, item 11): a small payload that
+// decompresses to far more is refused by the length its header declares,
+// before it is decompressed, or — when the header lies — where the declared
+// length ends; the memory Load takes stays within its limit.
+func TestLoadRefusesBombs(t *testing.T) {
+	snap := baseSnapshot(t)
+	snap.InFlight = []Delivery{{Used: true, Src: 0, Dst: 1, Len: 256 << 20, Data: make([]byte, 256<<20)}}
+	snap.Free = nil
+	raw := encodeSnapshot(t, snap)
+	snap = nil
+	const limit = 16 << 20
+	for _, c := range []struct {
+		name     string
+		declared uint64
+		want     string
+		is       error
+	}{
+		{"declared", uint64(len(raw)), "the header declares 268", ErrSnapshotLimit},
+		{"understated", 1 << 20, "InFlight[0].Data", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			file := seal(t, raw, c.declared)
+			require.Less(t, len(file), 1<<20, "a bomb: a small file")
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			s, err := LoadWith(bytes.NewReader(file), LoadOptions{MaxBytes: limit})
+			runtime.ReadMemStats(&after)
+			require.Error(t, err)
+			assert.Nil(t, s)
+			assert.ErrorIs(t, err, ErrSnapshot)
+			assert.Contains(t, err.Error(), c.want)
+			if c.is != nil {
+				assert.ErrorIs(t, err, c.is)
+			}
+			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(2*limit+snapshotWindow*4), "bytes allocated to refuse the file")
+		})
+	}
+	// Under a limit that holds it, the same file loads.
+	s, err := LoadWith(bytes.NewReader(seal(t, raw, uint64(len(raw)))), LoadOptions{MaxBytes: 1 << 30})
+	require.NoError(t, err)
+	assert.NotNil(t, s)
+}
+
+// TestLoadRefusesByName: a version 1 (gob) file, a file of another layout,
+// a system too big for the limit, and a payload with trailing decoded bytes
+// are each refused, saying so.
+func TestLoadRefusesByName(t *testing.T) {
+	good := smallSnapshot(t, false)
+	v1 := append([]byte(nil), good...)
+	binary.LittleEndian.PutUint32(v1[8:], 1)
+	otherLayout := append([]byte(nil), good...)
+	otherLayout[32] ^= 1
+	raw := encodeSnapshot(t, baseSnapshot(t))
+	trailing := seal(t, append(append([]byte(nil), raw...), 0), uint64(len(raw)))
+	short := seal(t, raw, uint64(len(raw))+1)
+	for _, c := range []struct {
+		name string
+		file []byte
+		o    LoadOptions
+		want string
+		is   error
+	}{
+		{"version 1", v1, LoadOptions{}, "version 1 (gob-encoded", nil},
+		{"version 3", func() []byte { b := append([]byte(nil), good...); b[8] = 3; return b }(), LoadOptions{}, "version 3; this build reads version 2", nil},
+		{"other layout", otherLayout, LoadOptions{}, "layout fingerprint", nil},
+		{"too many devices for the limit", good, LoadOptions{MaxBytes: 1 << 20}, "a system of 2 devices takes about 2 MiB", ErrSnapshotLimit},
+		{"trailing decoded bytes", trailing, LoadOptions{}, "decompresses to more than", nil},
+		{"declared longer than it is", short, LoadOptions{}, "the input ends 1 bytes short of its declared length", nil},
+		{"negative limit", good, LoadOptions{MaxBytes: -1}, "a limit of -1 bytes", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := LoadWith(bytes.NewReader(c.file), c.o)
+			require.Error(t, err)
+			assert.Nil(t, s)
+			assert.ErrorIs(t, err, ErrSnapshot)
+			assert.Contains(t, err.Error(), c.want)
+			if c.is != nil {
+				assert.ErrorIs(t, err, c.is)
+			}
+		})
+	}
+}
+
+// TestSnapshotLayoutPinned: the layout of format version 2. A change to a
+// state type changes the fingerprint and fails here: bump SnapshotVersion
+// (old files are then refused by name) and record the new fingerprint.
+func TestSnapshotLayoutPinned(t *testing.T) {
+	got, err := snapshotLayout()
+	require.NoError(t, err)
+	const version2 = 0xadfa6f96513ff076
+	if SnapshotVersion == 2 {
+		assert.Equalf(t, uint64(version2), got, "the Snapshot's encoded layout changed (fingerprint %#016x): bump SnapshotVersion and pin the new fingerprint", got)
+	}
+}
+
+// FuzzRestoreEncoding feeds mutated snapshot encodings, compressed and
+// sealed with a valid checksum, to Load: the mutations reach the decoder
+// and every model's validation. Load must never panic nor allocate past its
+// limit; it either restores a system that runs, saves and loads again, or
+// refuses the file with an error wrapping ErrSnapshot and builds nothing.
+func FuzzRestoreEncoding(f *testing.F) {
+	f.Add(encodeSnapshot(f, baseSnapshot(f)))
+	one, err := New(Config{Generation: hwarch.Sunda, Devices: 1, Kind: KindRing})
+	require.NoError(f, err)
+	f.Add(encodeSnapshot(f, one.Snapshot()))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		s, err := LoadWith(bytes.NewReader(seal(t, raw, uint64(len(raw)))), LoadOptions{MaxBytes: fuzzLimit})
+		runtime.ReadMemStats(&after)
+		if used := after.TotalAlloc - before.TotalAlloc; used > 4*fuzzLimit {
+			t.Fatalf("Load allocated %d bytes under a limit of %d", used, fuzzLimit)
+		}
+		if err != nil {
+			if s != nil || !errors.Is(err, ErrSnapshot) {
+				t.Fatalf("refused with a system built (%v) or an error not wrapping ErrSnapshot: %v", s != nil, err)
+			}
+			return
+		}
+		s.Advance(sim.Microsecond)
+		var b bytes.Buffer
+		require.NoError(t, s.Save(&b))
+		_, err = Load(io.Reader(&b))
+		require.NoError(t, err, "a restored system saves a file that loads")
+	})
+}
