@@ -81,10 +81,20 @@ const DefaultMaxDepth = 64
 
 // typeInfo is what the codec knows of a type, computed once.
 type typeInfo struct {
+	kind   reflect.Kind
 	min    int64 // the fewest bytes a value of the type encodes to
 	size   int64 // the bytes a value takes in memory
-	fields []int // struct: the indices of its exported fields
+	elem   *typeInfo   // array, slice, pointer: the element; map: the value
+	key    *typeInfo   // map: the key
+	fields []fieldInfo // struct: its exported fields
 	schema string
+}
+
+// fieldInfo is an exported field of a struct.
+type fieldInfo struct {
+	index int
+	name  string
+	ti    *typeInfo
 }
 
 var infoCache sync.Map // reflect.Type → *typeInfo or error
@@ -117,7 +127,7 @@ func build(t reflect.Type, visiting map[reflect.Type]bool) (*typeInfo, error) {
 	}
 	visiting[t] = true
 	defer delete(visiting, t)
-	ti := &typeInfo{size: int64(t.Size())}
+	ti := &typeInfo{kind: t.Kind(), size: int64(t.Size())}
 	switch k := t.Kind(); k {
 	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
@@ -133,19 +143,19 @@ func build(t reflect.Type, visiting map[reflect.Type]bool) (*typeInfo, error) {
 		if err != nil {
 			return nil, err
 		}
-		ti.min, ti.schema = int64(t.Len())*e.min, "["+strconv.Itoa(t.Len())+"]"+e.schema
+		ti.elem, ti.min, ti.schema = e, int64(t.Len())*e.min, "["+strconv.Itoa(t.Len())+"]"+e.schema
 	case reflect.Slice:
 		e, err := build(t.Elem(), visiting)
 		if err != nil {
 			return nil, err
 		}
-		ti.min, ti.schema = 1, "[]"+e.schema
+		ti.elem, ti.min, ti.schema = e, 1, "[]"+e.schema
 	case reflect.Pointer:
 		e, err := build(t.Elem(), visiting)
 		if err != nil {
 			return nil, err
 		}
-		ti.min, ti.schema = 1, "*"+e.schema
+		ti.elem, ti.min, ti.schema = e, 1, "*"+e.schema
 	case reflect.Map:
 		switch t.Key().Kind() {
 		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
@@ -161,7 +171,7 @@ func build(t reflect.Type, visiting map[reflect.Type]bool) (*typeInfo, error) {
 		if err != nil {
 			return nil, err
 		}
-		ti.min, ti.schema = 1, "map["+kt.schema+"]"+vt.schema
+		ti.key, ti.elem, ti.min, ti.schema = kt, vt, 1, "map["+kt.schema+"]"+vt.schema
 	case reflect.Struct:
 		var b strings.Builder
 		b.WriteString("struct{")
@@ -174,7 +184,7 @@ func build(t reflect.Type, visiting map[reflect.Type]bool) (*typeInfo, error) {
 			if err != nil {
 				return nil, fmt.Errorf("snapenc: %v.%s: %w", t, f.Name, err)
 			}
-			ti.fields = append(ti.fields, i)
+			ti.fields = append(ti.fields, fieldInfo{index: i, name: f.Name, ti: ft})
 			ti.min += ft.min
 			if len(ti.fields) > 1 {
 				b.WriteByte(';')
@@ -325,8 +335,8 @@ func (e *encoder) value(v reflect.Value) {
 			e.err = err
 			return
 		}
-		for _, i := range ti.fields {
-			e.value(v.Field(i))
+		for _, f := range ti.fields {
+			e.value(v.Field(f.index))
 		}
 	default:
 		e.err = fmt.Errorf("snapenc: %v: %w", v.Type(), ErrType)
@@ -393,8 +403,16 @@ type decoder struct {
 	left     int64 // bytes of input not yet read
 	budget   int64 // bytes that may still be allocated
 	maxDepth int
-	path     []string // the value being read: field names and indices
+	path     []pathElem // the value being read: field names and indices
 	err      error
+}
+
+// pathElem is a step of a value's path: a field name, or an index (of an
+// array, a slice or a map's entries) when name is "".
+type pathElem struct {
+	name  string
+	index int
+	entry bool // a map entry
 }
 
 // where formats the path of the value being read.
@@ -404,10 +422,17 @@ func (d *decoder) where() string {
 	}
 	var b strings.Builder
 	for i, p := range d.path {
-		if i > 0 && p[0] != '[' {
-			b.WriteByte('.')
+		switch {
+		case p.name != "":
+			if i > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(p.name)
+		case p.entry:
+			b.WriteString("[entry " + strconv.Itoa(p.index) + "]")
+		default:
+			b.WriteString("[" + strconv.Itoa(p.index) + "]")
 		}
-		b.WriteString(p)
 	}
 	return b.String()
 }
@@ -525,8 +550,7 @@ func (d *decoder) value(v reflect.Value, ti *typeInfo, depth int) {
 		d.limit("nested deeper than %d", d.maxDepth)
 		return
 	}
-	t := v.Type()
-	switch k := v.Kind(); k {
+	switch ti.kind {
 	case reflect.Bool:
 		switch b := d.byte(); b {
 		case 0, 1:
@@ -537,7 +561,7 @@ func (d *decoder) value(v reflect.Value, ti *typeInfo, depth int) {
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		x := d.uvarint()
 		if d.err == nil && v.OverflowUint(x) {
-			d.fail("%d does not fit a %v", x, t)
+			d.fail("%d does not fit a %v", x, v.Type())
 			return
 		}
 		v.SetUint(x)
@@ -545,7 +569,7 @@ func (d *decoder) value(v reflect.Value, ti *typeInfo, depth int) {
 		u := d.uvarint()
 		x := int64(u>>1) ^ -int64(u&1)
 		if d.err == nil && v.OverflowInt(x) {
-			d.fail("%d does not fit a %v", x, t)
+			d.fail("%d does not fit a %v", x, v.Type())
 			return
 		}
 		v.SetInt(x)
@@ -566,24 +590,13 @@ func (d *decoder) value(v reflect.Value, ti *typeInfo, depth int) {
 		d.read(b)
 		v.SetString(string(b))
 	case reflect.Array:
-		et := t.Elem()
-		if et.Kind() == reflect.Uint8 {
+		if ti.elem.kind == reflect.Uint8 {
 			d.read(v.Bytes())
 			return
 		}
-		eti, _ := info(et)
-		for i := range v.Len() {
-			d.path = append(d.path, "["+strconv.Itoa(i)+"]")
-			d.value(v.Index(i), eti, depth+1)
-			d.path = d.path[:len(d.path)-1]
-			if d.err != nil {
-				return
-			}
-		}
+		d.elements(v, v.Len(), ti.elem, depth)
 	case reflect.Slice:
-		et := t.Elem()
-		eti, _ := info(et)
-		n, isNil := d.count(true, eti.min, "elements")
+		n, isNil := d.count(true, ti.elem.min, "elements")
 		if d.err != nil {
 			return
 		}
@@ -591,27 +604,20 @@ func (d *decoder) value(v reflect.Value, ti *typeInfo, depth int) {
 			v.SetZero()
 			return
 		}
-		if !d.charge(n, eti.size, strconv.FormatInt(n, 10)+" elements") {
+		if !d.charge(n, ti.elem.size, strconv.FormatInt(n, 10)+" elements") {
 			return
 		}
-		s := reflect.MakeSlice(t, int(n), int(n))
-		if et.Kind() == reflect.Uint8 {
+		s := reflect.MakeSlice(v.Type(), int(n), int(n))
+		if ti.elem.kind == reflect.Uint8 {
 			d.read(s.Bytes())
 		} else {
-			for i := range int(n) {
-				d.path = append(d.path, "["+strconv.Itoa(i)+"]")
-				d.value(s.Index(i), eti, depth+1)
-				d.path = d.path[:len(d.path)-1]
-				if d.err != nil {
-					return
-				}
-			}
+			d.elements(s, int(n), ti.elem, depth)
 		}
-		v.Set(s)
+		if d.err == nil {
+			v.Set(s)
+		}
 	case reflect.Map:
-		kti, _ := info(t.Key())
-		vti, _ := info(t.Elem())
-		n, isNil := d.count(true, kti.min+vti.min, "entries")
+		n, isNil := d.count(true, ti.key.min+ti.elem.min, "entries")
 		if d.err != nil {
 			return
 		}
@@ -619,27 +625,29 @@ func (d *decoder) value(v reflect.Value, ti *typeInfo, depth int) {
 			v.SetZero()
 			return
 		}
-		if !d.charge(n, 2*(kti.size+vti.size), strconv.FormatInt(n, 10)+" entries") {
+		if !d.charge(n, 2*(ti.key.size+ti.elem.size), strconv.FormatInt(n, 10)+" entries") {
 			return
 		}
+		t := v.Type()
 		m := reflect.MakeMapWithSize(t, int(n))
-		var prev reflect.Value
+		key, prev := reflect.New(t.Key()).Elem(), reflect.New(t.Key()).Elem()
+		val := reflect.New(t.Elem()).Elem()
+		d.path = append(d.path, pathElem{entry: true})
 		for i := range int(n) {
-			d.path = append(d.path, "[entry "+strconv.Itoa(i)+"]")
-			key := reflect.New(t.Key()).Elem()
-			d.value(key, kti, depth+1)
+			d.path[len(d.path)-1].index = i
+			d.value(key, ti.key, depth+1)
 			if d.err == nil && i > 0 && !ascending(prev, key) {
 				d.fail("key %v is not above the previous key %v (keys are strictly ascending)", key, prev)
 			}
-			val := reflect.New(t.Elem()).Elem()
-			d.value(val, vti, depth+1)
-			d.path = d.path[:len(d.path)-1]
+			val.SetZero()
+			d.value(val, ti.elem, depth+1)
 			if d.err != nil {
 				return
 			}
 			m.SetMapIndex(key, val)
-			prev = key
+			prev.Set(key)
 		}
+		d.path = d.path[:len(d.path)-1]
 		v.Set(m)
 	case reflect.Pointer:
 		switch b := d.byte(); {
@@ -647,30 +655,41 @@ func (d *decoder) value(v reflect.Value, ti *typeInfo, depth int) {
 		case b == 0:
 			v.SetZero()
 		case b == 1:
-			eti, _ := info(t.Elem())
-			if !d.charge(1, eti.size, "a pointed-to value") {
+			if !d.charge(1, ti.elem.size, "a pointed-to value") {
 				return
 			}
-			p := reflect.New(t.Elem())
-			d.value(p.Elem(), eti, depth+1)
+			p := reflect.New(v.Type().Elem())
+			d.value(p.Elem(), ti.elem, depth+1)
 			v.Set(p)
 		default:
 			d.fail("pointer byte %d (want 0 or 1)", b)
 		}
 	case reflect.Struct:
-		for _, i := range ti.fields {
-			f := v.Field(i)
-			fti, _ := info(f.Type())
-			d.path = append(d.path, t.Field(i).Name)
-			d.value(f, fti, depth+1)
-			d.path = d.path[:len(d.path)-1]
+		d.path = append(d.path, pathElem{})
+		for _, f := range ti.fields {
+			d.path[len(d.path)-1].name = f.name
+			d.value(v.Field(f.index), f.ti, depth+1)
 			if d.err != nil {
 				return
 			}
 		}
+		d.path = d.path[:len(d.path)-1]
 	default:
-		d.fail("%v: %v", t, ErrType)
+		d.fail("%v: %v", v.Type(), ErrType)
 	}
+}
+
+// elements decodes the n elements of an array or slice.
+func (d *decoder) elements(v reflect.Value, n int, eti *typeInfo, depth int) {
+	d.path = append(d.path, pathElem{})
+	for i := range n {
+		d.path[len(d.path)-1].index = i
+		d.value(v.Index(i), eti, depth+1)
+		if d.err != nil {
+			return
+		}
+	}
+	d.path = d.path[:len(d.path)-1]
 }
 
 // ascending reports whether key b is above key a.

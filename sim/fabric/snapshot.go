@@ -566,29 +566,38 @@ func LoadWith(r io.Reader, o LoadOptions) (*System, error) {
 	if sum := snapshotSum(hdr[:], payload); !bytes.Equal(sum[:], hdr[sumOffset:]) {
 		return nil, bad("checksum mismatch (the file is corrupted)")
 	}
-	zr, err := zstd.NewReader(bytes.NewReader(payload), zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxWindow(snapshotWindow), zstd.WithDecoderMaxMemory(uint64(max(limit, snapshotWindow))))
+	if size == 0 {
+		return nil, bad("the header declares an empty encoding")
+	}
+	// DecodeAll stops at the decoder's memory limit: the declared length (or
+	// the window, for a small snapshot), then the length is checked exactly.
+	zr, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderMaxWindow(snapshotWindow), zstd.WithDecoderMaxMemory(max(size, snapshotWindow)))
 	if err != nil {
 		return nil, bad("%v", err)
 	}
-	defer zr.Close()
-	var snap Snapshot
-	if err := snapenc.Decode(zr, int64(size), &snap, snapenc.Limits{MaxBytes: limit}); err != nil {
-		if errors.Is(err, snapenc.ErrLimit) {
-			return nil, fmt.Errorf("fabric snapshot: decoding: %v (LoadOptions.MaxBytes): %w: %w", err, ErrSnapshotLimit, ErrSnapshot)
-		}
-		return nil, bad("decoding: %v", err)
+	raw, err := zr.DecodeAll(payload, nil)
+	zr.Close()
+	switch {
+	case errors.Is(err, zstd.ErrDecoderSizeExceeded):
+		return nil, bad("the payload decompresses to more than the %d bytes its header declares", size)
+	case err != nil:
+		return nil, bad("decompressing: %v", err)
+	case uint64(len(raw)) != size:
+		return nil, bad("the payload decompresses to %d bytes, its header declares %d", len(raw), size)
 	}
+	payload = nil
+	var snap Snapshot
+	if err := snapenc.Decode(bytes.NewReader(raw), int64(size), &snap, snapenc.Limits{MaxBytes: limit}); err != nil {
+		if errors.Is(err, snapenc.ErrLimit) {
+			return nil, fmt.Errorf("fabric snapshot: decoding: %w (LoadOptions.MaxBytes): %w: %w", err, ErrSnapshotLimit, ErrSnapshot)
+		}
+		return nil, fmt.Errorf("fabric snapshot: decoding: %w: %w", err, ErrSnapshot)
+	}
+	raw = nil
 	if int64(snap.Devices) > limit/deviceBuildBytes {
 		return nil, fmt.Errorf("fabric snapshot: a system of %d devices takes about %d MiB to build, over the limit of %d bytes (LoadOptions.MaxBytes): %w: %w",
 			snap.Devices, int64(snap.Devices)*deviceBuildBytes>>20, limit, ErrSnapshotLimit, ErrSnapshot)
-	}
-	var one [1]byte
-	if k, err := io.ReadFull(zr, one[:]); k != 0 || !errors.Is(err, io.EOF) {
-		if k != 0 {
-			return nil, bad("the payload decompresses to more than the %d bytes its header declares", size)
-		}
-		return nil, bad("payload: %v", err)
 	}
 	return Restore(&snap)
 }
