@@ -82,8 +82,8 @@ const DefaultMaxDepth = 64
 // typeInfo is what the codec knows of a type, computed once.
 type typeInfo struct {
 	kind   reflect.Kind
-	min    int64 // the fewest bytes a value of the type encodes to
-	size   int64 // the bytes a value takes in memory
+	min    int64       // the fewest bytes a value of the type encodes to
+	size   int64       // the bytes a value takes in memory
 	elem   *typeInfo   // array, slice, pointer: the element; map: the value
 	key    *typeInfo   // map: the key
 	fields []fieldInfo // struct: its exported fields

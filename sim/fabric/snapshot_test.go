@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -48,9 +49,24 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	assert.Equal(t, a.Device(1).Phase(), sim.PhaseReady, "booted after the restore")
 }
 
-// reseal wraps a payload in a valid header (its decoded length is taken
-// from the payload itself when it decompresses, else size), so the fuzzer
-// reaches the decompressor and the decoder behind the checksum.
+// decodedLength is the length a payload decompresses to (within
+// fuzzLimit), or four times its length when it does not decompress.
+func decodedLength(payload []byte) uint64 {
+	zr, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(fuzzLimit))
+	if err != nil {
+		panic(err)
+	}
+	defer zr.Close()
+	raw, err := zr.DecodeAll(payload, nil)
+	if err != nil {
+		return uint64(len(payload)) * 4
+	}
+	return uint64(len(raw))
+}
+
+// reseal wraps a payload in a valid header declaring size decoded bytes,
+// so the fuzzer reaches the decompressor and the decoder behind the
+// checksum.
 func reseal(payload []byte, size uint64) []byte {
 	layout, err := snapshotLayout()
 	if err != nil {
@@ -77,7 +93,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add(good[:len(good)/2])
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, b := range [][]byte{data, reseal(data, uint64(len(data))*4)} {
+		for _, b := range [][]byte{data, reseal(data, decodedLength(data))} {
 			s, err := LoadWith(bytes.NewReader(b), LoadOptions{MaxBytes: fuzzLimit})
 			if err != nil && s != nil {
 				t.Fatal("a refused snapshot built a system")
