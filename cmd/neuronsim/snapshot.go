@@ -2,11 +2,14 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/neuronsim/neuronsim/internal/scenario"
+	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/sim/fabric"
 )
 
 func newSnapshotCommand() *cobra.Command {
@@ -32,7 +35,7 @@ func newSnapshotSaveCommand() *cobra.Command {
 		Example: "  neuronsim snapshot save trn2-torus-collectives /tmp/torus.snap",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runWithSnapshots(cmd, args[0], "", args[1], outDir)
+			return runWithSnapshots(cmd, args[0], "", args[1], outDir, fabric.LoadOptions{})
 		},
 	}
 	cmd.Flags().StringVar(&outDir, "out", "", "output directory of the scenario's own outputs")
@@ -40,23 +43,29 @@ func newSnapshotSaveCommand() *cobra.Command {
 }
 
 func newSnapshotRestoreCommand() *cobra.Command {
-	var outDir string
+	var outDir, maxSize string
 	cmd := &cobra.Command{
 		Use:     "restore FILE SCENARIO",
 		Short:   "Restore a saved system and run a scenario's steps on it",
 		Example: "  neuronsim snapshot restore /tmp/torus.snap my-steps.yaml",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runWithSnapshots(cmd, args[1], args[0], "", outDir)
+			limit, err := units.ParseBytesIn("--max-size", maxSize, 1, math.MaxInt64)
+			if err != nil {
+				return err
+			}
+			return runWithSnapshots(cmd, args[1], args[0], "", outDir, fabric.LoadOptions{MaxBytes: limit})
 		},
 	}
 	cmd.Flags().StringVar(&outDir, "out", "", "output directory of the scenario's own outputs")
+	cmd.Flags().StringVar(&maxSize, "max-size", units.FormatBytes(fabric.DefaultMaxSnapshotBytes),
+		"the most the file may take to decode, and its state in memory ("+units.SizeGrammar+")")
 	return cmd
 }
 
 // runWithSnapshots runs a scenario, restoring before it and saving after it
 // as asked.
-func runWithSnapshots(cmd *cobra.Command, name, restore, save, outDir string) error {
+func runWithSnapshots(cmd *cobra.Command, name, restore, save, outDir string, load fabric.LoadOptions) error {
 	p, err := openScenario([]string{name})
 	if err != nil {
 		return err
@@ -74,7 +83,7 @@ func runWithSnapshots(cmd *cobra.Command, name, restore, save, outDir string) er
 		return err
 	}
 	p.AddSnapshotSteps(restore, save)
-	sum, err := p.Run(scenario.Options{OutDir: outDir})
+	sum, err := p.Run(scenario.Options{OutDir: outDir, Snapshot: load})
 	if sum != nil {
 		writeSummary(cmd, sum)
 	}

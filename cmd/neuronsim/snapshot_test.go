@@ -23,6 +23,14 @@ func TestSnapshotCommands(t *testing.T) {
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "scenario steps: 1 devices, 2 steps")
 
+	// A limit below what the file takes refuses it, naming the limit.
+	_, err = runCLI(t, "snapshot", "restore", snap, steps, "--out", filepath.Join(dir, "b2"), "--max-size", "1K")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "over the limit of 1024 bytes")
+	_, err = runCLI(t, "snapshot", "restore", snap, steps, "--max-size", "-1")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--max-size")
+
 	b, err := os.ReadFile(snap)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(snap, b[:len(b)/2], 0o644))

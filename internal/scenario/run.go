@@ -101,6 +101,9 @@ type Options struct {
 	OutDir string
 	// Progress, when set, receives a line per step as it starts.
 	Progress io.Writer
+	// Snapshot bounds what a snapshot restore step may load (zero:
+	// fabric.DefaultMaxSnapshotBytes).
+	Snapshot fabric.LoadOptions
 }
 
 // Summary is what a run did.
@@ -157,7 +160,7 @@ func (p *Parsed) Run(opt Options) (*Summary, error) {
 		c.System.SetCapture(pcap, 0)
 		sum.Outputs = append(sum.Outputs, path)
 	}
-	run := &runner{p: p, c: c, r: r, dir: dir, pcap: pcap}
+	run := &runner{p: p, c: c, r: r, dir: dir, pcap: pcap, load: opt.Snapshot}
 	if p.Outputs.Trace != "" {
 		run.trace = trace.New(0)
 		run.traceSystem()
@@ -205,6 +208,7 @@ type runner struct {
 	dir    string // the output directory
 	trace  *trace.Recorder
 	pcap   *capture.Writer // the pcap output's writer, or nil
+	load   fabric.LoadOptions
 }
 
 // deviceTracer names one device's tracks in the system's trace.
@@ -359,7 +363,7 @@ func (run *runner) snapshot(st *SnapshotStep) error {
 		return err
 	}
 	defer f.Close()
-	sys, err := fabric.Load(f)
+	sys, err := fabric.LoadWith(f, run.load)
 	if err != nil {
 		return err
 	}
