@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -82,9 +83,18 @@ func TestSnapshotRestoreRefusesBadState(t *testing.T) {
 		}},
 		{"page outside memory", func(s *DeviceSnapshot) { s.HBM.Pages[1<<40] = &Page{} }},
 		{"bad config", func(s *DeviceSnapshot) { s.Config.Generation = 9 }},
+		// Issue 13, items 7 and 12.
+		{"clock 2^64-1", func(s *DeviceSnapshot) { s.Engine.Now = math.MaxUint64 }},
+		{"reset until 2^64-1", func(s *DeviceSnapshot) { s.State.Reset = ResetState{Active: true, Until: math.MaxUint64} }},
+		{"details of no reset", func(s *DeviceSnapshot) { s.State.Reset = ResetState{Acked: true} }},
+		{"device-reset phase without a reset", func(s *DeviceSnapshot) { s.State.Phase = PhaseDeviceReset }},
+		{"DMA engine state 7", func(s *DeviceSnapshot) { s.DMA.Engines[1].State = 7 }},
+		{"DMA HostBandwidth 0", func(s *DeviceSnapshot) { s.Config.DMA.HostBandwidth = 0 }},
+		{"TPB engine end 2^64-1", func(s *DeviceSnapshot) { s.Cores[1].Engines[0].End = math.MaxUint64 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			before := d.Snapshot()
 			s := d.Snapshot()
 			s.HBM.Pages = map[uint64]*Page{}
 			tt.corrupt(&s)
@@ -93,9 +103,13 @@ func TestSnapshotRestoreRefusesBadState(t *testing.T) {
 			if s.Config == d.Config() {
 				require.ErrorIs(t, d.Restore(s), ErrInvalidState)
 			}
+			after := d.Snapshot()
 			v, err := d.Read32(0, geo.BAR0.TPBWindow(0)+geo.BAR0.SemReadOffset)
 			require.NoError(t, err)
 			assert.Equal(t, uint32(5), v, "a refused restore leaves the device alone")
+			assert.Equal(t, before.Engine, after.Engine, "the events are left alone")
+			assert.Equal(t, before.DMA, after.DMA, "the DMA state is left alone")
+			assert.Equal(t, before.Cores, after.Cores, "the cores are left alone")
 		})
 	}
 	other, err := NewDevice(DeviceConfig{Generation: hwarch.Cayman, Ready: true, RoutingID: 1})

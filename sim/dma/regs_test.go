@@ -2,6 +2,7 @@ package dma
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,6 +10,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/hw/udma"
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // TestQueueRegisters: what each queue register stores and reads back.
@@ -303,6 +305,23 @@ func TestStateRestore(t *testing.T) {
 		{"head-equals-length", func(s *State) { s.Engines[4].Queues[6].S2M.Head = 32 }},
 		{"tail-beyond-length", func(s *State) { s.Engines[4].Queues[6].M2S.Tail = 1000 }},
 		{"avail-beyond-length", func(s *State) { s.Engines[4].Queues[6].M2S.Avail = 33 }},
+		// Issue 13, items 7 and 12: enums, register storage, status bits,
+		// transfers and times that cannot be.
+		{"engine-state-7", func(s *State) { s.Engines[3].State = 7 }},
+		{"busy-past-the-latest-time", func(s *State) { s.Engines[3].BusyUntil = units.MaxTimePS + 1 }},
+		{"hbm-free-2^64-1", func(s *State) { s.HBMFree = math.MaxUint64 }},
+		{"host-free-past-the-latest-time", func(s *State) { s.HostFree = units.MaxTimePS + 1 }},
+		{"lands-past-the-latest-time", func(s *State) { s.Engines[1].Queues[2].Current.Lands = math.MaxUint64 }},
+		{"negative-transfer", func(s *State) { s.Engines[1].Queues[2].Current.Len = -1 }},
+		{"transfer-wraps", func(s *State) { s.Engines[1].Queues[2].Current = Transfer{Src: math.MaxUint64 - 2, Len: 8} }},
+		{"class-9", func(s *State) { s.Engines[1].Queues[2].Current.DstC = 9 }},
+		{"reduce-op-9", func(s *State) { s.Engines[1].Queues[2].Current.Reduce = udma.Reduce{Op: 9} }},
+		{"status-bit-30", func(s *State) { s.Engines[0].Queues[0].Status = 1 << 30 }},
+		{"length-past-24-bits", func(s *State) { s.Engines[0].Queues[0].M2S.Length = 1 << 24 }},
+		{"base-low-bits", func(s *State) { s.Engines[0].Queues[0].S2M.BaseLo = 0x21 }},
+		{"storage-past-the-window", func(s *State) { s.Engines[0].Regs = map[uint64]uint32{udma.EngineRegSize: 1} }},
+		{"storage-misaligned", func(s *State) { s.Engines[0].Regs = map[uint64]uint32{0x102: 1} }},
+		{"storage-at-a-queue-register", func(s *State) { s.Engines[0].Regs = map[uint64]uint32{udma.QueueBase: 1} }},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {

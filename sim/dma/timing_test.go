@@ -11,6 +11,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/hw/udma"
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // ceilPS is ⌈n·10¹² / bw⌉ computed with big integers, saturating at the
@@ -358,4 +359,34 @@ func TestZeroBandwidth(t *testing.T) {
 	dst := r.alloc(r.hbm, 64<<10, 64)
 	assert.Equal(t, uint64(7), completion(t, r, d, src, dst, 64<<10, 100))
 	assert.Equal(t, uint64(7), completion(t, r, d, src, dst, 1, 200))
+}
+
+// TestTimingValidate (issue 13, item 12): a timing with a rate of 0 or a
+// fixed cost past a second is refused, naming the field; the defaults pass.
+func TestTimingValidate(t *testing.T) {
+	for _, g := range []hwarch.Generation{hwarch.Sunda, hwarch.Cayman, hwarch.Mariana} {
+		require.NoError(t, DefaultTiming(g).Validate(), g)
+	}
+	base := DefaultTiming(hwarch.Cayman)
+	for _, c := range []struct {
+		name   string
+		mutate func(*Timing)
+		want   string
+	}{
+		{"host bandwidth 0", func(t *Timing) { t.HostBandwidth = 0 }, "HostBandwidth 0: must be positive"},
+		{"engine bandwidth 0", func(t *Timing) { t.EngineBandwidth = 0 }, "EngineBandwidth 0: must be positive"},
+		{"HBM bandwidth past 1 PB/s", func(t *Timing) { t.HBMBandwidth = units.MaxBandwidthBps + 1 }, "HBMBandwidth 1000000000000001"},
+		{"fixed cost 2^48", func(t *Timing) { t.FixedCost = 1 << 48 }, "FixedCost 281474976710656ps: too long"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tm := base
+			c.mutate(&tm)
+			err := tm.Validate()
+			require.ErrorIs(t, err, units.ErrRange)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
+	tm := base
+	tm.FixedCost = MaxFixedCost
+	assert.NoError(t, tm.Validate(), "the limit itself")
 }

@@ -1,6 +1,7 @@
 package tpb
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/hw/isa"
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // pipeline starts a small four-engine program: PE matmuls into PSUM, ACT
@@ -134,6 +136,11 @@ func TestRestoreRejects(t *testing.T) {
 		"stationary shape":              func(s *CoreState) { s.PE = PEState{Loaded: true, K: 2, M: 2, Stationary: []float32{1}} },
 		"stationary K 0":                func(s *CoreState) { s.PE = PEState{Loaded: true} },
 		"tile without load":             func(s *CoreState) { s.PE = PEState{K: 1, M: 1, Stationary: []float32{1}} },
+		// Issue 13, item 7: times past units.MaxTimePS.
+		"end 2^64-1":          func(s *CoreState) { s.Engines[0].End = math.MaxUint64 },
+		"busy until too late": func(s *CoreState) { s.Engines[4].BusyUntil = units.MaxTimePS + 1 },
+		"wait since too late": func(s *CoreState) { s.Engines[3].WaitSince = units.MaxTimePS + 1 },
+		"busy ps too long":    func(s *CoreState) { s.Engines[1].BusyPS = math.MaxUint64 },
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {
