@@ -576,7 +576,9 @@ func LoadWith(r io.Reader, o LoadOptions) (*System, error) {
 	if err != nil {
 		return nil, bad("%v", err)
 	}
-	raw, err := zr.DecodeAll(payload, nil)
+	// Room for the declared length, up to 64 times the payload (far above
+	// what zstd makes of state; past that the buffer grows as bytes come).
+	raw, err := zr.DecodeAll(payload, make([]byte, 0, min(size, 64*n+1<<20)))
 	zr.Close()
 	switch {
 	case errors.Is(err, zstd.ErrDecoderSizeExceeded):
