@@ -43,23 +43,24 @@ func newSnapshotSaveCommand() *cobra.Command {
 }
 
 func newSnapshotRestoreCommand() *cobra.Command {
-	var outDir, maxSize string
+	var outDir string
+	maxSize := newSize("--max-size", 1, math.MaxInt64)
 	cmd := &cobra.Command{
 		Use:     "restore FILE SCENARIO",
 		Short:   "Restore a saved system and run a scenario's steps on it",
 		Example: "  neuronsim snapshot restore /tmp/torus.snap my-steps.yaml",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			limit, err := units.ParseBytesIn("--max-size", maxSize, 1, math.MaxInt64)
-			if err != nil {
-				return err
+			load := fabric.LoadOptions{MaxBytes: fabric.DefaultMaxSnapshotBytes}
+			if maxSize.set {
+				load.MaxBytes = maxSize.v
 			}
-			return runWithSnapshots(cmd, args[1], args[0], "", outDir, fabric.LoadOptions{MaxBytes: limit})
+			return runWithSnapshots(cmd, args[1], args[0], "", outDir, load)
 		},
 	}
 	cmd.Flags().StringVar(&outDir, "out", "", "output directory of the scenario's own outputs")
-	cmd.Flags().StringVar(&maxSize, "max-size", units.FormatBytes(fabric.DefaultMaxSnapshotBytes),
-		"the most the file may take to decode, and its state in memory ("+units.SizeGrammar+")")
+	cmd.Flags().Var(maxSize, "max-size", fmt.Sprintf("the most the file may take to decode, and its state in memory (default %s; %s)",
+		units.FormatBytes(fabric.DefaultMaxSnapshotBytes), units.SizeGrammar))
 	return cmd
 }
 
