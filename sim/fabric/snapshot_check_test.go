@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -40,17 +41,19 @@ func genSnapshot(t testing.TB, g hwarch.Generation) *Snapshot {
 	return s.Snapshot()
 }
 
+// sealEncoder compresses what seal seals (one encoder for every call:
+// making one per call would dominate a fuzz run).
+var sealEncoder = sync.OnceValues(func() (*zstd.Encoder, error) {
+	return zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(snapshotWindow))
+})
+
 // seal compresses an encoding and wraps it in a valid header declaring
 // size decoded bytes.
 func seal(t testing.TB, raw []byte, size uint64) []byte {
 	t.Helper()
-	var z bytes.Buffer
-	zw, err := zstd.NewWriter(&z, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(snapshotWindow))
+	zw, err := sealEncoder()
 	require.NoError(t, err)
-	_, err = zw.Write(raw)
-	require.NoError(t, err)
-	require.NoError(t, zw.Close())
-	return reseal(z.Bytes(), size)
+	return reseal(zw.EncodeAll(raw, nil), size)
 }
 
 func encodeSnapshot(t testing.TB, snap *Snapshot) []byte {
