@@ -436,10 +436,12 @@ var snapshotLayout = sync.OnceValues(func() (uint64, error) {
 
 // LoadOptions bound what Load reads. The zero value takes the defaults.
 type LoadOptions struct {
-	// MaxBytes bounds a snapshot's decoded length (the length its header
-	// declares, checked before anything is decompressed; the decompression
-	// stops there) and, separately, the memory its decoded state may
-	// allocate (counted before each allocation). 0: DefaultMaxSnapshotBytes.
+	// MaxBytes bounds, each separately: a snapshot's payload and decoded
+	// lengths (as its header declares them, checked before anything is
+	// read or decompressed; the decompression stops at the declared
+	// length), the memory its decoded state may allocate (counted before
+	// each allocation), and the system built from it (deviceBuildBytes a
+	// device). 0 takes DefaultMaxSnapshotBytes; a negative limit is refused.
 	MaxBytes int64
 }
 
