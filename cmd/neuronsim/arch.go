@@ -9,12 +9,13 @@ import (
 	"github.com/spf13/cobra"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/units"
 	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
 )
 
 func newArchCommand() *cobra.Command {
-	gen := hwarch.Mariana
-	family := hwarch.SwitchNone
+	gen := defaultArch
+	var family hwarch.SwitchFamily
 	var asJSON, diff bool
 	cmd := &cobra.Command{
 		Use:   "arch [--arch A] [--switch v1|none] [--json] | arch --diff A B",
@@ -24,16 +25,15 @@ func newArchCommand() *cobra.Command {
 			"  neuronsim arch --diff cayman mariana",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
-			opts := rtarch.Options{Switch: family}
 			if diff {
 				if len(args) != 2 {
-					return fmt.Errorf("arch --diff takes two generations, got %d arguments", len(args))
+					return fmt.Errorf("arch --diff takes two generations, got %s", units.Plural(int64(len(args)), "argument", "arguments"))
 				}
-				a, err := tablesFor(args[0], opts)
+				a, err := tablesFor(cmd, args[0], family)
 				if err != nil {
 					return err
 				}
-				b, err := tablesFor(args[1], opts)
+				b, err := tablesFor(cmd, args[1], family)
 				if err != nil {
 					return err
 				}
@@ -45,7 +45,7 @@ func newArchCommand() *cobra.Command {
 			if len(args) != 0 {
 				return fmt.Errorf("arch takes no arguments without --diff (use --arch); got %q", args)
 			}
-			t, err := rtarch.For(gen, opts)
+			t, err := rtarch.For(gen, rtarch.Options{Switch: switchFor(cmd, family, gen)})
 			if err != nil {
 				return err
 			}
@@ -56,18 +56,20 @@ func newArchCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().Var(&gen, "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4")
-	cmd.Flags().Var(&family, "switch", "switch family for the fabric extent: v1|none")
+	addSwitchFlag(cmd, &family)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (keys are the seed leaf names; an absent feature is null)")
 	cmd.Flags().BoolVar(&diff, "diff", false, "print only the properties that differ between two generations")
 	return cmd
 }
 
-func tablesFor(word string, opts rtarch.Options) (*rtarch.Tables, error) {
+// tablesFor returns the tables of the generation a word names, with the
+// switch family --switch gives or, without it, the generation's default.
+func tablesFor(cmd *cobra.Command, word string, family hwarch.SwitchFamily) (*rtarch.Tables, error) {
 	g, err := hwarch.ParseGeneration(word)
 	if err != nil {
 		return nil, err
 	}
-	return rtarch.For(g, opts)
+	return rtarch.For(g, rtarch.Options{Switch: switchFor(cmd, family, g)})
 }
 
 var groupTitles = map[string]string{
@@ -158,7 +160,7 @@ func diffTables(a, b *rtarch.Tables) []propertyDiff {
 // writeArchDiff prints only the properties whose values differ.
 func writeArchDiff(w io.Writer, a, b *rtarch.Tables) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "property\t%s\t%s\n", a.Generation, b.Generation)
+	fmt.Fprintf(tw, "property\t%s (switch %s)\t%s (switch %s)\n", a.Generation, a.Options.Switch, b.Generation, b.Options.Switch)
 	diffs := diffTables(a, b)
 	for _, d := range diffs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", d.p.Key, rtarch.FormatValue(d.a, d.p.Hex), rtarch.FormatValue(d.b, d.p.Hex))
@@ -166,7 +168,11 @@ func writeArchDiff(w io.Writer, a, b *rtarch.Tables) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d of %d properties differ\n", len(diffs), len(rtarch.Properties()))
+	verb := "differ"
+	if len(diffs) == 1 {
+		verb = "differs"
+	}
+	_, err := fmt.Fprintf(w, "%d of %s %s\n", len(diffs), units.Plural(int64(len(rtarch.Properties())), "property", "properties"), verb)
 	return err
 }
 

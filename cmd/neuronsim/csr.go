@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/bringup"
 	"github.com/neuronsim/neuronsim/runtime/ndl"
 )
@@ -23,7 +24,7 @@ type targetFlags struct {
 func addTargetFlags(cmd *cobra.Command) *targetFlags {
 	t := &targetFlags{sys: addSystemFlags(cmd)}
 	cmd.Flags().IntVar(&t.device, "device", 0, "device index in the system (/dev/neuronN for --kernel)")
-	cmd.Flags().StringVar(&t.remote, "remote", "", "use a device a `neuronsim serve` exports (unix:PATH or tcp:HOST:PORT)")
+	cmd.Flags().StringVar(&t.remote, "remote", "", "use a device that neuronsim serve exports at `ADDR` (unix:PATH or tcp:HOST:PORT)")
 	cmd.Flags().StringVar(&t.kernel, "kernel", "", "use the kernel driver: a /dev/neuronN path, or \"auto\" for /dev/neuron<device>")
 	cmd.MarkFlagsMutuallyExclusive("remote", "kernel")
 	return t
@@ -44,7 +45,7 @@ func (t *targetFlags) open() (*bringup.Device, func(), error) {
 		}
 		if t.device < 0 || t.device >= len(sys.devs) {
 			sys.close()
-			return nil, nil, fmt.Errorf("--device %d: %s exports %d device(s)", t.device, t.remote, len(sys.devs))
+			return nil, nil, fmt.Errorf("--device %d: %s exports %s", t.device, t.remote, units.Plural(int64(len(sys.devs)), "device", "devices"))
 		}
 		d, err := bringup.BringUp(sys.devs[t.device], bringup.Options{NoReset: true})
 		if err != nil {
@@ -76,7 +77,7 @@ func (t *targetFlags) open() (*bringup.Device, func(), error) {
 		return nil, nil, err
 	}
 	if t.device < 0 || t.device >= s.Devices {
-		return nil, nil, fmt.Errorf("--device %d: the system has %d device(s) (--devices)", t.device, s.Devices)
+		return nil, nil, fmt.Errorf("--device %d: the system has %s (--devices)", t.device, units.Plural(int64(s.Devices), "device", "devices"))
 	}
 	sys, err := buildSystem(s)
 	if err != nil {
@@ -139,7 +140,7 @@ func newCSRReadCommand() *cobra.Command {
 		}
 		vals := make([]uint32, count)
 		if err := d.CSR.ReadArray(ptrs, vals); err != nil {
-			return fmt.Errorf("csr_read_array of %d word(s) at BAR0 offset %#x (virtual %#x): %w", count, off, d.VA(off), err)
+			return fmt.Errorf("csr_read_array of %s at BAR0 offset %#x (virtual %#x): %w", units.Plural(int64(count), "word", "words"), off, d.VA(off), err)
 		}
 		for i, v := range vals {
 			fmt.Fprintf(cmd.OutOrStdout(), "0x%08x: 0x%08x\n", off+4*uint64(i), v)
@@ -184,7 +185,7 @@ func newCSRWriteCommand() *cobra.Command {
 			ptrs[i] = d.VA(off) + 4*uint64(i)
 		}
 		if err := d.CSR.WriteArray(ptrs, vals); err != nil {
-			return fmt.Errorf("csr_write_array of %d word(s) at BAR0 offset %#x (virtual %#x): %w", len(vals), off, d.VA(off), err)
+			return fmt.Errorf("csr_write_array of %s at BAR0 offset %#x (virtual %#x): %w", units.Plural(int64(len(vals)), "word", "words"), off, d.VA(off), err)
 		}
 		back := make([]uint32, len(vals))
 		if err := d.CSR.ReadArray(ptrs, back); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/dmem"
 )
 
@@ -38,14 +39,15 @@ func newDMACopyCommand() *cobra.Command {
 	tf := addDMATargetFlags(cmd)
 	cmd.Flags().StringVar(&from, "from", "host", "source: host or device")
 	cmd.Flags().StringVar(&to, "to", "device", "destination: host or device")
-	cmd.Flags().StringVar(&size, "size", "1MiB", "bytes to copy (suffixes KiB, MiB, GiB)")
+	cmd.Flags().StringVar(&size, "size", "1MiB", "bytes to copy, "+sizeUnits)
 	cmd.Flags().IntVar(&core, "core", 0, "NeuronCore whose H2T queue copies")
 	cmd.Flags().BoolVar(&timingOnly, "timing-only", false, "move no payload (sweeps larger than host memory)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		n, err := parseSize(size)
+		sz, err := units.ParseBytesIn("--size", size, 1, maxCopyBytes)
 		if err != nil {
 			return err
 		}
+		n := uint64(sz)
 		for _, side := range []string{from, to} {
 			if side != "host" && side != "device" {
 				return fmt.Errorf("--from/--to %q: want host or device", side)
@@ -143,21 +145,6 @@ func newDMACopyCommand() *cobra.Command {
 	return cmd
 }
 
-// parseSize reads "1024", "64KiB", "1MiB", "4GiB" (also KB/MB/GB as binary).
-func parseSize(s string) (uint64, error) {
-	mult := uint64(1)
-	for _, u := range []struct {
-		suffix string
-		m      uint64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}} {
-		if len(s) > len(u.suffix) && s[len(s)-len(u.suffix):] == u.suffix {
-			s, mult = s[:len(s)-len(u.suffix)], u.m
-			break
-		}
-	}
-	v, err := parseWord(s, "--size")
-	if err != nil || v == 0 || v > (1<<48)/mult {
-		return 0, fmt.Errorf("--size %q: want a positive size such as 4096, 64KiB or 1GiB", s)
-	}
-	return v * mult, nil
-}
+// maxCopyBytes bounds dma copy --size: 256 TiB, beyond any device's memory
+// (a timing-only copy moves no payload, so nothing else bounds it).
+const maxCopyBytes = 1 << 48

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/neuronsim/neuronsim/internal/units"
 	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/runtime/bringup"
 	"github.com/neuronsim/neuronsim/runtime/dma"
@@ -31,7 +32,7 @@ type dmaTargetFlags struct {
 func addDMATargetFlags(cmd *cobra.Command) *dmaTargetFlags {
 	t := &dmaTargetFlags{sys: addSystemFlags(cmd)}
 	cmd.Flags().Lookup("devices").Usage = "number of devices of the system; this command works on a system of one device, so only 1 (default 1)"
-	cmd.Flags().StringVar(&t.remote, "remote", "", "use a device a `neuronsim serve` exports (unix:PATH or tcp:HOST:PORT) instead of a fresh one")
+	cmd.Flags().StringVar(&t.remote, "remote", "", "use a device that neuronsim serve exports at `ADDR` (unix:PATH or tcp:HOST:PORT) instead of a fresh one")
 	cmd.Flags().IntVar(&t.device, "device", 0, "with --remote: the served device's index")
 	return t
 }
@@ -68,7 +69,7 @@ func openDMASystem(t *dmaTargetFlags, timingOnly bool) (*dmaSystem, error) {
 		}
 		if t.device < 0 || t.device >= len(r.devs) {
 			r.close()
-			return nil, fmt.Errorf("--device %d: %s exports %d device(s)", t.device, t.remote, len(r.devs))
+			return nil, fmt.Errorf("--device %d: %s exports %s", t.device, t.remote, units.Plural(int64(len(r.devs)), "device", "devices"))
 		}
 		dev, sys.close, opts.NoReset = r.devs[t.device], r.close, true
 	} else {
@@ -184,7 +185,7 @@ func newDVELoadCommand() *cobra.Command {
 			return err
 		}
 		out := cmd.OutOrStdout()
-		fmt.Fprintf(out, "DVE load on %s core %d (%d buffers)\n", g, core, len(rep.Staged))
+		fmt.Fprintf(out, "DVE load on %s core %d (%s)\n", g, core, units.Plural(int64(len(rep.Staged)), "buffer", "buffers"))
 		fmt.Fprintf(out, "  fingerprint (dve_tbl_hash): %s\n", hex.EncodeToString(rep.State.DVETblHash[:]))
 		for _, d := range rep.Staged {
 			fmt.Fprintf(out, "  %-13s -> %#014x  (TPB +%#09x)  %6d bytes\n", d.Name, d.Addr, d.Offset, d.Size)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	hwisa "github.com/neuronsim/neuronsim/hw/isa"
+	"github.com/neuronsim/neuronsim/internal/units"
 	rtisa "github.com/neuronsim/neuronsim/runtime/isa"
 	"github.com/neuronsim/neuronsim/runtime/program"
 	"github.com/neuronsim/neuronsim/sim/trace"
@@ -174,7 +175,7 @@ func newExecCommand() *cobra.Command {
 				return err
 			}
 			kept, _ := rec.Len()
-			fmt.Fprintf(out, "  trace: %d slices to %s\n", kept, tracePath)
+			fmt.Fprintf(out, "  trace: %s to %s\n", units.Plural(int64(kept), "slice", "slices"), tracePath)
 		}
 		return nil
 	}

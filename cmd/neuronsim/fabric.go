@@ -65,7 +65,7 @@ func addFabricFlags(cmd *cobra.Command) *fabricFlags {
 		server: newInt("--server-size", 1, hwarch.MaxNeuronDevices)}
 	fl := cmd.Flags()
 	fl.Var(&f.gen, "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4")
-	fl.Var(&switchValue{f: &f.family}, "switch", "NeuronSwitch family: v1|none (default v1 for mariana, none otherwise)")
+	addSwitchFlag(cmd, &f.family)
 	fl.Var(&f.devices, "devices", fmt.Sprintf("number of devices of the system, or a list of counts to run each (2,4,8,16,32); each 1..get_max_devs of the generation and switch (32 for mariana with switch v1, 16 otherwise), up to %d with --what-if (default get_max_devs)", hwarch.MaxNeuronDevices))
 	fl.Var(&f.kind, "topology", "auto|torus2d|ultraserver|ring|chain|switch|fully-connected|star (auto: what a real system of that shape has)")
 	fl.Var(&f.model, "model", "network model: aware (contention-aware, store-and-forward) or free (contention-free, cut-through)")
@@ -84,10 +84,7 @@ func addFabricFlags(cmd *cobra.Command) *fabricFlags {
 // by get_max_devs, or by MAX_NEURON_DEVICE_COUNT with --what-if; unset,
 // get_max_devs.
 func (f *fabricFlags) system() (hwarch.SwitchFamily, *rtarch.Tables, []int, error) {
-	family := f.family
-	if !f.cmd.Flags().Changed("switch") && f.gen == hwarch.Mariana {
-		family = hwarch.SwitchV1
-	}
+	family := switchFor(f.cmd, f.family, f.gen)
 	t, err := rtarch.For(f.gen, rtarch.Options{Switch: family})
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("--arch: %w", err)
@@ -223,10 +220,10 @@ list sweeps each count (a table per count; with --json a report per count);
 		engines:        newInt("--engines", 1, maxOfGenerations(func(g *hwarch.Geometry) int { return g.DMAEnginesPerNC }))}
 	fl := cmd.Flags()
 	fl.StringVar(&s.op, "op", "all_reduce", "all_reduce|allr, all_gather|allg, reduce_scatter|redsct, alltoall, permute")
-	fl.StringVarP(&s.minB, "minbytes", "b", "32M", "smallest size (K, M, G are powers of 1024)")
-	fl.StringVarP(&s.maxB, "maxbytes", "e", "32M", "largest size")
+	fl.StringVarP(&s.minB, "minbytes", "b", "32M", "smallest size in bytes"+sizeUnits)
+	fl.StringVarP(&s.maxB, "maxbytes", "e", "32M", "largest size in bytes"+sizeUnits)
 	fl.VarP(s.factor, "stepfactor", "f", "multiply the size by this (at least 2) each step")
-	fl.VarP(s.step, "stepbytes", "i", "add this size (at least 1 byte) each step (default: without -f, (max-min)/10)")
+	fl.VarP(s.step, "stepbytes", "i", "add this size (at least 1 byte) each step"+sizeUnits+" (default: without -f, (max-min)/10)")
 	fl.StringVar(&s.algo, "algo", "auto", "auto|ring|mesh|rdh|kangaring|hier")
 	fl.VarP(s.dtype.setter("-d/--datatype"), "datatype", "d", "fp32, bf16, fp16, int32, uint32, int8, uint8, int16, uint16")
 	fl.Var(s.dtype.setter("--dtype"), "dtype", "the same as -d/--datatype (giving both with different types is an error)")
@@ -284,13 +281,13 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 	default:
 		return fmt.Errorf("--mode %q: accepted words are timing|functional", s.mode)
 	}
-	minB, err := nccom.ParseSize(s.minB)
+	minB, err := units.ParseBytes("-b/--minbytes", s.minB)
 	if err != nil {
-		return fmt.Errorf("-b: %w", err)
+		return err
 	}
-	maxB, err := nccom.ParseSize(s.maxB)
+	maxB, err := units.ParseBytes("-e/--maxbytes", s.maxB)
 	if err != nil {
-		return fmt.Errorf("-e: %w", err)
+		return err
 	}
 	var factor, step int64
 	if s.factor.set {
@@ -324,7 +321,7 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 			return err
 		}
 		reports = append(reports, rep)
-		series = append(series, nccom.Series{Label: fmt.Sprintf("%d devices, %d ranks", n, ranks), Report: rep})
+		series = append(series, nccom.Series{Label: units.Plural(int64(n), "device", "devices") + ", " + units.Plural(int64(ranks), "rank", "ranks"), Report: rep})
 	}
 	for i, rep := range reports {
 		if i > 0 {
@@ -384,7 +381,7 @@ func sweepOne(cmd *cobra.Command, f *fabricFlags, s *sweepFlags, family hwarch.S
 	}
 	var prog *nccom.Progress
 	if isTTY(cmd.ErrOrStderr()) {
-		prog = nccom.NewProgress(cmd.ErrOrStderr(), len(sizes), true, fmt.Sprintf("%s on %d devices", op, n))
+		prog = nccom.NewProgress(cmd.ErrOrStderr(), len(sizes), true, fmt.Sprintf("%s on %s", op, units.Plural(int64(n), "device", "devices")))
 	}
 	rep, err := c.Sweep(cluster.Sweep{Op: op, Algo: algo, Dtype: d, Sizes: sizes, Options: opt, Seed: s.seed, Progress: prog})
 	if err != nil {
@@ -453,7 +450,7 @@ what enc.Calibrated returns; a test keeps the two equal.`,
 				if i > 0 {
 					fmt.Fprintln(out)
 				}
-				fmt.Fprintf(out, "%s — %s, %s: %d devices × %d ranks, %s\n", tg.Name, tg.Source, tg.Generation.Product(), tg.Devices, tg.RanksPer, tg.Op)
+				fmt.Fprintf(out, "%s — %s, %s: %s × %s, %s\n", tg.Name, tg.Source, tg.Generation.Product(), units.Plural(int64(tg.Devices), "device", "devices"), units.Plural(int64(tg.RanksPer), "rank", "ranks"), tg.Op)
 				fmt.Fprintf(out, "fit: %d DMA engines per rank, launch cost %v, RMS error %.1f%%\n", f.Engines, f.LaunchCost, 100*f.RMS)
 				fmt.Fprintf(out, "%12s %14s %14s %8s\n", "size(B)", "published(us)", "model(us)", "error")
 				for _, r := range f.Rows {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/ndl"
 )
 
@@ -28,7 +29,7 @@ func newLsCommand() *cobra.Command {
 	}
 	sf := addSystemFlags(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON with the neuron-ls field names")
-	cmd.Flags().StringVar(&remoteAddr, "remote", "", "list the devices a `neuronsim serve` exports (unix:PATH or tcp:HOST:PORT)")
+	cmd.Flags().StringVar(&remoteAddr, "remote", "", "list the devices that neuronsim serve exports at `ADDR` (unix:PATH or tcp:HOST:PORT)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		var devs []broughtUp
 		var header string
@@ -63,8 +64,8 @@ func newLsCommand() *cobra.Command {
 			if devs, err = bringUpAll(nd, conn, idx, s.Switch, true); err != nil {
 				return err
 			}
-			header = fmt.Sprintf("simulated %s, %d device(s), switch %s, revision %#02x (%s)",
-				s.Gen.Product(), s.Devices, s.Switch, s.Revision, hwarch.ModeOf(s.Revision))
+			header = fmt.Sprintf("simulated %s, %s, switch %s, revision %#02x (%s)",
+				s.Gen.Product(), units.Plural(int64(s.Devices), "device", "devices"), s.Switch, s.Revision, hwarch.ModeOf(s.Revision))
 		}
 		if asJSON {
 			return writeLsJSON(cmd.OutOrStdout(), devs)

@@ -148,7 +148,7 @@ func TestRunScenarioByNameAndList(t *testing.T) {
 	assert.Contains(t, out, "emu-mariana")
 	out, err = runCLI(t, "run", "qemu-sunda", "--out", t.TempDir())
 	require.NoError(t, err, out)
-	assert.Contains(t, out, "scenario qemu-sunda: 1 devices, 2 steps")
+	assert.Contains(t, out, "scenario qemu-sunda: 1 device, 2 steps")
 	_, err = runCLI(t, "run", "no-such-scenario")
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }

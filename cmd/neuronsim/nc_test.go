@@ -30,7 +30,7 @@ func TestValidateCommand(t *testing.T) {
 	for _, arch := range []string{"cayman", "mariana"} {
 		out, err := runCLI(t, "validate", cayOnly, "--arch", arch)
 		require.NoError(t, err, arch)
-		assert.Contains(t, out, "sp block: 1 records valid on "+arch)
+		assert.Contains(t, out, "sp block: 1 record valid on "+arch)
 	}
 	out, err := runCLI(t, "validate", cayOnly, "--arch", "sunda")
 	require.Error(t, err)

@@ -10,15 +10,14 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/scenario"
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/scenarios"
 )
 
-// The default system of commands that build one: a Trn3 NeuronSwitch-v1
-// system.
-const (
-	defaultArch   = hwarch.Mariana
-	defaultSwitch = hwarch.SwitchV1
-)
+// defaultArch is the generation of commands that build a system when --arch
+// is not given: Trn3, whose default switch family is NeuronSwitch-v1
+// (hwarch.DefaultSwitchFamily).
+const defaultArch = hwarch.Mariana
 
 func newRunCommand() *cobra.Command {
 	var outDir string
@@ -95,8 +94,8 @@ func listScenarios(cmd *cobra.Command) error {
 // writeSummary prints what a run did.
 func writeSummary(cmd *cobra.Command, s *scenario.Summary) {
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "scenario %s: %d devices, %d steps, virtual time %v, %d bytes over the fabric\n",
-		s.Name, s.Devices, s.Steps, s.VirtualTime, s.FabricBytes)
+	fmt.Fprintf(out, "scenario %s: %s, %s, virtual time %v, %s over the fabric\n",
+		s.Name, units.Plural(int64(s.Devices), "device", "devices"), units.Plural(int64(s.Steps), "step", "steps"), s.VirtualTime, units.Plural(int64(s.FabricBytes), "byte", "bytes"))
 	for _, rep := range s.Sweeps {
 		fmt.Fprintln(out)
 		if err := rep.WriteTable(out); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/ndl"
 	"github.com/neuronsim/neuronsim/runtime/ndl/remote"
 )
@@ -61,7 +62,7 @@ func newServeCommand() *cobra.Command {
 		Args: cobra.NoArgs,
 	}
 	sf := addSystemFlags(cmd)
-	cmd.Flags().StringVar(&listen, "listen", "", "address to listen on: unix:PATH or tcp:HOST:PORT")
+	cmd.Flags().StringVar(&listen, "listen", "", "`ADDR` to listen on: unix:PATH or tcp:HOST:PORT")
 	cmd.Flags().StringVar(&system, "system", "", "system spec key=value,...: arch, devices, switch, revision (overrides the flags)")
 	cmd.Flags().BoolVar(&allowRemote, "allow-remote", false, "allow a TCP listener on a non-loopback address")
 	_ = cmd.MarkFlagRequired("listen")
@@ -102,8 +103,8 @@ func serveSystem(ctx context.Context, cmd *cobra.Command, sf *systemFlags, liste
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "serving %d simulated %s device(s) (switch %s, revision %#02x) on %s\n",
-		s.Devices, s.Gen.Product(), s.Switch, s.Revision, listen)
+	fmt.Fprintf(cmd.OutOrStdout(), "serving %s (switch %s, revision %#02x) on %s\n",
+		units.Plural(int64(s.Devices), "simulated "+s.Gen.Product()+" device", "simulated "+s.Gen.Product()+" devices"), s.Switch, s.Revision, listen)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(l) }()
 	select {

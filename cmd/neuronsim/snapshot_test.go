@@ -21,7 +21,7 @@ func TestSnapshotCommands(t *testing.T) {
 	require.NoError(t, os.WriteFile(steps, []byte("name: steps\nsystem: {arch: cayman, revision: qemu, mode: functional}\nsteps:\n  - dma_copy: {bytes: 4K}\n"), 0o644))
 	out, err = runCLI(t, "snapshot", "restore", snap, steps, "--out", filepath.Join(dir, "b"))
 	require.NoError(t, err, out)
-	assert.Contains(t, out, "scenario steps: 1 devices, 2 steps")
+	assert.Contains(t, out, "scenario steps: 1 device, 2 steps")
 
 	// A limit below what the file takes refuses it, naming the limit.
 	_, err = runCLI(t, "snapshot", "restore", snap, steps, "--out", filepath.Join(dir, "b2"), "--max-size", "1K")

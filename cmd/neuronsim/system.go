@@ -31,9 +31,29 @@ func addSystemFlags(cmd *cobra.Command) *systemFlags {
 	f := &systemFlags{gen: defaultArch, family: hwarch.SwitchNone, revision: "silicon", cmd: cmd}
 	cmd.Flags().Var(&f.gen, "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4")
 	cmd.Flags().Var(&f.devices, "devices", "number of devices of the system: 1..get_max_devs of the generation and switch (32 for mariana with switch v1, 16 otherwise) (default 1)")
-	cmd.Flags().Var(&switchValue{f: &f.family}, "switch", "NeuronSwitch family: v1|none (default v1 for mariana, none otherwise)")
+	addSwitchFlag(cmd, &f.family)
 	cmd.Flags().StringVar(&f.revision, "revision", "silicon", "PCI revision: silicon|emu|qemu|0xNN (0xF0 is EMU, 0xFF is QEMU)")
 	return f
+}
+
+// switchUsage is the help of every --switch flag. Its default is
+// hwarch.DefaultSwitchFamily, which depends on --arch.
+const switchUsage = "NeuronSwitch family: v1|none (default v1 for mariana, none otherwise)"
+
+// addSwitchFlag registers --switch on cmd with p as its value, a
+// switchValue, so that the help states the default once (switchUsage).
+func addSwitchFlag(cmd *cobra.Command, p *hwarch.SwitchFamily) {
+	cmd.Flags().Var(&switchValue{f: p}, "switch", switchUsage)
+}
+
+// switchFor is the switch family of a command's system: --switch when it
+// was given, otherwise the generation's default (hwarch.DefaultSwitchFamily,
+// the rule scenario files follow too).
+func switchFor(cmd *cobra.Command, family hwarch.SwitchFamily, gen hwarch.Generation) hwarch.SwitchFamily {
+	if cmd.Flags().Changed("switch") {
+		return family
+	}
+	return hwarch.DefaultSwitchFamily(gen)
 }
 
 // systemSpec is a validated system description.
@@ -47,10 +67,7 @@ type systemSpec struct {
 // spec validates the flags. The device count is bounded by the runtime's
 // get_max_devs for the generation and switch family.
 func (f *systemFlags) spec() (systemSpec, error) {
-	s := systemSpec{Gen: f.gen, Switch: f.family}
-	if !f.cmd.Flags().Changed("switch") && f.gen == hwarch.Mariana {
-		s.Switch = hwarch.SwitchV1
-	}
+	s := systemSpec{Gen: f.gen, Switch: switchFor(f.cmd, f.family, f.gen)}
 	rev, err := hwarch.ParseRevision(f.revision)
 	if err != nil {
 		return s, fmt.Errorf("--revision: %w", err)

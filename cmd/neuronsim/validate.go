@@ -11,6 +11,7 @@ import (
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	hwisa "github.com/neuronsim/neuronsim/hw/isa"
 	"github.com/neuronsim/neuronsim/hw/isa/asm"
+	"github.com/neuronsim/neuronsim/internal/units"
 	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
 	rtisa "github.com/neuronsim/neuronsim/runtime/isa"
 	"github.com/neuronsim/neuronsim/runtime/program"
@@ -89,7 +90,7 @@ func newValidateCommand() *cobra.Command {
 				case err != nil:
 					return err
 				}
-				fmt.Fprintf(out, "%s block: %d records valid on %s\n", b.eng, len(b.bytes)/hwisa.RecordSize, gen)
+				fmt.Fprintf(out, "%s block: %s valid on %s\n", b.eng, units.Plural(int64(len(b.bytes)/hwisa.RecordSize), "record", "records"), gen)
 			}
 			return nil
 		},

@@ -17,6 +17,18 @@ const (
 	SwitchV1                       // NeuronSwitch-v1 family
 )
 
+// DefaultSwitchFamily is the switch family a system of generation g has when
+// none is named: NeuronSwitch-v1 on mariana (Trn3 systems are built on it,
+// and it doubles their fabric extent to 32 devices), none on the others.
+// Every command that builds or describes a system and every scenario file
+// take this one rule.
+func DefaultSwitchFamily(g Generation) SwitchFamily {
+	if g == Mariana {
+		return SwitchV1
+	}
+	return SwitchNone
+}
+
 // ErrUnknownSwitchFamily is returned (wrapped) by ParseSwitchFamily.
 var ErrUnknownSwitchFamily = errors.New("unknown switch family")
 

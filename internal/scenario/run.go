@@ -166,8 +166,8 @@ func (p *Parsed) Run(opt Options) (*Summary, error) {
 		run.traceSystem()
 	}
 	fmt.Fprintf(&run.report, "scenario %s: %s\n", p.Name, p.Description)
-	fmt.Fprintf(&run.report, "system: %s, %d devices, switch %s, revision %#02x, topology %s, model %s, mode %s\n",
-		r.gen, r.devices, r.family, r.revision, c.System.Topology().Kind, params.Model, c.Mode())
+	fmt.Fprintf(&run.report, "system: %s, %s, switch %s, revision %#02x, topology %s, model %s, mode %s\n",
+		r.gen, units.Plural(int64(r.devices), "device", "devices"), r.family, r.revision, c.System.Topology().Kind, params.Model, c.Mode())
 	var stepErr error
 	for i := range p.Steps {
 		s := &p.Steps[i]
@@ -368,7 +368,7 @@ func (run *runner) snapshot(st *SnapshotStep) error {
 		return err
 	}
 	if got := sys.Topology().Devices; got != run.r.devices {
-		return fmt.Errorf("%s holds a system of %d devices; this scenario's has %d", st.Restore, got, run.r.devices)
+		return fmt.Errorf("%s holds a system of %s; this scenario's has %d", st.Restore, units.Plural(int64(got), "device", "devices"), run.r.devices)
 	}
 	if run.pcap != nil {
 		// The capture goes on with the restored system (continuing the
@@ -477,7 +477,7 @@ func (run *runner) program(s *Step) error {
 			got = "invalid"
 			run.printf("%s: %v", name, err)
 		}
-		run.printf("%s: %d records, %s on %s", name, len(bin)/64, got, run.r.gen)
+		run.printf("%s: %s, %s on %s", name, units.Plural(int64(len(bin)/64), "record", "records"), got, run.r.gen)
 		if got != want {
 			return fmt.Errorf("%s is %s on %s, expected %s: %w", name, got, run.r.gen, want, ErrFailed)
 		}
@@ -488,7 +488,7 @@ func (run *runner) program(s *Step) error {
 		return err
 	}
 	for _, e := range res.Engines {
-		run.printf("neuron%d core %d %s: %d records, busy %v", ps.Device, ps.Core, e.Engine, e.Retired, e.Busy)
+		run.printf("neuron%d core %d %s: %s, busy %v", ps.Device, ps.Core, e.Engine, units.Plural(int64(e.Retired), "record", "records"), e.Busy)
 	}
 	return nil
 }
@@ -731,7 +731,7 @@ func (run *runner) outputs(dir string, sum *Summary) error {
 		if run.p.Outputs.Plot != "" {
 			var series []nccom.Series
 			for _, rep := range run.sweeps {
-				series = append(series, nccom.Series{Label: fmt.Sprintf("%s, %d ranks", rep.Op, rep.Ranks), Report: rep})
+				series = append(series, nccom.Series{Label: fmt.Sprintf("%s, %s", rep.Op, units.Plural(int64(rep.Ranks), "rank", "ranks")), Report: rep})
 			}
 			path := filepath.Join(dir, run.p.Outputs.Plot)
 			if err := nccom.Plot(path, run.p.Name, series); err != nil {

@@ -20,7 +20,6 @@ import (
 	"github.com/neuronsim/neuronsim/internal/units"
 	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/runtime/enc"
-	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
 	"github.com/neuronsim/neuronsim/sim/fabric"
 )
 
@@ -80,15 +79,24 @@ type Outputs struct {
 // Size is a byte count written as nccom-test does: 4096, 64K, 1M, 1G.
 type Size int64
 
-// UnmarshalStrict reads a size from an integer or a string with a K, M or G
-// suffix (powers of 1024).
+// UnmarshalStrict reads a size from an integer or a string with a unit K,
+// M, G or T (powers of 1024), by units.ParseBytes: the grammar and the
+// messages of every size flag. The error wraps the *units.Error.
 func (s *Size) UnmarshalStrict(d *Decoder, n *yaml.Node, path string) error {
 	if n.Kind != yaml.ScalarNode {
-		return d.Errorf(n, path, "expected a size (4096, 64K, 1M, 1G)")
+		return d.Errorf(n, path, "expected a size: %s", units.SizeGrammar)
 	}
-	v, err := nccom.ParseSize(n.Value)
+	v, err := units.ParseBytes(path, n.Value)
 	if err != nil {
-		return d.Errorf(n, path, "expected a size (4096, 64K, 1M, 1G), got %q", n.Value)
+		var ue *units.Error
+		if !errors.As(err, &ue) {
+			return d.Errorf(n, path, "%w", err)
+		}
+		// The *Error names the path; its message is the value and the reason,
+		// as a flag's error after the flag's name.
+		e := d.Errorf(n, path, "%s: %s", ue.Value, ue.Reason).(*Error)
+		e.cause = err
+		return e
 	}
 	*s = Size(v)
 	return nil
@@ -129,10 +137,7 @@ func (sc *Scenario) check(d *Decoder, root *yaml.Node) (*resolved, error) {
 	if r.gen, err = hwarch.ParseGeneration(sys.Arch); err != nil {
 		return nil, d.Errorf(at("system.arch"), "system.arch", "expected sunda|cayman|mariana (or v2|v3|v4, trn1|inf2|trn2|trn3), got %q", sys.Arch)
 	}
-	r.family = hwarch.SwitchNone
-	if r.gen == hwarch.Mariana {
-		r.family = hwarch.SwitchV1
-	}
+	r.family = hwarch.DefaultSwitchFamily(r.gen)
 	if sys.Switch != "" {
 		if r.family, err = hwarch.ParseSwitchFamily(sys.Switch); err != nil {
 			return nil, d.Errorf(at("system.switch"), "system.switch", "expected v1 or none, got %q", sys.Switch)

@@ -65,7 +65,7 @@ func TestBringUpRetriggersLateReset(t *testing.T) {
 	d := deviceWith(t, sim.DeviceConfig{Firmware: slowFirmware(func(f *sim.FirmwareTiming) { f.ResetAck = 45 * time.Second })})
 	up, err := bringup.BringUp(d, bringup.Options{})
 	require.NoError(t, err)
-	assert.Contains(t, fmt.Sprint(up.Steps), "2 trigger(s)")
+	assert.Contains(t, fmt.Sprint(up.Steps), "2 triggers")
 	assert.Equal(t, uint64(2), d.Stats().ResetRequests, "the second trigger joined the running reset")
 	assert.Equal(t, uint64(1), d.Stats().DeviceResets)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/runtime/csr"
 	"github.com/neuronsim/neuronsim/runtime/ndl"
@@ -329,7 +330,7 @@ func (d *Device) pollQEMU() error {
 			return fmt.Errorf("bring-up %s: poll QEMU reset register: %w", d.Identity, err)
 		}
 		if v == 0 {
-			d.step("reset-wait", "QEMU reset register %#x cleared after %d polls %v apart", d.Geometry.BAR0.QEMUResetReg, try, d.Policy.QEMUPoll)
+			d.step("reset-wait", "QEMU reset register %#x cleared after %s %v apart", d.Geometry.BAR0.QEMUResetReg, units.Plural(int64(try), "poll", "polls"), d.Policy.QEMUPoll)
 			return nil
 		}
 		if err := ndl.Sleep(d.Dev, d.Policy.QEMUPoll); err != nil {
@@ -354,7 +355,7 @@ func (d *Device) waitStatus() error {
 			return err
 		}
 		if st&hwarch.FWStatusResetActive == 0 {
-			d.step("reset-wait", "FW status bit 3 clear after %d read(s)", try)
+			d.step("reset-wait", "FW status bit 3 clear after %s", units.Plural(int64(try), "read", "reads"))
 			return nil
 		}
 		if try >= d.Policy.StatusRetries {
@@ -418,6 +419,6 @@ func (d *Device) firmwareReset(ncMap uint32) error {
 	if typ == hwarch.ResetTypeTPB {
 		kind = fmt.Sprintf("TPB map %#x", d.Geometry.TPBResetMap(ncMap))
 	}
-	d.step("reset", "%s reset acknowledged after %d polls, %d trigger(s)", kind, polls, triggers)
+	d.step("reset", "%s reset acknowledged after %s, %s", kind, units.Plural(int64(polls), "poll", "polls"), units.Plural(int64(triggers), "trigger", "triggers"))
 	return nil
 }

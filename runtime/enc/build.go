@@ -3,6 +3,8 @@ package enc
 import (
 	"fmt"
 	"slices"
+
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // Options tune Build.
@@ -50,7 +52,7 @@ func Build(op Op, algo Algo, ranks int, size int64, elem int, opt Options) (*Sch
 	if !algo.valid() {
 		return fail("build "+op.String(), "algorithm %v: %w", algo, ErrUnknownAlgo)
 	}
-	name := fmt.Sprintf("%v %v of %d ranks", algo, op, ranks)
+	name := fmt.Sprintf("%v %v of %s", algo, op, units.Plural(int64(ranks), "rank", "ranks"))
 	if ranks < 1 || ranks > MaxRanks {
 		return fail(name, "rank count %d outside 1..%d", ranks, MaxRanks)
 	}
@@ -76,7 +78,7 @@ func Build(op Op, algo Algo, ranks int, size int64, elem int, opt Options) (*Sch
 			pol = DefaultPolicy()
 		}
 		algo = pol.Choose(op, size, ranks)
-		name = fmt.Sprintf("%v (auto) %v of %d ranks", algo, op, ranks)
+		name = fmt.Sprintf("%v (auto) %v of %s", algo, op, units.Plural(int64(ranks), "rank", "ranks"))
 	}
 	if err := algo.check(op, ranks, opt.GroupSize); err != nil {
 		return fail(name, "%v", err)

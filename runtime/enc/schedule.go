@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // Buffer names one of a rank's three buffers.
@@ -101,7 +103,8 @@ func (s *Schedule) String() string {
 	for _, st := range s.Steps {
 		n += len(st.Xfers)
 	}
-	return fmt.Sprintf("%v %v: %d ranks, %d B, elem %d, %d steps, %d xfers", s.Algo, s.Op, s.Ranks, s.Size, s.Elem, len(s.Steps), n)
+	return fmt.Sprintf("%v %v: %s, %d B, elem %d, %s, %s", s.Algo, s.Op, units.Plural(int64(s.Ranks), "rank", "ranks"), s.Size, s.Elem,
+		units.Plural(int64(len(s.Steps)), "step", "steps"), units.Plural(int64(n), "xfer", "xfers"))
 }
 
 // Dump writes one line per step listing its transfers (see Xfer.String).

@@ -113,7 +113,7 @@ func TestTraffic(t *testing.T) {
 
 func TestStrings(t *testing.T) {
 	s := twoRankGather()
-	assert.Equal(t, "ring all_gather: 2 ranks, 8 B, elem 4, 1 steps, 4 xfers", s.String())
+	assert.Equal(t, "ring all_gather: 2 ranks, 8 B, elem 4, 1 step, 4 xfers", s.String())
 	assert.Equal(t, "step 0: 0.out[0,4)=0.in[0,4) 1.out[0,4)=0.in[0,4) 1.out[4,8)=1.in[0,4) 0.out[4,8)=1.in[0,4)\n", s.Dump())
 	assert.Equal(t, "3.scr[8,16)+=2.out[0,8)", Xfer{Src: 2, Dst: 3, SrcBuf: Output, DstBuf: Scratch, DstOff: 8, Len: 8, Reduce: true}.String())
 	assert.Equal(t, "scratch", Scratch.String())

@@ -5,7 +5,8 @@
 // Trainium and Inferentia hosts.
 //
 // The package is pure formatting and sweep logic: it knows nothing about the
-// simulator. A caller parses the sweep flags with [ParseSize] and [Sizes],
+// simulator. A caller parses the sweep flags with units.ParseBytes (the one
+// size grammar of every flag and file, in internal/units) and [Sizes],
 // simulates each size, turns each measured time into a [Row] with [NewRow],
 // collects the rows in a [Report] and prints it with [Report.WriteTable] or
 // [Report.WriteJSON]. [Plot] draws bus bandwidth against size for several
@@ -15,11 +16,12 @@
 // # Sizes
 //
 // Sizes on the command line follow nccom-test's -b/--minbytes and
-// -e/--maxbytes flags: a plain decimal integer of bytes, optionally followed
-// by a suffix K, M or G (any case, optionally followed by B or iB: "4KB",
-// "1gb", "64MiB"). The suffixes are powers of 1024, as nccom-test reads them:
-// "1K" is 1024 bytes and "1G" is 1<<30 bytes. [FormatSize] prints sizes with
-// the unambiguous IEC spelling ("1KiB", "64MiB") that [ParseSize] reads back.
+// -e/--maxbytes flags and are read by units.ParseBytes: a plain decimal
+// integer of bytes, optionally followed by a suffix K, M, G or T (any case,
+// optionally followed by B or iB: "4KB", "1gb", "64MiB"). The suffixes are
+// powers of 1024, as nccom-test reads them: "1K" is 1024 bytes and "1G" is
+// 1<<30 bytes. [FormatSize] prints sizes with the unambiguous IEC spelling
+// ("1KiB", "64MiB") that units.ParseBytes reads back.
 //
 // # Bandwidth unit
 //
@@ -63,8 +65,6 @@ import "errors"
 // offending input. Errors from the writer or the file system are returned
 // wrapped with context instead (test them with errors.Is as usual).
 var (
-	// ErrBadSize reports a size string that [ParseSize] cannot read.
-	ErrBadSize = errors.New("nccom: bad size")
 	// ErrBadSweep reports sweep parameters that [Sizes] rejects.
 	ErrBadSweep = errors.New("nccom: bad sweep")
 	// ErrUnknownOp reports a collective name that is not one of

@@ -11,6 +11,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // Series is one line of a [Plot]: a report and its legend entry.
@@ -101,7 +103,7 @@ func Plot(path string, title string, series []Series) (err error) {
 		p.Add(line, points)
 		label := s.Label
 		if label == "" {
-			label = fmt.Sprintf("%d devices", s.Report.Ranks)
+			label = units.Plural(int64(s.Report.Ranks), "rank", "ranks")
 		}
 		p.Legend.Add(label, line, points)
 	}

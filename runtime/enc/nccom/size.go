@@ -2,90 +2,22 @@ package nccom
 
 import (
 	"fmt"
-	"math"
-	"strconv"
-	"strings"
+
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // MaxSweepPoints is the longest sweep [Sizes] returns; a longer one is an
 // error (it would be a typing mistake, not an experiment).
 const MaxSweepPoints = 10000
 
-const (
-	kib = int64(1) << 10
-	mib = int64(1) << 20
-	gib = int64(1) << 30
-)
-
-// ParseSize reads a byte count the way nccom-test reads its -b/--minbytes and
-// -e/--maxbytes flags: a non-negative decimal integer ("512"), optionally
-// followed by a unit suffix K, M or G in any case, which may be followed by B
-// or iB ("1K", "4KB", "64M", "1gb", "2GiB"). A bare "B" suffix means bytes.
-// The units are powers of 1024, as in nccom-test: "1K" = 1024, "1G" = 1<<30.
-//
-// Only integers are accepted: "1.5M" is an error rather than a rounded
-// 1572864, so that a sweep bound is never silently changed. Signs, spaces,
-// unknown suffixes and values above math.MaxInt64 are errors too. Every
-// error wraps [ErrBadSize] and quotes the input.
-func ParseSize(s string) (int64, error) {
-	if s == "" {
-		return 0, fmt.Errorf("%w: empty string (want an integer number of bytes such as 512, 4K, 64M or 1G)", ErrBadSize)
-	}
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	digits, suffix := s[:i], s[i:]
-	if digits == "" {
-		if s[0] == '-' || s[0] == '+' {
-			return 0, fmt.Errorf("%w: %q: sizes are unsigned integers, without a sign", ErrBadSize, s)
-		}
-		return 0, fmt.Errorf("%w: %q: does not start with a digit", ErrBadSize, s)
-	}
-	if strings.HasPrefix(suffix, ".") || strings.HasPrefix(suffix, ",") {
-		return 0, fmt.Errorf("%w: %q: sizes are integers only (write 1536K, not 1.5M)", ErrBadSize, s)
-	}
-	var unit int64
-	switch strings.ToLower(suffix) {
-	case "", "b":
-		unit = 1
-	case "k", "kb", "kib":
-		unit = kib
-	case "m", "mb", "mib":
-		unit = mib
-	case "g", "gb", "gib":
-		unit = gib
-	default:
-		return 0, fmt.Errorf("%w: %q: unknown unit %q (want none, B, K, KB, M, MB, G or GB, any case)", ErrBadSize, s, suffix)
-	}
-	n, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%w: %q: too large (the limit is %d bytes)", ErrBadSize, s, int64(math.MaxInt64))
-	}
-	if n > math.MaxInt64/unit {
-		return 0, fmt.Errorf("%w: %q: too large (the limit is %d bytes)", ErrBadSize, s, int64(math.MaxInt64))
-	}
-	return n * unit, nil
-}
-
-// FormatSize prints a byte count for messages, in the largest binary unit
-// that divides it exactly: "1GiB", "64MiB", "4KiB", otherwise plain bytes
-// such as "1000B" or "0B". The result never loses precision and, for n ≥ 0,
-// [ParseSize] reads it back. The IEC spelling (KiB, not K or KB) is used
-// because the unit is a power of 1024, which "KB" would leave ambiguous next
-// to bandwidths in decimal GB/s.
-func FormatSize(n int64) string {
-	switch {
-	case n != 0 && n%gib == 0:
-		return strconv.FormatInt(n/gib, 10) + "GiB"
-	case n != 0 && n%mib == 0:
-		return strconv.FormatInt(n/mib, 10) + "MiB"
-	case n != 0 && n%kib == 0:
-		return strconv.FormatInt(n/kib, 10) + "KiB"
-	default:
-		return strconv.FormatInt(n, 10) + "B"
-	}
-}
+// FormatSize prints a byte count for messages with [units.FormatBytes]: in
+// the largest binary unit that divides it exactly ("1GiB", "64MiB", "4KiB",
+// otherwise plain bytes such as "1000B" or "0B"). Sizes are read with
+// [units.ParseBytes], the one size grammar of every flag and file, which
+// reads the result back. The IEC spelling (KiB, not K or KB) is used because
+// the unit is a power of 1024, which "KB" would leave ambiguous next to
+// bandwidths in decimal GB/s.
+func FormatSize(n int64) string { return units.FormatBytes(n) }
 
 // Sizes returns the sizes of a sweep from min to max bytes, both bounds
 // inclusive, as nccom-test's flags describe it:

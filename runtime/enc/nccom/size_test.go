@@ -7,66 +7,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
 )
-
-func TestParseSize(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    int64
-		wantErr string // substring of the error; "" means success
-	}{
-		{in: "0", want: 0},
-		{in: "512", want: 512},
-		{in: "007", want: 7},
-		{in: "512B", want: 512},
-		{in: "512b", want: 512},
-		{in: "1K", want: 1024},
-		{in: "1k", want: 1024},
-		{in: "4KB", want: 4096},
-		{in: "4kb", want: 4096},
-		{in: "4KiB", want: 4096},
-		{in: "64M", want: 64 << 20},
-		{in: "64MB", want: 64 << 20},
-		{in: "64mib", want: 64 << 20},
-		{in: "1G", want: 1 << 30},
-		{in: "1gb", want: 1 << 30},
-		{in: "2GiB", want: 2 << 30},
-		{in: "8589934591G", want: 8589934591 << 30}, // just below 2^63
-		{in: "9223372036854775807", want: math.MaxInt64},
-		{in: "", wantErr: "empty"},
-		{in: "-1", wantErr: "without a sign"},
-		{in: "+1", wantErr: "without a sign"},
-		{in: "1X", wantErr: `unknown unit "X"`},
-		{in: "1T", wantErr: `unknown unit "T"`},
-		{in: "K", wantErr: "does not start with a digit"},
-		{in: " 1K", wantErr: "does not start with a digit"},
-		{in: "1 K", wantErr: "unknown unit"},
-		{in: "1K ", wantErr: "unknown unit"},
-		{in: "1.5M", wantErr: "integers only"},
-		{in: "1,5M", wantErr: "integers only"},
-		{in: "9223372036854775808", wantErr: "too large"},
-		{in: "99999999999999999999999", wantErr: "too large"},
-		{in: "8589934592G", wantErr: "too large"},
-		{in: "9007199254740992K", wantErr: "too large"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			got, err := nccom.ParseSize(tt.in)
-			if tt.wantErr != "" {
-				require.Error(t, err)
-				assert.ErrorIs(t, err, nccom.ErrBadSize)
-				assert.Contains(t, err.Error(), tt.wantErr)
-				if tt.in != "" {
-					assert.Contains(t, err.Error(), tt.in, "the error names the input")
-				}
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
-		})
-	}
-}
 
 func TestFormatSize(t *testing.T) {
 	tests := []struct {
@@ -91,9 +34,9 @@ func TestFormatSize(t *testing.T) {
 			got := nccom.FormatSize(tt.in)
 			assert.Equal(t, tt.want, got)
 			if tt.in >= 0 {
-				back, err := nccom.ParseSize(got)
+				back, err := units.ParseBytes("size", got)
 				require.NoError(t, err)
-				assert.Equal(t, tt.in, back, "ParseSize reads FormatSize back")
+				assert.Equal(t, tt.in, back, "units.ParseBytes reads FormatSize back")
 			}
 		})
 	}
@@ -170,9 +113,9 @@ func TestSizes(t *testing.T) {
 
 // TestSizesFromFlags is the nccom-test command line "-b 1K -e 1G -f 2".
 func TestSizesFromFlags(t *testing.T) {
-	lo, err := nccom.ParseSize("1K")
+	lo, err := units.ParseBytes("-b", "1K")
 	require.NoError(t, err)
-	hi, err := nccom.ParseSize("1G")
+	hi, err := units.ParseBytes("-e", "1G")
 	require.NoError(t, err)
 	got, err := nccom.Sizes(lo, hi, 2, 0, 4)
 	require.NoError(t, err)
