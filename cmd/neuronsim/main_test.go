@@ -85,12 +85,19 @@ func TestArchTable(t *testing.T) {
 }
 
 func TestArchDiff(t *testing.T) {
-	out, err := runCLI(t, "arch", "--diff", "cayman", "mariana")
+	out, err := runCLI(t, "arch", "--diff", "--switch", "none", "cayman", "mariana")
 	require.NoError(t, err)
 	assert.Contains(t, out, "get_valid_sbuf_partition_size")
 	assert.Contains(t, out, "get_max_links_per_pod_port")
 	assert.NotContains(t, out, "get_num_sb_ports", "identical properties are not printed")
 	assert.NotContains(t, out, "get_max_devs", "equal without a v1 switch")
+
+	// Without --switch each generation takes its default: v1 on mariana.
+	out, err = runCLI(t, "arch", "--diff", "cayman", "mariana")
+	require.NoError(t, err)
+	assert.Contains(t, out, "cayman (switch none)")
+	assert.Contains(t, out, "mariana (switch v1)")
+	assert.Contains(t, out, "get_max_devs")
 
 	out, err = runCLI(t, "arch", "--diff", "--switch", "v1", "trn2", "trn3")
 	require.NoError(t, err)

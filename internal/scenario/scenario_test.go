@@ -73,7 +73,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad arch", "name: x\nsystem: {arch: trn9}\n", `x.yaml:2:16: system.arch: expected sunda|cayman|mariana`},
 		{"missing name", "system: {arch: sunda}\n", `missing key "name"`},
 		{"device index", "name: x\nsystem: {arch: cayman, devices: 2}\nsteps:\n  - csr_read: {device: 2, offset: 0}\n", `device 2: the system has devices 0..1`},
-		{"bad size", "name: x\nsystem: {arch: cayman}\nsteps:\n  - collective: {op: all_reduce, size: 1X}\n", `expected a size`},
+		{"bad size", "name: x\nsystem: {arch: cayman}\nsteps:\n  - collective: {op: all_reduce, size: 1X}\n", `steps[0].collective.size: "1X": unknown unit "X"`},
 		{"bad op", "name: x\nsystem: {arch: cayman}\nsteps:\n  - collective: {op: broadcast, size: 1K}\n", `x.yaml:4:`},
 		{"bad fault", "name: x\nsystem: {arch: cayman}\nsteps:\n  - fault: {kind: meltdown}\n", `expected link_down, link_up or device_reset`},
 		{"tpb beyond num_tpb", "name: x\nsystem: {arch: sunda}\nsteps:\n  - reset: {tpbs: [0, 2]}\n", `core 2: a sunda device has NeuronCores 0..1`},
