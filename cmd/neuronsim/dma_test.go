@@ -62,8 +62,18 @@ func TestDMACopyCommand(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range [][]string{{"--size", "0"}, {"--size", "2GiB"}, {"--from", "disk"}, {"--size", "lots"}, {"--core", "9"}} {
-		_, err := runCLI(t, append([]string{"dma", "copy"}, bad...)...)
-		assert.Error(t, err, "%v", bad)
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--size", "0"}, `--size "0": must be in 1B..256TiB`},
+		{[]string{"--size", "2GiB"}, "functional copies are limited to 1 GiB"},
+		{[]string{"--from", "disk"}, `--from/--to "disk": want host or device`},
+		{[]string{"--size", "lots"}, `--size "lots": does not start with a digit`},
+		{[]string{"--size", "1.5M"}, `--size "1.5M": sizes are integers only`},
+		{[]string{"--core", "9"}, "--core 9"},
+	} {
+		_, err := runCLI(t, append([]string{"dma", "copy"}, bad.args...)...)
+		assert.ErrorContains(t, err, bad.want, "%v", bad.args)
 	}
 }

@@ -38,11 +38,10 @@ func fabricSystem(t testing.TB, cfg fabric.Config) (*fabric.System, []*dma.DMA) 
 	return s, ms
 }
 
+// switchOf is the switch family a system of g has by default (the rule of
+// the commands and scenario files).
 func switchOf(g hwarch.Generation) hwarch.SwitchFamily {
-	if g == hwarch.Mariana {
-		return hwarch.SwitchV1
-	}
-	return hwarch.SwitchNone
+	return hwarch.DefaultSwitchFamily(g)
 }
 
 // TestFabricWriteLandsOnTheNeighbour: a DMA copy of device 0 into a
