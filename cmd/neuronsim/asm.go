@@ -11,6 +11,7 @@ import (
 
 	"github.com/neuronsim/neuronsim/hw/isa"
 	"github.com/neuronsim/neuronsim/hw/isa/asm"
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // maxAsmSource bounds the source file asm reads.
@@ -31,13 +32,6 @@ func readFileLimit(path string, limit int64, what string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: more than %d bytes; %s", path, limit, what)
 	}
 	return b, nil
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, word)
-	}
-	return fmt.Sprintf("%d %ss", n, word)
 }
 
 func newAsmCommand() *cobra.Command {
@@ -77,7 +71,7 @@ func newAsmCommand() *cobra.Command {
 		if err := os.WriteFile(dst, bin, 0o644); err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "assembled %s (%d bytes) to %s\n", plural(len(bin)/isa.RecordSize, "record"), len(bin), dst)
+		fmt.Fprintf(cmd.OutOrStdout(), "assembled %s (%d bytes) to %s\n", units.Plural(int64(len(bin)/isa.RecordSize), "record", "records"), len(bin), dst)
 		return nil
 	}
 	return cmd
@@ -109,7 +103,7 @@ func newDisasmCommand() *cobra.Command {
 			return fmt.Errorf("%s: %w", in, err)
 		}
 		n := len(bin) / isa.RecordSize
-		text = fmt.Sprintf("; %s: %s (%d bytes)\n", filepath.Base(in), plural(n, "record"), len(bin)) + text
+		text = fmt.Sprintf("; %s: %s (%d bytes)\n", filepath.Base(in), units.Plural(int64(n), "record", "records"), len(bin)) + text
 		if out == "" {
 			_, err := io.WriteString(cmd.OutOrStdout(), text)
 			return err
@@ -117,7 +111,7 @@ func newDisasmCommand() *cobra.Command {
 		if err := os.WriteFile(out, []byte(text), 0o644); err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "disassembled %s (%d bytes) to %s\n", plural(n, "record"), len(bin), out)
+		fmt.Fprintf(cmd.OutOrStdout(), "disassembled %s (%d bytes) to %s\n", units.Plural(int64(n), "record", "records"), len(bin), out)
 		return nil
 	}
 	return cmd

@@ -119,7 +119,7 @@ func newDMACopyCommand() *cobra.Command {
 		if timingOnly {
 			mode = "timing-only"
 		}
-		fmt.Fprintf(out, "%s %s → %s copy of %d bytes on core %d (%s)\n", geo.Generation, from, to, n, core, mode)
+		fmt.Fprintf(out, "%s %s → %s copy of %s on core %d (%s)\n", geo.Generation, from, to, units.Plural(int64(n), "byte", "bytes"), core, mode)
 		fmt.Fprintf(out, "  %d descriptor pairs (with the completion marker), %v of device time, ", pairs, took)
 		bandwidth(out, n, took)
 		fmt.Fprintln(out)

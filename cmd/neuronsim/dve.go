@@ -193,8 +193,8 @@ func newDVELoadCommand() *cobra.Command {
 		if rep.State.ControlSlowTable.Empty() {
 			fmt.Fprintf(out, "  %-13s    none (control_slow_table empty on %s)\n", dve.TableControlSlow, g)
 		}
-		fmt.Fprintf(out, "  moved %d bytes in %d descriptor pairs on queue %s, %v of device time\n",
-			rep.Bytes, rep.Descriptors, dve.QueueName, took)
+		fmt.Fprintf(out, "  moved %s in %s on queue %s, %v of device time\n",
+			units.Plural(int64(rep.Bytes), "byte", "bytes"), units.Plural(int64(rep.Descriptors), "descriptor pair", "descriptor pairs"), dve.QueueName, took)
 		ok, err := verifyDVE(sys.up, core, rep, tables)
 		if err != nil {
 			return err

@@ -138,7 +138,7 @@ func newExecCommand() *cobra.Command {
 			if e.Status&hwisa.StatusError != 0 {
 				state = fmt.Sprintf("ERROR %d at record offset %d", e.Error, e.FaultOffset)
 			}
-			fmt.Fprintf(out, "  %-4s %4d records, %4d retired, busy %v, %s\n", e.Engine, e.Records, e.Retired, e.Busy, state)
+			fmt.Fprintf(out, "  %-4s %-13s %4d retired, busy %v, %s\n", e.Engine, units.Plural(int64(e.Records), "record", "records")+",", e.Retired, e.Busy, state)
 		}
 		if runErr != nil {
 			return runErr

@@ -74,18 +74,23 @@ func TestFabricSweepFunctionalAndPlot(t *testing.T) {
 }
 
 func TestFabricSweepErrors(t *testing.T) {
-	for name, args := range map[string][]string{
-		"too many devices":   {"--arch", "mariana", "--devices", "33"},
-		"bad op":             {"--op", "broadcast"},
-		"bad algo":           {"--algo", "tree"},
-		"bad mode":           {"--mode", "fast"},
-		"bad size":           {"-b", "1X"},
-		"functional too big": {"--arch", "mariana", "--devices", "32", "--mode", "functional", "-b", "1G", "-e", "1G"},
-		"rdh on 12":          {"--arch", "sunda", "--devices", "12", "--algo", "rdh", "-b", "1M", "-e", "1M"},
+	for name, tt := range map[string]struct {
+		args []string
+		want string // the error names what is wrong
+	}{
+		"too many devices":   {[]string{"--arch", "mariana", "--devices", "33"}, "--devices 33"},
+		"bad op":             {[]string{"--op", "broadcast"}, `--op: enc: unknown collective op "broadcast"`},
+		"bad algo":           {[]string{"--algo", "tree"}, `--algo: enc: unknown collective algorithm "tree"`},
+		"bad mode":           {[]string{"--mode", "fast"}, `--mode "fast"`},
+		"bad size":           {[]string{"-b", "1X"}, `-b/--minbytes "1X": unknown unit "X"`},
+		"bad max size":       {[]string{"-e", "1.5G"}, `-e/--maxbytes "1.5G": sizes are integers only`},
+		"bad step":           {[]string{"-i", "-1"}, `-i/--stepbytes "-1": sizes are unsigned integers`},
+		"functional too big": {[]string{"--arch", "mariana", "--devices", "32", "--mode", "functional", "-b", "1G", "-e", "1G"}, "a functional sweep may touch"},
+		"rdh on 12":          {[]string{"--arch", "sunda", "--devices", "12", "--algo", "rdh", "-b", "1M", "-e", "1M"}, "rdh needs a power-of-two rank count, not 12"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := runCLI(t, append([]string{"fabric", "sweep"}, args...)...)
-			assert.Error(t, err)
+			_, err := runCLI(t, append([]string{"fabric", "sweep"}, tt.args...)...)
+			assert.ErrorContains(t, err, tt.want)
 		})
 	}
 }

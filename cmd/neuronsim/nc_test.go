@@ -73,7 +73,8 @@ func TestExecCommand(t *testing.T) {
 		"--output", "sbuf[0:128,0x900]:2048="+filepath.Join(dir, "y.bin"),
 		"--trace", trace)
 	require.NoError(t, err)
-	assert.Contains(t, out, "pe      2 records,    2 retired")
+	assert.Contains(t, out, "pe   2 records,       2 retired")
+	assert.Contains(t, out, "act  1 record,        1 retired", "one record is singular")
 	assert.Contains(t, out, "semaphore 2 = 1")
 	y, err := os.ReadFile(filepath.Join(dir, "y.bin"))
 	require.NoError(t, err)
@@ -87,13 +88,16 @@ func TestExecCommand(t *testing.T) {
 	require.NoError(t, json.Unmarshal(raw, &doc))
 	assert.NotEmpty(t, doc["traceEvents"])
 
-	for _, bad := range [][]string{
-		{"exec", prog, "--input", "dram[0:1,0]=x"},
-		{"exec", prog, "--output", "sbuf[0:1,0]=y"},
-		{"exec", prog, "--core", "8"},
-		{"exec", filepath.Join(dir, "missing.s")},
+	for _, bad := range []struct {
+		args []string
+		want string // the error names what is wrong
+	}{
+		{[]string{"exec", prog, "--input", "dram[0:1,0]=x"}, `--input "dram[0:1,0]=x": want SPACE[START:COUNT,OFFSET]=FILE`},
+		{[]string{"exec", prog, "--output", "sbuf[0:1,0]=y"}, `--output "sbuf[0:1,0]=y": an output needs :BYTES`},
+		{[]string{"exec", prog, "--core", "8"}, "--core 8: the mariana has cores 0..7"},
+		{[]string{"exec", filepath.Join(dir, "missing.s")}, "missing.s: no such file"},
 	} {
-		_, err := runCLI(t, bad...)
-		assert.Error(t, err, "%v", bad)
+		_, err := runCLI(t, bad.args...)
+		assert.ErrorContains(t, err, bad.want, "%v", bad.args)
 	}
 }

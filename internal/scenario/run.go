@@ -425,7 +425,7 @@ func (run *runner) dveLoad(st *DVELoadStep) error {
 			loads++
 		}
 	}
-	run.printf("default DVE tables on %d cores of %d devices: %d bytes moved", loads, len(devs), bytes)
+	run.printf("default DVE tables on %s of %s: %s moved", units.Plural(int64(loads), "core", "cores"), units.Plural(int64(len(devs)), "device", "devices"), units.Plural(int64(bytes), "byte", "bytes"))
 	return nil
 }
 
@@ -537,13 +537,13 @@ func (run *runner) dmaCopy(st *DMACopyStep) error {
 		return err
 	}
 	if run.r.timing {
-		run.printf("neuron%d core %d: %d bytes host → device → host in %v (timing-only: bytes from the host move, the way back does not)", st.Device, st.Core, n, took)
+		run.printf("neuron%d core %d: %s host → device → host in %v (timing-only: bytes from the host move, the way back does not)", st.Device, st.Core, units.Plural(int64(n), "byte", "bytes"), took)
 		return nil
 	}
 	if !bytes.Equal(data, back) {
 		return fmt.Errorf("neuron%d core %d: the bytes copied back differ: %w", st.Device, st.Core, ErrFailed)
 	}
-	run.printf("neuron%d core %d: %d bytes host → device → host in %v, checked", st.Device, st.Core, n, took)
+	run.printf("neuron%d core %d: %s host → device → host in %v, checked", st.Device, st.Core, units.Plural(int64(n), "byte", "bytes"), took)
 	return nil
 }
 
@@ -601,8 +601,8 @@ func (run *runner) collective(st *CollectiveStep) error {
 	if !run.r.timing {
 		check = "checked against the CPU reference"
 	}
-	run.printf("%s %s of %d bytes (%s) on %d ranks: %.2f us, algbw %.2f GB/s, busbw %.2f GB/s, %s",
-		sch.Algo, op, st.Size, d, run.c.Ranks(), row.TimeUS, row.AlgBW, row.BusBW, check)
+	run.printf("%s %s of %s (%s) on %s: %.2f us, algbw %.2f GB/s, busbw %.2f GB/s, %s",
+		sch.Algo, op, units.Plural(int64(st.Size), "byte", "bytes"), d, units.Plural(int64(run.c.Ranks()), "rank", "ranks"), row.TimeUS, row.AlgBW, row.BusBW, check)
 	return nil
 }
 
