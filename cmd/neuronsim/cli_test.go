@@ -72,8 +72,8 @@ func TestVersionText(t *testing.T) {
 }
 
 // TestSizeErrorsAgree: a bad size gets the same message — the grammar of
-// units.ParseBytes — from dma copy --size, fabric sweep -b and a scenario's
-// size field; only the name of the place differs.
+// units.ParseBytes — from dma copy --size, fabric sweep -b, exec --output's
+// BYTES and a scenario's size field; only the name of the place differs.
 func TestSizeErrorsAgree(t *testing.T) {
 	dir := t.TempDir()
 	for _, bad := range []string{"1.5M", "64X", "-4K", "99999999999999999999"} {
@@ -91,6 +91,11 @@ func TestSizeErrorsAgree(t *testing.T) {
 			_, err = runCLI(t, "fabric", "sweep", "--arch", "cayman", "--devices", "2", "-b", bad)
 			require.Error(t, err)
 			assert.Equal(t, "-b/--minbytes "+want, err.Error())
+
+			prog := writeFile(t, dir, "mm.s", cliMatmul)
+			_, err = runCLI(t, "exec", prog, "--output", "sbuf[0:128,0]:"+bad+"=out.bin")
+			require.Error(t, err)
+			assert.True(t, strings.HasSuffix(err.Error(), "bytes per partition "+want), err.Error())
 
 			file := filepath.Join(dir, "bad.yaml")
 			doc := "name: bad\nsystem: {arch: cayman}\nsteps:\n  - collective: {op: all_reduce, size: '" + bad + "'}\n"
@@ -174,4 +179,17 @@ func TestPluralForms(t *testing.T) {
 
 	_, err = runCLI(t, "arch", "--diff", "sunda")
 	assert.ErrorContains(t, err, "got 1 argument")
+}
+
+// TestExecOutputBytesIsASize: exec --output's BYTES reads units as every
+// size does ("2K" is 2048 bytes per partition).
+func TestExecOutputBytesIsASize(t *testing.T) {
+	dir := t.TempDir()
+	prog := writeFile(t, dir, "mm.s", cliMatmul)
+	y := filepath.Join(dir, "y.bin")
+	_, err := runCLI(t, "exec", prog, "--output", "sbuf[0:128,0x900]:2K="+y)
+	require.NoError(t, err)
+	b, err := os.ReadFile(y)
+	require.NoError(t, err)
+	assert.Len(t, b, 128*2048)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"strconv"
@@ -25,7 +26,7 @@ type tileSpec struct {
 	file          string
 }
 
-var tileRE = regexp.MustCompile(`^(sbuf|psum)\[(\d+):(\d+),((?:0x)?[0-9a-fA-F]+)\](?::((?:0x)?[0-9a-fA-F]+))?=(.+)$`)
+var tileRE = regexp.MustCompile(`^(sbuf|psum)\[(\d+):(\d+),((?:0x)?[0-9a-fA-F]+)\](?::([^=]*))?=(.+)$`)
 
 func parseTile(s string, output bool) (tileSpec, error) {
 	m := tileRE.FindStringSubmatch(s)
@@ -44,13 +45,22 @@ func parseTile(s string, output bool) (tileSpec, error) {
 	if t.offset, err = strconv.ParseUint(m[4], 0, 32); err != nil {
 		return t, fmt.Errorf("%q: offset %s", s, m[4])
 	}
+	if !output && m[5] != "" {
+		return t, fmt.Errorf("%q: an input takes no :BYTES (it writes the whole file)", s)
+	}
 	if output {
 		if m[5] == "" {
 			return t, fmt.Errorf("%q: an output needs :BYTES per partition", s)
 		}
-		if t.bytes, err = strconv.ParseUint(m[5], 0, 32); err != nil || t.bytes == 0 || t.bytes%4 != 0 {
-			return t, fmt.Errorf("%q: bytes per partition %s (a positive multiple of 4)", s, m[5])
+		// BYTES is a size, in the grammar of every size (units.ParseBytes).
+		n, err := units.ParseBytesIn("bytes per partition", m[5], 4, math.MaxUint32)
+		if err != nil {
+			return t, fmt.Errorf("%q: %w", s, err)
 		}
+		if n%4 != 0 {
+			return t, fmt.Errorf("%q: bytes per partition %s: not a multiple of 4", s, m[5])
+		}
+		t.bytes = uint64(n)
 	}
 	return t, nil
 }
@@ -66,7 +76,8 @@ func newExecCommand() *cobra.Command {
 			"program (a .s file is assembled first) with the runtime's validators, stages each engine's\n" +
 			"block by DMA, starts the engines over CSR and waits for them. It prints per-engine records,\n" +
 			"busy time and status, the device time and the non-zero semaphores, then reads the outputs.\n" +
-			"SPEC is SPACE[START:COUNT,OFFSET] (SPACE sbuf or psum); outputs add :BYTES per partition.",
+			"SPEC is SPACE[START:COUNT,OFFSET] (SPACE sbuf or psum); outputs add :BYTES per partition,\n" +
+			"a size (2048, 2K: K, M, G, T are powers of 1024).",
 		Example: "  neuronsim exec matmul.s --arch cayman --input sbuf[0:128,0]=w.bin --input sbuf[0:128,0x100]=x.bin \\\n" +
 			"      --output sbuf[0:128,0x900]:2048=y.bin --trace trace.json",
 		Args: cobra.ExactArgs(1),
