@@ -74,8 +74,8 @@ func addFabricFlags(cmd *cobra.Command) *fabricFlags {
 	fl.Var(f.linkBW, "link-bw", fmt.Sprintf("B: every link's bandwidth in GB/s of 1e9 B/s, above 0 and at most %d (default: the generation's, per link kind; docs/fabric.md)", units.MaxBandwidthBps/1e9))
 	fl.Var(f.endpoint, "endpoint-delay", fmt.Sprintf("δ: the delay a write takes to land after its last byte, ns (default %d)", def.Endpoint/1000))
 	fl.Var(f.swLat, "switch-latency", fmt.Sprintf("a switch's forwarding delay, ns (default %d)", def.Switch/1000))
-	fl.Var(f.chunkB, "chunk-bytes", fmt.Sprintf("store-and-forward chunk of the aware model, %s..%s (default %s)",
-		units.FormatBytes(minChunkBytes), units.FormatBytes(maxChunkBytes), units.FormatBytes(int64(def.ChunkBytes))))
+	fl.Var(f.chunkB, "chunk-bytes", fmt.Sprintf("store-and-forward chunk of the aware model in bytes, %s..%s%s (default %s)",
+		units.FormatBytes(minChunkBytes), units.FormatBytes(maxChunkBytes), sizeUnits, units.FormatBytes(int64(def.ChunkBytes))))
 	fl.Var(f.server, "server-size", fmt.Sprintf("switch topology (Trn3): devices per server, i.e. on one in-server switch, 1..%d (default %d)", hwarch.MaxNeuronDevices, def.ServerSize))
 	return f
 }
