@@ -1,0 +1,331 @@
+// Package extent keeps a set of disjoint address ranges in a balanced tree,
+// for allocators that must find, insert and remove ranges in logarithmic
+// time however fragmented their space becomes.
+//
+// A [Tree] orders its extents by start address (an AVL tree held in one
+// slice, so steady-state operations allocate nothing). Built with alignment
+// classes, every node also records, for each class, the longest run its
+// subtree can offer at that class's alignment; [Tree.FirstFit] then finds the
+// lowest extent that holds a request at an alignment in O(log n), which keeps
+// an address-ordered first-fit policy exact and fast. The package is pure
+// computation and is not safe for concurrent use.
+package extent
+
+// Extent is the half-open range [Start, End).
+type Extent struct {
+	Start, End uint64
+}
+
+// Len returns End − Start.
+func (e Extent) Len() uint64 { return e.End - e.Start }
+
+// AlignUp rounds x up to a multiple of align, a power of two; ok is false when
+// the result does not fit in 64 bits.
+func AlignUp(x, align uint64) (r uint64, ok bool) {
+	r = (x + align - 1) &^ (align - 1)
+	return r, r >= x
+}
+
+// node is one extent of the tree; index 0 of Tree.nodes is the empty subtree.
+type node struct {
+	start, end uint64
+	left       int32
+	right      int32
+	height     int32
+}
+
+// Tree is an ordered set of disjoint extents keyed by their start. The zero
+// Tree is not usable; create one with New.
+type Tree struct {
+	nodes   []node   // nodes[0] is the empty subtree
+	best    []uint64 // best[i*classes+c]: longest run at class c in the subtree of node i
+	spare   []int32  // freed node slots, reused first
+	root    int32
+	n       int
+	shift   uint // class c is alignment 1 << (shift + c)
+	classes int
+}
+
+// New returns an empty tree. With classes > 0 it maintains alignment classes
+// 0 … classes−1, class c being alignment 1<<(shift+c), for FirstFit; shift +
+// classes must not exceed 64 (New clamps classes to fit). With classes == 0
+// FirstFit always reports nothing.
+func New(shift uint, classes int) *Tree {
+	shift = min(shift, 63)
+	classes = max(0, min(classes, 64-int(shift)))
+	t := &Tree{shift: shift, classes: classes}
+	t.Reset()
+	return t
+}
+
+// Reset empties the tree, keeping its memory.
+func (t *Tree) Reset() {
+	t.nodes = append(t.nodes[:0], node{})
+	t.best = append(t.best[:0], make([]uint64, t.classes)...)
+	t.spare = t.spare[:0]
+	t.root, t.n = 0, 0
+}
+
+// Len returns the number of extents.
+func (t *Tree) Len() int { return t.n }
+
+// Align returns the alignment of class c.
+func (t *Tree) Align(c int) uint64 { return 1 << (t.shift + uint(c)) }
+
+// usable returns the longest run of [start, end) that begins at a multiple
+// of align.
+func usable(start, end, align uint64) uint64 {
+	a, ok := AlignUp(start, align)
+	if !ok || a >= end {
+		return 0
+	}
+	return end - a
+}
+
+func (t *Tree) height(i int32) int32 { return t.nodes[i].height }
+
+// update recomputes the height and the per-class bests of node i from its
+// children.
+func (t *Tree) update(i int32) {
+	n := &t.nodes[i]
+	n.height = 1 + max(t.nodes[n.left].height, t.nodes[n.right].height)
+	if t.classes == 0 {
+		return
+	}
+	k := t.classes
+	b := t.best[int(i)*k : int(i)*k+k]
+	l := t.best[int(n.left)*k : int(n.left)*k+k]
+	r := t.best[int(n.right)*k : int(n.right)*k+k]
+	for c := range b {
+		b[c] = max(usable(n.start, n.end, t.Align(c)), l[c], r[c])
+	}
+}
+
+func (t *Tree) rotateRight(i int32) int32 {
+	l := t.nodes[i].left
+	t.nodes[i].left = t.nodes[l].right
+	t.nodes[l].right = i
+	t.update(i)
+	t.update(l)
+	return l
+}
+
+func (t *Tree) rotateLeft(i int32) int32 {
+	r := t.nodes[i].right
+	t.nodes[i].right = t.nodes[r].left
+	t.nodes[r].left = i
+	t.update(i)
+	t.update(r)
+	return r
+}
+
+// balance restores the AVL property at i, whose subtrees are balanced, and
+// returns the subtree's new root.
+func (t *Tree) balance(i int32) int32 {
+	t.update(i)
+	n := t.nodes[i]
+	switch bf := t.height(n.left) - t.height(n.right); {
+	case bf > 1:
+		if l := t.nodes[n.left]; t.height(l.left) < t.height(l.right) {
+			t.nodes[i].left = t.rotateLeft(n.left)
+		}
+		return t.rotateRight(i)
+	case bf < -1:
+		if r := t.nodes[n.right]; t.height(r.right) < t.height(r.left) {
+			t.nodes[i].right = t.rotateRight(n.right)
+		}
+		return t.rotateLeft(i)
+	}
+	return i
+}
+
+// find returns the node whose start is start, or 0.
+func (t *Tree) find(start uint64) int32 {
+	i := t.root
+	for i != 0 {
+		n := &t.nodes[i]
+		switch {
+		case start < n.start:
+			i = n.left
+		case start > n.start:
+			i = n.right
+		default:
+			return i
+		}
+	}
+	return 0
+}
+
+// Insert adds [start, end). The caller keeps the extents disjoint and
+// non-empty; Insert only refuses (returns false) a start already present or
+// an empty range.
+func (t *Tree) Insert(start, end uint64) bool {
+	if end <= start || t.find(start) != 0 {
+		return false
+	}
+	var i int32
+	if k := len(t.spare); k > 0 {
+		i = t.spare[k-1]
+		t.spare = t.spare[:k-1]
+	} else {
+		i = int32(len(t.nodes))
+		t.nodes = append(t.nodes, node{})
+		t.best = append(t.best, make([]uint64, t.classes)...)
+	}
+	t.nodes[i] = node{start: start, end: end, height: 1}
+	t.update(i)
+	t.root = t.insert(t.root, i)
+	t.n++
+	return true
+}
+
+func (t *Tree) insert(at, i int32) int32 {
+	if at == 0 {
+		return i
+	}
+	if t.nodes[i].start < t.nodes[at].start {
+		l := t.insert(t.nodes[at].left, i)
+		t.nodes[at].left = l
+	} else {
+		r := t.insert(t.nodes[at].right, i)
+		t.nodes[at].right = r
+	}
+	return t.balance(at)
+}
+
+// Delete removes the extent that starts at start and reports whether there
+// was one.
+func (t *Tree) Delete(start uint64) bool {
+	i := t.find(start)
+	if i == 0 {
+		return false
+	}
+	t.root = t.delete(t.root, start)
+	t.nodes[i] = node{}
+	t.spare = append(t.spare, i)
+	t.n--
+	return true
+}
+
+func (t *Tree) delete(at int32, start uint64) int32 {
+	n := t.nodes[at]
+	switch {
+	case start < n.start:
+		t.nodes[at].left = t.delete(n.left, start)
+	case start > n.start:
+		t.nodes[at].right = t.delete(n.right, start)
+	default:
+		if n.left == 0 {
+			return n.right
+		}
+		if n.right == 0 {
+			return n.left
+		}
+		m := n.right
+		for t.nodes[m].left != 0 {
+			m = t.nodes[m].left
+		}
+		t.nodes[m].right = t.deleteMin(n.right)
+		t.nodes[m].left = n.left
+		return t.balance(m)
+	}
+	return t.balance(at)
+}
+
+// deleteMin unlinks the lowest node of the subtree at and returns the
+// subtree's new root.
+func (t *Tree) deleteMin(at int32) int32 {
+	if t.nodes[at].left == 0 {
+		return t.nodes[at].right
+	}
+	t.nodes[at].left = t.deleteMin(t.nodes[at].left)
+	return t.balance(at)
+}
+
+func (t *Tree) extent(i int32) Extent { return Extent{t.nodes[i].start, t.nodes[i].end} }
+
+// Floor returns the extent with the greatest start ≤ x.
+func (t *Tree) Floor(x uint64) (Extent, bool) {
+	var found int32
+	for i := t.root; i != 0; {
+		if t.nodes[i].start <= x {
+			found, i = i, t.nodes[i].right
+		} else {
+			i = t.nodes[i].left
+		}
+	}
+	return t.extent(found), found != 0
+}
+
+// Ceil returns the extent with the least start ≥ x.
+func (t *Tree) Ceil(x uint64) (Extent, bool) {
+	var found int32
+	for i := t.root; i != 0; {
+		if t.nodes[i].start >= x {
+			found, i = i, t.nodes[i].left
+		} else {
+			i = t.nodes[i].right
+		}
+	}
+	return t.extent(found), found != 0
+}
+
+// Max returns the extent with the greatest start.
+func (t *Tree) Max() (Extent, bool) {
+	i := t.root
+	for i != 0 && t.nodes[i].right != 0 {
+		i = t.nodes[i].right
+	}
+	return t.extent(i), i != 0
+}
+
+// Best returns the longest run any extent offers at alignment class c (0
+// when the tree is empty or has no such class).
+func (t *Tree) Best(c int) uint64 {
+	if c < 0 || c >= t.classes {
+		return 0
+	}
+	return t.best[int(t.root)*t.classes+c]
+}
+
+// FirstFit returns the lowest extent holding size bytes at a multiple of
+// class c's alignment (the caller places the run at AlignUp(e.Start,
+// Align(c))). ok is false when no extent does, when size is 0 or when c is
+// not a class of the tree.
+func (t *Tree) FirstFit(size uint64, c int) (e Extent, ok bool) {
+	if size == 0 || t.Best(c) < size {
+		return Extent{}, false
+	}
+	k, align := t.classes, t.Align(c)
+	for i := t.root; i != 0; {
+		n := &t.nodes[i]
+		if n.left != 0 && t.best[int(n.left)*k+c] >= size {
+			i = n.left
+			continue
+		}
+		if usable(n.start, n.end, align) >= size {
+			return t.extent(i), true
+		}
+		i = n.right
+	}
+	return Extent{}, false // not reached while the bests are consistent
+}
+
+// Ascend calls fn for every extent in ascending order until fn returns
+// false.
+func (t *Tree) Ascend(fn func(Extent) bool) {
+	stack := make([]int32, 0, 2*t.height(t.root))
+	i := t.root
+	for i != 0 || len(stack) > 0 {
+		for i != 0 {
+			stack = append(stack, i)
+			i = t.nodes[i].left
+		}
+		i = stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if !fn(t.extent(i)) {
+			return
+		}
+		i = t.nodes[i].right
+	}
+}

@@ -1,0 +1,172 @@
+package extent
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// ref is the reference model: the extents in a sorted slice, every query a
+// linear scan.
+type ref []Extent
+
+func (r ref) floor(x uint64) (Extent, bool) {
+	for i := len(r) - 1; i >= 0; i-- {
+		if r[i].Start <= x {
+			return r[i], true
+		}
+	}
+	return Extent{}, false
+}
+
+func (r ref) ceil(x uint64) (Extent, bool) {
+	for _, e := range r {
+		if e.Start >= x {
+			return e, true
+		}
+	}
+	return Extent{}, false
+}
+
+func (r ref) firstFit(size, align uint64) (Extent, bool) {
+	for _, e := range r {
+		if usable(e.Start, e.End, align) >= size {
+			return e, true
+		}
+	}
+	return Extent{}, false
+}
+
+// checkShape verifies the AVL heights and the per-class bests of every node.
+func checkShape(t *testing.T, tr *Tree, i int32) (height int32, best []uint64) {
+	t.Helper()
+	best = make([]uint64, tr.classes)
+	if i == 0 {
+		return 0, best
+	}
+	n := tr.nodes[i]
+	hl, bl := checkShape(t, tr, n.left)
+	hr, br := checkShape(t, tr, n.right)
+	if d := hl - hr; d > 1 || d < -1 {
+		t.Fatalf("node [%#x, %#x): subtree heights %d and %d", n.start, n.end, hl, hr)
+	}
+	if n.height != 1+max(hl, hr) {
+		t.Fatalf("node [%#x, %#x): height %d, want %d", n.start, n.end, n.height, 1+max(hl, hr))
+	}
+	for c := range best {
+		best[c] = max(usable(n.start, n.end, tr.Align(c)), bl[c], br[c])
+		if got := tr.best[int(i)*tr.classes+c]; got != best[c] {
+			t.Fatalf("node [%#x, %#x) class %d: best %#x, want %#x", n.start, n.end, c, got, best[c])
+		}
+	}
+	return n.height, best
+}
+
+// TestTreeAgainstReference runs random inserts and deletes of disjoint
+// extents and compares every query with the linear reference.
+func TestTreeAgainstReference(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		rng := rand.New(rand.NewPCG(seed, 99))
+		tr := New(6, 8)
+		var r ref
+		for step := range 4000 {
+			// Slots of 4 KiB: an extent is a random sub-range of a free slot.
+			slot := uint64(rng.IntN(512))
+			i, present := slices.BinarySearchFunc(r, slot<<12, func(e Extent, s uint64) int {
+				switch {
+				case e.Start>>12 < s>>12:
+					return -1
+				case e.Start>>12 > s>>12:
+					return 1
+				}
+				return 0
+			})
+			if present {
+				if !tr.Delete(r[i].Start) {
+					t.Fatalf("step %d: Delete(%#x) found nothing", step, r[i].Start)
+				}
+				if tr.Delete(r[i].Start) {
+					t.Fatalf("step %d: second Delete(%#x) found something", step, r[i].Start)
+				}
+				r = slices.Delete(r, i, i+1)
+			} else {
+				lo := uint64(rng.IntN(64)) * 64
+				hi := lo + 64*uint64(1+rng.IntN(int(64-lo/64)))
+				e := Extent{slot<<12 + lo, slot<<12 + hi}
+				if !tr.Insert(e.Start, e.End) {
+					t.Fatalf("step %d: Insert(%v) refused", step, e)
+				}
+				if tr.Insert(e.Start, e.End+64) {
+					t.Fatalf("step %d: Insert of a present start accepted", step)
+				}
+				r = slices.Insert(r, i, e)
+			}
+			if tr.Len() != len(r) {
+				t.Fatalf("step %d: Len %d, want %d", step, tr.Len(), len(r))
+			}
+			checkShape(t, tr, tr.root)
+			x := uint64(rng.IntN(512 << 12))
+			if g, gok := tr.Floor(x); true {
+				w, wok := r.floor(x)
+				if g != w || gok != wok {
+					t.Fatalf("step %d: Floor(%#x) = %v %v, want %v %v", step, x, g, gok, w, wok)
+				}
+			}
+			if g, gok := tr.Ceil(x); true {
+				w, wok := r.ceil(x)
+				if g != w || gok != wok {
+					t.Fatalf("step %d: Ceil(%#x) = %v %v, want %v %v", step, x, g, gok, w, wok)
+				}
+			}
+			if g, gok := tr.Max(); gok != (len(r) > 0) || gok && g != r[len(r)-1] {
+				t.Fatalf("step %d: Max = %v %v", step, g, gok)
+			}
+			size := 64 * uint64(1+rng.IntN(32))
+			c := rng.IntN(8)
+			g, gok := tr.FirstFit(size, c)
+			w, wok := r.firstFit(size, tr.Align(c))
+			if g != w || gok != wok {
+				t.Fatalf("step %d: FirstFit(%#x, align %#x) = %v %v, want %v %v", step, size, tr.Align(c), g, gok, w, wok)
+			}
+		}
+		var got ref
+		tr.Ascend(func(e Extent) bool { got = append(got, e); return true })
+		if !slices.Equal(got, r) {
+			t.Fatalf("Ascend gives %d extents, want %d", len(got), len(r))
+		}
+	}
+}
+
+// TestTreeEdges covers the refusals and the extremes of the address space.
+func TestTreeEdges(t *testing.T) {
+	tr := New(6, 3)
+	if tr.Insert(10, 10) || tr.Insert(11, 10) {
+		t.Fatal("an empty or inverted extent was accepted")
+	}
+	if _, ok := tr.FirstFit(64, 0); ok {
+		t.Fatal("FirstFit on an empty tree found something")
+	}
+	top := ^uint64(0)
+	if !tr.Insert(top-100, top) {
+		t.Fatal("extent at the top of the space refused")
+	}
+	if b := tr.Best(2); b != 0 {
+		t.Fatalf("Best at alignment 256 of [2^64-101, 2^64-1) = %d: AlignUp overflows, nothing is usable", b)
+	}
+	if _, ok := tr.FirstFit(0, 0); ok {
+		t.Fatal("FirstFit of 0 bytes found something")
+	}
+	if _, ok := tr.FirstFit(1, 3); ok || tr.Best(-1) != 0 || tr.Best(3) != 0 {
+		t.Fatal("a class outside the tree answered")
+	}
+	if New(60, 10).classes != 4 {
+		t.Fatal("classes not clamped to the 64-bit space")
+	}
+	if r, ok := AlignUp(top-3, 8); ok {
+		t.Fatalf("AlignUp(2^64-4, 8) = %#x, ok: overflow not reported", r)
+	}
+	tr.Reset()
+	if tr.Len() != 0 || tr.Best(0) != 0 {
+		t.Fatal("Reset left extents")
+	}
+}

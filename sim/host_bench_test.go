@@ -1,0 +1,110 @@
+package sim
+
+import (
+	"fmt"
+	"testing"
+)
+
+// hostBatch is how many buffers a host benchmark allocates or frees between
+// two pauses of its timer: the untimed half of each round restores the
+// layout, so the number of holes stays what the benchmark names.
+const hostBatch = 4096
+
+// holeyHost returns a host memory whose lowest hostBatch·64 bytes are one
+// free extent (the batch region, refilled by the benchmarks), followed by
+// holes 64-byte holes between 64-byte live buffers.
+func holeyHost(b *testing.B, holes int) *HostMemory {
+	b.Helper()
+	h := NewHostMemory()
+	batch := make([]uint64, hostBatch)
+	for i := range batch {
+		pa, err := h.Alloc(64, 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		batch[i] = pa
+	}
+	grid := make([]uint64, 2*holes)
+	for i := range grid {
+		pa, err := h.Alloc(64, 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		grid[i] = pa
+	}
+	for i := 1; i < len(grid); i += 2 {
+		if err := h.Free(grid[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := len(batch) - 1; i >= 0; i-- {
+		if err := h.Free(batch[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return h
+}
+
+// BenchmarkHostFree frees buffers of a host memory with few and with 100 k
+// holes: each Free coalesces with its neighbour in the batch region, and the
+// untimed refill puts the buffers back.
+func BenchmarkHostFree(b *testing.B) {
+	for _, holes := range []int{8, 100_000} {
+		b.Run(fmt.Sprintf("holes=%d", holes), func(b *testing.B) {
+			h := holeyHost(b, holes)
+			pas := make([]uint64, hostBatch)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for done := 0; done < b.N; {
+				n := min(hostBatch, b.N-done)
+				b.StopTimer()
+				for i := range n {
+					pa, err := h.Alloc(64, 64)
+					if err != nil {
+						b.Fatal(err)
+					}
+					pas[i] = pa
+				}
+				b.StartTimer()
+				for i := n - 1; i >= 0; i-- {
+					if err := h.Free(pas[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				done += n
+			}
+		})
+	}
+}
+
+// BenchmarkHostAlloc allocates 128-byte buffers, which fit none of the
+// 64-byte holes, with few and with 100 k holes; the untimed half frees them
+// again.
+func BenchmarkHostAlloc(b *testing.B) {
+	for _, holes := range []int{8, 100_000} {
+		b.Run(fmt.Sprintf("holes=%d", holes), func(b *testing.B) {
+			h := holeyHost(b, holes)
+			pas := make([]uint64, hostBatch)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for done := 0; done < b.N; {
+				n := min(hostBatch, b.N-done)
+				for i := range n {
+					pa, err := h.Alloc(128, 64)
+					if err != nil {
+						b.Fatal(err)
+					}
+					pas[i] = pa
+				}
+				b.StopTimer()
+				for i := n - 1; i >= 0; i-- {
+					if err := h.Free(pas[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				done += n
+			}
+		})
+	}
+}
