@@ -3,128 +3,203 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
-	"sort"
 	"sync"
+
+	"github.com/neuronsim/neuronsim/internal/extent"
 )
 
 // Host memory model: the host's physical memory as DMA engines reach it
 // through the host window, and as the runtime allocates DMA buffers from it
 // (the driver's dma_alloc_coherent). One HostMemory may back several devices
 // of a system. It is sparse like Memory.
+//
+// Allocation policy (deterministic: the same calls give the same addresses):
+// the window [HostMemoryBase, HostMemoryLimit) is a bump region above a next
+// pointer plus the free extents below it, coalesced. Alloc takes the
+// lowest free extent that holds the buffer at its alignment (address-ordered
+// first fit); failing that it places the buffer at the next pointer rounded
+// up to the alignment (the skipped bytes become a free extent); failing that
+// (the window's end is near) it tries the free extent that ends at the next
+// pointer together with the bump region. Only when none of these holds the
+// buffer is the window exhausted. Alloc and Free take O(log n) time in the
+// number of buffers and free extents.
 const (
 	HostMemoryBase  = 0x1_0000_0000   // first host physical address handed out
 	HostMemoryLimit = 0x100_0000_0000 // first address past the model (1 TiB)
-	hostAlign       = 64
+
+	// HostGranule is the unit of host allocation: every buffer starts at a
+	// multiple of it and its size is rounded up to a multiple of it, so an
+	// alignment below it is met by every buffer.
+	HostGranule = 64
+	// MaxHostAlign is the largest alignment Alloc accepts (1 GiB, the
+	// largest x86-64 page). An alignment is a power of two in [1, MaxHostAlign].
+	MaxHostAlign = 1 << hostMaxAlignShift
+	// MaxHostBuffers bounds the live buffers of a HostMemory: Alloc refuses
+	// the next one with ErrHostNoMemory, and Restore refuses a state with
+	// more.
+	MaxHostBuffers = 1 << 20
+)
+
+const (
+	hostGranuleShift  = 6                                        // log2(HostGranule)
+	hostMaxAlignShift = 30                                       // log2(MaxHostAlign)
+	hostClasses       = hostMaxAlignShift - hostGranuleShift + 1 // alignment classes 64 … MaxHostAlign
 )
 
 // Errors of the host memory model.
 var (
-	ErrHostNoMemory = errors.New("host memory exhausted")
-	ErrHostBadFree  = errors.New("not an allocated host buffer")
-	ErrHostRange    = errors.New("host address not in an allocated buffer")
+	ErrHostNoMemory   = errors.New("host memory exhausted")
+	ErrHostBadFree    = errors.New("not an allocated host buffer")
+	ErrHostRange      = errors.New("host address not in an allocated buffer")
+	ErrHostBadRequest = errors.New("bad host allocation request")
 )
 
-// HostState is the whole mutable state of a HostMemory.
+// HostExtent is the host address range [Base, Base+Size).
+type HostExtent struct {
+	Base, Size uint64
+}
+
+// End returns the first address past the extent (Base+Size; Restore has
+// checked that it does not overflow).
+func (e HostExtent) End() uint64 { return e.Base + e.Size }
+
+// HostState is the whole mutable state of a HostMemory. Restore accepts only
+// a state the allocator could have reached (see Restore).
 type HostState struct {
 	Memory MemoryState
-	Blocks map[uint64]uint64 // live allocations: base → size
-	Next   uint64            // bump pointer for fresh space
-	Free   [][2]uint64       // freed ranges [base, size], sorted by base
+	Blocks []HostExtent // live buffers, ascending by Base
+	Free   []HostExtent // free extents below Next, ascending by Base, coalesced
+	Next   uint64       // bump pointer: [Next, HostMemoryLimit) has never been handed out
 }
 
 // HostMemory is the host-memory model. It is safe for concurrent use.
 type HostMemory struct {
 	mu     sync.Mutex
 	mem    Memory
-	blocks map[uint64]uint64
-	order  []uint64 // live bases, ascending
-	sizes  []uint64 // their sizes, by the same index
-	hint   uint64   // base of the buffer last checked (0: none)
-	hintSz uint64   // its size
+	blocks *extent.Tree // live buffers
+	free   *extent.Tree // free extents below next, coalesced, with alignment classes
+	hint   uint64       // base of the buffer last checked (0: none)
+	hintSz uint64       // its size
 	next   uint64
-	free   [][2]uint64
 }
 
 // NewHostMemory returns an empty host memory.
 func NewHostMemory() *HostMemory {
-	return &HostMemory{blocks: map[uint64]uint64{}, next: HostMemoryBase}
+	return &HostMemory{blocks: extent.New(0, 0), free: extent.New(hostGranuleShift, hostClasses), next: HostMemoryBase}
 }
 
-// Alloc returns a zeroed buffer of size bytes aligned to align (a power of
-// two; at least 64). Freed space is reused first-fit.
+// hostAlignClass checks align and returns its class in the free tree (0
+// for alignments up to HostGranule).
+func hostAlignClass(align uint64) (int, bool) {
+	if align == 0 || align&(align-1) != 0 || align > MaxHostAlign {
+		return 0, false
+	}
+	return max(0, bits.TrailingZeros64(align)-hostGranuleShift), true
+}
+
+// Alloc returns a zeroed buffer of size bytes (rounded up to HostGranule) at
+// a multiple of align, a power of two in [1, MaxHostAlign]. A size of 0 or
+// larger than the window, or any other alignment, is refused with
+// ErrHostBadRequest; a request no free space can hold, or one past
+// MaxHostBuffers live buffers, with ErrHostNoMemory. See the allocation
+// policy above.
 func (h *HostMemory) Alloc(size, align uint64) (uint64, error) {
-	if align < hostAlign {
-		align = hostAlign
+	class, ok := hostAlignClass(align)
+	if !ok {
+		return 0, fmt.Errorf("sim host memory: alloc %d bytes: alignment %d is not a power of two in [1, %d]: %w",
+			size, align, uint64(MaxHostAlign), ErrHostBadRequest)
 	}
-	if size == 0 || align&(align-1) != 0 || size > HostMemoryLimit {
-		return 0, fmt.Errorf("sim host memory: alloc %d bytes aligned %d: bad request", size, align)
+	if size == 0 || size > HostMemoryLimit-HostMemoryBase {
+		return 0, fmt.Errorf("sim host memory: alloc %d bytes: size must be in [1, %d] (the host window): %w",
+			size, uint64(HostMemoryLimit-HostMemoryBase), ErrHostBadRequest)
 	}
-	size = (size + hostAlign - 1) &^ (hostAlign - 1)
+	size, _ = extent.AlignUp(size, HostGranule) // cannot overflow: size ≤ the window
+	a := h.free.Align(class)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for i, f := range h.free {
-		base := (f[0] + align - 1) &^ (align - 1)
-		if base+size <= f[0]+f[1] {
-			h.carve(i, base, size)
-			h.blocks[base] = size
-			h.track(base)
-			return base, nil
-		}
+	if h.blocks.Len() >= MaxHostBuffers {
+		return 0, fmt.Errorf("sim host memory: alloc %d bytes: %d live buffers, the limit: %w", size, MaxHostBuffers, ErrHostNoMemory)
 	}
-	base := (h.next + align - 1) &^ (align - 1)
-	if base+size > HostMemoryLimit || base+size < base {
-		return 0, fmt.Errorf("sim host memory: alloc %d bytes: %w", size, ErrHostNoMemory)
+	base, ok := h.place(size, a, class)
+	if !ok {
+		return 0, fmt.Errorf("sim host memory: alloc %d bytes aligned %d: largest free extent %d bytes at this alignment, %d bytes above the next pointer %#x: %w",
+			size, a, h.free.Best(class), HostMemoryLimit-h.next, h.next, ErrHostNoMemory)
 	}
-	if base > h.next {
-		h.insertFree(h.next, base-h.next)
-	}
-	h.next = base + size
-	h.blocks[base] = size
-	h.track(base)
+	h.blocks.Insert(base, base+size)
 	return base, nil
 }
 
-// carve takes [base, base+size) out of free range i.
-func (h *HostMemory) carve(i int, base, size uint64) {
-	f := h.free[i]
-	h.free = append(h.free[:i], h.free[i+1:]...)
-	if base > f[0] {
-		h.insertFree(f[0], base-f[0])
+// place finds room for size bytes at alignment a (class class), takes it out
+// of the free space and returns its base.
+func (h *HostMemory) place(size, a uint64, class int) (uint64, bool) {
+	if f, ok := h.free.FirstFit(size, class); ok {
+		base, _ := extent.AlignUp(f.Start, a) // FirstFit checked it
+		h.carve(f, base, size)
+		return base, true
 	}
-	if end := f[0] + f[1]; base+size < end {
-		h.insertFree(base+size, end-base-size)
+	if base, ok := extent.AlignUp(h.next, a); ok && base <= HostMemoryLimit && size <= HostMemoryLimit-base {
+		if base > h.next {
+			h.release(h.next, base)
+		}
+		h.next = base + size
+		return base, true
+	}
+	// The window's end is near: the free extent that ends at next and the
+	// bump region together may still hold the buffer.
+	if top, ok := h.free.Max(); ok && top.End == h.next {
+		if base, ok := extent.AlignUp(top.Start, a); ok && base <= HostMemoryLimit && size <= HostMemoryLimit-base {
+			h.free.Delete(top.Start)
+			if base > top.Start {
+				h.free.Insert(top.Start, base)
+			}
+			h.next = base + size
+			return base, true
+		}
+	}
+	return 0, false
+}
+
+// carve takes [base, base+size) out of free extent f, which holds it.
+func (h *HostMemory) carve(f extent.Extent, base, size uint64) {
+	h.free.Delete(f.Start)
+	if base > f.Start {
+		h.free.Insert(f.Start, base)
+	}
+	if end := base + size; end < f.End {
+		h.free.Insert(end, f.End)
 	}
 }
 
-func (h *HostMemory) insertFree(base, size uint64) {
-	i := sort.Search(len(h.free), func(i int) bool { return h.free[i][0] > base })
-	h.free = append(h.free, [2]uint64{})
-	copy(h.free[i+1:], h.free[i:])
-	h.free[i] = [2]uint64{base, size}
-	// Merge with the neighbours.
-	if i+1 < len(h.free) && h.free[i][0]+h.free[i][1] == h.free[i+1][0] {
-		h.free[i][1] += h.free[i+1][1]
-		h.free = append(h.free[:i+1], h.free[i+2:]...)
+// release adds [start, end), below next and disjoint from every buffer and
+// free extent, to the free extents, merging it with the extents it touches.
+func (h *HostMemory) release(start, end uint64) {
+	if p, ok := h.free.Floor(start); ok && p.End == start {
+		h.free.Delete(p.Start)
+		start = p.Start
 	}
-	if i > 0 && h.free[i-1][0]+h.free[i-1][1] == h.free[i][0] {
-		h.free[i-1][1] += h.free[i][1]
-		h.free = append(h.free[:i], h.free[i+1:]...)
+	if n, ok := h.free.Ceil(end); ok && n.Start == end {
+		h.free.Delete(n.Start)
+		end = n.End
 	}
+	h.free.Insert(start, end)
 }
 
 // Free releases a buffer Alloc returned; its bytes read as zeros again.
 func (h *HostMemory) Free(base uint64) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	size, ok := h.blocks[base]
-	if !ok {
+	b, ok := h.blocks.Floor(base)
+	if !ok || b.Start != base {
 		return fmt.Errorf("sim host memory: free %#x: %w", base, ErrHostBadFree)
 	}
-	delete(h.blocks, base)
-	h.untrack(base)
-	_ = h.mem.Fill(base, size, 0)
-	h.insertFree(base, size)
+	h.blocks.Delete(base)
+	if h.hint == base {
+		h.hint, h.hintSz = 0, 0
+	}
+	_ = h.mem.Fill(base, b.Len(), 0) // inside the window, so inside the address space
+	h.release(b.Start, b.End)
 	return nil
 }
 
@@ -133,34 +208,13 @@ func (h *HostMemory) check(pa uint64, n int) error {
 	if h.hint != 0 && pa >= h.hint && pa-h.hint <= h.hintSz && uint64(n) <= h.hintSz-(pa-h.hint) {
 		return nil
 	}
-	i := sort.Search(len(h.order), func(i int) bool { return h.order[i] > pa }) - 1
-	if i >= 0 {
-		base, size := h.order[i], h.sizes[i]
-		if pa-base <= size && uint64(n) <= size-(pa-base) {
-			h.hint, h.hintSz = base, size
+	if b, ok := h.blocks.Floor(pa); ok {
+		if size := b.Len(); pa-b.Start <= size && uint64(n) <= size-(pa-b.Start) {
+			h.hint, h.hintSz = b.Start, size
 			return nil
 		}
 	}
 	return fmt.Errorf("sim host memory: [%#x, +%d): %w", pa, n, ErrHostRange)
-}
-
-// track and untrack keep order, the live bases in ascending order, and
-// sizes beside it.
-func (h *HostMemory) track(base uint64) {
-	i := sort.Search(len(h.order), func(i int) bool { return h.order[i] > base })
-	h.order = slices.Insert(h.order, i, base)
-	h.sizes = slices.Insert(h.sizes, i, h.blocks[base])
-}
-
-func (h *HostMemory) untrack(base uint64) {
-	i := sort.Search(len(h.order), func(i int) bool { return h.order[i] >= base })
-	if i < len(h.order) && h.order[i] == base {
-		h.order = slices.Delete(h.order, i, i+1)
-		h.sizes = slices.Delete(h.sizes, i, i+1)
-	}
-	if h.hint == base {
-		h.hint, h.hintSz = 0, 0
-	}
 }
 
 // Read copies host memory at pa into p. The range must lie in a live buffer.
@@ -194,38 +248,149 @@ func (h *HostMemory) Check(pa uint64, n int) error {
 func (h *HostMemory) Live() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.blocks)
+	return h.blocks.Len()
+}
+
+// extents lists a tree as HostExtents.
+func extents(t *extent.Tree) []HostExtent {
+	out := make([]HostExtent, 0, t.Len())
+	t.Ascend(func(e extent.Extent) bool {
+		out = append(out, HostExtent{Base: e.Start, Size: e.Len()})
+		return true
+	})
+	return out
 }
 
 // State returns a deep copy of the host memory.
 func (h *HostMemory) State() HostState {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	blocks := make(map[uint64]uint64, len(h.blocks))
-	for k, v := range h.blocks {
-		blocks[k] = v
-	}
-	return HostState{Memory: h.mem.State(), Blocks: blocks, Next: h.next, Free: append([][2]uint64(nil), h.free...)}
+	return HostState{Memory: h.mem.State(), Blocks: extents(h.blocks), Free: extents(h.free), Next: h.next}
 }
 
-// Restore replaces the host memory with a deep copy of s.
+// Restore replaces the host memory with a deep copy of s. It accepts only a
+// state the allocator could have reached: Next a multiple of HostGranule in
+// [HostMemoryBase, HostMemoryLimit]; Blocks (at most MaxHostBuffers) and Free
+// each ascending, non-empty, HostGranule-aligned extents that together tile
+// [HostMemoryBase, Next) exactly, with no two free extents adjacent; memory
+// outside the live buffers all zeros. Anything else is refused with an error
+// naming the field and wrapping ErrInvalidState, and the host memory keeps
+// its state.
 func (h *HostMemory) Restore(s HostState) error {
+	if err := validateHostState(s); err != nil {
+		return fmt.Errorf("sim host memory: restore: %w: %w", err, ErrInvalidState)
+	}
+	blocks, free := extent.New(0, 0), extent.New(hostGranuleShift, hostClasses)
+	for _, b := range s.Blocks {
+		blocks.Insert(b.Base, b.End())
+	}
+	for _, f := range s.Free {
+		free.Insert(f.Base, f.End())
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for base, size := range s.Blocks {
-		if base < HostMemoryBase || base+size > HostMemoryLimit || base+size < base {
-			return fmt.Errorf("sim host memory: restore: block [%#x, +%#x) outside the model: %w", base, size, ErrInvalidState)
+	if err := h.mem.Restore(s.Memory); err != nil {
+		return fmt.Errorf("sim host memory: restore: %w", err)
+	}
+	h.blocks, h.free, h.next, h.hint, h.hintSz = blocks, free, s.Next, 0, 0
+	return nil
+}
+
+// validateHostState checks the invariants Restore documents and names the
+// first field that breaks one.
+func validateHostState(s HostState) error {
+	if s.Next < HostMemoryBase || s.Next > HostMemoryLimit || s.Next%HostGranule != 0 {
+		return fmt.Errorf("Next %#x: want a multiple of %d in [%#x, %#x]", s.Next, HostGranule, uint64(HostMemoryBase), uint64(HostMemoryLimit))
+	}
+	if len(s.Blocks) > MaxHostBuffers {
+		return fmt.Errorf("Blocks: %d live buffers, the limit is %d", len(s.Blocks), MaxHostBuffers)
+	}
+	for _, l := range []struct {
+		name string
+		list []HostExtent
+	}{{"Blocks", s.Blocks}, {"Free", s.Free}} {
+		for i, e := range l.list {
+			switch {
+			case e.Size == 0 || e.Base%HostGranule != 0 || e.Size%HostGranule != 0:
+				return fmt.Errorf("%s[%d] [%#x, +%#x): want a non-empty extent on %d-byte boundaries", l.name, i, e.Base, e.Size, HostGranule)
+			case e.Base < HostMemoryBase || e.Base > s.Next || e.Size > s.Next-e.Base:
+				return fmt.Errorf("%s[%d] [%#x, +%#x): outside [%#x, Next %#x)", l.name, i, e.Base, e.Size, uint64(HostMemoryBase), s.Next)
+			case i > 0 && e.Base < l.list[i-1].End():
+				return fmt.Errorf("%s[%d] [%#x, +%#x): below the end %#x of %s[%d] (extents ascend and are disjoint)", l.name, i, e.Base, e.Size, l.list[i-1].End(), l.name, i-1)
+			case l.name == "Free" && i > 0 && e.Base == l.list[i-1].End():
+				return fmt.Errorf("Free[%d] [%#x, +%#x): adjacent to Free[%d] (free extents are coalesced)", i, e.Base, e.Size, i-1)
+			}
 		}
 	}
-	if err := h.mem.Restore(s.Memory); err != nil {
-		return err
+	// Buffers and free extents tile [HostMemoryBase, Next). Every extent not
+	// yet walked starts at or above pos.
+	pos, i, j := uint64(HostMemoryBase), 0, 0
+	for pos < s.Next {
+		switch {
+		case i < len(s.Blocks) && s.Blocks[i].Base == pos:
+			b := s.Blocks[i]
+			if j < len(s.Free) && s.Free[j].Base < b.End() {
+				return fmt.Errorf("Free[%d] [%#x, +%#x): overlaps Blocks[%d] [%#x, +%#x)", j, s.Free[j].Base, s.Free[j].Size, i, b.Base, b.Size)
+			}
+			pos = b.End()
+			i++
+		case j < len(s.Free) && s.Free[j].Base == pos:
+			f := s.Free[j]
+			if i < len(s.Blocks) && s.Blocks[i].Base < f.End() {
+				return fmt.Errorf("Blocks[%d] [%#x, +%#x): overlaps Free[%d] [%#x, +%#x)", i, s.Blocks[i].Base, s.Blocks[i].Size, j, f.Base, f.Size)
+			}
+			pos = f.End()
+			j++
+		default:
+			return fmt.Errorf("Free: the range from %#x is neither a live buffer nor free (buffers and free extents tile [%#x, Next %#x))",
+				pos, uint64(HostMemoryBase), s.Next)
+		}
 	}
-	h.blocks = make(map[uint64]uint64, len(s.Blocks))
-	h.order, h.sizes, h.hint, h.hintSz = nil, nil, 0, 0
-	for k, v := range s.Blocks {
-		h.blocks[k] = v
-		h.track(k)
+	// Only live buffers hold data: freed bytes were zeroed.
+	pns := make([]uint64, 0, len(s.Memory.Pages))
+	for pn := range s.Memory.Pages {
+		pns = append(pns, pn)
 	}
-	h.next, h.free = s.Next, append([][2]uint64(nil), s.Free...)
+	slices.Sort(pns)
+	for _, pn := range pns {
+		pg := s.Memory.Pages[pn]
+		if pg == nil || pn >= pageLimit {
+			continue // Memory.Restore refuses these
+		}
+		if off, ok := hostNonZeroOutside(s.Blocks, pn<<pageShift, pg); ok {
+			return fmt.Errorf("Memory: page %#x holds a non-zero byte at %#x, outside every live buffer", pn, pn<<pageShift+off)
+		}
+	}
 	return nil
+}
+
+// hostNonZeroOutside returns the offset of the first non-zero byte of page
+// pg (at address addr) that lies in no extent of blocks (ascending,
+// disjoint).
+func hostNonZeroOutside(blocks []HostExtent, addr uint64, pg *Page) (uint64, bool) {
+	end := addr + PageSize
+	i, _ := slices.BinarySearchFunc(blocks, addr, func(b HostExtent, a uint64) int {
+		if b.End() <= a {
+			return -1
+		}
+		return 1
+	})
+	pos := addr
+	for pos < end {
+		gapEnd := end
+		if i < len(blocks) && blocks[i].Base < end {
+			gapEnd = max(pos, blocks[i].Base)
+		}
+		for a := pos; a < gapEnd; a++ {
+			if pg[a-addr] != 0 {
+				return a - addr, true
+			}
+		}
+		if gapEnd == end {
+			break
+		}
+		pos = min(end, blocks[i].End())
+		i++
+	}
+	return 0, false
 }
