@@ -117,13 +117,14 @@ func TestHostExhaustion(t *testing.T) {
 }
 
 // hostIssueState is the state of issue 13 item 10: 48 live buffers, and
-// the next pointer 4 KiB below 2^64.
+// the next pointer 64 bytes below 2^64, where an 8 GiB Alloc aligned to
+// 4 KiB used to wrap to address 0.
 func hostIssueState() HostState {
 	var s HostState
 	for i := range uint64(48) {
 		s.Blocks = append(s.Blocks, HostExtent{HostMemoryBase + i*4096, 4096})
 	}
-	s.Next = ^uint64(0) - 4095
+	s.Next = ^uint64(0) - 63
 	return s
 }
 
@@ -143,7 +144,7 @@ func TestHostRestoreRefuses(t *testing.T) {
 		s    HostState
 		text string
 	}{
-		{"next near 2^64 (issue)", hostIssueState(), "Next 0xfffffffffffff000"},
+		{"next near 2^64 (issue)", hostIssueState(), "Next 0xffffffffffffffc0"},
 		{"next below the window", HostState{Next: B - 64}, "Next 0xffffffc0"},
 		{"next past the window", HostState{Next: HostMemoryLimit + 64}, "Next 0x10000000040"},
 		{"next unaligned", HostState{Blocks: []HostExtent{{B, 64}}, Next: B + 65}, "Next 0x100000041"},

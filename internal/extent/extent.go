@@ -7,8 +7,14 @@
 // classes, every node also records, for each class, the longest run its
 // subtree can offer at that class's alignment; [Tree.FirstFit] then finds the
 // lowest extent that holds a request at an alignment in O(log n), which keeps
-// an address-ordered first-fit policy exact and fast. The package is pure
-// computation and is not safe for concurrent use.
+// an address-ordered first-fit policy exact and fast.
+//
+// A class is maintained only from the first FirstFit or Best that asks for
+// it: that call refreshes the whole tree once (O(n)), and from then on every
+// insert and delete keeps the class up to date in O(log n). A tree therefore
+// pays for the alignments its users actually request (typically two or
+// three), and at most classes full refreshes in its lifetime. The package is
+// pure computation and is not safe for concurrent use.
 package extent
 
 // Extent is the half-open range [Start, End).
@@ -38,7 +44,9 @@ type node struct {
 // Tree is not usable; create one with New.
 type Tree struct {
 	nodes   []node   // nodes[0] is the empty subtree
-	best    []uint64 // best[i*classes+c]: longest run at class c in the subtree of node i
+	best    []uint64 // best[i*len(aligns)+k]: longest run at alignment aligns[k] in the subtree of node i
+	aligns  []uint64 // the alignments of the maintained classes, in the order they were first asked for
+	slot    [64]int8 // slot[c]: index of class c in aligns, or -1
 	spare   []int32  // freed node slots, reused first
 	root    int32
 	n       int
@@ -61,7 +69,10 @@ func New(shift uint, classes int) *Tree {
 // Reset empties the tree, keeping its memory.
 func (t *Tree) Reset() {
 	t.nodes = append(t.nodes[:0], node{})
-	t.best = append(t.best[:0], make([]uint64, t.classes)...)
+	t.best, t.aligns = t.best[:0], t.aligns[:0]
+	for c := range t.slot {
+		t.slot[c] = -1
+	}
 	t.spare = t.spare[:0]
 	t.root, t.n = 0, 0
 }
@@ -89,16 +100,38 @@ func (t *Tree) height(i int32) int32 { return t.nodes[i].height }
 func (t *Tree) update(i int32) {
 	n := &t.nodes[i]
 	n.height = 1 + max(t.nodes[n.left].height, t.nodes[n.right].height)
-	if t.classes == 0 {
+	k := len(t.aligns)
+	if k == 0 {
 		return
 	}
-	k := t.classes
 	b := t.best[int(i)*k : int(i)*k+k]
 	l := t.best[int(n.left)*k : int(n.left)*k+k]
 	r := t.best[int(n.right)*k : int(n.right)*k+k]
-	for c := range b {
-		b[c] = max(usable(n.start, n.end, t.Align(c)), l[c], r[c])
+	for s, a := range t.aligns {
+		b[s] = max(usable(n.start, n.end, a), l[s], r[s])
 	}
+}
+
+// activate starts maintaining class c (0 ≤ c < classes), refreshing every
+// node once.
+func (t *Tree) activate(c int) {
+	if t.slot[c] >= 0 {
+		return
+	}
+	t.slot[c] = int8(len(t.aligns))
+	t.aligns = append(t.aligns, t.Align(c))
+	t.best = make([]uint64, len(t.nodes)*len(t.aligns)) // node 0 and spare slots stay zero
+	t.refresh(t.root)
+}
+
+// refresh recomputes the subtree at i bottom-up.
+func (t *Tree) refresh(i int32) {
+	if i == 0 {
+		return
+	}
+	t.refresh(t.nodes[i].left)
+	t.refresh(t.nodes[i].right)
+	t.update(i)
 }
 
 func (t *Tree) rotateRight(i int32) int32 {
@@ -170,27 +203,66 @@ func (t *Tree) Insert(start, end uint64) bool {
 	} else {
 		i = int32(len(t.nodes))
 		t.nodes = append(t.nodes, node{})
-		t.best = append(t.best, make([]uint64, t.classes)...)
+		t.best = append(t.best, make([]uint64, len(t.aligns))...)
 	}
 	t.nodes[i] = node{start: start, end: end, height: 1}
 	t.update(i)
-	t.root = t.insert(t.root, i)
+	t.root, _ = t.insert(t.root, i)
 	t.n++
 	return true
 }
 
-func (t *Tree) insert(at, i int32) int32 {
+// insert links node i under at and returns the subtree's new root and
+// whether its height or bests changed (if not, no ancestor needs updating).
+func (t *Tree) insert(at, i int32) (int32, bool) {
 	if at == 0 {
-		return i
+		return i, true
 	}
 	if t.nodes[i].start < t.nodes[at].start {
-		l := t.insert(t.nodes[at].left, i)
+		l, changed := t.insert(t.nodes[at].left, i)
 		t.nodes[at].left = l
-	} else {
-		r := t.insert(t.nodes[at].right, i)
-		t.nodes[at].right = r
+		return t.fix(at, changed)
 	}
-	return t.balance(at)
+	r, changed := t.insert(t.nodes[at].right, i)
+	t.nodes[at].right = r
+	return t.fix(at, changed)
+}
+
+// summary is what a parent reads of a subtree: its height and bests.
+type summary struct {
+	height int32
+	best   [64]uint64
+}
+
+func (t *Tree) summarise(i int32, s *summary) {
+	k := len(t.aligns)
+	s.height = t.nodes[i].height
+	copy(s.best[:k], t.best[int(i)*k:int(i)*k+k])
+}
+
+func (t *Tree) sameSummary(i int32, s *summary) bool {
+	if t.nodes[i].height != s.height {
+		return false
+	}
+	k := len(t.aligns)
+	for c, v := range t.best[int(i)*k : int(i)*k+k] {
+		if v != s.best[c] {
+			return false
+		}
+	}
+	return true
+}
+
+// fix rebalances at after a change below it, when its child's summary
+// changed, and reports whether at's own summary changed.
+func (t *Tree) fix(at int32, childChanged bool) (int32, bool) {
+	if !childChanged {
+		return at, false
+	}
+	var old summary
+	t.summarise(at, &old)
+	r := t.balance(at)
+	return r, !t.sameSummary(r, &old)
 }
 
 // Delete removes the extent that starts at start and reports whether there
@@ -200,46 +272,55 @@ func (t *Tree) Delete(start uint64) bool {
 	if i == 0 {
 		return false
 	}
-	t.root = t.delete(t.root, start)
+	t.root, _ = t.delete(t.root, start)
 	t.nodes[i] = node{}
 	t.spare = append(t.spare, i)
 	t.n--
 	return true
 }
 
-func (t *Tree) delete(at int32, start uint64) int32 {
+// delete unlinks the node with start from the subtree at, which holds it,
+// and returns the subtree's new root and whether its summary changed.
+func (t *Tree) delete(at int32, start uint64) (int32, bool) {
 	n := t.nodes[at]
 	switch {
 	case start < n.start:
-		t.nodes[at].left = t.delete(n.left, start)
+		l, changed := t.delete(n.left, start)
+		t.nodes[at].left = l
+		return t.fix(at, changed)
 	case start > n.start:
-		t.nodes[at].right = t.delete(n.right, start)
-	default:
-		if n.left == 0 {
-			return n.right
-		}
-		if n.right == 0 {
-			return n.left
-		}
-		m := n.right
-		for t.nodes[m].left != 0 {
-			m = t.nodes[m].left
-		}
-		t.nodes[m].right = t.deleteMin(n.right)
-		t.nodes[m].left = n.left
-		return t.balance(m)
+		r, changed := t.delete(n.right, start)
+		t.nodes[at].right = r
+		return t.fix(at, changed)
 	}
-	return t.balance(at)
+	if n.left == 0 {
+		return n.right, true
+	}
+	if n.right == 0 {
+		return n.left, true
+	}
+	// Two children: the lowest node of the right subtree takes at's place.
+	var old summary
+	t.summarise(at, &old)
+	m := n.right
+	for t.nodes[m].left != 0 {
+		m = t.nodes[m].left
+	}
+	t.nodes[m].right, _ = t.deleteMin(n.right)
+	t.nodes[m].left = n.left
+	r := t.balance(m)
+	return r, !t.sameSummary(r, &old)
 }
 
 // deleteMin unlinks the lowest node of the subtree at and returns the
-// subtree's new root.
-func (t *Tree) deleteMin(at int32) int32 {
+// subtree's new root and whether its summary changed.
+func (t *Tree) deleteMin(at int32) (int32, bool) {
 	if t.nodes[at].left == 0 {
-		return t.nodes[at].right
+		return t.nodes[at].right, true
 	}
-	t.nodes[at].left = t.deleteMin(t.nodes[at].left)
-	return t.balance(at)
+	l, changed := t.deleteMin(t.nodes[at].left)
+	t.nodes[at].left = l
+	return t.fix(at, changed)
 }
 
 func (t *Tree) extent(i int32) Extent { return Extent{t.nodes[i].start, t.nodes[i].end} }
@@ -280,26 +361,29 @@ func (t *Tree) Max() (Extent, bool) {
 }
 
 // Best returns the longest run any extent offers at alignment class c (0
-// when the tree is empty or has no such class).
+// when the tree is empty or has no such class). The first call for a class
+// costs O(n) (see the package doc).
 func (t *Tree) Best(c int) uint64 {
 	if c < 0 || c >= t.classes {
 		return 0
 	}
-	return t.best[int(t.root)*t.classes+c]
+	t.activate(c)
+	return t.best[int(t.root)*len(t.aligns)+int(t.slot[c])]
 }
 
 // FirstFit returns the lowest extent holding size bytes at a multiple of
 // class c's alignment (the caller places the run at AlignUp(e.Start,
 // Align(c))). ok is false when no extent does, when size is 0 or when c is
-// not a class of the tree.
+// not a class of the tree. The first call for a class costs O(n) (see the
+// package doc), every later one O(log n).
 func (t *Tree) FirstFit(size uint64, c int) (e Extent, ok bool) {
 	if size == 0 || t.Best(c) < size {
 		return Extent{}, false
 	}
-	k, align := t.classes, t.Align(c)
+	k, s, align := len(t.aligns), int(t.slot[c]), t.Align(c)
 	for i := t.root; i != 0; {
 		n := &t.nodes[i]
-		if n.left != 0 && t.best[int(n.left)*k+c] >= size {
+		if n.left != 0 && t.best[int(n.left)*k+s] >= size {
 			i = n.left
 			continue
 		}
