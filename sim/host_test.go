@@ -450,8 +450,13 @@ func decodeHostState(data []byte) HostState {
 	if len(data) >= 3 {
 		var pg Page
 		off := uint64(data[0]) | uint64(data[1])<<8
-		pg[off%PageSize] = data[2] | 1
-		s.Memory.Pages = map[uint64]*Page{(HostMemoryBase + off*16) >> pageShift: &pg}
+		addr := HostMemoryBase + off*16
+		if n := len(s.Blocks); n > 0 && off&1 == 0 { // a byte of a buffer
+			b := s.Blocks[int(off>>1)%n]
+			addr = b.Base + uint64(data[2])%max(b.Size, 1)
+		}
+		pg[addr%PageSize] = data[2] | 1
+		s.Memory.Pages = map[uint64]*Page{addr >> pageShift: &pg}
 	}
 	return s
 }
