@@ -3,8 +3,9 @@ package dmem
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
+
+	"github.com/neuronsim/neuronsim/internal/extent"
 )
 
 // Alloc reserves a block of device memory. The size is rounded up to the
@@ -122,16 +123,9 @@ func (a *Allocator) insert(b Block) Handle {
 		b.Handle = Handle(len(a.table))
 		a.table[b.Handle-1].b.Handle = b.Handle
 	}
-	i := a.addrIndex(b.Addr)
-	a.byAddr = append(a.byAddr, NoHandle)
-	copy(a.byAddr[i+1:], a.byAddr[i:])
-	a.byAddr[i] = b.Handle
+	a.live.Insert(b.Addr, b.End())
+	a.byAddr[b.Addr] = b.Handle
 	return b.Handle
-}
-
-// addrIndex returns the index of the first live block at or above addr.
-func (a *Allocator) addrIndex(addr uint64) int {
-	return sort.Search(len(a.byAddr), func(i int) bool { return a.table[a.byAddr[i]-1].b.Addr >= addr })
 }
 
 // lookup returns the table entry of h or ErrForeignHandle.
@@ -168,8 +162,8 @@ func (a *Allocator) Free(h Handle) error {
 	ch.blocks--
 	e.live = false
 	a.freeNums = append(a.freeNums, h)
-	i := a.addrIndex(b.Addr)
-	a.byAddr = append(a.byAddr[:i], a.byAddr[i+1:]...)
+	a.live.Delete(b.Addr)
+	delete(a.byAddr, b.Addr)
 	return nil
 }
 
@@ -196,11 +190,11 @@ func (a *Allocator) Translate(addr, size uint64) (b Block, off uint64, ok bool) 
 	size = max(size, 1)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	i := sort.Search(len(a.byAddr), func(i int) bool { return a.table[a.byAddr[i]-1].b.Addr > addr })
-	if i == 0 {
+	r, found := a.live.Floor(addr)
+	if !found {
 		return Block{}, 0, false
 	}
-	b = a.table[a.byAddr[i-1]-1].b
+	b = a.table[a.byAddr[r.Start]-1].b
 	off = addr - b.Addr
 	if off >= b.Size || size > b.Size-off {
 		return Block{}, 0, false
@@ -235,10 +229,20 @@ func (a *Allocator) Blocks() []Block {
 }
 
 func (a *Allocator) blocks() []Block {
-	out := make([]Block, len(a.byAddr))
-	for i, h := range a.byAddr {
-		out[i] = a.table[h-1].b
+	out := make([]Block, 0, a.live.Len())
+	for _, h := range a.addrOrder() {
+		out = append(out, a.table[h-1].b)
 	}
+	return out
+}
+
+// addrOrder returns the live handles in address order.
+func (a *Allocator) addrOrder() []Handle {
+	out := make([]Handle, 0, a.live.Len())
+	a.live.Ascend(func(e extent.Extent) bool {
+		out = append(out, a.byAddr[e.Start])
+		return true
+	})
 	return out
 }
 

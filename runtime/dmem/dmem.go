@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/extent"
 )
 
 // Defaults of Options (driver-facts §7).
@@ -125,9 +126,10 @@ type Allocator struct {
 	ncs      int
 	ncPerCh  int
 	ch       []channel
-	table    []entry  // table[h-1] is handle h
-	freeNums []Handle // LIFO of freed handle numbers
-	byAddr   []Handle // live handles sorted by address
+	table    []entry           // table[h-1] is handle h
+	freeNums []Handle          // LIFO of freed handle numbers
+	live     *extent.Tree      // the live blocks' ranges, by address
+	byAddr   map[uint64]Handle // the handle of the live block at each address
 }
 
 // New builds the allocator of one device of geometry geo.
@@ -142,13 +144,14 @@ func New(geo *hwarch.Geometry, opts Options) (*Allocator, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Allocator{page: o.PageSize, smallMax: o.SmallMax, ncs: geo.NeuronCores, ncPerCh: geo.TPBPerHBM}
+	a := &Allocator{page: o.PageSize, smallMax: o.SmallMax, ncs: geo.NeuronCores, ncPerCh: geo.TPBPerHBM,
+		live: extent.New(0, 0), byAddr: map[uint64]Handle{}}
 	a.ch = make([]channel, len(geo.HBM))
 	for i, h := range geo.HBM {
 		start, end := h.Base+o.CarveOut, h.Base+o.ChannelBytes[i]
 		small := min(o.SmallPoolBytes, alignDown((end-start)/2, o.PageSize))
 		a.ch[i] = channel{base: h.Base, start: start, end: end,
-			main: newPool(start, end-small), small: newPool(end-small, end)}
+			main: newPool(start, end-small, o.PageSize), small: newPool(end-small, end, o.PageSize)}
 	}
 	return a, nil
 }

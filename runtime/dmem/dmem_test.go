@@ -304,7 +304,7 @@ func TestFreeCoalesces(t *testing.T) {
 					requireValid(t, a)
 				}
 			}
-			assert.Len(t, a.ch[0].main.free, 1, "one range after coalescing")
+			assert.Len(t, a.ch[0].main.spans(), 1, "one range after coalescing")
 			h, err := a.Alloc(Request{Size: 24 * MiB, Channel: 0, NC: Any})
 			require.NoError(t, err, "maximal allocation succeeds again")
 			b, _ := a.Info(h)

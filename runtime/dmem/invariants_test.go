@@ -45,7 +45,11 @@ func (a *Allocator) verify() error {
 	inPool := make(map[*pool][]span) // live blocks of each pool, in address order
 	blocks := make([]int, len(a.ch))
 	var prev *Block
-	for i, h := range a.byAddr {
+	order := a.addrOrder()
+	if len(order) != len(a.byAddr) {
+		return fmt.Errorf("%d live ranges, %d addresses with a handle", len(order), len(a.byAddr))
+	}
+	for i, h := range order {
 		if h == NoHandle || int(h) > len(a.table) {
 			return fmt.Errorf("byAddr[%d] = %d out of table", i, h)
 		}
@@ -83,8 +87,8 @@ func (a *Allocator) verify() error {
 			live++
 		}
 	}
-	if live != len(a.byAddr) || live+len(a.freeNums) != len(a.table) {
-		return fmt.Errorf("table %d entries: %d live, %d indexed, %d free numbers", len(a.table), live, len(a.byAddr), len(a.freeNums))
+	if live != len(order) || live+len(a.freeNums) != len(a.table) {
+		return fmt.Errorf("table %d entries: %d live, %d indexed, %d free numbers", len(a.table), live, len(order), len(a.freeNums))
 	}
 	seen := make(map[Handle]bool)
 	for _, h := range a.freeNums {
@@ -100,11 +104,12 @@ func (a *Allocator) verify() error {
 		}
 		for _, p := range []*pool{&ch.main, &ch.small} {
 			var free uint64
-			for i, s := range p.free {
+			spans := p.spans()
+			for i, s := range spans {
 				if s.start >= s.end || s.start < p.start || s.end > p.end {
 					return fmt.Errorf("channel %d: free [%#x,%#x) empty or outside [%#x,%#x)", c, s.start, s.end, p.start, p.end)
 				}
-				if i > 0 && p.free[i-1].end >= s.start {
+				if i > 0 && spans[i-1].end >= s.start {
 					return fmt.Errorf("channel %d: free ranges %d and %d unsorted, overlapping or not coalesced", c, i-1, i)
 				}
 				free += s.end - s.start
@@ -133,12 +138,13 @@ func (a *Allocator) verify() error {
 // together cover the pool exactly once: every byte is either allocated or free.
 func tiles(p *pool, blocks []span) error {
 	at, i, j := p.start, 0, 0
-	for i < len(blocks) || j < len(p.free) {
+	free := p.spans()
+	for i < len(blocks) || j < len(free) {
 		var s span
-		if j == len(p.free) || (i < len(blocks) && blocks[i].start < p.free[j].start) {
+		if j == len(free) || (i < len(blocks) && blocks[i].start < free[j].start) {
 			s, i = blocks[i], i+1
 		} else {
-			s, j = p.free[j], j+1
+			s, j = free[j], j+1
 		}
 		if s.start != at {
 			return fmt.Errorf("pool [%#x,%#x): range [%#x,%#x) follows %#x: overlap or hole", p.start, p.end, s.start, s.end, at)
@@ -164,6 +170,6 @@ func TestVerifyCatchesCorruption(t *testing.T) {
 	a.ch[0].main.used++
 	require.Error(t, a.verify())
 	a.ch[0].main.used--
-	a.ch[0].main.free = append(a.ch[0].main.free, span{a.ch[0].main.end - a.page, a.ch[0].main.end})
+	a.ch[0].main.free.Insert(a.ch[0].main.end-a.page, a.ch[0].main.end)
 	require.Error(t, a.verify(), "an overlapping free range")
 }

@@ -1,81 +1,70 @@
 package dmem
 
-import "sort"
+import (
+	"math/bits"
+
+	"github.com/neuronsim/neuronsim/internal/extent"
+)
 
 // span is a half-open device-address range [start, end).
 type span struct{ start, end uint64 }
 
-// pool is one first-fit region: a free list sorted by address whose ranges
-// are non-empty and never adjacent (freeing coalesces).
+// pool is one first-fit region: its free ranges, non-empty and never
+// adjacent (freeing coalesces), in a tree ordered by address that finds the
+// lowest range holding a request at an alignment in O(log n).
 type pool struct {
 	start, end uint64
-	free       []span
+	free       *extent.Tree
+	shift      uint // log2 of the page: alignment class c is the page << c
 	used       uint64
 }
 
-func newPool(start, end uint64) pool {
-	p := pool{start: start, end: end}
+// newPool returns the pool [start, end), all free; start and end are
+// multiples of page, a power of two.
+func newPool(start, end, page uint64) pool {
+	shift := uint(bits.TrailingZeros64(page))
+	p := pool{start: start, end: end, shift: shift, free: extent.New(shift, 64-int(shift))}
 	if end > start {
-		p.free = []span{{start, end}}
+		p.free.Insert(start, end)
 	}
 	return p
 }
 
-// alloc takes the first free range that holds size bytes at an address that
-// is a multiple of align (a power of two) and returns that address.
+// class returns the alignment class of align, a power of two ≥ the page.
+func (p *pool) class(align uint64) int { return bits.TrailingZeros64(align) - int(p.shift) }
+
+// alloc takes the lowest free range that holds size bytes at an address that
+// is a multiple of align (a power of two ≥ the page) and returns that address.
 func (p *pool) alloc(size, align uint64) (uint64, bool) {
-	for i, s := range p.free {
-		addr, ok := alignUp(s.start, align)
-		if !ok || addr >= s.end || size > s.end-addr {
-			continue
-		}
-		var keep [2]span
-		n := 0
-		if addr > s.start {
-			keep[n] = span{s.start, addr}
-			n++
-		}
-		if addr+size < s.end {
-			keep[n] = span{addr + size, s.end}
-			n++
-		}
-		switch n {
-		case 0:
-			p.free = append(p.free[:i], p.free[i+1:]...)
-		case 1:
-			p.free[i] = keep[0]
-		case 2:
-			p.free[i] = keep[0]
-			p.free = append(p.free, span{})
-			copy(p.free[i+2:], p.free[i+1:])
-			p.free[i+1] = keep[1]
-		}
-		p.used += size
-		return addr, true
+	s, ok := p.free.FirstFit(size, p.class(align))
+	if !ok {
+		return 0, false
 	}
-	return 0, false
+	addr, _ := extent.AlignUp(s.Start, align) // FirstFit checked it
+	p.free.Delete(s.Start)
+	if addr > s.Start {
+		p.free.Insert(s.Start, addr)
+	}
+	if addr+size < s.End {
+		p.free.Insert(addr+size, s.End)
+	}
+	p.used += size
+	return addr, true
 }
 
-// release returns [addr, addr+size) to the free list, merging it with the
+// release returns [addr, addr+size) to the free ranges, merging it with the
 // free neighbours it touches.
 func (p *pool) release(addr, size uint64) {
-	end := addr + size
-	i := sort.Search(len(p.free), func(i int) bool { return p.free[i].start > addr })
-	prev := i > 0 && p.free[i-1].end == addr
-	next := i < len(p.free) && p.free[i].start == end
-	switch {
-	case prev && next:
-		p.free[i-1].end = p.free[i].end
-		p.free = append(p.free[:i], p.free[i+1:]...)
-	case prev:
-		p.free[i-1].end = end
-	case next:
-		p.free[i].start = addr
-	default:
-		p.free = append(p.free, span{})
-		copy(p.free[i+1:], p.free[i:])
-		p.free[i] = span{addr, end}
+	start, end := addr, addr+size
+	if prev, ok := p.free.Floor(start); ok && prev.End == start {
+		p.free.Delete(prev.Start)
+		start = prev.Start
 	}
+	if next, ok := p.free.Ceil(end); ok && next.Start == end {
+		p.free.Delete(next.Start)
+		end = next.End
+	}
+	p.free.Insert(start, end)
 	p.used -= size
 }
 
@@ -85,23 +74,19 @@ func (p *pool) contains(addr, size uint64) bool {
 }
 
 // largest returns the size of the largest free range.
-func (p *pool) largest() uint64 {
-	var m uint64
-	for _, s := range p.free {
-		m = max(m, s.end-s.start)
-	}
-	return m
-}
+func (p *pool) largest() uint64 { return p.free.Best(0) }
 
 // largestAligned returns the largest size that alloc could serve at align.
-func (p *pool) largestAligned(align uint64) uint64 {
-	var m uint64
-	for _, s := range p.free {
-		if addr, ok := alignUp(s.start, align); ok && addr < s.end {
-			m = max(m, s.end-addr)
-		}
-	}
-	return m
+func (p *pool) largestAligned(align uint64) uint64 { return p.free.Best(p.class(align)) }
+
+// spans returns the free ranges in address order.
+func (p *pool) spans() []span {
+	out := make([]span, 0, p.free.Len())
+	p.free.Ascend(func(e extent.Extent) bool {
+		out = append(out, span{e.Start, e.End})
+		return true
+	})
+	return out
 }
 
 // total returns the bytes the pool manages.
