@@ -136,12 +136,12 @@ func (h *HostMemory) Alloc(size, align uint64) (uint64, error) {
 func (h *HostMemory) place(size, a uint64, class int) (uint64, bool) {
 	if f, ok := h.free.FirstFit(size, class); ok {
 		base, _ := extent.AlignUp(f.Start, a) // FirstFit checked it
-		h.carve(f, base, size)
+		h.free.Take(f, base, base+size)
 		return base, true
 	}
 	if base, ok := extent.AlignUp(h.next, a); ok && base <= HostMemoryLimit && size <= HostMemoryLimit-base {
 		if base > h.next {
-			h.release(h.next, base)
+			h.free.Add(h.next, base)
 		}
 		h.next = base + size
 		return base, true
@@ -150,40 +150,13 @@ func (h *HostMemory) place(size, a uint64, class int) (uint64, bool) {
 	// bump region together may still hold the buffer.
 	if top, ok := h.free.Max(); ok && top.End == h.next {
 		if base, ok := extent.AlignUp(top.Start, a); ok && base <= HostMemoryLimit && size <= HostMemoryLimit-base {
-			h.free.Delete(top.Start)
-			if base > top.Start {
-				h.free.Insert(top.Start, base)
-			}
+			// base < top.End: at or past next it would be the bump's base, which failed.
+			h.free.Take(top, base, top.End)
 			h.next = base + size
 			return base, true
 		}
 	}
 	return 0, false
-}
-
-// carve takes [base, base+size) out of free extent f, which holds it.
-func (h *HostMemory) carve(f extent.Extent, base, size uint64) {
-	h.free.Delete(f.Start)
-	if base > f.Start {
-		h.free.Insert(f.Start, base)
-	}
-	if end := base + size; end < f.End {
-		h.free.Insert(end, f.End)
-	}
-}
-
-// release adds [start, end), below next and disjoint from every buffer and
-// free extent, to the free extents, merging it with the extents it touches.
-func (h *HostMemory) release(start, end uint64) {
-	if p, ok := h.free.Floor(start); ok && p.End == start {
-		h.free.Delete(p.Start)
-		start = p.Start
-	}
-	if n, ok := h.free.Ceil(end); ok && n.Start == end {
-		h.free.Delete(n.Start)
-		end = n.End
-	}
-	h.free.Insert(start, end)
 }
 
 // Free releases a buffer Alloc returned; its bytes read as zeros again.
@@ -199,7 +172,7 @@ func (h *HostMemory) Free(base uint64) error {
 		h.hint, h.hintSz = 0, 0
 	}
 	_ = h.mem.Fill(base, b.Len(), 0) // inside the window, so inside the address space
-	h.release(b.Start, b.End)
+	h.free.Add(b.Start, b.End)
 	return nil
 }
 

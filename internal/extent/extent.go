@@ -17,6 +17,9 @@
 // pure computation and is not safe for concurrent use.
 package extent
 
+// MaxLen is the most extents a Tree holds; Insert refuses more.
+const MaxLen = 1<<31 - 2
+
 // Extent is the half-open range [Start, End).
 type Extent struct {
 	Start, End uint64
@@ -96,20 +99,25 @@ func usable(start, end, align uint64) uint64 {
 func (t *Tree) height(i int32) int32 { return t.nodes[i].height }
 
 // update recomputes the height and the per-class bests of node i from its
-// children.
-func (t *Tree) update(i int32) {
+// children and reports whether any of them changed.
+func (t *Tree) update(i int32) bool {
 	n := &t.nodes[i]
-	n.height = 1 + max(t.nodes[n.left].height, t.nodes[n.right].height)
+	h := 1 + max(t.nodes[n.left].height, t.nodes[n.right].height)
+	changed := h != n.height
+	n.height = h
 	k := len(t.aligns)
 	if k == 0 {
-		return
+		return changed
 	}
 	b := t.best[int(i)*k : int(i)*k+k]
 	l := t.best[int(n.left)*k : int(n.left)*k+k]
 	r := t.best[int(n.right)*k : int(n.right)*k+k]
 	for s, a := range t.aligns {
-		b[s] = max(usable(n.start, n.end, a), l[s], r[s])
+		v := max(usable(n.start, n.end, a), l[s], r[s])
+		changed = changed || v != b[s]
+		b[s] = v
 	}
+	return changed
 }
 
 // activate starts maintaining class c (0 ≤ c < classes), refreshing every
@@ -156,6 +164,12 @@ func (t *Tree) rotateLeft(i int32) int32 {
 // returns the subtree's new root.
 func (t *Tree) balance(i int32) int32 {
 	t.update(i)
+	return t.rotate(i)
+}
+
+// rotate rebalances i, whose height and bests are up to date, and returns
+// the subtree's new root (i itself when it is balanced).
+func (t *Tree) rotate(i int32) int32 {
 	n := t.nodes[i]
 	switch bf := t.height(n.left) - t.height(n.right); {
 	case bf > 1:
@@ -190,10 +204,10 @@ func (t *Tree) find(start uint64) int32 {
 }
 
 // Insert adds [start, end). The caller keeps the extents disjoint and
-// non-empty; Insert only refuses (returns false) a start already present or
-// an empty range.
+// non-empty; Insert only refuses (returns false) a start already present,
+// an empty range, or an extent past MaxLen.
 func (t *Tree) Insert(start, end uint64) bool {
-	if end <= start || t.find(start) != 0 {
+	if end <= start || t.n >= MaxLen || t.find(start) != 0 {
 		return false
 	}
 	var i int32
@@ -228,41 +242,94 @@ func (t *Tree) insert(at, i int32) (int32, bool) {
 	return t.fix(at, changed)
 }
 
-// summary is what a parent reads of a subtree: its height and bests.
-type summary struct {
-	height int32
-	best   [64]uint64
-}
-
-func (t *Tree) summarise(i int32, s *summary) {
-	k := len(t.aligns)
-	s.height = t.nodes[i].height
-	copy(s.best[:k], t.best[int(i)*k:int(i)*k+k])
-}
-
-func (t *Tree) sameSummary(i int32, s *summary) bool {
-	if t.nodes[i].height != s.height {
-		return false
-	}
-	k := len(t.aligns)
-	for c, v := range t.best[int(i)*k : int(i)*k+k] {
-		if v != s.best[c] {
-			return false
-		}
-	}
-	return true
-}
-
-// fix rebalances at after a change below it, when its child's summary
-// changed, and reports whether at's own summary changed.
+// fix rebalances at after a change below it, when its child's height or
+// bests changed, and reports whether the subtree's own changed (a rotation
+// counts as a change).
 func (t *Tree) fix(at int32, childChanged bool) (int32, bool) {
 	if !childChanged {
 		return at, false
 	}
-	var old summary
-	t.summarise(at, &old)
-	r := t.balance(at)
-	return r, !t.sameSummary(r, &old)
+	changed := t.update(at)
+	if r := t.rotate(at); r != at {
+		return r, true
+	}
+	return at, changed
+}
+
+// Replace changes the extent that starts at old into [start, end) in place,
+// in O(log n) with no rebalancing. The caller keeps the order: no other
+// extent may start between old and start, and the extents stay disjoint.
+// Replace refuses (returns false) an absent old or an empty range.
+func (t *Tree) Replace(old, start, end uint64) bool {
+	if end <= start {
+		return false
+	}
+	var path [64]int32 // an AVL tree of 2^31 nodes is at most 45 high
+	n := 0
+	i := t.root
+	for i != 0 && t.nodes[i].start != old {
+		path[n] = i
+		n++
+		if old < t.nodes[i].start {
+			i = t.nodes[i].left
+		} else {
+			i = t.nodes[i].right
+		}
+	}
+	if i == 0 {
+		return false
+	}
+	t.nodes[i].start, t.nodes[i].end = start, end
+	if !t.update(i) {
+		return true
+	}
+	for k := n - 1; k >= 0 && t.update(path[k]); k-- {
+	}
+	return true
+}
+
+// Take removes [start, end) from e, an extent of the tree that holds it, and
+// keeps what is left of e on either side. It reports false (and changes
+// nothing) when e is not in the tree or does not hold [start, end).
+func (t *Tree) Take(e Extent, start, end uint64) bool {
+	if i := t.find(e.Start); i == 0 || t.nodes[i].end != e.End || start >= end || start < e.Start || end > e.End {
+		return false
+	}
+	switch left, right := start > e.Start, end < e.End; {
+	case left && right:
+		t.Replace(e.Start, e.Start, start)
+		t.Insert(end, e.End)
+	case left:
+		t.Replace(e.Start, e.Start, start)
+	case right:
+		t.Replace(e.Start, end, e.End)
+	default:
+		t.Delete(e.Start)
+	}
+	return true
+}
+
+// Add inserts [start, end), which the caller keeps clear of every extent,
+// merging it with the extents that end at start or begin at end. It
+// refuses (returns false) an empty range.
+func (t *Tree) Add(start, end uint64) bool {
+	if start >= end {
+		return false
+	}
+	prev, pok := t.Floor(start)
+	pok = pok && prev.End == start
+	next, nok := t.Ceil(end)
+	nok = nok && next.Start == end
+	switch {
+	case pok && nok:
+		t.Delete(next.Start)
+		return t.Replace(prev.Start, prev.Start, next.End)
+	case pok:
+		return t.Replace(prev.Start, prev.Start, end)
+	case nok:
+		return t.Replace(next.Start, start, next.End)
+	}
+	return t.Insert(start, end)
 }
 
 // Delete removes the extent that starts at start and reports whether there
@@ -300,16 +367,13 @@ func (t *Tree) delete(at int32, start uint64) (int32, bool) {
 		return n.left, true
 	}
 	// Two children: the lowest node of the right subtree takes at's place.
-	var old summary
-	t.summarise(at, &old)
 	m := n.right
 	for t.nodes[m].left != 0 {
 		m = t.nodes[m].left
 	}
 	t.nodes[m].right, _ = t.deleteMin(n.right)
 	t.nodes[m].left = n.left
-	r := t.balance(m)
-	return r, !t.sameSummary(r, &old)
+	return t.balance(m), true
 }
 
 // deleteMin unlinks the lowest node of the subtree at and returns the

@@ -84,7 +84,15 @@ func TestTreeAgainstReference(t *testing.T) {
 				}
 				return 0
 			})
-			if present {
+			if present && rng.IntN(3) == 0 { // reshape in place, inside the slot
+				lo := uint64(rng.IntN(64)) * 64
+				hi := lo + 64*uint64(1+rng.IntN(int(64-lo/64)))
+				e := Extent{slot<<12 + lo, slot<<12 + hi}
+				if !tr.Replace(r[i].Start, e.Start, e.End) {
+					t.Fatalf("step %d: Replace(%v, %v) refused", step, r[i], e)
+				}
+				r[i] = e
+			} else if present {
 				if !tr.Delete(r[i].Start) {
 					t.Fatalf("step %d: Delete(%#x) found nothing", step, r[i].Start)
 				}
@@ -148,6 +156,12 @@ func TestTreeEdges(t *testing.T) {
 	if tr.Insert(10, 10) || tr.Insert(11, 10) {
 		t.Fatal("an empty or inverted extent was accepted")
 	}
+	if tr.Replace(10, 10, 20) {
+		t.Fatal("Replace of an absent extent accepted")
+	}
+	if !tr.Insert(10, 20) || tr.Replace(10, 15, 15) || !tr.Replace(10, 12, 30) || !tr.Delete(12) {
+		t.Fatal("Replace of a present extent: empty range accepted or valid one refused")
+	}
 	if _, ok := tr.FirstFit(64, 0); ok {
 		t.Fatal("FirstFit on an empty tree found something")
 	}
@@ -173,5 +187,71 @@ func TestTreeEdges(t *testing.T) {
 	tr.Reset()
 	if tr.Len() != 0 || tr.Best(0) != 0 {
 		t.Fatal("Reset left extents")
+	}
+}
+
+// TestTakeAdd: Take keeps what is left on either side, Add coalesces with
+// both neighbours, and both refuse what does not fit.
+func TestTakeAdd(t *testing.T) {
+	all := func(tr *Tree) []Extent {
+		var out []Extent
+		tr.Ascend(func(e Extent) bool { out = append(out, e); return true })
+		return out
+	}
+	for _, tc := range []struct {
+		name       string
+		start, end uint64
+		ok         bool
+		want       []Extent
+	}{
+		{"middle", 200, 300, true, []Extent{{100, 200}, {300, 1000}}},
+		{"front", 100, 300, true, []Extent{{300, 1000}}},
+		{"back", 800, 1000, true, []Extent{{100, 800}}},
+		{"whole", 100, 1000, true, nil},
+		{"past the end", 900, 1100, false, []Extent{{100, 1000}}},
+		{"before the start", 50, 200, false, []Extent{{100, 1000}}},
+		{"empty", 200, 200, false, []Extent{{100, 1000}}},
+	} {
+		t.Run("take "+tc.name, func(t *testing.T) {
+			tr := New(0, 1)
+			tr.Insert(100, 1000)
+			if ok := tr.Take(Extent{100, 1000}, tc.start, tc.end); ok != tc.ok {
+				t.Fatalf("Take = %v", ok)
+			}
+			if got := all(tr); !slices.Equal(got, tc.want) {
+				t.Fatalf("left %v, want %v", got, tc.want)
+			}
+			checkShape(t, tr, tr.root)
+		})
+	}
+	tr := New(0, 1)
+	if tr.Take(Extent{1, 2}, 1, 2) {
+		t.Fatal("Take from an absent extent")
+	}
+	tr.Insert(100, 200)
+	tr.Insert(300, 400)
+	if tr.Take(Extent{100, 250}, 100, 150) {
+		t.Fatal("Take with a wrong end")
+	}
+	for _, step := range []struct {
+		start, end uint64
+		want       []Extent
+	}{
+		{250, 260, []Extent{{100, 200}, {250, 260}, {300, 400}}},
+		{200, 250, []Extent{{100, 260}, {300, 400}}},
+		{290, 300, []Extent{{100, 260}, {290, 400}}},
+		{260, 290, []Extent{{100, 400}}},
+		{0, 100, []Extent{{0, 400}}},
+	} {
+		if !tr.Add(step.start, step.end) {
+			t.Fatalf("Add(%d, %d) refused", step.start, step.end)
+		}
+		if got := all(tr); !slices.Equal(got, step.want) {
+			t.Fatalf("after Add(%d, %d): %v, want %v", step.start, step.end, got, step.want)
+		}
+		checkShape(t, tr, tr.root)
+	}
+	if tr.Add(5, 5) {
+		t.Fatal("Add of an empty range")
 	}
 }

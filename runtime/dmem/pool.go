@@ -41,13 +41,7 @@ func (p *pool) alloc(size, align uint64) (uint64, bool) {
 		return 0, false
 	}
 	addr, _ := extent.AlignUp(s.Start, align) // FirstFit checked it
-	p.free.Delete(s.Start)
-	if addr > s.Start {
-		p.free.Insert(s.Start, addr)
-	}
-	if addr+size < s.End {
-		p.free.Insert(addr+size, s.End)
-	}
+	p.free.Take(s, addr, addr+size)
 	p.used += size
 	return addr, true
 }
@@ -55,16 +49,7 @@ func (p *pool) alloc(size, align uint64) (uint64, bool) {
 // release returns [addr, addr+size) to the free ranges, merging it with the
 // free neighbours it touches.
 func (p *pool) release(addr, size uint64) {
-	start, end := addr, addr+size
-	if prev, ok := p.free.Floor(start); ok && prev.End == start {
-		p.free.Delete(prev.Start)
-		start = prev.Start
-	}
-	if next, ok := p.free.Ceil(end); ok && next.Start == end {
-		p.free.Delete(next.Start)
-		end = next.End
-	}
-	p.free.Insert(start, end)
+	p.free.Add(addr, addr+size)
 	p.used -= size
 }
 
