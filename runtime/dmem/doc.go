@@ -16,9 +16,12 @@
 //     channels (QEMU's 1 GiB channels) the small pool is cut to at most half the
 //     channel's usable bytes. The main pool is [Base+CarveOut, end−SmallPoolBytes).
 //   - Sizes are rounded up to the page granule (PAGE_SIZE, at least 1024).
-//     Each pool is first-fit over an address-sorted free list; an alignment
-//     above the page is first-fit-aligned; freeing coalesces adjacent free
-//     ranges. The same sequence of calls always yields the same addresses.
+//     Each pool is first-fit over its free ranges in address order; an
+//     alignment above the page is first-fit-aligned; freeing coalesces
+//     adjacent free ranges. The same sequence of calls always yields the same
+//     addresses. The free ranges and the live blocks are kept in balanced
+//     trees (internal/extent), so Alloc, Free and Translate take O(log n)
+//     time however fragmented a pool is.
 //
 // Handles are small integers starting at 1, as the driver's mem handles are;
 // 0 is never valid. Freed handle numbers are kept on a LIFO list and the most
