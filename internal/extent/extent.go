@@ -160,13 +160,6 @@ func (t *Tree) rotateLeft(i int32) int32 {
 	return r
 }
 
-// balance restores the AVL property at i, whose subtrees are balanced, and
-// returns the subtree's new root.
-func (t *Tree) balance(i int32) int32 {
-	t.update(i)
-	return t.rotate(i)
-}
-
 // rotate rebalances i, whose height and bests are up to date, and returns
 // the subtree's new root (i itself when it is balanced).
 func (t *Tree) rotate(i int32) int32 {
@@ -207,53 +200,74 @@ func (t *Tree) find(start uint64) int32 {
 // non-empty; Insert only refuses (returns false) a start already present,
 // an empty range, or an extent past MaxLen.
 func (t *Tree) Insert(start, end uint64) bool {
-	if end <= start || t.n >= MaxLen || t.find(start) != 0 {
+	if end <= start || t.n >= MaxLen {
 		return false
 	}
-	var i int32
+	var path [64]int32 // an AVL tree of MaxLen nodes is at most 45 high
+	n := 0
+	for i := t.root; i != 0; {
+		if start == t.nodes[i].start {
+			return false
+		}
+		path[n] = i
+		n++
+		if start < t.nodes[i].start {
+			i = t.nodes[i].left
+		} else {
+			i = t.nodes[i].right
+		}
+	}
+	var x int32
 	if k := len(t.spare); k > 0 {
-		i = t.spare[k-1]
+		x = t.spare[k-1]
 		t.spare = t.spare[:k-1]
 	} else {
-		i = int32(len(t.nodes))
+		x = int32(len(t.nodes))
 		t.nodes = append(t.nodes, node{})
 		t.best = append(t.best, make([]uint64, len(t.aligns))...)
 	}
-	t.nodes[i] = node{start: start, end: end, height: 1}
-	t.update(i)
-	t.root, _ = t.insert(t.root, i)
+	t.nodes[x] = node{start: start, end: end}
+	t.update(x)
+	t.relink(path[:n], n-1, 0, x)
+	t.retrace(path[:n], n)
 	t.n++
 	return true
 }
 
-// insert links node i under at and returns the subtree's new root and
-// whether its height or bests changed (if not, no ancestor needs updating).
-func (t *Tree) insert(at, i int32) (int32, bool) {
-	if at == 0 {
-		return i, true
+// relink makes new the child of path[k] that was old (the root when k < 0).
+func (t *Tree) relink(path []int32, k int, old, new int32) {
+	if k < 0 {
+		t.root = new
+		return
 	}
-	if t.nodes[i].start < t.nodes[at].start {
-		l, changed := t.insert(t.nodes[at].left, i)
-		t.nodes[at].left = l
-		return t.fix(at, changed)
+	p := &t.nodes[path[k]]
+	switch {
+	case old != 0 && p.left == old:
+		p.left = new
+	case old != 0:
+		p.right = new
+	case t.nodes[new].start < p.start:
+		p.left = new
+	default:
+		p.right = new
 	}
-	r, changed := t.insert(t.nodes[at].right, i)
-	t.nodes[at].right = r
-	return t.fix(at, changed)
 }
 
-// fix rebalances at after a change below it, when its child's height or
-// bests changed, and reports whether the subtree's own changed (a rotation
-// counts as a change).
-func (t *Tree) fix(at int32, childChanged bool) (int32, bool) {
-	if !childChanged {
-		return at, false
+// retrace updates and rebalances the nodes of path (root first) from the
+// bottom up after a change below its last node, stopping where a subtree's
+// height and bests come out unchanged — but not below index force.
+func (t *Tree) retrace(path []int32, force int) {
+	for k := len(path) - 1; k >= 0; k-- {
+		i := path[k]
+		changed := t.update(i)
+		if r := t.rotate(i); r != i {
+			t.relink(path, k-1, i, r)
+			changed = true
+		}
+		if !changed && k <= force {
+			return
+		}
 	}
-	changed := t.update(at)
-	if r := t.rotate(at); r != at {
-		return r, true
-	}
-	return at, changed
 }
 
 // Replace changes the extent that starts at old into [start, end) in place,
@@ -335,56 +349,57 @@ func (t *Tree) Add(start, end uint64) bool {
 // Delete removes the extent that starts at start and reports whether there
 // was one.
 func (t *Tree) Delete(start uint64) bool {
-	i := t.find(start)
-	if i == 0 {
+	var path [64]int32
+	n := 0
+	d := t.root
+	for d != 0 && t.nodes[d].start != start {
+		path[n] = d
+		n++
+		if start < t.nodes[d].start {
+			d = t.nodes[d].left
+		} else {
+			d = t.nodes[d].right
+		}
+	}
+	if d == 0 {
 		return false
 	}
-	t.root, _ = t.delete(t.root, start)
-	t.nodes[i] = node{}
-	t.spare = append(t.spare, i)
+	dn := t.nodes[d]
+	force := n
+	switch {
+	case dn.left == 0 || dn.right == 0:
+		child := dn.left + dn.right // the one that is not 0, if any
+		t.relink(path[:n], n-1, d, child)
+	default:
+		// The lowest node m of the right subtree takes d's place.
+		kd := n
+		path[n] = d
+		n++
+		m := dn.right
+		for t.nodes[m].left != 0 {
+			path[n] = m
+			n++
+			m = t.nodes[m].left
+		}
+		if n-1 == kd { // m is d's right child
+			t.nodes[d].right = t.nodes[m].right
+		} else {
+			t.nodes[path[n-1]].left = t.nodes[m].right
+		}
+		// m inherits d's children and summary: from kd up, a change is a
+		// change from what d's parent last saw; below kd every node is redone.
+		t.nodes[m].left, t.nodes[m].right, t.nodes[m].height = t.nodes[d].left, t.nodes[d].right, dn.height
+		k := len(t.aligns)
+		copy(t.best[int(m)*k:int(m)*k+k], t.best[int(d)*k:int(d)*k+k])
+		t.relink(path[:kd], kd-1, d, m)
+		path[kd] = m
+		force = kd
+	}
+	t.retrace(path[:n], force)
+	t.nodes[d] = node{}
+	t.spare = append(t.spare, d)
 	t.n--
 	return true
-}
-
-// delete unlinks the node with start from the subtree at, which holds it,
-// and returns the subtree's new root and whether its summary changed.
-func (t *Tree) delete(at int32, start uint64) (int32, bool) {
-	n := t.nodes[at]
-	switch {
-	case start < n.start:
-		l, changed := t.delete(n.left, start)
-		t.nodes[at].left = l
-		return t.fix(at, changed)
-	case start > n.start:
-		r, changed := t.delete(n.right, start)
-		t.nodes[at].right = r
-		return t.fix(at, changed)
-	}
-	if n.left == 0 {
-		return n.right, true
-	}
-	if n.right == 0 {
-		return n.left, true
-	}
-	// Two children: the lowest node of the right subtree takes at's place.
-	m := n.right
-	for t.nodes[m].left != 0 {
-		m = t.nodes[m].left
-	}
-	t.nodes[m].right, _ = t.deleteMin(n.right)
-	t.nodes[m].left = n.left
-	return t.balance(m), true
-}
-
-// deleteMin unlinks the lowest node of the subtree at and returns the
-// subtree's new root and whether its summary changed.
-func (t *Tree) deleteMin(at int32) (int32, bool) {
-	if t.nodes[at].left == 0 {
-		return t.nodes[at].right, true
-	}
-	l, changed := t.deleteMin(t.nodes[at].left)
-	t.nodes[at].left = l
-	return t.fix(at, changed)
 }
 
 func (t *Tree) extent(i int32) Extent { return Extent{t.nodes[i].start, t.nodes[i].end} }
