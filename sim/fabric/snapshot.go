@@ -23,7 +23,7 @@ import (
 
 // SnapshotVersion is the version of the snapshot format Save writes and
 // Load accepts.
-const SnapshotVersion = 2
+const SnapshotVersion = 3
 
 // Snapshot is a whole system: its configuration, its virtual time and
 // pending events, host memory, every device (memory pages, registers, DMA
@@ -535,6 +535,8 @@ func LoadWith(r io.Reader, o LoadOptions) (*System, error) {
 	case SnapshotVersion:
 	case 1:
 		return nil, bad("version 1 (gob-encoded, written by neuronsim before format version 2) is no longer read: it cannot be decoded safely; this build reads version %d, so save the system again with this build", SnapshotVersion)
+	case 2:
+		return nil, bad("version 2 (whose host memory state kept its buffers in a map) is no longer read; this build reads version %d, so save the system again with this build", SnapshotVersion)
 	default:
 		return nil, bad("version %d; this build reads version %d", v, SnapshotVersion)
 	}

@@ -230,7 +230,8 @@ func TestLoadRefusesByName(t *testing.T) {
 		is   error
 	}{
 		{"version 1", v1, LoadOptions{}, "version 1 (gob-encoded", nil},
-		{"version 3", func() []byte { b := append([]byte(nil), good...); b[8] = 3; return b }(), LoadOptions{}, "version 3; this build reads version 2", nil},
+		{"version 2", func() []byte { b := append([]byte(nil), good...); b[8] = 2; return b }(), LoadOptions{}, "version 2 (whose host memory state kept its buffers in a map) is no longer read", nil},
+		{"version 4", func() []byte { b := append([]byte(nil), good...); b[8] = 4; return b }(), LoadOptions{}, "version 4; this build reads version 3", nil},
 		{"other layout", otherLayout, LoadOptions{}, "layout fingerprint", nil},
 		{"too many devices for the limit", good, LoadOptions{MaxBytes: 1 << 20}, "a system of 2 devices takes about 2 MiB", ErrSnapshotLimit},
 		{"trailing decoded bytes", trailing, LoadOptions{}, fmt.Sprintf("decompresses to %d bytes, its header declares %d", len(raw)+1, len(raw)), nil},
@@ -250,15 +251,17 @@ func TestLoadRefusesByName(t *testing.T) {
 	}
 }
 
-// TestSnapshotLayoutPinned: the layout of format version 2. A change to a
-// state type changes the fingerprint and fails here: bump SnapshotVersion
-// (old files are then refused by name) and record the new fingerprint.
+// TestSnapshotLayoutPinned: the layout of format version 3 (version 2 had
+// the host memory's buffers in a map and its free list as pairs; version 3
+// has both as slices of sim.HostExtent). A change to a state type changes
+// the fingerprint and fails here: bump SnapshotVersion (old files are then
+// refused by name) and record the new fingerprint.
 func TestSnapshotLayoutPinned(t *testing.T) {
 	got, err := snapshotLayout()
 	require.NoError(t, err)
-	const version2 = 0xadfa6f96513ff076
-	if SnapshotVersion == 2 {
-		assert.Equalf(t, uint64(version2), got, "the Snapshot's encoded layout changed (fingerprint %#016x): bump SnapshotVersion and pin the new fingerprint", got)
+	const version3 = 0x22162fd64a782ba1
+	if SnapshotVersion == 3 {
+		assert.Equalf(t, uint64(version3), got, "the Snapshot's encoded layout changed (fingerprint %#016x): bump SnapshotVersion and pin the new fingerprint", got)
 	}
 }
 
