@@ -48,11 +48,17 @@ const (
 	hostClasses       = hostMaxAlignShift - hostGranuleShift + 1 // alignment classes 64 … MaxHostAlign
 )
 
-// Errors of the host memory model.
+// Errors of the host memory model; each is returned wrapped with context.
 var (
-	ErrHostNoMemory   = errors.New("host memory exhausted")
-	ErrHostBadFree    = errors.New("not an allocated host buffer")
-	ErrHostRange      = errors.New("host address not in an allocated buffer")
+	// ErrHostNoMemory: no free space holds the buffer at its alignment, or
+	// MaxHostBuffers buffers are live.
+	ErrHostNoMemory = errors.New("host memory exhausted")
+	// ErrHostBadFree: Free of an address that is not a live buffer's base.
+	ErrHostBadFree = errors.New("not an allocated host buffer")
+	// ErrHostRange: an access that does not lie inside one live buffer.
+	ErrHostRange = errors.New("host address not in an allocated buffer")
+	// ErrHostBadRequest: a size of 0 or past the window, or an alignment
+	// that is not a power of two in [1, MaxHostAlign].
 	ErrHostBadRequest = errors.New("bad host allocation request")
 )
 

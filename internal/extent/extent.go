@@ -297,16 +297,24 @@ func (t *Tree) Replace(old, start, end uint64) bool {
 	if !t.update(i) {
 		return true
 	}
-	for k := n - 1; k >= 0 && t.update(path[k]); k-- {
+	for k := n - 1; k >= 0; k-- {
+		if !t.update(path[k]) {
+			break // nothing above can change either
+		}
 	}
 	return true
 }
 
 // Take removes [start, end) from e, an extent of the tree that holds it, and
-// keeps what is left of e on either side. It reports false (and changes
-// nothing) when e is not in the tree or does not hold [start, end).
+// keeps what is left of e on either side (splitting e adds an extent, so
+// the tree must hold fewer than MaxLen). It reports false (and changes
+// nothing) when e is not in the tree, does not hold [start, end), or would
+// split past MaxLen.
 func (t *Tree) Take(e Extent, start, end uint64) bool {
 	if i := t.find(e.Start); i == 0 || t.nodes[i].end != e.End || start >= end || start < e.Start || end > e.End {
+		return false
+	}
+	if start > e.Start && end < e.End && t.n >= MaxLen {
 		return false
 	}
 	switch left, right := start > e.Start, end < e.End; {
