@@ -464,6 +464,11 @@ func (d *Device) WriteBAR(b int, off uint64, src []uint32) error {
 	if err := d.roomFor("write", b, off, len(src), d.write); err != nil {
 		return err
 	}
+	if m, err := d.reserveWrite(b, off, src); err != nil {
+		return err
+	} else if m != nil {
+		defer m.Release()
+	}
 	for i := 0; i < len(src); {
 		o := off + 4*uint64(i)
 		if addr, k := d.bar4Run(b, o, len(src)-i, d.write, 0); k > 0 {
@@ -552,6 +557,11 @@ func (d *Device) Write32(b int, off uint64, v uint32) error {
 	}
 	if err := d.roomFor("write", b, off, 1, d.write); err != nil {
 		return err
+	}
+	if m, err := d.reserveWrite(b, off, []uint32{v}); err != nil {
+		return err
+	} else if m != nil {
+		defer m.Release()
 	}
 	return d.writeWord(b, off, v)
 }

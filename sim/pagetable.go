@@ -78,14 +78,16 @@ func (t *pageTable) set(pn uint64, p *Page) {
 	l[pn&ptMask] = p
 }
 
-// del drops page pn. Emptied nodes stay (they are small and likely reused).
-func (t *pageTable) del(pn uint64) {
+// del drops page pn and reports whether it was resident. Emptied nodes stay
+// (they are small and likely reused).
+func (t *pageTable) del(pn uint64) bool {
 	l := t.findLeaf(pn, false)
 	if l == nil || l[pn&ptMask] == nil {
-		return
+		return false
 	}
 	l[pn&ptMask] = nil
 	t.n--
+	return true
 }
 
 // each calls fn for every resident page in ascending page order.
