@@ -134,3 +134,50 @@ func TestDevicePageBudget(t *testing.T) {
 	err = h.d.Write32(h.reg, 0x3F0_2000, 1)
 	require.ErrorIs(t, err, ErrPageBudget)
 }
+
+// nodes counts the page table's interior and leaf nodes.
+func (t *pageTable) nodes() int {
+	if t.root == nil {
+		return 0
+	}
+	n := 1
+	for _, m1 := range t.root {
+		if m1 == nil {
+			continue
+		}
+		n++
+		for _, m2 := range &m1.p {
+			if m2 == nil {
+				continue
+			}
+			n++
+			for _, l := range &m2.p {
+				if l != nil {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+// TestPageTableFreesEmptyNodes: pages scattered over the address space and
+// then released leave no nodes behind, so the table's own memory stays
+// within three nodes per resident page (issue 13 item 9: the budget bounds
+// pages, and the nodes cannot pile up beside them).
+func TestPageTableFreesEmptyNodes(t *testing.T) {
+	m := NewMemory()
+	for i := range uint64(64) {
+		require.NoError(t, m.WriteU32(i<<41|i<<30|i<<21, 1)) // a leaf, a mid2 and a mid1 each
+	}
+	require.LessOrEqual(t, m.pages.nodes(), 3*m.PagesTouched()+1)
+	for i := range uint64(64) {
+		require.NoError(t, m.Fill(i<<41|i<<30|i<<21, PageSize, 0))
+	}
+	assert.Zero(t, m.PagesTouched())
+	assert.Equal(t, 1, m.pages.nodes(), "only the root is left")
+	require.NoError(t, m.WriteU32(5<<30, 7), "the table works after")
+	v, err := m.ReadU32(5 << 30)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(7), v)
+}
