@@ -316,7 +316,7 @@ func (r *seqRun) step(in *seqReader) {
 		}
 		req = frame(uint32(n), in.u8(), sc.tag, p...)
 	default: // a device index the server does not export
-		req = appendClock(nil, sc.tag, uint16(1+in.u8()))
+		req = appendClock(nil, sc.tag, 1+uint16(in.u8()))
 		check = func(f Frame) { require.Equal(r.t, codeNoDevice, errorCode(f)) }
 	}
 	f := r.exchange(sc, req)
