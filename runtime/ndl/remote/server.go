@@ -80,9 +80,13 @@ const errorReplyTimeout = time.Second
 // each would need 2^61/10^6 ≈ 2.3·10^12 of them to use it up.
 const DefaultClockLimitPS = units.MaxTimePS / 2
 
-// maxRefusing bounds the connections past MaxClients being answered at
-// once; beyond it they are closed without an answer.
-const maxRefusing = 16
+// maxRefusing bounds the refused connections being drained at once; beyond
+// it they are closed right after their answer.
+const maxRefusing = 64
+
+// refusalWriteTimeout bounds the write of the answer to a refused
+// connection, which the accept loop does itself.
+const refusalWriteTimeout = 100 * time.Millisecond
 
 // shrinkAbove is the buffer capacity above which a connection's buffers are
 // dropped after the request that grew them, so an idle connection holds a
@@ -204,14 +208,17 @@ func (s *Server) Serve(l net.Listener) error {
 			return fmt.Errorf("remote: serve %s: accept: %w", l.Addr(), err)
 		}
 		pause = 0
-		switch s.track(c) {
+		switch a := s.track(c); a {
 		case admitClosed:
 			_ = c.Close() // Close raced the accept
-		case admitFull:
+		case admitFull, admitRefuseQuietly:
 			s.logf("remote: refusing a connection from %s: %d clients connected, the most allowed (--max-clients)", remoteName(c), s.opts.MaxClients)
-			go s.refuse(c)
-		case admitRefuseQuietly:
-			_ = c.Close() // past MaxClients while as many refusals are under way
+			s.sendRefusal(c)
+			if a == admitFull {
+				go s.drainRefused(c)
+			} else {
+				_ = c.Close() // as many refusals are being drained already
+			}
 		default:
 			go s.serveConn(c)
 		}
@@ -258,7 +265,7 @@ const (
 	admitted           admission = iota
 	admitClosed                  // the server is closed
 	admitFull                    // past MaxClients: answer with ErrLimit
-	admitRefuseQuietly           // past MaxClients with maxRefusing answers under way
+	admitRefuseQuietly           // past MaxClients with maxRefusing refusals being drained
 )
 
 // track registers a live connection and counts its goroutine, unless the
@@ -283,11 +290,23 @@ func (s *Server) track(c net.Conn) admission {
 	return admitted
 }
 
-// refuse answers a connection past MaxClients with an ERROR (ErrLimit, tag
-// 0: the HELLO's) and closes it, having read what the client sent within
-// errorReplyTimeout so that the close does not reset the connection under
-// the answer.
-func (s *Server) refuse(c net.Conn) {
+// sendRefusal answers a connection past MaxClients with an ERROR (ErrLimit,
+// tag 0: the HELLO's) and ends its sending side. The answer is a hundred
+// bytes into a new connection's empty send buffer, so the accept loop does
+// it itself: every refused client gets it, however many arrive at once.
+func (s *Server) sendRefusal(c net.Conn) {
+	_ = c.SetDeadline(time.Now().Add(refusalWriteTimeout))
+	err := fmt.Errorf("remote: the server has %d clients, the most it allows: %w; try again later", s.opts.MaxClients, ErrLimit)
+	_, _ = c.Write(appendError(nil, 0, errorMsg{code: codeOf(err), text: err.Error()}))
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite() // the answer is all: the client sees it, then EOF
+	}
+}
+
+// drainRefused reads what a refused client sent, within errorReplyTimeout,
+// before closing, so that closing does not reset the connection under the
+// answer.
+func (s *Server) drainRefused(c net.Conn) {
 	defer s.wg.Done()
 	defer func() {
 		s.mu.Lock()
@@ -295,8 +314,6 @@ func (s *Server) refuse(c net.Conn) {
 		s.mu.Unlock()
 	}()
 	_ = c.SetDeadline(time.Now().Add(errorReplyTimeout))
-	err := fmt.Errorf("remote: the server has %d clients, the most it allows: %w; try again later", s.opts.MaxClients, ErrLimit)
-	_, _ = c.Write(appendError(nil, 0, errorMsg{code: codeOf(err), text: err.Error()}))
 	var buf [64]byte
 	for {
 		if _, err := c.Read(buf[:]); err != nil {
