@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -207,4 +208,77 @@ func TestServeRefusesNonLoopback(t *testing.T) {
 	assert.Contains(t, err.Error(), "--allow-remote")
 	_, err = runCLI(t, "serve", "--listen", "unix:/x", "--system", "arch=mariana,bogus=1")
 	assert.ErrorContains(t, err, `unknown key "bogus"`)
+}
+
+// TestServeLimitFlags: the limit flags are checked, naming the flag.
+func TestServeLimitFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-clients", "0"}, "--max-clients 0: must be in 1..100000"},
+		{[]string{"--max-clients", "-1"}, "--max-clients -1"},
+		{[]string{"--host-buffers-per-client", "0"}, "--host-buffers-per-client 0"},
+		{[]string{"--handshake-timeout", "0s"}, "--handshake-timeout 0s: must be in 1ms..24h0m0s"},
+		{[]string{"--idle-timeout", "-5s"}, "--idle-timeout -5s"},
+		{[]string{"--max-memory", "1K"}, `--max-memory "1K": must be in 4KiB..1024TiB`},
+		{[]string{"--max-memory", "1.5G"}, "sizes are integers only"},
+		{[]string{"--host-memory", "2TiB"}, `--host-memory "2TiB": must be in`},
+		{[]string{"--host-memory-per-client", "0"}, `--host-memory-per-client "0"`},
+	} {
+		_, err := runCLI(t, append([]string{"serve", "--listen", "unix:/nonexistent/x"}, tc.args...)...)
+		assert.ErrorContains(t, err, tc.want, "%v", tc.args)
+	}
+}
+
+// TestServePrintsBoundAddressAndWarns: with port 0 serve prints the port
+// the system chose, and a listener reachable from other machines
+// (--allow-remote on the wildcard address; nothing is sent to it) is
+// warned about.
+func TestServePrintsBoundAddressAndWarns(t *testing.T) {
+	for _, tc := range []struct {
+		listen string
+		warn   bool
+	}{{"tcp:127.0.0.1:0", false}, {"tcp:0.0.0.0:0", true}} {
+		t.Run(tc.listen, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			var out, errOut syncBuffer
+			root := newRootCommand(&out, &errOut)
+			root.SetArgs([]string{"serve", "--listen", tc.listen, "--allow-remote"})
+			done := make(chan error, 1)
+			go func() { done <- root.ExecuteContext(ctx) }()
+			require.Eventually(t, func() bool { return strings.Contains(out.String(), "serving") }, 5*time.Second, 10*time.Millisecond)
+			cancel()
+			require.NoError(t, <-done)
+			line := strings.TrimSpace(out.String())
+			i := strings.Index(line, " on tcp:")
+			require.GreaterOrEqual(t, i, 0, "%q", line)
+			bound := line[i+len(" on "):]
+			port := bound[strings.LastIndex(bound, ":")+1:]
+			assert.NotEqual(t, "0", port, "the chosen port, not 0")
+			if tc.warn {
+				assert.Contains(t, errOut.String(), "warning: "+bound+" is reachable from other machines")
+			} else {
+				assert.NotContains(t, errOut.String(), "warning")
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
