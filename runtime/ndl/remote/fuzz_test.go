@@ -111,8 +111,7 @@ func FuzzServerConn(f *testing.F) {
 // within the buffers the connection allocated (the fake's allocator is
 // mirrored to know their addresses), and those left are freed, in address
 // order, when the stream ends.
-func expectedCalls(data []byte) [2][]fakeCall {
-	var calls [2][]fakeCall
+func expectedCalls(data []byte) (calls [2][]fakeCall) {
 	var clockNS, bump uint64 // the fake's clock and allocator
 	type buf struct{ pa, size uint64 }
 	var owned []buf // in address order: the fake allocates upwards
