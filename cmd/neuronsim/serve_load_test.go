@@ -77,6 +77,9 @@ func TestServeLoad(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads the server's RSS from /proc")
 	}
+	if raceEnabled {
+		t.Skip("bounds the server's RSS and time, which the race detector multiplies (the server's races are the remote package's race tests)")
+	}
 	var lim syscall.Rlimit
 	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim))
 	if need := uint64(loadIdle + loadHalfSent + loadClients + 200); lim.Cur < need {
