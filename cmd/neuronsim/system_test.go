@@ -282,3 +282,40 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestServeSurvivesSleepOverflow: after a client's SLEEPs of the largest
+// durations the protocol carries, later clients' `dma copy` and `dve load`
+// work (issue 13 item 7: the served clock used to saturate at 2^64-1 ps for
+// good, and every later dma copy failed with "marker not seen").
+func TestServeSurvivesSleepOverflow(t *testing.T) {
+	addr := "unix:" + filepath.Join(t.TempDir(), "ns.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut syncBuffer
+	root := newRootCommand(&out, &errOut)
+	root.SetArgs([]string{"serve", "--listen", addr, "--arch", "trn2"})
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	defer func() { cancel(); <-done }()
+	var c *remote.Client
+	require.Eventually(t, func() bool {
+		var err error
+		c, err = remote.Dial(addr, remote.ClientOptions{Timeout: 5 * time.Second})
+		return err == nil
+	}, 5*time.Second, 10*time.Millisecond)
+	d, err := c.Device(0)
+	require.NoError(t, err)
+	for _, ns := range []time.Duration{1<<63 - 1, 18_000_000_000_000_000} {
+		require.ErrorContains(t, d.Sleep(ns), "SLEEP.ns", "%v", ns)
+	}
+	ps, err := d.ClockPS()
+	require.NoError(t, err)
+	assert.Less(t, ps, uint64(1)<<62)
+	require.NoError(t, c.Close())
+
+	got, err := runCLI(t, "dma", "copy", "--from", "host", "--to", "device", "--size", "64KiB", "--remote", addr)
+	require.NoError(t, err)
+	assert.Contains(t, got, "destination verified")
+	got, err = runCLI(t, "dve", "load", "--remote", addr)
+	require.NoError(t, err)
+	assert.Contains(t, got, "read back through csr_read: match")
+}
