@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -304,8 +306,8 @@ func TestServeSurvivesSleepOverflow(t *testing.T) {
 	}, 5*time.Second, 10*time.Millisecond)
 	d, err := c.Device(0)
 	require.NoError(t, err)
-	for _, ns := range []time.Duration{1<<63 - 1, 18_000_000_000_000_000} {
-		require.ErrorContains(t, d.Sleep(ns), "SLEEP.ns", "%v", ns)
+	for _, ns := range []uint64{1<<63 - 1, 18_000_000_000_000_000} {
+		assert.Contains(t, rawSleep(t, addr, ns), "SLEEP.ns", "%d ns", ns)
 	}
 	ps, err := d.ClockPS()
 	require.NoError(t, err)
@@ -318,4 +320,35 @@ func TestServeSurvivesSleepOverflow(t *testing.T) {
 	got, err = runCLI(t, "dve", "load", "--remote", addr)
 	require.NoError(t, err)
 	assert.Contains(t, got, "read back through csr_read: match")
+}
+
+// rawSleep sends a SLEEP of ns nanoseconds for device 0 as raw frames (the
+// client refuses what the server must refuse too) and returns the text of
+// the ERROR that answers it, or "" for a SLEEP reply.
+func rawSleep(t *testing.T, addr string, ns uint64) string {
+	t.Helper()
+	network, address, err := remote.ParseAddress(addr)
+	require.NoError(t, err)
+	c, err := net.Dial(network, address)
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
+	hello := binary.LittleEndian.AppendUint16(binary.LittleEndian.AppendUint32(nil, remote.Magic), remote.Version)
+	b, err := remote.AppendFrame(nil, remote.OpHello, 0, hello)
+	require.NoError(t, err)
+	sleep := binary.LittleEndian.AppendUint64(make([]byte, 8), ns)
+	b, err = remote.AppendFrame(b, remote.OpSleep, 1, sleep)
+	require.NoError(t, err)
+	_, err = c.Write(b)
+	require.NoError(t, err)
+	f, err := remote.ReadFrame(c, nil)
+	require.NoError(t, err)
+	require.Equal(t, remote.OpHelloReply, f.Op)
+	f, err = remote.ReadFrame(c, nil)
+	require.NoError(t, err)
+	if f.Op == remote.OpSleepReply {
+		return ""
+	}
+	require.Equal(t, remote.OpError, f.Op)
+	return string(f.Payload[4:])
 }
