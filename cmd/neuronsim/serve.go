@@ -47,7 +47,7 @@ func openRemoteSystem(addr string) (*remoteSystem, error) {
 	return r, nil
 }
 
-// The defaults of serve's limits (docs/remote-protocol.md, "Limits").
+// The defaults of serve's limits (docs/remote-protocol.md, "Server limits").
 const (
 	defaultMaxClients       = 64
 	defaultHandshakeTimeout = 10 * time.Second
@@ -138,7 +138,7 @@ func newServeCommand() *cobra.Command {
 			"A TCP listener must be on a loopback address unless --allow-remote is given: the\n" +
 			"protocol has no authentication. It prints the address it is bound to (with the port\n" +
 			"the system chose for tcp:127.0.0.1:0).\n\n" +
-			"Every resource a client can take is bounded (docs/remote-protocol.md, \"Limits\"):\n" +
+			"Every resource a client can take is bounded (docs/remote-protocol.md, \"Server limits\"):\n" +
 			"connections (--max-clients), time to handshake and between requests, host memory per\n" +
 			"client and in all, and the memory the system's touched pages hold (--max-memory).\n" +
 			"Each client's host buffers are its own: other clients cannot read, write or free\n" +

@@ -32,7 +32,7 @@ type Export struct {
 
 // ServerOptions tunes a Server. The zero value sets no limit but the clock
 // limit (DefaultClockLimitPS); `neuronsim serve` sets every one (see
-// docs/remote-protocol.md, "Limits").
+// docs/remote-protocol.md, "Server limits").
 type ServerOptions struct {
 	// IdleTimeout bounds the wait for each request frame after the
 	// handshake, from the end of the previous reply to the frame's last
@@ -211,7 +211,7 @@ func (s *Server) Serve(l net.Listener) error {
 		switch a := s.track(c); a {
 		case admitClosed:
 			_ = c.Close() // Close raced the accept
-		case admitFull, admitRefuseQuietly:
+		case admitFull, admitFullBusy:
 			s.logf("remote: refusing a connection from %s: %d clients connected, the most allowed (--max-clients)", remoteName(c), s.opts.MaxClients)
 			s.sendRefusal(c)
 			if a == admitFull {
@@ -262,10 +262,10 @@ func (s *Server) isClosed() bool {
 type admission int
 
 const (
-	admitted           admission = iota
-	admitClosed                  // the server is closed
-	admitFull                    // past MaxClients: answer with ErrLimit
-	admitRefuseQuietly           // past MaxClients with maxRefusing refusals being drained
+	admitted      admission = iota
+	admitClosed             // the server is closed
+	admitFull               // past MaxClients: answer with ErrLimit
+	admitFullBusy           // past MaxClients with maxRefusing refusals being drained
 )
 
 // track registers a live connection and counts its goroutine, unless the
@@ -279,7 +279,7 @@ func (s *Server) track(c net.Conn) admission {
 		return admitClosed
 	case s.opts.MaxClients > 0 && len(s.conns) >= s.opts.MaxClients:
 		if s.refusing >= maxRefusing {
-			return admitRefuseQuietly
+			return admitFullBusy
 		}
 		s.refusing++
 		s.wg.Add(1)
