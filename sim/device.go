@@ -3,10 +3,12 @@ package sim
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"sync"
 	"time"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/sim/bar"
 	"github.com/neuronsim/neuronsim/sim/dma"
 	"github.com/neuronsim/neuronsim/sim/tpb"
@@ -335,14 +337,22 @@ func (d *Device) Stats() DeviceStats {
 }
 
 // Sleep lets dur pass on the device's clock, running the events that fall
-// due (the driver's msleep between polls).
+// due (the driver's msleep between polls). A negative dur, and one that
+// would take the clock past [MaxTime], is refused (the latter with an error
+// wrapping [ErrTimeOverflow]) and the clock does not move.
 func (d *Device) Sleep(dur time.Duration) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.st.Closed {
 		return fmt.Errorf("sim device %s: sleep: %w", d.cfg.Name, hwarch.ErrDeviceClosed)
 	}
-	d.advance(FromDuration(dur))
+	ps, err := units.DurationToPS("sleep", dur)
+	if err != nil {
+		return fmt.Errorf("sim device %s: %w", d.cfg.Name, err)
+	}
+	if err := d.advance(Time(ps)); err != nil {
+		return fmt.Errorf("sim device %s: sleep %v: %w", d.cfg.Name, dur, err)
+	}
 	return nil
 }
 
@@ -358,14 +368,23 @@ func (d *Device) Close() error {
 	return nil
 }
 
-// advance moves the clock forward by dt, running every event due.
-func (d *Device) advance(dt Time) {
-	now := d.engine.Now()
-	t := now + dt
-	if t < now {
-		t = MaxTime
+// advance moves the clock forward by dt, running every event due; a dt that
+// would take the clock past [MaxTime] is refused with an error wrapping
+// [ErrTimeOverflow], and the clock does not move.
+func (d *Device) advance(dt Time) error {
+	_, err := d.engine.RunFor(dt)
+	return err
+}
+
+// roomFor checks that n accesses of per each fit before [MaxTime], so that
+// an access is refused whole rather than stopped part way.
+func (d *Device) roomFor(op string, b int, off uint64, n int, per Time) error {
+	hi, lo := bits.Mul64(uint64(n), uint64(per))
+	if hi != 0 || Time(lo) > d.engine.Room() {
+		return fmt.Errorf("sim device %s: %s bar %d offset %#x: %d accesses of %v from %v: %w (the latest time is %v)",
+			d.cfg.Name, op, b, off, n, per, d.engine.Now(), ErrTimeOverflow, MaxTime)
 	}
-	d.engine.RunUntil(t)
+	return nil
 }
 
 // check validates an access of n words at off of BAR b.
@@ -406,6 +425,9 @@ func (d *Device) ReadBAR(b int, off uint64, dst []uint32) error {
 	if err := d.check("read", b, off, len(dst)); err != nil {
 		return err
 	}
+	if err := d.roomFor("read", b, off, len(dst), d.read); err != nil {
+		return err
+	}
 	for i := 0; i < len(dst); {
 		o := off + 4*uint64(i)
 		if addr, k := d.bar4Run(b, o, len(dst)-i, d.read, 1); k > 0 {
@@ -415,11 +437,17 @@ func (d *Device) ReadBAR(b int, off uint64, dst []uint32) error {
 				dst[i+j] = binary.LittleEndian.Uint32(buf[4*j:])
 			}
 			d.st.Stats.Reads += uint64(k)
-			d.advance(Time(k) * d.read)
+			if err := d.advance(Time(k) * d.read); err != nil {
+				return err // not reached: roomFor checked the whole access
+			}
 			i += k
 			continue
 		}
-		dst[i] = d.readWord(b, o)
+		v, err := d.readWord(b, o)
+		if err != nil {
+			return err
+		}
+		dst[i] = v
 		i++
 	}
 	return nil
@@ -433,6 +461,14 @@ func (d *Device) WriteBAR(b int, off uint64, src []uint32) error {
 	if err := d.check("write", b, off, len(src)); err != nil {
 		return err
 	}
+	if err := d.roomFor("write", b, off, len(src), d.write); err != nil {
+		return err
+	}
+	if m, err := d.reserveWrite(b, off, src); err != nil {
+		return err
+	} else if m != nil {
+		defer m.Release()
+	}
 	for i := 0; i < len(src); {
 		o := off + 4*uint64(i)
 		if addr, k := d.bar4Run(b, o, len(src)-i, d.write, 0); k > 0 {
@@ -442,11 +478,15 @@ func (d *Device) WriteBAR(b int, off uint64, src []uint32) error {
 			}
 			_ = d.hbm.Write(addr, buf) // in range, as above
 			d.st.Stats.Writes += uint64(k)
-			d.advance(Time(k) * d.write)
+			if err := d.advance(Time(k) * d.write); err != nil {
+				return err // not reached: roomFor checked the whole access
+			}
 			i += k
 			continue
 		}
-		d.writeWord(b, o, src[i])
+		if err := d.writeWord(b, o, src[i]); err != nil {
+			return err
+		}
 		i++
 	}
 	return nil
@@ -502,7 +542,10 @@ func (d *Device) Read32(b int, off uint64) (uint32, error) {
 	if err := d.check("read", b, off, 1); err != nil {
 		return 0, err
 	}
-	return d.readWord(b, off), nil
+	if err := d.roomFor("read", b, off, 1, d.read); err != nil {
+		return 0, err
+	}
+	return d.readWord(b, off)
 }
 
 // Write32 writes one word (writel).
@@ -512,36 +555,45 @@ func (d *Device) Write32(b int, off uint64, v uint32) error {
 	if err := d.check("write", b, off, 1); err != nil {
 		return err
 	}
-	d.writeWord(b, off, v)
-	return nil
+	if err := d.roomFor("write", b, off, 1, d.write); err != nil {
+		return err
+	}
+	if m, err := d.reserveWrite(b, off, []uint32{v}); err != nil {
+		return err
+	} else if m != nil {
+		defer m.Release()
+	}
+	return d.writeWord(b, off, v)
 }
 
 // readWord performs one checked read: the read's latency passes first (its
 // completion carries the value as it is when it arrives), then the word is
 // decoded.
-func (d *Device) readWord(b int, off uint64) uint32 {
-	d.advance(d.read)
+func (d *Device) readWord(b int, off uint64) (uint32, error) {
+	if err := d.advance(d.read); err != nil {
+		return 0, fmt.Errorf("sim device %s: read bar %d offset %#x: %w", d.cfg.Name, b, off, err)
+	}
 	d.st.Stats.Reads++
 	if d.st.Phase == PhaseBooting {
 		d.st.Stats.NotReadyReads++
-		return hwarch.NotReady
+		return hwarch.NotReady, nil
 	}
 	if b == hwarch.BAR4 {
 		if d.st.Phase == PhaseDeviceReset {
 			d.st.Stats.NotReadyReads++
-			return hwarch.NotReady
+			return hwarch.NotReady, nil
 		}
 		addr, ok := d.bar4.Translate(off)
 		if !ok {
-			return d.unmappedRead(b, off)
+			return d.unmappedRead(b, off), nil
 		}
 		v, _ := d.hbm.ReadU32(addr) // addresses come from the BAR4 decode and are in range
-		return v
+		return v, nil
 	}
 	if b != d.regBAR {
-		return d.unmappedRead(b, off)
+		return d.unmappedRead(b, off), nil
 	}
-	return d.regRead(off)
+	return d.regRead(off), nil
 }
 
 // regRead decodes a read of register-BAR offset off (an MMIO read after
@@ -578,10 +630,13 @@ func (d *Device) regRead(off uint64) uint32 {
 
 // writeWord performs one checked write: the store takes effect, then the
 // write's (posted) latency passes.
-func (d *Device) writeWord(b int, off uint64, v uint32) {
+func (d *Device) writeWord(b int, off uint64, v uint32) error {
 	d.st.Stats.Writes++
 	d.store(b, off, v)
-	d.advance(d.write)
+	if err := d.advance(d.write); err != nil {
+		return fmt.Errorf("sim device %s: write bar %d offset %#x: %w", d.cfg.Name, b, off, err)
+	}
+	return nil
 }
 
 func (d *Device) store(b int, off uint64, v uint32) {

@@ -18,8 +18,10 @@ var (
 	ErrUnknownHandler = errors.New("unknown event handler")
 	// ErrDuplicateHandler is returned by Register for a name already registered.
 	ErrDuplicateHandler = errors.New("event handler name already registered")
-	// ErrTimeOverflow is returned when a relative time does not fit in [Time].
-	ErrTimeOverflow = errors.New("virtual time overflow")
+	// ErrTimeOverflow is returned when a time would pass [MaxTime]: an event
+	// scheduled after it, or a run or advance that would take the clock past
+	// it. Nothing is scheduled or run then.
+	ErrTimeOverflow = errors.New("virtual time would pass its maximum")
 	// ErrSequenceExhausted is returned when no sequence number is left to
 	// give a new event (only reachable through a restored state).
 	ErrSequenceExhausted = errors.New("event sequence numbers exhausted")
@@ -162,14 +164,18 @@ func (e *Engine) NextAt() (Time, bool) {
 
 // Schedule queues a call of handler h with arg at time at. An event at the
 // current time is allowed and runs after the events already queued for that
-// time. It returns an error wrapping [ErrPastEvent] if at is before Now, or
-// [ErrUnknownHandler] if h was not registered; nothing is queued then.
+// time. It returns an error wrapping [ErrPastEvent] if at is before Now,
+// [ErrTimeOverflow] if at is after [MaxTime], or [ErrUnknownHandler] if h was
+// not registered; nothing is queued then.
 func (e *Engine) Schedule(at Time, h HandlerID, arg uint64) error {
 	if !e.known(h) {
 		return fmt.Errorf("sim engine: schedule at %v: handler ID %d: %w", at, h, ErrUnknownHandler)
 	}
 	if at < e.now {
 		return fmt.Errorf("sim engine: schedule %q at %v, before now (%v): %w", e.names[h-1], at, e.now, ErrPastEvent)
+	}
+	if at > MaxTime {
+		return fmt.Errorf("sim engine: schedule %q at %dps, after the latest time %dps (%v): %w", e.names[h-1], uint64(at), uint64(MaxTime), MaxTime, ErrTimeOverflow)
 	}
 	if e.nextSeq == math.MaxUint64 {
 		return fmt.Errorf("sim engine: schedule %q at %v: %w", e.names[h-1], at, ErrSequenceExhausted)
@@ -180,14 +186,31 @@ func (e *Engine) Schedule(at Time, h HandlerID, arg uint64) error {
 }
 
 // After queues a call of handler h with arg at Now+d. It returns an error
-// wrapping [ErrTimeOverflow] if Now+d does not fit in [Time], and otherwise
+// wrapping [ErrTimeOverflow] if Now+d is after [MaxTime], and otherwise
 // fails as Schedule does.
 func (e *Engine) After(d Time, h HandlerID, arg uint64) error {
-	at := e.now + d
-	if at < e.now {
-		return fmt.Errorf("sim engine: schedule after %v from %v: %w", d, e.now, ErrTimeOverflow)
+	if err := e.fits("schedule after", d); err != nil {
+		return err
 	}
-	return e.Schedule(at, h, arg)
+	return e.Schedule(e.now+d, h, arg)
+}
+
+// fits checks that the clock can move d forward without passing [MaxTime].
+func (e *Engine) fits(op string, d Time) error {
+	if d > MaxTime || e.now > MaxTime-d {
+		return fmt.Errorf("sim engine: %s %dps from %dps: past the latest time %dps (%v): %w",
+			op, uint64(d), uint64(e.now), uint64(MaxTime), MaxTime, ErrTimeOverflow)
+	}
+	return nil
+}
+
+// Room returns how much virtual time is left before the clock reaches
+// [MaxTime].
+func (e *Engine) Room() Time {
+	if e.now >= MaxTime {
+		return 0
+	}
+	return MaxTime - e.now
 }
 
 // Step runs the next event, first setting the clock to its time. It reports
@@ -204,14 +227,16 @@ func (e *Engine) Step() bool {
 
 // RunUntil runs, in order, every event due at or before t, including events
 // that handlers schedule on the way, then sets the clock to t. It returns the
-// number of events run. Time never moves backwards: if t is before Now,
-// RunUntil runs nothing and leaves the clock alone.
+// number of events run. Time never moves backwards, nor past [MaxTime]: if t
+// is before Now or after MaxTime, RunUntil runs nothing and leaves the clock
+// alone. [Engine.RunTo] and [Engine.RunFor] do the same and report a t past
+// MaxTime as an error; use them for times that come from outside.
 //
 // A handler may itself call RunUntil or Step (a nested run, as when an MMIO
 // poll inside a handler advances the clock); the clock stays monotonic, and
 // each call counts only the events it ran itself.
 func (e *Engine) RunUntil(t Time) (ran int) {
-	if t < e.now {
+	if t < e.now || t > MaxTime {
 		return 0
 	}
 	for len(e.queue) > 0 && e.queue[0].At <= t {
@@ -222,6 +247,26 @@ func (e *Engine) RunUntil(t Time) (ran int) {
 		e.now = t
 	}
 	return ran
+}
+
+// RunTo is [Engine.RunUntil] refusing a t after [MaxTime] with an error
+// wrapping [ErrTimeOverflow], running nothing then.
+func (e *Engine) RunTo(t Time) (ran int, err error) {
+	if t > MaxTime {
+		return 0, fmt.Errorf("sim engine: run to %dps: past the latest time %dps (%v): %w", uint64(t), uint64(MaxTime), MaxTime, ErrTimeOverflow)
+	}
+	return e.RunUntil(t), nil
+}
+
+// RunFor runs the events due in the next d of virtual time and moves the
+// clock d forward (RunUntil(Now+d)). A d that would take the clock past
+// [MaxTime] is refused with an error wrapping [ErrTimeOverflow]: nothing runs
+// and the clock stays where it is.
+func (e *Engine) RunFor(d Time) (ran int, err error) {
+	if err := e.fits("run for", d); err != nil {
+		return 0, err
+	}
+	return e.RunUntil(e.now + d), nil
 }
 
 // RunAll runs events until none is pending or limit events have run; the

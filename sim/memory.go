@@ -57,9 +57,17 @@ type MemoryState struct {
 // written: an access that would reach past 2^48 fails with an error wrapping
 // [ErrAddressRange] and leaves memory unchanged.
 //
+// A Memory may charge its resident pages to a [PageBudget] shared with
+// other memories ([Memory.SetBudget]); a write, fill or copy that would pass
+// it is refused with [ErrPageBudget] before anything is written.
+//
 // The zero Memory is ready to use. A Memory is not safe for concurrent use.
 type Memory struct {
 	pages pageTable
+
+	budget *PageBudget // nil: no bound
+	credit int64       // pages charged to budget, not yet resident
+	hold   int         // Reserve calls not yet released
 
 	// One-entry cache of the last page looked up. lastPage == nil means the
 	// cache is empty; it is dropped whenever a page is removed.
@@ -111,6 +119,7 @@ func (m *Memory) alloc(pn uint64) *Page {
 		return p
 	}
 	p := new(Page)
+	m.charge()
 	m.pages.set(pn, p)
 	m.lastNum, m.lastPage = pn, p
 	return p
@@ -118,7 +127,9 @@ func (m *Memory) alloc(pn uint64) *Page {
 
 // free drops page pn.
 func (m *Memory) free(pn uint64) {
-	m.pages.del(pn)
+	if m.pages.del(pn) {
+		m.uncharge(1)
+	}
 	if m.lastPage != nil && m.lastNum == pn {
 		m.lastPage = nil
 	}
@@ -162,6 +173,12 @@ func (m *Memory) Read(addr uint64, p []byte) error {
 func (m *Memory) Write(addr uint64, p []byte) error {
 	if err := checkRange("write", addr, uint64(len(p))); err != nil {
 		return err
+	}
+	if m.budget != nil {
+		if err := m.need("write", addr, m.NewPages(addr, p)); err != nil {
+			return err
+		}
+		defer m.settle()
 	}
 	for len(p) > 0 {
 		off := addr & pageMask
@@ -209,6 +226,9 @@ func (m *Memory) WriteU32(addr uint64, v uint32) error {
 			if v == 0 {
 				return nil
 			}
+			if err := m.need("write", addr, 1); err != nil {
+				return err
+			}
 			pg = m.alloc(pn)
 		}
 		binary.LittleEndian.PutUint32(pg[off:], v)
@@ -248,6 +268,9 @@ func (m *Memory) WriteU64(addr uint64, v uint64) error {
 			if v == 0 {
 				return nil
 			}
+			if err := m.need("write", addr, 1); err != nil {
+				return err
+			}
 			pg = m.alloc(pn)
 		}
 		binary.LittleEndian.PutUint64(pg[off:], v)
@@ -275,6 +298,12 @@ func (m *Memory) Fill(addr, n uint64, b byte) error {
 		m.zeroSparse(addr, n)
 		return nil
 	}
+	if b != 0 && m.budget != nil {
+		if err := m.need("fill", addr, m.fillPages(addr, n)); err != nil {
+			return err
+		}
+		defer m.settle()
+	}
 	for n > 0 {
 		off := addr & pageMask
 		c := min(PageSize-off, n)
@@ -294,6 +323,20 @@ func (m *Memory) Fill(addr, n uint64, b byte) error {
 		n -= c
 	}
 	return nil
+}
+
+// fillPages returns how many pages a non-zero fill of [addr, addr+n) makes
+// resident: the range's pages less those resident. A range far larger than
+// any budget is not walked.
+func (m *Memory) fillPages(addr, n uint64) int64 {
+	first, last := addr>>pageShift, (addr+n-1)>>pageShift
+	span := last - first + 1
+	if span > uint64(m.budget.limit)+uint64(m.pages.n) {
+		return int64(min(span, 1<<62)) // more than the budget can hold anyway
+	}
+	resident := 0
+	m.pages.eachIn(first, last, func(uint64, *Page) { resident++ })
+	return int64(span) - int64(resident)
 }
 
 // zeroSparse zeroes [addr, addr+n) by visiting the resident pages rather than
@@ -356,8 +399,13 @@ func (m *Memory) Copy(dst, src, n uint64) error {
 		return nil
 	}
 	if n>>pageShift > 2*uint64(m.pages.n)+16 {
-		m.copySparse(dst, src, n)
-		return nil
+		return m.copySparse(dst, src, n)
+	}
+	if m.budget != nil {
+		if err := m.need("copy", dst, m.copyPages(dst, src, n)); err != nil {
+			return err
+		}
+		defer m.settle()
 	}
 	if dst < src || dst-src >= n {
 		// Forward: dst is below src, or the ranges do not overlap.
@@ -386,8 +434,9 @@ func (m *Memory) Copy(dst, src, n uint64) error {
 
 // copySparse copies [src, src+n) to dst by visiting the resident pages: it
 // collects the resident source bytes, zeroes the destination range, and
-// writes the collected bytes back at their new addresses.
-func (m *Memory) copySparse(dst, src, n uint64) {
+// writes the collected bytes back at their new addresses. With a budget it
+// first reserves every destination page the collected bytes reach.
+func (m *Memory) copySparse(dst, src, n uint64) error {
 	type piece struct {
 		pn     uint64
 		lo, hi uint64 // byte range within the page that lies in the source
@@ -411,11 +460,30 @@ func (m *Memory) copySparse(dst, src, n uint64) {
 		}
 		pieces = append(pieces, p)
 	}) // in ascending page order
+	if m.budget != nil {
+		var need int64
+		last := ^uint64(0)
+		for _, p := range pieces {
+			at := p.pn<<pageShift + p.lo - src + dst
+			for pn := at >> pageShift; pn <= (at+p.hi-p.lo-1)>>pageShift; pn++ {
+				if pn != last {
+					need++
+				}
+				last = pn
+			}
+		}
+		if err := m.need("copy", dst, need); err != nil {
+			return err
+		}
+		m.hold++ // the writes below draw on it; zeroSparse gives pages back
+		defer func() { m.hold--; m.settle() }()
+	}
 	m.zeroSparse(dst, n)
 	for _, p := range pieces {
 		at := p.pn<<pageShift + p.lo - src + dst
-		_ = m.Write(at, p.page[p.lo:p.hi]) // inside [dst, dst+n): checked
+		_ = m.Write(at, p.page[p.lo:p.hi]) // inside [dst, dst+n): checked, and reserved
 	}
+	return nil
 }
 
 // copyChunk copies c bytes from page spn offset so to page dpn offset do; the
@@ -453,6 +521,7 @@ func (m *Memory) FootprintBytes() uint64 { return uint64(m.pages.n) * PageSize }
 
 // Clear releases every page; all of memory reads as zeros again.
 func (m *Memory) Clear() {
+	m.uncharge(int64(m.pages.n))
 	m.pages = pageTable{}
 	m.lastPage = nil
 }
@@ -491,6 +560,13 @@ func (m *Memory) Restore(s MemoryState) error {
 			where += fmt.Sprintf(" (address %#x)", bad<<pageShift)
 		}
 		return fmt.Errorf("sim memory: restore: %s %s: %w", where, reason, ErrInvalidState)
+	}
+	if m.budget != nil {
+		if delta := int64(len(s.Pages)) - int64(m.pages.n); delta > 0 && !m.budget.take(delta) {
+			return fmt.Errorf("sim memory: restore: %w", m.budget.refusal("restore", 0, delta))
+		} else if delta < 0 {
+			m.budget.give(-delta)
+		}
 	}
 	var pages pageTable
 	for pn, pg := range s.Pages {

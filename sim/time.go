@@ -1,17 +1,20 @@
 package sim
 
 import (
-	"math"
 	"math/bits"
 	"strconv"
 	"time"
+
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // Time is a point in, or a span of, virtual time, counted in picoseconds.
 //
-// A uint64 of picoseconds spans about 213 days, far beyond any simulated run,
-// and keeps every sum exact: no floating point enters the timing model, so the
-// same inputs give the same event order on every machine.
+// A uint64 of picoseconds keeps every sum exact: no floating point enters the
+// timing model, so the same inputs give the same event order on every
+// machine. Clocks stop at [MaxTime] (2^62 ps, about 53 days), a quarter of
+// what a uint64 holds, so that a time plus any duration accepted from outside
+// never wraps.
 type Time uint64
 
 // Units of virtual time.
@@ -23,8 +26,11 @@ const (
 	Second           = 1000 * Millisecond
 )
 
-// MaxTime is the largest representable time. [CyclesAt] saturates to it.
-const MaxTime Time = math.MaxUint64
+// MaxTime is the latest time any clock may reach: [units.MaxTimePS], 2^62 ps
+// (about 53 days). The engine refuses to schedule an event after it or to
+// run past it ([ErrTimeOverflow]); [CyclesAt] and [FromDuration] saturate to
+// it, so a duration that large can never be scheduled from a clock past 0.
+const MaxTime Time = Time(units.MaxTimePS)
 
 // picosecondsPerSecond is Second as a plain integer, for CyclesAt.
 const picosecondsPerSecond = uint64(Second)
@@ -70,7 +76,7 @@ func (t Time) String() string {
 }
 
 // Duration converts t to a [time.Duration], truncating toward zero to whole
-// nanoseconds. Every Time fits: MaxTime is about 213 days.
+// nanoseconds. Every Time up to MaxTime fits: MaxTime is about 53 days.
 func (t Time) Duration() time.Duration {
 	return time.Duration(t / Nanosecond)
 }
@@ -84,7 +90,7 @@ func (t Time) Duration() time.Duration {
 // a picosecond from CyclesAt(hz, a+b): convert a total cycle count, not its
 // parts, when the difference matters.
 //
-// A result too large for Time saturates to [MaxTime], as does hz == 0 (a
+// A result later than [MaxTime] saturates to it, as does hz == 0 (a
 // stopped clock never completes a cycle) unless cycles is also 0.
 func CyclesAt(hz uint64, cycles uint64) Time {
 	if cycles == 0 {
@@ -101,11 +107,13 @@ func CyclesAt(hz uint64, cycles uint64) Time {
 		return MaxTime // quotient does not fit in 64 bits
 	}
 	q, _ := bits.Div64(hi, lo, hz)
-	return Time(q)
+	return min(Time(q), MaxTime)
 }
 
 // FromDuration converts a [time.Duration] to virtual time. A negative
-// duration is 0; one too large for Time saturates to [MaxTime].
+// duration is 0; one longer than [MaxTime] saturates to it. Durations from
+// outside the program go through [units.DurationToPS] instead, which refuses
+// them.
 func FromDuration(d time.Duration) Time {
 	if d <= 0 {
 		return 0

@@ -25,7 +25,8 @@ func TestTimeString(t *testing.T) {
 		{3 * Millisecond, "3ms"},
 		{12*Second + Microsecond, "12.000001s"},
 		{12*Second + Picosecond, "12.000000000001s"},
-		{MaxTime, "18446744.073709551615s"},
+		{MaxTime, "4611686.018427387904s"},
+		{Time(math.MaxUint64), "18446744.073709551615s"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.want, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/ndl"
 	"github.com/neuronsim/neuronsim/runtime/ndl/remote"
+	"github.com/neuronsim/neuronsim/sim"
 )
 
 // remoteSystem is a connection to a `neuronsim serve` and its devices.
@@ -46,25 +47,113 @@ func openRemoteSystem(addr string) (*remoteSystem, error) {
 	return r, nil
 }
 
+// The defaults of serve's limits (docs/remote-protocol.md, "Server limits").
+const (
+	defaultMaxClients       = 64
+	defaultHandshakeTimeout = 10 * time.Second
+	defaultIdleTimeout      = 10 * time.Minute
+	defaultWriteTimeout     = 30 * time.Second
+	defaultHostPerClient    = "8GiB"   // 64 clients × 8 GiB = the whole budget below
+	defaultHostMemory       = "512GiB" // of the 1 TiB host window
+	defaultHostBuffers      = 65536
+	defaultMaxMemory        = "4GiB" // resident pages of the served system
+	maxTimeoutFlag          = 24 * time.Hour
+	maxClientsFlag          = 100_000
+	maxHostBuffersFlag      = 1 << 24
+)
+
+// serveLimits are serve's limit flags as given.
+type serveLimits struct {
+	maxClients, hostBuffers              int
+	handshake, idle, write               time.Duration
+	hostPerClient, hostMemory, maxMemory string
+}
+
+// serveOptions is what the limit flags become, checked.
+type serveOptions struct {
+	server    remote.ServerOptions
+	pageLimit int64 // resident pages of the served system
+}
+
+func (l *serveLimits) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.IntVar(&l.maxClients, "max-clients", defaultMaxClients, "most connections open at once, handshaking or not; more are refused with an error (1.."+fmt.Sprint(maxClientsFlag)+")")
+	f.DurationVar(&l.handshake, "handshake-timeout", defaultHandshakeTimeout, "a connection must complete its HELLO within this, or is closed")
+	f.DurationVar(&l.idle, "idle-timeout", defaultIdleTimeout, "a connection must complete its next request within this after a reply, or is closed")
+	f.DurationVar(&l.write, "write-timeout", defaultWriteTimeout, "a reply must be written within this, or the connection is closed")
+	f.StringVar(&l.hostPerClient, "host-memory-per-client", defaultHostPerClient, "most host memory one connection may hold allocated (HOST_ALLOC)"+sizeUnits)
+	f.StringVar(&l.hostMemory, "host-memory", defaultHostMemory, "most host memory all connections together may hold allocated"+sizeUnits)
+	f.IntVar(&l.hostBuffers, "host-buffers-per-client", defaultHostBuffers, "most host buffers one connection may hold allocated")
+	f.StringVar(&l.maxMemory, "max-memory", defaultMaxMemory, "most memory the served system's device memory, registers and host memory may hold in touched pages; a write past it is refused"+sizeUnits)
+}
+
+// options checks the limit flags.
+func (l *serveLimits) options() (serveOptions, error) {
+	var o serveOptions
+	if _, err := units.Int("--max-clients", int64(l.maxClients), 1, maxClientsFlag); err != nil {
+		return o, err
+	}
+	if _, err := units.Int("--host-buffers-per-client", int64(l.hostBuffers), 1, maxHostBuffersFlag); err != nil {
+		return o, err
+	}
+	for _, t := range []struct {
+		flag string
+		d    time.Duration
+	}{{"--handshake-timeout", l.handshake}, {"--idle-timeout", l.idle}, {"--write-timeout", l.write}} {
+		if t.d < time.Millisecond || t.d > maxTimeoutFlag {
+			return o, &units.Error{Field: t.flag, Value: t.d.String(), Reason: fmt.Sprintf("must be in 1ms..%v", maxTimeoutFlag), Err: units.ErrRange}
+		}
+	}
+	window := int64(sim.HostMemoryLimit - sim.HostMemoryBase)
+	perClient, err := units.ParseBytesIn("--host-memory-per-client", l.hostPerClient, 1, window)
+	if err != nil {
+		return o, err
+	}
+	total, err := units.ParseBytesIn("--host-memory", l.hostMemory, 1, window)
+	if err != nil {
+		return o, err
+	}
+	mem, err := units.ParseBytesIn("--max-memory", l.maxMemory, sim.PageSize, 1<<50)
+	if err != nil {
+		return o, err
+	}
+	o.server = remote.ServerOptions{
+		MaxClients: l.maxClients, HandshakeTimeout: l.handshake, IdleTimeout: l.idle, WriteTimeout: l.write,
+		HostBytesPerClient: uint64(perClient), HostBytes: uint64(total), HostBuffersPerClient: l.hostBuffers,
+	}
+	o.pageLimit = mem / sim.PageSize
+	return o, nil
+}
+
 func newServeCommand() *cobra.Command {
 	var listen, system string
 	var allowRemote bool
+	var limits serveLimits
 	cmd := &cobra.Command{
-		Use:   "serve --listen unix:PATH|tcp:127.0.0.1:PORT [system flags | --system SPEC]",
+		Use:   "serve --listen unix:PATH|tcp:127.0.0.1:PORT [system flags | --system SPEC] [limits]",
 		Short: "Expose the devices of a simulated system to remote runtimes",
 		Long: "serve powers on a simulated system and serves its devices over the neuronsim remote\n" +
 			"protocol (docs/remote-protocol.md) until interrupted. Clients are `neuronsim ls --remote`,\n" +
 			"`csr`, `dma copy`, `dve load` and `exec` with --remote, and the runtime's remote backend.\n" +
 			"A TCP listener must be on a loopback address unless --allow-remote is given: the\n" +
-			"protocol has no authentication.",
+			"protocol has no authentication. It prints the address it is bound to (with the port\n" +
+			"the system chose for tcp:127.0.0.1:0).\n\n" +
+			"Every resource a client can take is bounded (docs/remote-protocol.md, \"Server limits\"):\n" +
+			"connections (--max-clients), time to handshake and between requests, host memory per\n" +
+			"client and in all, and the memory the system's touched pages hold (--max-memory).\n" +
+			"Each client's host buffers are its own: other clients cannot read, write or free\n" +
+			"them, and they are freed when it disconnects. BAR registers, device memory and DMA\n" +
+			"are shared by every client.",
 		Example: "  neuronsim serve --listen unix:/tmp/neuronsim.sock --arch trn2 --devices 16\n" +
-			"  neuronsim serve --listen tcp:127.0.0.1:7777 --system arch=mariana,devices=32,switch=v1,revision=emu",
+			"  neuronsim serve --listen tcp:127.0.0.1:0 --system arch=mariana,devices=32,switch=v1,revision=emu\n" +
+			"  neuronsim serve --listen tcp:127.0.0.1:7777 --max-clients 8 --max-memory 1GiB",
 		Args: cobra.NoArgs,
 	}
 	sf := addSystemFlags(cmd)
-	cmd.Flags().StringVar(&listen, "listen", "", "`ADDR` to listen on: unix:PATH or tcp:HOST:PORT")
+	cmd.Flags().StringVar(&listen, "listen", "", "`ADDR` to listen on: unix:PATH or tcp:HOST:PORT (port 0: the system picks one, printed)")
 	cmd.Flags().StringVar(&system, "system", "", "system spec key=value,...: arch, devices, switch, revision (overrides the flags)")
-	cmd.Flags().BoolVar(&allowRemote, "allow-remote", false, "allow a TCP listener on a non-loopback address")
+	cmd.Flags().BoolVar(&allowRemote, "allow-remote", false, "allow a TCP listener on a non-loopback address (a warning is printed)")
+	limits.add(cmd)
 	_ = cmd.MarkFlagRequired("listen")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if system != "" {
@@ -72,15 +161,19 @@ func newServeCommand() *cobra.Command {
 				return err
 			}
 		}
+		opts, err := limits.options()
+		if err != nil {
+			return err
+		}
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		return serveSystem(ctx, cmd, sf, listen, allowRemote)
+		return serveSystem(ctx, cmd, sf, listen, allowRemote, opts)
 	}
 	return cmd
 }
 
 // serveSystem builds the system and serves it until ctx ends.
-func serveSystem(ctx context.Context, cmd *cobra.Command, sf *systemFlags, listen string, allowRemote bool) error {
+func serveSystem(ctx context.Context, cmd *cobra.Command, sf *systemFlags, listen string, allowRemote bool, o serveOptions) error {
 	s, err := sf.spec()
 	if err != nil {
 		return err
@@ -89,13 +182,22 @@ func serveSystem(ctx context.Context, cmd *cobra.Command, sf *systemFlags, liste
 	if err != nil {
 		return err
 	}
+	budget, err := sim.NewPageBudget(o.pageLimit)
+	if err != nil {
+		return err
+	}
 	exports := make([]remote.Export, len(sys))
 	for i, d := range sys {
+		if err := d.Dev.SetPageBudget(budget); err != nil {
+			return err
+		}
 		exports[i] = remote.Export{Device: d.Dev, Name: d.Dev.Config().Name, Connected: d.Connected}
 	}
-	srv, err := remote.NewServer(exports, remote.ServerOptions{WriteTimeout: 30 * time.Second, Logf: func(format string, args ...any) {
+	opts := o.server
+	opts.Logf = func(format string, args ...any) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim serve: "+format+"\n", args...)
-	}})
+	}
+	srv, err := remote.NewServer(exports, opts)
 	if err != nil {
 		return err
 	}
@@ -103,8 +205,12 @@ func serveSystem(ctx context.Context, cmd *cobra.Command, sf *systemFlags, liste
 	if err != nil {
 		return err
 	}
+	bound := remote.ListenerAddress(l)
+	if remote.ReachableFromOtherHosts(l) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim serve: warning: %s is reachable from other machines (--allow-remote); the protocol has no authentication or encryption, so anyone who reaches it can drive these devices\n", bound)
+	}
 	fmt.Fprintf(cmd.OutOrStdout(), "serving %s (switch %s, revision %#02x) on %s\n",
-		units.Plural(int64(s.Devices), "simulated "+s.Gen.Product()+" device", "simulated "+s.Gen.Product()+" devices"), s.Switch, s.Revision, listen)
+		units.Plural(int64(s.Devices), "simulated "+s.Gen.Product()+" device", "simulated "+s.Gen.Product()+" devices"), s.Switch, s.Revision, bound)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(l) }()
 	select {

@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -207,4 +210,145 @@ func TestServeRefusesNonLoopback(t *testing.T) {
 	assert.Contains(t, err.Error(), "--allow-remote")
 	_, err = runCLI(t, "serve", "--listen", "unix:/x", "--system", "arch=mariana,bogus=1")
 	assert.ErrorContains(t, err, `unknown key "bogus"`)
+}
+
+// TestServeLimitFlags: the limit flags are checked, naming the flag.
+func TestServeLimitFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-clients", "0"}, "--max-clients 0: must be in 1..100000"},
+		{[]string{"--max-clients", "-1"}, "--max-clients -1"},
+		{[]string{"--host-buffers-per-client", "0"}, "--host-buffers-per-client 0"},
+		{[]string{"--handshake-timeout", "0s"}, "--handshake-timeout 0s: must be in 1ms..24h0m0s"},
+		{[]string{"--idle-timeout", "-5s"}, "--idle-timeout -5s"},
+		{[]string{"--max-memory", "1K"}, `--max-memory "1K": must be in 4KiB..1024TiB`},
+		{[]string{"--max-memory", "1.5G"}, "sizes are integers only"},
+		{[]string{"--host-memory", "2TiB"}, `--host-memory "2TiB": must be in`},
+		{[]string{"--host-memory-per-client", "0"}, `--host-memory-per-client "0"`},
+	} {
+		_, err := runCLI(t, append([]string{"serve", "--listen", "unix:/nonexistent/x"}, tc.args...)...)
+		assert.ErrorContains(t, err, tc.want, "%v", tc.args)
+	}
+}
+
+// TestServePrintsBoundAddressAndWarns: with port 0 serve prints the port
+// the system chose, and a listener reachable from other machines
+// (--allow-remote on the wildcard address; nothing is sent to it) is
+// warned about.
+func TestServePrintsBoundAddressAndWarns(t *testing.T) {
+	for _, tc := range []struct {
+		listen string
+		warn   bool
+	}{{"tcp:127.0.0.1:0", false}, {"tcp:0.0.0.0:0", true}} {
+		t.Run(tc.listen, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			var out, errOut syncBuffer
+			root := newRootCommand(&out, &errOut)
+			root.SetArgs([]string{"serve", "--listen", tc.listen, "--allow-remote"})
+			done := make(chan error, 1)
+			go func() { done <- root.ExecuteContext(ctx) }()
+			require.Eventually(t, func() bool { return strings.Contains(out.String(), "serving") }, 5*time.Second, 10*time.Millisecond)
+			cancel()
+			require.NoError(t, <-done)
+			line := strings.TrimSpace(out.String())
+			i := strings.Index(line, " on tcp:")
+			require.GreaterOrEqual(t, i, 0, "%q", line)
+			bound := line[i+len(" on "):]
+			port := bound[strings.LastIndex(bound, ":")+1:]
+			assert.NotEqual(t, "0", port, "the chosen port, not 0")
+			if tc.warn {
+				assert.Contains(t, errOut.String(), "warning: "+bound+" is reachable from other machines")
+			} else {
+				assert.NotContains(t, errOut.String(), "warning")
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestServeSurvivesSleepOverflow: after a client's SLEEPs of the largest
+// durations the protocol carries, later clients' `dma copy` and `dve load`
+// work (issue 13 item 7: the served clock used to saturate at 2^64-1 ps for
+// good, and every later dma copy failed with "marker not seen").
+func TestServeSurvivesSleepOverflow(t *testing.T) {
+	addr := "unix:" + filepath.Join(t.TempDir(), "ns.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut syncBuffer
+	root := newRootCommand(&out, &errOut)
+	root.SetArgs([]string{"serve", "--listen", addr, "--arch", "trn2"})
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	defer func() { cancel(); <-done }()
+	var c *remote.Client
+	require.Eventually(t, func() bool {
+		var err error
+		c, err = remote.Dial(addr, remote.ClientOptions{Timeout: 5 * time.Second})
+		return err == nil
+	}, 5*time.Second, 10*time.Millisecond)
+	d, err := c.Device(0)
+	require.NoError(t, err)
+	for _, ns := range []uint64{1<<63 - 1, 18_000_000_000_000_000} {
+		assert.Contains(t, rawSleep(t, addr, ns), "SLEEP.ns", "%d ns", ns)
+	}
+	ps, err := d.ClockPS()
+	require.NoError(t, err)
+	assert.Less(t, ps, uint64(1)<<62)
+	require.NoError(t, c.Close())
+
+	got, err := runCLI(t, "dma", "copy", "--from", "host", "--to", "device", "--size", "64KiB", "--remote", addr)
+	require.NoError(t, err)
+	assert.Contains(t, got, "destination verified")
+	got, err = runCLI(t, "dve", "load", "--remote", addr)
+	require.NoError(t, err)
+	assert.Contains(t, got, "read back through csr_read: match")
+}
+
+// rawSleep sends a SLEEP of ns nanoseconds for device 0 as raw frames (the
+// client refuses what the server must refuse too) and returns the text of
+// the ERROR that answers it, or "" for a SLEEP reply.
+func rawSleep(t *testing.T, addr string, ns uint64) string {
+	t.Helper()
+	network, address, err := remote.ParseAddress(addr)
+	require.NoError(t, err)
+	c, err := net.Dial(network, address)
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
+	hello := binary.LittleEndian.AppendUint16(binary.LittleEndian.AppendUint32(nil, remote.Magic), remote.Version)
+	b, err := remote.AppendFrame(nil, remote.OpHello, 0, hello)
+	require.NoError(t, err)
+	sleep := binary.LittleEndian.AppendUint64(make([]byte, 8), ns)
+	b, err = remote.AppendFrame(b, remote.OpSleep, 1, sleep)
+	require.NoError(t, err)
+	_, err = c.Write(b)
+	require.NoError(t, err)
+	f, err := remote.ReadFrame(c, nil)
+	require.NoError(t, err)
+	require.Equal(t, remote.OpHelloReply, f.Op)
+	f, err = remote.ReadFrame(c, nil)
+	require.NoError(t, err)
+	if f.Op == remote.OpSleepReply {
+		return ""
+	}
+	require.Equal(t, remote.OpError, f.Op)
+	return string(f.Payload[4:])
 }

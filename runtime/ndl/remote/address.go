@@ -126,3 +126,23 @@ func removeStaleSocket(path string) error {
 	}
 	return nil
 }
+
+// ListenerAddress returns the address a listener is bound to in this
+// package's form: "tcp:HOST:PORT" with the port the system chose for
+// "tcp:127.0.0.1:0", or "unix:PATH".
+func ListenerAddress(l net.Listener) string {
+	switch a := l.Addr().(type) {
+	case *net.TCPAddr:
+		return "tcp:" + a.String()
+	case *net.UnixAddr:
+		return "unix:" + a.Name
+	}
+	return l.Addr().Network() + ":" + l.Addr().String()
+}
+
+// ReachableFromOtherHosts reports whether a listener accepts connections
+// from other machines: a TCP listener not bound to a loopback address.
+func ReachableFromOtherHosts(l net.Listener) bool {
+	a, ok := l.Addr().(*net.TCPAddr)
+	return ok && !a.IP.IsLoopback()
+}

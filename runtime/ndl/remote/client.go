@@ -12,6 +12,7 @@ import (
 	"time"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/ndl"
 )
 
@@ -492,14 +493,19 @@ func (d *Device) Write32(bar int, off uint64, v uint32) error {
 	return d.WriteBAR(bar, off, w[:])
 }
 
-// Sleep lets d pass on the served device's clock (one SLEEP request; a
-// negative d sleeps 0). A device without its own clock answers with an
-// error wrapping ErrUnsupported: the server never sleeps on the wall clock.
+// Sleep lets d pass on the served device's clock (one SLEEP request). A
+// negative d, or one longer than units.MaxTimePS, is refused without a
+// request, as the simulated device refuses it. A device without its own
+// clock answers with an error wrapping ErrUnsupported: the server never
+// sleeps on the wall clock.
 func (d *Device) Sleep(dur time.Duration) error {
 	if d.closed.Load() {
 		return fmt.Errorf("remote: device %d sleep %v: handle closed: %w", d.index, dur, ndl.ErrClosed)
 	}
-	if err := d.c.sleep(d.index, uint64(max(dur, 0))); err != nil {
+	if _, err := units.DurationToPS("SLEEP.ns", dur); err != nil {
+		return fmt.Errorf("remote: device %d: %w", d.index, err)
+	}
+	if err := d.c.sleep(d.index, uint64(dur)); err != nil {
 		return fmt.Errorf("remote: device %d sleep %v: %w", d.index, dur, err)
 	}
 	return nil

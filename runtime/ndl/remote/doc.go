@@ -69,7 +69,7 @@
 //	SLEEP 0x04, 16 bytes
 //	0  2  device
 //	2  6  reserved zero
-//	8  8  duration in nanoseconds, ≤ 2^63−1
+//	8  8  duration in nanoseconds, ≤ 2^63−1 (above 2^62/1000 refused)
 //
 //	SLEEP reply 0x84, empty
 //
@@ -110,11 +110,16 @@
 //	               own clock, HOST_* on a device without host memory)
 //	8 protocol     ErrProtocol (the server then closes the connection)
 //	9 version      ErrVersion (the server then closes the connection)
+//	10 not owned   ErrNotOwned (HOST_FREE, HOST_READ or HOST_WRITE outside
+//	               the connection's own host buffers)
+//	11 limit       ErrLimit (a server limit; past MaxClients the server
+//	               answers it to the HELLO and closes the connection)
 //
-// Code 0 is invalid; a client reads a code above 9 as generic. The server
+// Code 0 is invalid; a client reads a code above 11 as generic (codes 10
+// and 11 came within version 2: an older client reads them so). The server
 // picks the code of the first sentinel its device's error wraps, in the
-// order closed, bad BAR, alignment, BAR offset, and codes 6–9 for its own
-// errors; errors 1–7 leave the connection open.
+// order closed, bad BAR, alignment, BAR offset, and codes 6–11 for its own
+// errors; errors other than 8 and 9 leave the connection open.
 //
 // # Version negotiation
 //
@@ -150,9 +155,17 @@
 // offset); the client splits longer accesses into requests of MaxWords
 // words, which are not atomic together. SLEEP calls ndl.Sleeper.Sleep when
 // the device implements it and never sleeps on the server's wall clock.
+// A SLEEP above units.MaxTimePS, or one that would take the device's clock
+// past ServerOptions.ClockLimitPS, is refused (code 1, code 11).
 // The HOST_* requests call the device's ndl.HostMemory methods with the
-// arguments as given; the client splits host accesses at MaxHostBytes.
-// CLOCK calls ndl.Clock.ClockPS.
+// arguments as given once the server has checked them: a host buffer
+// belongs to the connection that allocated it, only that connection may
+// read, write or free it (others get ErrNotOwned), and it is freed when the
+// connection ends; allocations count against the ServerOptions host
+// limits. BAR registers, device memory, DMA and the clock are shared by
+// every connection. The client splits host accesses at MaxHostBytes.
+// CLOCK calls ndl.Clock.ClockPS. docs/remote-protocol.md, "Server limits",
+// lists every limit and what is refused past it.
 // There is no CLOSE: closing a remote Device handle is local to the client,
 // and the server never closes the devices it serves.
 package remote

@@ -29,23 +29,35 @@ var (
 	// ErrBadAddress marks an address that is neither unix:PATH nor
 	// tcp:HOST:PORT.
 	ErrBadAddress = errors.New("bad address")
+	// ErrNotOwned marks a HOST_FREE, HOST_READ or HOST_WRITE of host memory
+	// outside the buffers the connection allocated itself (another
+	// client's, a freed one, or none): one client never reaches another's.
+	ErrNotOwned = errors.New("not a host buffer of this connection")
+	// ErrLimit marks a request refused by one of the server's limits: its
+	// client count, a connection's or the server's host memory, a
+	// connection's buffer count, or the clock limit of SLEEP. The text
+	// names the limit and its flag.
+	ErrLimit = errors.New("server limit reached")
 )
 
 // errCode is an ERROR reply's code.
 type errCode uint16
 
-// The error codes (code 0 is invalid; codes above codeVersion are read as
-// codeGeneric, for later versions).
+// The error codes (code 0 is invalid; codes above codeLimit are read as
+// codeGeneric, for later versions; a client of before codes 10 and 11 reads
+// them so too).
 const (
-	codeGeneric     errCode = 1 // any other error; the text says what
-	codeBadBAR      errCode = 2 // ndl.ErrBadBAR
-	codeBAROffset   errCode = 3 // ndl.ErrBAROffset
-	codeAlignment   errCode = 4 // ndl.ErrAlignment
-	codeClosed      errCode = 5 // ndl.ErrClosed
-	codeNoDevice    errCode = 6 // ErrNoDevice
-	codeUnsupported errCode = 7 // ErrUnsupported
-	codeProtocol    errCode = 8 // ErrProtocol; the server closes the connection
-	codeVersion     errCode = 9 // ErrVersion; the server closes the connection
+	codeGeneric     errCode = 1  // any other error; the text says what
+	codeBadBAR      errCode = 2  // ndl.ErrBadBAR
+	codeBAROffset   errCode = 3  // ndl.ErrBAROffset
+	codeAlignment   errCode = 4  // ndl.ErrAlignment
+	codeClosed      errCode = 5  // ndl.ErrClosed
+	codeNoDevice    errCode = 6  // ErrNoDevice
+	codeUnsupported errCode = 7  // ErrUnsupported
+	codeProtocol    errCode = 8  // ErrProtocol; the server closes the connection
+	codeVersion     errCode = 9  // ErrVersion; the server closes the connection
+	codeNotOwned    errCode = 10 // ErrNotOwned
+	codeLimit       errCode = 11 // ErrLimit
 )
 
 // codeSentinels maps codes to sentinels, in the order codeOf tests them.
@@ -61,6 +73,8 @@ var codeSentinels = []struct {
 	{codeUnsupported, ErrUnsupported},
 	{codeVersion, ErrVersion},
 	{codeProtocol, ErrProtocol},
+	{codeNotOwned, ErrNotOwned},
+	{codeLimit, ErrLimit},
 }
 
 // codeOf returns the code of the first sentinel err wraps, else codeGeneric.

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/ndl"
 )
 
@@ -81,7 +82,7 @@ func FuzzServerConn(f *testing.F) {
 		srv, err := NewServer([]Export{{Device: fakes[0]}, {Device: noSleep{fakes[1]}}}, ServerOptions{})
 		require.NoError(t, err)
 		client, server := net.Pipe()
-		require.True(t, srv.track(server))
+		require.Equal(t, admitted, srv.track(server))
 		done := make(chan struct{})
 		go func() { srv.serveConn(server); close(done) }()
 		go func() { _, _ = io.Copy(io.Discard, client) }()
@@ -104,9 +105,29 @@ func FuzzServerConn(f *testing.F) {
 // expectedCalls decodes a client byte stream by the documented layout and
 // returns the device calls its valid requests make, per device (device 1
 // has no clock and no host memory, so SLEEP, CLOCK and the host requests do
-// not reach it; the host requests and CLOCK exist from version 2).
-func expectedCalls(data []byte) [2][]fakeCall {
-	var calls [2][]fakeCall
+// not reach it; the host requests and CLOCK exist from version 2). A SLEEP
+// within units.MaxTimePS reads the clock first and reaches the device when
+// it stays within DefaultClockLimitPS; the host requests reach it only
+// within the buffers the connection allocated (the fake's allocator is
+// mirrored to know their addresses), and those left are freed, in address
+// order, when the stream ends.
+func expectedCalls(data []byte) (calls [2][]fakeCall) {
+	var clockNS, bump uint64 // the fake's clock and allocator
+	type buf struct{ pa, size uint64 }
+	var owned []buf // in address order: the fake allocates upwards
+	defer func() {
+		for _, b := range owned {
+			calls[0] = append(calls[0], fakeCall{op: "hfree", off: b.pa})
+		}
+	}()
+	within := func(pa, n uint64) bool {
+		for _, b := range owned {
+			if pa >= b.pa && pa-b.pa <= b.size && n <= b.size-(pa-b.pa) {
+				return true
+			}
+		}
+		return false
+	}
 	le16, le32, le64 := binary.LittleEndian.Uint16, binary.LittleEndian.Uint32, binary.LittleEndian.Uint64
 	next := func() (op byte, p []byte, ok bool) {
 		if len(data) < 12 {
@@ -157,8 +178,12 @@ func expectedCalls(data []byte) [2][]fakeCall {
 			if len(p) != 16 || le16(p[2:])|le16(p[4:])|le16(p[6:]) != 0 || le64(p[8:]) > math.MaxInt64 {
 				return calls
 			}
-			if dev := le16(p); dev == 0 {
-				calls[0] = append(calls[0], fakeCall{op: "sleep", dur: time.Duration(le64(p[8:]))})
+			if dev, ns := le16(p), le64(p[8:]); dev == 0 && ns <= units.MaxTimePS/1000 {
+				calls[0] = append(calls[0], fakeCall{op: "clock"})
+				if 1000*(clockNS+ns) <= DefaultClockLimitPS {
+					calls[0] = append(calls[0], fakeCall{op: "sleep", dur: time.Duration(ns)})
+					clockNS += ns
+				}
 			}
 		case 0x05, 0x06: // HOST_ALLOC, HOST_FREE
 			want := 24
@@ -168,14 +193,26 @@ func expectedCalls(data []byte) [2][]fakeCall {
 			if version < 2 || len(p) != want || le16(p[2:])|le16(p[4:])|le16(p[6:]) != 0 {
 				return calls
 			}
-			if dev := le16(p); dev == 0 {
-				c := fakeCall{op: "halloc", size: le64(p[8:]), align: 0}
-				if op == 0x05 {
-					c.align = le64(p[16:])
-				} else {
-					c = fakeCall{op: "hfree", off: le64(p[8:])}
+			if dev := le16(p); dev == 0 && op == 0x05 {
+				size, align := le64(p[8:]), le64(p[16:])
+				if size == 0 || size > math.MaxInt64 || align == 0 || align > 1<<30 || align&(align-1) != 0 {
+					continue // refused by the server
 				}
-				calls[0] = append(calls[0], c)
+				calls[0] = append(calls[0], fakeCall{op: "halloc", size: size, align: align})
+				if size <= 1<<24 && align <= 1<<20 { // the fake's own limits
+					pa := (max(bump, 0x10000) + align - 1) &^ (align - 1)
+					owned = append(owned, buf{pa, size})
+					bump = pa + size
+				}
+			} else if dev == 0 {
+				pa := le64(p[8:])
+				for i, b := range owned {
+					if b.pa == pa {
+						calls[0] = append(calls[0], fakeCall{op: "hfree", off: pa})
+						owned = append(owned[:i], owned[i+1:]...)
+						break
+					}
+				}
 			}
 		case 0x07, 0x08: // HOST_READ, HOST_WRITE
 			if version < 2 || len(p) < 16 || p[2]|p[3] != 0 {
@@ -189,7 +226,7 @@ func expectedCalls(data []byte) [2][]fakeCall {
 			if count > 1<<20 || uint64(len(p)) != want {
 				return calls
 			}
-			if dev == 0 {
+			if dev == 0 && within(pa, count) {
 				c := fakeCall{op: "hread", off: pa, count: int(count)}
 				if op == 0x08 {
 					c.op, c.bytes = "hwrite", append([]byte(nil), p[16:]...)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/ndl"
 )
 
@@ -180,9 +181,9 @@ func TestSleep(t *testing.T) {
 	}{
 		{"one hour of device time", time.Hour, time.Hour},
 		{"zero", 0, time.Hour},
-		{"negative sleeps zero", -time.Second, time.Hour},
 		{"1ns", 1, time.Hour + 1},
 	}
+	require.ErrorIs(t, d.Sleep(-time.Second), units.ErrRange, "a negative sleep is refused, as a local device refuses it")
 	start := time.Now()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -383,15 +384,18 @@ func TestHostMemory(t *testing.T) {
 	assert.Equal(t, data[MaxHostBytes-2:MaxHostBytes+3], part)
 
 	t.Run("errors", func(t *testing.T) {
+		// The server refuses what lies outside the connection's own
+		// buffers before the device sees it.
 		err := hm.HostRead(pa+size-2, make([]byte, 4))
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), "server: fake: host read")
-		assert.Contains(t, err.Error(), "not allocated")
+		require.ErrorIs(t, err, ErrNotOwned)
+		assert.Contains(t, err.Error(), "is not in a host buffer this connection allocated")
 		_, err = hm.HostAlloc(64, 3)
-		assert.ErrorContains(t, err, "refused")
+		assert.ErrorContains(t, err, "not a power of two")
+		_, err = hm.HostAlloc(1<<24+1, 64)
+		assert.ErrorContains(t, err, "fake: host alloc", "the device's own refusal comes through")
 		require.NoError(t, hm.HostFree(pa))
-		assert.ErrorContains(t, hm.HostFree(pa), "not allocated")
-		assert.Error(t, hm.HostWrite(pa, []byte{1}), "freed memory")
+		assert.ErrorIs(t, hm.HostFree(pa), ErrNotOwned)
+		assert.ErrorIs(t, hm.HostWrite(pa, []byte{1}), ErrNotOwned, "freed memory")
 		v, err := d.Read32(0, 0)
 		require.NoError(t, err, "the connection stays usable")
 		assert.Zero(t, v)

@@ -7,11 +7,11 @@ import (
 	"io"
 	"net"
 	"os"
-	"slices"
 	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/ndl"
 )
 
@@ -30,14 +30,40 @@ type Export struct {
 	Connected []int
 }
 
-// ServerOptions tunes a Server.
+// ServerOptions tunes a Server. The zero value sets no limit but the clock
+// limit (DefaultClockLimitPS); `neuronsim serve` sets every one (see
+// docs/remote-protocol.md, "Server limits").
 type ServerOptions struct {
-	// IdleTimeout bounds the wait for each request frame, from the end of
-	// the previous reply (or the connection's start) to the frame's last
+	// IdleTimeout bounds the wait for each request frame after the
+	// handshake, from the end of the previous reply to the frame's last
 	// byte; a connection that exceeds it is closed. 0: no limit.
 	IdleTimeout time.Duration
+	// HandshakeTimeout bounds the wait for the HELLO frame, from the
+	// connection's accept to its last byte; a connection that exceeds it
+	// is closed. 0: IdleTimeout applies to the HELLO too.
+	HandshakeTimeout time.Duration
 	// WriteTimeout bounds the write of each reply. 0: no limit.
 	WriteTimeout time.Duration
+	// MaxClients bounds the connections open at once, handshaking or not.
+	// A connection past it is answered, best effort, with an ERROR (code
+	// 11, ErrLimit) naming the limit and closed. 0: no limit.
+	MaxClients int
+	// HostBytesPerClient bounds the bytes of host memory one connection
+	// holds allocated (the sum of its HOST_ALLOC sizes not yet freed).
+	// 0: no limit.
+	HostBytesPerClient uint64
+	// HostBuffersPerClient bounds the host buffers one connection holds
+	// allocated. 0: no limit.
+	HostBuffersPerClient int
+	// HostBytes bounds the bytes of host memory all connections together
+	// hold allocated. 0: no limit.
+	HostBytes uint64
+	// ClockLimitPS is the latest time, in picoseconds, that a SLEEP may take
+	// a device's clock to (a SLEEP past it is refused with ErrLimit); the
+	// time left above it is kept for the accesses and transfers that pass
+	// time themselves, so that no client can leave a device whose clock
+	// cannot move. 0: DefaultClockLimitPS; at most units.MaxTimePS.
+	ClockLimitPS uint64
 	// Logf, when set, reports connections the server closed for a
 	// malformed frame, a refused handshake, a timeout or an I/O error, with
 	// the reason. Clean disconnects and Close are not reported.
@@ -45,8 +71,27 @@ type ServerOptions struct {
 }
 
 // errorReplyTimeout bounds the best-effort ERROR reply sent before closing
-// a connection for a protocol violation.
+// a connection for a protocol violation or past MaxClients.
 const errorReplyTimeout = time.Second
+
+// DefaultClockLimitPS is ServerOptions.ClockLimitPS when it is 0: half of
+// units.MaxTimePS (2^61 ps, about 26.7 days of virtual time), leaving the
+// other half for MMIO accesses and DMA transfers, which at a microsecond
+// each would need 2^61/10^6 ≈ 2.3·10^12 of them to use it up.
+const DefaultClockLimitPS = units.MaxTimePS / 2
+
+// maxRefusing bounds the refused connections being drained at once; beyond
+// it they are closed right after their answer.
+const maxRefusing = 64
+
+// refusalWriteTimeout bounds the write of the answer to a refused
+// connection, which the accept loop does itself.
+const refusalWriteTimeout = 100 * time.Millisecond
+
+// shrinkAbove is the buffer capacity above which a connection's buffers are
+// dropped after the request that grew them, so an idle connection holds a
+// few KiB, not the 1 MiB frames it once carried.
+const shrinkAbove = 64 << 10
 
 // Server serves exported devices to remote clients over the wire protocol:
 // one goroutine per connection, handling that connection's requests in
@@ -65,6 +110,8 @@ type Server struct {
 	closed    bool
 	listeners map[net.Listener]struct{}
 	conns     map[net.Conn]struct{}
+	refusing  int            // connections past MaxClients being answered
+	hostBytes uint64         // host memory all connections hold allocated
 	wg        sync.WaitGroup // Serve calls and connection goroutines
 }
 
@@ -81,6 +128,12 @@ type export struct {
 func NewServer(exports []Export, opts ServerOptions) (*Server, error) {
 	if len(exports) == 0 || len(exports) > MaxDevices {
 		return nil, fmt.Errorf("remote: new server: %d devices, want 1..%d", len(exports), MaxDevices)
+	}
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	if opts.ClockLimitPS == 0 {
+		opts.ClockLimitPS = DefaultClockLimitPS
 	}
 	s := &Server{
 		exports:    make([]export, len(exports)),
@@ -155,11 +208,20 @@ func (s *Server) Serve(l net.Listener) error {
 			return fmt.Errorf("remote: serve %s: accept: %w", l.Addr(), err)
 		}
 		pause = 0
-		if !s.track(c) {
+		switch a := s.track(c); a {
+		case admitClosed:
 			_ = c.Close() // Close raced the accept
-			continue
+		case admitFull, admitFullBusy:
+			s.logf("remote: refusing a connection from %s: %d clients connected, the most allowed (--max-clients)", remoteName(c), s.opts.MaxClients)
+			s.sendRefusal(c)
+			if a == admitFull {
+				go s.drainRefused(c)
+			} else {
+				_ = c.Close() // as many refusals are being drained already
+			}
+		default:
+			go s.serveConn(c)
 		}
-		go s.serveConn(c)
 	}
 }
 
@@ -196,17 +258,69 @@ func (s *Server) isClosed() bool {
 	return s.closed
 }
 
-// track registers a live connection and counts its goroutine; false after
-// Close.
-func (s *Server) track(c net.Conn) bool {
+// admission is what track decided for a new connection.
+type admission int
+
+const (
+	admitted      admission = iota
+	admitClosed             // the server is closed
+	admitFull               // past MaxClients: answer with ErrLimit
+	admitFullBusy           // past MaxClients with maxRefusing refusals being drained
+)
+
+// track registers a live connection and counts its goroutine, unless the
+// server is closed or has MaxClients connections already (then a refusal's
+// goroutine is counted instead, up to maxRefusing of them).
+func (s *Server) track(c net.Conn) admission {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return false
+	switch {
+	case s.closed:
+		return admitClosed
+	case s.opts.MaxClients > 0 && len(s.conns) >= s.opts.MaxClients:
+		if s.refusing >= maxRefusing {
+			return admitFullBusy
+		}
+		s.refusing++
+		s.wg.Add(1)
+		return admitFull
 	}
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
-	return true
+	return admitted
+}
+
+// sendRefusal answers a connection past MaxClients with an ERROR (ErrLimit,
+// tag 0: the HELLO's) and ends its sending side. The answer is a hundred
+// bytes into a new connection's empty send buffer, so the accept loop does
+// it itself: every refused client gets it, however many arrive at once.
+func (s *Server) sendRefusal(c net.Conn) {
+	_ = c.SetDeadline(time.Now().Add(refusalWriteTimeout))
+	err := fmt.Errorf("remote: the server has %d clients, the most it allows: %w; try again later", s.opts.MaxClients, ErrLimit)
+	_, _ = c.Write(appendError(nil, 0, errorMsg{code: codeOf(err), text: err.Error()}))
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite() // the answer is all: the client sees it, then EOF
+	}
+}
+
+// drainRefused reads what a refused client sent, within errorReplyTimeout,
+// before closing, so that closing does not reset the connection under the
+// answer.
+func (s *Server) drainRefused(c net.Conn) {
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		s.refusing--
+		s.mu.Unlock()
+	}()
+	_ = c.SetDeadline(time.Now().Add(errorReplyTimeout))
+	var buf [64]byte
+	for {
+		if _, err := c.Read(buf[:]); err != nil {
+			break // the client closed, or the deadline passed
+		}
+	}
+	_ = c.Close()
 }
 
 // logf reports through ServerOptions.Logf when set.
@@ -222,6 +336,7 @@ func (s *Server) serveConn(c net.Conn) {
 	defer s.wg.Done()
 	sc := &serverConn{s: s, c: c, rbuf: make([]byte, 0, 4096), wbuf: make([]byte, 0, 4096)}
 	err := sc.run()
+	sc.freeHost() // the connection's host buffers die with it
 	if err != nil && !s.isClosed() && !errors.Is(err, errCleanClose) {
 		if errors.Is(err, ErrProtocol) || errors.Is(err, ErrVersion) {
 			sc.sendFatal(err)
@@ -249,7 +364,8 @@ func remoteName(c net.Conn) string {
 // errCleanClose ends a connection whose peer closed it between frames.
 var errCleanClose = errors.New("peer closed the connection")
 
-// serverConn is the state of one connection: its reusable buffers.
+// serverConn is the state of one connection: its reusable buffers and the
+// host buffers it owns.
 type serverConn struct {
 	s       *Server
 	c       net.Conn
@@ -258,12 +374,19 @@ type serverConn struct {
 	words   []uint32 // READ and WRITE words
 	tag     uint32   // tag of the request being served
 	version uint16   // the connection's protocol version, the client's
+	owned   connHost // the host buffers this connection allocated
 }
 
 // run does the handshake and serves requests until the connection ends; it
 // returns why.
 func (sc *serverConn) run() error {
-	f, err := sc.read()
+	var f Frame
+	var err error
+	if t := sc.s.opts.HandshakeTimeout; t > 0 {
+		f, err = sc.readWithin(t, "HELLO", "handshake timeout")
+	} else {
+		f, err = sc.read()
+	}
 	if err != nil {
 		return err
 	}
@@ -309,13 +432,35 @@ func (sc *serverConn) run() error {
 		if err := sc.write(); err != nil {
 			return err
 		}
+		sc.shrink()
+	}
+}
+
+// shrink drops buffers a large frame grew, keeping small ones for reuse.
+func (sc *serverConn) shrink() {
+	if cap(sc.rbuf) > shrinkAbove {
+		sc.rbuf = make([]byte, 0, 4096)
+	}
+	if cap(sc.wbuf) > shrinkAbove {
+		sc.wbuf = make([]byte, 0, 4096)
+	}
+	if 4*cap(sc.words) > shrinkAbove {
+		sc.words = nil
 	}
 }
 
 // read reads the next request frame within the idle timeout. A peer closing
 // between frames is errCleanClose.
 func (sc *serverConn) read() (Frame, error) {
-	if t := sc.s.opts.IdleTimeout; t > 0 {
+	return sc.readWithin(0, "request", "idle timeout")
+}
+
+// readWithin reads a frame within t, or the idle timeout when t is 0.
+func (sc *serverConn) readWithin(t time.Duration, what, name string) (Frame, error) {
+	if t == 0 {
+		t = sc.s.opts.IdleTimeout
+	}
+	if t > 0 {
 		if err := sc.c.SetReadDeadline(time.Now().Add(t)); err != nil {
 			return Frame{}, fmt.Errorf("remote: set read deadline: %w", err)
 		}
@@ -327,7 +472,7 @@ func (sc *serverConn) read() (Frame, error) {
 	case errors.Is(err, io.EOF):
 		return f, errCleanClose
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return f, fmt.Errorf("remote: no complete request within the idle timeout %v: %w", sc.s.opts.IdleTimeout, err)
+		return f, fmt.Errorf("remote: no complete %s within the %s %v: %w", what, name, t, err)
 	}
 	return f, err
 }
@@ -433,14 +578,42 @@ func (sc *serverConn) sleep(f Frame) error {
 		sc.replyError(fmt.Errorf("remote: SLEEP: device %d (%T) has no clock of its own: %w", r.device, e.Device, ErrUnsupported))
 		return nil
 	}
+	ns, err := units.Uint("SLEEP.ns", r.ns, 0, units.MaxTimePS/1000)
+	if err != nil {
+		sc.replyError(fmt.Errorf("remote: SLEEP: device %d: %w", r.device, err))
+		return nil
+	}
 	e.mu.Lock()
-	err = sl.Sleep(time.Duration(r.ns))
+	err = sc.sleepWithin(e, r.device, ns)
+	if err == nil {
+		err = sl.Sleep(time.Duration(ns))
+	}
 	e.mu.Unlock()
 	if err != nil {
 		sc.replyError(err)
 		return nil
 	}
 	sc.wbuf = appendHeader(sc.wbuf[:0], OpSleepReply, f.Tag, 0)
+	return nil
+}
+
+// sleepWithin checks that sleeping ns from the device's clock stays within
+// the clock limit (a device without a clock is left to refuse itself);
+// e.mu is held.
+func (sc *serverConn) sleepWithin(e *export, device uint16, ns uint64) error {
+	c, ok := e.Device.(ndl.Clock)
+	if !ok {
+		return nil
+	}
+	now, err := c.ClockPS()
+	if err != nil {
+		return err
+	}
+	limit := sc.s.opts.ClockLimitPS
+	if ps := ns * 1000; now > limit || ps > limit-now { // ns ≤ MaxTimePS/1000: no overflow
+		return fmt.Errorf("remote: SLEEP: device %d: sleeping %d ns from %d ps would pass the server's clock limit %d ps (%v of virtual time): %w",
+			device, ns, now, limit, time.Duration(limit/1000), ErrLimit)
+	}
 	return nil
 }
 
@@ -458,59 +631,6 @@ func (sc *serverConn) hostMemory(op Op, i uint16) (*export, ndl.HostMemory) {
 		return nil, nil
 	}
 	return e, hm
-}
-
-// host serves a HOST_ALLOC, HOST_FREE, HOST_READ or HOST_WRITE frame,
-// leaving the reply in sc.wbuf. Only a malformed frame is returned as an
-// error; the device's errors become ERROR replies.
-func (sc *serverConn) host(f Frame) error {
-	var (
-		hr     hostRequest // HOST_ALLOC, HOST_FREE
-		rw     rwRequest   // HOST_READ, HOST_WRITE
-		device uint16
-		err    error
-	)
-	if f.Op == OpHostAlloc || f.Op == OpHostFree {
-		hr, err = decodeHost(f.Op, f.Payload)
-		device = hr.device
-	} else {
-		rw, err = decodeRW(f.Op, f.Payload)
-		device = rw.device
-	}
-	if err != nil {
-		return err
-	}
-	e, hm := sc.hostMemory(f.Op, device)
-	if e == nil {
-		return nil
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	switch f.Op {
-	case OpHostAlloc:
-		var pa uint64
-		if pa, err = hm.HostAlloc(hr.size, hr.align); err == nil {
-			sc.wbuf = appendHeader(sc.wbuf[:0], OpHostAllocReply, f.Tag, u64ReplySize)
-			sc.wbuf = binary.LittleEndian.AppendUint64(sc.wbuf, pa)
-		}
-	case OpHostFree:
-		if err = hm.HostFree(hr.addr); err == nil {
-			sc.wbuf = appendHeader(sc.wbuf[:0], OpHostFreeReply, f.Tag, 0)
-		}
-	case OpHostWrite:
-		if err = hm.HostWrite(rw.offset, rw.data); err == nil {
-			sc.wbuf = appendHeader(sc.wbuf[:0], OpHostWriteReply, f.Tag, 0)
-		}
-	case OpHostRead: // straight into the reply frame
-		sc.wbuf = appendReadReplyHead(sc.wbuf[:0], OpHostReadReply, f.Tag, rw.count)
-		head := len(sc.wbuf)
-		sc.wbuf = slices.Grow(sc.wbuf, int(rw.count))[:head+int(rw.count)]
-		err = hm.HostRead(rw.offset, sc.wbuf[head:])
-	}
-	if err != nil {
-		sc.replyError(err)
-	}
-	return nil
 }
 
 // clock serves a CLOCK frame, leaving the reply in sc.wbuf: the device's

@@ -1,0 +1,222 @@
+package remote
+
+import (
+	"encoding/binary"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/neuronsim/neuronsim/runtime/ndl"
+)
+
+// hostOf returns device 0 of c as host memory.
+func hostOf(t *testing.T, c *Client) ndl.HostMemory {
+	t.Helper()
+	d, err := c.Device(0)
+	require.NoError(t, err)
+	return d
+}
+
+// TestHostBuffersBelongToTheirConnection: client C can neither read, write
+// nor free client B's buffer, and B's buffers are freed when B disconnects
+// (issue 13 item 8: C used to free B's buffer, allocate it again and read
+// B's secret; a crashed client leaked its buffers).
+func TestHostBuffersBelongToTheirConnection(t *testing.T) {
+	ts := startServer(t, 0x1000, ServerOptions{})
+	ts.fakes[0].record = true
+	b, c := dialTest(t, ts), dialTest(t, ts)
+	hb, hc := hostOf(t, b), hostOf(t, c)
+
+	pa, err := hb.HostAlloc(64, 64)
+	require.NoError(t, err)
+	require.NoError(t, hb.HostWrite(pa, []byte("secret")))
+
+	got := make([]byte, 6)
+	require.ErrorIs(t, hc.HostRead(pa, got), ErrNotOwned, "C reads B's buffer")
+	require.ErrorIs(t, hc.HostRead(pa+1, got[:1]), ErrNotOwned, "inside it")
+	require.ErrorIs(t, hc.HostWrite(pa, []byte("evil")), ErrNotOwned)
+	require.ErrorIs(t, hc.HostFree(pa), ErrNotOwned, "C frees B's buffer")
+	require.NoError(t, hb.HostRead(pa, got))
+	assert.Equal(t, "secret", string(got), "B's buffer is untouched")
+
+	// C's own buffer works; B cannot reach it either.
+	pc, err := hc.HostAlloc(64, 64)
+	require.NoError(t, err)
+	require.NoError(t, hc.HostWrite(pc, []byte("mine")))
+	require.ErrorIs(t, hb.HostRead(pc, got[:4]), ErrNotOwned)
+	require.ErrorIs(t, hc.HostRead(pc+60, got[:5]), ErrNotOwned, "past the end of C's own buffer")
+
+	// B goes away without freeing: the server frees its buffer.
+	require.Equal(t, uint64(128), ts.srv.HostBytesInUse())
+	require.NoError(t, b.Close())
+	require.Eventually(t, func() bool { return ts.srv.HostBytesInUse() == 64 }, 5*time.Second, 5*time.Millisecond)
+	assert.Contains(t, ts.fakes[0].callsOf("hfree"), pa, "B's buffer freed at disconnect")
+	require.ErrorIs(t, hc.HostRead(pa, got), ErrNotOwned, "still not C's")
+}
+
+// callsOf returns the addresses of the fake's calls of op.
+func (d *fakeDevice) callsOf(op string) []uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []uint64
+	for _, c := range d.calls {
+		if c.op == op {
+			out = append(out, c.off)
+		}
+	}
+	return out
+}
+
+// TestHostBudgets: a connection's bytes and buffers, and all connections'
+// bytes, are bounded; a refusal names the limit and wraps ErrLimit, and a
+// disconnect returns what the connection held (issue 13 item 8: 8
+// HOST_ALLOCs used to exhaust the 1 TiB window for everyone).
+func TestHostBudgets(t *testing.T) {
+	ts := startServer(t, 0x1000, ServerOptions{HostBytesPerClient: 1000, HostBuffersPerClient: 3, HostBytes: 1500})
+	a, b := dialTest(t, ts), dialTest(t, ts)
+	ha, hb := hostOf(t, a), hostOf(t, b)
+
+	_, err := ha.HostAlloc(1001, 64)
+	require.ErrorIs(t, err, ErrLimit)
+	assert.Contains(t, err.Error(), "--host-memory-per-client")
+	_, err = ha.HostAlloc(600, 64)
+	require.NoError(t, err)
+	_, err = ha.HostAlloc(401, 64)
+	require.ErrorIs(t, err, ErrLimit, "600+401 passes the connection's 1000")
+	for range 2 {
+		_, err = ha.HostAlloc(1, 64)
+		require.NoError(t, err)
+	}
+	_, err = ha.HostAlloc(1, 64)
+	require.ErrorIs(t, err, ErrLimit, "a fourth buffer")
+	assert.Contains(t, err.Error(), "--host-buffers-per-client")
+
+	_, err = hb.HostAlloc(898, 64)
+	require.NoError(t, err)
+	_, err = hb.HostAlloc(2, 64)
+	require.ErrorIs(t, err, ErrLimit, "602+898+2 passes the server's 1500")
+	assert.Contains(t, err.Error(), "--host-memory")
+	assert.Equal(t, uint64(1500), ts.srv.HostBytesInUse())
+
+	require.NoError(t, a.Close())
+	require.Eventually(t, func() bool { return ts.srv.HostBytesInUse() == 898 }, 5*time.Second, 5*time.Millisecond)
+	_, err = hb.HostAlloc(101, 64)
+	require.NoError(t, err, "a's share came back")
+
+	_, err = hb.HostAlloc(0, 64)
+	require.ErrorContains(t, err, "HOST_ALLOC.size 0")
+	_, err = hb.HostAlloc(1, 1<<31)
+	require.ErrorContains(t, err, "HOST_ALLOC.align")
+}
+
+// TestMaxClients: past MaxClients a client is refused with ErrLimit, the
+// connections already open keep working, and a slot that frees is reused
+// (issue 13 item 9: serve had no connection cap).
+func TestMaxClients(t *testing.T) {
+	ts := startServer(t, 0x1000, ServerOptions{MaxClients: 2})
+	a, b := dialTest(t, ts), dialTest(t, ts)
+	for range 5 {
+		_, err := Dial(ts.addr, ClientOptions{Timeout: 5 * time.Second})
+		require.ErrorIs(t, err, ErrLimit)
+		assert.Contains(t, err.Error(), "the server has 2 clients, the most it allows")
+	}
+	for _, c := range []*Client{a, b} {
+		d, err := c.Device(0)
+		require.NoError(t, err)
+		_, err = d.Read32(0, 0)
+		require.NoError(t, err, "open connections keep working")
+	}
+	require.NoError(t, a.Close())
+	require.Eventually(t, func() bool {
+		c, err := Dial(ts.addr, ClientOptions{Timeout: 5 * time.Second})
+		if err != nil {
+			return false
+		}
+		return c.Close() == nil
+	}, 5*time.Second, 10*time.Millisecond, "the freed slot is reused")
+}
+
+// TestHandshakeTimeout: a connection that never completes its HELLO is
+// closed after HandshakeTimeout, one that handshakes gets IdleTimeout.
+func TestHandshakeTimeout(t *testing.T) {
+	ts := startServer(t, 0x1000, ServerOptions{HandshakeTimeout: 50 * time.Millisecond, IdleTimeout: time.Minute})
+	c := rawDial(t, ts)
+	_, err := c.Write(helloFrame(Version)[:7]) // half a HELLO
+	require.NoError(t, err)
+	start := time.Now()
+	readUntilClosed(t, c)
+	assert.Less(t, time.Since(start), 2*time.Second)
+	assert.Contains(t, <-ts.logs, "no complete HELLO within the handshake timeout 50ms")
+
+	cl := dialTest(t, ts)
+	time.Sleep(100 * time.Millisecond) // past the handshake timeout
+	d, err := cl.Device(0)
+	require.NoError(t, err)
+	_, err = d.Read32(0, 0)
+	require.NoError(t, err, "the handshake timeout ends with the handshake")
+}
+
+// TestBuffersShrinkAfterLargeFrames: after a 1 MiB WRITE and READ the
+// connection drops its 1 MiB buffers (issue 13 item 9: each connection
+// kept ~2.8 MiB of buffers while open).
+func TestBuffersShrinkAfterLargeFrames(t *testing.T) {
+	fake := newFake(8 << 20)
+	srv, err := NewServer([]Export{{Device: fake}}, ServerOptions{})
+	require.NoError(t, err)
+	defer srv.Close()
+	client, server := net.Pipe()
+	sc := &serverConn{s: srv, c: server, rbuf: make([]byte, 0, 4096), wbuf: make([]byte, 0, 4096)}
+	done := make(chan error, 1)
+	go func() { done <- sc.run() }()
+	cl, err := newClient(client, "pipe", 5*time.Second, Version)
+	require.NoError(t, err)
+	d, err := cl.Device(0)
+	require.NoError(t, err)
+	words := make([]uint32, MaxWords)
+	require.NoError(t, d.WriteBAR(0, 0, words))
+	require.NoError(t, d.ReadBAR(0, 0, words))
+	require.NoError(t, cl.Close())
+	<-done
+	assert.LessOrEqual(t, cap(sc.rbuf), shrinkAbove)
+	assert.LessOrEqual(t, cap(sc.wbuf), shrinkAbove)
+	assert.LessOrEqual(t, 4*cap(sc.words), shrinkAbove)
+}
+
+// TestRequestFieldsChecked: SLEEP durations past units.MaxTimePS and SLEEPs
+// past the clock limit are refused with the field named, the clock does
+// not move, and the connection stays usable (issue 13 item 7).
+func TestRequestFieldsChecked(t *testing.T) {
+	ts := startServer(t, 0x1000, ServerOptions{ClockLimitPS: 10_000_000})
+	c := dialTest(t, ts)
+	d, err := c.Device(0)
+	require.NoError(t, err)
+	for _, ns := range []time.Duration{1<<63 - 1, 18_000_000_000_000_000, time.Duration(1<<62/1000 + 1)} {
+		err := d.Sleep(ns)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "SLEEP.ns")
+	}
+	require.NoError(t, d.Sleep(9*time.Microsecond))
+	err = d.Sleep(2 * time.Microsecond)
+	require.ErrorIs(t, err, ErrLimit)
+	assert.Contains(t, err.Error(), "clock limit 10000000 ps")
+	assert.Equal(t, 9*time.Microsecond, ts.fakes[0].now())
+	require.NoError(t, d.Sleep(time.Microsecond), "up to the limit")
+	_, err = d.Read32(0, 0)
+	require.NoError(t, err)
+
+	// The raw frame: a 2^63-1 ns SLEEP is a well-formed request, refused.
+	raw := rawDial(t, ts)
+	_, err = raw.Write(cat(helloFrame(Version), appendSleep(nil, 1, sleepRequest{ns: 1<<63 - 1})))
+	require.NoError(t, err)
+	_, err = ReadFrame(raw, nil) // HELLO reply
+	require.NoError(t, err)
+	f, err := ReadFrame(raw, nil)
+	require.NoError(t, err)
+	require.Equal(t, OpError, f.Op)
+	assert.Equal(t, uint16(codeGeneric), binary.LittleEndian.Uint16(f.Payload))
+	assert.True(t, strings.Contains(string(f.Payload), "SLEEP.ns"))
+}
