@@ -173,7 +173,7 @@ func buildSystem(s systemSpec) ([]simDevice, error) {
 		if err != nil {
 			return nil, err
 		}
-		conn, err := hwarch.ConnectedDevices(s.Devices, i, false)
+		conn, err := hwarch.ConnectedDevices(s.Devices, i, hwarch.ChainTable(s.Devices))
 		if err != nil {
 			return nil, err
 		}

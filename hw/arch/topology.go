@@ -46,23 +46,51 @@ func RoutingIDOfDeviceIndex(dev uint16, index int) (int, error) {
 
 // ConnectedDevices returns the device indices the driver reports as
 // connected to device index i of a system of n devices (DEVICE_INFO's
-// connected_devices; driver-facts §6; trainium-facts §4):
-//   - n a multiple of 16 (trn1.32xl, trn2/trn3 instances): the 4×4 2D torus
-//     of i's group of 16, in the order up, left, down, right (device 0 →
-//     12, 3, 4, 1), the group kept in the upper bits;
+// connected_devices; driver-facts §6; trainium-facts §4). The driver does
+// not discover links: it picks a table by the instance, which the count
+// stands for here:
+//   - n a multiple of 16 (trn1.32xl, trn2/trn3 instances): TorusNeighbours;
 //   - otherwise a ring (inf2.48xl), or a chain when chain is set (inf2.24xl):
-//     the previous and next device.
+//     RingNeighbours.
 //
-// One device has no connections.
+// A topology builder that wants a ring or a chain of any length calls
+// RingNeighbours itself: on a multiple of 16 devices this table is the
+// torus's, whose groups of 16 are not joined to one another.
 func ConnectedDevices(n, i int, chain bool) ([]int, error) {
-	if n <= 0 || i < 0 || i >= n {
-		return nil, fmt.Errorf("connected devices: device %d of %d", i, n)
+	if n%16 == 0 && n > 0 {
+		return TorusNeighbours(n, i)
 	}
-	if n%16 == 0 {
-		group, d := i/16*16, i%16
-		r, c := d/4, d%4
-		at := func(r, c int) int { return group + (r+4)%4*4 + (c+4)%4 }
-		return []int{at(r-1, c), at(r, c-1), at(r+1, c), at(r, c+1)}, nil
+	return RingNeighbours(n, i, chain)
+}
+
+// ChainTable reports whether the driver's table for a system of n devices
+// that is not a multiple of 16 is a chain rather than a ring: inf2.24xl's 6
+// devices, whose ends have one neighbour (driver-facts §6). The argument
+// ConnectedDevices takes as chain for such a system.
+func ChainTable(n int) bool { return n == 6 }
+
+// TorusNeighbours returns device i's neighbours in the driver's 4×4 2D
+// torus table of a system of n devices, n a multiple of 16: the torus of
+// i's group of 16, in the order up, left, down, right (device 0 → 12, 3,
+// 4, 1; column = SENG index), the group kept in the upper bits — each group
+// of 16 is a torus of its own, joined to no other.
+func TorusNeighbours(n, i int) ([]int, error) {
+	if n <= 0 || n%16 != 0 || i < 0 || i >= n {
+		return nil, fmt.Errorf("torus neighbours: device %d of %d (a multiple of 16 devices)", i, n)
+	}
+	group, d := i/16*16, i%16
+	r, c := d/4, d%4
+	at := func(r, c int) int { return group + (r+4)%4*4 + (c+4)%4 }
+	return []int{at(r-1, c), at(r, c-1), at(r+1, c), at(r, c+1)}, nil
+}
+
+// RingNeighbours returns device i's neighbours on a bidirectional ring of
+// n devices (or a chain when chain is set): the previous and the next
+// device, each once; the ends of a chain have one. One device has none,
+// and two are each other's only neighbour.
+func RingNeighbours(n, i int, chain bool) ([]int, error) {
+	if n <= 0 || i < 0 || i >= n {
+		return nil, fmt.Errorf("ring neighbours: device %d of %d", i, n)
 	}
 	var out []int
 	if i > 0 || (!chain && n > 2) {

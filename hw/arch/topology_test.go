@@ -37,6 +37,56 @@ func TestConnectedDevices(t *testing.T) {
 	assert.Error(t, err)
 }
 
+// TestRingNeighboursAnyLength: a ring or chain of a multiple of 16 devices
+// is still a ring or chain — the previous and next device — not the
+// torus table ConnectedDevices gives for such counts (issue 13, item 1).
+func TestRingNeighboursAnyLength(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 15, 16, 17, 32, 48, 64} {
+		for _, chain := range []bool{false, true} {
+			links := 0
+			for i := range n {
+				got, err := RingNeighbours(n, i, chain)
+				require.NoError(t, err)
+				var want []int
+				switch {
+				case chain:
+					if i > 0 {
+						want = append(want, i-1)
+					}
+					if i < n-1 {
+						want = append(want, i+1)
+					}
+				case n == 2:
+					want = []int{1 - i}
+				case n > 2:
+					want = []int{(i + n - 1) % n, (i + 1) % n}
+				}
+				assert.Equal(t, want, got, "device %d of %d, chain %v", i, n, chain)
+				links += len(got)
+			}
+			want := 2 * n
+			switch {
+			case n == 1:
+				want = 0
+			case chain || n == 2:
+				want = 2 * (n - 1)
+			}
+			assert.Equal(t, want, links, "%d devices, chain %v: directed links", n, chain)
+		}
+	}
+	for _, bad := range [][2]int{{0, 0}, {4, 4}, {4, -1}} {
+		_, err := RingNeighbours(bad[0], bad[1], false)
+		assert.Error(t, err)
+	}
+	assert.True(t, ChainTable(6), "inf2.24xl: a chain")
+	assert.False(t, ChainTable(12), "inf2.48xl: a ring")
+	_, err := TorusNeighbours(12, 0)
+	assert.Error(t, err, "a torus needs a multiple of 16 devices")
+	nb, err := TorusNeighbours(16, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []int{12, 3, 4, 1}, nb)
+}
+
 func TestDeviceIndexOfRoutingID(t *testing.T) {
 	for _, dev := range []uint16{DeviceTrn1, DeviceInf2, DeviceTrn2, DeviceTrn3, DeviceTrn3B} {
 		seen := map[int]bool{}

@@ -518,12 +518,11 @@ func (x *Executor) plan(s *Schedule, d Dtype) ([]rankPlan, error) {
 				use = plans[r].rdh
 			}
 			ne := len(use)
-			elems := xf.Len / int64(s.Elem)
-			per := (elems + int64(ne) - 1) / int64(ne) * int64(s.Elem)
 			src0 := [...]uint64{Input: LayoutOf(s, x.Ranks[r].Base).Input, Output: LayoutOf(s, x.Ranks[r].Base).Output,
 				Scratch: LayoutOf(s, x.Ranks[r].Base).Scratch}[xf.SrcBuf] + uint64(xf.SrcOff)
-			for j, off := 0, int64(0); off < xf.Len && err == nil; j, off = j+1, off+per {
-				size := min(per, xf.Len-off)
+			cut := splitEven(xf.Len, s.Elem, ne)
+			for j, off := 0, int64(0); j < len(cut) && err == nil; j, off = j+1, off+cut[j] {
+				size := cut[j]
 				v := use[(i+j)%ne]
 				var dst uint64
 				if dst, err = x.addr(s, r, xf.Dst, xf.DstBuf, xf.DstOff+off); err != nil {
@@ -584,6 +583,29 @@ func (x *Executor) plan(s *Schedule, d Dtype) ([]rankPlan, error) {
 		return nil, fmt.Errorf("enc: %w", err)
 	}
 	return plans, nil
+}
+
+// splitEven cuts a transfer of n bytes (whole elements of elem bytes) into
+// min(ways, elements) slices of whole elements whose sizes differ by at
+// most one element, the larger first. A larger transfer never has fewer
+// slices, nor any slice smaller: cutting into slices of ⌈elements/ways⌉
+// (the rest in the last) gave 27 elements over 7 engines 7 slices but 30
+// elements 6, so a larger message could take less time (issue 13).
+func splitEven(n int64, elem, ways int) []int64 {
+	elems := n / int64(elem)
+	k := min(int64(ways), elems)
+	if k < 1 {
+		return nil
+	}
+	base, extra := elems/k, elems%k
+	out := make([]int64, k)
+	for j := range out {
+		out[j] = base * int64(elem)
+		if int64(j) < extra {
+			out[j] += int64(elem)
+		}
+	}
+	return out
 }
 
 // ringSize returns a ring length that holds n descriptors: a multiple of

@@ -28,7 +28,8 @@ const drawWidth = 100
 //     matrix (row → column) with · on the diagonal and ● for a link;
 //   - star: the switch and its devices.
 //
-// Every arrow is drawn from the links the topology holds (► or ▼ for a
+// A topology whose devices are not all joined says so after the header,
+// naming its groups. Every arrow is drawn from the links the topology holds (► or ▼ for a
 // link towards the right or down, ◄ or ▲ for one towards the left or up),
 // so a missing direction shows as a gap. The output is deterministic. Draw
 // returns the writer's error; a nil or malformed topology or an unknown
@@ -51,6 +52,10 @@ func Draw(w io.Writer, t *Topology) error {
 	d.printf("topology: %s, %s, %s, %s\n", t.Kind,
 		plural(t.Devices, "device", "devices"), plural(switches, "switch", "switches"),
 		plural(len(t.Links), "directed link", "directed links"))
+	if groups := t.Groups(); len(groups) > 1 {
+		d.printf("not connected: %d groups with no link between them (%s); a system of it is refused\n",
+			len(groups), t.describeGroups(groups))
+	}
 	switch t.Kind {
 	case KindTorus2D:
 		d.torus("group")

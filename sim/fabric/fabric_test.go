@@ -2,7 +2,6 @@ package fabric
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -167,40 +166,5 @@ func TestModels(t *testing.T) {
 				assert.Equal(t, 1000+5*chunk, inj2, "FIFO: behind the four chunks")
 			}
 		})
-	}
-}
-
-// TestPipelinedEqualsChunkByChunk: the aware model's closed form gives the
-// same injection and landing times, and leaves every link in the same
-// state, as following each chunk over each link, on random paths, link
-// states, sizes and engine rates.
-func TestPipelinedEqualsChunkByChunk(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 9))
-	for _, chunk := range []int{64, 4096, 10000} {
-		p := DefaultParams(hwarch.Sunda)
-		p.ChunkBytes = chunk
-		p.Ring = LinkParams{Bandwidth: 50e9, Latency: 300 * ns}
-		s, err := New(Config{Generation: hwarch.Sunda, Devices: 12, Kind: KindRing, Params: &p, Ready: true})
-		require.NoError(t, err)
-		for i := range 2000 {
-			src, dst := rng.IntN(12), rng.IntN(12)
-			path, err := s.path(src, dst)
-			require.NoError(t, err)
-			for id := range s.st.Links {
-				s.st.Links[id].Free = rng.Uint64N(2_000_000)
-			}
-			n := 1 + rng.IntN(200_000)
-			start := rng.Uint64N(1_000_000)
-			sent := start + rng.Uint64N(10_000_000)
-			before := append([]LinkState(nil), s.st.Links...)
-			var hops []uint64
-			inj1, lands1 := s.chunkByChunk(path, n, start, sent, &hops)
-			after := append([]LinkState(nil), s.st.Links...)
-			copy(s.st.Links, before)
-			inj2, lands2 := s.pipelined(path, n, start, sent)
-			require.Equal(t, inj1, inj2, "case %d: injected (chunk %d, %d bytes, %d hops)", i, chunk, n, len(path))
-			require.Equal(t, lands1, lands2, "case %d: lands", i)
-			require.Equal(t, after, s.st.Links, "case %d: link states", i)
-		}
 	}
 }

@@ -11,7 +11,11 @@ import (
 
 // LinkState is the mutable state of one directed link.
 type LinkState struct {
-	Free  uint64 // when the link's FIFO is next free (aware model), ps
+	// Spans are the times the link is booked to serialise chunks (aware
+	// model) or a device's writes onto its own link (free model), in
+	// order, disjoint; those over before the latest reservation are
+	// dropped.
+	Spans []Span
 	Bytes uint64 // bytes it has carried
 	Busy  uint64 // ps it spent serialising
 	Down  bool   // taken down by a fault
@@ -97,143 +101,90 @@ func (s *System) timing(path []int, n int, start, sent uint64, hops *[]uint64) (
 	if len(path) == 0 {
 		return sent, sent + p.Endpoint
 	}
+	now := min(uint64(s.engine.Now()), start)
 	if p.Model == Free {
-		var lat uint64
-		bw := ^uint64(0)
-		for _, id := range path {
-			l := &s.topo.Links[id]
-			lat += l.Params.Latency + s.forward(l)
-			bw = min(bw, l.Params.Bandwidth)
-			s.st.Links[id].Bytes += uint64(n)
-			s.st.Links[id].Busy += dma.TransferTime(uint64(n), l.Params.Bandwidth)
-		}
-		if hops != nil {
-			t := start
-			for _, id := range path {
-				*hops = append(*hops, t)
-				t += s.topo.Links[id].Params.Latency + s.forward(&s.topo.Links[id])
-			}
-		}
-		injected = max(sent, start+dma.TransferTime(uint64(n), s.topo.Links[path[0]].Params.Bandwidth))
-		return injected, max(sent, start+dma.TransferTime(uint64(n), bw)) + lat + p.Endpoint
+		return s.cutThrough(path, n, now, start, sent, hops)
 	}
-	if hops != nil {
-		return s.chunkByChunk(path, n, start, sent, hops)
-	}
-	return s.pipelined(path, n, start, sent)
+	return s.storeAndForward(path, n, now, start, sent, hops)
 }
 
-// The aware model's chunks: m = ⌈n/c⌉ chunks, all of c bytes but the last.
-// The engine reads them at an even rate: chunk j (of the m−1 whole ones) is
-// ready at start + (j+1)·Δ with Δ = ⌊(sent−start)/m⌋, the last at sent. A
-// chunk crosses link i in s_i (its serialisation) and reaches the next node
-// L_i later; each link is a FIFO, free from F_i on.
-//
-// chunkByChunk follows every chunk over every link (used when capturing,
-// which needs each chunk's times); pipelined computes the same times in
-// O(hops²) from the closed form of a tandem of FIFO stations with fixed
-// service times. Tests hold the two equal.
+// cutThrough is the contention-free model: the write goes at its path's
+// slowest bandwidth, crossing each link in its latency, and waits for no
+// link but its first — the source device's own link, which carries the
+// device's writes one after another (each booked for n / B₀ there at the
+// first idle time from start on), so a device never injects faster than
+// its links.
+func (s *System) cutThrough(path []int, n int, now, start, sent uint64, hops *[]uint64) (injected, lands uint64) {
+	var lat uint64
+	bw := ^uint64(0)
+	for _, id := range path {
+		l := &s.topo.Links[id]
+		lat += l.Params.Latency + s.forward(l)
+		bw = min(bw, l.Params.Bandwidth)
+		s.st.Links[id].Bytes += uint64(n)
+		s.st.Links[id].Busy += dma.TransferTime(uint64(n), l.Params.Bandwidth)
+	}
+	first := path[0]
+	own := dma.TransferTime(uint64(n), s.topo.Links[first].Params.Bandwidth)
+	begin := s.st.Links[first].book(now, start, own)
+	if hops != nil {
+		t := begin
+		for _, id := range path {
+			*hops = append(*hops, t)
+			t += s.topo.Links[id].Params.Latency + s.forward(&s.topo.Links[id])
+		}
+	}
+	injected = max(sent, addTime(begin, own))
+	return injected, addTime(max(sent, addTime(begin, dma.TransferTime(uint64(n), bw))), lat+s.p.Endpoint)
+}
 
-// chunkByChunk is the aware model, one chunk and one link at a time.
-func (s *System) chunkByChunk(path []int, n int, start, sent uint64, hops *[]uint64) (injected, lands uint64) {
+// storeAndForward is the contention-aware model: m = ⌈n/c⌉ chunks, all of
+// c bytes but the last. The engine reads the bytes at its bandwidth B_e,
+// the last one at sent: chunk j is ready once its last byte is read, at
+// sent − (n − (j+1)·c)/B_e (never before start; the last chunk at sent).
+// Counted back from sent, a chunk's time does not depend on how many bytes
+// follow it, so a larger write never has a chunk ready earlier (with the
+// engine's fixed cost spread over the bytes, one byte more made every chunk
+// ready sooner). At each link a chunk takes the first idle time at or after
+// its arrival that holds its serialisation s_i (link.book), then reaches
+// the next node L_i later. The write has left the source when its last
+// chunk has left the first link, and lands δ after its last chunk arrives.
+func (s *System) storeAndForward(path []int, n int, now, start, sent uint64, hops *[]uint64) (injected, lands uint64) {
 	c := uint64(s.p.ChunkBytes)
 	m := (uint64(n) + c - 1) / c
-	delta := (sent - start) / m
+	all := dma.TransferTime(uint64(n), s.engineBW)
 	var arrive uint64
 	for j := uint64(0); j < m; j++ {
-		size, t := c, start+(j+1)*delta
+		size, t := c, sent
 		if j == m-1 {
-			size, t = uint64(n)-(m-1)*c, sent
+			size = uint64(n) - (m-1)*c
+		} else if rest := all - dma.TransferTime((j+1)*c, s.engineBW); rest < sent-start {
+			t = sent - rest
+		} else {
+			t = start
 		}
 		for i, id := range path {
-			l, ls := &s.topo.Links[id], &s.st.Links[id]
-			begin := max(t, ls.Free)
+			ls := &s.st.Links[id]
 			busy := s.chunkTime[id]
 			if size != c {
-				busy = dma.TransferTime(size, l.Params.Bandwidth)
+				busy = dma.TransferTime(size, s.topo.Links[id].Params.Bandwidth)
 			}
-			ls.Free = begin + busy
+			begin := ls.book(now, t, busy)
 			ls.Bytes += size
 			ls.Busy += busy
 			if hops != nil {
 				*hops = append(*hops, begin)
 			}
+			end := addTime(begin, busy)
 			if i == 0 {
-				injected = ls.Free
+				injected = max(injected, end)
 			}
-			t = ls.Free + s.hopDelay[id]
+			t = addTime(end, s.hopDelay[id])
 		}
-		arrive = t
+		arrive = max(arrive, t)
 	}
-	return injected, arrive + s.p.Endpoint
+	return injected, addTime(arrive, s.p.Endpoint)
 }
-
-// pipelined is the aware model in closed form. With the engine as station
-// −1 (service Δ, free from start, no latency), the departure of whole chunk
-// j from link i is
-//
-//	D(i, j) = max over k in −1..i of ( F_k + Σ_{q=k..i} s_q + Σ_{q=k..i−1} L_q + j · max_{q=k..i} s_q )
-//
-// (the longest path through the grid of chunks and stations, which spends
-// every extra chunk at the slowest station on it). The last chunk, of its
-// own size, then follows each link behind D(i, m−2).
-func (s *System) pipelined(path []int, n int, start, sent uint64) (injected, lands uint64) {
-	c := uint64(s.p.ChunkBytes)
-	m := (uint64(n) + c - 1) / c
-	delta := (sent - start) / m
-	whole := m - 1 // chunks before the last
-	var behind [maxHops]uint64
-	h := len(path)
-	if h > maxHops {
-		var hops []uint64
-		return s.chunkByChunk(path, n, start, sent, &hops)
-	}
-	if whole > 0 {
-		j := whole - 1
-		for i := range h {
-			var best, sum, lat, slow uint64
-			for k := i; k >= -1; k-- {
-				var free, svc, l uint64
-				if k >= 0 {
-					id := path[k]
-					free, svc = s.st.Links[id].Free, s.chunkTime[id]
-					if k < i {
-						l = s.hopDelay[id]
-					}
-				} else {
-					free, svc = start, delta
-				}
-				sum += svc
-				lat += l
-				slow = max(slow, svc)
-				best = max(best, free+sum+lat+j*slow)
-			}
-			behind[i] = best
-		}
-	}
-	last := uint64(n) - whole*c
-	t := sent
-	for i, id := range path {
-		ls := &s.st.Links[id]
-		if whole > 0 {
-			ls.Free = behind[i]
-		}
-		busy := dma.TransferTime(last, s.topo.Links[id].Params.Bandwidth)
-		begin := max(t, ls.Free)
-		ls.Free = begin + busy
-		ls.Bytes += uint64(n)
-		ls.Busy += whole*s.chunkTime[id] + busy
-		if i == 0 {
-			injected = ls.Free
-		}
-		t = ls.Free + s.hopDelay[id]
-	}
-	return injected, t + s.p.Endpoint
-}
-
-// maxHops is the longest path pipelined computes in closed form; longer
-// ones (rings of many devices) go chunk by chunk.
-const maxHops = 16
 
 // forward is the forwarding delay of a switch at the far end of a link.
 func (s *System) forward(l *Link) uint64 {

@@ -23,7 +23,7 @@ import (
 
 // SnapshotVersion is the version of the snapshot format Save writes and
 // Load accepts.
-const SnapshotVersion = 3
+const SnapshotVersion = 4
 
 // Snapshot is a whole system: its configuration, its virtual time and
 // pending events, host memory, every device (memory pages, registers, DMA
@@ -107,7 +107,7 @@ func (s *System) Snapshot() *Snapshot {
 		Version: SnapshotVersion, Generation: s.cfg.Generation, Devices: s.cfg.Devices, Kind: s.cfg.Kind, Params: s.p,
 		Revision: s.cfg.Revision, DMA: s.cfg.DMA, TimingOnly: s.cfg.TimingOnly,
 		Engine: engine, Host: host,
-		Links: append([]LinkState(nil), st.Links...), Last: append([]uint64(nil), st.Last...),
+		Links: cloneLinks(st.Links), Last: append([]uint64(nil), st.Last...),
 		InFlight: append([]Delivery(nil), st.InFlight...), Free: append([]int(nil), st.Free...),
 		Stats: st.Stats, Faults: faults, Reservations: res, Capture: capture,
 	}
@@ -188,7 +188,7 @@ func Restore(snap *Snapshot) (*System, error) {
 	if err := s.engine.Restore(snap.Engine); err != nil {
 		return nil, badErr("events: ", err)
 	}
-	s.st = state{Links: append([]LinkState(nil), snap.Links...), Last: append([]uint64(nil), snap.Last...),
+	s.st = state{Links: cloneLinks(snap.Links), Last: append([]uint64(nil), snap.Last...),
 		InFlight: append([]Delivery(nil), snap.InFlight...), Free: append([]int(nil), snap.Free...), Stats: snap.Stats}
 	if s.st.Last == nil {
 		s.st.LastMap = make(map[uint64]uint64, len(snap.LastMap))
@@ -263,8 +263,13 @@ func (s *System) checkSnapshot(snap *Snapshot) error {
 		return fmt.Errorf("Links: %d link states for %d links", len(snap.Links), nl)
 	}
 	for i, l := range snap.Links {
-		if err := ps(fmt.Sprintf("Links[%d].Free", i), l.Free); err != nil {
-			return err
+		if err := checkSpans(l.Spans); err != nil {
+			return fmt.Errorf("Links[%d].Spans: %w", i, err)
+		}
+		if k := len(l.Spans); k > 0 {
+			if err := ps(fmt.Sprintf("Links[%d].Spans[%d].End", i, k-1), l.Spans[k-1].End); err != nil {
+				return err
+			}
 		}
 		if err := ps(fmt.Sprintf("Links[%d].Busy", i), l.Busy); err != nil {
 			return err
@@ -407,7 +412,9 @@ func (s *System) checkSnapshot(snap *Snapshot) error {
 //
 // The payload is the Snapshot in the internal/snapenc encoding, compressed
 // with zstd. Version 1 files (a 52-byte header and a gob encoding, which
-// cannot be decoded safely from untrusted input) are refused by name.
+// cannot be decoded safely from untrusted input), version 2 files (host
+// memory in a map) and version 3 files (whose links kept one free time
+// instead of busy spans) are refused by name.
 var snapshotMagic = [8]byte{'N', 'S', 'S', 'N', 'A', 'P', 0, 1}
 
 const (
@@ -537,6 +544,8 @@ func LoadWith(r io.Reader, o LoadOptions) (*System, error) {
 		return nil, bad("version 1 (gob-encoded, written by neuronsim before format version 2) is no longer read: it cannot be decoded safely; this build reads version %d, so save the system again with this build", SnapshotVersion)
 	case 2:
 		return nil, bad("version 2 (whose host memory state kept its buffers in a map) is no longer read; this build reads version %d, so save the system again with this build", SnapshotVersion)
+	case 3:
+		return nil, bad("version 3 (links with one free time, before their busy spans) is no longer read; this build reads version %d, so save the system again with this build", SnapshotVersion)
 	default:
 		return nil, bad("version %d; this build reads version %d", v, SnapshotVersion)
 	}

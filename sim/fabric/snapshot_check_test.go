@@ -81,7 +81,8 @@ func TestRestoreRefusesImpossibleState(t *testing.T) {
 		{"event past the latest time", func(s *Snapshot) { s.Engine.Queue[0].At = sim.Time(units.MaxTimePS + 1) }, "engine: event 0", units.ErrRange},
 		{"link latency past the latest time", func(s *Snapshot) { s.Params.Ring.Latency = math.MaxUint64 }, "Params: Ring.Latency", units.ErrRange},
 		{"network model 7", func(s *Snapshot) { s.Params.Model = 7 }, "Params: Model 7", nil},
-		{"link free past the latest time", func(s *Snapshot) { s.Links[1].Free = math.MaxUint64 }, "Links[1].Free", units.ErrRange},
+		{"link busy past the latest time", func(s *Snapshot) { s.Links[1].Spans = []Span{{1, math.MaxUint64}} }, "Links[1].Spans[0].End", units.ErrRange},
+		{"link spans overlapping", func(s *Snapshot) { s.Links[1].Spans = []Span{{1, 10}, {5, 20}} }, "Links[1].Spans: busy span 1", nil},
 		{"no devices", func(s *Snapshot) { s.Devices, s.Device = 0, nil }, "Devices 0", nil},
 		{"path order time", func(s *Snapshot) { s.Last[3] = units.MaxTimePS + 1 }, "Last[3]", units.ErrRange},
 		{"a free slot listed twice", func(s *Snapshot) {
@@ -231,7 +232,8 @@ func TestLoadRefusesByName(t *testing.T) {
 	}{
 		{"version 1", v1, LoadOptions{}, "version 1 (gob-encoded", nil},
 		{"version 2", func() []byte { b := append([]byte(nil), good...); b[8] = 2; return b }(), LoadOptions{}, "version 2 (whose host memory state kept its buffers in a map) is no longer read", nil},
-		{"version 4", func() []byte { b := append([]byte(nil), good...); b[8] = 4; return b }(), LoadOptions{}, "version 4; this build reads version 3", nil},
+		{"version 3", func() []byte { b := append([]byte(nil), good...); b[8] = 3; return b }(), LoadOptions{}, "version 3 (links with one free time", nil},
+		{"version 5", func() []byte { b := append([]byte(nil), good...); b[8] = 5; return b }(), LoadOptions{}, "version 5; this build reads version 4", nil},
 		{"other layout", otherLayout, LoadOptions{}, "layout fingerprint", nil},
 		{"too many devices for the limit", good, LoadOptions{MaxBytes: 1 << 20}, "a system of 2 devices takes about 2 MiB", ErrSnapshotLimit},
 		{"trailing decoded bytes", trailing, LoadOptions{}, fmt.Sprintf("decompresses to %d bytes, its header declares %d", len(raw)+1, len(raw)), nil},
@@ -251,17 +253,18 @@ func TestLoadRefusesByName(t *testing.T) {
 	}
 }
 
-// TestSnapshotLayoutPinned: the layout of format version 3 (version 2 had
+// TestSnapshotLayoutPinned: the layout of format version 4 (version 2 had
 // the host memory's buffers in a map and its free list as pairs; version 3
-// has both as slices of sim.HostExtent). A change to a state type changes
-// the fingerprint and fails here: bump SnapshotVersion (old files are then
-// refused by name) and record the new fingerprint.
+// has both as slices of sim.HostExtent; version 4 has LinkState.Spans for
+// LinkState.Free). A change to a state type changes the fingerprint and
+// fails here: bump SnapshotVersion (old files are then refused by name) and
+// record the new fingerprint.
 func TestSnapshotLayoutPinned(t *testing.T) {
 	got, err := snapshotLayout()
 	require.NoError(t, err)
-	const version3 = 0x22162fd64a782ba1
-	if SnapshotVersion == 3 {
-		assert.Equalf(t, uint64(version3), got, "the Snapshot's encoded layout changed (fingerprint %#016x): bump SnapshotVersion and pin the new fingerprint", got)
+	const version4 = 0xe76bb5bb5c46ffc2
+	if SnapshotVersion == 4 {
+		assert.Equalf(t, uint64(version4), got, "the Snapshot's encoded layout changed (fingerprint %#016x): bump SnapshotVersion and pin the new fingerprint", got)
 	}
 }
 

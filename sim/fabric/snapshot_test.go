@@ -92,6 +92,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add(good[snapshotHeader:])
 	f.Add(good[:len(good)/2])
 	f.Add([]byte{})
+	f.Add(spanSnapshot(f))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, b := range [][]byte{data, reseal(data, decodedLength(data))} {
 			s, err := LoadWith(bytes.NewReader(b), LoadOptions{MaxBytes: fuzzLimit})
@@ -110,3 +111,44 @@ func (discardPackets) WritePacket(uint64, capture.Header, []byte) error { return
 // fuzzLimit is the loader's limit in the fuzz targets: what a mutated file
 // may make Load allocate for its decoded state.
 const fuzzLimit = 64 << 20
+
+// spanSnapshot is a saved two-device system whose links are booked ahead.
+func spanSnapshot(t testing.TB) []byte {
+	t.Helper()
+	s, err := New(Config{Generation: hwarch.Cayman, Devices: 2, Kind: KindRing, Ready: true})
+	require.NoError(t, err)
+	s.Advance(10 * sim.Microsecond)
+	now := uint64(s.Now())
+	s.st.Links[0].book(now, now+1000, 500)
+	s.st.Links[0].book(now, now+5000, 500)
+	s.st.Links[1].book(now, now, 40)
+	var b bytes.Buffer
+	require.NoError(t, s.Save(&b))
+	return b.Bytes()
+}
+
+// TestSnapshotKeepsSpans: a link's booked spans survive a save and a load
+// (the restored system books around them as the original does), a
+// snapshot does not share them with the live system, and a snapshot whose
+// spans are out of order or overlap is refused.
+func TestSnapshotKeepsSpans(t *testing.T) {
+	file := spanSnapshot(t)
+	a, err := Load(bytes.NewReader(file))
+	require.NoError(t, err)
+	la, err := a.Link(0)
+	require.NoError(t, err)
+	now := uint64(10 * sim.Microsecond)
+	assert.Equal(t, []Span{{now + 1000, now + 1500}, {now + 5000, now + 5500}}, la.Spans)
+	snap := a.Snapshot()
+	a.st.Links[0].book(now, now+1500, 3500) // fills the gap in a, not in snap
+	assert.Len(t, snap.Links[0].Spans, 2, "a snapshot's spans are its own")
+	for _, bad := range [][]Span{
+		{{now + 5000, now + 5500}, {now + 1000, now + 1500}},
+		{{now + 1000, now + 1500}, {now + 1400, now + 2000}},
+		{{now + 1000, now + 1000}},
+	} {
+		snap.Links[0].Spans = bad
+		_, err := Restore(snap)
+		assert.ErrorIs(t, err, ErrSnapshot, "%v", bad)
+	}
+}

@@ -3,6 +3,7 @@ package fabric
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
@@ -47,6 +48,9 @@ type System struct {
 	// Per link, computed once: a whole chunk's serialisation time, and the
 	// latency to the next node including a switch's forwarding.
 	chunkTime, hopDelay []uint64
+	// engineBW is the devices' DMA engine bandwidth: the rate at which an
+	// engine reads a write's bytes (docs/fabric.md §Models).
+	engineBW uint64
 }
 
 // state is the fabric's mutable state (besides the devices').
@@ -95,7 +99,9 @@ type port struct {
 var ErrConfig = errors.New("invalid system configuration")
 
 // New builds a system: the topology, then the devices (device index i gets
-// the routing id the driver maps to i), each joined to the fabric.
+// the routing id the driver maps to i), each joined to the fabric. A
+// topology whose devices are not all joined is refused (ErrDisconnected,
+// naming its groups): no collective could run on it.
 func New(cfg Config) (*System, error) {
 	if !cfg.Generation.Valid() {
 		return nil, fmt.Errorf("fabric: %w %d", hwarch.ErrUnknownGeneration, uint8(cfg.Generation))
@@ -121,6 +127,9 @@ func New(cfg Config) (*System, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := topo.Connected(); err != nil {
+		return nil, err
+	}
 	devID, err := hwarch.DefaultDeviceID(cfg.Generation)
 	if err != nil {
 		return nil, err
@@ -129,6 +138,10 @@ func New(cfg Config) (*System, error) {
 		paths: make([][][]int, cfg.Devices)}
 	s.cfg = cfg
 	s.cfg.Kind, s.cfg.Params = kind, &s.p
+	s.engineBW = cfg.DMA.EngineBandwidth
+	if cfg.DMA == (dma.Timing{}) {
+		s.engineBW = dma.DefaultTiming(cfg.Generation).EngineBandwidth
+	}
 	s.st.Links = make([]LinkState, len(topo.Links))
 	for id := range topo.Links {
 		l := &topo.Links[id]
@@ -215,7 +228,9 @@ func (s *System) Link(id int) (LinkState, error) {
 	if id < 0 || id >= len(s.st.Links) {
 		return LinkState{}, fmt.Errorf("fabric: link %d of %d: %w", id, len(s.st.Links), ErrConfig)
 	}
-	return s.st.Links[id], nil
+	ls := s.st.Links[id]
+	ls.Spans = slices.Clone(ls.Spans)
+	return ls, nil
 }
 
 // SetLinkDown takes a link down (or brings it back): new writes over it are

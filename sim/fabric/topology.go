@@ -3,6 +3,7 @@ package fabric
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
@@ -72,7 +73,7 @@ func AutoKind(g hwarch.Generation, devices int) Kind {
 		return KindUltraServer
 	case devices%16 == 0:
 		return KindTorus2D
-	case devices == 6:
+	case hwarch.ChainTable(devices):
 		return KindChain
 	}
 	return KindRing
@@ -142,9 +143,9 @@ func Build(k Kind, g hwarch.Generation, n int, p Params) (*Topology, error) {
 	case KindUltraServer:
 		err = t.ultraServer(n, p)
 	case KindRing:
-		t.ring(n, p.Ring, false)
+		err = t.ring(n, p.Ring, false)
 	case KindChain:
-		t.ring(n, p.Ring, true)
+		err = t.ring(n, p.Ring, true)
 	case KindSwitch:
 		err = t.switched(n, p)
 	case KindFullyConnected:
@@ -249,15 +250,21 @@ func (t *Topology) ultraServer(n int, p Params) error {
 	return nil
 }
 
-// ring builds a bidirectional ring (or a chain).
-func (t *Topology) ring(n int, p LinkParams, chain bool) {
+// ring builds a bidirectional ring (or a chain) of any length: each device
+// joined to the previous and the next (hwarch.RingNeighbours) — not the
+// driver's table for that count, which is the torus's on a multiple of 16.
+func (t *Topology) ring(n int, p LinkParams, chain bool) error {
 	for d := range n {
-		nb, _ := hwarch.ConnectedDevices(n, d, chain)
+		nb, err := hwarch.RingNeighbours(n, d, chain)
+		if err != nil {
+			return fmt.Errorf("fabric %s: %w: %w", t.Kind, err, ErrTopology)
+		}
 		for _, x := range nb {
 			t.link(d, x, "ring", p)
 		}
 	}
 	t.pairPorts()
+	return nil
 }
 
 // switched builds the Trn3 NeuronSwitch-v1 fabric (trainium-facts §4): the
@@ -324,6 +331,117 @@ func (t *Topology) route() {
 			}
 		}
 	}
+}
+
+// ErrDisconnected marks a topology whose devices are not all joined: some
+// pair has no path between them. A system of it is refused when it is
+// built (New), naming its groups.
+var ErrDisconnected = errors.New("devices not all connected")
+
+// Groups returns the topology's devices in groups that its links join
+// (through switches or other devices, either direction): every device in
+// exactly one group, groups in order of their lowest device, each in
+// ascending order. A connected topology is one group.
+func (t *Topology) Groups() [][]int {
+	nn := len(t.Nodes)
+	adj := make([][]int, nn)
+	for _, l := range t.Links {
+		if l.From >= 0 && l.From < nn && l.To >= 0 && l.To < nn {
+			adj[l.From] = append(adj[l.From], l.To)
+			adj[l.To] = append(adj[l.To], l.From)
+		}
+	}
+	seen := make([]bool, nn)
+	var groups [][]int
+	for d := 0; d < t.Devices && d < nn; d++ {
+		if seen[d] {
+			continue
+		}
+		var g []int
+		seen[d] = true
+		queue := []int{d}
+		for len(queue) > 0 {
+			x := queue[0]
+			queue = queue[1:]
+			if x < t.Devices {
+				g = append(g, x)
+			}
+			for _, y := range adj[x] {
+				if !seen[y] {
+					seen[y] = true
+					queue = append(queue, y)
+				}
+			}
+		}
+		slices.Sort(g)
+		groups = append(groups, g)
+	}
+	return groups
+}
+
+// Connected returns nil when every device has a path to every other, else
+// an error wrapping ErrDisconnected that names the groups no link joins
+// (or the first pair a one-way link leaves without a path back).
+func (t *Topology) Connected() error {
+	if groups := t.Groups(); len(groups) > 1 {
+		why := ""
+		if t.Kind == KindTorus2D {
+			why = " (the driver's torus table joins the 16 devices of each group, no group to another)"
+		}
+		return fmt.Errorf("fabric %s: %d devices fall into %d groups with no link between them: %s%s: %w",
+			t.Kind, t.Devices, len(groups), t.describeGroups(groups), why, ErrDisconnected)
+	}
+	if t.next == nil {
+		return nil
+	}
+	for a := range t.Devices {
+		for b, id := range t.next[a] {
+			if id < 0 && a != b {
+				return fmt.Errorf("fabric %s: no path from %s to %s: %w", t.Kind, t.Nodes[a].Name, t.Nodes[b].Name, ErrDisconnected)
+			}
+		}
+	}
+	return nil
+}
+
+// maxNamedGroups is how many groups Connected's error names.
+const maxNamedGroups = 8
+
+// describeGroups names groups of devices, "; " between them, the first
+// maxNamedGroups of them.
+func (t *Topology) describeGroups(groups [][]int) string {
+	names := make([]string, 0, min(len(groups), maxNamedGroups)+1)
+	for i, g := range groups {
+		if i == maxNamedGroups {
+			names = append(names, fmt.Sprintf("and %d more", len(groups)-i))
+			break
+		}
+		names = append(names, t.describeGroup(g))
+	}
+	return strings.Join(names, "; ")
+}
+
+// describeGroup names a group of devices by runs: "neuron0–neuron15",
+// "neuron3", "neuron0–neuron3, neuron8".
+func (t *Topology) describeGroup(g []int) string {
+	var parts []string
+	for i := 0; i < len(g); {
+		j := i
+		for j+1 < len(g) && g[j+1] == g[j]+1 {
+			j++
+		}
+		if j == i {
+			parts = append(parts, t.Nodes[g[i]].Name)
+		} else {
+			parts = append(parts, t.Nodes[g[i]].Name+"–"+t.Nodes[g[j]].Name)
+		}
+		i = j + 1
+		if len(parts) == maxNamedGroups && i < len(g) {
+			parts = append(parts, fmt.Sprintf("and %d more devices", len(g)-i))
+			break
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // ErrNoPath marks a pair of devices with no path between them.
