@@ -196,19 +196,16 @@ func (t *Tree) find(start uint64) int32 {
 	return 0
 }
 
-// Insert adds [start, end). The caller keeps the extents disjoint and
-// non-empty; Insert only refuses (returns false) a start already present,
-// an empty range, or an extent past MaxLen.
-func (t *Tree) Insert(start, end uint64) bool {
-	if end <= start || t.n >= MaxLen {
-		return false
-	}
-	var path [64]int32 // an AVL tree of MaxLen nodes is at most 45 high
-	n := 0
-	for i := t.root; i != 0; {
-		if start == t.nodes[i].start {
-			return false
-		}
+// pathLen bounds the height of the tree: an AVL tree of MaxLen (< 2^31)
+// nodes is at most 45 high.
+const pathLen = 64
+
+// walk searches for the node whose start is start. It returns that node (0
+// when there is none) and fills path[:n] with the nodes passed on the way
+// from the root, the last of them the parent where start would hang.
+func (t *Tree) walk(start uint64, path *[pathLen]int32) (i int32, n int) {
+	i = t.root
+	for i != 0 && t.nodes[i].start != start {
 		path[n] = i
 		n++
 		if start < t.nodes[i].start {
@@ -216,6 +213,21 @@ func (t *Tree) Insert(start, end uint64) bool {
 		} else {
 			i = t.nodes[i].right
 		}
+	}
+	return i, n
+}
+
+// Insert adds [start, end). The caller keeps the extents disjoint and
+// non-empty; Insert only refuses (returns false) a start already present,
+// an empty range, or an extent past MaxLen.
+func (t *Tree) Insert(start, end uint64) bool {
+	if end <= start || t.n >= MaxLen {
+		return false
+	}
+	var path [pathLen]int32
+	i, n := t.walk(start, &path)
+	if i != 0 {
+		return false
 	}
 	var x int32
 	if k := len(t.spare); k > 0 {
@@ -278,18 +290,8 @@ func (t *Tree) Replace(old, start, end uint64) bool {
 	if end <= start {
 		return false
 	}
-	var path [64]int32 // an AVL tree of 2^31 nodes is at most 45 high
-	n := 0
-	i := t.root
-	for i != 0 && t.nodes[i].start != old {
-		path[n] = i
-		n++
-		if old < t.nodes[i].start {
-			i = t.nodes[i].left
-		} else {
-			i = t.nodes[i].right
-		}
-	}
+	var path [pathLen]int32
+	i, n := t.walk(old, &path)
 	if i == 0 {
 		return false
 	}
@@ -357,18 +359,8 @@ func (t *Tree) Add(start, end uint64) bool {
 // Delete removes the extent that starts at start and reports whether there
 // was one.
 func (t *Tree) Delete(start uint64) bool {
-	var path [64]int32
-	n := 0
-	d := t.root
-	for d != 0 && t.nodes[d].start != start {
-		path[n] = d
-		n++
-		if start < t.nodes[d].start {
-			d = t.nodes[d].left
-		} else {
-			d = t.nodes[d].right
-		}
-	}
+	var path [pathLen]int32
+	d, n := t.walk(start, &path)
 	if d == 0 {
 		return false
 	}
