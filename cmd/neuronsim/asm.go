@@ -11,6 +11,7 @@ import (
 
 	"github.com/neuronsim/neuronsim/hw/isa"
 	"github.com/neuronsim/neuronsim/hw/isa/asm"
+	"github.com/neuronsim/neuronsim/internal/output"
 	"github.com/neuronsim/neuronsim/internal/units"
 )
 
@@ -68,7 +69,7 @@ func newAsmCommand() *cobra.Command {
 				return fmt.Errorf("%s: the default output would overwrite the input; give -o", in)
 			}
 		}
-		if err := os.WriteFile(dst, bin, 0o644); err != nil {
+		if err := output.WriteFile(dst, bin); err != nil {
 			return err
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "assembled %s (%d bytes) to %s\n", units.Plural(int64(len(bin)/isa.RecordSize), "record", "records"), len(bin), dst)
@@ -108,7 +109,7 @@ func newDisasmCommand() *cobra.Command {
 			_, err := io.WriteString(cmd.OutOrStdout(), text)
 			return err
 		}
-		if err := os.WriteFile(out, []byte(text), 0o644); err != nil {
+		if err := output.WriteFile(out, []byte(text)); err != nil {
 			return err
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "disassembled %s (%d bytes) to %s\n", units.Plural(int64(n), "record", "records"), len(bin), out)

@@ -10,7 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	hwisa "github.com/neuronsim/neuronsim/hw/isa"
+	"github.com/neuronsim/neuronsim/internal/memlimit"
+	"github.com/neuronsim/neuronsim/internal/output"
 	"github.com/neuronsim/neuronsim/internal/units"
 	rtisa "github.com/neuronsim/neuronsim/runtime/isa"
 	"github.com/neuronsim/neuronsim/runtime/program"
@@ -68,7 +71,7 @@ func parseTile(s string, output bool) (tileSpec, error) {
 func newExecCommand() *cobra.Command {
 	var core int
 	var inputs, outputs []string
-	var tracePath string
+	var tracePath, traceMax string
 	cmd := &cobra.Command{
 		Use:   "exec PROG [--arch A] [--core N] [--input SPEC=FILE] [--output SPEC=FILE] [--trace FILE]",
 		Short: "Run a program on one core of a simulated device, through the runtime",
@@ -87,26 +90,67 @@ func newExecCommand() *cobra.Command {
 	cmd.Flags().StringArrayVar(&inputs, "input", nil, "SPACE[START:COUNT,OFFSET]=FILE written before the run (repeatable)")
 	cmd.Flags().StringArrayVar(&outputs, "output", nil, "SPACE[START:COUNT,OFFSET]:BYTES=FILE read after the run (repeatable)")
 	cmd.Flags().StringVar(&tracePath, "trace", "", "write a Chrome/Perfetto trace-event JSON file")
+	cmd.Flags().StringVar(&traceMax, "trace-max", "64M", "largest --trace file: recording stops there, with a note in the trace's metadata")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		prog, err := readProgram(args[0])
 		if err != nil {
 			return err
 		}
+		// Everything that can be checked is checked before the device is
+		// brought up: the tiles, the input files, the output paths.
 		var ins, outs []tileSpec
+		var inData [][]byte
 		for _, s := range inputs {
 			t, err := parseTile(s, false)
 			if err != nil {
 				return fmt.Errorf("--input %w", err)
 			}
+			data, err := os.ReadFile(t.file)
+			if err != nil {
+				return fmt.Errorf("--input %s: %w", s, err)
+			}
+			if len(data) == 0 || len(data)%t.count != 0 {
+				return fmt.Errorf("--input %s: %d bytes do not split into %d partitions", s, len(data), t.count)
+			}
+			t.bytes = uint64(len(data) / t.count)
 			ins = append(ins, t)
+			inData = append(inData, data)
 		}
+		paths := [][2]string{{"--trace", tracePath}}
 		for _, s := range outputs {
 			t, err := parseTile(s, true)
 			if err != nil {
 				return fmt.Errorf("--output %w", err)
 			}
 			outs = append(outs, t)
+			paths = append(paths, [2]string{"--output " + s, t.file})
 		}
+		if err := checkOutputPaths(paths...); err != nil {
+			return err
+		}
+		traceBytes, err := units.ParseBytesIn("--trace-max", traceMax, 1024, math.MaxInt64)
+		if err != nil {
+			return err
+		}
+		if tf.remote == "" {
+			spec, err := tf.sys.spec()
+			if err != nil {
+				return err
+			}
+			geo := hwarch.MustGeometry(spec.Gen)
+			for _, group := range []struct {
+				flag  string
+				tiles []tileSpec
+				specs []string
+			}{{"--input", ins, inputs}, {"--output", outs, outputs}} {
+				for i, t := range group.tiles {
+					if err := program.CheckTile(geo, t.psum, t.start, t.count, t.offset, t.bytes); err != nil {
+						return fmt.Errorf("%s %s: %w", group.flag, group.specs[i], err)
+					}
+				}
+			}
+		}
+		defer removeOutputsOnSignal(cmd.ErrOrStderr())()
 		sys, err := openDMASystem(tf, false)
 		if err != nil {
 			return err
@@ -121,15 +165,12 @@ func newExecCommand() *cobra.Command {
 				return fmt.Errorf("--trace records the engines of a local simulated device; not with --remote")
 			}
 			rec = trace.New(0)
+			rec.SetMaxBytes(uint64(traceBytes))
 			sys.sim.SetTrace(rec)
 		}
 		r := &program.Runner{Dev: sys.up, DMA: sys.dma, Mem: sys.mem, Tables: sys.tables, Validator: rtisa.New(sys.tables), NC: core}
-		for _, t := range ins {
-			data, err := os.ReadFile(t.file)
-			if err != nil {
-				return err
-			}
-			if err := r.WriteTile(t.psum, t.start, t.count, t.offset, data); err != nil {
+		for i, t := range ins {
+			if err := r.WriteTile(t.psum, t.start, t.count, t.offset, inData[i]); err != nil {
 				return fmt.Errorf("--input %s: %w", t.file, err)
 			}
 		}
@@ -163,30 +204,52 @@ func newExecCommand() *cobra.Command {
 				fmt.Fprintf(out, "  semaphore %d = %d\n", i, v)
 			}
 		}
+		// The outputs are written under temporary names and take their
+		// own only when every one is complete.
+		var files []*output.File
+		defer func() {
+			for _, f := range files {
+				f.Abort()
+			}
+		}()
 		for _, t := range outs {
 			buf := make([]byte, uint64(t.count)*t.bytes)
 			if err := r.ReadTile(t.psum, t.start, t.count, t.offset, buf); err != nil {
 				return fmt.Errorf("--output %s: %w", t.file, err)
 			}
-			if err := os.WriteFile(t.file, buf, 0o644); err != nil {
-				return err
+			f, err := output.Create(t.file)
+			if err != nil {
+				return fmt.Errorf("--output: %w", err)
 			}
-			fmt.Fprintf(out, "  wrote %d bytes to %s\n", len(buf), t.file)
+			files = append(files, f)
+			if _, err := f.Write(buf); err != nil {
+				return fmt.Errorf("--output: %w", err)
+			}
 		}
 		if rec != nil {
-			f, err := os.Create(tracePath)
+			f, err := output.Create(tracePath)
 			if err != nil {
-				return err
+				return fmt.Errorf("--trace: %w", err)
 			}
+			files = append(files, f)
 			if err := rec.WriteJSON(f); err != nil {
-				f.Close()
+				return fmt.Errorf("--trace: %w", err)
+			}
+		}
+		for _, f := range files {
+			if err := f.Commit(); err != nil {
 				return err
 			}
-			if err := f.Close(); err != nil {
-				return err
-			}
-			kept, _ := rec.Len()
+		}
+		for _, t := range outs {
+			fmt.Fprintf(out, "  wrote %d bytes to %s\n", uint64(t.count)*t.bytes, t.file)
+		}
+		if rec != nil {
+			kept, dropped := rec.Len()
 			fmt.Fprintf(out, "  trace: %s to %s\n", units.Plural(int64(kept), "slice", "slices"), tracePath)
+			if rec.Full() {
+				fmt.Fprintf(out, "  trace: stopped at --trace-max (%s); %s not recorded\n", memlimit.Human(rec.MaxBytes()), units.Plural(int64(dropped), "slice", "slices"))
+			}
 		}
 		return nil
 	}

@@ -14,6 +14,8 @@ import (
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/calibrate"
 	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/internal/memlimit"
+	"github.com/neuronsim/neuronsim/internal/output"
 	"github.com/neuronsim/neuronsim/internal/units"
 	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/runtime/enc"
@@ -191,6 +193,8 @@ type sweepFlags struct {
 	engines            *intValue
 	jsonFile, plotFile string
 	pcapFile           string
+	pcapMax            string
+	memLimit           string
 	seed               uint64
 }
 
@@ -235,6 +239,8 @@ list sweeps each count (a table per count; with --json a report per count);
 	fl.StringVar(&s.jsonFile, "json", "", "write nccom-test's JSON report to this file; with several --devices counts, one report per count, to NAME-<N>devices.EXT")
 	fl.StringVar(&s.plotFile, "plot", "", "draw busbw against size, one line per device count, to this PNG")
 	fl.StringVar(&s.pcapFile, "pcap", "", "write the fabric's packets to this pcap file (contrib/wireshark/neuronsim.lua dissects them)")
+	fl.StringVar(&s.pcapMax, "pcap-max", "64M", "largest --pcap file: the capture stops cleanly there, with a note (the file stays valid)")
+	fl.StringVar(&s.memLimit, "mem-limit", "", "host memory a functional sweep may plan to use (default 3/4 of physical memory, /proc/meminfo MemTotal)")
 	fl.Uint64Var(&s.seed, "seed", 1, "seed of the random inputs (functional mode)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		return runSweep(cmd, f, &s)
@@ -242,12 +248,68 @@ list sweeps each count (a table per count; with --json a report per count);
 	return cmd
 }
 
-// maxFunctionalBytes bounds the device memory a functional sweep touches
-// (every rank's input, output and scratch): the payloads are real bytes.
-const maxFunctionalBytes = 8 << 30
+// sweepOutputs are the files of a sweep, checked before it starts and
+// committed together when it has succeeded.
+type sweepOutputs struct {
+	pcapMax uint64
+	files   []*output.File
+}
+
+// checkOutputPaths checks that every output path given can be written and
+// that no two are the same file, before any work starts.
+func checkOutputPaths(flags ...[2]string) error {
+	seen := map[string]string{}
+	for _, fl := range flags {
+		name, path := fl[0], fl[1]
+		if path == "" {
+			continue
+		}
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if other, ok := seen[abs]; ok {
+			return fmt.Errorf("%s %s: the same file as %s", name, path, other)
+		}
+		seen[abs] = name
+		if err := output.Check(path); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
 
 func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 	family, t, counts, err := f.system()
+	if err != nil {
+		return err
+	}
+	var paths [][2]string
+	if s.jsonFile != "" {
+		for i := range counts {
+			paths = append(paths, [2]string{"--json", jsonPath(s.jsonFile, counts, i)})
+		}
+	}
+	paths = append(paths, [2]string{"--plot", s.plotFile}, [2]string{"--pcap", s.pcapFile})
+	if err := checkOutputPaths(paths...); err != nil {
+		return err
+	}
+	if s.pcapFile != "" && len(counts) > 1 {
+		return fmt.Errorf("--pcap with --devices %s: a pcap holds one system's packets (each system's clock starts at 0); give one device count", f.devices.String())
+	}
+	defer removeOutputsOnSignal(cmd.ErrOrStderr())()
+	outs := &sweepOutputs{}
+	defer func() {
+		for _, o := range outs.files {
+			o.Abort() // nothing of a failed sweep is left; after Commit, nothing happens
+		}
+	}()
+	pcapMax, err := units.ParseBytesIn("--pcap-max", s.pcapMax, 24, math.MaxInt64)
+	if err != nil {
+		return err
+	}
+	outs.pcapMax = uint64(pcapMax)
+	limit, err := memlimit.Parse("--mem-limit", s.memLimit)
 	if err != nil {
 		return err
 	}
@@ -304,19 +366,36 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 		}
 	}
 	opt := enc.Options{Chunks: s.chunks.int(), GroupSize: s.groupSize.int()}
-	var series []nccom.Series
-	var reports []*nccom.Report
+	// Every device count's sizes, buffers and memory are checked before
+	// the first system is built.
+	sizesOf := make([][]int64, len(counts))
 	for i, n := range counts {
 		ranks := n * s.ranksPerDevice.int()
 		align := int64(d.Size())
 		if op == enc.AllGather || op == enc.ReduceScatter || op == enc.AllToAll {
 			align *= int64(ranks)
 		}
-		sizes, err := nccom.Sizes(minB, maxB, factor, step, align)
+		if sizesOf[i], err = nccom.Sizes(minB, maxB, factor, step, align); err != nil {
+			return err
+		}
+		if timingOnly {
+			continue
+		}
+		need, err := cluster.FunctionalMemory(op, algo, ranks, d, sizesOf[i], opt)
 		if err != nil {
 			return err
 		}
-		rep, err := sweepOne(cmd, f, s, family, kinds[i], &p, n, op, algo, d, sizes, timingOnly, opt)
+		largest := sizesOf[i][len(sizesOf[i])-1]
+		what := fmt.Sprintf("--mode functional: %s of %s on %d ranks", op, memlimit.Human(uint64(largest)), ranks)
+		if err := limit.Check(what, need); err != nil {
+			return fmt.Errorf("%w; use --mode timing, smaller sizes or fewer devices, or raise --mem-limit", err)
+		}
+	}
+	var series []nccom.Series
+	var reports []*nccom.Report
+	for i, n := range counts {
+		ranks := n * s.ranksPerDevice.int()
+		rep, err := sweepOne(cmd, f, s, outs, family, kinds[i], &p, n, op, algo, d, sizesOf[i], timingOnly, opt)
 		if err != nil {
 			return err
 		}
@@ -333,31 +412,48 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 	}
 	if s.jsonFile != "" {
 		for i, rep := range reports {
-			if err := writeFileWith(jsonPath(s.jsonFile, counts, i), rep.WriteJSON); err != nil {
+			o, err := output.Create(jsonPath(s.jsonFile, counts, i))
+			if err != nil {
+				return fmt.Errorf("--json: %w", err)
+			}
+			outs.files = append(outs.files, o)
+			if err := rep.WriteJSON(o); err != nil {
 				return fmt.Errorf("--json: %w", err)
 			}
 		}
 	}
 	if s.plotFile != "" {
 		title := fmt.Sprintf("%s %s, %s (%s model)", f.gen.Product(), op, d, p.Model)
-		if err := nccom.Plot(s.plotFile, title, series); err != nil {
+		png, err := nccom.PlotPNG(title, series)
+		if err != nil {
 			return fmt.Errorf("--plot: %w", err)
 		}
+		o, err := output.Create(s.plotFile)
+		if err != nil {
+			return fmt.Errorf("--plot: %w", err)
+		}
+		outs.files = append(outs.files, o)
+		if _, err := o.Write(png); err != nil {
+			return fmt.Errorf("--plot: %w", err)
+		}
+	}
+	// Every output is complete: they take their names together.
+	for _, o := range outs.files {
+		if err := o.Commit(); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (%d bytes)\n", o.Path(), o.Size())
 	}
 	return nil
 }
 
 // sweepOne runs every size on a system of n devices.
-func sweepOne(cmd *cobra.Command, f *fabricFlags, s *sweepFlags, family hwarch.SwitchFamily, kind fabric.Kind, p *fabric.Params, n int,
+func sweepOne(cmd *cobra.Command, f *fabricFlags, s *sweepFlags, outs *sweepOutputs, family hwarch.SwitchFamily, kind fabric.Kind, p *fabric.Params, n int,
 	op enc.Op, algo enc.Algo, d enc.Dtype, sizes []int64, timingOnly bool, opt enc.Options) (*nccom.Report, error) {
 	ranks := n * s.ranksPerDevice.int()
 	need, err := cluster.BufferNeed(op, algo, ranks, d, sizes, opt)
 	if err != nil {
 		return nil, err
-	}
-	if !timingOnly && need*uint64(ranks) > maxFunctionalBytes {
-		return nil, fmt.Errorf("--mode functional: %d ranks × %d bytes of buffers is more than the %d bytes a functional sweep may touch; use --mode timing or smaller sizes",
-			ranks, need, uint64(maxFunctionalBytes))
 	}
 	c, err := cluster.New(cluster.Config{Generation: f.gen, Devices: n, Switch: family, Kind: kind, Params: p,
 		TimingOnly: timingOnly, BufferBytes: need, RanksPerDevice: s.ranksPerDevice.int()})
@@ -367,14 +463,14 @@ func sweepOne(cmd *cobra.Command, f *fabricFlags, s *sweepFlags, family hwarch.S
 	if s.engines.set {
 		c.Exec.Engines = s.engines.int()
 	}
-	var pcapOut *os.File
 	var w *capture.Writer
 	if s.pcapFile != "" {
-		if pcapOut, err = os.Create(s.pcapFile); err != nil {
+		pcapOut, err := output.Create(s.pcapFile)
+		if err != nil {
 			return nil, fmt.Errorf("--pcap: %w", err)
 		}
-		defer pcapOut.Close()
-		if w, err = capture.NewWriter(pcapOut, capture.Options{}); err != nil {
+		outs.files = append(outs.files, pcapOut)
+		if w, err = capture.NewWriter(pcapOut, capture.Options{MaxBytes: outs.pcapMax}); err != nil {
 			return nil, fmt.Errorf("--pcap: %w", err)
 		}
 		c.System.SetCapture(w, 0)
@@ -396,6 +492,11 @@ func sweepOne(cmd *cobra.Command, f *fabricFlags, s *sweepFlags, family hwarch.S
 		if lost > 0 {
 			rep.Extra["pcap_packets_not_recorded"] = lost
 		}
+		if w.Full() {
+			rep.Extra["pcap_stopped"] = fmt.Sprintf("--pcap-max %d bytes reached", w.MaxBytes())
+			fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim: --pcap: the capture stopped at --pcap-max (%s) after %d packets; %d packets not recorded\n",
+				memlimit.Human(w.MaxBytes()), written, lost)
+		}
 	}
 	return rep, nil
 }
@@ -415,19 +516,6 @@ func jsonPath(path string, counts []int, i int) string {
 func isTTY(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && nccom.IsTerminal(f)
-}
-
-// writeFileWith creates path and writes it with write.
-func writeFileWith(path string, write func(io.Writer) error) error {
-	out, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(out); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 func newFabricCalibrateCommand() *cobra.Command {

@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/neuronsim/neuronsim/internal/output"
 	"github.com/neuronsim/neuronsim/internal/units"
 )
 
@@ -45,4 +48,33 @@ func newRootCommand(out, errOut io.Writer) *cobra.Command {
 	root.SetErr(errOut)
 	root.AddCommand(newArchCommand(), newRunCommand(), newLsCommand(), newCSRCommand(), newServeCommand(), newDVECommand(), newDMACommand(), newAsmCommand(), newDisasmCommand(), newValidateCommand(), newExecCommand(), newFabricCommand(), newSnapshotCommand())
 	return root
+}
+
+// removeOutputsOnSignal makes SIGINT and SIGTERM, until stop is called,
+// remove the temporary files of the outputs being written (so an
+// interrupted run leaves nothing of itself) and end the process with the
+// status a shell gives a process the signal ended (130, 143). Commands that write outputs call it; serve handles the signals
+// itself.
+func removeOutputsOnSignal(errOut io.Writer) (stop func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-sigs:
+			if n := output.RemovePending(); n > 0 {
+				fmt.Fprintf(errOut, "neuronsim: %v: removed %d unfinished output file(s); nothing of this run was kept\n", sig, n)
+			}
+			code := 130 // 128 + SIGINT, as a shell reports it
+			if sig == syscall.SIGTERM {
+				code = 143
+			}
+			os.Exit(code)
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+	}
 }

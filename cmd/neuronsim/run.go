@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/scenario"
 	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/scenarios"
@@ -20,7 +21,7 @@ import (
 const defaultArch = hwarch.Mariana
 
 func newRunCommand() *cobra.Command {
-	var outDir string
+	var outDir, memLimit string
 	var list bool
 	cmd := &cobra.Command{
 		Use:   "run [SCENARIO]",
@@ -40,11 +41,16 @@ or the name of a shipped scenario (--list names them).`,
 			if list {
 				return listScenarios(cmd)
 			}
+			limit, err := memlimit.Parse("--mem-limit", memLimit)
+			if err != nil {
+				return err
+			}
 			p, err := openScenario(args)
 			if err != nil {
 				return err
 			}
-			opt := scenario.Options{OutDir: outDir}
+			defer removeOutputsOnSignal(cmd.ErrOrStderr())()
+			opt := scenario.Options{OutDir: outDir, MemLimit: limit}
 			if isTTY(cmd.ErrOrStderr()) {
 				opt.Progress = cmd.ErrOrStderr()
 			}
@@ -57,21 +63,31 @@ or the name of a shipped scenario (--list names them).`,
 	}
 	cmd.Flags().StringVar(&outDir, "out", "", "output directory (default: the scenario's, neuronsim-out)")
 	cmd.Flags().BoolVar(&list, "list", false, "list the shipped scenarios")
+	addMemLimitFlag(cmd, &memLimit)
 	return cmd
+}
+
+// addMemLimitFlag adds --mem-limit, the host memory a run may plan to use.
+func addMemLimitFlag(cmd *cobra.Command, v *string) {
+	cmd.Flags().StringVar(v, "mem-limit", "", "host memory the run's functional collectives, sweeps and copies may plan to use; refused before bring-up above it (default 3/4 of physical memory, /proc/meminfo MemTotal)")
 }
 
 // openScenario loads a scenario file, a shipped scenario by name, or the
 // default.
-func openScenario(args []string) (*scenario.Parsed, error) {
+func openScenario(args []string) (*scenario.Parsed, error) { return openScenarioOn(args, nil) }
+
+// openScenarioOn is openScenario for a scenario run on a restored system
+// (base; nil for none).
+func openScenarioOn(args []string, base *scenario.Base) (*scenario.Parsed, error) {
 	if len(args) == 0 {
-		return scenario.LoadFS(scenarios.FS, scenarios.Default)
+		return scenario.LoadFSWith(scenarios.FS, scenarios.Default, base)
 	}
 	if _, err := os.Stat(args[0]); err == nil {
-		return scenario.Load(args[0])
+		return scenario.LoadWith(args[0], base)
 	}
 	name := strings.TrimSuffix(args[0], ".yaml") + ".yaml"
 	if _, err := fs.Stat(scenarios.FS, name); err == nil {
-		return scenario.LoadFS(scenarios.FS, name)
+		return scenario.LoadFSWith(scenarios.FS, name, base)
 	}
 	return nil, fmt.Errorf("scenario %q: no such file, and no shipped scenario of that name (neuronsim run --list): %w", args[0], os.ErrNotExist)
 }

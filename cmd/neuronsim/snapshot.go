@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/scenario"
 	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/sim/fabric"
@@ -28,26 +29,31 @@ is refused.`,
 }
 
 func newSnapshotSaveCommand() *cobra.Command {
-	var outDir string
+	var outDir, memLimit string
 	cmd := &cobra.Command{
 		Use:     "save SCENARIO FILE",
 		Short:   "Run a scenario and save the system it ends with",
 		Example: "  neuronsim snapshot save trn2-torus-collectives /tmp/torus.snap",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runWithSnapshots(cmd, args[0], "", args[1], outDir, fabric.LoadOptions{})
+			return runWithSnapshots(cmd, args[0], "", args[1], outDir, memLimit, fabric.LoadOptions{})
 		},
 	}
 	cmd.Flags().StringVar(&outDir, "out", "", "output directory of the scenario's own outputs")
+	addMemLimitFlag(cmd, &memLimit)
 	return cmd
 }
 
 func newSnapshotRestoreCommand() *cobra.Command {
-	var outDir string
+	var outDir, memLimit string
 	maxSize := newSize("--max-size", 1, math.MaxInt64)
 	cmd := &cobra.Command{
-		Use:     "restore FILE SCENARIO",
-		Short:   "Restore a saved system and run a scenario's steps on it",
+		Use:   "restore FILE SCENARIO",
+		Short: "Restore a saved system and run a scenario's steps on it",
+		Long: `restore reads the snapshot FILE (a damaged one is refused, naming it) and runs
+SCENARIO's steps on the system it holds. The system is the snapshot's: the
+scenario need not have a system section, and the keys it gives (arch,
+devices, revision, topology, model, mode) must agree with the snapshot.`,
 		Example: "  neuronsim snapshot restore /tmp/torus.snap my-steps.yaml",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -55,19 +61,20 @@ func newSnapshotRestoreCommand() *cobra.Command {
 			if maxSize.set {
 				load.MaxBytes = maxSize.v
 			}
-			return runWithSnapshots(cmd, args[1], args[0], "", outDir, load)
+			return runWithSnapshots(cmd, args[1], args[0], "", outDir, memLimit, load)
 		},
 	}
 	cmd.Flags().StringVar(&outDir, "out", "", "output directory of the scenario's own outputs")
 	cmd.Flags().Var(maxSize, "max-size", fmt.Sprintf("the most the file may take to decode, and its state in memory (default %s; %s)",
 		units.FormatBytes(fabric.DefaultMaxSnapshotBytes), units.SizeGrammar))
+	addMemLimitFlag(cmd, &memLimit)
 	return cmd
 }
 
-// runWithSnapshots runs a scenario, restoring before it and saving after it
-// as asked.
-func runWithSnapshots(cmd *cobra.Command, name, restore, save, outDir string, load fabric.LoadOptions) error {
-	p, err := openScenario([]string{name})
+// runWithSnapshots runs a scenario, restoring before it (the system taken
+// from the snapshot, loaded within load) and saving after it as asked.
+func runWithSnapshots(cmd *cobra.Command, name, restore, save, outDir, memLimit string, load fabric.LoadOptions) error {
+	limit, err := memlimit.Parse("--mem-limit", memLimit)
 	if err != nil {
 		return err
 	}
@@ -83,8 +90,21 @@ func runWithSnapshots(cmd *cobra.Command, name, restore, save, outDir string, lo
 	if save, err = abs(save); err != nil {
 		return err
 	}
-	p.AddSnapshotSteps(restore, save)
-	sum, err := p.Run(scenario.Options{OutDir: outDir, Snapshot: load})
+	var base *scenario.Base
+	if restore != "" {
+		// The snapshot first: its faults are its own, and its system is
+		// the one the scenario runs on.
+		if base, err = scenario.LoadSnapshot(restore, load); err != nil {
+			return err
+		}
+	}
+	p, err := openScenarioOn([]string{name}, base)
+	if err != nil {
+		return err
+	}
+	p.AddSnapshotSteps("", save)
+	defer removeOutputsOnSignal(cmd.ErrOrStderr())()
+	sum, err := p.Run(scenario.Options{OutDir: outDir, MemLimit: limit, Snapshot: load})
 	if sum != nil {
 		writeSummary(cmd, sum)
 	}

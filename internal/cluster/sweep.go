@@ -73,3 +73,66 @@ func BufferNeed(op enc.Op, algo enc.Algo, ranks int, d enc.Dtype, sizes []int64,
 	}
 	return need, nil
 }
+
+// FunctionalMemory estimates the host memory, in bytes, that running the
+// largest of the sizes functionally (real payloads, checked against the CPU
+// reference, as Check does) holds at its peak, so that a run can be refused
+// before it starts rather than die of it. Per rank it counts the device
+// memory pages the buffers touch (enc.LayoutOf's End: input, output,
+// scratch), the host's copy of the random input, the output read back and
+// the reference output; once, the staging of one buffer's 32-bit words on
+// its way through BAR4 and the writes in flight on the fabric (at most one
+// input per rank). The sum is doubled for the Go collector's headroom
+// (GOGC=100 lets the heap grow to twice what is live).
+//
+// Only the largest size of each algorithm the sweep uses is built (see
+// Largest): what a schedule holds grows with its size.
+func FunctionalMemory(op enc.Op, algo enc.Algo, ranks int, d enc.Dtype, sizes []int64, opt enc.Options) (uint64, error) {
+	var peak uint64
+	for _, rep := range Largest(op, algo, ranks, sizes, opt) {
+		sch, err := enc.Build(op, rep.Algo, ranks, rep.Size, d.Size(), opt)
+		if err != nil {
+			return 0, err
+		}
+		r := uint64(ranks)
+		in, out := uint64(sch.InputBytes), uint64(sch.OutputBytes)
+		live := r*enc.LayoutOf(sch, 0).End + r*(in+2*out) + max(in, out) + r*in
+		peak = max(peak, 2*live)
+	}
+	return peak, nil
+}
+
+// AlgoSize is an algorithm and a size.
+type AlgoSize struct {
+	Algo enc.Algo
+	Size int64
+}
+
+// Largest returns, for each algorithm a sweep of the sizes runs (algo, or
+// for enc.Auto what the options' policy chooses per size), its largest
+// size, in the order the algorithms first appear. For one algorithm the
+// buffers and memory a schedule needs grow with its size, so these few
+// schedules bound what the whole sweep needs without building every one
+// (a sweep may have 10000 points).
+func Largest(op enc.Op, algo enc.Algo, ranks int, sizes []int64, opt enc.Options) []AlgoSize {
+	pol := opt.Policy
+	if pol == (enc.Policy{}) {
+		pol = enc.DefaultPolicy()
+	}
+	var out []AlgoSize
+	at := map[enc.Algo]int{}
+	for _, size := range sizes {
+		a := algo
+		if a == enc.Auto {
+			a = pol.Choose(op, size, ranks)
+		}
+		i, ok := at[a]
+		if !ok {
+			at[a] = len(out)
+			out = append(out, AlgoSize{a, size})
+			continue
+		}
+		out[i].Size = max(out[i].Size, size)
+	}
+	return out
+}

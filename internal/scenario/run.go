@@ -16,6 +16,8 @@ import (
 
 	"github.com/neuronsim/neuronsim/hw/isa/asm"
 	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/internal/memlimit"
+	"github.com/neuronsim/neuronsim/internal/output"
 	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/dmem"
 	"github.com/neuronsim/neuronsim/runtime/dve"
@@ -37,11 +39,17 @@ type Parsed struct {
 	*Scenario
 	sys  *resolved
 	read func(string) ([]byte, error) // reads the program files it names
+	base *Base                        // the system restored in place of the described one, or nil
 }
 
 // Parse reads a scenario from data (file names it in errors and locates
 // program files), checking every value against the system it describes.
-func Parse(file string, data []byte) (*Parsed, error) {
+func Parse(file string, data []byte) (*Parsed, error) { return ParseWith(file, data, nil) }
+
+// ParseWith is Parse for a scenario run on a restored system (base, or nil
+// for none): the system section may then be left out, and the keys it
+// gives must agree with the snapshot. The run restores base first.
+func ParseWith(file string, data []byte, base *Base) (*Parsed, error) {
 	var sc Scenario
 	if err := Decode(file, data, &sc); err != nil {
 		return nil, err
@@ -51,31 +59,42 @@ func Parse(file string, data []byte) (*Parsed, error) {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	sc.file = file
-	r, err := sc.check(&Decoder{File: file}, &root)
+	r, err := sc.check(&Decoder{File: file}, &root, base)
 	if err != nil {
 		return nil, err
 	}
-	return &Parsed{Scenario: &sc, sys: r, read: os.ReadFile}, nil
+	p := &Parsed{Scenario: &sc, sys: r, read: os.ReadFile, base: base}
+	if base != nil {
+		p.Steps = append([]Step{{Kind: "snapshot", Snapshot: &SnapshotStep{Restore: base.From}, implicit: "the restore of " + base.From}}, p.Steps...)
+	}
+	return p, nil
 }
 
 // Load reads and checks a scenario file; its program files are read
 // relative to it.
-func Load(path string) (*Parsed, error) {
+func Load(path string) (*Parsed, error) { return LoadWith(path, nil) }
+
+// LoadWith is Load for a scenario run on a restored system (see ParseWith).
+func LoadWith(path string, base *Base) (*Parsed, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
-	return Parse(path, data)
+	return ParseWith(path, data, base)
 }
 
 // LoadFS reads and checks scenario name of a file system (the shipped,
 // embedded ones); its program files are read from the same file system.
-func LoadFS(fsys fs.FS, name string) (*Parsed, error) {
+func LoadFS(fsys fs.FS, name string) (*Parsed, error) { return LoadFSWith(fsys, name, nil) }
+
+// LoadFSWith is LoadFS for a scenario run on a restored system (see
+// ParseWith).
+func LoadFSWith(fsys fs.FS, name string, base *Base) (*Parsed, error) {
 	data, err := fs.ReadFile(fsys, name)
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
-	p, err := Parse(name, data)
+	p, err := ParseWith(name, data, base)
 	if err != nil {
 		return nil, err
 	}
@@ -84,15 +103,32 @@ func LoadFS(fsys fs.FS, name string) (*Parsed, error) {
 }
 
 // AddSnapshotSteps makes the run restore the system from restore (if set)
-// before its steps and save it to save (if set) after them: the command
-// line's snapshot restore and save.
+// before its steps and save it to save (if set) after them. The command
+// line's snapshot restore uses LoadWith instead, which takes the system
+// from the snapshot.
 func (p *Parsed) AddSnapshotSteps(restore, save string) {
 	if restore != "" {
-		p.Steps = append([]Step{{Kind: "snapshot", Snapshot: &SnapshotStep{Restore: restore}}}, p.Steps...)
+		p.Steps = append([]Step{{Kind: "snapshot", Snapshot: &SnapshotStep{Restore: restore}, implicit: "the restore of " + restore}}, p.Steps...)
 	}
 	if save != "" {
-		p.Steps = append(p.Steps, Step{Kind: "snapshot", Snapshot: &SnapshotStep{Save: save}})
+		p.Steps = append(p.Steps, Step{Kind: "snapshot", Snapshot: &SnapshotStep{Save: save}, implicit: "the save to " + save})
 	}
+}
+
+// LoadSnapshot reads a snapshot file within the limits o and restores the
+// system it holds, as the base of a scenario (ParseWith). Errors name the
+// file.
+func LoadSnapshot(path string, o fabric.LoadOptions) (*Base, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	defer f.Close()
+	sys, err := fabric.LoadWith(f, o)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", path, err)
+	}
+	return &Base{From: path, System: sys}, nil
 }
 
 // Options tune a run.
@@ -104,6 +140,10 @@ type Options struct {
 	// Snapshot bounds what a snapshot restore step may load (zero:
 	// fabric.DefaultMaxSnapshotBytes).
 	Snapshot fabric.LoadOptions
+	// MemLimit bounds the memory the run's steps may plan to use
+	// (functional collectives and sweeps, DMA copies); the zero Limit
+	// means memlimit.Default().
+	MemLimit memlimit.Limit
 }
 
 // Summary is what a run did.
@@ -114,27 +154,25 @@ type Summary struct {
 	VirtualTime time.Duration
 	FabricBytes uint64
 	Sweeps      []*nccom.Report
-	Outputs     []string // files written
+	Outputs     []string // files written, the report last
 }
 
 // Run runs the scenario: the system is built and every device brought up
-// through the runtime, then the steps in order. The report (and the other
-// outputs) are written under the output directory; a failing step stops the
-// run with an error naming it, after the report so far is written.
+// through the runtime, then the steps in order.
+//
+// Before anything is built, everything that can be known is checked
+// (precheck): every output path can be written, every program file exists
+// and assembles, every snapshot to restore loads and fits the system, and
+// the memory the steps plan to use is within opt.MemLimit.
+//
+// Outputs are written under temporary names and take their own names only
+// when the whole run has succeeded (internal/output); the report comes last
+// and lists every file the run wrote with its size. A failing step stops
+// the run with an error naming it; its report says FAILED at the top, the
+// other outputs are dropped, and the files an earlier run left are not
+// touched (only the report is replaced).
 func (p *Parsed) Run(opt Options) (*Summary, error) {
 	r := p.sys
-	params := r.params
-	c, err := cluster.New(cluster.Config{Generation: r.gen, Devices: r.devices, Switch: r.family, Kind: r.kind, Params: &params,
-		TimingOnly: r.timing, RanksPerDevice: r.ranksPer, BufferBytes: r.buffers, Revision: r.revision, Boot: r.boot, Reset: r.reset})
-	if err != nil {
-		return nil, fmt.Errorf("%s: system: %w", p.file, err)
-	}
-	if r.engines != 0 {
-		c.Exec.Engines = r.engines
-	}
-	if r.launchCost != nil {
-		c.Exec.LaunchCost = *r.launchCost
-	}
 	dir := p.Outputs.Dir
 	if opt.OutDir != "" {
 		dir = opt.OutDir
@@ -142,27 +180,40 @@ func (p *Parsed) Run(opt Options) (*Summary, error) {
 	if dir == "" {
 		dir = "neuronsim-out"
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("scenario outputs: %w", err)
+	run := &runner{p: p, r: r, dir: dir, load: opt.Snapshot}
+	defer run.abort()
+	if err := run.precheck(opt); err != nil {
+		return nil, err
+	}
+	params := r.params
+	c, err := buildCluster(cluster.Config{Generation: r.gen, Devices: r.devices, Switch: r.family, Kind: r.kind, Params: &params,
+		TimingOnly: r.timing, RanksPerDevice: r.ranksPer, BufferBytes: r.buffers, Revision: r.revision, Boot: r.boot, Reset: r.reset})
+	if err != nil {
+		return nil, fmt.Errorf("%s: system: %w", p.file, err)
+	}
+	run.c = c
+	if r.engines != 0 {
+		c.Exec.Engines = r.engines
+	}
+	if r.launchCost != nil {
+		c.Exec.LaunchCost = *r.launchCost
 	}
 	sum := &Summary{Name: p.Name, Devices: r.devices}
-	var pcapFile *os.File
-	var pcap *capture.Writer
 	if p.Outputs.Pcap != "" {
-		path := filepath.Join(dir, p.Outputs.Pcap)
-		if pcapFile, err = os.Create(path); err != nil {
-			return nil, fmt.Errorf("scenario outputs: %w", err)
+		f, err := run.create(run.outPath(p.Outputs.Pcap))
+		if err != nil {
+			return nil, fmt.Errorf("%s: outputs.pcap: %w", p.file, err)
 		}
-		defer pcapFile.Close()
-		if pcap, err = capture.NewWriter(pcapFile, capture.Options{}); err != nil {
-			return nil, err
+		if run.pcap, err = capture.NewWriter(f, capture.Options{MaxBytes: uint64(p.Outputs.PcapMax)}); err != nil {
+			return nil, fmt.Errorf("%s: outputs.pcap: %w", p.file, err)
 		}
-		c.System.SetCapture(pcap, 0)
-		sum.Outputs = append(sum.Outputs, path)
+		c.System.SetCapture(run.pcap, 0)
 	}
-	run := &runner{p: p, c: c, r: r, dir: dir, pcap: pcap, load: opt.Snapshot}
 	if p.Outputs.Trace != "" {
 		run.trace = trace.New(0)
+		if p.Outputs.TraceMax > 0 {
+			run.trace.SetMaxBytes(uint64(p.Outputs.TraceMax))
+		}
 		run.traceSystem()
 	}
 	fmt.Fprintf(&run.report, "scenario %s: %s\n", p.Name, p.Description)
@@ -175,8 +226,9 @@ func (p *Parsed) Run(opt Options) (*Summary, error) {
 			fmt.Fprintf(opt.Progress, "step %d/%d: %s\n", i+1, len(p.Steps), s.Kind)
 		}
 		fmt.Fprintf(&run.report, "\nstep %d: %s\n", i, s.Kind)
+		run.index = i
 		if err := run.step(s); err != nil {
-			stepErr = fmt.Errorf("%s: steps[%d] (%s): %w", p.file, i, s.Kind, err)
+			stepErr = fmt.Errorf("%s: %s: %w", p.file, p.stepName(i), err)
 			fmt.Fprintf(&run.report, "  FAILED: %v\n", err)
 			break
 		}
@@ -186,15 +238,34 @@ func (p *Parsed) Run(opt Options) (*Summary, error) {
 	sum.FabricBytes = c.System.Stats().Bytes
 	sum.Sweeps = run.sweeps
 	fmt.Fprintf(&run.report, "\nvirtual time %v, fabric bytes %d, %d of %d steps done\n", sum.VirtualTime, sum.FabricBytes, sum.Steps, len(p.Steps))
-	if err := run.outputs(dir, sum); err != nil && stepErr == nil {
+	if stepErr == nil {
+		stepErr = run.finish()
+	}
+	if err := run.writeReport(stepErr); err != nil && stepErr == nil {
 		stepErr = err
 	}
-	if pcapFile != nil {
-		if err := c.System.FlushCapture(); err != nil && stepErr == nil {
-			stepErr = err
+	sum.Outputs = run.manifest.Paths()
+	return sum, stepErr
+}
+
+// buildCluster builds and brings up a run's system (a variable so tests can
+// see whether a run got that far).
+var buildCluster = cluster.New
+
+// stepName names step i in messages: "steps[2] (collective)" by its index
+// among the file's steps, or what the command line added.
+func (p *Parsed) stepName(i int) string {
+	s := &p.Steps[i]
+	if s.implicit != "" {
+		return fmt.Sprintf("%s (snapshot)", s.implicit)
+	}
+	n := 0
+	for j := range i {
+		if p.Steps[j].implicit == "" {
+			n++
 		}
 	}
-	return sum, stepErr
+	return fmt.Sprintf("steps[%d] (%s)", n, s.Kind)
 }
 
 // runner carries a run's state.
@@ -209,6 +280,37 @@ type runner struct {
 	trace  *trace.Recorder
 	pcap   *capture.Writer // the pcap output's writer, or nil
 	load   fabric.LoadOptions
+	index  int // the step running
+
+	files    []*output.File          // outputs written so far, not yet committed, in order
+	saved    map[string]*output.File // snapshot saves by path, for a later restore of the same run
+	restores map[int]*fabric.System  // systems loaded by precheck, by step index
+	programs map[int]programFile     // programs read and assembled by precheck, by step index
+	manifest output.Manifest         // the files committed
+}
+
+// programFile is a program step's file, read and assembled.
+type programFile struct {
+	name string
+	bin  []byte
+}
+
+// create starts an output of the run.
+func (run *runner) create(path string) (*output.File, error) {
+	f, err := output.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	run.files = append(run.files, f)
+	return f, nil
+}
+
+// abort drops every output not committed (a failed run leaves nothing that
+// looks complete).
+func (run *runner) abort() {
+	for _, f := range run.files {
+		f.Abort()
+	}
 }
 
 // deviceTracer names one device's tracks in the system's trace.
@@ -348,28 +450,41 @@ func (run *runner) snapshot(st *SnapshotStep) error {
 	if st.Save != "" {
 		c.Exec.Release()
 		path := run.outPath(st.Save)
-		var b bytes.Buffer
-		if err := c.System.Save(&b); err != nil {
+		if old := run.saved[path]; old != nil {
+			old.Abort() // saved again: the later one is the output
+		}
+		f, err := run.create(path)
+		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		if err := c.System.Save(f); err != nil {
 			return err
 		}
-		run.printf("system saved at %v to %s (%d bytes)", time.Duration(c.System.Now())/time.Duration(sim.Nanosecond)*time.Nanosecond, st.Save, b.Len())
+		if run.saved == nil {
+			run.saved = map[string]*output.File{}
+		}
+		run.saved[path] = f
+		run.printf("system saved at %v to %s (%d bytes)", time.Duration(c.System.Now())/time.Duration(sim.Nanosecond)*time.Nanosecond, st.Save, f.Size())
 		return c.Reattach(c.System)
 	}
-	f, err := os.Open(run.outPath(st.Restore))
-	if err != nil {
-		return err
+	sys := run.restores[run.index]
+	if sys == nil {
+		// Saved by an earlier step of this run: read from the output not
+		// yet committed.
+		path := run.outPath(st.Restore)
+		from := path
+		if f := run.saved[path]; f != nil {
+			from = f.Temp()
+		}
+		var err error
+		if sys, err = loadSnapshot(from, run.load); err != nil {
+			return fmt.Errorf("restore %s: %w", st.Restore, err)
+		}
+		if err := run.fits(st.Restore, sys); err != nil {
+			return err
+		}
 	}
-	defer f.Close()
-	sys, err := fabric.LoadWith(f, run.load)
-	if err != nil {
-		return err
-	}
-	if got := sys.Topology().Devices; got != run.r.devices {
-		return fmt.Errorf("%s holds a system of %s; this scenario's has %d", st.Restore, units.Plural(int64(got), "device", "devices"), run.r.devices)
-	}
+	delete(run.restores, run.index)
 	if run.pcap != nil {
 		// The capture goes on with the restored system (continuing the
 		// saved one's capture, if it had one); the system left behind
@@ -442,19 +557,32 @@ func (run *runner) source(ps *ProgramStep) (string, []byte, error) {
 	return path, b, err
 }
 
+// assemble reads and assembles a program step's program.
+func (run *runner) assemble(ps *ProgramStep) (programFile, error) {
+	name, src, err := run.source(ps)
+	if err != nil {
+		return programFile{}, err
+	}
+	bin, err := asm.Assemble(name, src)
+	if err != nil {
+		return programFile{}, err
+	}
+	return programFile{name, bin}, nil
+}
+
 func (run *runner) program(s *Step) error {
 	ps := s.Validate
 	if s.Kind == "exec" {
 		ps = s.Exec
 	}
-	name, src, err := run.source(ps)
-	if err != nil {
-		return err
+	pf, ok := run.programs[run.index]
+	if !ok {
+		var err error
+		if pf, err = run.assemble(ps); err != nil {
+			return err
+		}
 	}
-	bin, err := asm.Assemble(name, src)
-	if err != nil {
-		return err
-	}
+	name, bin := pf.name, pf.bin
 	runner, err := run.c.Runner(ps.Device, ps.Core)
 	if err != nil {
 		return err
@@ -608,18 +736,7 @@ func (run *runner) collective(st *CollectiveStep) error {
 
 func (run *runner) sweep(st *SweepStep) error {
 	op, algo, d := words(st.Op, st.Algo, st.Dtype)
-	align := int64(d.Size())
-	if op == enc.AllGather || op == enc.ReduceScatter || op == enc.AllToAll {
-		align *= int64(run.c.Ranks())
-	}
-	var factor, step int64 // nccom.Sizes: 0 is neither given (checked at parse time)
-	if st.Factor != nil {
-		factor = *st.Factor
-	}
-	if st.Step != nil {
-		step = int64(*st.Step)
-	}
-	sizes, err := nccom.Sizes(int64(st.Min), int64(st.Max), factor, step, align)
+	sizes, err := run.sweepSizes(st)
 	if err != nil {
 		return err
 	}
@@ -692,53 +809,323 @@ func node(t *fabric.Topology, name string) (int, error) {
 	return 0, fmt.Errorf("no node %q in the topology", name)
 }
 
-// outputs writes the report, the sweeps' JSON and plot.
-func (run *runner) outputs(dir string, sum *Summary) error {
-	name := run.p.Outputs.Report
-	if name == "" {
-		name = "report.txt"
+// finish writes the outputs that are made at the end — the trace, the
+// last sweep's JSON, the plot — and the rest of the pcap, then commits
+// every output but the report.
+func (run *runner) finish() error {
+	o := &run.p.Outputs
+	if run.pcap != nil {
+		if err := run.c.System.FlushCapture(); err != nil {
+			return fmt.Errorf("%s: outputs.pcap: %w", run.p.file, err)
+		}
+		written, lost := run.c.System.CaptureStats()
+		if run.pcap.Full() {
+			fmt.Fprintf(&run.report, "\npcap %s: stopped at outputs.pcap_max (%s) after %d packets; %d packets not recorded\n",
+				o.Pcap, memlimit.Human(run.pcap.MaxBytes()), written, lost)
+		} else if lost > 0 {
+			fmt.Fprintf(&run.report, "\npcap %s: %d packets, %d not recorded (too many in flight)\n", o.Pcap, written, lost)
+		}
 	}
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, run.report.Bytes(), 0o644); err != nil {
-		return err
-	}
-	sum.Outputs = append(sum.Outputs, path)
 	if run.trace != nil {
-		path := filepath.Join(dir, run.p.Outputs.Trace)
-		var b bytes.Buffer
-		if err := run.trace.WriteJSON(&b); err != nil {
-			return err
+		f, err := run.create(run.outPath(o.Trace))
+		if err != nil {
+			return fmt.Errorf("%s: outputs.trace: %w", run.p.file, err)
 		}
-		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-			return err
+		if err := run.trace.WriteJSON(f); err != nil {
+			return fmt.Errorf("%s: outputs.trace: %w", run.p.file, err)
 		}
-		sum.Outputs = append(sum.Outputs, path)
+		if run.trace.Full() {
+			_, dropped := run.trace.Len()
+			fmt.Fprintf(&run.report, "\ntrace %s: stopped at outputs.trace_max (%s); %d slices not recorded\n",
+				o.Trace, memlimit.Human(run.trace.MaxBytes()), dropped)
+		}
 	}
 	if len(run.sweeps) > 0 {
-		js := run.p.Outputs.JSON
-		if js == "" {
-			js = "sweep.json"
+		f, err := run.create(run.outPath(run.jsonName()))
+		if err != nil {
+			return fmt.Errorf("%s: outputs.json: %w", run.p.file, err)
 		}
-		path := filepath.Join(dir, js)
-		var b bytes.Buffer
-		if err := run.sweeps[len(run.sweeps)-1].WriteJSON(&b); err != nil {
-			return err
+		if err := run.sweeps[len(run.sweeps)-1].WriteJSON(f); err != nil {
+			return fmt.Errorf("%s: outputs.json: %w", run.p.file, err)
 		}
-		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-			return err
-		}
-		sum.Outputs = append(sum.Outputs, path)
-		if run.p.Outputs.Plot != "" {
+		if o.Plot != "" {
 			var series []nccom.Series
 			for _, rep := range run.sweeps {
 				series = append(series, nccom.Series{Label: fmt.Sprintf("%s, %s", rep.Op, units.Plural(int64(rep.Ranks), "rank", "ranks")), Report: rep})
 			}
-			path := filepath.Join(dir, run.p.Outputs.Plot)
-			if err := nccom.Plot(path, run.p.Name, series); err != nil {
-				return err
+			png, err := nccom.PlotPNG(run.p.Name, series)
+			if err != nil {
+				return fmt.Errorf("%s: outputs.plot: %w", run.p.file, err)
 			}
-			sum.Outputs = append(sum.Outputs, path)
+			f, err := run.create(run.outPath(o.Plot))
+			if err != nil {
+				return fmt.Errorf("%s: outputs.plot: %w", run.p.file, err)
+			}
+			if _, err := f.Write(png); err != nil {
+				return fmt.Errorf("%s: outputs.plot: %w", run.p.file, err)
+			}
+		}
+	}
+	for _, f := range run.files {
+		if err := f.Commit(); err != nil {
+			if errors.Is(err, output.ErrDone) {
+				continue // a snapshot saved again, dropped
+			}
+			return err
+		}
+		run.manifest.Add(f.Path(), f.Size())
+	}
+	run.files = nil
+	return nil
+}
+
+// jsonName is the sweep JSON's file name.
+func (run *runner) jsonName() string {
+	if js := run.p.Outputs.JSON; js != "" {
+		return js
+	}
+	return "sweep.json"
+}
+
+// reportName is the report's file name.
+func (run *runner) reportName() string {
+	if name := run.p.Outputs.Report; name != "" {
+		return name
+	}
+	return "report.txt"
+}
+
+// writeReport writes the report: a status line first — complete, or FAILED
+// with the error — then every step's result, then the files this run wrote
+// with their sizes. A failed run's other outputs are dropped first.
+func (run *runner) writeReport(runErr error) error {
+	if runErr != nil {
+		run.abort()
+		run.files = nil
+	}
+	var b bytes.Buffer
+	if runErr != nil {
+		fmt.Fprintf(&b, "status: FAILED: %v\n(no other output of this run was kept; files in %s not listed below are not this run's)\n\n", runErr, run.dir)
+	} else {
+		fmt.Fprintf(&b, "status: complete\n\n")
+	}
+	b.Write(run.report.Bytes())
+	path := run.outPath(run.reportName())
+	fmt.Fprintf(&b, "\nfiles this run wrote:\n")
+	run.manifest.WriteTo(&b, run.dir)
+	fmt.Fprintf(&b, "  %s  (this report)\n", run.reportName())
+	f, err := output.Create(path)
+	if err != nil {
+		return fmt.Errorf("%s: outputs.report: %w", run.p.file, err)
+	}
+	defer f.Abort()
+	if _, err := f.Write(b.Bytes()); err != nil {
+		return fmt.Errorf("%s: outputs.report: %w", run.p.file, err)
+	}
+	if err := f.Commit(); err != nil {
+		return fmt.Errorf("%s: outputs.report: %w", run.p.file, err)
+	}
+	run.manifest.Add(path, f.Size())
+	return nil
+}
+
+// loadSnapshot reads and restores a snapshot file within the limits o.
+func loadSnapshot(path string, o fabric.LoadOptions) (*fabric.System, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return fabric.LoadWith(f, o)
+}
+
+// fits checks that a restored system is one this scenario's steps can run
+// on: the same generation and device count.
+func (run *runner) fits(name string, sys *fabric.System) error {
+	if got := sys.Topology().Devices; got != run.r.devices {
+		return fmt.Errorf("%s holds a system of %s; this scenario's has %d", name, units.Plural(int64(got), "device", "devices"), run.r.devices)
+	}
+	if g := sys.Device(0).Config().Generation; g != run.r.gen {
+		return fmt.Errorf("%s holds a %s system; this scenario's is %s", name, g, run.r.gen)
+	}
+	return nil
+}
+
+// precheck checks, before anything is built, what the run will need: the
+// output directory and every output path (none twice), every snapshot to
+// restore (it loads and fits the system; one saved by an earlier step is
+// checked when it is restored), every program (it reads and assembles),
+// and the memory the steps plan to use against opt.MemLimit.
+func (run *runner) precheck(opt Options) error {
+	p := run.p
+	if err := output.CheckDir(run.dir); err != nil {
+		return fmt.Errorf("%s: outputs.dir: %w", p.file, err)
+	}
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		if s.Kind != "validate" && s.Kind != "exec" {
+			continue
+		}
+		ps := s.Validate
+		if s.Kind == "exec" {
+			ps = s.Exec
+		}
+		pf, err := run.assemble(ps)
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", p.file, p.stepName(i), err)
+		}
+		if run.programs == nil {
+			run.programs = map[int]programFile{}
+		}
+		run.programs[i] = pf
+	}
+	limit := opt.MemLimit
+	if limit.Bytes == 0 {
+		limit = memlimit.Default()
+	}
+	for i := range p.Steps {
+		need, what, err := run.memoryOf(&p.Steps[i])
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", p.file, p.stepName(i), err)
+		}
+		if err := limit.Check(what, need); err != nil {
+			return fmt.Errorf("%s: %s: %w", p.file, p.stepName(i), err)
+		}
+	}
+	type out struct{ where, path string }
+	outs := []out{{"outputs.report", run.outPath(run.reportName())}}
+	hasSweep := false
+	for i := range p.Steps {
+		hasSweep = hasSweep || p.Steps[i].Kind == "sweep"
+	}
+	if hasSweep {
+		outs = append(outs, out{"outputs.json", run.outPath(run.jsonName())})
+		if p.Outputs.Plot != "" {
+			outs = append(outs, out{"outputs.plot", run.outPath(p.Outputs.Plot)})
+		}
+	}
+	if p.Outputs.Pcap != "" {
+		outs = append(outs, out{"outputs.pcap", run.outPath(p.Outputs.Pcap)})
+	}
+	if p.Outputs.Trace != "" {
+		outs = append(outs, out{"outputs.trace", run.outPath(p.Outputs.Trace)})
+	}
+	saved := map[string]bool{}
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		if s.Kind != "snapshot" {
+			continue
+		}
+		if st := s.Snapshot; st.Save != "" {
+			path := run.outPath(st.Save)
+			if !saved[path] {
+				outs = append(outs, out{p.stepName(i) + ".save", path})
+			}
+			saved[path] = true
+			continue
+		}
+		path := run.outPath(s.Snapshot.Restore)
+		if saved[path] {
+			continue // saved by an earlier step: checked when restored
+		}
+		sys := (*fabric.System)(nil)
+		if p.base != nil && s.implicit != "" && s.Snapshot.Restore == p.base.From {
+			if p.base.used {
+				return fmt.Errorf("%s: %s: the system restored from it has been run on already; load the snapshot again", p.file, p.stepName(i))
+			}
+			p.base.used = true
+			sys = p.base.System
+		} else {
+			var err error
+			if sys, err = loadSnapshot(path, run.load); err != nil {
+				return fmt.Errorf("%s: %s: restore %s: %w", p.file, p.stepName(i), s.Snapshot.Restore, err)
+			}
+			if err := run.fits(s.Snapshot.Restore, sys); err != nil {
+				return fmt.Errorf("%s: %s: %w", p.file, p.stepName(i), err)
+			}
+		}
+		if run.restores == nil {
+			run.restores = map[int]*fabric.System{}
+		}
+		run.restores[i] = sys
+	}
+	if err := os.MkdirAll(run.dir, 0o755); err != nil {
+		return fmt.Errorf("%s: outputs.dir: %w", p.file, err)
+	}
+	seen := map[string]string{}
+	for _, o := range outs {
+		abs, err := filepath.Abs(o.path)
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", p.file, o.where, err)
+		}
+		if other, ok := seen[abs]; ok {
+			return fmt.Errorf("%s: %s: %s is also %s's file", p.file, o.where, o.path, other)
+		}
+		seen[abs] = o.where
+		if err := output.Check(o.path); err != nil {
+			return fmt.Errorf("%s: %s: %w", p.file, o.where, err)
 		}
 	}
 	return nil
+}
+
+// memoryOf estimates the host memory a step holds at its peak and names
+// it: a functional collective or sweep (cluster.FunctionalMemory), a DMA
+// copy (its data and the copy read back, both host buffers, the device
+// pages, doubled for the collector's headroom). Other steps hold little.
+func (run *runner) memoryOf(s *Step) (uint64, string, error) {
+	r := run.r
+	ranks := r.devices * r.ranksPer
+	switch s.Kind {
+	case "collective":
+		if r.timing {
+			return 0, "", nil
+		}
+		st := s.Collective
+		op, algo, d := words(st.Op, st.Algo, st.Dtype)
+		opt := enc.Options{Chunks: 1}
+		if st.Chunks != nil {
+			opt.Chunks = *st.Chunks
+		}
+		need, err := cluster.FunctionalMemory(op, algo, ranks, d, []int64{int64(st.Size)}, opt)
+		return need, fmt.Sprintf("a functional %s of %s on %d ranks", op, memlimit.Human(uint64(st.Size)), ranks), err
+	case "sweep":
+		if r.timing {
+			return 0, "", nil
+		}
+		st := s.Sweep
+		op, algo, d := words(st.Op, st.Algo, st.Dtype)
+		sizes, err := run.sweepSizes(st)
+		if err != nil {
+			return 0, "", err
+		}
+		need, err := cluster.FunctionalMemory(op, algo, ranks, d, sizes, enc.Options{})
+		return need, fmt.Sprintf("a functional %s sweep up to %s on %d ranks", op, memlimit.Human(uint64(sizes[len(sizes)-1])), ranks), err
+	case "dma_copy":
+		n := uint64(s.DMACopy.Bytes)
+		return 2 * 5 * n, fmt.Sprintf("a DMA copy of %s", memlimit.Human(n)), nil
+	}
+	return 0, "", nil
+}
+
+// sweepSizes returns a sweep step's sizes.
+func (run *runner) sweepSizes(st *SweepStep) ([]int64, error) {
+	return sweepSizesFor(st, run.r.devices*run.r.ranksPer)
+}
+
+// sweepSizesFor returns a sweep step's sizes on a number of ranks.
+func sweepSizesFor(st *SweepStep, ranks int) ([]int64, error) {
+	op, _, d := words(st.Op, st.Algo, st.Dtype)
+	align := int64(d.Size())
+	if op == enc.AllGather || op == enc.ReduceScatter || op == enc.AllToAll {
+		align *= int64(ranks)
+	}
+	var factor, step int64 // nccom.Sizes: 0 is neither given (checked at parse time)
+	if st.Factor != nil {
+		factor = *st.Factor
+	}
+	if st.Step != nil {
+		step = int64(*st.Step)
+	}
+	return nccom.Sizes(int64(st.Min), int64(st.Max), factor, step, align)
 }

@@ -27,7 +27,7 @@ import (
 type Scenario struct {
 	Name        string  `yaml:"name,required"`
 	Description string  `yaml:"description"`
-	System      System  `yaml:"system,required"`
+	System      System  `yaml:"system"` // required, except when a snapshot restore gives the system (Base)
 	Steps       []Step  `yaml:"steps"`
 	Outputs     Outputs `yaml:"outputs"`
 
@@ -36,15 +36,15 @@ type Scenario struct {
 
 // System is the simulated system a scenario runs on.
 type System struct {
-	Arch           string `yaml:"arch,required"` // sunda|cayman|mariana (or v2|v3|v4, trn1|inf2|trn2|trn3)
-	Devices        *int   `yaml:"devices"`       // 1..get_max_devs (64 with what_if); default 1
-	Switch         string `yaml:"switch"`        // v1|none; default v1 on mariana
-	Revision       string `yaml:"revision"`      // silicon|emu|qemu|0xNN
-	Topology       string `yaml:"topology"`      // auto|torus2d|ultraserver|ring|chain|switch|fully-connected|star
-	Model          string `yaml:"model"`         // aware|free
-	Mode           string `yaml:"mode"`          // timing|functional (DMA payloads)
-	Seed           uint64 `yaml:"seed"`          // random inputs
-	WhatIf         bool   `yaml:"what_if"`       // device counts past get_max_devs (up to 64)
+	Arch           string `yaml:"arch"`     // sunda|cayman|mariana (or v2|v3|v4, trn1|inf2|trn2|trn3); required unless a restore gives the system
+	Devices        *int   `yaml:"devices"`  // 1..get_max_devs (64 with what_if); default 1
+	Switch         string `yaml:"switch"`   // v1|none; default v1 on mariana
+	Revision       string `yaml:"revision"` // silicon|emu|qemu|0xNN
+	Topology       string `yaml:"topology"` // auto|torus2d|ultraserver|ring|chain|switch|fully-connected|star
+	Model          string `yaml:"model"`    // aware|free
+	Mode           string `yaml:"mode"`     // timing|functional (DMA payloads)
+	Seed           uint64 `yaml:"seed"`     // random inputs
+	WhatIf         bool   `yaml:"what_if"`  // device counts past get_max_devs (up to 64)
 	RanksPerDevice *int   `yaml:"ranks_per_device"`
 	Boot           *bool  `yaml:"boot"`  // devices boot their firmware first (default true)
 	Reset          *bool  `yaml:"reset"` // bring-up resets each device as the driver does (default true)
@@ -74,6 +74,23 @@ type Outputs struct {
 	Plot   string `yaml:"plot"`   // busbw vs size of the sweeps; default none
 	Pcap   string `yaml:"pcap"`   // the fabric's packets; default none
 	Trace  string `yaml:"trace"`  // Chrome/Perfetto trace of every device's engines and DMA queues; default none
+	// PcapMax and TraceMax bound the pcap and trace files; the capture or
+	// trace stops cleanly there, with a note in the report. Default 64M
+	// each (capture.DefaultMaxBytes, trace.DefaultMaxBytes).
+	PcapMax  Size `yaml:"pcap_max"`
+	TraceMax Size `yaml:"trace_max"`
+}
+
+// Base is a system a scenario runs on instead of building the one its
+// system section describes: a snapshot being restored (neuronsim snapshot
+// restore). The scenario need not describe the system; what it does
+// describe must agree with the snapshot.
+// A Base's system is run on, so a Parsed with a base runs once.
+type Base struct {
+	From   string         // the snapshot file, for messages
+	System *fabric.System // the restored system
+
+	used bool // a run has taken the system
 }
 
 // Size is a byte count written as nccom-test does: 4096, 64K, 1M, 1G.
@@ -126,13 +143,22 @@ type resolved struct {
 
 // check resolves the system and checks every step against it: words,
 // ranges, device and core indices. Errors carry the file position.
-func (sc *Scenario) check(d *Decoder, root *yaml.Node) (*resolved, error) {
+func (sc *Scenario) check(d *Decoder, root *yaml.Node, base *Base) (*resolved, error) {
 	sys := &sc.System
 	at := func(path string) *yaml.Node { return find(root, path) }
-	r := &resolved{devices: 1, ranksPer: 1, boot: true, reset: true, buffers: 64 << 20}
 	if strings.TrimSpace(sc.Name) == "" {
 		return nil, d.Errorf(at("name"), "name", "expected the scenario's name, got an empty one")
 	}
+	if base != nil {
+		if err := sc.takeSystem(d, at, base); err != nil {
+			return nil, err
+		}
+	} else if child(docRoot(root), "system") == nil {
+		return nil, d.Errorf(docRoot(root), "", "missing key %q", "system")
+	} else if sys.Arch == "" {
+		return nil, d.Errorf(at("system"), "system", "missing key %q", "arch")
+	}
+	r := &resolved{devices: 1, ranksPer: 1, boot: true, reset: true, buffers: 64 << 20}
 	var err error
 	if r.gen, err = hwarch.ParseGeneration(sys.Arch); err != nil {
 		return nil, d.Errorf(at("system.arch"), "system.arch", "expected sunda|cayman|mariana (or v2|v3|v4, trn1|inf2|trn2|trn3), got %q", sys.Arch)
@@ -208,6 +234,12 @@ func (sc *Scenario) check(d *Decoder, root *yaml.Node) (*resolved, error) {
 	}
 	if err := r.timingOverrides(d, at, &sys.Timing); err != nil {
 		return nil, err
+	}
+	if n := sc.Outputs.PcapMax; n != 0 && n < 24 {
+		return nil, d.Errorf(at("outputs.pcap_max"), "outputs.pcap_max", "at least 24 bytes (the pcap file header), not %d", n)
+	}
+	if n := sc.Outputs.TraceMax; n != 0 && n < 1024 {
+		return nil, d.Errorf(at("outputs.trace_max"), "outputs.trace_max", "at least 1K, not %d", n)
 	}
 	for i := range sc.Steps {
 		path := fmt.Sprintf("steps[%d]", i)
@@ -330,6 +362,68 @@ func (d *Decoder) valueError(n *yaml.Node, path string, err error) error {
 		e.Line, e.Column = n.Line, n.Column
 	}
 	return e
+}
+
+// docRoot is the top mapping of a parsed document.
+func docRoot(root *yaml.Node) *yaml.Node {
+	if root != nil && root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
+		return root.Content[0]
+	}
+	return root
+}
+
+// takeSystem fills the system's device-side keys — arch, devices,
+// revision, topology, model, mode — from the base system, and refuses a
+// key the scenario gives that disagrees with it.
+func (sc *Scenario) takeSystem(d *Decoder, at func(string) *yaml.Node, base *Base) error {
+	sys := &sc.System
+	bs := base.System
+	cfg := bs.Device(0).Config()
+	mode := "functional"
+	if cfg.TimingOnly {
+		mode = "timing"
+	}
+	mismatch := func(key, given, held string) error {
+		return d.Errorf(at("system."+key), "system."+key, "%s, but the snapshot %s holds a system with %s %s (a restore takes the system from the snapshot; drop the key or make it agree)",
+			given, base.From, key, held)
+	}
+	if sys.Arch != "" {
+		g, err := hwarch.ParseGeneration(sys.Arch)
+		if err == nil && g != cfg.Generation {
+			return mismatch("arch", sys.Arch, cfg.Generation.String())
+		}
+	}
+	sys.Arch = cfg.Generation.String()
+	devs := bs.Topology().Devices
+	if sys.Devices != nil && *sys.Devices != devs {
+		return mismatch("devices", fmt.Sprint(*sys.Devices), fmt.Sprint(devs))
+	}
+	sys.Devices = &devs
+	if sys.Revision != "" {
+		if rev, err := hwarch.ParseRevision(sys.Revision); err == nil && rev != cfg.Revision {
+			return mismatch("revision", sys.Revision, fmt.Sprintf("%#02x", cfg.Revision))
+		}
+	}
+	sys.Revision = fmt.Sprintf("%#02x", cfg.Revision)
+	kind := bs.Topology().Kind
+	if sys.Topology != "" {
+		if k, err := fabric.ParseKind(sys.Topology); err == nil && k != fabric.KindAuto && k != kind {
+			return mismatch("topology", sys.Topology, kind.String())
+		}
+	}
+	sys.Topology = kind.String()
+	model := bs.Params().Model
+	if sys.Model != "" {
+		if m, err := fabric.ParseModel(sys.Model); err == nil && m != model {
+			return mismatch("model", sys.Model, model.String())
+		}
+	}
+	sys.Model = model.String()
+	if sys.Mode != "" && sys.Mode != mode {
+		return mismatch("mode", sys.Mode, mode)
+	}
+	sys.Mode = mode
+	return nil
 }
 
 // find returns the node at a dotted path ("system.devices",

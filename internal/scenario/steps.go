@@ -7,6 +7,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 )
 
@@ -27,6 +29,10 @@ type Step struct {
 	Recover    *RecoverStep
 	Snapshot   *SnapshotStep
 	Reset      *ResetStep
+
+	// implicit names a step the command line added (a snapshot restore
+	// or save), which is not one of the file's steps, for messages.
+	implicit string
 }
 
 // BringUpStep reports how each device was brought up and checks it.
@@ -280,6 +286,11 @@ func (s *Step) check(d *Decoder, n *yaml.Node, path string, r *resolved) error {
 		if c.Chunks != nil && (*c.Chunks < 1 || *c.Chunks > enc.MaxChunks) {
 			return d.Errorf(at("chunks"), p+".chunks", "1..%d pieces, not %d", enc.MaxChunks, *c.Chunks)
 		}
+		chunks := 0
+		if c.Chunks != nil {
+			chunks = *c.Chunks
+		}
+		return buffersFor(d, at("size"), p+".size", r, c.Op, c.Algo, c.Dtype, []int64{int64(c.Size)}, enc.Options{Chunks: chunks}, "it")
 	case "sweep":
 		c := s.Sweep
 		if err := collectiveWords(c.Op, c.Algo, c.Dtype); err != nil {
@@ -297,6 +308,11 @@ func (s *Step) check(d *Decoder, n *yaml.Node, path string, r *resolved) error {
 		if c.Factor != nil && c.Step != nil {
 			return d.Errorf(at("step"), p+".step", "give one of factor and step, not both")
 		}
+		sizes, err := sweepSizesFor(c, r.devices*r.ranksPer)
+		if err != nil {
+			return d.Errorf(at("max"), p, "%v", err)
+		}
+		return buffersFor(d, at("max"), p+".max", r, c.Op, c.Algo, c.Dtype, sizes, enc.Options{}, "the sweep's largest size")
 	case "reset":
 		for _, c := range s.Reset.TPBs {
 			if err := core(c, "tpbs"); err != nil {
@@ -323,6 +339,28 @@ func (s *Step) check(d *Decoder, n *yaml.Node, path string, r *resolved) error {
 			return d.Errorf(at("in"), p+".in", "a fault cannot be in the past (%v)", f.In)
 		}
 		return dev(f.Device, "device")
+	}
+	return nil
+}
+
+// buffersFor checks, before anything runs, that a collective (or a sweep:
+// the largest size of each algorithm it runs, cluster.Largest) builds on
+// the system's ranks and fits in system.buffer_bytes. The run checks every
+// size again before it starts a sweep.
+func buffersFor(d *Decoder, n *yaml.Node, path string, r *resolved, opS, algoS, dtypeS string, sizes []int64, opt enc.Options, what string) error {
+	op, algo, dt := words(opS, algoS, dtypeS)
+	ranks := r.devices * r.ranksPer
+	var need uint64
+	for _, rep := range cluster.Largest(op, algo, ranks, sizes, opt) {
+		nd, err := cluster.BufferNeed(op, rep.Algo, ranks, dt, []int64{rep.Size}, opt)
+		if err != nil {
+			return d.Errorf(n, path, "on %d ranks: %v", ranks, err)
+		}
+		need = max(need, nd)
+	}
+	if need > r.buffers {
+		return d.Errorf(n, path, "%s needs %d bytes of buffers per rank (%s); system.buffer_bytes is %d (%s)",
+			what, need, memlimit.Human(need), r.buffers, memlimit.Human(r.buffers))
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/output"
 	"github.com/neuronsim/neuronsim/runtime/arch"
 )
 
@@ -286,7 +287,7 @@ func WriteBins(dir string, t Tables) error {
 		if len(b) == 0 {
 			continue
 		}
-		if err := os.WriteFile(filepath.Join(dir, FileName(name)), b, 0o644); err != nil {
+		if err := output.WriteFile(filepath.Join(dir, FileName(name)), b); err != nil {
 			return fmt.Errorf("dve write bins: %w", err)
 		}
 	}

@@ -319,11 +319,41 @@ func (r *Runner) ReadTile(psum bool, start, partitions int, off uint64, buf []by
 	return r.tile(psum, start, partitions, off, buf, false)
 }
 
+// ErrTileBounds is wrapped by the error of a tile that does not fit in
+// SBUF or PSUM: partitions past the last, or bytes past a partition's end.
+var ErrTileBounds = errors.New("tile out of bounds")
+
+// CheckTile reports whether a tile of P partitions from partition start,
+// per bytes each at byte offset off, fits in SBUF (or PSUM) of a geometry:
+// the error names the bound it passes (the partition count, or the
+// partition size, get_valid_sbuf_partition_size for SBUF).
+func CheckTile(geo *hwarch.Geometry, psum bool, start, partitions int, off, per uint64) error {
+	space, size := "SBUF", geo.SBUFPartitionSize
+	if psum {
+		space, size = "PSUM", geo.PSUMPartitionSize()
+	}
+	n := geo.SBUFPartitions
+	switch {
+	case partitions <= 0 || start < 0 || start >= n || partitions > n-start:
+		return fmt.Errorf("program: %s partitions %d..%d: a %s core has partitions 0..%d: %w",
+			space, start, start+partitions-1, geo.Generation, n-1, ErrTileBounds)
+	case per == 0:
+		return fmt.Errorf("program: %s tile of 0 bytes per partition: %w", space, ErrTileBounds)
+	case off >= size || per > size-off:
+		return fmt.Errorf("program: %s bytes [%#x, %#x) of each partition pass its end: a %s %s partition holds %#x bytes (%d): %w",
+			space, off, off+per, geo.Generation, space, size, size, ErrTileBounds)
+	}
+	return nil
+}
+
 func (r *Runner) tile(psum bool, start, partitions int, off uint64, data []byte, write bool) error {
 	if partitions <= 0 || len(data)%partitions != 0 || len(data) == 0 {
 		return fmt.Errorf("program: %d bytes do not split into %d partitions", len(data), partitions)
 	}
 	per := uint64(len(data) / partitions)
+	if err := CheckTile(r.Dev.Geometry, psum, start, partitions, off, per); err != nil {
+		return err
+	}
 	host := r.DMA.Host()
 	pa, err := host.HostAlloc(uint64(len(data)), 64)
 	if err != nil {

@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -42,7 +43,8 @@ type recorder struct {
 	pathSeq  map[uint64]uint32 // per (src, dst): chunks sent
 	from     uint64            // packets before this time are not recorded (a restored capture's start)
 	Written  uint64
-	Lost     uint64 // packets not recorded once max was reached
+	Lost     uint64 // packets not recorded: max in flight reached, or the writer full
+	full     bool   // the writer refused a packet for its size limit: the capture has stopped
 	err      error
 }
 
@@ -147,7 +149,8 @@ func (s *System) FlushCapture() error {
 }
 
 // CaptureStats returns how many packets were written and how many were not
-// recorded for lack of room.
+// recorded for lack of room: too many in flight, or the writer at its size
+// limit (capture.ErrFull), after which the capture records nothing more.
 func (s *System) CaptureStats() (written, lost uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -179,8 +182,16 @@ func (r *recorder) flush(upTo uint64) {
 	n := 0
 	for n < len(r.pending) && r.pending[n].at <= upTo {
 		p := &r.pending[n]
-		if r.err == nil {
-			if err := r.w.WritePacket(p.at, p.h, p.payload); err != nil {
+		switch {
+		case r.full:
+			r.Lost++
+		case r.err == nil:
+			if err := r.w.WritePacket(p.at, p.h, p.payload); errors.Is(err, capture.ErrFull) {
+				// The file is at its size limit: the capture stops
+				// cleanly, the file as written stays valid.
+				r.full = true
+				r.Lost++
+			} else if err != nil {
 				r.err = fmt.Errorf("fabric capture: %w", err)
 			} else {
 				r.Written++
@@ -256,7 +267,7 @@ func (s *System) record(e, q int, d *Delivery, hops []uint64) {
 			if at < r.from {
 				continue // before the snapshot this capture continues from
 			}
-			if len(r.pending) >= r.max {
+			if r.full || len(r.pending) >= r.max {
 				r.Lost++
 				continue
 			}

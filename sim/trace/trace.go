@@ -14,10 +14,14 @@ import (
 
 // Recorder collects slices. It is safe for concurrent use.
 type Recorder struct {
-	mu     sync.Mutex
-	slices []slice
-	limit  int
-	drops  int
+	mu       sync.Mutex
+	slices   []slice
+	limit    int
+	drops    int
+	maxBytes uint64              // bound on WriteJSON's output
+	bytes    uint64              // WriteJSON's output so far, at most (an upper bound)
+	tracks   map[string]struct{} // tracks seen, each costing a thread_name event
+	full     bool                // a slice was dropped for maxBytes
 }
 
 type slice struct {
@@ -30,24 +34,119 @@ type slice struct {
 // and dropped so a long run cannot exhaust memory.
 const DefaultLimit = 1 << 20
 
-// New returns an empty recorder keeping at most limit slices (0: DefaultLimit).
+// DefaultMaxBytes bounds the size of the JSON a Recorder writes when
+// SetMaxBytes is not called: 64 MiB.
+const DefaultMaxBytes = 64 << 20
+
+// New returns an empty recorder keeping at most limit slices (0: DefaultLimit)
+// and at most DefaultMaxBytes of JSON.
 func New(limit int) *Recorder {
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	return &Recorder{limit: limit}
+	r := &Recorder{limit: limit, maxBytes: DefaultMaxBytes, tracks: map[string]struct{}{}}
+	r.bytes = fixedBytes
+	return r
+}
+
+// SetMaxBytes bounds the JSON WriteJSON writes to n bytes: once the next
+// slice could take it past n, that slice and every later one is dropped
+// and counted (the trace stops; its metadata says so). n below the size of
+// an empty trace is raised to it.
+func (r *Recorder) SetMaxBytes(n uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.maxBytes = max(n, fixedBytes)
+}
+
+// MaxBytes returns the bound on the JSON's size.
+func (r *Recorder) MaxBytes() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.maxBytes
+}
+
+// Full reports whether the size bound stopped the recording.
+func (r *Recorder) Full() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.full
 }
 
 // Slice records that name ran on track from start to end (ps).
 func (r *Recorder) Slice(track, name string, start, end uint64, args map[string]string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.slices) >= r.limit {
+	if r.full || len(r.slices) >= r.limit {
 		r.drops++
 		return
 	}
+	cost := sliceBytes(name, start, end, args)
+	if _, ok := r.tracks[track]; !ok {
+		cost += trackBytes(track)
+	}
+	if r.bytes+cost > r.maxBytes {
+		r.full = true
+		r.drops++
+		return
+	}
+	r.bytes += cost
+	r.tracks[track] = struct{}{}
 	r.slices = append(r.slices, slice{track, name, start, end, args})
 }
+
+// The sizes below bound what WriteJSON's indented encoding takes; they are
+// upper bounds (a thread id is counted as maxTidDigits digits, a character
+// that JSON may escape as six bytes), so a trace never passes its bound.
+const (
+	maxTidDigits = 20
+	// fixedBytes: the enclosing object, the process_name event, the
+	// displayTimeUnit and the metadata of dropped slices (with room for
+	// any count and the note).
+	fixedBytes = 512
+)
+
+// jsonLen is at most the bytes s takes as a JSON string, quotes included.
+func jsonLen(s string) uint64 {
+	n := uint64(2)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= 0x80 {
+			n += 6
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+// numLen is the bytes of micros(ps): the whole microseconds' digits, a
+// point and six digits.
+func numLen(ps uint64) uint64 {
+	n := uint64(1)
+	for us := ps / 1_000_000; us >= 10; us /= 10 {
+		n++
+	}
+	return n + 7
+}
+
+// sliceBytes bounds one "X" event's encoding.
+func sliceBytes(name string, start, end uint64, args map[string]string) uint64 {
+	// {"name","cat":"sim","ph":"X","ts","dur","pid":1,"tid"} with the
+	// indentation of an array element (2) and its fields (3), newlines,
+	// separators: 160 bytes cover the keys and punctuation.
+	n := 160 + jsonLen(name) + numLen(start) + numLen(end-start) + maxTidDigits
+	if len(args) > 0 {
+		n += 16
+		for k, v := range args {
+			n += 8 + jsonLen(k) + jsonLen(v)
+		}
+	}
+	return n
+}
+
+// trackBytes bounds a thread_name event's encoding.
+func trackBytes(track string) uint64 { return 200 + jsonLen(track) + maxTidDigits }
 
 // Len returns the slices kept and the slices dropped.
 func (r *Recorder) Len() (kept, dropped int) {
@@ -78,7 +177,7 @@ func micros(ps uint64) json.Number {
 func (r *Recorder) WriteJSON(w io.Writer) error {
 	r.mu.Lock()
 	slices := append([]slice(nil), r.slices...)
-	drops := r.drops
+	drops, full, maxBytes := r.drops, r.full, r.maxBytes
 	r.mu.Unlock()
 	names := map[string]int{}
 	var tracks []string
@@ -118,6 +217,9 @@ func (r *Recorder) WriteJSON(w io.Writer) error {
 	}{events, "ns", nil}
 	if drops > 0 {
 		out.Metadata = map[string]string{"dropped_slices": fmt.Sprint(drops)}
+		if full {
+			out.Metadata["stopped"] = fmt.Sprintf("size limit of %d bytes reached", maxBytes)
+		}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", " ")

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"os"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -12,6 +11,7 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/neuronsim/neuronsim/internal/output"
 	"github.com/neuronsim/neuronsim/internal/units"
 )
 
@@ -41,25 +41,38 @@ const (
 //
 // Errors (wrapping [ErrBadReport]): no series, a nil report, a report
 // without rows or failing [Report.Validate], a size of 0 (it has no place on
-// a log axis); and any error creating or writing the file.
-func Plot(path string, title string, series []Series) (err error) {
+// a log axis); and any error creating or writing the file. The file is
+// written atomically (internal/output): on an error, path is as it was.
+func Plot(path string, title string, series []Series) error {
+	png, err := PlotPNG(title, series)
+	if err != nil {
+		return err
+	}
+	if err := output.WriteFile(path, png); err != nil {
+		return fmt.Errorf("nccom: plot %q: %w", title, err)
+	}
+	return nil
+}
+
+// PlotPNG draws what [Plot] writes and returns the PNG's bytes.
+func PlotPNG(title string, series []Series) (png []byte, err error) {
 	if len(series) == 0 {
-		return fmt.Errorf("%w: plot %q: no series", ErrBadReport, title)
+		return nil, fmt.Errorf("%w: plot %q: no series", ErrBadReport, title)
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for i, s := range series {
 		if s.Report == nil {
-			return fmt.Errorf("%w: plot %q: series %d (%q) has no report", ErrBadReport, title, i, s.Label)
+			return nil, fmt.Errorf("%w: plot %q: series %d (%q) has no report", ErrBadReport, title, i, s.Label)
 		}
 		if len(s.Report.Rows) == 0 {
-			return fmt.Errorf("%w: plot %q: series %d (%q) has no rows", ErrBadReport, title, i, s.Label)
+			return nil, fmt.Errorf("%w: plot %q: series %d (%q) has no rows", ErrBadReport, title, i, s.Label)
 		}
 		if err := s.Report.Validate(); err != nil {
-			return fmt.Errorf("plot %q: series %d (%q): %w", title, i, s.Label, err)
+			return nil, fmt.Errorf("plot %q: series %d (%q): %w", title, i, s.Label, err)
 		}
 		for _, r := range s.Report.Rows {
 			if r.Size <= 0 {
-				return fmt.Errorf("%w: plot %q: series %d (%q): size %d cannot be drawn on a log axis", ErrBadReport, title, i, s.Label, r.Size)
+				return nil, fmt.Errorf("%w: plot %q: series %d (%q): size %d cannot be drawn on a log axis", ErrBadReport, title, i, s.Label, r.Size)
 			}
 			lo = math.Min(lo, float64(r.Size))
 			hi = math.Max(hi, float64(r.Size))
@@ -94,7 +107,7 @@ func Plot(path string, title string, series []Series) (err error) {
 		}
 		line, points, err := plotter.NewLinePoints(pts)
 		if err != nil {
-			return fmt.Errorf("%w: plot %q: series %d: %v", ErrBadReport, title, i, err)
+			return nil, fmt.Errorf("%w: plot %q: series %d: %v", ErrBadReport, title, i, err)
 		}
 		line.Color = plotutil.Color(i)
 		line.Dashes = plotutil.Dashes(i)
@@ -123,16 +136,13 @@ func Plot(path string, title string, series []Series) (err error) {
 
 	wt, err := p.WriterTo(plotWidth, plotHeight, "png")
 	if err != nil {
-		return fmt.Errorf("nccom: plot %q: %w", title, err)
+		return nil, fmt.Errorf("nccom: plot %q: %w", title, err)
 	}
 	var buf bytes.Buffer
 	if _, err := wt.WriteTo(&buf); err != nil {
-		return fmt.Errorf("nccom: plot %q: encoding PNG: %w", title, err)
+		return nil, fmt.Errorf("nccom: plot %q: encoding PNG: %w", title, err)
 	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("nccom: plot %q: %w", title, err)
-	}
-	return nil
+	return buf.Bytes(), nil
 }
 
 // pow2Ticks puts a tick at every power of two in range and labels at most

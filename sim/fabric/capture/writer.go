@@ -23,6 +23,22 @@ const DefaultPayloadLimit = 256
 // DefaultSnapLen is the pcap snap length when [Options].SnapLen is 0.
 const DefaultSnapLen = 65535
 
+// DefaultMaxBytes is the size a pcap file stops growing at when
+// [Options].MaxBytes is 0: 64 MiB.
+const DefaultMaxBytes = 64 << 20
+
+// ErrFull is wrapped by the error of a packet not written because the file
+// has reached its size limit ([Options].MaxBytes). The file written so far
+// stays a valid pcap: a packet is written whole or not at all, and once one
+// is refused every later one is too.
+var ErrFull = errors.New("capture: size limit reached")
+
+// pcapRecordHeader is the bytes of a pcap record header.
+const pcapRecordHeader = 16
+
+// pcapFileHeader is the bytes of the pcap file header.
+const pcapFileHeader = 24
+
 // MaxSnapLen is the largest snap length [NewWriter] accepts: Wireshark
 // refuses to read a packet larger than 262144 bytes.
 const MaxSnapLen = 262144
@@ -37,6 +53,11 @@ type Options struct {
 	// (header included): 0 means DefaultSnapLen. It must be at least
 	// FrameOverhead and at most MaxSnapLen.
 	SnapLen uint32
+	// MaxBytes bounds the file's size in bytes, file header included: a
+	// packet that would take it past MaxBytes is not written, and the
+	// capture stops there (see [ErrFull]). 0 means DefaultMaxBytes; it
+	// must be at least the file header (24 bytes).
+	MaxBytes uint64
 }
 
 // Writer writes packets to a pcap stream: link type Ethernet, nanosecond
@@ -54,6 +75,10 @@ type Writer struct {
 	lastPS  uint64
 	packets uint64
 	err     error
+	bytes   uint64 // written, file header included
+	max     uint64 // MaxBytes
+	full    bool   // a packet was refused for MaxBytes
+	dropped uint64 // packets refused for MaxBytes
 }
 
 // NewWriter checks opt, writes the pcap file header to w and returns a
@@ -80,12 +105,19 @@ func NewWriter(w io.Writer, opt Options) (*Writer, error) {
 		return nil, fmt.Errorf("capture: NewWriter: payload limit %d: want -1 (all), 0 (default %d) or a byte count", limit, DefaultPayloadLimit)
 	}
 	limit = min(limit, maxPayload)
+	maxBytes := opt.MaxBytes
+	if maxBytes == 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	if maxBytes < pcapFileHeader {
+		return nil, fmt.Errorf("capture: NewWriter: size limit %d bytes: below the %d-byte file header", maxBytes, pcapFileHeader)
+	}
 	tw := &trackWriter{w: w}
 	pw := pcapgo.NewWriterNanos(tw)
 	if err := pw.WriteFileHeader(snap, layers.LinkTypeEthernet); err != nil {
 		return nil, fmt.Errorf("capture: writing pcap file header: %w", tw.cause(err))
 	}
-	return &Writer{out: w, tw: tw, pw: pw, limit: limit, buf: make([]byte, 0, FrameOverhead+limit)}, nil
+	return &Writer{out: w, tw: tw, pw: pw, limit: limit, buf: make([]byte, 0, FrameOverhead+limit), bytes: pcapFileHeader, max: maxBytes}, nil
 }
 
 // trackWriter keeps the first error of the underlying writer, which pcapgo
@@ -128,9 +160,17 @@ func (t *trackWriter) cause(err error) error {
 // packet's is an error wrapping [ErrTimeOrder], and nothing is written. So is
 // a header [Frame] refuses (an undefined op, more payload than h.Length,
 // payload with a timing-only header or a read request).
+//
+// A packet that would take the file past the size limit is not written:
+// the error wraps [ErrFull], and so does every later one's (the capture
+// has stopped; [Writer.Dropped] counts them). The file stays valid.
 func (w *Writer) WritePacket(atPS uint64, h Header, payload []byte) error {
 	if w.err != nil {
 		return w.err
+	}
+	if w.full {
+		w.dropped++
+		return fmt.Errorf("capture: packet %d not written: %w (%d bytes)", w.packets+w.dropped-1, ErrFull, w.max)
 	}
 	if w.packets > 0 && atPS < w.lastPS {
 		return fmt.Errorf("%w: packet %d at %d ps after one at %d ps", ErrTimeOrder, w.packets, atPS, w.lastPS)
@@ -150,6 +190,11 @@ func (w *Writer) WritePacket(atPS uint64, h Header, payload []byte) error {
 		return fmt.Errorf("capture: packet %d: %w", w.packets, err)
 	}
 	w.buf = frame
+	if w.bytes+pcapRecordHeader+uint64(len(frame)) > w.max {
+		w.full = true
+		w.dropped++
+		return fmt.Errorf("capture: packet %d not written: %w (%d bytes)", w.packets, ErrFull, w.max)
+	}
 	ci := gopacket.CaptureInfo{
 		Timestamp:     time.Unix(0, int64(atPS/1000)),
 		CaptureLength: len(frame),
@@ -161,8 +206,21 @@ func (w *Writer) WritePacket(atPS uint64, h Header, payload []byte) error {
 	}
 	w.lastPS = atPS
 	w.packets++
+	w.bytes += pcapRecordHeader + uint64(len(frame))
 	return nil
 }
+
+// Bytes returns the bytes written to the file so far, header included.
+func (w *Writer) Bytes() uint64 { return w.bytes }
+
+// Full reports whether the size limit stopped the capture.
+func (w *Writer) Full() bool { return w.full }
+
+// Dropped returns the packets not written because of the size limit.
+func (w *Writer) Dropped() uint64 { return w.dropped }
+
+// MaxBytes returns the file's size limit.
+func (w *Writer) MaxBytes() uint64 { return w.max }
 
 // Packets returns the number of packets written.
 func (w *Writer) Packets() uint64 { return w.packets }

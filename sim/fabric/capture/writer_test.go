@@ -303,3 +303,33 @@ func TestReadAllErrors(t *testing.T) {
 }
 
 func unixNano(ns int64) time.Time { return time.Unix(0, ns) }
+
+// TestWriterSizeLimit: a capture stops whole at its size limit: the file
+// never passes it, every packet after the first refused is refused too
+// (wrapping ErrFull), and what was written reads back as a valid pcap.
+func TestWriterSizeLimit(t *testing.T) {
+	for _, max := range []uint64{24, 100, 1000, 4096} {
+		var b bytes.Buffer
+		w, err := NewWriter(&b, Options{MaxBytes: max})
+		require.NoError(t, err)
+		written := 0
+		for i := range 200 {
+			err := w.WritePacket(uint64(i)*1000, Header{Op: OpWrite, Src: 0, Dst: 1, Hops: 1, Length: 64}, pattern(64, byte(i)))
+			if err != nil {
+				require.ErrorIs(t, err, ErrFull)
+				continue
+			}
+			require.False(t, w.Full(), "no packet is written after the first refused")
+			written++
+		}
+		assert.LessOrEqual(t, uint64(b.Len()), max, "limit %d", max)
+		assert.Equal(t, uint64(b.Len()), w.Bytes())
+		assert.True(t, w.Full())
+		assert.EqualValues(t, 200-written, w.Dropped())
+		pk, err := ReadAll(bytes.NewReader(b.Bytes()))
+		require.NoError(t, err, "limit %d: the file stays a valid pcap", max)
+		assert.Len(t, pk, written)
+	}
+	_, err := NewWriter(io.Discard, Options{MaxBytes: 23})
+	assert.ErrorContains(t, err, "below the 24-byte file header")
+}

@@ -1,0 +1,313 @@
+// Package output writes the files a run produces so that a reader never
+// sees a half-written one: every file is written under a temporary name in
+// its own directory and renamed onto its name only when it is complete
+// ([File.Commit]). A run that fails or is killed leaves, at most, temporary
+// files named ".NAME.tmp-XXXXXXXX" — hidden, and not looking like the output
+// — and never an output that mixes this run and an earlier one. A failed
+// run removes its temporary files ([File.Abort]); a run stopped by a signal
+// removes them through [RemovePending].
+//
+// It also checks, before a run starts, that each output can be written
+// ([Check]), and keeps the list of files a run wrote with their sizes
+// ([Manifest]).
+package output
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// ErrNotWritable is wrapped by the error of an output path that cannot be
+// written: its directory is missing or not writable, or the path is a
+// directory.
+var ErrNotWritable = errors.New("output cannot be written")
+
+// ErrDone is wrapped by the error of a write, Commit or Abort on a File
+// already committed or aborted.
+var ErrDone = errors.New("output already committed or aborted")
+
+// tempMarker is the part of a temporary file's name after the output's
+// base name: ".NAME.tmp-XXXXXXXX".
+const tempMarker = ".tmp-"
+
+// pending holds the temporary files neither committed nor aborted, for
+// RemovePending.
+var pending = struct {
+	sync.Mutex
+	files map[string]*os.File
+}{files: map[string]*os.File{}}
+
+// File is an output being written. Writes go to a temporary file in the
+// output's directory; Commit renames it onto the output's path, Abort
+// removes it. Exactly one of them should be called (Abort after Commit does
+// nothing, so "defer f.Abort()" is the idiom). A File is not safe for
+// concurrent use.
+type File struct {
+	path, tmp string
+	f         *os.File
+	n         int64
+	done      bool
+}
+
+// TempName returns the name a temporary file for path takes, with the given
+// random suffix: ".BASE.tmp-SUFFIX" in path's directory.
+func TempName(path, suffix string) string {
+	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+tempMarker+suffix)
+}
+
+// IsTemp reports whether name (a base name) is a temporary file of this
+// package.
+func IsTemp(name string) bool {
+	return strings.HasPrefix(name, ".") && strings.Contains(name, tempMarker)
+}
+
+// Create starts writing the output path: it creates a fresh temporary file
+// in path's directory (mode 0644 before the umask). Nothing at path changes
+// until Commit.
+func Create(path string) (*File, error) {
+	if path == "" {
+		return nil, fmt.Errorf("output: empty path: %w", ErrNotWritable)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("output %s: is a directory: %w", path, ErrNotWritable)
+	}
+	for range 16 {
+		var b [4]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, fmt.Errorf("output %s: %w", path, err)
+		}
+		tmp := TempName(path, hex.EncodeToString(b[:]))
+		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("output %s: %w: %w", path, err, ErrNotWritable)
+		}
+		pending.Lock()
+		pending.files[tmp] = f
+		pending.Unlock()
+		return &File{path: path, tmp: tmp, f: f}, nil
+	}
+	return nil, fmt.Errorf("output %s: no free temporary name", path)
+}
+
+// Path returns the output's path (where Commit puts it).
+func (f *File) Path() string { return f.path }
+
+// Temp returns the temporary file's path, where the bytes are until Commit.
+func (f *File) Temp() string { return f.tmp }
+
+// Size returns the bytes written so far.
+func (f *File) Size() int64 { return f.n }
+
+// Write writes to the temporary file.
+func (f *File) Write(p []byte) (int, error) {
+	if f.done {
+		return 0, fmt.Errorf("output %s: write: %w", f.path, ErrDone)
+	}
+	n, err := f.f.Write(p)
+	f.n += int64(n)
+	if err != nil {
+		return n, fmt.Errorf("output %s: %w", f.path, err)
+	}
+	return n, nil
+}
+
+// Commit makes the output complete: the temporary file is synced, closed and
+// renamed onto the output's path, replacing what was there. On an error the
+// temporary file is removed and the path is as it was.
+func (f *File) Commit() error {
+	if f.done {
+		return fmt.Errorf("output %s: commit: %w", f.path, ErrDone)
+	}
+	f.done = true
+	forget(f.tmp)
+	err := f.f.Sync()
+	if cerr := f.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.tmp, f.path)
+	}
+	if err != nil {
+		os.Remove(f.tmp)
+		return fmt.Errorf("output %s: %w", f.path, err)
+	}
+	return nil
+}
+
+// Abort drops the output: the temporary file is closed and removed, and
+// the path is left as it was. After Commit or Abort it does nothing.
+func (f *File) Abort() error {
+	if f.done {
+		return nil
+	}
+	f.done = true
+	forget(f.tmp)
+	f.f.Close()
+	if err := os.Remove(f.tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("output %s: removing %s: %w", f.path, f.tmp, err)
+	}
+	return nil
+}
+
+func forget(tmp string) {
+	pending.Lock()
+	delete(pending.files, tmp)
+	pending.Unlock()
+}
+
+// RemovePending closes and removes every temporary file not yet committed
+// or aborted, and returns how many it removed. A command calls it when it
+// is interrupted, so that nothing of the stopped run is left.
+func RemovePending() int {
+	pending.Lock()
+	defer pending.Unlock()
+	n := 0
+	for tmp, f := range pending.files {
+		f.Close()
+		if os.Remove(tmp) == nil {
+			n++
+		}
+		delete(pending.files, tmp)
+	}
+	return n
+}
+
+// WriteWith writes the output path with write, atomically: on an error from
+// write nothing at path changes. It returns the bytes written.
+func WriteWith(path string, write func(io.Writer) error) (int64, error) {
+	f, err := Create(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Abort()
+	if err := write(f); err != nil {
+		return 0, err
+	}
+	if err := f.Commit(); err != nil {
+		return 0, err
+	}
+	return f.Size(), nil
+}
+
+// WriteFile writes data to the output path atomically.
+func WriteFile(path string, data []byte) error {
+	_, err := WriteWith(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+	return err
+}
+
+// Check reports whether path can be written as an output, without changing
+// anything a reader would see: path is not a directory, its directory
+// exists, and a file can be created in it (one is created and removed).
+// The error wraps ErrNotWritable and names the path.
+func Check(path string) error {
+	if path == "" {
+		return fmt.Errorf("output: empty path: %w", ErrNotWritable)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("output %s: is a directory: %w", path, ErrNotWritable)
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("output %s: directory %s does not exist: %w", path, dir, ErrNotWritable)
+	}
+	if err != nil {
+		return fmt.Errorf("output %s: %w: %w", path, err, ErrNotWritable)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("output %s: %s is not a directory: %w", path, dir, ErrNotWritable)
+	}
+	f, err := Create(path)
+	if err != nil {
+		return err
+	}
+	return f.Abort()
+}
+
+// CheckDir reports whether dir exists as a directory, or can be made: its
+// nearest existing ancestor is a directory. It creates nothing.
+func CheckDir(dir string) error {
+	d := filepath.Clean(dir)
+	for {
+		fi, err := os.Stat(d)
+		if err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("output directory %s: %s is not a directory: %w", dir, d, ErrNotWritable)
+			}
+			return nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("output directory %s: %w: %w", dir, err, ErrNotWritable)
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return fmt.Errorf("output directory %s: %w: %w", dir, err, ErrNotWritable)
+		}
+		d = parent
+	}
+}
+
+// Entry is a file a run wrote and its size in bytes.
+type Entry struct {
+	Path  string
+	Bytes int64
+}
+
+// Manifest is the list of files a run wrote.
+type Manifest struct {
+	entries []Entry
+}
+
+// Add records that the run wrote path, of n bytes.
+func (m *Manifest) Add(path string, n int64) {
+	m.entries = append(m.entries, Entry{Path: path, Bytes: n})
+}
+
+// Entries returns the files recorded, in the order added.
+func (m *Manifest) Entries() []Entry { return append([]Entry(nil), m.entries...) }
+
+// Paths returns the paths recorded, in the order added.
+func (m *Manifest) Paths() []string {
+	out := make([]string, len(m.entries))
+	for i, e := range m.entries {
+		out[i] = e.Path
+	}
+	return out
+}
+
+// WriteTo writes one line per file, "  NAME  N bytes", sorted by name,
+// names relative to dir when they are under it.
+func (m *Manifest) WriteTo(w io.Writer, dir string) (int64, error) {
+	es := m.Entries()
+	name := func(p string) string {
+		if rel, err := filepath.Rel(dir, p); err == nil && !strings.HasPrefix(rel, "..") {
+			return rel
+		}
+		return p
+	}
+	sort.SliceStable(es, func(i, j int) bool { return name(es[i].Path) < name(es[j].Path) })
+	var total int64
+	for _, e := range es {
+		n, err := fmt.Fprintf(w, "  %s  %d bytes\n", name(e.Path), e.Bytes)
+		total += int64(n)
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}

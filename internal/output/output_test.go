@@ -1,0 +1,158 @@
+package output
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// names lists a directory's entries.
+func names(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// TestCommitAndAbort: until Commit the output's path holds what it held
+// before (the bytes are in a hidden temporary file); Commit replaces it,
+// Abort leaves it and removes the temporary file.
+func TestCommitAndAbort(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		commit bool
+		want   string
+	}{
+		{"commit", true, "new"},
+		{"abort", false, "old"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "out.json")
+			require.NoError(t, os.WriteFile(path, []byte("old"), 0o644))
+			f, err := Create(path)
+			require.NoError(t, err)
+			_, err = f.Write([]byte("new"))
+			require.NoError(t, err)
+			got, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.Equal(t, "old", string(got), "the output is untouched while it is written")
+			assert.Len(t, names(t, dir), 2)
+			assert.True(t, IsTemp(filepath.Base(f.Temp())), f.Temp())
+			if tc.commit {
+				require.NoError(t, f.Commit())
+			} else {
+				require.NoError(t, f.Abort())
+			}
+			require.NoError(t, f.Abort(), "Abort after either does nothing")
+			got, err = os.ReadFile(path)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, string(got))
+			assert.Equal(t, []string{"out.json"}, names(t, dir), "no temporary file is left")
+			_, err = f.Write([]byte("x"))
+			assert.ErrorIs(t, err, ErrDone)
+			assert.ErrorIs(t, f.Commit(), ErrDone)
+		})
+	}
+}
+
+// TestWriteWithFailure: a writer that fails leaves the previous file as it
+// was and no temporary file.
+func TestWriteWithFailure(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sweep.json")
+	require.NoError(t, os.WriteFile(path, []byte("previous run"), 0o644))
+	boom := errors.New("boom")
+	_, err := WriteWith(path, func(w io.Writer) error {
+		w.Write(bytes.Repeat([]byte("x"), 100))
+		return boom
+	})
+	require.ErrorIs(t, err, boom)
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "previous run", string(got))
+	assert.Equal(t, []string{"sweep.json"}, names(t, dir))
+
+	n, err := WriteWith(path, func(w io.Writer) error { _, err := w.Write([]byte("12345")); return err })
+	require.NoError(t, err)
+	assert.EqualValues(t, 5, n)
+}
+
+// TestRemovePending: the temporary files of outputs in progress are removed
+// (what an interrupted command does); committed outputs stay.
+func TestRemovePending(t *testing.T) {
+	dir := t.TempDir()
+	done, err := Create(filepath.Join(dir, "done"))
+	require.NoError(t, err)
+	require.NoError(t, done.Commit())
+	for _, n := range []string{"a.pcap", "b.json"} {
+		_, err := Create(filepath.Join(dir, n))
+		require.NoError(t, err)
+	}
+	assert.Len(t, names(t, dir), 3)
+	assert.Equal(t, 2, RemovePending())
+	assert.Equal(t, []string{"done"}, names(t, dir))
+}
+
+// TestCheck: paths that cannot be written are found without writing
+// anything.
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	for _, tc := range []struct {
+		name, path string
+		ok         bool
+	}{
+		{"new file", filepath.Join(dir, "new.json"), true},
+		{"existing file", file, true},
+		{"a directory", dir, false},
+		{"missing directory", filepath.Join(dir, "nope", "x.json"), false},
+		{"under a file", filepath.Join(file, "x.json"), false},
+		{"empty", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Check(tc.path)
+			if tc.ok {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, ErrNotWritable)
+			}
+			assert.ElementsMatch(t, []string{"file"}, names(t, dir), "Check leaves nothing behind")
+		})
+	}
+	require.NoError(t, CheckDir(filepath.Join(dir, "a", "b")))
+	require.ErrorIs(t, CheckDir(filepath.Join(file, "a")), ErrNotWritable)
+}
+
+func TestReadOnlyDirectory(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root writes into read-only directories")
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o555))
+	defer os.Chmod(dir, 0o755)
+	require.ErrorIs(t, Check(filepath.Join(dir, "x")), ErrNotWritable)
+}
+
+func TestManifest(t *testing.T) {
+	var m Manifest
+	m.Add("/o/z.pcap", 24)
+	m.Add("/o/report.txt", 100)
+	m.Add("/elsewhere/s.snap", 7)
+	var b bytes.Buffer
+	_, err := m.WriteTo(&b, "/o")
+	require.NoError(t, err)
+	assert.Equal(t, "  /elsewhere/s.snap  7 bytes\n  report.txt  100 bytes\n  z.pcap  24 bytes\n", b.String())
+	assert.Equal(t, []string{"/o/z.pcap", "/o/report.txt", "/elsewhere/s.snap"}, m.Paths())
+}

@@ -1,0 +1,278 @@
+package scenario
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/internal/memlimit"
+	"github.com/neuronsim/neuronsim/internal/output"
+	"github.com/neuronsim/neuronsim/sim/fabric"
+	"github.com/neuronsim/neuronsim/sim/fabric/capture"
+)
+
+// small is a fast system: two cayman devices, ready at once.
+const small = "system: {arch: cayman, devices: 2, boot: false, reset: false, buffer_bytes: 1M}\n"
+
+// runDoc parses and runs a scenario in dir.
+func runDoc(t *testing.T, dir, doc string, opt Options) (*Summary, error) {
+	t.Helper()
+	p, err := Parse(filepath.Join(dir, "x.yaml"), []byte(doc))
+	require.NoError(t, err)
+	opt.OutDir = dir
+	return p.Run(opt)
+}
+
+// noTemps asserts that dir holds no temporary output file.
+func noTemps(t *testing.T, dir string) {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range es {
+		assert.False(t, output.IsTemp(e.Name()), "temporary file %s left", e.Name())
+	}
+}
+
+// TestFailedRunKeepsPreviousOutputs: a run that fails part-way leaves the
+// outputs of the run before it byte for byte (no 24-byte pcap beside an
+// older sweep.json), no temporary file, and a report that says it failed
+// and lists only itself.
+func TestFailedRunKeepsPreviousOutputs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("whole-system scenarios run in the plain test run, not under -race")
+	}
+	dir := t.TempDir()
+	outs := "outputs: {json: sweep.json, plot: busbw.png, pcap: fabric.pcap}\n"
+	good := "name: good\n" + small + "steps:\n  - sweep: {op: all_reduce, min: 4K, max: 16K, factor: 2}\n" + outs
+	_, err := runDoc(t, dir, good, Options{})
+	require.NoError(t, err)
+	before := readDir(t, dir)
+	require.Contains(t, before, "fabric.pcap")
+	require.Greater(t, len(before["fabric.pcap"]), 24)
+
+	bad := "name: bad\n" + small + "steps:\n  - sweep: {op: all_gather, min: 8K, max: 8K}\n" +
+		"  - csr_read: {offset: 0x30FA0024, expect: 7}\n" + outs
+	sum, err := runDoc(t, dir, bad, Options{})
+	require.Error(t, err)
+	after := readDir(t, dir)
+	for _, f := range []string{"sweep.json", "busbw.png", "fabric.pcap"} {
+		assert.True(t, bytes.Equal(before[f], after[f]), "%s of the earlier run is untouched", f)
+	}
+	noTemps(t, dir)
+	report := string(after["report.txt"])
+	assert.True(t, strings.HasPrefix(report, "status: FAILED: "), "the report says it failed first:\n%s", report)
+	assert.NotContains(t, report, "sweep.json")
+	assert.Equal(t, []string{filepath.Join(dir, "report.txt")}, sum.Outputs)
+}
+
+// TestReportListsOutputs: a complete run's report says so and lists every
+// file the run wrote with its size.
+func TestReportListsOutputs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("whole-system scenarios run in the plain test run, not under -race")
+	}
+	dir := t.TempDir()
+	doc := "name: good\n" + small + "steps:\n  - sweep: {op: all_reduce, min: 4K, max: 8K, factor: 2}\n  - snapshot: {save: end.snap}\n" +
+		"outputs: {json: s.json, plot: p.png, pcap: f.pcap, trace: t.json}\n"
+	sum, err := runDoc(t, dir, doc, Options{})
+	require.NoError(t, err)
+	report, err := os.ReadFile(filepath.Join(dir, "report.txt"))
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(report), "status: complete\n"))
+	names := []string{"end.snap", "f.pcap", "t.json", "s.json", "p.png"}
+	for _, n := range names {
+		fi, err := os.Stat(filepath.Join(dir, n))
+		require.NoError(t, err)
+		assert.Contains(t, string(report), fmt.Sprintf("\n  %s  %d bytes\n", n, fi.Size()))
+	}
+	assert.Len(t, sum.Outputs, len(names)+1)
+	assert.Equal(t, filepath.Join(dir, "report.txt"), sum.Outputs[len(sum.Outputs)-1], "the report is written last")
+	noTemps(t, dir)
+}
+
+// TestSnapshotSaveIsAtomic: a run that saves a snapshot and then fails
+// leaves the snapshot file of an earlier run as it was.
+func TestSnapshotSaveIsAtomic(t *testing.T) {
+	if raceEnabled {
+		t.Skip("whole-system scenarios run in the plain test run, not under -race")
+	}
+	dir := t.TempDir()
+	_, err := runDoc(t, dir, "name: a\n"+small+"steps:\n  - snapshot: {save: sys.snap}\n", Options{})
+	require.NoError(t, err)
+	old, err := os.ReadFile(filepath.Join(dir, "sys.snap"))
+	require.NoError(t, err)
+	_, err = runDoc(t, dir, "name: b\n"+small+"steps:\n  - dma_copy: {bytes: 4K}\n  - snapshot: {save: sys.snap}\n"+
+		"  - csr_read: {offset: 0x30FA0024, expect: 7}\n", Options{})
+	require.Error(t, err)
+	now, err := os.ReadFile(filepath.Join(dir, "sys.snap"))
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(old, now), "the earlier snapshot is untouched")
+	noTemps(t, dir)
+}
+
+// TestPrecheckBeforeBringUp: what can be known before the system is built
+// is found before it is: no device is brought up, no report is written.
+func TestPrecheckBeforeBringUp(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a-file")
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
+	snapDir := t.TempDir()
+	// A snapshot of a one-device system, for the mismatch.
+	one, err := fabric.New(fabric.Config{Generation: 3, Devices: 1, Ready: true})
+	require.NoError(t, err)
+	var b bytes.Buffer
+	require.NoError(t, one.Save(&b))
+	require.NoError(t, os.WriteFile(filepath.Join(snapDir, "one.snap"), b.Bytes(), 0o644))
+	bad := append([]byte(nil), b.Bytes()...)
+	bad[len(bad)-10] ^= 1
+	require.NoError(t, os.WriteFile(filepath.Join(snapDir, "flip.snap"), bad, 0o644))
+
+	for _, tc := range []struct {
+		name, steps, outputs string
+		opt                  Options
+		want                 string
+	}{
+		{"program file missing", "  - exec: {program: no-such.s}\n", "", Options{}, "steps[0] (exec): open"},
+		{"program does not assemble", "  - validate: {source: \"frobnicate x\"}\n", "", Options{}, "steps[0] (validate)"},
+		{"output dir under a file", "", "outputs: {dir: " + filepath.Join(file, "out") + "}\n", Options{OutDir: "-"}, "outputs.dir"},
+		{"output in a missing directory", "  - sweep: {op: all_reduce, min: 4K, max: 4K}\n", "outputs: {json: nope/s.json}\n", Options{}, "outputs.json: output"},
+		{"output is a directory", "", "outputs: {pcap: .}\n", Options{}, "outputs.pcap: output"},
+		{"two outputs, one file", "", "outputs: {pcap: r.txt, report: r.txt}\n", Options{}, "is also outputs.report's file"},
+		{"snapshot save in a missing directory", "  - snapshot: {save: no/dir/s.snap}\n", "", Options{}, "steps[0] (snapshot).save"},
+		{"restore file missing", "  - snapshot: {restore: " + filepath.Join(snapDir, "none.snap") + "}\n", "", Options{}, "steps[0] (snapshot): restore"},
+		{"restore of a damaged file", "  - dma_copy: {bytes: 4K}\n  - snapshot: {restore: " + filepath.Join(snapDir, "flip.snap") + "}\n", "", Options{}, "steps[1] (snapshot): restore " + filepath.Join(snapDir, "flip.snap") + ": fabric snapshot: checksum mismatch"},
+		{"restore of another system", "  - snapshot: {restore: " + filepath.Join(snapDir, "one.snap") + "}\n", "", Options{}, "holds a system of 1 device; this scenario's has 2"},
+		{"memory above the limit", "  - dma_copy: {bytes: 1M}\n", "", Options{MemLimit: memlimit.Limit{Bytes: 1 << 20, Source: "test"}}, "steps[0] (dma_copy): a DMA copy of 1 MiB needs about 10 MiB of memory, more than the limit of 1 MiB (test)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			built := 0
+			buildCluster = func(cfg cluster.Config) (*cluster.Cluster, error) {
+				built++
+				return cluster.New(cfg)
+			}
+			defer func() { buildCluster = cluster.New }()
+			out := t.TempDir()
+			opt := tc.opt
+			doc := "name: x\n" + small + "steps:\n" + tc.steps + tc.outputs
+			p, err := Parse(filepath.Join(out, "x.yaml"), []byte(doc))
+			require.NoError(t, err)
+			if opt.OutDir == "" {
+				opt.OutDir = out
+			} else {
+				opt.OutDir = ""
+			}
+			_, err = p.Run(opt)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Equal(t, 0, built, "no device is brought up")
+			assert.NoFileExists(t, filepath.Join(out, "report.txt"))
+			noTemps(t, out)
+		})
+	}
+}
+
+// TestBufferTooSmallAtParse: a collective or sweep that does not fit in
+// system.buffer_bytes is refused when the file is read, at its line.
+func TestBufferTooSmallAtParse(t *testing.T) {
+	for _, tc := range []struct{ step, want string }{
+		{"collective: {op: all_reduce, size: 1M}", "x.yaml:4:40: steps[0].collective.size: it needs"},
+		{"sweep: {op: all_reduce, min: 4K, max: 1M, factor: 2}", "steps[0].sweep.max: the sweep's largest size needs"},
+	} {
+		_, err := Parse("x.yaml", []byte("name: x\n"+small+"steps:\n  - "+tc.step+"\n"))
+		require.Error(t, err, tc.step)
+		assert.ErrorIs(t, err, ErrStrict)
+		assert.Contains(t, err.Error(), tc.want)
+		assert.Contains(t, err.Error(), "system.buffer_bytes is 1048576 (1 MiB)")
+	}
+}
+
+// TestCaptureAndTraceLimits: outputs.pcap_max and trace_max stop the
+// capture and the trace cleanly: the files stay within them, parse, and
+// the report notes the stop.
+func TestCaptureAndTraceLimits(t *testing.T) {
+	if raceEnabled {
+		t.Skip("whole-system scenarios run in the plain test run, not under -race")
+	}
+	dir := t.TempDir()
+	doc := "name: x\n" + small + "steps:\n  - dve_load: {devices: [0], cores: [0]}\n  - sweep: {op: all_reduce, min: 4K, max: 64K, factor: 2}\n" +
+		"outputs: {pcap: f.pcap, pcap_max: 16K, trace: t.json, trace_max: 8K}\n"
+	_, err := runDoc(t, dir, doc, Options{})
+	require.NoError(t, err)
+	for _, bad := range []string{"{pcap: f.pcap, pcap_max: 10}", "{trace: t.json, trace_max: 100}"} {
+		_, err := Parse("x.yaml", []byte("name: x\n"+small+"outputs: "+bad+"\n"))
+		assert.ErrorContains(t, err, "x.yaml:3:", bad)
+	}
+	pcap, err := os.ReadFile(filepath.Join(dir, "f.pcap"))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(pcap), 16<<10)
+	pk, err := capture.ReadAll(bytes.NewReader(pcap))
+	require.NoError(t, err, "the pcap stays valid")
+	assert.NotEmpty(t, pk)
+	tr, err := os.ReadFile(filepath.Join(dir, "t.json"))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(tr), 8<<10)
+	var doc2 struct {
+		Metadata map[string]string `json:"metadata"`
+	}
+	require.NoError(t, json.Unmarshal(tr, &doc2))
+	assert.Contains(t, doc2.Metadata["stopped"], "size limit")
+	report, err := os.ReadFile(filepath.Join(dir, "report.txt"))
+	require.NoError(t, err)
+	assert.Contains(t, string(report), "pcap f.pcap: stopped at outputs.pcap_max (16 KiB)")
+	assert.Contains(t, string(report), "trace t.json: stopped at outputs.trace_max (8 KiB)")
+}
+
+// TestRestoreTakesTheSystem: a scenario run on a restored snapshot need not
+// describe the system; what it gives must agree; a damaged snapshot is
+// blamed, not the scenario.
+func TestRestoreTakesTheSystem(t *testing.T) {
+	if raceEnabled {
+		t.Skip("whole-system scenarios run in the plain test run, not under -race")
+	}
+	dir := t.TempDir()
+	_, err := runDoc(t, dir, "name: a\n"+small+"steps:\n  - snapshot: {save: sys.snap}\n", Options{})
+	require.NoError(t, err)
+	path := filepath.Join(dir, "sys.snap")
+	base, err := LoadSnapshot(path, fabric.LoadOptions{})
+	require.NoError(t, err)
+	p, err := ParseWith("more.yaml", []byte("name: more\nsteps:\n  - dma_copy: {bytes: 4K}\n"), base)
+	require.NoError(t, err)
+	sum, err := p.Run(Options{OutDir: t.TempDir()})
+	require.NoError(t, err)
+	assert.Equal(t, 2, sum.Devices)
+	_, err = p.Run(Options{OutDir: t.TempDir()})
+	assert.ErrorContains(t, err, "has been run on already", "a restored system is run on once")
+
+	base, err = LoadSnapshot(path, fabric.LoadOptions{})
+	require.NoError(t, err)
+	_, err = ParseWith("more.yaml", []byte("name: more\nsystem: {arch: cayman, devices: 4}\n"), base)
+	require.ErrorIs(t, err, ErrStrict)
+	assert.Contains(t, err.Error(), "more.yaml:2:33: system.devices: 4, but the snapshot "+path+" holds a system with devices 2")
+	_, err = ParseWith("more.yaml", []byte("name: more\nsystem: {arch: sunda}\n"), base)
+	assert.ErrorContains(t, err, "system.arch: sunda, but the snapshot")
+	_, err = Parse("more.yaml", []byte("name: more\n"))
+	assert.ErrorContains(t, err, `missing key "system"`)
+
+	p, err = ParseWith("more.yaml", []byte("name: more\nsteps:\n  - csr_read: {offset: 0x30FA0024, expect: 7}\n"), base)
+	require.NoError(t, err)
+	_, err = p.Run(Options{OutDir: t.TempDir()})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "more.yaml: steps[0] (csr_read)", "the file's own step numbers, the restore not counted")
+
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	b[len(b)-10] ^= 1
+	flip := filepath.Join(dir, "flip.snap")
+	require.NoError(t, os.WriteFile(flip, b, 0o644))
+	_, err = LoadSnapshot(flip, fabric.LoadOptions{})
+	require.ErrorIs(t, err, fabric.ErrSnapshot)
+	assert.Contains(t, err.Error(), "snapshot "+flip+": fabric snapshot: checksum mismatch")
+}
