@@ -260,6 +260,10 @@ func TestRestoreTakesTheSystem(t *testing.T) {
 	assert.ErrorContains(t, err, "system.arch: sunda, but the snapshot")
 	_, err = Parse("more.yaml", []byte("name: more\n"))
 	assert.ErrorContains(t, err, `missing key "system"`)
+	_, err = Parse("more.yaml", []byte("name: more\nsystem: {devices: 2}\n"))
+	assert.ErrorContains(t, err, `more.yaml:2:9: system: missing key "arch"`)
+	p, err = ParseWith("more.yaml", []byte("name: more\nsystem: {devices: 2, seed: 4}\n"), base)
+	require.NoError(t, err, "a restore needs no arch")
 
 	p, err = ParseWith("more.yaml", []byte("name: more\nsteps:\n  - csr_read: {offset: 0x30FA0024, expect: 7}\n"), base)
 	require.NoError(t, err)
