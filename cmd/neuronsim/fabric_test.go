@@ -85,7 +85,7 @@ func TestFabricSweepErrors(t *testing.T) {
 		"bad size":           {[]string{"-b", "1X"}, `-b/--minbytes "1X": unknown unit "X"`},
 		"bad max size":       {[]string{"-e", "1.5G"}, `-e/--maxbytes "1.5G": sizes are integers only`},
 		"bad step":           {[]string{"-i", "-1"}, `-i/--stepbytes "-1": sizes are unsigned integers`},
-		"functional too big": {[]string{"--arch", "mariana", "--devices", "32", "--mode", "functional", "-b", "1G", "-e", "1G"}, "a functional sweep may touch"},
+		"functional too big": {[]string{"--arch", "mariana", "--devices", "32", "--mode", "functional", "-b", "1G", "-e", "1G"}, "all_reduce of 1 GiB on 32 ranks needs about 386 GiB of memory, more than the limit of"},
 		"rdh on 12":          {[]string{"--arch", "sunda", "--devices", "12", "--algo", "rdh", "-b", "1M", "-e", "1M"}, "rdh needs a power-of-two rank count, not 12"},
 	} {
 		t.Run(name, func(t *testing.T) {

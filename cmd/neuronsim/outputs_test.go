@@ -101,7 +101,7 @@ func TestExecTileBounds(t *testing.T) {
 	}{
 		{[]string{"--arch", "cayman", "--output", "sbuf[0:128,0]:1000000=" + filepath.Join(dir, "y.bin")},
 			"--output sbuf[0:128,0]:1000000=" + filepath.Join(dir, "y.bin") + ": program: SBUF bytes [0x0, 0xf4240) of each partition pass its end: a cayman SBUF partition holds 0x38000 bytes (229376)"},
-		{[]string{"--arch", "mariana", "--output", "psum[0:128,0x3f00]:0x200=" + filepath.Join(dir, "y.bin")}, "a mariana PSUM partition holds 0x4000 bytes"},
+		{[]string{"--arch", "mariana", "--output", "psum[0:128,0x3f00]:512=" + filepath.Join(dir, "y.bin")}, "a mariana PSUM partition holds 0x4000 bytes"},
 		{[]string{"--arch", "sunda", "--input", "sbuf[0:128,0x2ff80]=" + filepath.Join(dir, "x.bin")}, "a sunda SBUF partition holds 0x30000 bytes"},
 		{[]string{"--output", "sbuf[0:128,0]:256=" + filepath.Join(dir, "no", "y.bin")}, "does not exist"},
 		{[]string{"--output", "sbuf[0:128,0]:256=" + filepath.Join(dir, "y.bin"), "--trace", filepath.Join(dir, "y.bin")}, "the same file as --trace"},
@@ -140,7 +140,7 @@ func TestSnapshotRestoreBlamesTheSnapshot(t *testing.T) {
 	more := writeFile(t, dir, "more.yaml", "name: more\nsteps:\n  - dma_copy: {bytes: 4K}\n")
 	out, err = runCLI(t, "snapshot", "restore", snap, more, "--out", filepath.Join(dir, "b"))
 	require.NoError(t, err, out)
-	assert.Contains(t, out, "scenario more: 1 devices, 2 steps")
+	assert.Contains(t, out, "scenario more: 1 device, 2 steps")
 
 	b, err := os.ReadFile(snap)
 	require.NoError(t, err)
