@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -187,7 +188,13 @@ func startServer(tb testing.TB, dev *sim.Device, opt Options) (*Server, string) 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	path := filepath.Join(tb.TempDir(), "neuron0.sock")
+	// unix socket paths are short (108 bytes); tb.TempDir() can exceed that
+	dir, err := os.MkdirTemp("", "vfu")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "neuron0.sock")
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		tb.Fatal(err)
