@@ -61,7 +61,7 @@ func FuzzServer(f *testing.F) {
 				_ = s.ServeConn(srvEnd) // errors are the point: the input is arbitrary
 				close(done)
 			}()
-			c := &testClient{tb: t, c: cliEnd}
+			c := &testClient{Client: NewClient(cliEnd), tb: t}
 			body(c)
 			cliEnd.Close()
 			select {

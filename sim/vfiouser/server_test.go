@@ -357,7 +357,7 @@ func TestDMAMapMemfd(t *testing.T) {
 func TestDMARemote(t *testing.T) {
 	s, path := startServer(t, newTestDevice(t), Options{})
 	c := dial(t, path)
-	c.ram, c.ramBase = make([]byte, 3<<20), 0x4000_0000
+	c.ServeMemory(0x4000_0000, make([]byte, 3<<20))
 	if _, _, err := c.call(CmdVersion, versionPayload(0, 1, `{"capabilities":{"max_data_xfer_size":65536}}`)); err != nil {
 		t.Fatal(err)
 	}

@@ -129,6 +129,7 @@ func parseUint(r json.RawMessage) (uint64, error) {
 	}
 	return v, nil
 }
+
 // versionReply is the server's capabilities JSON, NUL-terminated: the
 // server's own limits, and write_multiple only when the client offered it
 // (the reply's capabilities are a subset of the client's).
