@@ -2,8 +2,10 @@ package vfiouser
 
 import (
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
+	"syscall"
 
 	"github.com/neuronsim/neuronsim/sim"
 	"golang.org/x/sys/unix"
@@ -68,40 +70,28 @@ func (g *GuestMemory) add(m Mapping) error {
 	}
 	i, _ := slices.BinarySearchFunc(g.maps, m.Addr, func(e Mapping, a uint64) int { return cmpU64(e.Addr, a) })
 	if i > 0 && g.maps[i-1].End() > m.Addr || i < len(g.maps) && g.maps[i].Addr < m.End() {
-		return fmt.Errorf("DMA map [%#x, +%#x) overlaps a mapping: %w", m.Addr, m.Size, ErrMessage)
+		return &cmdError{syscall.EEXIST, fmt.Errorf("DMA map [%#x, +%#x) overlaps a mapping: %w", m.Addr, m.Size, ErrMessage)}
 	}
 	g.maps = slices.Insert(g.maps, i, m)
 	g.total += m.Size
 	return nil
 }
 
-// remove unmaps every mapping inside [addr, addr+size); one that lies
-// partly inside is refused and nothing is unmapped. It returns how many
-// mappings it removed.
-func (g *GuestMemory) remove(addr, size uint64) (int, error) {
+// remove unmaps the mapping that is exactly [addr, addr+size) (the
+// specification: "must match exactly a previous mapping").
+func (g *GuestMemory) remove(addr, size uint64) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	end := addr + size
-	var keep []Mapping
-	var gone []Mapping
-	for _, m := range g.maps {
-		switch {
-		case m.End() <= addr || m.Addr >= end:
-			keep = append(keep, m)
-		case m.Addr >= addr && m.End() <= end:
-			gone = append(gone, m)
-		default:
-			return 0, fmt.Errorf("DMA unmap [%#x, +%#x) cuts mapping [%#x, +%#x): %w", addr, size, m.Addr, m.Size, ErrMessage)
-		}
+	i, found := slices.BinarySearchFunc(g.maps, addr, func(e Mapping, a uint64) int { return cmpU64(e.Addr, a) })
+	if !found || g.maps[i].Size != size {
+		return fmt.Errorf("DMA unmap [%#x, +%#x): no mapping is exactly that range: %w", addr, size, ErrMessage)
 	}
-	for _, m := range gone {
-		g.total -= m.Size
-		if m.mem != nil {
-			_ = unix.Munmap(m.mem) // a mapping this package made; the only failure is a bad argument
-		}
+	if m := g.maps[i]; m.mem != nil {
+		_ = unix.Munmap(m.mem) // a mapping this package made; the only failure is a bad argument
 	}
-	g.maps = keep
-	return len(gone), nil
+	g.total -= g.maps[i].Size
+	g.maps = slices.Delete(g.maps, i, i+1)
+	return nil
 }
 
 // removeAll unmaps everything (the client went away, or UNMAP_ALL) and
@@ -142,12 +132,7 @@ func (g *GuestMemory) access(write bool, pa uint64, p []byte) error {
 	defer g.mu.RUnlock()
 	_, err := g.walk(op, pa, uint64(len(p)), need, func(m *Mapping, off uint64, q []byte, at uint64) error {
 		if m.mem != nil {
-			if write {
-				copy(m.mem[off:], q)
-			} else {
-				copy(q, m.mem[off:])
-			}
-			return nil
+			return copyMapped(write, m.mem[off:], q, at)
 		}
 		if g.remote == nil {
 			return fmt.Errorf("DMA %s at %#x: mapping [%#x, +%#x) has no file and no client to ask: %w", op, at, m.Addr, m.Size, ErrDisconnected)
@@ -207,4 +192,22 @@ func cmpU64(a, b uint64) int {
 		return 1
 	}
 	return 0
+}
+
+// copyMapped copies between a client's mmapped file and q. The client may
+// shrink its file under the mapping; the fault that an access past the
+// file's end raises is turned into an error instead of ending the process.
+func copyMapped(write bool, mem, q []byte, at uint64) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("DMA at %#x: the client's memory faulted (its file shrank?): %v: %w: %w", at, r, ErrUnmapped, sim.ErrHostRange)
+		}
+	}()
+	if write {
+		copy(mem, q)
+	} else {
+		copy(q, mem)
+	}
+	return nil
 }

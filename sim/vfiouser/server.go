@@ -79,6 +79,10 @@ func (o *Options) fill() error {
 	return nil
 }
 
+// cmdQueue bounds the commands read ahead of the one being handled (each
+// at most MaxDataXferSize+4 KiB).
+const cmdQueue = 16
+
 // pageSize is the only DMA page size the server supports.
 const pageSize = 4096
 
@@ -168,7 +172,7 @@ func (s *Server) ServeConn(c *net.UnixConn) error {
 	defer s.busy.Unlock()
 	s.sessions.Add(1)
 	ss := &session{
-		s: s, c: c, cmds: make(chan *message, 256), done: make(chan struct{}),
+		s: s, c: c, cmds: make(chan *message, cmdQueue), done: make(chan struct{}),
 		pending: map[uint16]chan *message{}, irqs: map[irqKey]int{},
 		client: DefaultCapabilities(),
 	}
@@ -550,6 +554,13 @@ func (ss *session) dmaMap(m *message) error {
 		if size > uint64(int(^uint(0)>>1)) || off > uint64(int64(^uint64(0)>>1)) {
 			return fmt.Errorf("DMA_MAP of %#x bytes at file offset %#x: too large to map: %w", size, off, ErrLimit)
 		}
+		var st unix.Stat_t
+		if err := unix.Fstat(m.fds[0], &st); err != nil {
+			return &cmdError{errnoFrom(err), fmt.Errorf("DMA_MAP [%#x, +%#x): fstat of its file: %w", addr, size, err)}
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFREG && (st.Size < 0 || off > uint64(st.Size) || size > uint64(st.Size)-off) {
+			return fmt.Errorf("DMA_MAP [%#x, +%#x) at file offset %#x: the file holds %d bytes: %w", addr, size, off, st.Size, ErrMessage)
+		}
 		mem, err := unix.Mmap(m.fds[0], int64(off), int(size), prot, unix.MAP_SHARED)
 		if err != nil {
 			return &cmdError{errnoFrom(err), fmt.Errorf("DMA_MAP [%#x, +%#x): mmap of file offset %#x: %w", addr, size, off, err)}
@@ -593,21 +604,11 @@ func (ss *session) dmaUnmap(p []byte) ([]byte, error) {
 		}
 		ss.s.mem.removeAll()
 	default:
-		if size == 0 || addr+size < addr {
-			return nil, fmt.Errorf("DMA_UNMAP [%#x, +%#x): empty or wraps: %w", addr, size, ErrMessage)
-		}
-		n, err := ss.s.mem.remove(addr, size)
-		if err != nil {
+		if err := ss.s.mem.remove(addr, size); err != nil {
 			return nil, err
 		}
-		if n == 0 {
-			return nil, fmt.Errorf("DMA_UNMAP [%#x, +%#x): no mapping there: %w", addr, size, ErrMessage)
-		}
 	}
-	out := make([]byte, sizeDMAUnmap)
-	copy(out, p)
-	le.PutUint32(out, sizeDMAUnmap)
-	return out, nil
+	return p, nil // the reply is the request's entry
 }
 
 func (ss *session) deviceInfo(p []byte) ([]byte, error) {

@@ -315,7 +315,8 @@ func TestDMAMapMemfd(t *testing.T) {
 		fds     []int
 		errno   syscall.Errno
 	}{
-		{"overlap", dmaMap(DMAFlagRead, 0, base+0x8000, 0x1000), []int{fd}, syscall.EINVAL},
+		{"overlap", dmaMap(DMAFlagRead, 0, base+0x8000, 0x1000), []int{fd}, syscall.EEXIST},
+		{"past the file's end", dmaMap(DMAFlagRead, 0xff000, base+0x40000, 0x2000), []int{fd}, syscall.EINVAL},
 		{"unaligned", dmaMap(DMAFlagRead, 0, base+0x20001, 0x1000), []int{fd}, syscall.EINVAL},
 		{"wraps", dmaMap(DMAFlagRead, 0, ^uint64(0)-0xfff, 0x2000), []int{fd}, syscall.EINVAL},
 		{"bad flags", dmaMap(0x4, 0, base+0x20000, 0x1000), []int{fd}, syscall.EINVAL},
@@ -341,8 +342,20 @@ func TestDMAMapMemfd(t *testing.T) {
 	if _, _, err := c.call(CmdDMAUnmap, le64(le32(24, 0), base, 0x1000)); !isErrno(err, syscall.EINVAL) {
 		t.Errorf("DMA_UNMAP cutting a mapping: %v", err)
 	}
-	if _, _, err := c.call(CmdDMAUnmap, le64(le32(24, 0), base, 0x10000)); err != nil {
-		t.Fatalf("DMA_UNMAP: %v", err)
+	// the client shrinks its file under the mapping: the device's access
+	// past the new end is an error, not a fault that ends the process
+	if err := unix.Ftruncate(fd, 0x2000); err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Read(base+0x4000, got); !errors.Is(err, ErrUnmapped) {
+		t.Errorf("read past the shrunk file: %v, want ErrUnmapped", err)
+	}
+	if err := mem.Read(base, got); err != nil {
+		t.Errorf("read inside the shrunk file: %v", err)
+	}
+	req := le64(le32(24, 0), base, 0x10000)
+	if _, p, err := c.call(CmdDMAUnmap, req); err != nil || !bytes.Equal(p, req) {
+		t.Fatalf("DMA_UNMAP: %x %v, want the request echoed", p, err)
 	}
 	if err := mem.Read(base+0x10, got); !errors.Is(err, ErrUnmapped) {
 		t.Errorf("read after unmap: %v", err)
