@@ -1,0 +1,51 @@
+// Package vfiouser serves a simulated device (sim.Device) as a PCI function
+// over vfio-user, the protocol QEMU (10.1 and later) speaks with
+// `-device vfio-user-pci`, so that a guest's kernel driver drives the model.
+// It implements protocol version 0.1 of QEMU's docs/interop/vfio-user.rst
+// from the specification, over a unix stream socket, one client at a time
+// per Server: Serve accepts the next connection only when the current
+// client has gone, so a second client waits in the listen queue.
+//
+// Implemented: the message header (reply, no-reply and error flags, errno
+// replies); VERSION with its capabilities JSON (max_msg_fds,
+// max_data_xfer_size, max_dma_maps, pgsizes, write_multiple; parsed
+// strictly: NUL-terminated UTF-8, one JSON object, known capabilities
+// type- and range-checked, unknown ones ignored); DEVICE_GET_INFO (PCI,
+// reset; 9 regions, 5 IRQ indices); DEVICE_GET_REGION_INFO for BAR0–5 (the
+// device's sizes, 0 for a BAR it lacks), ROM and VGA (size 0) and CONFIG;
+// REGION_READ, REGION_WRITE and REGION_WRITE_MULTI on config space and on
+// every BAR — BAR accesses are whole aligned 32-bit words and go through
+// sim.Device.ReadBAR/WriteBAR, with the BAR decode and MMIO timing of the
+// in-process backend; DEVICE_GET_IRQ_INFO and DEVICE_SET_IRQS (the
+// eventfds of INTx, MSI, MSI-X, ERR and REQ are kept; a client trigger
+// signals the kept eventfd); DEVICE_RESET (the server's config header
+// returns to power-on values); DMA_MAP and DMA_UNMAP, a mapping's file
+// descriptor (SCM_RIGHTS) mmapped, a mapping without one reached by
+// server-to-client DMA_READ/DMA_WRITE requests split at the transfer
+// limit; and GuestMemory, the client's memory by guest-physical address,
+// for the device's DMA.
+//
+// Limits (Options): 16 file descriptors per message, 1 MiB per data
+// transfer (the smaller of the client's and the server's), 1024 DMA
+// mappings (or fewer if the client says so) of at most 1 TiB in all,
+// 4 KiB pages only, 16 commands read ahead, 10 s for the client's reply to
+// a DMA request. Every message is length-checked; one that breaks the
+// protocol gets an error reply (EINVAL for a malformed message, E2BIG past
+// a limit, EEXIST for an overlapping mapping, ENOTSUP for an unsupported
+// command or feature, ENODEV for a closed device, EFAULT for a DMA fault,
+// EIO otherwise) and the session goes on; a no-reply command's error is
+// only logged. When the client goes away, even mid-message, its mappings
+// and eventfds are released and the device keeps its state.
+//
+// Not implemented: DEVICE_GET_REGION_IO_FDS, mmappable regions, DEVICE_FEATURE
+// and migration (MIG_DATA_READ/WRITE), dirty-page logging, twin-socket mode,
+// and interrupts raised by the model (it has none to raise yet). The
+// device's DMA does not reach GuestMemory yet: sim.Device's host side is a
+// *sim.HostMemory, and wiring needs a device hook taking an interface with
+// GuestMemory's Read/Write/Check. Config space is the device's own when it
+// implements ConfigSpace, otherwise a type-0 header of the server's own
+// (identity, command register, 64-bit prefetchable BARs the guest can size;
+// no capability list). DEVICE_RESET does not reset the model itself
+// (sim.Device has no function-level reset that can be called from outside
+// its event loop).
+package vfiouser
