@@ -314,7 +314,7 @@ func (ss *session) readLoop() error {
 				return err
 			}
 		}
-		if trunc && m.err == nil {
+		if (trunc || len(m.fds) > ss.s.opt.MaxMsgFDs) && m.err == nil {
 			m.err = fmt.Errorf("%s message carries more than %d file descriptors: %w", CommandName(h.Command), ss.s.opt.MaxMsgFDs, ErrLimit)
 		}
 		if !ss.deliver(m) {

@@ -402,11 +402,11 @@ func TestDMARemote(t *testing.T) {
 	if err := mem.Read(c.ramBase+123, back); err != nil {
 		t.Fatal(err)
 	}
+	c.c.Close()
+	<-stop // the client's goroutine is done with its memory
 	if !bytes.Equal(back, data) || !bytes.Equal(c.ram[123:123+len(data)], data) {
 		t.Fatal("data did not round-trip through DMA_WRITE/DMA_READ")
 	}
-	c.c.Close()
-	<-stop
 	if want := 2 * 4; requests != want { // 200000 bytes in 65536-byte pieces, each way
 		t.Errorf("%d DMA requests, want %d", requests, want)
 	}
@@ -479,6 +479,17 @@ func TestMalformed(t *testing.T) {
 	var cnt [8]byte
 	if _, err := unix.Read(efd, cnt[:]); err != nil || binary.LittleEndian.Uint64(cnt[:]) != 1 {
 		t.Fatalf("INTx eventfd count %d (%v), want 1", binary.LittleEndian.Uint64(cnt[:]), err)
+	}
+	// descriptors spread over two sendmsg calls of one message count together
+	msg := msgBytes(Header{ID: 77, Command: CmdSetIRQs}, le32(20, IRQSetDataEventfd|IRQSetActionTrig, IRQMSIX, 0, 20))
+	if _, _, err := c.c.WriteMsgUnix(msg[:HeaderSize], syscall.UnixRights(repeatFD(efd, 10)...), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.c.WriteMsgUnix(msg[HeaderSize:], syscall.UnixRights(repeatFD(efd, 10)...), nil); err != nil {
+		t.Fatal(err)
+	}
+	if h, _, err := c.recv(); err != nil || h.ID != 77 || h.Flags&FlagError == 0 || syscall.Errno(h.Error) != syscall.E2BIG {
+		t.Fatalf("20 descriptors in two pieces: reply %+v %v, want E2BIG", h, err)
 	}
 	// a no-reply command that fails sends nothing: the next reply is the next command's
 	c.id++
