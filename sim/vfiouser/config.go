@@ -9,14 +9,36 @@ import (
 
 // ConfigSpace is a PCI function's configuration space. The server uses the
 // device's own when the device implements it; otherwise it keeps a
-// type-0 header of its own (see [NewConfigHeader]).
+// type-0 header of its own (see [NewConfigHeader]). Its size is that of a
+// [ConfigSizer]'s, and otherwise PCIeConfigSize (a PCI Express function's);
+// DEVICE_RESET calls ResetConfig when it has one ([ConfigResetter]).
 type ConfigSpace interface {
-	// ConfigSize is the size of the space in bytes (256, or 4096 for PCIe).
-	ConfigSize() uint64
-	// ReadConfig reads len(p) bytes at off (off+len(p) <= ConfigSize).
+	// ReadConfig reads len(p) bytes at off (inside the space).
 	ReadConfig(off uint64, p []byte) error
-	// WriteConfig writes p at off (off+len(p) <= ConfigSize).
+	// WriteConfig writes p at off (inside the space).
 	WriteConfig(off uint64, p []byte) error
+}
+
+// ConfigSizer is a ConfigSpace that states its size in bytes.
+type ConfigSizer interface {
+	ConfigSize() uint64
+}
+
+// ConfigResetter is a ConfigSpace that returns to its power-on values.
+type ConfigResetter interface {
+	ResetConfig()
+}
+
+// PCIeConfigSize is the size of a PCI Express function's configuration
+// space, the size of a ConfigSpace that does not state one.
+const PCIeConfigSize = 4096
+
+// configSize returns the size of c.
+func configSize(c ConfigSpace) uint64 {
+	if s, ok := c.(ConfigSizer); ok {
+		return s.ConfigSize()
+	}
+	return PCIeConfigSize
 }
 
 // HeaderIdentity is what a type-0 header reports about its function.
@@ -84,8 +106,8 @@ func NewConfigHeader(id HeaderIdentity) (*ConfigHeader, error) {
 // ConfigSize returns 256.
 func (h *ConfigHeader) ConfigSize() uint64 { return headerCfgSize }
 
-// Reset returns the writable registers to their power-on values.
-func (h *ConfigHeader) Reset() {
+// ResetConfig returns the writable registers to their power-on values.
+func (h *ConfigHeader) ResetConfig() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.reset()

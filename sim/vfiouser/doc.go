@@ -18,8 +18,8 @@
 // sim.Device.ReadBAR/WriteBAR, with the BAR decode and MMIO timing of the
 // in-process backend; DEVICE_GET_IRQ_INFO and DEVICE_SET_IRQS (the
 // eventfds of INTx, MSI, MSI-X, ERR and REQ are kept; a client trigger
-// signals the kept eventfd); DEVICE_RESET (the server's config header
-// returns to power-on values); DMA_MAP and DMA_UNMAP, a mapping's file
+// signals the kept eventfd); DEVICE_RESET (the config space returns to
+// its power-on values, through ResetConfig); DMA_MAP and DMA_UNMAP, a mapping's file
 // descriptor (SCM_RIGHTS) mmapped, a mapping without one reached by
 // server-to-client DMA_READ/DMA_WRITE requests split at the transfer
 // limit; and GuestMemory, the client's memory by guest-physical address,
@@ -43,7 +43,8 @@
 // device's DMA does not reach GuestMemory yet: sim.Device's host side is a
 // *sim.HostMemory, and wiring needs a device hook taking an interface with
 // GuestMemory's Read/Write/Check. Config space is the device's own when it
-// implements ConfigSpace, otherwise a type-0 header of the server's own
+// implements ConfigSpace (ReadConfig/WriteConfig; 4096 bytes unless it
+// has ConfigSize), otherwise a 256-byte type-0 header of the server's own
 // (identity, command register, 64-bit prefetchable BARs the guest can size;
 // no capability list). DEVICE_RESET does not reset the model itself
 // (sim.Device has no function-level reset that can be called from outside

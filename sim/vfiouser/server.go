@@ -89,9 +89,9 @@ const pageSize = 4096
 // Server serves one sim.Device as a vfio-user PCI function, to one client
 // at a time.
 type Server struct {
-	dev  *sim.Device
-	cfg  ConfigSpace
-	hdr  *ConfigHeader // cfg when it is the server's own header
+	dev     *sim.Device
+	cfg     ConfigSpace
+	cfgSize uint64
 	opt  Options
 	own  Capabilities
 	mem  *GuestMemory
@@ -103,7 +103,7 @@ type Server struct {
 
 // New builds a server for dev. dev's config space is its own when dev
 // implements ConfigSpace; otherwise the server keeps a type-0 header built
-// from dev's identity and BAR sizes.
+// from dev's identity and BAR sizes ([NewConfigHeader]).
 func New(dev *sim.Device, opt Options) (*Server, error) {
 	if dev == nil {
 		return nil, fmt.Errorf("vfio-user: no device: %w", ErrMessage)
@@ -124,7 +124,11 @@ func New(dev *sim.Device, opt Options) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.cfg, s.hdr = h, h
+		s.cfg = h
+	}
+	s.cfgSize = configSize(s.cfg)
+	if s.cfgSize < 64 || s.cfgSize > PCIeConfigSize {
+		return nil, fmt.Errorf("vfio-user: config space of %d bytes, want 64 to %d: %w", s.cfgSize, PCIeConfigSize, ErrLimit)
 	}
 	s.own = Capabilities{MaxMsgFDs: uint64(opt.MaxMsgFDs), MaxDataXferSize: opt.MaxDataXferSize, MaxDMAMaps: uint64(opt.MaxDMAMaps), PgSizes: pageSize, WriteMultiple: true}
 	s.mem = newGuestMemory(opt.MaxDMAMaps, opt.MaxDMABytes)
@@ -633,7 +637,7 @@ func (ss *session) regionSize(r uint32) uint64 {
 	case r <= RegionBAR5:
 		return ss.s.dev.BARSize(int(r))
 	case r == RegionConfig:
-		return ss.s.cfg.ConfigSize()
+		return ss.s.cfgSize
 	}
 	return 0 // ROM, VGA
 }
@@ -873,8 +877,8 @@ func (ss *session) deviceReset(p []byte) error {
 	if len(p) != 0 {
 		return fmt.Errorf("DEVICE_RESET with a %d-byte payload, it takes none: %w", len(p), ErrMessage)
 	}
-	if ss.s.hdr != nil {
-		ss.s.hdr.Reset()
+	if r, ok := ss.s.cfg.(ConfigResetter); ok {
+		r.ResetConfig()
 	}
 	return nil
 }
