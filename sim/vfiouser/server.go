@@ -92,11 +92,11 @@ type Server struct {
 	dev     *sim.Device
 	cfg     ConfigSpace
 	cfgSize uint64
-	opt  Options
-	own  Capabilities
-	mem  *GuestMemory
-	busy sync.Mutex // held by the session being served
-	irqN [NumIRQIdx]uint32
+	opt     Options
+	own     Capabilities
+	mem     *GuestMemory
+	busy    sync.Mutex // held by the session being served
+	irqN    [NumIRQIdx]uint32
 
 	sessions atomic.Uint64 // sessions served (tests)
 }
