@@ -97,8 +97,6 @@ type Server struct {
 	mem     *GuestMemory
 	busy    sync.Mutex // held by the session being served
 	irqN    [NumIRQIdx]uint32
-
-	sessions atomic.Uint64 // sessions served (tests)
 }
 
 // New builds a server for dev. dev's config space is its own when dev
@@ -174,7 +172,6 @@ func (s *Server) logf(format string, args ...any) {
 func (s *Server) ServeConn(c *net.UnixConn) error {
 	s.busy.Lock()
 	defer s.busy.Unlock()
-	s.sessions.Add(1)
 	ss := &session{
 		s: s, c: c, cmds: make(chan *message, cmdQueue), done: make(chan struct{}),
 		pending: map[uint16]chan *message{}, irqs: map[irqKey]int{},

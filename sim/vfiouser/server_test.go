@@ -580,3 +580,23 @@ func TestDisconnect(t *testing.T) {
 		t.Fatalf("second client after the first went: %v", err)
 	}
 }
+
+func TestOptionsAndHeaderBounds(t *testing.T) {
+	dev := newTestDevice(t)
+	for _, o := range []Options{
+		{MaxMsgFDs: -1}, {MaxMsgFDs: MaxOptionFDs + 1}, {MaxDataXferSize: 4}, {MaxDataXferSize: MaxOptionXfer + 1},
+		{MaxDMAMaps: MaxOptionMaps + 1}, {MSIXVectors: -2}, {ReplyTimeout: -time.Second}, {Class: 1 << 24},
+	} {
+		if _, err := New(dev, o); !errors.Is(err, ErrLimit) {
+			t.Errorf("New(%+v): %v, want ErrLimit", o, err)
+		}
+	}
+	if _, err := New(nil, Options{}); !errors.Is(err, ErrMessage) {
+		t.Errorf("New(nil): %v", err)
+	}
+	for _, bars := range [][6]uint64{{3 << 20}, {8}, {1 << 33, 4096}} {
+		if _, err := NewConfigHeader(HeaderIdentity{BARs: bars}); err == nil {
+			t.Errorf("NewConfigHeader with BARs %#x: no error", bars)
+		}
+	}
+}
