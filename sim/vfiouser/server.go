@@ -174,7 +174,7 @@ func (s *Server) ServeConn(c *net.UnixConn) error {
 	defer s.busy.Unlock()
 	ss := &session{
 		s: s, c: c, cmds: make(chan *message, cmdQueue), done: make(chan struct{}),
-		pending: map[uint16]chan *message{}, irqs: map[irqKey]int{},
+		pending: map[uint16]chan *message{}, irqs: map[irqKey]int{}, free: make(chan []byte, cmdQueue+2),
 		client: DefaultCapabilities(),
 	}
 	s.mem.mu.Lock()
@@ -224,6 +224,10 @@ type session struct {
 	pending map[uint16]chan *message
 	nextID  atomic.Uint32
 
+	free  chan []byte // small payload buffers for reuse
+	rbuf  []byte      // reply scratch of the handler
+	words []uint32    // BAR word scratch of the handler
+
 	versioned bool
 	client    Capabilities
 	irqs      map[irqKey]int
@@ -264,6 +268,33 @@ func (ss *session) readFull(p []byte, oob []byte, fds *[]int, trunc *bool) error
 		}
 	}
 	return nil
+}
+
+// smallPayload is the capacity of the reused payload buffers.
+const smallPayload = 4096
+
+// buffer returns a payload buffer of n bytes, reused when it is small.
+func (ss *session) buffer(n uint64) []byte {
+	if n > smallPayload {
+		return make([]byte, n)
+	}
+	select {
+	case b := <-ss.free:
+		return b[:n]
+	default:
+		return make([]byte, n, smallPayload)
+	}
+}
+
+// release returns a payload buffer once nothing refers to it.
+func (ss *session) release(b []byte) {
+	if cap(b) != smallPayload {
+		return
+	}
+	select {
+	case ss.free <- b:
+	default:
+	}
 }
 
 // readLoop reads messages: replies go to the request waiting on them,
@@ -309,7 +340,7 @@ func (ss *session) readLoop() error {
 				n -= k
 			}
 		} else {
-			m.payload = make([]byte, n)
+			m.payload = ss.buffer(n)
 			if err := ss.readFull(m.payload, oob, &m.fds, &trunc); err != nil {
 				closeFDs(m.fds)
 				return err
@@ -399,6 +430,7 @@ func (ss *session) handleLoop() error {
 		} else if werr := ss.reply(m.h, reply, err); werr != nil {
 			return fmt.Errorf("vfio-user: reply to %s: %w", CommandName(m.h.Command), werr)
 		}
+		ss.release(m.payload) // the reply, which may share it, is sent
 		if fatal != nil {
 			return fatal
 		}
@@ -789,7 +821,10 @@ func (ss *session) access(write bool, r uint32, off uint64, p []byte) error {
 		}
 		return ss.s.cfg.ReadConfig(off, p)
 	}
-	words := make([]uint32, len(p)/4)
+	if cap(ss.words) < len(p)/4 {
+		ss.words = make([]uint32, len(p)/4)
+	}
+	words := ss.words[:len(p)/4]
 	if write {
 		for i := range words {
 			words[i] = binary.LittleEndian.Uint32(p[4*i:])
@@ -814,7 +849,10 @@ func (ss *session) regionRead(p []byte) ([]byte, error) {
 	if err := ss.checkRegion(CmdRegionRead, r, off, uint64(n)); err != nil {
 		return nil, err
 	}
-	out := make([]byte, sizeRegionRW+int(n))
+	if cap(ss.rbuf) < sizeRegionRW+int(n) {
+		ss.rbuf = make([]byte, sizeRegionRW+int(n))
+	}
+	out := ss.rbuf[:sizeRegionRW+int(n)]
 	copy(out, p)
 	if err := ss.access(false, r, off, out[sizeRegionRW:]); err != nil {
 		return nil, err
