@@ -154,6 +154,7 @@ type Device struct {
 	read    Time   // MMIO read latency
 	write   Time   // MMIO write latency
 	bar4Buf []byte // scratch of the BAR4 bulk path
+	pci     *pciConfig
 
 	engine  *Engine
 	regs    *Memory // backing of plain register and SRAM windows, by BAR0 offset
@@ -190,6 +191,9 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim device %s: %w", cfg.Name, err)
 	}
+	if err := checkBARSizes(cfg.Name, cfg.BARs); err != nil {
+		return nil, err
+	}
 	d := &Device{
 		cfg: cfg, geo: geo, regBAR: regBAR, atlas: atlas, bar4: bar4,
 		id:     hwarch.PCIIdentity{Vendor: hwarch.VendorAmazon, Device: cfg.DeviceID, Revision: cfg.Revision},
@@ -197,6 +201,7 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 		write:  FromDuration(cfg.MMIO.Write),
 		engine: cfg.Engine, mu: cfg.Lock, regs: NewMemory(), hbm: NewMemory(),
 	}
+	d.pci = newPCIConfig(d.id, cfg.Generation, cfg.BARs)
 	if d.engine == nil {
 		d.engine, d.mu = NewEngine(), new(sync.Mutex)
 	}

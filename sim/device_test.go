@@ -251,6 +251,9 @@ func TestNewDeviceConfigErrors(t *testing.T) {
 		{"register BAR one word short", DeviceConfig{Generation: hwarch.Mariana, BARs: bar.Sizes{0: 0xF480_0000 - 4}}, nil, "cannot hold the atlas"},
 		{"no register BAR", DeviceConfig{Generation: hwarch.Sunda, BARs: bar.Sizes{4: 32 * hwarch.GiB}}, nil, "register BAR0"},
 		{"V2 QEMU registers on BAR0", DeviceConfig{Generation: hwarch.Sunda, Revision: hwarch.RevisionQEMU, BARs: v2QEMUOnBAR0}, nil, "register BAR2"},
+		{"BAR4 no power of two", DeviceConfig{Generation: hwarch.Sunda, BARs: bar.Sizes{0: hwarch.GiB, 4: 3 * hwarch.GiB}}, nil, "BAR4 of 0xc0000000 bytes: a PCI memory BAR's size is a power of two"},
+		{"BAR on an upper-half slot", DeviceConfig{Generation: hwarch.Sunda, BARs: bar.Sizes{0: hwarch.GiB, 3: 4096, 4: 32 * hwarch.GiB}}, nil, "upper half of 64-bit BAR2"},
+		{"BAR below 16 bytes", DeviceConfig{Generation: hwarch.Sunda, BARs: bar.Sizes{0: hwarch.GiB, 2: 8, 4: 32 * hwarch.GiB}}, nil, "at least 16 bytes"},
 		{"bad QEMU BAR4", DeviceConfig{Generation: hwarch.Cayman, Revision: hwarch.RevisionQEMU, BARs: bar.Sizes{0: 4 * hwarch.GiB, 4: 5 * hwarch.MiB}}, nil, "QEMU BAR4 size"},
 		{"QEMU BAR4 past the channel windows", DeviceConfig{Generation: hwarch.Mariana, Revision: hwarch.RevisionQEMU, BARs: bar.Sizes{0: 4 * hwarch.GiB, 4: 1 << 40}}, nil, "device-address window"},
 	}
@@ -265,8 +268,11 @@ func TestNewDeviceConfigErrors(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.msg)
 		})
 	}
-	// The smallest register BAR that holds the atlas is accepted.
+	// A register BAR that holds the atlas but is no power of two is not a
+	// PCI BAR: refused. The smallest one that holds the atlas is 4 GiB.
 	_, err := NewDevice(DeviceConfig{Generation: hwarch.Mariana, BARs: bar.Sizes{0: 0xF480_0000}})
+	assert.ErrorContains(t, err, "power of two")
+	_, err = NewDevice(DeviceConfig{Generation: hwarch.Mariana, BARs: bar.Sizes{0: 4 * hwarch.GiB}})
 	assert.NoError(t, err)
 }
 

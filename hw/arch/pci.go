@@ -156,3 +156,61 @@ func ParseRevision(s string) (uint8, error) {
 	}
 	return uint8(v), nil
 }
+
+// PCI configuration space of a Neuron function as the simulated device
+// presents it (docs/device-model.md §Configuration space). Offsets are the
+// PCI Local Bus and PCI Express Base specifications' type-0 header ones.
+const (
+	// ConfigSpaceSize is the configuration space of a PCI Express function:
+	// the 256-byte PCI-compatible space and the extended space to 4 KiB.
+	ConfigSpaceSize = 4096
+	// ConfigCompatSize is the PCI-compatible part (the header and the
+	// capability list).
+	ConfigCompatSize = 256
+
+	CfgVendorID      = 0x00 // u16
+	CfgDeviceID      = 0x02 // u16
+	CfgCommand       = 0x04 // u16
+	CfgStatus        = 0x06 // u16
+	CfgRevision      = 0x08 // u8
+	CfgClassCode     = 0x09 // u24: prog-if, subclass, base class
+	CfgCacheLineSize = 0x0C // u8
+	CfgLatencyTimer  = 0x0D // u8
+	CfgHeaderType    = 0x0E // u8
+	CfgBIST          = 0x0F // u8
+	CfgBAR0          = 0x10 // six u32 BAR registers, 0x10..0x27
+	CfgSubsysVendor  = 0x2C // u16
+	CfgSubsysID      = 0x2E // u16
+	CfgROMBAR        = 0x30 // u32
+	CfgCapPointer    = 0x34 // u8
+	CfgInterruptLine = 0x3C // u8
+	CfgInterruptPin  = 0x3D // u8
+	CfgExtCapStart   = 0x100
+
+	// ClassNeuron is the class code the model reports: base class 0x08
+	// (system peripheral), subclass 0x80 (other), programming interface 0.
+	// The value is the model's choice (the driver matches on vendor and
+	// device id only, neuron_pci.c 31-42).
+	ClassNeuron uint32 = 0x08_80_00
+
+	// Command register bits.
+	CmdMemorySpace  uint16 = 1 << 1
+	CmdBusMaster    uint16 = 1 << 2
+	CmdParityErr    uint16 = 1 << 6
+	CmdSERR         uint16 = 1 << 8
+	CmdIntxDisable  uint16 = 1 << 10
+	StatusCapList   uint16 = 1 << 4 // the capability list at CfgCapPointer exists
+	StatusIntxState uint16 = 1 << 3 // an INTx is pending (never, this driver polls)
+	BARMem64        uint32 = 0b10 << 1
+	BARPrefetchable uint32 = 1 << 3
+
+	CapIDPowerManagement uint8 = 0x01
+	CapIDPCIExpress      uint8 = 0x10
+	// PCIeTypeEndpoint is the device/port type field (bits 7:4 of the PCI
+	// Express Capabilities register) of a PCI Express endpoint.
+	PCIeTypeEndpoint = 0
+)
+
+// ErrConfigAccess is the error of a configuration-space access outside the
+// space or of no bytes.
+var ErrConfigAccess = errors.New("bad PCI configuration space access")
