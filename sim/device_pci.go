@@ -206,6 +206,7 @@ func (c *pciConfig) write(off int, p []byte) {
 // space or of no bytes.
 func (d *Device) checkConfig(op string, off uint64, n int) error {
 	if n == 0 || n > hwarch.ConfigSpaceSize || off > uint64(hwarch.ConfigSpaceSize-n) {
+		d.st.Stats.ConfigRefused++
 		return fmt.Errorf("sim device %s: config %s of %d bytes at offset %#x: %w (the space is %d bytes, 0x0..%#x)",
 			d.cfg.Name, op, n, off, hwarch.ErrConfigAccess, hwarch.ConfigSpaceSize, hwarch.ConfigSpaceSize-1)
 	}
@@ -227,6 +228,7 @@ func (d *Device) ReadConfig(off uint64, p []byte) error {
 		return err
 	}
 	d.pci.read(int(off), p)
+	d.st.Stats.ConfigReads++
 	return nil
 }
 
@@ -242,6 +244,7 @@ func (d *Device) WriteConfig(off uint64, p []byte) error {
 		return err
 	}
 	d.pci.write(int(off), p)
+	d.st.Stats.ConfigWrites++
 	return nil
 }
 

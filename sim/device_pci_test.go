@@ -356,6 +356,9 @@ func TestConfigOutOfRange(t *testing.T) {
 	}
 	// The whole space in one access is allowed (QEMU reads it so).
 	require.NoError(t, d.ReadConfig(0, make([]byte, hwarch.ConfigSpaceSize)))
+	require.NoError(t, d.WriteConfig(hwarch.CfgCommand, []byte{6, 0}))
+	st := d.Stats()
+	assert.Equal(t, [3]uint64{1, 1, 2 * uint64(len(tests))}, [3]uint64{st.ConfigReads, st.ConfigWrites, st.ConfigRefused}, "config reads, writes, refused")
 	require.NoError(t, d.Close())
 	assert.ErrorIs(t, d.ReadConfig(0, make([]byte, 4)), hwarch.ErrDeviceClosed)
 	assert.ErrorIs(t, d.WriteConfig(0, make([]byte, 4)), hwarch.ErrDeviceClosed)
