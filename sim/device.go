@@ -107,8 +107,6 @@ type DeviceStats struct {
 	ResetRequests                 uint64 // reset requests started or coalesced
 	UnservedTriggers              uint64 // mailbox triggers for a request the model does not serve
 	LostEvents                    uint64 // events that could not be scheduled (the clock saturated)
-	ConfigReads, ConfigWrites     uint64 // configuration-space accesses served
-	ConfigRefused                 uint64 // configuration-space accesses outside the space
 }
 
 // ResetState is the reset in progress, if any. Requests that arrive while one

@@ -49,6 +49,14 @@ type pciConfig struct {
 	init  [hwarch.ConfigCompatSize]byte // the power-on image, for ResetConfig
 	wmask [hwarch.ConfigCompatSize]byte
 	w1c   [hwarch.ConfigCompatSize]byte
+	stats ConfigStats
+}
+
+// ConfigStats counts configuration-space accesses. Like the space itself it
+// is not part of a DeviceSnapshot.
+type ConfigStats struct {
+	Reads, Writes uint64 // accesses served
+	Refused       uint64 // accesses outside the space or of no bytes
 }
 
 func (c *pciConfig) put8(off int, v, wmask uint8) {
@@ -206,7 +214,7 @@ func (c *pciConfig) write(off int, p []byte) {
 // space or of no bytes.
 func (d *Device) checkConfig(op string, off uint64, n int) error {
 	if n == 0 || n > hwarch.ConfigSpaceSize || off > uint64(hwarch.ConfigSpaceSize-n) {
-		d.st.Stats.ConfigRefused++
+		d.pci.stats.Refused++
 		return fmt.Errorf("sim device %s: config %s of %d bytes at offset %#x: %w (the space is %d bytes, 0x0..%#x)",
 			d.cfg.Name, op, n, off, hwarch.ErrConfigAccess, hwarch.ConfigSpaceSize, hwarch.ConfigSpaceSize-1)
 	}
@@ -228,7 +236,7 @@ func (d *Device) ReadConfig(off uint64, p []byte) error {
 		return err
 	}
 	d.pci.read(int(off), p)
-	d.st.Stats.ConfigReads++
+	d.pci.stats.Reads++
 	return nil
 }
 
@@ -244,7 +252,7 @@ func (d *Device) WriteConfig(off uint64, p []byte) error {
 		return err
 	}
 	d.pci.write(int(off), p)
-	d.st.Stats.ConfigWrites++
+	d.pci.stats.Writes++
 	return nil
 }
 
@@ -255,4 +263,11 @@ func (d *Device) ResetConfig() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.pci.space = d.pci.init
+}
+
+// ConfigStats returns the configuration-space access counts.
+func (d *Device) ConfigStats() ConfigStats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.pci.stats
 }
