@@ -168,24 +168,24 @@ const (
 	// capability list).
 	ConfigCompatSize = 256
 
-	CfgVendorID      = 0x00 // u16
-	CfgDeviceID      = 0x02 // u16
-	CfgCommand       = 0x04 // u16
-	CfgStatus        = 0x06 // u16
-	CfgRevision      = 0x08 // u8
-	CfgClassCode     = 0x09 // u24: prog-if, subclass, base class
-	CfgCacheLineSize = 0x0C // u8
-	CfgLatencyTimer  = 0x0D // u8
-	CfgHeaderType    = 0x0E // u8
-	CfgBIST          = 0x0F // u8
-	CfgBAR0          = 0x10 // six u32 BAR registers, 0x10..0x27
-	CfgSubsysVendor  = 0x2C // u16
-	CfgSubsysID      = 0x2E // u16
-	CfgROMBAR        = 0x30 // u32
-	CfgCapPointer    = 0x34 // u8
-	CfgInterruptLine = 0x3C // u8
-	CfgInterruptPin  = 0x3D // u8
-	CfgExtCapStart   = 0x100
+	CfgVendorID      = 0x00  // u16
+	CfgDeviceID      = 0x02  // u16
+	CfgCommand       = 0x04  // u16
+	CfgStatus        = 0x06  // u16
+	CfgRevision      = 0x08  // u8
+	CfgClassCode     = 0x09  // u24: prog-if, subclass, base class
+	CfgCacheLineSize = 0x0C  // u8
+	CfgLatencyTimer  = 0x0D  // u8
+	CfgHeaderType    = 0x0E  // u8
+	CfgBIST          = 0x0F  // u8
+	CfgBAR0          = 0x10  // six u32 BAR registers, 0x10..0x27
+	CfgSubsysVendor  = 0x2C  // u16
+	CfgSubsysID      = 0x2E  // u16
+	CfgROMBAR        = 0x30  // u32
+	CfgCapPointer    = 0x34  // u8
+	CfgInterruptLine = 0x3C  // u8
+	CfgInterruptPin  = 0x3D  // u8
+	CfgExtCapStart   = 0x100 // the first extended capability header
 
 	// ClassNeuron is the class code the model reports: base class 0x08
 	// (system peripheral), subclass 0x80 (other), programming interface 0.
@@ -194,18 +194,18 @@ const (
 	ClassNeuron uint32 = 0x08_80_00
 
 	// Command register bits.
-	CmdMemorySpace  uint16 = 1 << 1
-	CmdBusMaster    uint16 = 1 << 2
-	CmdParityErr    uint16 = 1 << 6
-	CmdSERR         uint16 = 1 << 8
-	CmdIntxDisable  uint16 = 1 << 10
-	StatusCapList   uint16 = 1 << 4 // the capability list at CfgCapPointer exists
-	StatusIntxState uint16 = 1 << 3 // an INTx is pending (never, this driver polls)
-	BARMem64        uint32 = 0b10 << 1
-	BARPrefetchable uint32 = 1 << 3
+	CmdMemorySpace  uint16 = 1 << 1    // decode memory BARs
+	CmdBusMaster    uint16 = 1 << 2    // the function may DMA
+	CmdParityErr    uint16 = 1 << 6    // parity error response
+	CmdSERR         uint16 = 1 << 8    // SERR# enable
+	CmdIntxDisable  uint16 = 1 << 10   // INTx emulation disable
+	StatusCapList   uint16 = 1 << 4    // the capability list at CfgCapPointer exists
+	StatusIntxState uint16 = 1 << 3    // an INTx is pending (never, this driver polls)
+	BARMem64        uint32 = 0b10 << 1 // BAR type: 64-bit memory
+	BARPrefetchable uint32 = 1 << 3    // BAR type: prefetchable
 
-	CapIDPowerManagement uint8 = 0x01
-	CapIDPCIExpress      uint8 = 0x10
+	CapIDPowerManagement uint8 = 0x01 // power-management capability
+	CapIDPCIExpress      uint8 = 0x10 // PCI Express capability
 	// PCIeTypeEndpoint is the device/port type field (bits 7:4 of the PCI
 	// Express Capabilities register) of a PCI Express endpoint.
 	PCIeTypeEndpoint = 0
