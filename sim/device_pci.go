@@ -256,6 +256,10 @@ func (d *Device) WriteConfig(off uint64, p []byte) error {
 	return nil
 }
 
+// ConfigSize returns the size of the configuration space in bytes,
+// hwarch.ConfigSpaceSize (4 KiB: a PCI Express function's).
+func (d *Device) ConfigSize() uint64 { return hwarch.ConfigSpaceSize }
+
 // ResetConfig returns the configuration space to its power-on image (BAR
 // addresses, command register and every other writable field), as a
 // function-level or bus reset does. The rest of the device is untouched.

@@ -355,6 +355,7 @@ func TestConfigOutOfRange(t *testing.T) {
 			require.ErrorIs(t, d.WriteConfig(tt.off, p), hwarch.ErrConfigAccess)
 		})
 	}
+	assert.Equal(t, uint64(hwarch.ConfigSpaceSize), d.ConfigSize())
 	// The whole space in one access is allowed (QEMU reads it so).
 	require.NoError(t, d.ReadConfig(0, make([]byte, hwarch.ConfigSpaceSize)))
 	require.NoError(t, d.WriteConfig(hwarch.CfgCommand, []byte{6, 0}))

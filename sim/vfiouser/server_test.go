@@ -443,7 +443,7 @@ func TestMalformed(t *testing.T) {
 		{"region info short", CmdGetRegionInfo, le32(32, 0, 0), nil, syscall.EINVAL},
 		{"read short", CmdRegionRead, le32(0, 0), nil, syscall.EINVAL},
 		{"read zero", CmdRegionRead, rwPayload(0, RegionConfig, 0, nil), nil, syscall.EINVAL},
-		{"read past config", CmdRegionRead, rwPayload(250, RegionConfig, 8, nil), nil, syscall.EINVAL},
+		{"read past config", CmdRegionRead, rwPayload(PCIeConfigSize-4, RegionConfig, 8, nil), nil, syscall.EINVAL},
 		{"read ROM", CmdRegionRead, rwPayload(0, RegionROM, 4, nil), nil, syscall.EINVAL},
 		{"read region 9", CmdRegionRead, rwPayload(0, 9, 4, nil), nil, syscall.EINVAL},
 		{"read BAR1 absent", CmdRegionRead, rwPayload(0, 1, 4, nil), nil, syscall.EINVAL},
