@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"testing"
+
+	"github.com/neuronsim/neuronsim/internal/benchcpu"
 )
 
 // hostBatch is how many buffers a host benchmark allocates or frees between
@@ -53,12 +55,7 @@ func BenchmarkHostFree(b *testing.B) {
 		b.Run(fmt.Sprintf("holes=%d", holes), func(b *testing.B) {
 			h := holeyHost(b, holes)
 			pas := make([]uint64, hostBatch)
-			var cpu int64 // process CPU time in the timed sections
-			b.ReportAllocs()
-			b.ResetTimer()
-			for done := 0; done < b.N; {
-				n := min(hostBatch, b.N-done)
-				b.StopTimer()
+			benchcpu.Batches(b, hostBatch, func(n int) {
 				for i := range n {
 					pa, err := h.Alloc(64, 64)
 					if err != nil {
@@ -66,19 +63,13 @@ func BenchmarkHostFree(b *testing.B) {
 					}
 					pas[i] = pa
 				}
-				b.StartTimer()
-				c0 := processCPU()
+			}, func(n int) {
 				for i := n - 1; i >= 0; i-- {
 					if err := h.Free(pas[i]); err != nil {
 						b.Fatal(err)
 					}
 				}
-				cpu += processCPU() - c0
-				done += n
-			}
-			if cpu > 0 {
-				b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
-			}
+			}, nil)
 		})
 	}
 }
@@ -91,12 +82,7 @@ func BenchmarkHostAlloc(b *testing.B) {
 		b.Run(fmt.Sprintf("holes=%d", holes), func(b *testing.B) {
 			h := holeyHost(b, holes)
 			pas := make([]uint64, hostBatch)
-			var cpu int64 // process CPU time in the timed sections
-			b.ReportAllocs()
-			b.ResetTimer()
-			for done := 0; done < b.N; {
-				n := min(hostBatch, b.N-done)
-				c0 := processCPU()
+			benchcpu.Batches(b, hostBatch, nil, func(n int) {
 				for i := range n {
 					pa, err := h.Alloc(128, 64)
 					if err != nil {
@@ -104,19 +90,13 @@ func BenchmarkHostAlloc(b *testing.B) {
 					}
 					pas[i] = pa
 				}
-				cpu += processCPU() - c0
-				b.StopTimer()
+			}, func(n int) {
 				for i := n - 1; i >= 0; i-- {
 					if err := h.Free(pas[i]); err != nil {
 						b.Fatal(err)
 					}
 				}
-				b.StartTimer()
-				done += n
-			}
-			if cpu > 0 {
-				b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
-			}
+			})
 		})
 	}
 }

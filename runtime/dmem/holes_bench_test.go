@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/benchcpu"
 )
 
 // holesBatch is how many blocks a holes benchmark allocates or frees
@@ -52,12 +53,7 @@ func BenchmarkFreeHoles(b *testing.B) {
 		b.Run(fmt.Sprintf("holes=%d", holes), func(b *testing.B) {
 			a := holeyAllocator(b, holes)
 			hs := make([]Handle, holesBatch)
-			var cpu int64 // process CPU time in the timed sections
-			b.ReportAllocs()
-			b.ResetTimer()
-			for done := 0; done < b.N; {
-				n := min(holesBatch, b.N-done)
-				b.StopTimer()
+			benchcpu.Batches(b, holesBatch, func(n int) {
 				for i := range n {
 					h, err := a.Alloc(Request{Size: a.page, Channel: 0, NC: Any})
 					if err != nil {
@@ -65,19 +61,13 @@ func BenchmarkFreeHoles(b *testing.B) {
 					}
 					hs[i] = h
 				}
-				b.StartTimer()
-				c0 := processCPU()
+			}, func(n int) {
 				for i := n - 1; i >= 0; i-- {
 					if err := a.Free(hs[i]); err != nil {
 						b.Fatal(err)
 					}
 				}
-				cpu += processCPU() - c0
-				done += n
-			}
-			if cpu > 0 {
-				b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
-			}
+			}, nil)
 		})
 	}
 }
@@ -89,12 +79,7 @@ func BenchmarkAllocHoles(b *testing.B) {
 		b.Run(fmt.Sprintf("holes=%d", holes), func(b *testing.B) {
 			a := holeyAllocator(b, holes)
 			hs := make([]Handle, holesBatch)
-			var cpu int64 // process CPU time in the timed sections
-			b.ReportAllocs()
-			b.ResetTimer()
-			for done := 0; done < b.N; {
-				n := min(holesBatch, b.N-done)
-				c0 := processCPU()
+			benchcpu.Batches(b, holesBatch, nil, func(n int) {
 				for i := range n {
 					h, err := a.Alloc(Request{Size: 2 * a.page, Channel: 0, NC: Any})
 					if err != nil {
@@ -102,19 +87,13 @@ func BenchmarkAllocHoles(b *testing.B) {
 					}
 					hs[i] = h
 				}
-				cpu += processCPU() - c0
-				b.StopTimer()
+			}, func(n int) {
 				for i := n - 1; i >= 0; i-- {
 					if err := a.Free(hs[i]); err != nil {
 						b.Fatal(err)
 					}
 				}
-				b.StartTimer()
-				done += n
-			}
-			if cpu > 0 {
-				b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
-			}
+			})
 		})
 	}
 }

@@ -1,6 +1,0 @@
-//go:build !unix
-
-package sim
-
-// processCPU is not measured on this platform.
-func processCPU() int64 { return 0 }
