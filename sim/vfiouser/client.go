@@ -53,13 +53,7 @@ func (tc *Client) Version(capabilities string) ([]byte, error) {
 
 // send writes one message.
 func (tc *Client) send(h Header, payload []byte, fds ...int) error {
-	h.Size = uint32(HeaderSize + len(payload))
-	if cap(tc.buf) < int(h.Size) {
-		tc.buf = make([]byte, h.Size)
-	}
-	b := tc.buf[:h.Size]
-	h.Marshal(b)
-	copy(b[HeaderSize:], payload)
+	b := Frame(&tc.buf, h, payload)
 	var oob []byte
 	if len(fds) > 0 {
 		oob = syscall.UnixRights(fds...)

@@ -144,6 +144,20 @@ func (h Header) Marshal(b []byte) {
 	le.PutUint32(b[12:], h.Error)
 }
 
+// Frame encodes one message, h with its Size set from payload followed by
+// the payload, into *buf (grown when too small, so that its storage is
+// reused from message to message) and returns it.
+func Frame(buf *[]byte, h Header, payload []byte) []byte {
+	h.Size = uint32(HeaderSize + len(payload))
+	if cap(*buf) < int(h.Size) {
+		*buf = make([]byte, h.Size)
+	}
+	b := (*buf)[:h.Size]
+	h.Marshal(b)
+	copy(b[HeaderSize:], payload)
+	return b
+}
+
 // ParseHeader decodes the header at the start of b.
 func ParseHeader(b []byte) (Header, error) {
 	if len(b) < HeaderSize {

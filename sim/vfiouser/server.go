@@ -452,14 +452,7 @@ func (ss *session) reply(h Header, payload []byte, err error) error {
 func (ss *session) send(h Header, payload []byte) error {
 	ss.wmu.Lock()
 	defer ss.wmu.Unlock()
-	h.Size = uint32(HeaderSize + len(payload))
-	if cap(ss.wbuf) < int(h.Size) {
-		ss.wbuf = make([]byte, h.Size)
-	}
-	b := ss.wbuf[:h.Size]
-	h.Marshal(b)
-	copy(b[HeaderSize:], payload)
-	_, err := ss.c.Write(b)
+	_, err := ss.c.Write(Frame(&ss.wbuf, h, payload))
 	return err
 }
 
