@@ -43,10 +43,10 @@ type fabricFlags struct {
 	kind     fabric.Kind
 	model    fabric.Model
 	whatIf   bool
-	linkLat  *nsValue
-	linkBW   *bandwidthValue
-	endpoint *nsValue
-	swLat    *nsValue
+	linkLat  *scaledValue
+	linkBW   *scaledValue
+	endpoint *scaledValue
+	swLat    *scaledValue
 	chunkB   *sizeValue
 	server   *intValue
 	cmd      *cobra.Command
@@ -105,17 +105,17 @@ func (f *fabricFlags) params(t *rtarch.Tables) fabric.Params {
 	links := []*fabric.LinkParams{&p.XY, &p.Z, &p.Ring, &p.InServer, &p.InterServer, &p.Link}
 	for _, l := range links {
 		if f.linkLat.set {
-			l.Latency = f.linkLat.ps
+			l.Latency = f.linkLat.v
 		}
 		if f.linkBW.set {
-			l.Bandwidth = f.linkBW.bps
+			l.Bandwidth = f.linkBW.v
 		}
 	}
 	if f.endpoint.set {
-		p.Endpoint = f.endpoint.ps
+		p.Endpoint = f.endpoint.v
 	}
 	if f.swLat.set {
-		p.Switch = f.swLat.ps
+		p.Switch = f.swLat.v
 	}
 	if f.chunkB.set {
 		p.ChunkBytes = int(f.chunkB.v)

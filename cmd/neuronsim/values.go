@@ -37,65 +37,45 @@ func flagError(_ *cobra.Command, err error) error {
 	return err
 }
 
-// nsValue is a duration given in (fractional) nanoseconds, kept in
-// picoseconds: 0 ns up to units.MaxTimePS.
-type nsValue struct {
-	name string
-	ps   uint64
-	set  bool
-	text string
+// scaledValue is a decimal number in the flag's unit, kept as the integer
+// its conversion gives: a duration in (fractional) nanoseconds kept in
+// picoseconds, 0 ns up to units.MaxTimePS ([newNS]); a bandwidth in GB/s
+// (1e9 B/s) kept in B/s, positive and at most units.MaxBandwidthBps
+// ([newBandwidth]).
+type scaledValue struct {
+	name, unit string
+	convert    func(field string, f float64) (uint64, error)
+	v          uint64
+	set        bool
+	text       string
 }
 
-func newNS(name string) *nsValue { return &nsValue{name: name} }
+func newNS(name string) *scaledValue {
+	return &scaledValue{name: name, unit: "ns", convert: units.NanosecondsToPS}
+}
 
-func (v *nsValue) String() string { return v.text }
+func newBandwidth(name string) *scaledValue {
+	return &scaledValue{name: name, unit: "GB/s", convert: units.GBpsToBps}
+}
+
+func (v *scaledValue) String() string { return v.text }
 
 // Set implements pflag.Value.
-func (v *nsValue) Set(s string) error {
+func (v *scaledValue) Set(s string) error {
 	f, err := units.ParseFloat(v.name, s)
 	if err != nil {
 		return err
 	}
-	ps, err := units.NanosecondsToPS(v.name, f)
+	n, err := v.convert(v.name, f)
 	if err != nil {
 		return err
 	}
-	v.ps, v.set, v.text = ps, true, s
+	v.v, v.set, v.text = n, true, s
 	return nil
 }
 
-// Type implements pflag.Value.
-func (v *nsValue) Type() string { return "ns" }
-
-// bandwidthValue is a bandwidth given in GB/s (1e9 B/s), kept in B/s:
-// positive, at most units.MaxBandwidthBps.
-type bandwidthValue struct {
-	name string
-	bps  uint64
-	set  bool
-	text string
-}
-
-func newBandwidth(name string) *bandwidthValue { return &bandwidthValue{name: name} }
-
-func (v *bandwidthValue) String() string { return v.text }
-
-// Set implements pflag.Value.
-func (v *bandwidthValue) Set(s string) error {
-	f, err := units.ParseFloat(v.name, s)
-	if err != nil {
-		return err
-	}
-	bps, err := units.GBpsToBps(v.name, f)
-	if err != nil {
-		return err
-	}
-	v.bps, v.set, v.text = bps, true, s
-	return nil
-}
-
-// Type implements pflag.Value.
-func (v *bandwidthValue) Type() string { return "GB/s" }
+// Type implements pflag.Value: the unit the number is given in.
+func (v *scaledValue) Type() string { return v.unit }
 
 // intValue is an integer in [min, max]. Unset, it holds def (which need
 // not lie in the range: a default is not typed); String shows def only when

@@ -172,14 +172,14 @@ func FuzzFlagValues(f *testing.F) {
 		ns := newNS("--link-latency")
 		if err := ns.Set(s); err != nil {
 			named(err, "--link-latency")
-		} else if !ns.set || ns.ps > units.MaxTimePS {
-			t.Fatalf("%q: %d ps accepted", s, ns.ps)
+		} else if !ns.set || ns.v > units.MaxTimePS {
+			t.Fatalf("%q: %d ps accepted", s, ns.v)
 		}
 		bw := newBandwidth("--link-bw")
 		if err := bw.Set(s); err != nil {
 			named(err, "--link-bw")
-		} else if bw.bps < 1 || bw.bps > units.MaxBandwidthBps {
-			t.Fatalf("%q: %d B/s accepted", s, bw.bps)
+		} else if bw.v < 1 || bw.v > units.MaxBandwidthBps {
+			t.Fatalf("%q: %d B/s accepted", s, bw.v)
 		}
 		n := newInt("--chunks", 1, 65536)
 		if err := n.Set(s); err != nil {
