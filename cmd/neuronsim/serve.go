@@ -126,12 +126,12 @@ func (l *serveLimits) options() (serveOptions, error) {
 }
 
 func newServeCommand() *cobra.Command {
-	var listen, system string
+	var listen, system, vfioDir string
 	var allowRemote bool
 	var limits serveLimits
 	cmd := &cobra.Command{
-		Use:   "serve --listen unix:PATH|tcp:127.0.0.1:PORT [system flags | --system SPEC] [limits]",
-		Short: "Expose the devices of a simulated system to remote runtimes",
+		Use:   "serve --listen unix:PATH|tcp:127.0.0.1:PORT | --vfio-user DIR  [system flags | --system SPEC] [limits]",
+		Short: "Expose the devices of a simulated system to remote runtimes, or to a QEMU guest as PCI functions",
 		Long: "serve powers on a simulated system and serves its devices over the neuronsim remote\n" +
 			"protocol (docs/remote-protocol.md) until interrupted. Clients are `neuronsim ls --remote`,\n" +
 			"`csr`, `dma copy`, `dve load` and `exec` with --remote, and the runtime's remote backend.\n" +
@@ -143,18 +143,31 @@ func newServeCommand() *cobra.Command {
 			"client and in all, and the memory the system's touched pages hold (--max-memory).\n" +
 			"Each client's host buffers are its own: other clients cannot read, write or free\n" +
 			"them, and they are freed when it disconnects. BAR registers, device memory and DMA\n" +
-			"are shared by every client.",
+			"are shared by every client.\n\n" +
+			"With --vfio-user DIR it serves each device instead as a PCI function over vfio-user\n" +
+			"(docs/vfio-user.md) on DIR/neuronN.sock (mode 0600; DIR is made 0700 if absent), one\n" +
+			"client at a time per socket, all devices in one virtual-time system. A QEMU of 10.1 or\n" +
+			"later attaches each socket as a device of its guest, whose kernel driver (the real\n" +
+			"aws-neuron driver, say) then probes and drives the model:\n" +
+			"  qemu-system-x86_64 ... -object memory-backend-memfd,id=m,size=1G,share=on \\\n" +
+			"    -machine q35,memory-backend=m \\\n" +
+			"    -device '{\"driver\":\"vfio-user-pci\",\"socket\":{\"path\":\"DIR/neuron0.sock\",\"type\":\"unix\"}}'\n" +
+			"(share=on lets the device's DMA reach guest memory directly; without it, through\n" +
+			"DMA_READ/DMA_WRITE messages). Of the limits, only --max-memory applies.",
 		Example: "  neuronsim serve --listen unix:/tmp/neuronsim.sock --arch trn2 --devices 16\n" +
 			"  neuronsim serve --listen tcp:127.0.0.1:0 --system arch=mariana,devices=32,switch=v1,revision=emu\n" +
-			"  neuronsim serve --listen tcp:127.0.0.1:7777 --max-clients 8 --max-memory 1GiB",
+			"  neuronsim serve --listen tcp:127.0.0.1:7777 --max-clients 8 --max-memory 1GiB\n" +
+			"  neuronsim serve --vfio-user /tmp/nsim --arch trn2 --revision qemu --devices 2",
 		Args: cobra.NoArgs,
 	}
 	sf := addSystemFlags(cmd)
 	cmd.Flags().StringVar(&listen, "listen", "", "`ADDR` to listen on: unix:PATH or tcp:HOST:PORT (port 0: the system picks one, printed)")
 	cmd.Flags().StringVar(&system, "system", "", "system spec key=value,...: arch, devices, switch, revision (overrides the flags)")
+	cmd.Flags().StringVar(&vfioDir, "vfio-user", "", "serve each device as a vfio-user PCI function on `DIR`/neuronN.sock (for QEMU's vfio-user-pci)")
 	cmd.Flags().BoolVar(&allowRemote, "allow-remote", false, "allow a TCP listener on a non-loopback address (a warning is printed)")
 	limits.add(cmd)
-	_ = cmd.MarkFlagRequired("listen")
+	cmd.MarkFlagsMutuallyExclusive("listen", "vfio-user")
+	cmd.MarkFlagsOneRequired("listen", "vfio-user")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if system != "" {
 			if err := sf.parseSystemSpec(system); err != nil {
@@ -167,6 +180,9 @@ func newServeCommand() *cobra.Command {
 		}
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
+		if cmd.Flags().Changed("vfio-user") {
+			return serveVFIOUser(ctx, cmd, sf, vfioDir, opts)
+		}
 		return serveSystem(ctx, cmd, sf, listen, allowRemote, opts)
 	}
 	return cmd

@@ -20,6 +20,7 @@ import (
 // takes: --arch, --devices, --switch, --revision.
 type systemFlags struct {
 	gen      hwarch.Generation
+	device   uint16 // the PCI device id when --arch named a product (inf2: 0x7264); 0: the generation's first
 	devices  devicesValue
 	family   hwarch.SwitchFamily
 	revision string
@@ -29,12 +30,28 @@ type systemFlags struct {
 // addSystemFlags registers the shared flags on cmd.
 func addSystemFlags(cmd *cobra.Command) *systemFlags {
 	f := &systemFlags{gen: defaultArch, family: hwarch.SwitchNone, revision: "silicon", cmd: cmd}
-	cmd.Flags().Var(&f.gen, "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4")
+	cmd.Flags().Var((*archFlag)(f), "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4 (a product word also sets the PCI device id: inf2 is 0x7264)")
 	cmd.Flags().Var(&f.devices, "devices", "number of devices of the system: 1..get_max_devs of the generation and switch (32 for mariana with switch v1, 16 otherwise) (default 1)")
 	addSwitchFlag(cmd, &f.family)
 	cmd.Flags().StringVar(&f.revision, "revision", "silicon", "PCI revision: silicon|emu|qemu|0xNN (0xF0 is EMU, 0xFF is QEMU)")
 	return f
 }
+
+// archFlag is a system's --arch: the generation, and the device id when the
+// word names a product (trn1, inf2, trn2, trn3).
+type archFlag systemFlags
+
+func (a *archFlag) Set(s string) error {
+	if err := a.gen.Set(s); err != nil {
+		return err
+	}
+	a.device, _ = hwarch.DeviceOfProduct(s)
+	return nil
+}
+
+func (a *archFlag) String() string { return a.gen.String() }
+
+func (a *archFlag) Type() string { return a.gen.Type() }
 
 // switchUsage is the help of every --switch flag. Its default is
 // hwarch.DefaultSwitchFamily, which depends on --arch.
@@ -59,6 +76,7 @@ func switchFor(cmd *cobra.Command, family hwarch.SwitchFamily, gen hwarch.Genera
 // systemSpec is a validated system description.
 type systemSpec struct {
 	Gen      hwarch.Generation
+	DeviceID uint16 // PCI device id of every device
 	Devices  int
 	Switch   hwarch.SwitchFamily
 	Revision uint8
@@ -73,6 +91,11 @@ func (f *systemFlags) spec() (systemSpec, error) {
 		return s, fmt.Errorf("--revision: %w", err)
 	}
 	s.Revision = rev
+	if s.DeviceID = f.device; s.DeviceID == 0 {
+		if s.DeviceID, err = hwarch.DefaultDeviceID(s.Gen); err != nil {
+			return s, fmt.Errorf("--arch: %w", err)
+		}
+	}
 	t, err := rtarch.For(s.Gen, rtarch.Options{Switch: s.Switch})
 	if err != nil {
 		return s, fmt.Errorf("--arch: %w", err)
@@ -123,7 +146,7 @@ func (f *systemFlags) parseSystemSpec(spec string) error {
 		var err error
 		switch k {
 		case "arch":
-			err = f.gen.Set(v)
+			err = (*archFlag)(f).Set(v)
 		case "devices":
 			f.devices.counts, err = parseDeviceCounts("--system devices", v, false)
 			f.devices.text, f.devices.field = v, "--system devices"
@@ -156,10 +179,7 @@ type simDevice struct {
 // buildSystem powers on the devices of a spec. Device index i gets the
 // routing id the driver maps to index i.
 func buildSystem(s systemSpec) ([]simDevice, error) {
-	devID, err := hwarch.DefaultDeviceID(s.Gen)
-	if err != nil {
-		return nil, err
-	}
+	devID := s.DeviceID
 	out := make([]simDevice, s.Devices)
 	for i := range out {
 		rid, err := hwarch.RoutingIDOfDeviceIndex(devID, i)

@@ -214,3 +214,17 @@ const (
 // ErrConfigAccess is the error of a configuration-space access outside the
 // space or of no bytes.
 var ErrConfigAccess = errors.New("bad PCI configuration space access")
+
+// DeviceOfProduct returns the PCI device id a product word names ("trn1"
+// 0x7164, "inf2" 0x7264, "trn2" 0x7364, "trn3" 0x7564; case and spaces
+// ignored), and false for any other word (a generation name such as
+// "sunda" names no single product).
+func DeviceOfProduct(word string) (uint16, bool) {
+	w := strings.ToLower(strings.TrimSpace(word))
+	for _, d := range deviceGenerations {
+		if strings.ToLower(d.name) == w {
+			return d.device, true
+		}
+	}
+	return 0, false
+}

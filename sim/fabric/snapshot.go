@@ -23,7 +23,7 @@ import (
 
 // SnapshotVersion is the version of the snapshot format Save writes and
 // Load accepts.
-const SnapshotVersion = 4
+const SnapshotVersion = 5
 
 // Snapshot is a whole system: its configuration, its virtual time and
 // pending events, host memory, every device (memory pages, registers, DMA
@@ -39,6 +39,7 @@ type Snapshot struct {
 	Kind       Kind
 	Params     Params
 	Revision   uint8
+	DeviceID   uint16 // PCI device id of every device (version 5)
 	DMA        dma.Timing
 	TimingOnly bool
 
@@ -105,7 +106,7 @@ func (s *System) Snapshot() *Snapshot {
 	s.mu.Unlock()
 	snap := &Snapshot{
 		Version: SnapshotVersion, Generation: s.cfg.Generation, Devices: s.cfg.Devices, Kind: s.cfg.Kind, Params: s.p,
-		Revision: s.cfg.Revision, DMA: s.cfg.DMA, TimingOnly: s.cfg.TimingOnly,
+		Revision: s.cfg.Revision, DeviceID: s.cfg.DeviceID, DMA: s.cfg.DMA, TimingOnly: s.cfg.TimingOnly,
 		Engine: engine, Host: host,
 		Links: cloneLinks(st.Links), Last: append([]uint64(nil), st.Last...),
 		InFlight: append([]Delivery(nil), st.InFlight...), Free: append([]int(nil), st.Free...),
@@ -165,7 +166,7 @@ func Restore(snap *Snapshot) (*System, error) {
 	}
 	p := snap.Params
 	s, err := New(Config{Generation: snap.Generation, Devices: snap.Devices, Kind: snap.Kind, Params: &p, Revision: snap.Revision,
-		DMA: snap.DMA, TimingOnly: snap.TimingOnly, Ready: true})
+		DeviceID: snap.DeviceID, DMA: snap.DMA, TimingOnly: snap.TimingOnly, Ready: true})
 	if err != nil {
 		return nil, badErr("", err)
 	}
@@ -413,8 +414,9 @@ func (s *System) checkSnapshot(snap *Snapshot) error {
 // The payload is the Snapshot in the internal/snapenc encoding, compressed
 // with zstd. Version 1 files (a 52-byte header and a gob encoding, which
 // cannot be decoded safely from untrusted input), version 2 files (host
-// memory in a map) and version 3 files (whose links kept one free time
-// instead of busy spans) are refused by name.
+// memory in a map), version 3 files (whose links kept one free time
+// instead of busy spans) and version 4 files (without the device id) are
+// refused by name.
 var snapshotMagic = [8]byte{'N', 'S', 'S', 'N', 'A', 'P', 0, 1}
 
 const (
@@ -546,6 +548,8 @@ func LoadWith(r io.Reader, o LoadOptions) (*System, error) {
 		return nil, bad("version 2 (whose host memory state kept its buffers in a map) is no longer read; this build reads version %d, so save the system again with this build", SnapshotVersion)
 	case 3:
 		return nil, bad("version 3 (links with one free time, before their busy spans) is no longer read; this build reads version %d, so save the system again with this build", SnapshotVersion)
+	case 4:
+		return nil, bad("version 4 (before the device id was kept: an Inf2 system came back as Trn1) is no longer read; this build reads version %d, so save the system again with this build", SnapshotVersion)
 	default:
 		return nil, bad("version %d; this build reads version %d", v, SnapshotVersion)
 	}

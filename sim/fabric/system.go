@@ -19,6 +19,10 @@ type Config struct {
 	Kind       Kind       // KindAuto: AutoKind
 	Params     *Params    // nil: DefaultParams(Generation)
 	Revision   uint8      // PCI revision of every device
+	// DeviceID is the PCI device id of every device (Inf2 is 0x7264); 0:
+	// the generation's first (hwarch.DefaultDeviceID). An id of another
+	// generation is refused.
+	DeviceID uint16
 	DMA        dma.Timing // zero: dma.DefaultTiming (the system keeps the timing it resolved)
 	TimingOnly bool       // DMA without payloads (control writes still move)
 	// Ready starts every device with its firmware booted.
@@ -130,10 +134,15 @@ func New(cfg Config) (*System, error) {
 	if err := topo.Connected(); err != nil {
 		return nil, err
 	}
-	devID, err := hwarch.DefaultDeviceID(cfg.Generation)
-	if err != nil {
-		return nil, err
+	devID := cfg.DeviceID
+	if devID == 0 {
+		if devID, err = hwarch.DefaultDeviceID(cfg.Generation); err != nil {
+			return nil, err
+		}
+	} else if g, err := hwarch.GenerationOfDevice(hwarch.VendorAmazon, devID); err != nil || g != cfg.Generation {
+		return nil, fmt.Errorf("fabric: device id %#04x is not a %s device: %w", devID, cfg.Generation, ErrConfig)
 	}
+	cfg.DeviceID = devID
 	s := &System{engine: sim.NewEngine(), host: sim.NewHostMemory(), geo: hwarch.MustGeometry(cfg.Generation), topo: topo, p: p,
 		paths: make([][][]int, cfg.Devices)}
 	s.cfg = cfg
