@@ -3,26 +3,30 @@ package guesttest
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 )
 
 // probeCase is one generation × revision the real driver is tried on.
 type probeCase struct {
 	arch, revision string
 	device, rev    string // as the guest's sysfs shows them: 0x7364, 0xff
+	devices        int    // devices of the guest's system; 0: one
 }
 
 var probeCases = []probeCase{
-	{"trn2", "qemu", "0x7364", "0xff"},
-	{"trn2", "emu", "0x7364", "0xf0"},
-	{"trn2", "silicon", "0x7364", "0x00"},
-	{"trn1", "qemu", "0x7164", "0xff"},
-	{"trn1", "emu", "0x7164", "0xf0"},
-	{"trn1", "silicon", "0x7164", "0x00"},
-	{"inf2", "qemu", "0x7264", "0xff"},
-	{"inf2", "emu", "0x7264", "0xf0"},
-	{"inf2", "silicon", "0x7264", "0x00"},
+	{"trn2", "qemu", "0x7364", "0xff", 2},
+	{"trn2", "emu", "0x7364", "0xf0", 1},
+	{"trn2", "silicon", "0x7364", "0x00", 1},
+	{"trn1", "qemu", "0x7164", "0xff", 1},
+	{"trn1", "emu", "0x7164", "0xf0", 1},
+	{"trn1", "silicon", "0x7164", "0x00", 1},
+	{"inf2", "qemu", "0x7264", "0xff", 1},
+	{"inf2", "emu", "0x7264", "0xf0", 1},
+	{"inf2", "silicon", "0x7264", "0x00", 1},
 }
 
 // TestDriverProbe boots one guest per generation × revision with one device
@@ -32,9 +36,10 @@ func TestDriverProbe(t *testing.T) {
 	tl := needTools(t)
 	for _, c := range probeCases {
 		t.Run(c.arch+"-"+c.revision, func(t *testing.T) {
-			g := boot(t, tl, guestSpec{Arch: c.arch, Revision: c.revision, Devices: 1})
+			n := max(c.devices, 1)
+			g := boot(t, tl, guestSpec{Arch: c.arch, Revision: c.revision, Devices: n})
 			t.Logf("%s/%s: guest wall time %v (boot, probe, reset)", c.arch, c.revision, g.Wall.Round(100e6))
-			checkProbe(t, g, c, 1)
+			checkProbe(t, g, c, n)
 		})
 	}
 }
@@ -84,5 +89,50 @@ func checkProbe(t *testing.T, g *guest, c probeCase, n int) {
 	}
 	if tr := g.trouble(); len(tr) > 0 {
 		fail("the kernel reported trouble:\n%s", strings.Join(tr, "\n"))
+	}
+	// The driver's probe line names each device's index and routing id:
+	// the system's device i has the routing id the driver maps to i.
+	devID, err := strconv.ParseUint(strings.TrimPrefix(c.device, "0x"), 16, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probed := map[int]int{}
+	for _, m := range regexp.MustCompile(`=> nd\[(\d+)\] \(routing id: (\d+)\)`).FindAllStringSubmatch(g.Console, -1) {
+		i, _ := strconv.Atoi(m[1])
+		r, _ := strconv.Atoi(m[2])
+		probed[i] = r
+	}
+	for i := range n {
+		want, err := hwarch.RoutingIDOfDeviceIndex(uint16(devID), i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, ok := probed[i]; !ok || r != want {
+			fail("probe lines %v: want nd[%d] with routing id %d", probed, i, want)
+		}
+	}
+	if len(probed) != n {
+		fail("%d devices probed (%v), want %d", len(probed), probed, n)
+	}
+	// The model counted the driver's accesses and its reset.
+	for i := range n {
+		cn := g.counters(i)
+		if cn == "" {
+			fail("no closing counters of neuron%d from the server", i)
+			continue
+		}
+		var reads, writes, resets, tpb int
+		for _, f := range []struct {
+			re string
+			p  *int
+		}{{`BAR (\d+) reads`, &reads}, {`(\d+) writes; unmapped`, &writes}, {`(\d+) device resets`, &resets}, {`(\d+) TPB resets`, &tpb}} {
+			if m := regexp.MustCompile(f.re).FindStringSubmatch(cn); m != nil {
+				*f.p, _ = strconv.Atoi(m[1])
+			}
+		}
+		if reads == 0 || writes == 0 || resets+tpb == 0 {
+			fail("neuron%d's counters show no driver at work: %s", i, cn)
+		}
+		t.Logf("neuron%d: %s", i, cn)
 	}
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package guesttest
+
+const raceEnabled = false
