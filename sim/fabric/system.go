@@ -16,13 +16,13 @@ import (
 type Config struct {
 	Generation hwarch.Generation
 	Devices    int
-	Kind       Kind       // KindAuto: AutoKind
-	Params     *Params    // nil: DefaultParams(Generation)
-	Revision   uint8      // PCI revision of every device
+	Kind       Kind    // KindAuto: AutoKind
+	Params     *Params // nil: DefaultParams(Generation)
+	Revision   uint8   // PCI revision of every device
 	// DeviceID is the PCI device id of every device (Inf2 is 0x7264); 0:
 	// the generation's first (hwarch.DefaultDeviceID). An id of another
 	// generation is refused.
-	DeviceID uint16
+	DeviceID   uint16
 	DMA        dma.Timing // zero: dma.DefaultTiming (the system keeps the timing it resolved)
 	TimingOnly bool       // DMA without payloads (control writes still move)
 	// Ready starts every device with its firmware booted.
