@@ -25,28 +25,35 @@ func (c HBMChannel) Contains(addr uint64) bool { return addr >= c.Base && addr <
 
 // BAR0Map holds the BAR0 offsets of the blocks every generation has
 // (driver-facts §2, §5, §9.1). Offsets are relative to the APB BAR, which is
-// PCI BAR0 except on V2 under QEMU, where it is BAR2.
+// PCI BAR0 except under QEMU on V2 and V3, where it is BAR2 (APBBARUnderQEMU).
 type BAR0Map struct {
-	TPBBase         uint64 // NC 0's TPB window (SBUF at +0)
-	TPBStride       uint64 // distance between NC windows
-	PSUMOffset      uint64 // PSUM window inside an NC's TPB stride
-	EventsOffset    uint64 // NC events, 256 × 4 B
-	SemReadOffset   uint64 // semaphore READ bank
-	SemSetOffset    uint64 // semaphore SET bank
-	SemIncrOffset   uint64 // semaphore INCR bank
-	SemDecrOffset   uint64 // semaphore DECR bank
-	SemRegionSize   uint64 // whole semaphore region (mmap size)
-	TopSPBase       uint64 // TOP_SP 0 window
-	TopSPStride     uint64 // distance between TOP_SP windows within one half
-	TopSPHalf       int    // TOP_SPs per half (V3/V4: 8; V2: all 6 in one half)
-	TopSPHalfBase   uint64 // second half's first window (V3/V4 0xF280_0000; unused on V2)
-	TopSPSize       uint64 // 4 MiB
-	MiscRAM         uint64 // FW-IO mailbox
-	QEMUResetReg    uint64 // the register the driver's QEMU reset path writes and polls
-	MinimumBAR0     uint64 // smallest BAR0 that holds every offset above (inferred, driver-facts §2.1)
-	MinimumBAR4     uint64 // smallest BAR4 that holds every HBM channel (inferred)
-	APBBAR          int    // PCI BAR that carries the registers
-	APBBARUnderQEMU int    // PCI BAR that carries the registers under QEMU (V2: BAR2)
+	TPBBase       uint64 // NC 0's TPB window (SBUF at +0)
+	TPBStride     uint64 // distance between NC windows
+	PSUMOffset    uint64 // PSUM window inside an NC's TPB stride
+	EventsOffset  uint64 // NC events, 256 × 4 B
+	SemReadOffset uint64 // semaphore READ bank
+	SemSetOffset  uint64 // semaphore SET bank
+	SemIncrOffset uint64 // semaphore INCR bank
+	SemDecrOffset uint64 // semaphore DECR bank
+	SemRegionSize uint64 // whole semaphore region (mmap size)
+	TopSPBase     uint64 // TOP_SP 0 window
+	TopSPStride   uint64 // distance between TOP_SP windows within one half
+	TopSPHalf     int    // TOP_SPs per half (V3/V4: 8; V2: all 6 in one half)
+	TopSPHalfBase uint64 // second half's first window (V3/V4 0xF280_0000; unused on V2)
+	TopSPSize     uint64 // 4 MiB
+	MiscRAM       uint64 // FW-IO mailbox
+	QEMUResetReg  uint64 // the register the driver's QEMU reset path writes and polls
+	MinimumBAR0   uint64 // smallest BAR0 that holds every offset above (inferred, driver-facts §2.1)
+	MinimumBAR4   uint64 // smallest BAR4 that holds every HBM channel (inferred)
+	APBBAR        int    // PCI BAR that carries the registers
+	// APBBARUnderQEMU is the PCI BAR that carries the registers under the
+	// QEMU revision. Each value follows a named driver version: sunda and
+	// cayman BAR2, as driver 2.24.7.0 sets it (v2/neuron_dhal_v2.c 1792,
+	// v3/neuron_dhal_v3.c 2188), the driver issue 14 runs in its guest;
+	// mariana BAR0, from notes on driver 2.25.4.0 (driver-facts §1), since
+	// 2.24.7.0 has no V4. Notes on 2.25.4.0 also give BAR0 for cayman; the
+	// model follows the driver it is run against.
+	APBBARUnderQEMU int
 }
 
 // TPBWindow returns the BAR0 offset of NeuronCore nc's TPB window.
@@ -178,7 +185,7 @@ var v3BAR0 = BAR0Map{
 	SemIncrOffset: 0x270_1800, SemDecrOffset: 0x270_1C00, SemRegionSize: 0x2000,
 	TopSPBase: 0xF000_0000, TopSPStride: 0x40_0000, TopSPHalf: 8, TopSPHalfBase: 0xF280_0000,
 	TopSPSize: 0x40_0000, MiscRAM: 0x6C8_4000, QEMUResetReg: 0x630_0010,
-	MinimumBAR0: 4 * GiB, MinimumBAR4: 256 * GiB, APBBAR: 0, APBBARUnderQEMU: 0,
+	MinimumBAR0: 4 * GiB, MinimumBAR4: 256 * GiB, APBBAR: 0, APBBARUnderQEMU: 2, // driver 2.24.7.0, v3/neuron_dhal_v3.c 2188
 }
 
 func bigChipGeometry(g Generation, activeHBM uint64) *Geometry {
@@ -222,6 +229,9 @@ var geometries = func() [NumGenerations]*Geometry {
 	t[Cayman].SBUFPartitionSize = 0x38000
 	t[Mariana] = bigChipGeometry(Mariana, 36*GiB)
 	t[Mariana].SBUFPartitionSize = 0x40000
+	// Not in driver 2.24.7.0: BAR0 under QEMU as driver-facts §1 gives it
+	// for V3/V4 (notes on 2.25.4.0).
+	t[Mariana].BAR0.APBBARUnderQEMU = 0
 	return t
 }()
 
