@@ -31,6 +31,16 @@ type Options struct {
 	// Logf, if set, receives one line per error the server could not
 	// report to the client (no-reply commands, broken connections).
 	Logf func(format string, args ...any)
+	// Pacer keeps the device clock up with wall time before each BAR
+	// access ([Pacer]). nil: a Pacer of the device's own clock on the
+	// process's monotonic clock — for a device alone; a device of a
+	// system (one with a shared engine) needs its system's Pacer here,
+	// and New refuses it without one.
+	Pacer *Pacer
+	// NoPacing turns pacing off: the clock moves only by MMIO latency,
+	// sleeps and what the device's own user runs (tests that count MMIO
+	// time). It cannot go with a Pacer.
+	NoPacing bool
 }
 
 // Bounds of Options.
@@ -95,13 +105,18 @@ type Server struct {
 	opt     Options
 	own     Capabilities
 	mem     *GuestMemory
+	pacer   *Pacer     // nil: no pacing
 	busy    sync.Mutex // held by the session being served
 	irqN    [NumIRQIdx]uint32
 }
 
 // New builds a server for dev. dev's config space is its own when dev
 // implements ConfigSpace; otherwise the server keeps a type-0 header built
-// from dev's identity and BAR sizes ([NewConfigHeader]).
+// from dev's identity and BAR sizes ([NewConfigHeader]). When dev's host
+// port is a GuestMemory ([NewGuestMemory] with the same opt), it is the
+// server's memory, so the device's DMA reaches the client's mappings
+// ([ErrWiring] if another server has it or its limits differ). Pacing
+// follows opt.Pacer and opt.NoPacing ([ErrPacing]).
 func New(dev *sim.Device, opt Options) (*Server, error) {
 	if dev == nil {
 		return nil, fmt.Errorf("vfio-user: no device: %w", ErrMessage)
@@ -110,6 +125,23 @@ func New(dev *sim.Device, opt Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{dev: dev, opt: opt}
+	switch {
+	case opt.NoPacing && opt.Pacer != nil:
+		return nil, fmt.Errorf("vfio-user: device %s: both a Pacer and NoPacing: %w", dev.Config().Name, ErrPacing)
+	case opt.Pacer != nil && !opt.Pacer.paces(dev):
+		return nil, fmt.Errorf("vfio-user: device %s: the Pacer keeps another system's clock: %w", dev.Config().Name, ErrPacing)
+	case opt.Pacer != nil:
+		s.pacer = opt.Pacer
+	case opt.NoPacing:
+	case dev.Config().Engine != nil:
+		return nil, fmt.Errorf("vfio-user: device %s shares its system's clock: give the system's Pacer (Options.Pacer): %w", dev.Config().Name, ErrPacing)
+	default:
+		p, err := NewPacer(dev, PacerOptions{})
+		if err != nil {
+			return nil, err
+		}
+		s.pacer = p
+	}
 	if c, ok := any(dev).(ConfigSpace); ok {
 		s.cfg = c
 	} else {
@@ -129,13 +161,41 @@ func New(dev *sim.Device, opt Options) (*Server, error) {
 		return nil, fmt.Errorf("vfio-user: config space of %d bytes, want 64 to %d: %w", s.cfgSize, PCIeConfigSize, ErrLimit)
 	}
 	s.own = Capabilities{MaxMsgFDs: uint64(opt.MaxMsgFDs), MaxDataXferSize: opt.MaxDataXferSize, MaxDMAMaps: uint64(opt.MaxDMAMaps), PgSizes: pageSize, WriteMultiple: true}
-	s.mem = newGuestMemory(opt.MaxDMAMaps, opt.MaxDMABytes)
+	if err := s.takeMemory(); err != nil {
+		return nil, err
+	}
 	s.irqN = [NumIRQIdx]uint32{IRQIntx: 1, IRQMSI: 1, IRQMSIX: uint32(opt.MSIXVectors), IRQErr: 1, IRQReq: 1}
 	return s, nil
 }
 
-// Memory returns the client's memory as the device's DMA reaches it: the
-// DMA_MAP regions of the current session (none between sessions).
+// takeMemory chooses the server's guest memory: the device's host port
+// when it is a GuestMemory (NewGuestMemory), which must have the server's
+// DMA limits and no other server; otherwise one of the server's own, which
+// the device's DMA does not reach (it reaches its own host port).
+func (s *Server) takeMemory() error {
+	g, ok := s.dev.HostPort().(*GuestMemory)
+	if !ok {
+		s.mem = newGuestMemory(s.opt.MaxDMAMaps, s.opt.MaxDMABytes)
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.served:
+		return fmt.Errorf("vfio-user: device %s: its guest memory is another server's: %w", s.dev.Config().Name, ErrWiring)
+	case g.maxMaps != s.opt.MaxDMAMaps || g.maxBytes != s.opt.MaxDMABytes:
+		return fmt.Errorf("vfio-user: device %s: its guest memory holds %d mappings of %#x bytes in all, the server's options %d of %#x (build both from the same Options): %w",
+			s.dev.Config().Name, g.maxMaps, g.maxBytes, s.opt.MaxDMAMaps, s.opt.MaxDMABytes, ErrWiring)
+	}
+	g.served = true
+	s.mem = g
+	return nil
+}
+
+// Memory returns the client's memory by guest-physical address: the
+// DMA_MAP regions of the current session (none between sessions). It is
+// what the device's DMA reaches when the device was built with it as its
+// host port (NewGuestMemory).
 func (s *Server) Memory() *GuestMemory { return s.mem }
 
 // Config returns the function's config space as the server serves it.
@@ -172,6 +232,10 @@ func (s *Server) logf(format string, args ...any) {
 func (s *Server) ServeConn(c *net.UnixConn) error {
 	s.busy.Lock()
 	defer s.busy.Unlock()
+	if s.pacer != nil {
+		s.pacer.enter()
+		defer s.pacer.leave()
+	}
 	ss := &session{
 		s: s, c: c, cmds: make(chan *message, cmdQueue), done: make(chan struct{}),
 		pending: map[uint16]chan *message{}, irqs: map[irqKey]int{}, free: make(chan []byte, cmdQueue+2),
@@ -814,6 +878,11 @@ func (ss *session) access(write bool, r uint32, off uint64, p []byte) error {
 		}
 		return ss.s.cfg.ReadConfig(off, p)
 	}
+	if ss.s.pacer != nil {
+		if err := ss.s.pacer.Pace(); err != nil {
+			return err
+		}
+	}
 	if cap(ss.words) < len(p)/4 {
 		ss.words = make([]uint32, len(p)/4)
 	}
@@ -905,10 +974,14 @@ func (ss *session) deviceReset(p []byte) error {
 	if len(p) != 0 {
 		return fmt.Errorf("DEVICE_RESET with a %d-byte payload, it takes none: %w", len(p), ErrMessage)
 	}
-	if r, ok := ss.s.cfg.(ConfigResetter); ok {
-		r.ResetConfig()
+	// The device's function-level reset returns its own config space to
+	// power-on values; a header of the server's own is reset here.
+	if ss.s.cfg != ConfigSpace(ss.s.dev) {
+		if r, ok := ss.s.cfg.(ConfigResetter); ok {
+			r.ResetConfig()
+		}
 	}
-	return nil
+	return ss.s.dev.FunctionReset()
 }
 
 // remoteDMA moves p to or from the client's memory at addr by DMA_READ or
