@@ -85,16 +85,34 @@ func serveVFIOUser(ctx context.Context, cmd *cobra.Command, sf *systemFlags, dir
 	if err := prepareSocketDir(dir, s.Devices); err != nil {
 		return err
 	}
-	sys, err := fabric.New(fabric.Config{Generation: s.Gen, DeviceID: s.DeviceID, Devices: s.Devices, Revision: s.Revision})
+	// Each device's DMA reaches the memory its client maps (the guest's),
+	// and the system's one clock follows wall time while clients are
+	// connected (the guest's driver waits in wall time).
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim serve: "+format+"\n", args...)
+	}
+	opts := make([]vfiouser.Options, s.Devices)
+	hosts := make([]sim.HostPort, s.Devices)
+	for i := range opts {
+		name := fmt.Sprintf("neuron%d", i)
+		opts[i] = vfiouser.Options{Logf: func(format string, args ...any) { logf(name+": "+format, args...) }}
+		gm, err := vfiouser.NewGuestMemory(opts[i])
+		if err != nil {
+			return err
+		}
+		hosts[i] = gm
+	}
+	sys, err := fabric.New(fabric.Config{Generation: s.Gen, DeviceID: s.DeviceID, Devices: s.Devices, Revision: s.Revision, Hosts: hosts})
+	if err != nil {
+		return err
+	}
+	pacer, err := vfiouser.NewPacer(sys.Device(0), vfiouser.PacerOptions{})
 	if err != nil {
 		return err
 	}
 	budget, err := sim.NewPageBudget(o.pageLimit)
 	if err != nil {
 		return err
-	}
-	logf := func(format string, args ...any) {
-		fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim serve: "+format+"\n", args...)
 	}
 	var listeners []*net.UnixListener
 	defer func() {
@@ -108,8 +126,8 @@ func serveVFIOUser(ctx context.Context, cmd *cobra.Command, sf *systemFlags, dir
 		if err := d.SetPageBudget(budget); err != nil {
 			return err
 		}
-		name := d.Config().Name
-		srv, err := vfiouser.New(d, vfiouser.Options{Logf: func(format string, args ...any) { logf(name+": "+format, args...) }})
+		opts[i].Pacer = pacer
+		srv, err := vfiouser.New(d, opts[i])
 		if err != nil {
 			return err
 		}

@@ -471,8 +471,16 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Save writes the system's snapshot to w.
+// ErrNotSaveable is returned by Save for a system whose devices reach host
+// memory that is not the system's (Config.Hosts).
+var ErrNotSaveable = errors.New("the system cannot be saved")
+
+// Save writes the system's snapshot to w. A system built with its own host
+// ports per device (Config.Hosts) is refused (ErrNotSaveable).
 func (s *System) Save(w io.Writer) error {
+	if s.cfg.Hosts != nil {
+		return fmt.Errorf("fabric snapshot: its devices' DMA reaches host memory outside the system (Config.Hosts), which a snapshot cannot keep: %w", ErrNotSaveable)
+	}
 	layout, err := snapshotLayout()
 	if err != nil {
 		return fmt.Errorf("fabric snapshot: %w", err)

@@ -27,6 +27,11 @@ type Config struct {
 	TimingOnly bool       // DMA without payloads (control writes still move)
 	// Ready starts every device with its firmware booted.
 	Ready bool
+	// Hosts, when set, holds one host port per device: device i's DMA
+	// reaches Hosts[i] (a vfio-user guest's memory, say) instead of the
+	// system's shared host memory. Such a system cannot be saved: its host
+	// memory is not the system's to keep.
+	Hosts []sim.HostPort
 }
 
 // System is N simulated devices joined by a fabric: one event engine (one
@@ -134,6 +139,14 @@ func New(cfg Config) (*System, error) {
 	if err := topo.Connected(); err != nil {
 		return nil, err
 	}
+	if cfg.Hosts != nil && len(cfg.Hosts) != cfg.Devices {
+		return nil, fmt.Errorf("fabric: %d host ports for %d devices: %w", len(cfg.Hosts), cfg.Devices, ErrConfig)
+	}
+	for i, h := range cfg.Hosts {
+		if h == nil {
+			return nil, fmt.Errorf("fabric: no host port for device %d: %w", i, ErrConfig)
+		}
+	}
 	devID := cfg.DeviceID
 	if devID == 0 {
 		if devID, err = hwarch.DefaultDeviceID(cfg.Generation); err != nil {
@@ -177,7 +190,7 @@ func New(cfg Config) (*System, error) {
 		}
 		d, err := sim.NewDevice(sim.DeviceConfig{
 			Name: topo.Nodes[i].Name, Generation: cfg.Generation, DeviceID: devID, Revision: cfg.Revision,
-			RoutingID: uint32(rid), DMA: cfg.DMA, TimingOnly: cfg.TimingOnly, Host: s.host, Ready: cfg.Ready,
+			RoutingID: uint32(rid), DMA: cfg.DMA, TimingOnly: cfg.TimingOnly, Host: s.hostOf(i), Ready: cfg.Ready,
 			Engine: s.engine, Lock: &s.mu,
 		})
 		if err != nil {
@@ -189,6 +202,15 @@ func New(cfg Config) (*System, error) {
 		s.ports = append(s.ports, pt)
 	}
 	return s, nil
+}
+
+// hostOf is device i's host port: its own when Config.Hosts gives one,
+// else the system's shared host memory.
+func (s *System) hostOf(i int) sim.HostPort {
+	if s.cfg.Hosts != nil {
+		return s.cfg.Hosts[i]
+	}
+	return s.host
 }
 
 // Device returns device index i.
