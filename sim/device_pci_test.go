@@ -48,6 +48,10 @@ func pciCases() []pciCase {
 				c.bars[2], c.bars[4] = 1*hwarch.GiB, 32*hwarch.GiB
 			case dv.gen == hwarch.Sunda:
 				c.bars[0], c.bars[4] = 1*hwarch.GiB, 32*hwarch.GiB
+			case dv.gen == hwarch.Cayman && r.rev == hwarch.RevisionQEMU:
+				// Driver 2.24.7.0: Trn2 registers on BAR2 under QEMU
+				// (v3/neuron_dhal_v3.c 2188).
+				c.bars[2], c.bars[4] = 4*hwarch.GiB, 16*hwarch.GiB
 			case r.rev == hwarch.RevisionQEMU:
 				c.bars[0], c.bars[4] = 4*hwarch.GiB, 16*hwarch.GiB
 			default:

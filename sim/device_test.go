@@ -167,7 +167,7 @@ func TestNewDeviceDefaults(t *testing.T) {
 		assert.False(t, cfg.Ready)
 
 		wantReg := hwarch.BAR0
-		if g == hwarch.Sunda && mode == hwarch.ModeQEMU {
+		if g != hwarch.Mariana && mode == hwarch.ModeQEMU { // driver 2.24.7.0: V2 and V3 on BAR2
 			wantReg = hwarch.BAR2
 		}
 		assert.Equal(t, wantReg, d.RegisterBAR())
@@ -254,7 +254,8 @@ func TestNewDeviceConfigErrors(t *testing.T) {
 		{"BAR4 no power of two", DeviceConfig{Generation: hwarch.Sunda, BARs: bar.Sizes{0: hwarch.GiB, 4: 3 * hwarch.GiB}}, nil, "BAR4 of 0xc0000000 bytes: a PCI memory BAR's size is a power of two"},
 		{"BAR on an upper-half slot", DeviceConfig{Generation: hwarch.Sunda, BARs: bar.Sizes{0: hwarch.GiB, 3: 4096, 4: 32 * hwarch.GiB}}, nil, "upper half of 64-bit BAR2"},
 		{"BAR below 16 bytes", DeviceConfig{Generation: hwarch.Sunda, BARs: bar.Sizes{0: hwarch.GiB, 2: 8, 4: 32 * hwarch.GiB}}, nil, "at least 16 bytes"},
-		{"bad QEMU BAR4", DeviceConfig{Generation: hwarch.Cayman, Revision: hwarch.RevisionQEMU, BARs: bar.Sizes{0: 4 * hwarch.GiB, 4: 5 * hwarch.MiB}}, nil, "QEMU BAR4 size"},
+		{"V3 QEMU registers on BAR0", DeviceConfig{Generation: hwarch.Cayman, Revision: hwarch.RevisionQEMU, BARs: bar.Sizes{0: 4 * hwarch.GiB, 4: 16 * hwarch.GiB}}, nil, "register BAR2"},
+		{"bad QEMU BAR4", DeviceConfig{Generation: hwarch.Cayman, Revision: hwarch.RevisionQEMU, BARs: bar.Sizes{2: 4 * hwarch.GiB, 4: 5 * hwarch.MiB}}, nil, "QEMU BAR4 size"},
 		{"QEMU BAR4 past the channel windows", DeviceConfig{Generation: hwarch.Mariana, Revision: hwarch.RevisionQEMU, BARs: bar.Sizes{0: 4 * hwarch.GiB, 4: 1 << 40}}, nil, "device-address window"},
 	}
 	for _, tt := range tests {

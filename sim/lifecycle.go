@@ -11,7 +11,8 @@ import (
 // at +0x1D8, trigger at +0x800; the firmware acknowledges by writing 0 to
 // +0x1EC and holds +0x808 bit 3 until the work is done) or, under the QEMU
 // revision, through the QEMU reset register, which reads back non-zero until
-// the reset is done. Until boot completes every read returns 0xDEADBEEF;
+// the reset is done (on V3/V4 a store of 0 there is the driver's device
+// reset). Until boot completes every read returns 0xDEADBEEF;
 // during a device reset every read outside the MISC RAM and the QEMU reset
 // register does; during a TPB reset reads of the NCs and TOP_SPs being reset
 // do. Writes that meet 0xDEADBEEF are dropped.
@@ -74,23 +75,37 @@ func (d *Device) miscWrite(off uint64, v uint32) {
 }
 
 // qemuResetWrite is a store to the QEMU reset register under the QEMU
-// revision: V2 writes 1 for a device reset; V3/V4 write the TPB map, and a
-// map that covers every NC resets the device.
+// revision. V2 writes 1 for a device reset (driver 2.24.7.0,
+// v2/neuron_dhal_v2.c 160–166); a store of 0 there starts nothing. V3/V4
+// write the TPB map the driver builds (v3/neuron_dhal_v3.c 339–351), which
+// for a device reset is 0 (nr_get_tpb_reset_map, v3 301–316, fills it only
+// for a TPB reset): so 0, and a map that covers every NC, reset the device,
+// and the register then reads back the whole-device map until the reset is
+// done. The register reads non-zero until the reset it started is done.
 func (d *Device) qemuResetWrite(v uint32) {
-	if v == 0 {
-		if !d.st.Reset.Active || !d.st.Reset.QEMU {
-			d.st.QEMUReg = 0
-		}
-		return // the register reads non-zero until the reset it started is done
-	}
-	d.st.QEMUReg = v
 	if d.geo.Generation == hwarch.Sunda {
+		if v == 0 {
+			if !d.st.Reset.Active || !d.st.Reset.QEMU {
+				d.st.QEMUReg = 0
+			}
+			return
+		}
+		d.st.QEMUReg = v
 		d.startReset(true, hwarch.ResetMap{}, true)
 		return
 	}
-	m := d.geo.DecodeTPBResetMap(v)
 	all := uint32(1)<<d.geo.NeuronCores - 1
-	d.startReset(m.NCs == all, m, true)
+	m := d.geo.DecodeTPBResetMap(v)
+	device := v == 0 || m.NCs == all
+	if v == 0 {
+		v = d.geo.TPBResetMap(all)
+	}
+	if d.st.Reset.Active && d.st.Reset.QEMU {
+		d.st.QEMUReg |= v
+	} else {
+		d.st.QEMUReg = v
+	}
+	d.startReset(device, m, true)
 }
 
 // startReset begins a reset or coalesces a request into the running one.

@@ -17,13 +17,14 @@ var (
 
 // PCI BAR numbers of a Neuron function (driver-facts §2.1).
 const (
-	BAR0 = 0 // APB registers (all but V2 under QEMU)
-	BAR2 = 2 // APB registers on V2 under QEMU; unused otherwise on V2+
+	BAR0 = 0 // APB registers (all but V2 and V3 under QEMU)
+	BAR2 = 2 // APB registers on V2 and V3 under QEMU (driver 2.24.7.0); unused otherwise on V2+
 	BAR4 = 4 // the window onto device memory (HBM)
 )
 
 // RegisterBAR returns the PCI BAR that carries the APB registers in a mode:
-// BAR2 for V2 under QEMU, BAR0 otherwise (the driver's "bar0" pointer).
+// BAR2 for V2 and V3 under QEMU, BAR0 otherwise (the driver's "bar0"
+// pointer; see BAR0Map.APBBARUnderQEMU for the driver versions).
 func (m BAR0Map) RegisterBAR(mode Mode) int {
 	if mode == ModeQEMU {
 		return m.APBBARUnderQEMU

@@ -46,7 +46,14 @@ type BAR0Map struct {
 	MinimumBAR0     uint64 // smallest BAR0 that holds every offset above (inferred, driver-facts §2.1)
 	MinimumBAR4     uint64 // smallest BAR4 that holds every HBM channel (inferred)
 	APBBAR          int    // PCI BAR that carries the registers
-	APBBARUnderQEMU int    // PCI BAR that carries the registers under QEMU (V2: BAR2)
+	// APBBARUnderQEMU is the PCI BAR that carries the registers under the
+	// QEMU revision. Each value follows a named driver version: sunda and
+	// cayman BAR2, as driver 2.24.7.0 sets it (v2/neuron_dhal_v2.c 1792,
+	// v3/neuron_dhal_v3.c 2188), the driver issue 14 runs in its guest;
+	// mariana BAR0, from notes on driver 2.25.4.0 (driver-facts §1), since
+	// 2.24.7.0 has no V4. Notes on 2.25.4.0 also give BAR0 for cayman; the
+	// model follows the driver it is run against.
+	APBBARUnderQEMU int
 }
 
 // TPBWindow returns the BAR0 offset of NeuronCore nc's TPB window.
@@ -178,7 +185,7 @@ var v3BAR0 = BAR0Map{
 	SemIncrOffset: 0x270_1800, SemDecrOffset: 0x270_1C00, SemRegionSize: 0x2000,
 	TopSPBase: 0xF000_0000, TopSPStride: 0x40_0000, TopSPHalf: 8, TopSPHalfBase: 0xF280_0000,
 	TopSPSize: 0x40_0000, MiscRAM: 0x6C8_4000, QEMUResetReg: 0x630_0010,
-	MinimumBAR0: 4 * GiB, MinimumBAR4: 256 * GiB, APBBAR: 0, APBBARUnderQEMU: 0,
+	MinimumBAR0: 4 * GiB, MinimumBAR4: 256 * GiB, APBBAR: 0, APBBARUnderQEMU: 2, // driver 2.24.7.0, v3/neuron_dhal_v3.c 2188
 }
 
 func bigChipGeometry(g Generation, activeHBM uint64) *Geometry {
@@ -222,6 +229,9 @@ var geometries = func() [NumGenerations]*Geometry {
 	t[Cayman].SBUFPartitionSize = 0x38000
 	t[Mariana] = bigChipGeometry(Mariana, 36*GiB)
 	t[Mariana].SBUFPartitionSize = 0x40000
+	// Not in driver 2.24.7.0: BAR0 under QEMU as driver-facts §1 gives it
+	// for V3/V4 (notes on 2.25.4.0).
+	t[Mariana].BAR0.APBBARUnderQEMU = 0
 	return t
 }()
 

@@ -11,16 +11,22 @@ import (
 type Sizes [6]uint64
 
 // DefaultQEMUBAR4 is the BAR4 a QEMU-revision V3/V4 device reports unless the
-// caller chooses another: 16 GiB, so each HBM channel is 4 GiB. The driver
-// sizes every channel BAR4 size / 4 under QEMU (driver-facts §1); the value
-// itself is the model's choice.
+// caller chooses another: 16 GiB, so each HBM channel is 4 GiB. Driver
+// 2.24.7.0 sizes every channel BAR4 size / 4 under QEMU
+// (v3/neuron_dhal_v3.c 638–656). The value is the model's choice within what
+// that driver needs: a channel must hold the 16 MiB firmware carve-out
+// (v3 690–720) and the 1 GiB small pool (neuron_mempool.c 64) with room to
+// spare, and must not pass the 24 GiB the driver's mmap path maps
+// (mmap_get_bar4_offset_v3, v3 1020–1036), so BAR4 lies in (4 GiB, 96 GiB];
+// 16 GiB also keeps two devices' BARs small in a guest's 64-bit MMIO window.
 const DefaultQEMUBAR4 = 16 * hwarch.GiB
 
 // DefaultSizes returns the BAR sizes of a device of geometry geo in a mode:
-// the registers on BAR0 (BAR2 for V2 under QEMU) sized to the smallest BAR
+// the registers on BAR0 (BAR2 under QEMU for V2 and V3, as driver 2.24.7.0
+// has it; see hwarch.BAR0Map.APBBARUnderQEMU) sized to the smallest BAR
 // that holds the driver's offsets (1 GiB V2, 4 GiB V3/V4), and BAR4 the
 // window onto HBM (32 GiB V2, 256 GiB V3/V4; DefaultQEMUBAR4 for V3/V4 under
-// QEMU). Sizes are inferred (driver-facts §2.1).
+// QEMU). Sizes are inferred (driver-facts §2.1; docs/device-model.md §BARs).
 func DefaultSizes(geo *hwarch.Geometry, mode hwarch.Mode) Sizes {
 	var s Sizes
 	s[geo.BAR0.RegisterBAR(mode)] = geo.BAR0.MinimumBAR0

@@ -187,7 +187,7 @@ func TestDefaultSizes(t *testing.T) {
 		{hwarch.Sunda, hwarch.ModeQEMU, Sizes{2: 1 * gib, 4: 32 * gib}}, // registers on BAR2, no BAR0
 		{hwarch.Cayman, hwarch.ModeSilicon, Sizes{0: 4 * gib, 4: 256 * gib}},
 		{hwarch.Cayman, hwarch.ModeEMU, Sizes{0: 4 * gib, 4: 256 * gib}},
-		{hwarch.Cayman, hwarch.ModeQEMU, Sizes{0: 4 * gib, 4: 16 * gib}},
+		{hwarch.Cayman, hwarch.ModeQEMU, Sizes{2: 4 * gib, 4: 16 * gib}}, // driver 2.24.7.0: registers on BAR2
 		{hwarch.Mariana, hwarch.ModeSilicon, Sizes{0: 4 * gib, 4: 256 * gib}},
 		{hwarch.Mariana, hwarch.ModeEMU, Sizes{0: 4 * gib, 4: 256 * gib}},
 		{hwarch.Mariana, hwarch.ModeQEMU, Sizes{0: 4 * gib, 4: 16 * gib}},
