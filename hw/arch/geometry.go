@@ -27,25 +27,25 @@ func (c HBMChannel) Contains(addr uint64) bool { return addr >= c.Base && addr <
 // (driver-facts §2, §5, §9.1). Offsets are relative to the APB BAR, which is
 // PCI BAR0 except on V2 under QEMU, where it is BAR2.
 type BAR0Map struct {
-	TPBBase         uint64 // NC 0's TPB window (SBUF at +0)
-	TPBStride       uint64 // distance between NC windows
-	PSUMOffset      uint64 // PSUM window inside an NC's TPB stride
-	EventsOffset    uint64 // NC events, 256 × 4 B
-	SemReadOffset   uint64 // semaphore READ bank
-	SemSetOffset    uint64 // semaphore SET bank
-	SemIncrOffset   uint64 // semaphore INCR bank
-	SemDecrOffset   uint64 // semaphore DECR bank
-	SemRegionSize   uint64 // whole semaphore region (mmap size)
-	TopSPBase       uint64 // TOP_SP 0 window
-	TopSPStride     uint64 // distance between TOP_SP windows within one half
-	TopSPHalf       int    // TOP_SPs per half (V3/V4: 8; V2: all 6 in one half)
-	TopSPHalfBase   uint64 // second half's first window (V3/V4 0xF280_0000; unused on V2)
-	TopSPSize       uint64 // 4 MiB
-	MiscRAM         uint64 // FW-IO mailbox
-	QEMUResetReg    uint64 // the register the driver's QEMU reset path writes and polls
-	MinimumBAR0     uint64 // smallest BAR0 that holds every offset above (inferred, driver-facts §2.1)
-	MinimumBAR4     uint64 // smallest BAR4 that holds every HBM channel (inferred)
-	APBBAR          int    // PCI BAR that carries the registers
+	TPBBase       uint64 // NC 0's TPB window (SBUF at +0)
+	TPBStride     uint64 // distance between NC windows
+	PSUMOffset    uint64 // PSUM window inside an NC's TPB stride
+	EventsOffset  uint64 // NC events, 256 × 4 B
+	SemReadOffset uint64 // semaphore READ bank
+	SemSetOffset  uint64 // semaphore SET bank
+	SemIncrOffset uint64 // semaphore INCR bank
+	SemDecrOffset uint64 // semaphore DECR bank
+	SemRegionSize uint64 // whole semaphore region (mmap size)
+	TopSPBase     uint64 // TOP_SP 0 window
+	TopSPStride   uint64 // distance between TOP_SP windows within one half
+	TopSPHalf     int    // TOP_SPs per half (V3/V4: 8; V2: all 6 in one half)
+	TopSPHalfBase uint64 // second half's first window (V3/V4 0xF280_0000; unused on V2)
+	TopSPSize     uint64 // 4 MiB
+	MiscRAM       uint64 // FW-IO mailbox
+	QEMUResetReg  uint64 // the register the driver's QEMU reset path writes and polls
+	MinimumBAR0   uint64 // smallest BAR0 that holds every offset above (inferred, driver-facts §2.1)
+	MinimumBAR4   uint64 // smallest BAR4 that holds every HBM channel (inferred)
+	APBBAR        int    // PCI BAR that carries the registers
 	// APBBARUnderQEMU is the PCI BAR that carries the registers under the
 	// QEMU revision. Each value follows a named driver version: sunda and
 	// cayman BAR2, as driver 2.24.7.0 sets it (v2/neuron_dhal_v2.c 1792,
