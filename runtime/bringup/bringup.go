@@ -286,7 +286,8 @@ func (d *Device) ResetTPBs(ncs uint32) error {
 
 // reset runs one reset of nc map ncMap (TPBResetMapAll for the device):
 //   - V3/V4 under QEMU: the TPB map goes to the QEMU reset register, which is
-//     polled until 0; no mailbox;
+//     polled until 0; no mailbox. For a device reset the map is 0, as driver
+//     2.24.7.0 builds it (v3/neuron_dhal_v3.c 301–316, 339–351);
 //   - V2 under QEMU: 1 goes to the QEMU reset register, then the mailbox
 //     handshake starts the firmware reset, and the wait polls the QEMU
 //     register until 0;
@@ -294,7 +295,11 @@ func (d *Device) ResetTPBs(ncs uint32) error {
 func (d *Device) reset(ncMap uint32) error {
 	p := d.Policy
 	if p.QEMUResetPath && !p.QEMUThenFWIO {
-		if err := d.writeReg(d.Geometry.BAR0.QEMUResetReg, d.Geometry.TPBResetMap(ncMap)); err != nil {
+		m := d.Geometry.TPBResetMap(ncMap)
+		if ncMap == hwarch.TPBResetMapAll {
+			m = 0
+		}
+		if err := d.writeReg(d.Geometry.BAR0.QEMUResetReg, m); err != nil {
 			return err
 		}
 		if err := d.pollQEMU(); err != nil {
@@ -322,22 +327,28 @@ func (d *Device) reset(ncMap uint32) error {
 	return nil
 }
 
-// pollQEMU polls the QEMU reset register until it reads 0.
+// pollQEMU polls the QEMU reset register until it reads 0, as driver
+// 2.24.7.0 does (v2/neuron_dhal_v2.c 211–231, v3/neuron_dhal_v3.c 384–404):
+// QEMUPollTries reads, each followed by a QEMUPoll sleep (the read's value
+// is judged after it) and, while non-zero, by try × StatusBackoff more.
 func (d *Device) pollQEMU() error {
-	for try := 0; try <= d.Policy.QEMUPollTries; try++ {
+	for try := 0; try < d.Policy.QEMUPollTries; try++ {
 		v, err := d.Dev.Read32(d.Policy.RegisterBAR, d.Geometry.BAR0.QEMUResetReg)
 		if err != nil {
 			return fmt.Errorf("bring-up %s: poll QEMU reset register: %w", d.Identity, err)
 		}
-		if v == 0 {
-			d.step("reset-wait", "QEMU reset register %#x cleared after %s %v apart", d.Geometry.BAR0.QEMUResetReg, units.Plural(int64(try), "poll", "polls"), d.Policy.QEMUPoll)
-			return nil
-		}
 		if err := ndl.Sleep(d.Dev, d.Policy.QEMUPoll); err != nil {
 			return err
 		}
+		if v == 0 {
+			d.step("reset-wait", "QEMU reset register %#x cleared at %s", d.Geometry.BAR0.QEMUResetReg, units.Plural(int64(try+1), "read", "reads"))
+			return nil
+		}
+		if err := ndl.Sleep(d.Dev, time.Duration(try)*d.Policy.StatusBackoff); err != nil {
+			return err
+		}
 	}
-	return fmt.Errorf("bring-up %s: QEMU reset register still non-zero after %d polls: %w", d.Identity, d.Policy.QEMUPollTries, ErrResetTimeout)
+	return fmt.Errorf("bring-up %s: QEMU reset register still non-zero after %d reads: %w", d.Identity, d.Policy.QEMUPollTries, ErrResetTimeout)
 }
 
 // WaitResetDone waits, as the driver waits after a reset, while the
@@ -346,25 +357,27 @@ func (d *Device) pollQEMU() error {
 // the policy's status budget; ErrResetTimeout if the reset outlasts it.
 func (d *Device) WaitResetDone() error { return d.waitStatus() }
 
-// waitStatus reads the FW status up to StatusRetries times, sleeping
-// i × StatusBackoff before try i+1, until bit 3 clears.
+// waitStatus reads the FW status up to StatusRetries times until bit 3
+// clears, sleeping try × StatusBackoff after read try (counted from 0), as
+// driver 2.24.7.0 does (v2/neuron_dhal_v2.c 189–209, v3/neuron_dhal_v3.c
+// 362–382): the first two reads are back to back, the last is
+// StatusBackoff × (n−1)(n−2)/2 after the first.
 func (d *Device) waitStatus() error {
-	for try := 1; ; try++ {
-		st, err := d.readMisc(hwarch.MiscFWStatus)
-		if err != nil {
+	st := uint32(0)
+	for try := 0; try < d.Policy.StatusRetries; try++ {
+		var err error
+		if st, err = d.readMisc(hwarch.MiscFWStatus); err != nil {
 			return err
 		}
 		if st&hwarch.FWStatusResetActive == 0 {
-			d.step("reset-wait", "FW status bit 3 clear after %s", units.Plural(int64(try), "read", "reads"))
+			d.step("reset-wait", "FW status bit 3 clear after %s", units.Plural(int64(try+1), "read", "reads"))
 			return nil
-		}
-		if try >= d.Policy.StatusRetries {
-			return fmt.Errorf("bring-up %s: FW status %#x still has bit 3 after %d reads: %w", d.Identity, st, try, ErrResetTimeout)
 		}
 		if err := ndl.Sleep(d.Dev, time.Duration(try)*d.Policy.StatusBackoff); err != nil {
 			return err
 		}
 	}
+	return fmt.Errorf("bring-up %s: FW status %#x still has bit 3 after %d reads: %w", d.Identity, st, d.Policy.StatusRetries, ErrResetTimeout)
 }
 
 // firmwareReset is the mailbox handshake: TPB map, type, trigger; then poll

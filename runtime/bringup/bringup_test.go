@@ -26,6 +26,16 @@ type scriptedDevice struct {
 	slept    time.Duration
 	writes   []uint64
 	geo      *hwarch.Geometry
+	// busyFor, when set, keeps a reset running for that much sleeping
+	// after its start (the trigger or the QEMU register store): FW status
+	// bit 3 set and the QEMU register non-zero.
+	busyFor    time.Duration
+	resetStart time.Duration
+	qemuValues []uint32 // values stored to the QEMU reset register
+}
+
+func (s *scriptedDevice) busy() bool {
+	return s.busyFor > 0 && s.slept-s.resetStart < s.busyFor
 }
 
 func newScripted(g hwarch.Generation, rev uint8, notReady int) *scriptedDevice {
@@ -66,6 +76,16 @@ func (s *scriptedDevice) Read32(b int, off uint64) (uint32, error) {
 		s.notReady--
 		return hwarch.NotReady, nil
 	}
+	switch off {
+	case s.geo.BAR0.MiscRAM + hwarch.MiscFWStatus:
+		if s.busy() {
+			return hwarch.FWStatusResetActive, nil
+		}
+	case s.geo.BAR0.QEMUResetReg:
+		if s.busy() {
+			return 1, nil
+		}
+	}
 	return s.regs[off], nil
 }
 func (s *scriptedDevice) Write32(b int, off uint64, v uint32) error {
@@ -77,11 +97,16 @@ func (s *scriptedDevice) Write32(b int, off uint64, v uint32) error {
 	s.writes = append(s.writes, off)
 	s.regs[off] = v
 	switch off {
-	case s.geo.BAR0.MiscRAM + hwarch.MiscTrigger: // the firmware acknowledges and finishes at once
+	case s.geo.BAR0.MiscRAM + hwarch.MiscTrigger: // the firmware acknowledges at once
 		s.regs[s.geo.BAR0.MiscRAM+hwarch.MiscResetRequest] = 0
 		s.regs[off] = 0
+		if s.id.Mode() != hwarch.ModeQEMU {
+			s.resetStart = s.slept
+		}
 	case s.geo.BAR0.QEMUResetReg:
+		s.qemuValues = append(s.qemuValues, v)
 		s.regs[off] = 0
+		s.resetStart = s.slept
 	}
 	return nil
 }
@@ -112,7 +137,11 @@ func TestBringUpOverAScriptedDevice(t *testing.T) {
 				d, err := BringUp(s, Options{})
 				require.NoError(t, err)
 				assert.Equal(t, 3, d.ReadyRetries)
-				assert.Equal(t, 3*time.Second, s.slept, "three 1 s sleeps through 0xDEADBEEF; the scripted reset needs none")
+				want := 3 * time.Second // three 1 s sleeps through 0xDEADBEEF; the scripted reset needs none
+				if hwarch.ModeOf(rev) == hwarch.ModeQEMU {
+					want += 2 * time.Second // the driver sleeps 2 s after every QEMU register read, the last too
+				}
+				assert.Equal(t, want, s.slept)
 				assert.Equal(t, uint32(3), d.RoutingID)
 				assert.Equal(t, uint64(0xCAFE), d.Serial)
 				assert.Equal(t, g, d.Tables.Generation)
@@ -134,6 +163,9 @@ func TestBringUpOverAScriptedDevice(t *testing.T) {
 					assert.Equal(t, [2]int{1, 1}, [2]int{qemuWrites, mailboxWrites}, "V2 QEMU: QEMU register, then the mailbox")
 				case mode == hwarch.ModeQEMU:
 					assert.Equal(t, [2]int{1, 0}, [2]int{qemuWrites, mailboxWrites}, "V3/V4 QEMU: QEMU register only")
+					// Driver 2.24.7.0 stores the TPB map, which is empty for
+					// a device reset (v3/neuron_dhal_v3.c 301–316, 339–351).
+					assert.Equal(t, []uint32{0}, s.qemuValues)
 				default:
 					assert.Equal(t, [2]int{0, 1}, [2]int{qemuWrites, mailboxWrites}, "the mailbox only")
 				}
@@ -154,7 +186,8 @@ func TestDefaultPolicy(t *testing.T) {
 		{hwarch.Sunda, hwarch.ModeEMU, 0, 5000, false, false, false, 120 * time.Second},
 		{hwarch.Sunda, hwarch.ModeQEMU, 2, 5, true, true, false, 120 * time.Second},
 		{hwarch.Cayman, hwarch.ModeSilicon, 0, 5, false, false, false, 480 * time.Second},
-		{hwarch.Cayman, hwarch.ModeQEMU, 0, 5000, true, false, false, 480 * time.Second},
+		{hwarch.Cayman, hwarch.ModeEMU, 0, 5000, false, false, false, 480 * time.Second},
+		{hwarch.Cayman, hwarch.ModeQEMU, 2, 5000, true, false, false, 480 * time.Second}, // driver 2.24.7.0, v3/neuron_dhal_v3.c 2188
 		{hwarch.Mariana, hwarch.ModeEMU, 0, 5000, false, false, true, 480 * time.Second},
 		{hwarch.Mariana, hwarch.ModeQEMU, 0, 5000, true, false, false, 480 * time.Second},
 	}
@@ -169,6 +202,39 @@ func TestDefaultPolicy(t *testing.T) {
 			assert.Equal(t, time.Second, p.ReadyInterval)
 			assert.Equal(t, 100*time.Millisecond, p.AckPoll)
 			assert.Equal(t, 2*time.Second, p.QEMUPoll)
+		})
+	}
+}
+
+// TestResetWaitBudgets: bring-up waits for a reset exactly as long as
+// driver 2.24.7.0 does, no longer: FW status reads at 0, 0, 0.1, 0.3 and
+// 0.6 s (v2/neuron_dhal_v2.c 189–209, v3/neuron_dhal_v3.c 362–382, retry
+// count 5); QEMU register reads at 0, 2, 4.1, 6.3 and 8.6 s on V2 (v2
+// 211–231, retry count 5, not scaled under QEMU, v2 1787–1792).
+func TestResetWaitBudgets(t *testing.T) {
+	tests := []struct {
+		name string
+		g    hwarch.Generation
+		rev  uint8
+		busy time.Duration
+		ok   bool
+	}{
+		{"status clears before the last read", hwarch.Cayman, 0, 550 * time.Millisecond, true},
+		{"status clears after the driver's last read", hwarch.Cayman, 0, 650 * time.Millisecond, false},
+		{"V2 status after the last read", hwarch.Sunda, 0, 650 * time.Millisecond, false},
+		{"V2 QEMU register clears before the last read", hwarch.Sunda, hwarch.RevisionQEMU, 8500 * time.Millisecond, true},
+		{"V2 QEMU register clears after the driver's last read", hwarch.Sunda, hwarch.RevisionQEMU, 8700 * time.Millisecond, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newScripted(tt.g, tt.rev, 0)
+			s.busyFor = tt.busy
+			_, err := BringUp(s, Options{})
+			if tt.ok {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrResetTimeout)
 		})
 	}
 }

@@ -17,11 +17,11 @@ type Policy struct {
 	TPBRetrig      time.Duration // re-trigger a TPB reset not acknowledged after this (10 s)
 	ResetGiveUp    time.Duration // give up waiting for the acknowledgement (V2 120 s, V3/V4 480 s)
 	StatusRetries  int           // reads of +0x808 waiting for bit 3 to clear (5; ×1000 under EMU/QEMU but V2 QEMU)
-	StatusBackoff  time.Duration // sleep before status try i is i × this (100 ms)
-	QEMUPoll       time.Duration // poll interval of the QEMU reset register (2 s)
-	QEMUPollTries  int           // polls of the QEMU reset register before giving up (the status retry count)
+	StatusBackoff  time.Duration // sleep after failed status read i (from 0) is i × this (100 ms); also added after QEMU poll i
+	QEMUPoll       time.Duration // sleep after every read of the QEMU reset register (2 s)
+	QEMUPollTries  int           // reads of the QEMU reset register before giving up (the status retry count)
 	SkipReset      bool          // no hardware reset (the driver's no_reset; forced for V4 under EMU)
-	RegisterBAR    int           // the PCI BAR of the registers (BAR2 for V2 under QEMU)
+	RegisterBAR    int           // the PCI BAR of the registers (BAR2 for V2 and V3 under QEMU, driver 2.24.7.0)
 	QEMUResetPath  bool          // reset through the QEMU reset register
 	QEMUThenFWIO   bool          // V2 QEMU: QEMU register first, then the normal firmware reset
 	RoutingRetries int           // routing-id reads retried on 0xDEADBEEF (20 × ReadyInterval)
