@@ -373,7 +373,11 @@ func TestKernelClose(t *testing.T) {
 	assert.ErrorIs(t, k.Close(), ErrClosed)
 
 	assert.Equal(t, id, k.Identity(), "identity outlives Close")
-	assert.Equal(t, uint64(fakeBar0Size), k.BARSize(0))
+	// A Trn2 at revision 0xFF has its registers on BAR2 (driver 2.24.7.0,
+	// v3/neuron_dhal_v3.c 2188): DEVICE_INFO entry [0] sizes that BAR.
+	apb := hwarch.MustGeometry(hwarch.Cayman).BAR0.RegisterBAR(hwarch.ModeQEMU)
+	require.Equal(t, hwarch.BAR2, apb)
+	assert.Equal(t, uint64(fakeBar0Size), k.BARSize(apb))
 	f.mu.Lock()
 	assert.Equal(t, 1, len(f.closed), "close(2) issued once")
 	f.mu.Unlock()

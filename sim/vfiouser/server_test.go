@@ -117,8 +117,10 @@ func TestDeviceAndRegionInfo(t *testing.T) {
 			t.Errorf("region %d: size %#x flags %#x, want %#x %#x", r, got, binary.LittleEndian.Uint32(p[4:]), want, flags)
 		}
 	}
-	if dev.BARSize(0) == 0 || dev.BARSize(1) != 0 {
-		t.Fatalf("test device BARs %#x %#x: the test expects BAR0 present, BAR1 absent", dev.BARSize(0), dev.BARSize(1))
+	// The register BAR (BAR2 for a Trn2 at revision 0xFF, as driver 2.24.7.0
+	// has it) is present and the slot above it, its upper half, is not.
+	if rb := dev.RegisterBAR(); dev.BARSize(rb) == 0 || dev.BARSize(rb+1) != 0 {
+		t.Fatalf("test device BAR%d %#x, BAR%d %#x: the test expects the register BAR present, the next absent", rb, dev.BARSize(rb), rb+1, dev.BARSize(rb+1))
 	}
 	if _, _, err := c.call(CmdGetRegionInfo, le64(le32(32, 0, NumRegions, 0), 0, 0)); !isErrno(err, syscall.EINVAL) {
 		t.Fatalf("region %d: %v, want EINVAL", NumRegions, err)
