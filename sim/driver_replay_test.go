@@ -38,7 +38,7 @@ type driverBehaviour struct {
 	// (nr_initiate_reset_via_fw, neuron_reset.c 376–432; V2 QEMU does it
 	// after the QEMU store, v2 168–174; V3 QEMU does not, v3 339–351).
 	mailbox bool
-	giveUp  time.Duration // initiate_max_wait_time: v2 28 (120 s), v3 33 (480 s)
+	giveUp  time.Duration // initiate_max_wait_time: v2 28 (120 s), v3 34 (480 s)
 	// qemuWait: the completion wait polls the QEMU reset register, sleeping
 	// 2 s per read (v2 211–231, v3 384–404); otherwise it reads FW status
 	// +0x808 until bit 3 clears (v2 189–209, v3 362–382).
@@ -176,8 +176,9 @@ func (r *driverReplay) barSize(b int) uint64 {
 
 // probe is neuron_pci_probe (neuron_pci.c 187–328) up to the reset request:
 // enable, bus master, the architecture from the device id and revision, the
-// BARs, and the routing id. It returns the routing id.
-func (r *driverReplay) probe(wantID uint16, wantRev uint8) uint32 {
+// BARs, and the routing id. It returns the routing id, or an error naming
+// what the driver would report.
+func (r *driverReplay) probe(wantID uint16, wantRev uint8) (uint32, error) {
 	t := r.t
 	require.Equal(t, hwarch.VendorAmazon, r.cfg16(hwarch.CfgVendorID))
 	require.Equal(t, wantID, r.cfg16(hwarch.CfgDeviceID))
@@ -219,9 +220,13 @@ func (r *driverReplay) probe(wantID uint16, wantRev uint8) uint32 {
 		}
 		r.sleep(time.Second)
 	}
-	require.True(t, ok, "routing id read timed out (\"Could not retrieve device index\")")
-	require.Less(t, rid, uint32(hwarch.MaxNeuronDevices), "routing id (\"Invalid device index\")")
-	return rid
+	if !ok {
+		return 0, fmt.Errorf("Could not retrieve device index (read timeout) after %v", r.d.Now())
+	}
+	if rid >= hwarch.MaxNeuronDevices {
+		return 0, fmt.Errorf("Invalid device index %d", rid)
+	}
+	return rid, nil
 }
 
 // reset is the reset worker for the internal whole-device request that
@@ -280,42 +285,99 @@ func (r *driverReplay) mailboxReset() error {
 	return fmt.Errorf("reset request failed: +0x1EC not acknowledged in %v", r.b.giveUp)
 }
 
+// replayDriver probes and resets a device as driver 2.24.7.0 does and
+// returns the replay and the first step that failed as the driver would
+// report it.
+func replayDriver(t *testing.T, cfg DeviceConfig) (*driverReplay, error) {
+	t.Helper()
+	d, err := NewDevice(cfg)
+	require.NoError(t, err)
+	g, mode := d.Geometry().Generation, hwarch.ModeOf(cfg.Revision)
+	r := &driverReplay{t: t, d: d, geo: d.Geometry(), b: behaviourOf(g, mode), misc: d.Geometry().BAR0.MiscRAM}
+	rid, err := r.probe(d.Identity().Device, cfg.Revision)
+	if err != nil {
+		return r, err
+	}
+	assert.Equal(t, cfg.RoutingID, rid)
+	if err := r.reset(); err != nil {
+		return r, fmt.Errorf("%w; last accesses: %v", err, r.log[max(0, len(r.log)-8):])
+	}
+	return r, nil
+}
+
+// driverProducts are the devices driver 2.24.7.0 knows (neuron_pci.c 31–42)
+// beyond Inf1; Trn3 is not among them.
+var driverProducts = []struct {
+	name string
+	id   uint16
+}{{"trn1", 0x7164}, {"inf2", 0x7264}, {"trn2", 0x7364}}
+
 // TestDriverReplay runs driver 2.24.7.0's probe, ready wait and reset
-// against the model for Trn1, Inf2 and Trn2 under every revision (Trn3 is
-// not in that driver), with a device that boots as the model's firmware
-// does (0xDEADBEEF until Boot has passed).
+// against the model for Trn1, Inf2 and Trn2 under every revision, with a
+// device that boots as the model's firmware does (0xDEADBEEF until Boot has
+// passed) — the default boot, and one that takes 30 s, past one round of
+// the driver's init read.
 func TestDriverReplay(t *testing.T) {
-	ids := []struct {
+	boots := []struct {
 		name string
-		id   uint16
-	}{{"trn1", 0x7164}, {"inf2", 0x7264}, {"trn2", 0x7364}}
-	for _, p := range ids {
+		boot time.Duration
+	}{{"default-boot", 0}, {"30s-boot", 30 * time.Second}}
+	for _, p := range driverProducts {
 		for _, rv := range testRevisions {
-			t.Run(p.name+"/"+rv.name, func(t *testing.T) {
-				d, err := NewDevice(DeviceConfig{DeviceID: p.id, Revision: rv.rev, RoutingID: 5})
-				require.NoError(t, err)
-				g, mode := d.Geometry().Generation, hwarch.ModeOf(rv.rev)
-				r := &driverReplay{t: t, d: d, geo: d.Geometry(), b: behaviourOf(g, mode), misc: d.Geometry().BAR0.MiscRAM}
-
-				rid := r.probe(p.id, rv.rev)
-				assert.Equal(t, uint32(5), rid)
-
-				before := d.Stats()
-				if err := r.reset(); err != nil {
-					t.Fatalf("%v; accesses: %v", err, r.log[max(0, len(r.log)-12):])
-				}
-				after := d.Stats()
-				// The driver asked for a device reset; the device did one.
-				assert.Equal(t, before.DeviceResets+1, after.DeviceResets, "the device reset the driver asked for ran")
-				assert.Equal(t, PhaseReady, d.Phase())
-				assert.Zero(t, after.UnmappedReads+after.UnmappedWrites, "every register the driver touched is decoded")
-				// After "reset … completed" the driver inits the DMA
-				// engines (ndmar_init_ncs, neuron_ring.c 557–575): the
-				// registers answer.
-				sem := r.readl(r.geo.BAR0.TPBWindow(0) + r.geo.BAR0.SemReadOffset)
-				assert.NotEqual(t, hwarch.NotReady, sem)
-				t.Logf("%s: %d register accesses, reset done at %v", p.name, len(r.log), d.Now())
-			})
+			for _, bt := range boots {
+				t.Run(p.name+"/"+rv.name+"/"+bt.name, func(t *testing.T) {
+					fw := DefaultFirmwareTiming()
+					if bt.boot > 0 {
+						fw.Boot = bt.boot
+					}
+					r, err := replayDriver(t, DeviceConfig{DeviceID: p.id, Revision: rv.rev, RoutingID: 5, Firmware: fw})
+					require.NoError(t, err)
+					d := r.d
+					after := d.Stats()
+					// The driver asked for a device reset; the device did one.
+					assert.EqualValues(t, 1, after.DeviceResets, "the device reset the driver asked for ran")
+					assert.Equal(t, PhaseReady, d.Phase())
+					assert.Zero(t, after.UnmappedReads+after.UnmappedWrites, "every register the driver touched is decoded")
+					// After "reset … completed" the driver inits the DMA
+					// engines (ndmar_init_ncs, neuron_ring.c 557–575): the
+					// registers answer.
+					sem := r.readl(r.geo.BAR0.TPBWindow(0) + r.geo.BAR0.SemReadOffset)
+					assert.NotEqual(t, hwarch.NotReady, sem)
+					t.Logf("%d register accesses, reset done at %v", len(r.log), d.Now())
+				})
+			}
 		}
+	}
+}
+
+// TestDriverReplayBudgets: the replay fails where the driver would — a
+// firmware that boots after the driver's 20 routing-id tries (each up to
+// 15 s of init reads, then 1 s), a device reset that outlasts the driver's
+// five FW status reads (0.6 s after the acknowledgement is seen), a V2 QEMU
+// reset register that stays set past its five reads — and the model's
+// default firmware times fit inside every budget (TestDriverReplay).
+func TestDriverReplayBudgets(t *testing.T) {
+	slow := func(f func(*FirmwareTiming)) FirmwareTiming {
+		fw := DefaultFirmwareTiming()
+		f(&fw)
+		return fw
+	}
+	tests := []struct {
+		name string
+		cfg  DeviceConfig
+		msg  string
+	}{
+		{"boot past the routing-id budget", DeviceConfig{DeviceID: 0x7364, Firmware: slow(func(f *FirmwareTiming) { f.Boot = 400 * time.Second })}, "Could not retrieve device index"},
+		{"routing id 64", DeviceConfig{DeviceID: 0x7164, RoutingID: 64}, "Invalid device index 64"},
+		{"Trn2 device reset past the status reads", DeviceConfig{DeviceID: 0x7364, Firmware: slow(func(f *FirmwareTiming) { f.DeviceReset = 2 * time.Second })}, "failed to complete"},
+		{"Inf2 QEMU reset past its five reads", DeviceConfig{DeviceID: 0x7264, Revision: hwarch.RevisionQEMU, Firmware: slow(func(f *FirmwareTiming) { f.QEMUReset = 12 * time.Second })}, "failed to complete"},
+		{"Trn2 acknowledgement past 480 s", DeviceConfig{DeviceID: 0x7364, Revision: hwarch.RevisionEMU, Firmware: slow(func(f *FirmwareTiming) { f.ResetAck = 500 * time.Second })}, "not acknowledged"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := replayDriver(t, tt.cfg)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.msg)
+		})
 	}
 }

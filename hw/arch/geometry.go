@@ -25,7 +25,7 @@ func (c HBMChannel) Contains(addr uint64) bool { return addr >= c.Base && addr <
 
 // BAR0Map holds the BAR0 offsets of the blocks every generation has
 // (driver-facts §2, §5, §9.1). Offsets are relative to the APB BAR, which is
-// PCI BAR0 except on V2 under QEMU, where it is BAR2.
+// PCI BAR0 except under QEMU on V2 and V3, where it is BAR2 (APBBARUnderQEMU).
 type BAR0Map struct {
 	TPBBase       uint64 // NC 0's TPB window (SBUF at +0)
 	TPBStride     uint64 // distance between NC windows
