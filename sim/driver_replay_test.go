@@ -33,7 +33,7 @@ type driverBehaviour struct {
 	// register (v2 160–166 stores 1; v3 339–351 stores the TPB map, which
 	// nr_get_tpb_reset_map, v3 301–316, leaves 0 for a device reset).
 	qemuRegWrite bool
-	qemuRegValue uint32
+	qemuRegOne   bool // V2 stores 1 whatever the request; V3 the TPB map
 	// mailbox: the reset goes through the MISC RAM handshake
 	// (nr_initiate_reset_via_fw, neuron_reset.c 376–432; V2 QEMU does it
 	// after the QEMU store, v2 168–174; V3 QEMU does not, v3 339–351).
@@ -61,9 +61,9 @@ func behaviourOf(g hwarch.Generation, mode hwarch.Mode) driverBehaviour {
 	}
 	switch {
 	case mode == hwarch.ModeQEMU && g == hwarch.Sunda:
-		b.apbBAR, b.qemuRegWrite, b.qemuRegValue, b.qemuWait = 2, true, 1, true
+		b.apbBAR, b.qemuRegWrite, b.qemuRegOne, b.qemuWait = 2, true, true, true
 	case mode == hwarch.ModeQEMU:
-		b.apbBAR, b.qemuRegWrite, b.qemuRegValue, b.qemuWait, b.mailbox = 2, true, 0, true, false
+		b.apbBAR, b.qemuRegWrite, b.qemuWait, b.mailbox = 2, true, true, false
 		b.retries *= 1000
 		b.hbmFromBAR4, b.minBAR4 = true, 0
 	case mode == hwarch.ModeEMU:
@@ -229,17 +229,51 @@ func (r *driverReplay) probe(wantID uint16, wantRev uint8) (uint32, error) {
 	return rid, nil
 }
 
-// reset is the reset worker for the internal whole-device request that
-// neuron_pci_device_init queues (neuron_pci.c 125; neuron_reset.c 69–190):
-// initiate, wait for completion. It returns an error naming the step the
-// driver would report as failed.
-func (r *driverReplay) reset() error {
+// ncMapDevice is the nc_map of a whole-device reset (NEURON_NC_MAP_DEVICE,
+// share/neuron_driver_shared.h 51).
+const ncMapDevice = 0xFFFF_FFFF
+
+// tpbResetMap is the map the driver builds for a reset of nc_map
+// (nr_get_tpb_reset_map): empty for a device reset; per NC on V2 bit n and
+// bits 8+j for its three TOP_SPs (v2/neuron_dhal_v2.c 119–137), on V3 bits
+// n, 8+n (SDMA group) and 16+n (TOP_SP group) (v3/neuron_dhal_v3.c 301–316).
+func (r *driverReplay) tpbResetMap(ncMap uint32) uint32 {
+	var m uint32
+	if ncMap == ncMapDevice {
+		return 0
+	}
+	for nc := range 8 { // MAX_NC_PER_DEVICE
+		if ncMap&(1<<nc) == 0 {
+			continue
+		}
+		m |= 1 << nc
+		if r.geo.Generation == hwarch.Sunda {
+			for j := 3 * nc; j < 3*nc+3; j++ { // V2_TS_PER_DEVICE / V2_NC_PER_DEVICE = 3
+				m |= 1 << (8 + j)
+			}
+		} else {
+			m |= 1<<(nc+8) | 1<<(nc+16)
+		}
+	}
+	return m
+}
+
+// reset is the reset worker for one request of nc_map ncMap
+// (neuron_reset.c 69–190): initiate, wait for completion. The probe's
+// request is the whole device (neuron_pci.c 125); NC_RESET asks for NCs.
+// It returns an error naming the step the driver would report as failed.
+func (r *driverReplay) reset(ncMap uint32) error {
 	qemuReg := r.geo.BAR0.QEMUResetReg
+	m := r.tpbResetMap(ncMap)
 	if r.b.qemuRegWrite {
-		r.writel(qemuReg, r.b.qemuRegValue)
+		v := m
+		if r.b.qemuRegOne {
+			v = 1
+		}
+		r.writel(qemuReg, v)
 	}
 	if r.b.mailbox {
-		if err := r.mailboxReset(); err != nil {
+		if err := r.mailboxReset(ncMap, m); err != nil {
 			return err
 		}
 	}
@@ -260,18 +294,27 @@ func (r *driverReplay) reset() error {
 	return fmt.Errorf("reset request was initiated, but failed to complete (%d tries)", r.b.retries)
 }
 
-// mailboxReset is nr_initiate_reset_via_fw for a device reset
-// (neuron_reset.c 376–432, fw_io_initiate_reset neuron_fw_io.c 415–431):
-// type 1 to +0x1EC, 1 to the trigger +0x800; then every 100 ms read +0x1EC
-// until it is 0, triggering again after 30 s, giving up after the budget.
-func (r *driverReplay) mailboxReset() error {
+// mailboxReset is nr_initiate_reset_via_fw (neuron_reset.c 376–432,
+// fw_io_initiate_reset neuron_fw_io.c 415–431): for a TPB reset the map to
+// +0x1D8 and type 2, for a device reset type 1, to +0x1EC; 1 to the trigger
+// +0x800; then every 100 ms an init read of +0x1EC until it is 0,
+// triggering again after 30 s (device) or 10 s (TPB), giving up after the
+// budget.
+func (r *driverReplay) mailboxReset(ncMap, m uint32) error {
+	typ, retrig := hwarch.ResetTypeDevice, 30*time.Second
+	if ncMap != ncMapDevice {
+		typ, retrig = hwarch.ResetTypeTPB, 10*time.Second
+	}
 	trigger := func() {
-		r.writel(r.misc+hwarch.MiscResetRequest, hwarch.ResetTypeDevice)
+		if typ == hwarch.ResetTypeTPB {
+			r.writel(r.misc+hwarch.MiscResetTPBMap, m)
+		}
+		r.writel(r.misc+hwarch.MiscResetRequest, typ)
 		r.writel(r.misc+hwarch.MiscTrigger, 1)
 	}
 	t0 := r.d.Now()
 	trigger()
-	next := 30 * time.Second
+	next := retrig
 	for r.since(t0) < r.b.giveUp {
 		r.sleep(100 * time.Millisecond)
 		if v, ok := r.readInit(r.misc + hwarch.MiscResetRequest); ok && v == 0 {
@@ -279,7 +322,7 @@ func (r *driverReplay) mailboxReset() error {
 		}
 		if r.since(t0) > next {
 			trigger()
-			next = r.since(t0) + 30*time.Second
+			next = r.since(t0) + retrig
 		}
 	}
 	return fmt.Errorf("reset request failed: +0x1EC not acknowledged in %v", r.b.giveUp)
@@ -299,7 +342,7 @@ func replayDriver(t *testing.T, cfg DeviceConfig) (*driverReplay, error) {
 		return r, err
 	}
 	assert.Equal(t, cfg.RoutingID, rid)
-	if err := r.reset(); err != nil {
+	if err := r.reset(ncMapDevice); err != nil {
 		return r, fmt.Errorf("%w; last accesses: %v", err, r.log[max(0, len(r.log)-8):])
 	}
 	return r, nil
@@ -346,6 +389,40 @@ func TestDriverReplay(t *testing.T) {
 					t.Logf("%d register accesses, reset done at %v", len(r.log), d.Now())
 				})
 			}
+		}
+	}
+}
+
+// TestDriverReplayTPBReset: after probe, the NC_RESET path
+// (nr_start_ncs with an nc_map, neuron_reset.c 247–304) resets NC 1 with
+// the map the driver builds, and the model resets exactly what that map
+// covers: NC 1's semaphores clear, NC 0's stay — except on V2 under QEMU,
+// where the driver stores 1 to the QEMU reset register whatever the request
+// (v2/neuron_dhal_v2.c 160–166) and the model resets the whole device.
+func TestDriverReplayTPBReset(t *testing.T) {
+	for _, p := range driverProducts {
+		for _, rv := range testRevisions {
+			t.Run(p.name+"/"+rv.name, func(t *testing.T) {
+				r, err := replayDriver(t, DeviceConfig{DeviceID: p.id, Revision: rv.rev, RoutingID: 2})
+				require.NoError(t, err)
+				sem := func(nc int) uint64 { return r.geo.BAR0.TPBWindow(nc) + r.geo.BAR0.SemReadOffset }
+				set := func(nc int) uint64 { return r.geo.BAR0.TPBWindow(nc) + r.geo.BAR0.SemSetOffset }
+				r.writel(set(0), 7)
+				r.writel(set(1), 9)
+				require.Equal(t, uint32(9), r.readl(sem(1)))
+				before := r.d.Stats()
+				require.NoError(t, r.reset(1<<1))
+				after := r.d.Stats()
+				assert.Zero(t, r.readl(sem(1)), "NC 1 was reset")
+				if r.b.qemuRegOne {
+					assert.Zero(t, r.readl(sem(0)), "V2 QEMU: the QEMU register resets the device")
+					assert.Equal(t, before.DeviceResets+1, after.DeviceResets)
+					return
+				}
+				assert.Equal(t, uint32(7), r.readl(sem(0)), "NC 0 was not in the map")
+				assert.Equal(t, before.TPBResets+1, after.TPBResets)
+				assert.Equal(t, before.DeviceResets, after.DeviceResets)
+			})
 		}
 	}
 }
