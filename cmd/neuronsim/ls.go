@@ -2,8 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,25 +20,44 @@ import (
 
 func newLsCommand() *cobra.Command {
 	var asJSON bool
-	var remoteAddr string
+	var remoteAddr, kernelPath string
 	cmd := &cobra.Command{
-		Use:   "ls [system flags] [--json] | ls --remote ADDR [--json]",
-		Short: "List the devices of a simulated or remote system, shaped like neuron-ls",
+		Use:   "ls [system flags] [--json] | ls --remote ADDR [--json] | ls --kernel PATH|auto [--json]",
+		Short: "List the devices of a simulated, remote or kernel-driven system, shaped like neuron-ls",
 		Long: "ls brings every device up through the runtime (without resetting it) and lists it as\n" +
 			"neuron-ls does: device index, NeuronCores, their ids, device memory, connected devices and\n" +
-			"PCI BDF. The BDF of a simulated device is synthetic (bus = 0x10 + index).",
+			"PCI BDF. The BDF of a simulated device is synthetic (bus = 0x10 + index).\n" +
+			"With --kernel it lists devices through the Neuron kernel driver: one /dev/neuronN, or\n" +
+			"with \"auto\" every /dev/neuron* there is; the connected devices are the driver's\n" +
+			"(NEURON_IOCTL_DEVICE_INFO).",
 		Example: "  neuronsim ls --arch trn2 --devices 16\n" +
 			"  neuronsim ls --arch mariana --revision qemu --json\n" +
-			"  neuronsim ls --remote unix:/tmp/neuronsim.sock",
+			"  neuronsim ls --remote unix:/tmp/neuronsim.sock\n" +
+			"  neuronsim ls --kernel /dev/neuron0",
 		Args: cobra.NoArgs,
 	}
 	sf := addSystemFlags(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON with the neuron-ls field names")
 	cmd.Flags().StringVar(&remoteAddr, "remote", "", "list the devices that neuronsim serve exports at `ADDR` (unix:PATH or tcp:HOST:PORT)")
+	cmd.Flags().StringVar(&kernelPath, "kernel", "", "list devices through the kernel driver: a /dev/neuronN `PATH`, or \"auto\" for every /dev/neuron*")
+	cmd.MarkFlagsMutuallyExclusive("remote", "kernel")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		var devs []broughtUp
 		var header string
-		if remoteAddr != "" {
+		if kernelPath != "" {
+			if err := sf.notWith("--kernel"); err != nil {
+				return err
+			}
+			sys, err := openKernelSystem(kernelPath)
+			if err != nil {
+				return err
+			}
+			defer sys.close()
+			if devs, err = bringUpAll(sys.devs, sys.connected, sys.indices, hwarch.SwitchNone, true); err != nil {
+				return err
+			}
+			header = "kernel driver, " + strings.Join(sys.paths, " ")
+		} else if remoteAddr != "" {
 			if err := sf.notWith("--remote"); err != nil {
 				return err
 			}
@@ -73,6 +97,84 @@ func newLsCommand() *cobra.Command {
 		return writeLsTable(cmd.OutOrStdout(), header, devs)
 	}
 	return cmd
+}
+
+// kernelSystem is the devices of the kernel driver a command opened.
+type kernelSystem struct {
+	devs      []ndl.Device
+	connected [][]int
+	indices   []int
+	paths     []string
+}
+
+func (k *kernelSystem) close() {
+	for _, d := range k.devs {
+		_ = d.Close()
+	}
+}
+
+// kernelNode matches a device node's name, neuronN.
+var kernelNode = regexp.MustCompile(`^neuron(\d+)$`)
+
+// openKernelSystem opens one /dev/neuronN, or with "auto" every
+// /dev/neuron* node, in index order. The device index is the node's N;
+// the connected devices are what the driver reports.
+func openKernelSystem(path string) (*kernelSystem, error) {
+	paths := []string{path}
+	if path == "auto" {
+		ents, err := os.ReadDir("/dev")
+		if err != nil {
+			return nil, fmt.Errorf("--kernel auto: %w", err)
+		}
+		paths = nil
+		for _, e := range ents {
+			if kernelNode.MatchString(e.Name()) {
+				paths = append(paths, filepath.Join("/dev", e.Name()))
+			}
+		}
+		if len(paths) == 0 {
+			return nil, errors.New("--kernel auto: no /dev/neuron* nodes (is the neuron driver loaded?)")
+		}
+	}
+	type node struct {
+		path  string
+		index int
+	}
+	nodes := make([]node, len(paths))
+	for i, p := range paths {
+		m := kernelNode.FindStringSubmatch(filepath.Base(p))
+		if m == nil {
+			return nil, fmt.Errorf("--kernel %s: not a /dev/neuronN node", p)
+		}
+		n, err := units.ParseInt("--kernel "+p+" device index", m[1], 0, hwarch.MaxNeuronDevices-1)
+		if err != nil {
+			return nil, err
+		}
+		nodes[i] = node{p, int(n)}
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].index < nodes[j].index })
+	k := &kernelSystem{}
+	for _, n := range nodes {
+		d, err := ndl.OpenKernel(n.path)
+		if err != nil {
+			k.close()
+			return nil, err
+		}
+		info := d.Info()
+		cnt := int(info.ConnectedDeviceCount)
+		if cnt > len(info.ConnectedDevices) {
+			k.close()
+			_ = d.Close()
+			return nil, fmt.Errorf("--kernel %s: the driver reports %d connected devices, more than the %d its ioctl holds", n.path, cnt, len(info.ConnectedDevices))
+		}
+		conn := make([]int, cnt)
+		for i := range conn {
+			conn[i] = int(info.ConnectedDevices[i])
+		}
+		k.devs, k.connected = append(k.devs, d), append(k.connected, conn)
+		k.indices, k.paths = append(k.indices, n.index), append(k.paths, n.path)
+	}
+	return k, nil
 }
 
 // lsDevice is one device as neuron-ls --json prints it.
