@@ -31,6 +31,16 @@ type Options struct {
 	// Logf, if set, receives one line per error the server could not
 	// report to the client (no-reply commands, broken connections).
 	Logf func(format string, args ...any)
+	// Pacer keeps the device clock up with wall time before each BAR
+	// access ([Pacer]). nil: a Pacer of the device's own clock on the
+	// process's monotonic clock — for a device alone; a device of a
+	// system (one with a shared engine) needs its system's Pacer here,
+	// and New refuses it without one.
+	Pacer *Pacer
+	// NoPacing turns pacing off: the clock moves only by MMIO latency,
+	// sleeps and what the device's own user runs (tests that count MMIO
+	// time). It cannot go with a Pacer.
+	NoPacing bool
 }
 
 // Bounds of Options.
@@ -95,6 +105,7 @@ type Server struct {
 	opt     Options
 	own     Capabilities
 	mem     *GuestMemory
+	pacer   *Pacer // nil: no pacing
 	busy    sync.Mutex // held by the session being served
 	irqN    [NumIRQIdx]uint32
 }
@@ -110,6 +121,23 @@ func New(dev *sim.Device, opt Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{dev: dev, opt: opt}
+	switch {
+	case opt.NoPacing && opt.Pacer != nil:
+		return nil, fmt.Errorf("vfio-user: device %s: both a Pacer and NoPacing: %w", dev.Config().Name, ErrPacing)
+	case opt.Pacer != nil && !opt.Pacer.paces(dev):
+		return nil, fmt.Errorf("vfio-user: device %s: the Pacer keeps another system's clock: %w", dev.Config().Name, ErrPacing)
+	case opt.Pacer != nil:
+		s.pacer = opt.Pacer
+	case opt.NoPacing:
+	case dev.Config().Engine != nil:
+		return nil, fmt.Errorf("vfio-user: device %s shares its system's clock: give the system's Pacer (Options.Pacer): %w", dev.Config().Name, ErrPacing)
+	default:
+		p, err := NewPacer(dev, nil)
+		if err != nil {
+			return nil, err
+		}
+		s.pacer = p
+	}
 	if c, ok := any(dev).(ConfigSpace); ok {
 		s.cfg = c
 	} else {
@@ -813,6 +841,11 @@ func (ss *session) access(write bool, r uint32, off uint64, p []byte) error {
 			return ss.s.cfg.WriteConfig(off, p)
 		}
 		return ss.s.cfg.ReadConfig(off, p)
+	}
+	if ss.s.pacer != nil {
+		if err := ss.s.pacer.Pace(); err != nil {
+			return err
+		}
 	}
 	if cap(ss.words) < len(p)/4 {
 		ss.words = make([]uint32, len(p)/4)

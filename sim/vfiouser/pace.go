@@ -1,0 +1,97 @@
+package vfiouser
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/sim"
+)
+
+// ErrPacing: the Options of a server ask for pacing that cannot be: a
+// Pacer together with NoPacing, a Pacer of another system's clock, or no
+// Pacer for a device of a system.
+var ErrPacing = errors.New("vfio-user: pacing misconfigured")
+
+// WallClock returns the wall time passed since an origin of its own; it
+// is read by a Pacer, which only uses differences of its readings. A
+// reading below an earlier one counts as no time passed.
+type WallClock func() time.Duration
+
+// RealWallClock returns a WallClock of the process's monotonic clock, its
+// origin the call.
+func RealWallClock() WallClock {
+	start := time.Now()
+	return func() time.Duration { return time.Since(start) }
+}
+
+// Pacer keeps the device clock of one system up with wall time while its
+// devices are served to a guest. A guest driver waits in wall time (msleep
+// between polls of a register), while the model's clock otherwise moves
+// only by the MMIO latency of each access, so without pacing a firmware
+// boot of 500 ms would take half a million polls. Before each BAR access
+// it handles, a Server calls Pace, which moves the clock to at least its
+// time when the Pacer was made plus the wall time passed since, running
+// the events that fall due (firmware boot and resets, DMA completions).
+//
+// The devices of one system share one engine and one lock
+// (sim.DeviceConfig.Engine/Lock), so they share one Pacer: build it from
+// any one of them and pass it in the Options of every server of the
+// system. The clock goes on following wall time across sessions — while no
+// client is connected a real device keeps running too — and catches up
+// with the first access of the next session. A Pacer is safe for
+// concurrent use.
+type Pacer struct {
+	dev    *sim.Device // any device of the system: its clock is the system's
+	wall   WallClock
+	wall0  time.Duration // the wall clock's reading when the Pacer was made
+	clock0 sim.Time      // the device clock then
+}
+
+// NewPacer returns a Pacer of dev's clock (the system's, for a device of a
+// system) reading wall, or the process's monotonic clock when wall is nil.
+// Tests give a wall clock of their own, so that pacing is deterministic.
+func NewPacer(dev *sim.Device, wall WallClock) (*Pacer, error) {
+	if dev == nil {
+		return nil, fmt.Errorf("vfio-user: pacer of no device: %w", ErrMessage)
+	}
+	if wall == nil {
+		wall = RealWallClock()
+	}
+	return &Pacer{dev: dev, wall: wall, wall0: wall(), clock0: dev.Now()}, nil
+}
+
+// paces reports whether p keeps the clock of d (d shares its engine).
+func (p *Pacer) paces(d *sim.Device) bool { return p.dev.Engine() == d.Engine() }
+
+// Target returns the clock time pacing moves to now: the clock's time when
+// the Pacer was made plus the wall time passed since. A target past
+// sim.MaxTime (the clock has run for about 53 days of wall time) is
+// refused with an error wrapping sim.ErrTimeOverflow.
+func (p *Pacer) Target() (sim.Time, error) {
+	passed := p.wall() - p.wall0
+	if passed < 0 {
+		passed = 0 // the wall clock went back: no time passed
+	}
+	ps, err := units.DurationToPS("pacing: wall time passed", passed)
+	if err != nil || sim.Time(ps) > sim.MaxTime-p.clock0 {
+		return 0, fmt.Errorf("vfio-user: pacing: the device clock at %v plus %v of wall time passes the latest time %v: %w",
+			p.clock0, passed, sim.MaxTime, sim.ErrTimeOverflow)
+	}
+	return p.clock0 + sim.Time(ps), nil
+}
+
+// Pace moves the clock to Target when it is behind it, running the events
+// that fall due; a clock ahead of it (MMIO latency and sleeps run it ahead)
+// stays where it is. It fails, moving nothing, as Target does.
+func (p *Pacer) Pace() error {
+	t, err := p.Target()
+	if err != nil {
+		return err
+	}
+	if _, err := p.dev.AdvanceTo(t); err != nil {
+		return fmt.Errorf("vfio-user: pacing: %w", err)
+	}
+	return nil
+}
