@@ -19,7 +19,9 @@ import (
 // fakeWall is a wall clock a test sets.
 type fakeWall struct{ now atomic.Int64 }
 
-func (w *fakeWall) clock() WallClock { return func() time.Duration { return time.Duration(w.now.Load()) } }
+func (w *fakeWall) clock() WallClock {
+	return func() time.Duration { return time.Duration(w.now.Load()) }
+}
 func (w *fakeWall) set(d time.Duration) { w.now.Store(int64(d)) }
 
 // bootingDevice is a device that powers on booting (FirmwareTiming.Boot of

@@ -105,7 +105,7 @@ type Server struct {
 	opt     Options
 	own     Capabilities
 	mem     *GuestMemory
-	pacer   *Pacer // nil: no pacing
+	pacer   *Pacer     // nil: no pacing
 	busy    sync.Mutex // held by the session being served
 	irqN    [NumIRQIdx]uint32
 }
