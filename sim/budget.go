@@ -236,7 +236,10 @@ func (d *Device) SetPageBudget(b *PageBudget) error {
 			return fmt.Errorf("sim device %s: %w", d.cfg.Name, err)
 		}
 	}
-	if err := d.host.SetPageBudget(b); err != nil {
+	if d.hostMem == nil {
+		return nil // another port (a guest's memory) holds no model pages
+	}
+	if err := d.hostMem.SetPageBudget(b); err != nil {
 		return fmt.Errorf("sim device %s: %w", d.cfg.Name, err)
 	}
 	return nil

@@ -59,9 +59,10 @@ type DeviceConfig struct {
 	// TimingOnly runs DMA without payloads (see dma.Options).
 	TimingOnly bool
 	// Host is the host memory the device's DMA reaches through its host
-	// window; nil gives the device a private one. Devices of one system
-	// share one.
-	Host *HostMemory
+	// window (a HostPort: the host-memory model, or a guest's memory when
+	// the device is served over vfio-user); nil gives the device a private
+	// host-memory model. Devices of one system share one.
+	Host HostPort
 	// Ready starts the device with its firmware already booted, as if Boot
 	// had passed before time 0.
 	Ready bool
@@ -160,7 +161,8 @@ type Device struct {
 	regs    *Memory // backing of plain register and SRAM windows, by BAR0 offset
 	hbm     *Memory // device memory, by device address
 	hbmSize []uint64
-	host    *HostMemory
+	host    HostPort    // where host-window DMA goes
+	hostMem *HostMemory // host as the host-memory model; nil when it is another port
 	dma     *dma.Controller
 	cores   []*tpb.Core
 	hCore   []HandlerID
@@ -207,9 +209,8 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 	}
 	d.st.NCSync = make([]tpb.SyncState, geo.NeuronCores)
 	d.st.TopSPSync = make([]tpb.SyncState, geo.TopSPs)
-	d.host = cfg.Host
-	if d.host == nil {
-		d.host = NewHostMemory()
+	if d.host, d.hostMem, err = hostPort(cfg.Name, cfg.Host); err != nil {
+		return nil, err
 	}
 	d.hbmSize = make([]uint64, len(geo.HBM))
 	for ch, c := range geo.HBM {

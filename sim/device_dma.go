@@ -280,20 +280,38 @@ func (b *deviceBus) CopyDMA(dst, src uint64, n int) error {
 // Host memory, as the runtime's allocator of DMA buffers sees it (the
 // optional ndl.HostMemory interface).
 
-// HostAlloc allocates a zeroed host buffer and returns its physical address.
-func (d *Device) HostAlloc(size, align uint64) (uint64, error) { return d.host.Alloc(size, align) }
+// HostAlloc allocates a zeroed host buffer and returns its physical
+// address. A device whose host port is not the host-memory model (a
+// guest's memory) has no allocator: ErrNoHostModel.
+func (d *Device) HostAlloc(size, align uint64) (uint64, error) {
+	h, err := d.hostModel("host alloc")
+	if err != nil {
+		return 0, err
+	}
+	return h.Alloc(size, align)
+}
 
-// HostFree frees a host buffer.
-func (d *Device) HostFree(pa uint64) error { return d.host.Free(pa) }
+// HostFree frees a host buffer; ErrNoHostModel as HostAlloc.
+func (d *Device) HostFree(pa uint64) error {
+	h, err := d.hostModel("host free")
+	if err != nil {
+		return err
+	}
+	return h.Free(pa)
+}
 
-// HostRead reads host memory.
+// HostRead reads host memory through the device's host port.
 func (d *Device) HostRead(pa uint64, p []byte) error { return d.host.Read(pa, p) }
 
-// HostWrite writes host memory.
+// HostWrite writes host memory through the device's host port.
 func (d *Device) HostWrite(pa uint64, p []byte) error { return d.host.Write(pa, p) }
 
-// HostMemory returns the device's host-memory model.
-func (d *Device) HostMemory() *HostMemory { return d.host }
+// HostMemory returns the device's host-memory model, nil when its host
+// port is something else (a guest's memory).
+func (d *Device) HostMemory() *HostMemory { return d.hostMem }
+
+// HostPort returns where the device's host-window DMA goes.
+func (d *Device) HostPort() HostPort { return d.host }
 
 // DMAQueue returns a copy of a DMA queue's state, for tests and reports.
 func (d *Device) DMAQueue(engine, queue int) (dma.QueueState, error) {

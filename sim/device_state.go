@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
@@ -31,7 +32,9 @@ type DeviceSnapshot struct {
 // is saved and restored with its system.
 var ErrSystemDevice = errors.New("a device of a system is saved and restored with its system")
 
-// Snapshot returns a deep copy of the device's whole state. For a device of
+// Snapshot returns a deep copy of the device's whole state; Host is empty
+// when the device's host port is not the host-memory model (a guest's
+// memory is not the device's state). For a device of
 // a system the Engine part is the system's shared engine; such a snapshot
 // is for inspection, and NewDeviceFromSnapshot and Restore refuse it.
 func (d *Device) Snapshot() DeviceSnapshot {
@@ -40,8 +43,12 @@ func (d *Device) Snapshot() DeviceSnapshot {
 	st := d.st
 	st.NCSync = slices.Clone(d.st.NCSync)
 	st.TopSPSync = slices.Clone(d.st.TopSPSync)
-	return DeviceSnapshot{Config: d.cfg, State: st, Engine: d.engine.State(), Regs: d.regs.State(), HBM: d.hbm.State(),
-		DMA: d.dma.State(), Cores: d.coreStates(), Host: d.host.State()}
+	snap := DeviceSnapshot{Config: d.cfg, State: st, Engine: d.engine.State(), Regs: d.regs.State(), HBM: d.hbm.State(),
+		DMA: d.dma.State(), Cores: d.coreStates()}
+	if d.hostMem != nil {
+		snap.Host = d.hostMem.State()
+	}
+	return snap
 }
 
 // NewDeviceFromSnapshot builds a device in the state a snapshot recorded,
@@ -55,7 +62,9 @@ func NewDeviceFromSnapshot(s DeviceSnapshot) (*Device, error) {
 	}
 	cfg := s.Config
 	cfg.Ready = true // no boot event: the snapshot's queue says what is pending
-	cfg.Host = nil   // a private host memory, restored below
+	if _, model := s.Config.Host.(*HostMemory); model {
+		cfg.Host = nil // a private host memory, restored below
+	} // another port (a guest's memory) is kept: it is not the snapshot's to restore
 	d, err := NewDevice(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("sim device snapshot: %w: %w", err, ErrInvalidState)
@@ -87,8 +96,8 @@ func (d *Device) Restore(s DeviceSnapshot) error {
 	// fresh was built from s with every part checked, so what follows cannot
 	// fail; the host memory, which may refuse on its own terms, goes first,
 	// before anything of the device has changed.
-	if d.host != fresh.host {
-		if err := d.host.Restore(fresh.host.State()); err != nil {
+	if d.hostMem != nil && d.hostMem != fresh.hostMem {
+		if err := d.hostMem.Restore(fresh.hostMem.State()); err != nil {
 			return err
 		}
 	}
@@ -180,8 +189,11 @@ func (d *Device) restore(s DeviceSnapshot, withEngine bool) error {
 	}
 	// The host memory checks its own state and keeps its old one when it
 	// refuses; it goes last of what can fail.
-	if withEngine {
-		if err := d.host.Restore(s.Host); err != nil {
+	if withEngine && d.hostMem == nil && !reflect.ValueOf(s.Host).IsZero() {
+		return fmt.Errorf("sim device %s: restore: host memory state for a device whose host port (%T) is not the host-memory model: %w", d.cfg.Name, d.host, ErrInvalidState)
+	}
+	if withEngine && d.hostMem != nil {
+		if err := d.hostMem.Restore(s.Host); err != nil {
 			return fmt.Errorf("sim device %s: %w", d.cfg.Name, err)
 		}
 	}

@@ -37,7 +37,9 @@ type remoteDMA func(write bool, addr uint64, p []byte) error
 // access that is not wholly inside mapped regions fails with an error
 // wrapping ErrUnmapped (and sim.ErrHostRange, the host model's error for
 // the same fault). Its Read, Write and Check have the shape of
-// sim.HostMemory's. It is safe for concurrent use.
+// sim.HostMemory's: it is a sim.HostPort, so a device built with it as its
+// host (NewGuestMemory) moves its DMA to and from the client's memory. It
+// is safe for concurrent use.
 type GuestMemory struct {
 	mu       sync.RWMutex
 	maps     []Mapping // sorted by Addr, disjoint
@@ -45,10 +47,25 @@ type GuestMemory struct {
 	maxMaps  int
 	maxBytes uint64
 	remote   remoteDMA
+	served   bool // a server has taken it
 }
 
 func newGuestMemory(maxMaps int, maxBytes uint64) *GuestMemory {
 	return &GuestMemory{maxMaps: maxMaps, maxBytes: maxBytes}
+}
+
+// NewGuestMemory returns an empty guest memory bounded by opt's DMA limits
+// (MaxDMAMaps, MaxDMABytes; a zero field takes its default), to be the
+// host port of the device a server serves: build the device with it as
+// sim.DeviceConfig.Host, then the server with New(device, opt) and the
+// same opt — the server takes the device's guest memory as its own, so
+// that the client's DMA_MAP regions are what the device's DMA reaches.
+// One guest memory serves one server.
+func NewGuestMemory(opt Options) (*GuestMemory, error) {
+	if err := opt.fill(); err != nil {
+		return nil, err
+	}
+	return newGuestMemory(opt.MaxDMAMaps, opt.MaxDMABytes), nil
 }
 
 // Mappings returns a copy of the current mappings, by address.
@@ -211,3 +228,4 @@ func copyMapped(write bool, mem, q []byte, at uint64) (err error) {
 	}
 	return nil
 }
+var _ sim.HostPort = (*GuestMemory)(nil)

@@ -14,6 +14,10 @@ import (
 // Pacer for a device of a system.
 var ErrPacing = errors.New("vfio-user: pacing misconfigured")
 
+// ErrWiring: a device's guest memory (its host port) cannot be the
+// server's: another server has it, or it was built with other DMA limits.
+var ErrWiring = errors.New("vfio-user: device and server do not fit together")
+
 // WallClock returns the wall time passed since an origin of its own; it
 // is read by a Pacer, which only uses differences of its readings. A
 // reading below an earlier one counts as no time passed.

@@ -157,13 +157,41 @@ func New(dev *sim.Device, opt Options) (*Server, error) {
 		return nil, fmt.Errorf("vfio-user: config space of %d bytes, want 64 to %d: %w", s.cfgSize, PCIeConfigSize, ErrLimit)
 	}
 	s.own = Capabilities{MaxMsgFDs: uint64(opt.MaxMsgFDs), MaxDataXferSize: opt.MaxDataXferSize, MaxDMAMaps: uint64(opt.MaxDMAMaps), PgSizes: pageSize, WriteMultiple: true}
-	s.mem = newGuestMemory(opt.MaxDMAMaps, opt.MaxDMABytes)
+	if err := s.takeMemory(); err != nil {
+		return nil, err
+	}
 	s.irqN = [NumIRQIdx]uint32{IRQIntx: 1, IRQMSI: 1, IRQMSIX: uint32(opt.MSIXVectors), IRQErr: 1, IRQReq: 1}
 	return s, nil
 }
 
-// Memory returns the client's memory as the device's DMA reaches it: the
-// DMA_MAP regions of the current session (none between sessions).
+// takeMemory chooses the server's guest memory: the device's host port
+// when it is a GuestMemory (NewGuestMemory), which must have the server's
+// DMA limits and no other server; otherwise one of the server's own, which
+// the device's DMA does not reach (it reaches its own host port).
+func (s *Server) takeMemory() error {
+	g, ok := s.dev.HostPort().(*GuestMemory)
+	if !ok {
+		s.mem = newGuestMemory(s.opt.MaxDMAMaps, s.opt.MaxDMABytes)
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.served:
+		return fmt.Errorf("vfio-user: device %s: its guest memory is another server's: %w", s.dev.Config().Name, ErrWiring)
+	case g.maxMaps != s.opt.MaxDMAMaps || g.maxBytes != s.opt.MaxDMABytes:
+		return fmt.Errorf("vfio-user: device %s: its guest memory holds %d mappings of %#x bytes in all, the server's options %d of %#x (build both from the same Options): %w",
+			s.dev.Config().Name, g.maxMaps, g.maxBytes, s.opt.MaxDMAMaps, s.opt.MaxDMABytes, ErrWiring)
+	}
+	g.served = true
+	s.mem = g
+	return nil
+}
+
+// Memory returns the client's memory by guest-physical address: the
+// DMA_MAP regions of the current session (none between sessions). It is
+// what the device's DMA reaches when the device was built with it as its
+// host port (NewGuestMemory).
 func (s *Server) Memory() *GuestMemory { return s.mem }
 
 // Config returns the function's config space as the server serves it.
