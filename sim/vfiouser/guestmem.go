@@ -228,4 +228,5 @@ func copyMapped(write bool, mem, q []byte, at uint64) (err error) {
 	}
 	return nil
 }
+
 var _ sim.HostPort = (*GuestMemory)(nil)
