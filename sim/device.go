@@ -108,6 +108,7 @@ type DeviceStats struct {
 	ResetRequests                 uint64 // reset requests started or coalesced
 	UnservedTriggers              uint64 // mailbox triggers for a request the model does not serve
 	LostEvents                    uint64 // events that could not be scheduled (the clock saturated)
+	FunctionResets                uint64 // function-level resets (FunctionReset: vfio-user DEVICE_RESET)
 }
 
 // ResetState is the reset in progress, if any. Requests that arrive while one
@@ -134,6 +135,7 @@ type DeviceState struct {
 	TopSPSync []tpb.SyncState
 	Closed    bool
 	Stats     DeviceStats
+	Boot      uint64 // firmware boots started since power-on (FunctionReset starts one): names the current boot event
 }
 
 // Device is one simulated Neuron PCI function. It answers BAR reads and

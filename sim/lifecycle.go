@@ -18,7 +18,7 @@ import (
 
 func (d *Device) registerHandlers() error {
 	var err error
-	if d.hBoot, err = d.register("fw-boot", HandlerFunc(func(*Engine, uint64) { d.bootDone() })); err != nil {
+	if d.hBoot, err = d.register("fw-boot", HandlerFunc(func(_ *Engine, boot uint64) { d.bootEvent(boot) })); err != nil {
 		return err
 	}
 	if d.hAck, err = d.register("fw-reset-ack", HandlerFunc(func(_ *Engine, arg uint64) { d.resetAck(arg>>1, arg&1 != 0) })); err != nil {
@@ -38,7 +38,7 @@ func (d *Device) powerOn() {
 		d.bootDone()
 		return
 	}
-	_ = d.engine.After(FromDuration(d.cfg.Firmware.Boot), d.hBoot, 0)
+	_ = d.engine.After(FromDuration(d.cfg.Firmware.Boot), d.hBoot, d.st.Boot)
 }
 
 func (d *Device) misc(off uint64) *uint32 { return &d.st.Misc[off/4] }

@@ -185,3 +185,34 @@ func TestPacingSystem(t *testing.T) {
 	_, err = NewPacer(nil, nil)
 	assert.ErrorIs(t, err, ErrMessage)
 }
+
+// TestDeviceResetBoots: DEVICE_RESET is the device's function-level reset:
+// the firmware boots again, the ready poll succeeds once the boot's wall
+// time has passed, and MISC RAM is back at its power-on values.
+func TestDeviceResetBoots(t *testing.T) {
+	d := bootingDevice(t, sim.DeviceConfig{RoutingID: 7, Ready: true})
+	var w fakeWall
+	p, err := NewPacer(d, w.clock())
+	require.NoError(t, err)
+	_, path := startServer(t, d, Options{Pacer: p})
+	c := dial(t, path)
+	c.handshake()
+	scratch := d.Geometry().BAR0.MiscRAM + 0x100
+	require.NoError(t, c.regionWrite(uint32(d.RegisterBAR()), scratch, le32(0xa5a5)))
+	_, _, err = c.call(CmdDeviceReset, nil)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), d.Stats().FunctionResets)
+	v, err := routingID(t, c, d)
+	require.NoError(t, err)
+	assert.Equal(t, hwarch.NotReady, v)
+	w.set(sim.DefaultFirmwareTiming().Boot + time.Millisecond)
+	v, err = routingID(t, c, d)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(7), v)
+	got, err := c.regionRead(uint32(d.RegisterBAR()), scratch, 4)
+	require.NoError(t, err)
+	assert.Equal(t, le32(0), got)
+	require.NoError(t, d.Close())
+	_, _, err = c.call(CmdDeviceReset, nil)
+	assert.Equal(t, syscall.ENODEV, err)
+}

@@ -966,10 +966,14 @@ func (ss *session) deviceReset(p []byte) error {
 	if len(p) != 0 {
 		return fmt.Errorf("DEVICE_RESET with a %d-byte payload, it takes none: %w", len(p), ErrMessage)
 	}
-	if r, ok := ss.s.cfg.(ConfigResetter); ok {
-		r.ResetConfig()
+	// The device's function-level reset returns its own config space to
+	// power-on values; a header of the server's own is reset here.
+	if ss.s.cfg != ConfigSpace(ss.s.dev) {
+		if r, ok := ss.s.cfg.(ConfigResetter); ok {
+			r.ResetConfig()
+		}
 	}
-	return nil
+	return ss.s.dev.FunctionReset()
 }
 
 // remoteDMA moves p to or from the client's memory at addr by DMA_READ or
