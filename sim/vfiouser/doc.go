@@ -18,12 +18,26 @@
 // sim.Device.ReadBAR/WriteBAR, with the BAR decode and MMIO timing of the
 // in-process backend; DEVICE_GET_IRQ_INFO and DEVICE_SET_IRQS (the
 // eventfds of INTx, MSI, MSI-X, ERR and REQ are kept; a client trigger
-// signals the kept eventfd); DEVICE_RESET (the config space returns to
-// its power-on values, through ResetConfig); DMA_MAP and DMA_UNMAP, a mapping's file
+// signals the kept eventfd); DEVICE_RESET (the device's function-level
+// reset, sim.Device.FunctionReset: config space, DMA engines and queues,
+// NeuronCores, registers, MISC RAM to power-on values and the firmware
+// boots again, HBM kept); DMA_MAP and DMA_UNMAP, a mapping's file
 // descriptor (SCM_RIGHTS) mmapped, a mapping without one reached by
 // server-to-client DMA_READ/DMA_WRITE requests split at the transfer
 // limit; and GuestMemory, the client's memory by guest-physical address,
-// for the device's DMA.
+// a sim.HostPort: a device built with it as its host (NewGuestMemory, then
+// New with the same Options) DMAs to and from the client's memory, its
+// host-window addresses (the driver's pci_host_base ORed in) less that bit
+// being guest-physical; an access outside every mapping is a DMA error of
+// the queue.
+//
+// Pacing: the guest's driver waits in wall time (msleep between polls),
+// so before each BAR access a Pacer moves the device clock to at least its
+// time when the Pacer was made plus the wall time passed since, running
+// what falls due (never back, never past sim.MaxTime). The devices of a
+// system share one clock and one Pacer (Options.Pacer); a device alone gets
+// one of its own unless Options.NoPacing. The clock keeps following wall
+// time while no client is connected.
 //
 // Limits (Options): 16 file descriptors per message, 1 MiB per data
 // transfer (the smaller of the client's and the server's), 1024 DMA
@@ -39,14 +53,14 @@
 //
 // Not implemented: DEVICE_GET_REGION_IO_FDS, mmappable regions, DEVICE_FEATURE
 // and migration (MIG_DATA_READ/WRITE), dirty-page logging, twin-socket mode,
-// and interrupts raised by the model (it has none to raise yet). The
-// device's DMA does not reach GuestMemory yet: sim.Device's host side is a
-// *sim.HostMemory, and wiring needs a device hook taking an interface with
-// GuestMemory's Read/Write/Check. Config space is the device's own when it
-// implements ConfigSpace (ReadConfig/WriteConfig; 4096 bytes unless it
-// has ConfigSize), otherwise a 256-byte type-0 header of the server's own
-// (identity, command register, 64-bit prefetchable BARs the guest can size;
-// no capability list). DEVICE_RESET does not reset the model itself
-// (sim.Device has no function-level reset that can be called from outside
-// its event loop).
+// and interrupts raised by the model (it has none to raise yet). Serving
+// the devices of a sim/fabric system needs one GuestMemory per device (each
+// server has its own client's mappings), which fabric's shared host memory
+// does not give yet.
+//
+// Config space is the device's own when it implements ConfigSpace
+// (ReadConfig/WriteConfig; 4096 bytes unless it has ConfigSize), otherwise
+// a 256-byte type-0 header of the server's own (identity, command
+// register, 64-bit prefetchable BARs the guest can size; no capability
+// list).
 package vfiouser
