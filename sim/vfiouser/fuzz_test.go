@@ -8,6 +8,10 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/hw/udma"
+	"github.com/neuronsim/neuronsim/sim"
 )
 
 // socketPair returns the two ends of a connected unix stream socket pair.
@@ -45,9 +49,22 @@ func FuzzServer(f *testing.F) {
 	f.Add(msgBytes(Header{ID: 5, Command: CmdSetIRQs}, le32(20, IRQSetDataEventfd|IRQSetActionTrig, 0, 0, 1)))
 	f.Add(msgBytes(Header{ID: 6, Command: CmdRegionWriteMulti}, append(le64(nil, 1), rwPayload(4, RegionConfig, 2, make([]byte, 8))...)))
 	f.Add(append(msgBytes(Header{ID: 7, Command: CmdRegionWrite}, rwPayload(0, 0, 4, []byte{1, 2, 3, 4})), 1, 2, 3))
+	f.Add(msgBytes(Header{ID: 8, Command: CmdDeviceReset}, nil))
+	f.Add(guestDMASeed(f))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzOnce.Do(func() {
-			s, err := New(newTestDevice(t), Options{ReplyTimeout: 20 * time.Millisecond, MaxDataXferSize: 64 << 10})
+			// the device DMAs into the fuzzed client's memory, and its clock
+			// is paced by wall time
+			opt := Options{ReplyTimeout: 20 * time.Millisecond, MaxDataXferSize: 64 << 10}
+			mem, err := NewGuestMemory(opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dev, err := sim.NewDevice(sim.DeviceConfig{Generation: hwarch.Cayman, Revision: hwarch.RevisionQEMU, RoutingID: 3, Ready: true, Host: mem})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := New(dev, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,4 +128,40 @@ func msgBytes(h Header, payload []byte) []byte {
 	h.Marshal(b)
 	copy(b[HeaderSize:], payload)
 	return b
+}
+
+// guestDMASeed is a stream that maps guest memory without a file and
+// programs a host-to-device queue whose ring lies in it: the device's
+// descriptor fetch goes to the client as DMA_READ (which the fuzzed client
+// never answers, so the queue errors after the reply timeout).
+func guestDMASeed(tb testing.TB) []byte {
+	geo := hwarch.MustGeometry(hwarch.Cayman)
+	eng, q, err := udma.H2TEngine(geo, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	base, err := udma.EngineBAR0(geo, eng)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	reg := uint32(geo.BAR0.RegisterBAR(hwarch.ModeQEMU))
+	const gpa = 0x8000_0000
+	out := msgBytes(Header{ID: 10, Command: CmdDMAMap}, dmaMap(DMAFlagRead|DMAFlagWrite, 0, gpa, 0x10000))
+	id := uint16(11)
+	w := func(off uint64, v uint32) {
+		out = append(out, msgBytes(Header{ID: id, Command: CmdRegionWrite}, rwPayload(base+off, reg, 4, le32(v)))...)
+		id++
+	}
+	w(udma.M2S+udma.ChangeState, udma.ChangeNormal)
+	w(udma.S2M+udma.ChangeState, udma.ChangeNormal)
+	for i, half := range []uint64{udma.M2S, udma.S2M} {
+		ring := geo.HostAddress(gpa + uint64(i)*0x1000)
+		w(udma.QueueReg(half, q, udma.QBaseLo), uint32(ring))
+		w(udma.QueueReg(half, q, udma.QBaseHi), uint32(ring>>32))
+		w(udma.QueueReg(half, q, udma.QLength), udma.MinRing)
+		w(udma.QueueReg(half, q, udma.QCfg), udma.QCfgDriver)
+	}
+	w(udma.QueueReg(udma.S2M, q, udma.QTailInc), 1)
+	w(udma.QueueReg(udma.M2S, q, udma.QTailInc), 1)
+	return out
 }

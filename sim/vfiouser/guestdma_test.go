@@ -182,3 +182,32 @@ func TestGuestMemoryWiring(t *testing.T) {
 	_, err = NewGuestMemory(Options{MaxDMAMaps: -1})
 	assert.ErrorIs(t, err, ErrLimit)
 }
+
+// TestGuestDMAClientRefuses: a ring in a mapping without a file whose
+// client answers the descriptor fetch (DMA_READ) with an error halts the
+// queue with a ring address error.
+func TestGuestDMAClientRefuses(t *testing.T) {
+	opt := Options{NoPacing: true}
+	mem, err := NewGuestMemory(opt)
+	require.NoError(t, err)
+	dev, err := sim.NewDevice(sim.DeviceConfig{Generation: hwarch.Cayman, Revision: hwarch.RevisionQEMU, Ready: true, Host: mem})
+	require.NoError(t, err)
+	_, path := startServer(t, dev, opt)
+	c := dial(t, path)
+	c.handshake()
+	// the seed's stream: DMA_MAP without a file, then the queue's setup
+	// and doorbells; the client serves no memory, so it answers EFAULT
+	seed := guestDMASeed(t)
+	for len(seed) > 0 {
+		h, err := ParseHeader(seed)
+		require.NoError(t, err)
+		_, _, err = c.call(h.Command, seed[HeaderSize:h.Size])
+		require.NoError(t, err)
+		seed = seed[h.Size:]
+	}
+	eng, q, err := udma.H2TEngine(dev.Geometry(), 0)
+	require.NoError(t, err)
+	qs, err := dev.DMAQueue(eng, q)
+	require.NoError(t, err)
+	assert.Equal(t, udma.StatusHalted|udma.ErrRingAddr, qs.Status)
+}
