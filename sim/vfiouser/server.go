@@ -112,7 +112,11 @@ type Server struct {
 
 // New builds a server for dev. dev's config space is its own when dev
 // implements ConfigSpace; otherwise the server keeps a type-0 header built
-// from dev's identity and BAR sizes ([NewConfigHeader]).
+// from dev's identity and BAR sizes ([NewConfigHeader]). When dev's host
+// port is a GuestMemory ([NewGuestMemory] with the same opt), it is the
+// server's memory, so the device's DMA reaches the client's mappings
+// ([ErrWiring] if another server has it or its limits differ). Pacing
+// follows opt.Pacer and opt.NoPacing ([ErrPacing]).
 func New(dev *sim.Device, opt Options) (*Server, error) {
 	if dev == nil {
 		return nil, fmt.Errorf("vfio-user: no device: %w", ErrMessage)
