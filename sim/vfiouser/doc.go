@@ -34,7 +34,9 @@
 // Pacing: the guest's driver waits in wall time (msleep between polls),
 // so before each BAR access a Pacer moves the device clock to at least its
 // time when the Pacer was made plus the wall time passed since, running
-// what falls due (never back, never past sim.MaxTime). The devices of a
+// what falls due (never back, never past sim.MaxTime), and while a client
+// is connected it does so every tick in the background too, since the
+// driver polls a DMA's completion in guest memory. The devices of a
 // system share one clock and one Pacer (Options.Pacer); a device alone gets
 // one of its own unless Options.NoPacing. The clock keeps following wall
 // time while no client is connected.

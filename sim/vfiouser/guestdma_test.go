@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -41,13 +42,19 @@ const (
 	s2mRing    = guestBase + 0x1000
 )
 
-func newGuestRig(t *testing.T, g hwarch.Generation) *guestRig {
+// newGuestRig builds the rig; wall nil: no pacing, else paced by wall.
+func newGuestRig(t *testing.T, g hwarch.Generation, wall *fakeWall) *guestRig {
 	t.Helper()
 	opt := Options{NoPacing: true}
 	mem, err := NewGuestMemory(opt)
 	require.NoError(t, err)
 	dev, err := sim.NewDevice(sim.DeviceConfig{Generation: g, Revision: hwarch.RevisionQEMU, RoutingID: 1, Ready: true, Host: mem})
 	require.NoError(t, err)
+	if wall != nil {
+		p, err := NewPacer(dev, PacerOptions{Wall: wall.clock(), Tick: MinTick})
+		require.NoError(t, err)
+		opt = Options{Pacer: p}
+	}
 	srv, path := startServer(t, dev, opt)
 	require.Same(t, mem, srv.Memory(), "the server serves the device's guest memory")
 	c := dial(t, path)
@@ -101,10 +108,9 @@ func (r *guestRig) rd(off uint64) uint32 {
 	return binary.LittleEndian.Uint32(p)
 }
 
-// copy writes one descriptor pair src → dst (device addresses) into the
-// rings in guest memory, rings the doorbell and polls the queue's status
-// until the pair is done or the queue halts; it returns the status.
-func (r *guestRig) copy(src, dst uint64, n int) uint32 {
+// start writes one descriptor pair src → dst (device addresses) into the
+// rings in guest memory and rings the doorbell.
+func (r *guestRig) start(src, dst uint64, n int) {
 	r.t.Helper()
 	tlc, err := udma.LenCtrl(n, r.phase, udma.FlagFirst|udma.FlagLast)
 	require.NoError(r.t, err)
@@ -114,10 +120,17 @@ func (r *guestRig) copy(src, dst uint64, n int) uint32 {
 	udma.Descriptor{LenCtrl: rlc, Addr: dst}.Put(r.ram[s2mRing-guestBase+uint64(r.s2m)*udma.DescriptorSize:])
 	r.m2s++
 	r.s2m++
-	before, err := r.dev.DMAQueue(r.eng, r.q)
-	require.NoError(r.t, err)
 	r.w(udma.QueueReg(udma.S2M, r.q, udma.QTailInc), 1)
 	r.w(udma.QueueReg(udma.M2S, r.q, udma.QTailInc), 1)
+}
+
+// copy starts one copy and polls the queue's status until the pair is done
+// or the queue halts; it returns the status.
+func (r *guestRig) copy(src, dst uint64, n int) uint32 {
+	r.t.Helper()
+	before, err := r.dev.DMAQueue(r.eng, r.q)
+	require.NoError(r.t, err)
+	r.start(src, dst, n)
 	for range 100000 {
 		st := r.rd(udma.QueueReg(udma.M2S, r.q, udma.QStatus))
 		qs, err := r.dev.DMAQueue(r.eng, r.q)
@@ -139,7 +152,7 @@ func (r *guestRig) copy(src, dst uint64, n int) uint32 {
 func TestGuestDMA(t *testing.T) {
 	for _, g := range []hwarch.Generation{hwarch.Sunda, hwarch.Cayman} {
 		t.Run(g.String(), func(t *testing.T) {
-			r := newGuestRig(t, g)
+			r := newGuestRig(t, g, nil)
 			hbm := r.geo.HBM[0].Base + 0x10000
 			src, back := uint64(guestBase+0x4000), uint64(guestBase+0x8000)
 			data := make([]byte, 0x1000)
@@ -210,4 +223,29 @@ func TestGuestDMAClientRefuses(t *testing.T) {
 	qs, err := dev.DMAQueue(eng, q)
 	require.NoError(t, err)
 	assert.Equal(t, udma.StatusHalted|udma.ErrRingAddr, qs.Status)
+}
+
+// TestPacingBackgroundDMA: with a client connected, the clock follows wall
+// time without any BAR access, so a copy completes while the driver polls
+// its completion in guest memory (neuron_dma.c:224–270) — here guest →
+// guest, watched in the client's memfd.
+func TestPacingBackgroundDMA(t *testing.T) {
+	var w fakeWall
+	r := newGuestRig(t, hwarch.Cayman, &w)
+	const n = 0x4000 // long enough not to finish within the doorbell's MMIO time
+	src, dst := uint64(guestBase+0x4000), uint64(guestBase+0x8000)
+	want := bytes.Repeat([]byte("completion mark!"), n/16)
+	copy(r.ram[src-guestBase:], want)
+	r.start(r.geo.HostAddress(src), r.geo.HostAddress(dst), n)
+	time.Sleep(10 * MinTick) // background ticks at wall time 0 move nothing
+	require.False(t, bytes.Equal(want, r.ram[dst-guestBase:][:n]), "landed before wall time passed (clock %v)", r.dev.Now())
+	w.set(time.Second) // a second of wall time passes; no access is made
+	deadline := time.Now().Add(10 * time.Second)
+	for !bytes.Equal(want, r.ram[dst-guestBase:][:n]) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the copy did not land with the clock at %v", r.dev.Now())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	assert.GreaterOrEqual(t, r.dev.Now(), sim.FromDuration(time.Second))
 }

@@ -3,6 +3,7 @@ package vfiouser
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/neuronsim/neuronsim/internal/units"
@@ -30,6 +31,25 @@ func RealWallClock() WallClock {
 	return func() time.Duration { return time.Since(start) }
 }
 
+// Bounds of PacerOptions.Tick.
+const (
+	DefaultTick = time.Millisecond
+	MinTick     = 10 * time.Microsecond
+	MaxTick     = time.Second
+)
+
+// PacerOptions configure a Pacer; a zero field takes the default named
+// beside it.
+type PacerOptions struct {
+	// Wall is the wall clock pacing follows (RealWallClock()); tests give
+	// their own, so that pacing is deterministic.
+	Wall WallClock
+	// Tick is how often the clock is paced while a client is connected but
+	// makes no BAR access (DefaultTick; MinTick to MaxTick): the driver
+	// waits for a DMA's completion by polling guest memory, not registers.
+	Tick time.Duration
+}
+
 // Pacer keeps the device clock of one system up with wall time while its
 // devices are served to a guest. A guest driver waits in wall time (msleep
 // between polls of a register), while the model's clock otherwise moves
@@ -38,6 +58,12 @@ func RealWallClock() WallClock {
 // it handles, a Server calls Pace, which moves the clock to at least its
 // time when the Pacer was made plus the wall time passed since, running
 // the events that fall due (firmware boot and resets, DMA completions).
+// While at least one client of the system is connected it also paces every
+// Tick in the background, so that a DMA completes in wall time while the
+// driver polls its completion marker in guest memory with no register
+// access at all (neuron_dma.c:224–270, udelay between reads of the marker).
+// An error of background pacing (the clock's limit) is reported by the
+// next access.
 //
 // The devices of one system share one engine and one lock
 // (sim.DeviceConfig.Engine/Lock), so they share one Pacer: build it from
@@ -49,21 +75,74 @@ func RealWallClock() WallClock {
 type Pacer struct {
 	dev    *sim.Device // any device of the system: its clock is the system's
 	wall   WallClock
+	tick   time.Duration
 	wall0  time.Duration // the wall clock's reading when the Pacer was made
 	clock0 sim.Time      // the device clock then
+
+	mu       sync.Mutex
+	sessions int           // clients connected to the system's servers
+	stop     chan struct{} // closes to end the background pacing
+	done     chan struct{} // closed when it has ended
 }
 
 // NewPacer returns a Pacer of dev's clock (the system's, for a device of a
-// system) reading wall, or the process's monotonic clock when wall is nil.
-// Tests give a wall clock of their own, so that pacing is deterministic.
-func NewPacer(dev *sim.Device, wall WallClock) (*Pacer, error) {
+// system). A Tick outside [MinTick, MaxTick] is refused with ErrLimit.
+func NewPacer(dev *sim.Device, opt PacerOptions) (*Pacer, error) {
 	if dev == nil {
 		return nil, fmt.Errorf("vfio-user: pacer of no device: %w", ErrMessage)
 	}
-	if wall == nil {
-		wall = RealWallClock()
+	if opt.Wall == nil {
+		opt.Wall = RealWallClock()
 	}
-	return &Pacer{dev: dev, wall: wall, wall0: wall(), clock0: dev.Now()}, nil
+	if opt.Tick == 0 {
+		opt.Tick = DefaultTick
+	}
+	if opt.Tick < MinTick || opt.Tick > MaxTick {
+		return nil, fmt.Errorf("vfio-user: pacer tick %v outside [%v, %v]: %w", opt.Tick, MinTick, MaxTick, ErrLimit)
+	}
+	return &Pacer{dev: dev, wall: opt.Wall, tick: opt.Tick, wall0: opt.Wall(), clock0: dev.Now()}, nil
+}
+
+// enter counts a session in; the first starts the background pacing.
+func (p *Pacer) enter() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sessions++
+	if p.sessions > 1 {
+		return
+	}
+	p.stop, p.done = make(chan struct{}), make(chan struct{})
+	go p.background(p.stop, p.done)
+}
+
+// leave counts a session out; the last stops the background pacing and
+// waits for it to end.
+func (p *Pacer) leave() {
+	p.mu.Lock()
+	p.sessions--
+	if p.sessions > 0 {
+		p.mu.Unlock()
+		return
+	}
+	stop, done := p.stop, p.done
+	p.stop, p.done = nil, nil
+	p.mu.Unlock()
+	close(stop)
+	<-done
+}
+
+func (p *Pacer) background(stop, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(p.tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			_ = p.Pace() // a failure (the clock's limit) is the next access's error
+		}
+	}
 }
 
 // paces reports whether p keeps the clock of d (d shares its engine).

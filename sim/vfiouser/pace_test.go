@@ -55,7 +55,7 @@ func TestPacingBoot(t *testing.T) {
 			var w fakeWall
 			opt := Options{NoPacing: true}
 			if paced {
-				p, err := NewPacer(d, w.clock())
+				p, err := NewPacer(d, PacerOptions{Wall: w.clock()})
 				require.NoError(t, err)
 				opt = Options{Pacer: p}
 			}
@@ -99,7 +99,7 @@ func TestPacingBoot(t *testing.T) {
 func TestPacingAcrossSessions(t *testing.T) {
 	d := bootingDevice(t, sim.DeviceConfig{RoutingID: 9})
 	var w fakeWall
-	p, err := NewPacer(d, w.clock())
+	p, err := NewPacer(d, PacerOptions{Wall: w.clock()})
 	require.NoError(t, err)
 	_, path := startServer(t, d, Options{Pacer: p})
 	c := dial(t, path)
@@ -123,7 +123,7 @@ func TestPacingAcrossSessions(t *testing.T) {
 func TestPacingLimit(t *testing.T) {
 	d := bootingDevice(t, sim.DeviceConfig{Ready: true})
 	var w fakeWall
-	p, err := NewPacer(d, w.clock())
+	p, err := NewPacer(d, PacerOptions{Wall: w.clock()})
 	require.NoError(t, err)
 	_, path := startServer(t, d, Options{Pacer: p})
 	c := dial(t, path)
@@ -151,9 +151,9 @@ func TestPacingSystem(t *testing.T) {
 	}
 	other := bootingDevice(t, sim.DeviceConfig{})
 	var w fakeWall
-	p, err := NewPacer(devs[0], w.clock())
+	p, err := NewPacer(devs[0], PacerOptions{Wall: w.clock()})
 	require.NoError(t, err)
-	otherP, err := NewPacer(other, w.clock())
+	otherP, err := NewPacer(other, PacerOptions{Wall: w.clock()})
 	require.NoError(t, err)
 	for _, tt := range []struct {
 		name string
@@ -182,7 +182,7 @@ func TestPacingSystem(t *testing.T) {
 	v, err = routingID(t, clients[0], devs[0])
 	require.NoError(t, err)
 	assert.Equal(t, uint32(10), v)
-	_, err = NewPacer(nil, nil)
+	_, err = NewPacer(nil, PacerOptions{})
 	assert.ErrorIs(t, err, ErrMessage)
 }
 
@@ -192,7 +192,7 @@ func TestPacingSystem(t *testing.T) {
 func TestDeviceResetBoots(t *testing.T) {
 	d := bootingDevice(t, sim.DeviceConfig{RoutingID: 7, Ready: true})
 	var w fakeWall
-	p, err := NewPacer(d, w.clock())
+	p, err := NewPacer(d, PacerOptions{Wall: w.clock()})
 	require.NoError(t, err)
 	_, path := startServer(t, d, Options{Pacer: p})
 	c := dial(t, path)

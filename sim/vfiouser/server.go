@@ -136,7 +136,7 @@ func New(dev *sim.Device, opt Options) (*Server, error) {
 	case dev.Config().Engine != nil:
 		return nil, fmt.Errorf("vfio-user: device %s shares its system's clock: give the system's Pacer (Options.Pacer): %w", dev.Config().Name, ErrPacing)
 	default:
-		p, err := NewPacer(dev, nil)
+		p, err := NewPacer(dev, PacerOptions{})
 		if err != nil {
 			return nil, err
 		}
@@ -232,6 +232,10 @@ func (s *Server) logf(format string, args ...any) {
 func (s *Server) ServeConn(c *net.UnixConn) error {
 	s.busy.Lock()
 	defer s.busy.Unlock()
+	if s.pacer != nil {
+		s.pacer.enter()
+		defer s.pacer.leave()
+	}
 	ss := &session{
 		s: s, c: c, cmds: make(chan *message, cmdQueue), done: make(chan struct{}),
 		pending: map[uint16]chan *message{}, irqs: map[irqKey]int{}, free: make(chan []byte, cmdQueue+2),
