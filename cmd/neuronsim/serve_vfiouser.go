@@ -85,16 +85,32 @@ func serveVFIOUser(ctx context.Context, cmd *cobra.Command, sf *systemFlags, dir
 	if err := prepareSocketDir(dir, s.Devices); err != nil {
 		return err
 	}
-	sys, err := fabric.New(fabric.Config{Generation: s.Gen, DeviceID: s.DeviceID, Devices: s.Devices, Revision: s.Revision})
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim serve: "+format+"\n", args...)
+	}
+	// Each device's DMA reaches its own client's memory (the guest's
+	// DMA_MAP regions); the system's devices share one clock, so they share
+	// one Pacer that keeps it up with wall time (docs/vfio-user.md).
+	opts := make([]vfiouser.Options, s.Devices)
+	ports := make([]sim.HostPort, s.Devices)
+	for i := range opts {
+		mem, err := vfiouser.NewGuestMemory(opts[i])
+		if err != nil {
+			return err
+		}
+		ports[i] = mem
+	}
+	sys, err := fabric.New(fabric.Config{Generation: s.Gen, DeviceID: s.DeviceID, Devices: s.Devices, Revision: s.Revision, HostPorts: ports})
+	if err != nil {
+		return err
+	}
+	pacer, err := vfiouser.NewPacer(sys.Device(0), vfiouser.PacerOptions{})
 	if err != nil {
 		return err
 	}
 	budget, err := sim.NewPageBudget(o.pageLimit)
 	if err != nil {
 		return err
-	}
-	logf := func(format string, args ...any) {
-		fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim serve: "+format+"\n", args...)
 	}
 	var listeners []*net.UnixListener
 	defer func() {
@@ -109,7 +125,9 @@ func serveVFIOUser(ctx context.Context, cmd *cobra.Command, sf *systemFlags, dir
 			return err
 		}
 		name := d.Config().Name
-		srv, err := vfiouser.New(d, vfiouser.Options{Logf: func(format string, args ...any) { logf(name+": "+format, args...) }})
+		opts[i].Logf = func(format string, args ...any) { logf(name+": "+format, args...) }
+		opts[i].Pacer = pacer
+		srv, err := vfiouser.New(d, opts[i])
 		if err != nil {
 			return err
 		}
@@ -145,9 +163,9 @@ func serveVFIOUser(ctx context.Context, cmd *cobra.Command, sf *systemFlags, dir
 func deviceCounters(d *sim.Device) string {
 	st, cs := d.Stats(), d.ConfigStats()
 	return fmt.Sprintf("%s: phase %s; config %d reads, %d writes; BAR %d reads, %d writes; unmapped %d reads, %d writes (last BAR%d +%#x); "+
-		"%d reads while not ready, %d writes dropped; %d reset requests, %d device resets, %d TPB resets; %d unserved mailbox triggers",
+		"%d reads while not ready, %d writes dropped; %d reset requests, %d device resets, %d TPB resets, %d function-level resets; %d unserved mailbox triggers",
 		d.Config().Name, d.Phase(), cs.Reads, cs.Writes, st.Reads, st.Writes, st.UnmappedReads, st.UnmappedWrites, st.LastUnmappedBAR, st.LastUnmapped,
-		st.NotReadyReads, st.DroppedWrites, st.ResetRequests, st.DeviceResets, st.TPBResets, st.UnservedTriggers)
+		st.NotReadyReads, st.DroppedWrites, st.ResetRequests, st.DeviceResets, st.TPBResets, st.FunctionResets, st.UnservedTriggers)
 }
 
 // listenPrivateUnix listens on a unix socket at p that only its owner may

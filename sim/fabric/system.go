@@ -27,6 +27,12 @@ type Config struct {
 	TimingOnly bool       // DMA without payloads (control writes still move)
 	// Ready starts every device with its firmware booted.
 	Ready bool
+	// HostPorts, when set, holds one host port per device: where device
+	// i's host-window DMA goes (a guest's memory, vfiouser.GuestMemory,
+	// when the system is served over vfio-user: each device has its own
+	// client's mappings). nil: every device reaches the system's shared
+	// host memory. The system's snapshots keep only that shared memory.
+	HostPorts []sim.HostPort
 }
 
 // System is N simulated devices joined by a fabric: one event engine (one
@@ -134,6 +140,9 @@ func New(cfg Config) (*System, error) {
 	if err := topo.Connected(); err != nil {
 		return nil, err
 	}
+	if cfg.HostPorts != nil && len(cfg.HostPorts) != cfg.Devices {
+		return nil, fmt.Errorf("fabric: %d host ports for %d devices: %w", len(cfg.HostPorts), cfg.Devices, ErrConfig)
+	}
 	devID := cfg.DeviceID
 	if devID == 0 {
 		if devID, err = hwarch.DefaultDeviceID(cfg.Generation); err != nil {
@@ -175,9 +184,13 @@ func New(cfg Config) (*System, error) {
 				return nil, err
 			}
 		}
+		var host sim.HostPort = s.host
+		if cfg.HostPorts != nil {
+			host = cfg.HostPorts[i]
+		}
 		d, err := sim.NewDevice(sim.DeviceConfig{
 			Name: topo.Nodes[i].Name, Generation: cfg.Generation, DeviceID: devID, Revision: cfg.Revision,
-			RoutingID: uint32(rid), DMA: cfg.DMA, TimingOnly: cfg.TimingOnly, Host: s.host, Ready: cfg.Ready,
+			RoutingID: uint32(rid), DMA: cfg.DMA, TimingOnly: cfg.TimingOnly, Host: host, Ready: cfg.Ready,
 			Engine: s.engine, Lock: &s.mu,
 		})
 		if err != nil {
