@@ -61,7 +61,8 @@ type DeviceConfig struct {
 	// Host is the host memory the device's DMA reaches through its host
 	// window (a HostPort: the host-memory model, or a guest's memory when
 	// the device is served over vfio-user); nil gives the device a private
-	// host-memory model. Devices of one system share one.
+	// host-memory model. Devices of one system share one, unless each is
+	// served to a guest with its own (fabric.Config.HostPorts).
 	Host HostPort
 	// Ready starts the device with its firmware already booted, as if Boot
 	// had passed before time 0.

@@ -85,24 +85,22 @@ func serveVFIOUser(ctx context.Context, cmd *cobra.Command, sf *systemFlags, dir
 	if err := prepareSocketDir(dir, s.Devices); err != nil {
 		return err
 	}
-	// Each device's DMA reaches the memory its client maps (the guest's),
-	// and the system's one clock follows wall time while clients are
-	// connected (the guest's driver waits in wall time).
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim serve: "+format+"\n", args...)
 	}
+	// Each device's DMA reaches its own client's memory (the guest's
+	// DMA_MAP regions); the system's devices share one clock, so they share
+	// one Pacer that keeps it up with wall time (docs/vfio-user.md).
 	opts := make([]vfiouser.Options, s.Devices)
-	hosts := make([]sim.HostPort, s.Devices)
+	ports := make([]sim.HostPort, s.Devices)
 	for i := range opts {
-		name := fmt.Sprintf("neuron%d", i)
-		opts[i] = vfiouser.Options{Logf: func(format string, args ...any) { logf(name+": "+format, args...) }}
-		gm, err := vfiouser.NewGuestMemory(opts[i])
+		mem, err := vfiouser.NewGuestMemory(opts[i])
 		if err != nil {
 			return err
 		}
-		hosts[i] = gm
+		ports[i] = mem
 	}
-	sys, err := fabric.New(fabric.Config{Generation: s.Gen, DeviceID: s.DeviceID, Devices: s.Devices, Revision: s.Revision, Hosts: hosts})
+	sys, err := fabric.New(fabric.Config{Generation: s.Gen, DeviceID: s.DeviceID, Devices: s.Devices, Revision: s.Revision, HostPorts: ports})
 	if err != nil {
 		return err
 	}
@@ -126,6 +124,8 @@ func serveVFIOUser(ctx context.Context, cmd *cobra.Command, sf *systemFlags, dir
 		if err := d.SetPageBudget(budget); err != nil {
 			return err
 		}
+		name := d.Config().Name
+		opts[i].Logf = func(format string, args ...any) { logf(name+": "+format, args...) }
 		opts[i].Pacer = pacer
 		srv, err := vfiouser.New(d, opts[i])
 		if err != nil {
@@ -163,9 +163,9 @@ func serveVFIOUser(ctx context.Context, cmd *cobra.Command, sf *systemFlags, dir
 func deviceCounters(d *sim.Device) string {
 	st, cs := d.Stats(), d.ConfigStats()
 	return fmt.Sprintf("%s: phase %s; config %d reads, %d writes; BAR %d reads, %d writes; unmapped %d reads, %d writes (last BAR%d +%#x); "+
-		"%d reads while not ready, %d writes dropped; %d reset requests, %d device resets, %d TPB resets; %d unserved mailbox triggers",
+		"%d reads while not ready, %d writes dropped; %d reset requests, %d device resets, %d TPB resets, %d function-level resets; %d unserved mailbox triggers",
 		d.Config().Name, d.Phase(), cs.Reads, cs.Writes, st.Reads, st.Writes, st.UnmappedReads, st.UnmappedWrites, st.LastUnmappedBAR, st.LastUnmapped,
-		st.NotReadyReads, st.DroppedWrites, st.ResetRequests, st.DeviceResets, st.TPBResets, st.UnservedTriggers)
+		st.NotReadyReads, st.DroppedWrites, st.ResetRequests, st.DeviceResets, st.TPBResets, st.FunctionResets, st.UnservedTriggers)
 }
 
 // listenPrivateUnix listens on a unix socket at p that only its owner may

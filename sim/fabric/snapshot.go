@@ -472,14 +472,14 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 }
 
 // ErrNotSaveable is returned by Save for a system whose devices reach host
-// memory that is not the system's (Config.Hosts).
+// memory that is not the system's (Config.HostPorts).
 var ErrNotSaveable = errors.New("the system cannot be saved")
 
 // Save writes the system's snapshot to w. A system built with its own host
-// ports per device (Config.Hosts) is refused (ErrNotSaveable).
+// ports per device (Config.HostPorts) is refused (ErrNotSaveable).
 func (s *System) Save(w io.Writer) error {
-	if s.cfg.Hosts != nil {
-		return fmt.Errorf("fabric snapshot: its devices' DMA reaches host memory outside the system (Config.Hosts), which a snapshot cannot keep: %w", ErrNotSaveable)
+	if s.cfg.HostPorts != nil {
+		return fmt.Errorf("fabric snapshot: its devices' DMA reaches host memory outside the system (Config.HostPorts), which a snapshot cannot keep: %w", ErrNotSaveable)
 	}
 	layout, err := snapshotLayout()
 	if err != nil {

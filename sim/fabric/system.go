@@ -27,11 +27,13 @@ type Config struct {
 	TimingOnly bool       // DMA without payloads (control writes still move)
 	// Ready starts every device with its firmware booted.
 	Ready bool
-	// Hosts, when set, holds one host port per device: device i's DMA
-	// reaches Hosts[i] (a vfio-user guest's memory, say) instead of the
-	// system's shared host memory. Such a system cannot be saved: its host
-	// memory is not the system's to keep.
-	Hosts []sim.HostPort
+	// HostPorts, when set, holds one host port per device: where device
+	// i's host-window DMA goes (a guest's memory, vfiouser.GuestMemory,
+	// when the system is served over vfio-user: each device has its own
+	// client's mappings). nil: every device reaches the system's shared
+	// host memory. Such a system cannot be saved (Save refuses it): the
+	// guests' memory is not the system's to keep.
+	HostPorts []sim.HostPort
 }
 
 // System is N simulated devices joined by a fabric: one event engine (one
@@ -139,10 +141,10 @@ func New(cfg Config) (*System, error) {
 	if err := topo.Connected(); err != nil {
 		return nil, err
 	}
-	if cfg.Hosts != nil && len(cfg.Hosts) != cfg.Devices {
-		return nil, fmt.Errorf("fabric: %d host ports for %d devices: %w", len(cfg.Hosts), cfg.Devices, ErrConfig)
+	if cfg.HostPorts != nil && len(cfg.HostPorts) != cfg.Devices {
+		return nil, fmt.Errorf("fabric: %d host ports for %d devices: %w", len(cfg.HostPorts), cfg.Devices, ErrConfig)
 	}
-	for i, h := range cfg.Hosts {
+	for i, h := range cfg.HostPorts {
 		if h == nil {
 			return nil, fmt.Errorf("fabric: no host port for device %d: %w", i, ErrConfig)
 		}
@@ -204,11 +206,11 @@ func New(cfg Config) (*System, error) {
 	return s, nil
 }
 
-// hostOf is device i's host port: its own when Config.Hosts gives one,
+// hostOf is device i's host port: its own when Config.HostPorts gives one,
 // else the system's shared host memory.
 func (s *System) hostOf(i int) sim.HostPort {
-	if s.cfg.Hosts != nil {
-		return s.cfg.Hosts[i]
+	if s.cfg.HostPorts != nil {
+		return s.cfg.HostPorts[i]
 	}
 	return s.host
 }

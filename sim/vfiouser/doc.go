@@ -55,10 +55,10 @@
 //
 // Not implemented: DEVICE_GET_REGION_IO_FDS, mmappable regions, DEVICE_FEATURE
 // and migration (MIG_DATA_READ/WRITE), dirty-page logging, twin-socket mode,
-// and interrupts raised by the model (it has none to raise yet). Serving
-// the devices of a sim/fabric system needs one GuestMemory per device (each
-// server has its own client's mappings), which fabric's shared host memory
-// does not give yet.
+// and interrupts raised by the model (it has none to raise yet). The
+// devices of a sim/fabric system are served with one GuestMemory each
+// (fabric.Config.HostPorts: each server has its own client's mappings) and
+// one shared Pacer, as `neuronsim serve --vfio-user` does.
 //
 // Config space is the device's own when it implements ConfigSpace
 // (ReadConfig/WriteConfig; 4096 bytes unless it has ConfigSize), otherwise

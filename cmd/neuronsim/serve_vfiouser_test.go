@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/hw/udma"
+	"github.com/neuronsim/neuronsim/sim/vfiouser"
+)
+
+// TestServeVFIOUserGuestDMA serves a 2-device Trn2 system over vfio-user
+// and drives device 1 as a guest would: its firmware boot passes in wall
+// time (pacing), and a copy programmed through BAR writes, with its rings
+// and data in the client's memory, lands in the client's memory with no
+// register access while it runs (the guest's DMA_MAP regions are the
+// device's host memory).
+func TestServeVFIOUserGuestDMA(t *testing.T) {
+	dir, err := os.MkdirTemp("", "vfu") // short: unix socket paths are at most 108 bytes
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut bytes.Buffer
+	root := newRootCommand(&out, &errOut)
+	root.SetArgs([]string{"serve", "--vfio-user", dir, "--arch", "trn2", "--revision", "qemu", "--devices", "2"})
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("serve did not stop")
+		}
+		assert.Contains(t, errOut.String(), "neuron1: phase ready")
+	}()
+	sock := filepath.Join(dir, "neuron1.sock")
+	var c *vfiouser.Client
+	require.Eventually(t, func() bool {
+		c, err = vfiouser.Dial(sock)
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond)
+	defer c.Close()
+	_, err = c.Version(`{"capabilities":{"max_msg_fds":16,"write_multiple":true}}`)
+	require.NoError(t, err)
+
+	geo := hwarch.MustGeometry(hwarch.Cayman)
+	reg := uint32(geo.BAR0.RegisterBAR(hwarch.ModeQEMU))
+	rd := func(off uint64) uint32 {
+		p, err := c.RegionRead(reg, off, 4)
+		require.NoError(t, err)
+		return binary.LittleEndian.Uint32(p)
+	}
+	wr := func(off uint64, v uint32) {
+		require.NoError(t, c.RegionWrite(reg, off, binary.LittleEndian.AppendUint32(nil, v)))
+	}
+	// the driver's ready poll, in wall time
+	deadline := time.Now().Add(20 * time.Second)
+	for rd(geo.BAR0.MiscRAM+hwarch.MiscRoutingID) == hwarch.NotReady {
+		require.True(t, time.Now().Before(deadline), "the firmware did not boot in wall time")
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	const gpa, size = 0x8000_0000, 0x10000
+	fd, err := unix.MemfdCreate("guest-ram", 0)
+	require.NoError(t, err)
+	defer unix.Close(fd)
+	require.NoError(t, unix.Ftruncate(fd, size))
+	ram, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	require.NoError(t, err)
+	defer unix.Munmap(ram)
+	m := binary.LittleEndian.AppendUint32(nil, 32)
+	m = binary.LittleEndian.AppendUint32(m, vfiouser.DMAFlagRead|vfiouser.DMAFlagWrite)
+	for _, v := range []uint64{0, gpa, size} {
+		m = binary.LittleEndian.AppendUint64(m, v)
+	}
+	_, _, err = c.Call(vfiouser.CmdDMAMap, m, fd)
+	require.NoError(t, err)
+
+	eng, q, err := udma.H2TEngine(geo, 0)
+	require.NoError(t, err)
+	base, err := udma.EngineBAR0(geo, eng)
+	require.NoError(t, err)
+	const n = 0x4000
+	src, dst := uint64(gpa+0x4000), uint64(gpa+0x8000)
+	want := bytes.Repeat([]byte("guest DMA bytes!"), n/16)
+	copy(ram[src-gpa:], want)
+	tlc, err := udma.LenCtrl(n, udma.FirstRingID, udma.FlagFirst|udma.FlagLast)
+	require.NoError(t, err)
+	rlc, err := udma.LenCtrl(n, udma.FirstRingID, 0)
+	require.NoError(t, err)
+	udma.Descriptor{LenCtrl: tlc, Meta: udma.DefaultMetaCtrl, Addr: geo.HostAddress(src)}.Put(ram[0:])
+	udma.Descriptor{LenCtrl: rlc, Addr: geo.HostAddress(dst)}.Put(ram[0x1000:])
+	wr(base+udma.M2S+udma.ChangeState, udma.ChangeNormal)
+	wr(base+udma.S2M+udma.ChangeState, udma.ChangeNormal)
+	for i, half := range []uint64{udma.M2S, udma.S2M} {
+		ring := geo.HostAddress(gpa + uint64(i)*0x1000)
+		wr(base+udma.QueueReg(half, q, udma.QBaseLo), uint32(ring))
+		wr(base+udma.QueueReg(half, q, udma.QBaseHi), uint32(ring>>32))
+		wr(base+udma.QueueReg(half, q, udma.QLength), udma.MinRing)
+		wr(base+udma.QueueReg(half, q, udma.QCfg), udma.QCfgDriver)
+	}
+	wr(base+udma.QueueReg(udma.S2M, q, udma.QTailInc), 1)
+	wr(base+udma.QueueReg(udma.M2S, q, udma.QTailInc), 1)
+	deadline = time.Now().Add(20 * time.Second)
+	for !bytes.Equal(want, ram[dst-gpa:][:n]) {
+		require.True(t, time.Now().Before(deadline), "the copy did not land in the client's memory")
+		time.Sleep(time.Millisecond)
+	}
+	assert.Zero(t, rd(base+udma.QueueReg(udma.M2S, q, udma.QStatus))&udma.ErrorBits)
+}
