@@ -1,6 +1,7 @@
 package guesttest
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -37,9 +38,10 @@ func TestDriverProbe(t *testing.T) {
 	for _, c := range probeCases {
 		t.Run(c.arch+"-"+c.revision, func(t *testing.T) {
 			n := max(c.devices, 1)
-			g := boot(t, tl, guestSpec{Arch: c.arch, Revision: c.revision, Devices: n})
+			g := boot(t, tl, guestSpec{Arch: c.arch, Revision: c.revision, Devices: n, Steps: runtimeSteps(c, n)})
 			t.Logf("%s/%s: guest wall time %v (boot, probe, reset)", c.arch, c.revision, g.Wall.Round(100e6))
 			checkProbe(t, g, c, n)
+			checkRuntime(t, g, c, n)
 		})
 	}
 }
@@ -134,5 +136,81 @@ func checkProbe(t *testing.T, g *guest, c probeCase, n int) {
 			fail("neuron%d's counters show no driver at work: %s", i, cn)
 		}
 		t.Logf("neuron%d: %s", i, cn)
+	}
+}
+
+// gen is the generation of a case's device id.
+func (c probeCase) gen(t *testing.T) (hwarch.Generation, uint16) {
+	t.Helper()
+	id, err := strconv.ParseUint(strings.TrimPrefix(c.device, "0x"), 16, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := hwarch.GenerationOfDevice(hwarch.VendorAmazon, uint16(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, uint16(id)
+}
+
+// routingIDAddr is the BAR0 offset csr read takes for the MISC RAM
+// routing-id word (+0x24) of generation g.
+func routingIDAddr(g hwarch.Generation) uint64 {
+	return hwarch.MustGeometry(g).BAR0.MiscRAM + 0x24
+}
+
+// runtimeSteps are our runtime's commands in the guest, through the real
+// driver: list every device, read each device's routing id with csr.
+func runtimeSteps(c probeCase, n int) []step {
+	var steps []step
+	steps = append(steps, step{"ls", "/bin/neuronsim ls --kernel auto --json"})
+	gen, _ := hwarch.ParseGeneration(c.arch)
+	for i := range n {
+		steps = append(steps, step{fmt.Sprintf("csr%d", i), fmt.Sprintf("/bin/neuronsim csr read %#x --kernel /dev/neuron%d", routingIDAddr(gen), i)})
+	}
+	return steps
+}
+
+// lsRow is the part of `ls --json`'s row the test checks.
+type lsRow struct {
+	NeuronDevice int    `json:"neuron_device"`
+	NCCount      int    `json:"nc_count"`
+	MemorySize   uint64 `json:"memory_size"`
+	Generation   string `json:"neuronsim_generation"`
+	RoutingID    uint32 `json:"neuronsim_routing_id"`
+	RegisterBAR  int    `json:"neuronsim_register_bar"`
+}
+
+// checkRuntime holds our runtime's output in the guest to what the driver
+// reported: every device listed with its generation, cores and routing id;
+// csr read of the routing-id register returning that id.
+func checkRuntime(t *testing.T, g *guest, c probeCase, n int) {
+	t.Helper()
+	gen, devID := c.gen(t)
+	geo := hwarch.MustGeometry(gen)
+	out, code := g.output("ls")
+	if code != 0 {
+		t.Fatalf("ls --kernel auto: exit %d:\n%s", code, out)
+	}
+	var rows []lsRow
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "["):]), &rows); err != nil {
+		t.Fatalf("ls --kernel auto --json: %v:\n%s", err, out)
+	}
+	if len(rows) != n {
+		t.Fatalf("ls lists %d devices, want %d:\n%s", len(rows), n, out)
+	}
+	for i, r := range rows {
+		want, err := hwarch.RoutingIDOfDeviceIndex(devID, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.NeuronDevice != i || r.NCCount != geo.NeuronCores || r.Generation != gen.String() || int(r.RoutingID) != want {
+			t.Errorf("ls row %d: %+v; want device %d, %d cores, %s, routing id %d", i, r, i, geo.NeuronCores, gen, want)
+		}
+		csr, code := g.output(fmt.Sprintf("csr%d", i))
+		wantLine := fmt.Sprintf("%#08x: %#08x", routingIDAddr(gen), want)
+		if code != 0 || !strings.Contains(csr, fmt.Sprintf("0x%08x: 0x%08x", routingIDAddr(gen), want)) {
+			t.Errorf("csr read of the routing id on /dev/neuron%d: exit %d, %q; want %q", i, code, csr, wantLine)
+		}
 	}
 }
