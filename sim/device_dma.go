@@ -322,3 +322,18 @@ func (d *Device) DMAQueue(engine, queue int) (dma.QueueState, error) {
 
 // DMA returns the device's DMA timing model and whether payloads move.
 func (d *Device) DMA() (dma.Timing, bool) { return d.dma.Timing(), d.dma.Functional() }
+
+// DMATotals returns what the device's DMA engines have done since power-on
+// (or the last function-level reset): descriptor pairs completed and bytes
+// moved, over every queue of every engine.
+func (d *Device) DMATotals() (pairs, bytes uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, e := range d.dma.State().Engines {
+		for _, q := range e.Queues {
+			pairs += q.Done
+			bytes += q.Bytes
+		}
+	}
+	return pairs, bytes
+}

@@ -202,3 +202,23 @@ func TestFunctionResetRefused(t *testing.T) {
 	require.NoError(t, h.d.Close())
 	assert.True(t, errors.Is(h.d.FunctionReset(), hwarch.ErrDeviceClosed))
 }
+
+// TestDMATotals: the totals sum what the queues did — one copy is one
+// descriptor pair of its bytes — and a function-level reset clears them
+// with the queues.
+func TestDMATotals(t *testing.T) {
+	h := readyDev(t, hwarch.Cayman, hwarch.RevisionQEMU)
+	pairs, bytes := h.d.DMATotals()
+	require.Zero(t, pairs)
+	require.Zero(t, bytes)
+	const n = 4096
+	hostCopy(t, h, h.geo.HBM[0].Base+0x10000, n)
+	h.sleep(time.Millisecond)
+	pairs, bytes = h.d.DMATotals()
+	assert.Equal(t, uint64(1), pairs)
+	assert.Equal(t, uint64(n), bytes)
+	require.NoError(t, h.d.FunctionReset())
+	pairs, bytes = h.d.DMATotals()
+	assert.Zero(t, pairs)
+	assert.Zero(t, bytes)
+}

@@ -159,13 +159,15 @@ func serveVFIOUser(ctx context.Context, cmd *cobra.Command, sf *systemFlags, dir
 
 // deviceCounters is a one-line account of what a served device saw: the
 // accesses its client made, those the model could not place, and the
-// resets it did.
+// resets it did, and what its DMA engines moved.
 func deviceCounters(d *sim.Device) string {
 	st, cs := d.Stats(), d.ConfigStats()
+	pairs, bytes := d.DMATotals()
 	return fmt.Sprintf("%s: phase %s; config %d reads, %d writes; BAR %d reads, %d writes; unmapped %d reads, %d writes (last BAR%d +%#x); "+
-		"%d reads while not ready, %d writes dropped; %d reset requests, %d device resets, %d TPB resets, %d function-level resets; %d unserved mailbox triggers",
+		"%d reads while not ready, %d writes dropped; %d reset requests, %d device resets, %d TPB resets, %d function-level resets; %d unserved mailbox triggers; "+
+		"DMA %d descriptor pairs, %d bytes",
 		d.Config().Name, d.Phase(), cs.Reads, cs.Writes, st.Reads, st.Writes, st.UnmappedReads, st.UnmappedWrites, st.LastUnmappedBAR, st.LastUnmapped,
-		st.NotReadyReads, st.DroppedWrites, st.ResetRequests, st.DeviceResets, st.TPBResets, st.FunctionResets, st.UnservedTriggers)
+		st.NotReadyReads, st.DroppedWrites, st.ResetRequests, st.DeviceResets, st.TPBResets, st.FunctionResets, st.UnservedTriggers, pairs, bytes)
 }
 
 // listenPrivateUnix listens on a unix socket at p that only its owner may

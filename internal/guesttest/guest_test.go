@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 )
@@ -213,4 +216,24 @@ func checkRuntime(t *testing.T, g *guest, c probeCase, n int) {
 			t.Errorf("csr read of the routing id on /dev/neuron%d: exit %d, %q; want %q", i, code, csr, wantLine)
 		}
 	}
+}
+
+// TestQEMUKilled: QEMU killed with SIGKILL while the driver is resetting
+// the device leaves the server serving: a second guest on the same
+// sockets probes, resets and drives the same devices (the model kept its
+// state; the first session's mappings were released).
+func TestQEMUKilled(t *testing.T) {
+	tl := needTools(t)
+	c := probeCases[0]
+	spec := guestSpec{Arch: c.arch, Revision: c.revision, Devices: 1, Steps: runtimeSteps(c, 1)}
+	w := newWorkspace(t, tl, spec)
+	srv := startServer(t, w, spec)
+	first := runGuest(t, w, spec, "@@ insmod ok")
+	require.True(t, first.Killed)
+	second := runGuest(t, w, spec, "")
+	srv.stop()
+	second.Server = srv.log()
+	t.Logf("second guest after a killed one: %v", second.Wall.Round(100*time.Millisecond))
+	checkProbe(t, second, c, 1)
+	checkRuntime(t, second, c, 1)
 }

@@ -192,6 +192,7 @@ type guest struct {
 	Console string
 	Server  string
 	Wall    time.Duration
+	Killed  bool // QEMU was killed on purpose (runGuest's killOn)
 }
 
 // counters returns the server's closing account of device i
@@ -247,9 +248,27 @@ poweroff -f
 }
 
 // boot serves spec's system from neuronsim, boots a guest attached to its
-// devices and returns what it printed. The work folder is inside the
-// chroot, so QEMU there and the server outside see the same sockets.
+// devices and returns what it printed.
 func boot(t *testing.T, tl *tools, spec guestSpec) *guest {
+	t.Helper()
+	w := newWorkspace(t, tl, spec)
+	srv := startServer(t, w, spec)
+	g := runGuest(t, w, spec, "")
+	srv.stop()
+	g.Server = srv.log()
+	return g
+}
+
+// workspace is a guest's folder inside the chroot (so QEMU there and the
+// server outside see the same sockets), holding its kernel and initramfs.
+type workspace struct {
+	tl        *tools
+	dir       string // on the host
+	inChroot  string // the same folder as QEMU sees it
+	neuronsim string
+}
+
+func newWorkspace(t *testing.T, tl *tools, spec guestSpec) *workspace {
 	t.Helper()
 	module, neuronsim := build(t, tl)
 	work, err := os.MkdirTemp(filepath.Join(tl.chroot, "tmp"), "guest-")
@@ -257,7 +276,7 @@ func boot(t *testing.T, tl *tools, spec guestSpec) *guest {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(work) })
-	inChroot := "/" + strings.TrimPrefix(strings.TrimPrefix(work, tl.chroot), "/")
+	w := &workspace{tl: tl, dir: work, inChroot: "/" + strings.TrimPrefix(strings.TrimPrefix(work, tl.chroot), "/"), neuronsim: neuronsim}
 	var initrd bytes.Buffer
 	files := []File{
 		{Path: "init", Mode: 0o755, Data: []byte(initScript(spec))},
@@ -276,69 +295,131 @@ func boot(t *testing.T, tl *tools, spec guestSpec) *guest {
 	if out, err := exec.Command("cp", tl.vmlinuz, filepath.Join(work, "vmlinuz")).CombinedOutput(); err != nil {
 		t.Fatalf("copying the kernel: %v: %s", err, out)
 	}
+	return w
+}
+
+// server is a running `neuronsim serve --vfio-user`.
+type server struct {
+	first string // the line it printed when its sockets were up
+	errs  *bytes.Buffer
+	stop  func() // SIGTERM, wait for its closing counters (idempotent)
+}
+
+// log is what the server printed; call after stop.
+func (s *server) log() string { return s.first + s.errs.String() }
+
+// startServer serves spec's system on the workspace's sockets.
+func startServer(t *testing.T, w *workspace, spec guestSpec) *server {
+	t.Helper()
+	srv := exec.Command(w.neuronsim, "serve", "--vfio-user", filepath.Join(w.dir, "sock"), "--arch", spec.Arch,
+		"--revision", spec.Revision, "--devices", strconv.Itoa(spec.Devices))
+	srvOut, err := srv.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{errs: new(bytes.Buffer)}
+	srv.Stderr = s.errs
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	var once sync.Once
+	s.stop = func() {
+		once.Do(func() {
+			_ = srv.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				_ = srv.Process.Kill()
+				<-done
+			}
+		})
+	}
+	s.first, err = bufio.NewReader(srvOut).ReadString('\n')
+	go func() { _, _ = io.Copy(io.Discard, srvOut); done <- srv.Wait() }()
+	t.Cleanup(s.stop)
+	if err != nil {
+		s.stop()
+		t.Fatalf("the server did not start: %v; its log:\n%s", err, s.errs.String())
+	}
+	return s
+}
+
+// runGuest boots QEMU (TCG) with the workspace's kernel and initramfs and
+// a vfio-user-pci device per socket, and waits for it to power off. When
+// killOn is not empty, QEMU is killed with SIGKILL as soon as its console
+// shows killOn (the guest is then returned with Killed set).
+func runGuest(t *testing.T, w *workspace, spec guestSpec, killOn string) *guest {
+	t.Helper()
 	timeout := spec.Timeout
 	if timeout == 0 {
 		timeout = 4 * time.Minute
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-
-	sockDir := filepath.Join(work, "sock")
-	srv := exec.Command(neuronsim, "serve", "--vfio-user", sockDir, "--arch", spec.Arch,
-		"--revision", spec.Revision, "--devices", strconv.Itoa(spec.Devices))
-	srvOut, err := srv.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var srvErr bytes.Buffer
-	srv.Stderr = &srvErr
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	srvDone := make(chan error, 1)
-	var stopOnce sync.Once
-	stopServer := func() {
-		stopOnce.Do(func() {
-			_ = srv.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-srvDone:
-			case <-time.After(10 * time.Second):
-				_ = srv.Process.Kill()
-				<-srvDone
-			}
-		})
-	}
-	first, err := bufio.NewReader(srvOut).ReadString('\n')
-	go func() { _, _ = io.Copy(io.Discard, srvOut); srvDone <- srv.Wait() }()
-	t.Cleanup(stopServer)
-	if err != nil {
-		stopServer()
-		t.Fatalf("the server did not start: %v; its log:\n%s", err, srvErr.String())
-	}
-
-	args := []string{tl.chroot, "qemu-system-x86_64", "-machine", "q35,memory-backend=m",
+	args := []string{w.tl.chroot, "qemu-system-x86_64", "-machine", "q35,memory-backend=m",
 		"-object", "memory-backend-memfd,id=m,size=1G,share=on", "-m", "1G", "-smp", "1",
-		"-nographic", "-no-reboot", "-kernel", inChroot + "/vmlinuz", "-initrd", inChroot + "/initrd.gz",
+		"-nographic", "-no-reboot", "-kernel", w.inChroot + "/vmlinuz", "-initrd", w.inChroot + "/initrd.gz",
 		"-append", "console=ttyS0 panic=-1 loglevel=6"}
 	for i := range spec.Devices {
-		args = append(args, "-device", fmt.Sprintf(`{"driver":"vfio-user-pci","socket":{"path":"%s/sock/neuron%d.sock","type":"unix"}}`, inChroot, i))
+		args = append(args, "-device", fmt.Sprintf(`{"driver":"vfio-user-pci","socket":{"path":"%s/sock/neuron%d.sock","type":"unix"}}`, w.inChroot, i))
 	}
 	q := exec.CommandContext(ctx, "chroot", args...)
-	var console bytes.Buffer
-	q.Stdout, q.Stderr = &console, &console
-	q.Stdin = nil
+	console := &watchBuffer{want: killOn, seen: make(chan struct{})}
+	q.Stdout, q.Stderr = console, console
 	start := time.Now()
-	qerr := q.Run()
-	wall := time.Since(start)
-	stopServer()
-	g := &guest{Console: console.String(), Server: first + srvErr.String(), Wall: wall}
-	if ctx.Err() != nil {
-		t.Fatalf("the guest did not finish within %v; console:\n%s\nserver:\n%s", timeout, tail(g.Console, 200), g.Server)
+	if err := q.Start(); err != nil {
+		t.Fatal(err)
 	}
-	if qerr != nil {
-		t.Fatalf("QEMU: %v; console:\n%s\nserver:\n%s", qerr, tail(g.Console, 200), g.Server)
+	exited := make(chan error, 1)
+	go func() { exited <- q.Wait() }()
+	g := &guest{}
+	var qerr error
+	select {
+	case qerr = <-exited:
+	case <-console.seen:
+		_ = q.Process.Kill()
+		<-exited
+		g.Killed = true
+	}
+	g.Wall, g.Console = time.Since(start), console.String()
+	if ctx.Err() != nil {
+		t.Fatalf("the guest did not finish within %v; console:\n%s", timeout, tail(g.Console, 200))
+	}
+	if killOn != "" && !g.Killed {
+		t.Fatalf("the guest ended before printing %q (%v); console:\n%s", killOn, qerr, tail(g.Console, 200))
+	}
+	if qerr != nil && !g.Killed {
+		t.Fatalf("QEMU: %v; console:\n%s", qerr, tail(g.Console, 200))
 	}
 	return g
+}
+
+// watchBuffer collects a guest's console and closes seen the first time
+// the console holds want.
+type watchBuffer struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	want string
+	seen chan struct{}
+	done bool
+}
+
+func (w *watchBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.buf.Write(p)
+	if w.want != "" && !w.done && bytes.Contains(w.buf.Bytes(), []byte(w.want)) {
+		w.done = true
+		close(w.seen)
+	}
+	return n, err
+}
+
+func (w *watchBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }
 
 // tail returns the last n lines of s.
