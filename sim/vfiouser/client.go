@@ -1,6 +1,7 @@
 package vfiouser
 
 import (
+	"bufio"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 // DMA_WRITE requests from the memory given to ServeMemory.
 type Client struct {
 	c       *net.UnixConn
+	rd      *bufio.Reader // replies and requests from the server (it sends no descriptors)
 	id      uint16
 	ram     []byte
 	ramBase uint64
@@ -30,7 +32,7 @@ func Dial(path string) (*Client, error) {
 }
 
 // NewClient speaks the protocol on c.
-func NewClient(c *net.UnixConn) *Client { return &Client{c: c} }
+func NewClient(c *net.UnixConn) *Client { return &Client{c: c, rd: bufio.NewReaderSize(c, 64<<10)} }
 
 // Close closes the connection.
 func (tc *Client) Close() error { return tc.c.Close() }
@@ -65,7 +67,7 @@ func (tc *Client) send(h Header, payload []byte, fds ...int) error {
 // recv reads one message.
 func (tc *Client) recv() (Header, []byte, error) {
 	var hb [HeaderSize]byte
-	if _, err := io.ReadFull(tc.c, hb[:]); err != nil {
+	if _, err := io.ReadFull(tc.rd, hb[:]); err != nil {
 		return Header{}, nil, err
 	}
 	h, err := ParseHeader(hb[:])
@@ -73,7 +75,7 @@ func (tc *Client) recv() (Header, []byte, error) {
 		return h, nil, err
 	}
 	p := make([]byte, h.Size-HeaderSize)
-	if _, err := io.ReadFull(tc.c, p); err != nil {
+	if _, err := io.ReadFull(tc.rd, p); err != nil {
 		return h, nil, err
 	}
 	return h, p, nil

@@ -304,36 +304,6 @@ func (ss *session) maxPayload() uint64 { return ss.s.opt.MaxDataXferSize + 4096 
 // xfer is the largest data count of one transfer in either direction.
 func (ss *session) xfer() uint64 { return min(ss.s.opt.MaxDataXferSize, ss.client.MaxDataXferSize) }
 
-// readFull reads len(p) bytes, collecting file descriptors.
-func (ss *session) readFull(p []byte, oob []byte, fds *[]int, trunc *bool) error {
-	for got := 0; got < len(p); {
-		n, oobn, flags, _, err := ss.c.ReadMsgUnix(p[got:], oob)
-		if oobn > 0 {
-			if cms, perr := syscall.ParseSocketControlMessage(oob[:oobn]); perr == nil {
-				for _, cm := range cms {
-					if f, ferr := syscall.ParseUnixRights(&cm); ferr == nil {
-						*fds = append(*fds, f...)
-					}
-				}
-			}
-		}
-		if flags&syscall.MSG_CTRUNC != 0 {
-			*trunc = true
-		}
-		got += n
-		if err != nil {
-			if got > 0 && errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return err
-		}
-		if n == 0 {
-			return io.ErrUnexpectedEOF
-		}
-	}
-	return nil
-}
-
 // smallPayload is the capacity of the reused payload buffers.
 const smallPayload = 4096
 
@@ -373,19 +343,24 @@ func (ss *session) readLoop() error {
 		}
 		ss.pmu.Unlock()
 	}()
-	oob := make([]byte, syscall.CmsgSpace(4*ss.s.opt.MaxMsgFDs))
+	sr := newStreamReader(ss.c, ss.s.opt.MaxMsgFDs)
+	defer sr.close()
 	var hb [HeaderSize]byte
 	for {
 		m := &message{}
-		trunc := false
-		if err := ss.readFull(hb[:], oob, &m.fds, &trunc); err != nil {
-			closeFDs(m.fds)
+		start := sr.offset()
+		if err := sr.read(hb[:]); err != nil {
+			fds, _ := sr.take(start, sr.offset())
+			closeFDs(fds)
 			return err
 		}
 		h, err := ParseHeader(hb[:])
 		m.h = h
 		if err != nil {
 			// the stream cannot be re-synchronised without a size: answer and end
+			m.fds, _ = sr.take(start, sr.offset())
+			closeFDs(m.fds)
+			m.fds = nil
 			m.err = err
 			ss.deliver(m)
 			return err
@@ -397,19 +372,23 @@ func (ss *session) readLoop() error {
 			var chunk [4096]byte
 			for n > 0 {
 				k := min(n, uint64(len(chunk)))
-				if err := ss.readFull(chunk[:k], oob, &m.fds, &trunc); err != nil {
-					closeFDs(m.fds)
+				if err := sr.read(chunk[:k]); err != nil {
+					fds, _ := sr.take(start, sr.offset())
+					closeFDs(fds)
 					return err
 				}
 				n -= k
 			}
 		} else {
 			m.payload = ss.buffer(n)
-			if err := ss.readFull(m.payload, oob, &m.fds, &trunc); err != nil {
-				closeFDs(m.fds)
+			if err := sr.read(m.payload); err != nil {
+				fds, _ := sr.take(start, sr.offset())
+				closeFDs(fds)
 				return err
 			}
 		}
+		fds, trunc := sr.take(start, sr.offset())
+		m.fds = fds
 		if (trunc || len(m.fds) > ss.s.opt.MaxMsgFDs) && m.err == nil {
 			m.err = fmt.Errorf("%s message carries more than %d file descriptors: %w", CommandName(h.Command), ss.s.opt.MaxMsgFDs, ErrLimit)
 		}
