@@ -82,14 +82,14 @@ const (
 //	offset 40  __u64 *mem_handle    (out: the driver writes the u64 handle there)
 //	offset 48  __u32  pad           (4 bytes of tail padding after it)
 type MemAllocV2MT64 struct {
-	Size, Align  uint64
-	HostMemory   uint32
-	DRAMChannel  uint32
-	DRAMRegion   uint32
-	NC           uint32
-	MemType      MemType
-	HandleAddr   uint64 // user-space address of a u64 the driver fills
-	Pad          uint32
+	Size, Align uint64
+	HostMemory  uint32
+	DRAMChannel uint32
+	DRAMRegion  uint32
+	NC          uint32
+	MemType     MemType
+	HandleAddr  uint64 // user-space address of a u64 the driver fills
+	Pad         uint32
 }
 
 // Encode returns the 56-byte wire form of s; padding is zero.

@@ -29,12 +29,12 @@ import (
 
 // Constants of the driver the fake keeps.
 const (
-	pageSize       = 4096         // PAGE_SIZE on x86-64: allocations round up to it (neuron_mempool.c:598)
-	maxDMADesc     = 64 * 1024    // MAX_DMA_DESC_SIZE: the bounce chunk of MEM_BUF_COPY (neuron_cdev.c:1105-1108)
-	maxNCPerDevice = 8            // MAX_NC_PER_DEVICE (neuron_device.h:11)
-	intMax         = 1<<31 - 1    // INT_MAX: the largest device alignment (neuron_mempool.c:690)
-	int64Max       = 1<<63 - 1    // INT64_MAX: the largest size (neuron_mempool.c:595)
-	hostBase       = 0x4000_0000  // where the fake's host allocations start (GFP_DMA32: below 4 GiB)
+	pageSize       = 4096        // PAGE_SIZE on x86-64: allocations round up to it (neuron_mempool.c:598)
+	maxDMADesc     = 64 * 1024   // MAX_DMA_DESC_SIZE: the bounce chunk of MEM_BUF_COPY (neuron_cdev.c:1105-1108)
+	maxNCPerDevice = 8           // MAX_NC_PER_DEVICE (neuron_device.h:11)
+	intMax         = 1<<31 - 1   // INT_MAX: the largest device alignment (neuron_mempool.c:690)
+	int64Max       = 1<<63 - 1   // INT64_MAX: the largest size (neuron_mempool.c:595)
+	hostBase       = 0x4000_0000 // where the fake's host allocations start (GFP_DMA32: below 4 GiB)
 	kernelPointer  = 0xffff888000000000
 	garbageVersion = 0xDEADBEEF // what the uninitialised version field of MEM_GET_EXTENDED_INFO holds
 )
