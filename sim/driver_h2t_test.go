@@ -270,7 +270,7 @@ func (k *h2tDriver) hostRead32(pa uint64) uint32 {
 func (k *h2tDriver) memcpy(src, dst uint64, size uint32) error {
 	k.t.Helper()
 	k.hostWrite(k.completion, binary.LittleEndian.AppendUint32(nil, udma.Marker)) // WRITE_ONCE(*src, marker)
-	k.hostWrite(k.completion+h2tMarkerSize, make([]byte, 4))                       // WRITE_ONCE(*dst, 0)
+	k.hostWrite(k.completion+h2tMarkerSize, make([]byte, 4))                      // WRITE_ONCE(*dst, 0)
 	k.prepareOne(src, dst, size, true)
 	c := k.hostAddr(k.completion) // virt_to_phys(completion) | pci_host_base (neuron_dma.c:210)
 	k.prepareOne(c, c+h2tMarkerSize, h2tMarkerSize, false)
