@@ -101,7 +101,7 @@ func (k *h2tDriver) qreg(half uint64, reg uint64) uint64 { return udma.QueueReg(
 func (k *h2tDriver) hostAddr(pa uint64) uint64 { return pa | k.geo.HostAddressBit }
 
 // engineInit is ndma_init_v2 / ndma_init_v3 for the H2T engine
-// (v2/neuron_dhal_v2.c:1395-1446, v3/neuron_dhal_v3.c:1612-1703) →
+// (v2/neuron_dhal_v2.c:1395-1446, v3/neuron_dhal_v3.c:1629-1703) →
 // udma_m2m_init_engine (udma/udma_m2m.c:231-262) → udma_init
 // (udma/udma_main.c:323-355). It never writes change_state.
 func (k *h2tDriver) engineInit() {
@@ -144,7 +144,7 @@ func (k *h2tDriver) engineInit() {
 	k.w(h2tM2SAxiDescRdCfg3, 8|1<<16)
 	k.w(h2tS2MAxiDescRdCfg3, 8|1<<16)
 	// sdma_init_engine: the SDMA block after the UDMA registers (V3/V4
-	// UDMA+0x40000, v3/neuron_dhal_v3.c:1662-1663; on V2 the separate
+	// UDMA+0x40000, v3/neuron_dhal_v3.c:1680-1681; on V2 the separate
 	// H2D/D2H SDMA block, v2:1411-1413). Whatever the device has there,
 	// these writes must not disturb the engine.
 	sdma := k.engBase + 0x40000
@@ -261,7 +261,7 @@ func (k *h2tDriver) hostRead32(pa uint64) uint32 {
 
 // memcpy is ndma_memcpy → ndma_memcpy_offset_move → ndma_memcpy_chunks for
 // one chunk of at most 64 KiB (neuron_dma.c:301-366, 428-530): one data pair
-// (the last chunk, so V2/V3's write barrier: v2:1512-1518, v3:1766-1772),
+// (the last chunk, so V2/V3's write barrier: v2:1512-1518, v3:1801-1807),
 // the completion pair (neuron_dma.c:194-222: marker word → the next word),
 // the doorbells S2M then M2S (udma/udma_m2m.c:413-444), then the marker poll
 // (neuron_dma.c:224-277) with the driver's wait budget for the generation
