@@ -259,31 +259,77 @@ func (k *h2tDriver) hostRead32(pa uint64) uint32 {
 	return binary.LittleEndian.Uint32(b[:])
 }
 
-// memcpy is ndma_memcpy → ndma_memcpy_offset_move → ndma_memcpy_chunks for
-// one chunk of at most 64 KiB (neuron_dma.c:301-366, 428-530): one data pair
-// (the last chunk, so V2/V3's write barrier: v2:1512-1518, v3:1801-1807),
-// the completion pair (neuron_dma.c:194-222: marker word → the next word),
-// the doorbells S2M then M2S (udma/udma_m2m.c:413-444), then the marker poll
-// (neuron_dma.c:224-277) with the driver's wait budget for the generation
-// and mode (v2:1309-1331, v3:1569-1591). It returns an error when the
-// driver would time out.
-func (k *h2tDriver) memcpy(src, dst uint64, size uint32) error {
-	k.t.Helper()
-	k.hostWrite(k.completion, binary.LittleEndian.AppendUint32(nil, udma.Marker)) // WRITE_ONCE(*src, marker)
-	k.hostWrite(k.completion+h2tMarkerSize, make([]byte, 4))                      // WRITE_ONCE(*dst, 0)
-	k.prepareOne(src, dst, size, true)
-	c := k.hostAddr(k.completion) // virt_to_phys(completion) | pci_host_base (neuron_dma.c:210)
-	k.prepareOne(c, c+h2tMarkerSize, h2tMarkerSize, false)
-	const pending = 2
-	k.w(k.qreg(udma.S2M, udma.QTailInc), pending) // udma_desc_action_add: mb(), then the doorbell (udma/udma_main.c:674-684)
-	k.w(k.qreg(udma.M2S, udma.QTailInc), pending)
+// memcpy is ndma_memcpy (neuron_dma.c:566-569): ndma_memcpy_offset_move
+// with both sides moving.
+func (k *h2tDriver) memcpy(src, dst uint64, size uint64) error {
+	return k.offsetMove(src, dst, size, true, true)
+}
 
-	est := uint64(4 * (pending - 1)) // µs per descriptor: V2 4, V3/V4 2
-	if k.geo.Generation != hwarch.Sunda {
-		est = 2 * (pending - 1)
+// h2tSyncThreshold is ndma_memcpy_chunks' sync_threshold: DMA_H2T_DESC_COUNT/2
+// − UDMA_MAX_NUM_CDESC_PER_CACHE_LINE − 1 (neuron_dma.c:311). The batch ends
+// on the pair added when this many are pending, so a batch holds up to 2032
+// data pairs and the completion pair.
+const h2tSyncThreshold = 4096/2 - h2tCDescPerLine - 1
+
+// offsetMove is ndma_memcpy_offset_move for a synchronous copy
+// (neuron_dma.c:428-530): batches of ndma_memcpy_chunks (neuron_dma.c:301-366)
+// — data pairs of at most 64 KiB, the source and destination advancing per
+// smove/dmove, the last pair of a batch with V2/V3's write barrier
+// (v2:1512-1518, v3:1801-1807), then the completion pair
+// (neuron_dma.c:194-222: marker word → the next word), the doorbells S2M then
+// M2S (udma/udma_m2m.c:413-444) — each waited for with the marker poll
+// (neuron_dma.c:224-277) and the driver's budget for the generation and mode
+// (v2:1309-1331, v3:1569-1591). It returns an error when the driver would
+// time out.
+func (k *h2tDriver) offsetMove(src, dst, size uint64, smove, dmove bool) error {
+	k.t.Helper()
+	var offset uint64
+	remaining := size
+	for {
+		k.hostWrite(k.completion, binary.LittleEndian.AppendUint32(nil, udma.Marker)) // WRITE_ONCE(*src, marker)
+		k.hostWrite(k.completion+h2tMarkerSize, make([]byte, 4))                      // WRITE_ONCE(*dst, 0)
+		left, pending, done := remaining, uint32(0), false
+		for !done {
+			chunk := min(left, h2tMaxDesc)
+			if chunk == left || pending == h2tSyncThreshold {
+				done = true
+			}
+			s, d := src, dst
+			if smove {
+				s += offset + (remaining - left)
+			}
+			if dmove {
+				d += offset + (remaining - left)
+			}
+			k.prepareOne(s, d, uint32(chunk), done)
+			left -= chunk
+			pending++
+		}
+		c := k.hostAddr(k.completion) // virt_to_phys(completion) | pci_host_base (neuron_dma.c:210)
+		k.prepareOne(c, c+h2tMarkerSize, h2tMarkerSize, false)
+		pending++
+		k.w(k.qreg(udma.S2M, udma.QTailInc), pending) // udma_desc_action_add: mb(), then the doorbell (udma/udma_main.c:674-684)
+		k.w(k.qreg(udma.M2S, udma.QTailInc), pending)
+		if err := k.waitMarker(pending); err != nil {
+			return err
+		}
+		outstanding := remaining - left
+		if left == 0 {
+			return nil
+		}
+		remaining -= outstanding
+		offset += outstanding
 	}
+}
+
+// waitMarker is ndma_memcpy_wait_for_completion (neuron_dma.c:224-277) for
+// count descriptors of a synchronous copy.
+func (k *h2tDriver) waitMarker(count uint32) error {
+	k.t.Helper()
+	est := uint64(4 * (count - 1)) // µs per descriptor: V2 4, V3/V4 2
 	first := est - 3
 	if k.geo.Generation != hwarch.Sunda {
+		est = uint64(2 * (count - 1))
 		first = est - 1
 	}
 	wait := (est*100 - first) * 100
@@ -303,8 +349,8 @@ func (k *h2tDriver) memcpy(src, dst uint64, size uint32) error {
 			k.hostWrite(k.completion+h2tMarkerSize, make([]byte, 4))
 			k.hostWrite(k.completion, binary.LittleEndian.AppendUint32(nil, udma.Marker))
 			// ndma_ack_completed_desc: udma_cdesc_ack on both halves, software only (udma/udma.h:404-420).
-			k.rx.cidx = (k.rx.cidx + pending) & (h2tRingDescs - 1)
-			k.tx.cidx = (k.tx.cidx + pending) & (h2tRingDescs - 1)
+			k.rx.cidx = (k.rx.cidx + count) & (h2tRingDescs - 1)
+			k.tx.cidx = (k.tx.cidx + count) & (h2tRingDescs - 1)
 			return nil
 		}
 		// The model is deterministic: once the queue is halted, or has
@@ -332,12 +378,12 @@ func (k *h2tDriver) bufCopy(devAddr uint64, buf []byte, toDevice bool) error {
 		n := min(h2tMaxDesc, len(buf)-off)
 		if toDevice {
 			k.hostWrite(k.bounce, buf[off:off+n]) // copy_from_user into the bounce
-			if err := k.memcpy(k.hostAddr(k.bounce), devAddr+uint64(off), uint32(n)); err != nil {
+			if err := k.memcpy(k.hostAddr(k.bounce), devAddr+uint64(off), uint64(n)); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := k.memcpy(devAddr+uint64(off), k.hostAddr(k.bounce), uint32(n)); err != nil {
+		if err := k.memcpy(devAddr+uint64(off), k.hostAddr(k.bounce), uint64(n)); err != nil {
 			return err
 		}
 		if err := k.d.HostRead(k.bounce, buf[off:off+n]); err != nil { // copy_to_user from the bounce
@@ -443,6 +489,54 @@ func TestDriverH2TRingWrap(t *testing.T) {
 			head := k.r(k.qreg(udma.M2S, udma.QHead))
 			if want := uint32(2)<<30 | k.tx.next; head != want {
 				t.Fatalf("M2S head register %#x, want %#x (index %d, phase 2)", head, want, k.tx.next)
+			}
+		})
+	}
+}
+
+// TestDriverH2TMemset: NEURON_IOCTL_MEMSET64 of device memory as ndma_memset
+// does it (neuron_dma.c:532-565): the first 64 KiB from the driver's memset
+// host buffer, the rest device to device from that first chunk (the source
+// fixed, the destination moving) in batches of up to 2032 data pairs and a
+// completion pair per doorbell — more than one batch here.
+func TestDriverH2TMemset(t *testing.T) {
+	for _, gen := range []hwarch.Generation{hwarch.Sunda, hwarch.Cayman} {
+		t.Run(gen.String(), func(t *testing.T) {
+			k := newH2TDriver(t, gen, 0, 0)
+			k.engineInit()
+			k.ringInit()
+			memsetBuf, err := k.d.HostAlloc(h2tMaxDesc, 4096) // nd->memset_mc (neuron_pci.c:287)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const size = (h2tSyncThreshold+1)*h2tMaxDesc + 3*h2tMaxDesc + 100
+			dev := k.geo.HBM[0].Base + 0x20_0000
+			fill := bytes.Repeat([]byte{0x5A}, h2tMaxDesc)
+			k.hostWrite(memsetBuf, fill) // memset(memset_mc->va, value, transfer_size)
+			if err := k.memcpy(k.hostAddr(memsetBuf), dev, h2tMaxDesc); err != nil {
+				t.Fatal(err)
+			}
+			if err := k.offsetMove(dev, dev+h2tMaxDesc, size-h2tMaxDesc, false, true); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, size+8)
+			if err := k.d.hbm.Read(dev, got); err != nil {
+				t.Fatal(err)
+			}
+			for i, b := range got {
+				if want := byte(0x5A); i >= size {
+					want = 0
+					if b != want {
+						t.Fatalf("byte %d past the memset is %#x", i-size, b)
+					}
+				} else if b != want {
+					t.Fatalf("byte %d of %d is %#x, want %#x", i, size, b, want)
+				}
+			}
+			qs, _ := k.d.DMAQueue(k.eng, k.q)
+			const pairs = 2 + (h2tSyncThreshold + 1) + 1 + 3 + 1 // the first chunk and its marker; a full batch of 2032 and its marker; 2 × 64 KiB + 100 B and its marker
+			if qs.Done != pairs || qs.Status != 0 {
+				t.Fatalf("%d pairs done, status %#x; want %d, 0", qs.Done, qs.Status, pairs)
 			}
 		})
 	}
