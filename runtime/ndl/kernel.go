@@ -79,6 +79,9 @@ type KernelDevice struct {
 	// Memory handles allocated through this device (MemAlloc), with what
 	// MEM_GET_EXTENDED_INFO said of them; guarded by mu.
 	mem map[MemHandle]MemInfo
+	// copyChunk is the most bytes one MEM_BUF_COPY64 carries:
+	// MaxBufCopyChunk (tests lower it).
+	copyChunk int
 
 	// Scratch memory of the BAR ioctls, reused under mu. addrs is handed to
 	// the kernel by address and pinned for each call; arg is the bar_rw struct
@@ -120,7 +123,7 @@ func openKernelWith(sys KernelSys, path string, opts KernelOptions) (*KernelDevi
 	if err != nil {
 		return nil, fmt.Errorf("ndl kernel: open %s: %w", path, err)
 	}
-	k := &KernelDevice{sys: sys, fd: fd, path: path, addrs: make([]uint64, maxWordsPerIoctl), mem: map[MemHandle]MemInfo{}}
+	k := &KernelDevice{sys: sys, fd: fd, path: path, addrs: make([]uint64, maxWordsPerIoctl), mem: map[MemHandle]MemInfo{}, copyChunk: MaxBufCopyChunk}
 	if err := k.identify(opts); err != nil {
 		if cerr := sys.Close(fd); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("ndl kernel: close %s: %w", path, cerr))

@@ -346,8 +346,8 @@ func (k *KernelDevice) bufCopy(h MemHandle, off uint64, buf []byte, toMem bool) 
 		return err
 	}
 	var arg [MemBufCopy64Size]byte
-	for start := 0; start < len(buf); start += MaxBufCopyChunk {
-		chunk := buf[start:min(start+MaxBufCopyChunk, len(buf))]
+	for start := 0; start < len(buf); start += k.copyChunk {
+		chunk := buf[start:min(start+k.copyChunk, len(buf))]
 		o := off + uint64(start)
 		k.pinner.Pin(&chunk[0])
 		s := MemBufCopy64{Handle: uint64(h), Buffer: userAddress(&chunk[0]), Size: uint64(len(chunk)), Offset: o}

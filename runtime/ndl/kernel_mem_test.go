@@ -231,6 +231,28 @@ func TestKernelMemDriverRefusals(t *testing.T) {
 	})
 }
 
+// A copy longer than the chunk goes out as several MEM_BUF_COPY64 ioctls at
+// consecutive offsets (the driver's u32 remaining count forbids one of 4 GiB).
+func TestKernelMemCopySplit(t *testing.T) {
+	k, drv := openMemFake(t, kernelfake.Options{Arch: 3})
+	h, err := k.MemAlloc(ndl.MemRequest{Size: 3 * 4096})
+	require.NoError(t, err)
+	ndl.SetCopyChunk(k, 4096)
+	src := pattern(10000, 7)
+	require.NoError(t, k.CopyToMem(h, 100, src))
+	back := make([]byte, len(src))
+	require.NoError(t, k.CopyFromMem(h, 100, back))
+	assert.Equal(t, src, back)
+	le := binary.LittleEndian
+	var got [][3]uint64 // offset, size, to-mem of each MEM_BUF_COPY64
+	for _, c := range drv.Calls() {
+		if c.Cmd == ndl.IoctlMemBufCopy64 {
+			got = append(got, [3]uint64{le.Uint64(c.Arg[24:]), le.Uint64(c.Arg[16:]), uint64(le.Uint32(c.Arg[32:]))})
+		}
+	}
+	assert.Equal(t, [][3]uint64{{100, 4096, 1}, {4196, 4096, 1}, {8292, 1808, 1}, {100, 4096, 0}, {4196, 4096, 0}, {8292, 1808, 0}}, got)
+}
+
 // tamper is a KernelSys that lets a test rewrite what the fake driver
 // answers, to check the backend's range checks of the kernel's values.
 type tamper struct {
