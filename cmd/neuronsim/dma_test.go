@@ -4,10 +4,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/neuronsim/neuronsim/runtime/ndl"
+	"github.com/neuronsim/neuronsim/runtime/ndl/kernelfake"
 )
 
 func TestDVELoadCommand(t *testing.T) {
@@ -74,6 +78,105 @@ func TestDMACopyCommand(t *testing.T) {
 		{[]string{"--core", "9"}, "--core 9"},
 	} {
 		_, err := runCLI(t, append([]string{"dma", "copy"}, bad.args...)...)
+		assert.ErrorContains(t, err, bad.want, "%v", bad.args)
+	}
+}
+
+// withFakeKernel makes dma copy --kernel open a fake driver 2.24.7.0
+// (runtime/ndl/kernelfake) instead of the host's device node.
+func withFakeKernel(t *testing.T, opt kernelfake.Options) *kernelfake.Driver {
+	t.Helper()
+	drv, err := kernelfake.New(opt)
+	require.NoError(t, err)
+	saved := openKernel
+	openKernel = func(path string) (*ndl.KernelDevice, error) { return ndl.OpenKernelSys(drv, path, ndl.KernelOptions{}) }
+	t.Cleanup(func() {
+		openKernel = saved
+		assert.Empty(t, drv.Faults(), "the fake driver saw an ABI violation")
+		assert.Zero(t, drv.OpenFDs(), "the device node is closed again")
+		assert.Zero(t, drv.Live(), "the device memory is freed again")
+	})
+	return drv
+}
+
+func TestDMACopyKernel(t *testing.T) {
+	for _, tt := range []struct {
+		arch   uint32
+		args   []string
+		chunks int // 64 KiB bounce chunks of the driver's DMA, both ways
+		want   []string
+	}{
+		{3, []string{"--size", "1MiB"}, 32, []string{"kernel /dev/neuron0: cayman (Trn2), 1d0f:7364 rev 0xff (qemu), host → device → host copy of 1048576 bytes on core 0",
+			"device memory: handle 1, 1MiB at device address 0x0 (HBM channel 0)", "host → device: MEM_BUF_COPY64 in", "host wall time", "destination verified: 1048576 bytes match"}},
+		{2, []string{"--size", "100000", "--core", "1"}, 4, []string{"sunda (Trn1+Inf2), 1d0f:7164", "copy of 100000 bytes on core 1", "device → host: MEM_BUF_COPY64", "100000 bytes match"}},
+		{4, []string{"--size", "1", "--core", "7"}, 2, []string{"on core 7", "4KiB at device address", "1 byte match"}},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			drv := withFakeKernel(t, kernelfake.Options{Arch: tt.arch, Revision: 0xFF})
+			out, err := runCLI(t, append([]string{"dma", "copy", "--kernel", "/dev/neuron0"}, tt.args...)...)
+			require.NoError(t, err)
+			for _, w := range tt.want {
+				assert.Contains(t, out, w)
+			}
+			assert.Equal(t, tt.chunks, drv.DMAChunks())
+			var names []string
+			for _, c := range drv.Calls() {
+				names = append(names, c.Name)
+			}
+			assert.Equal(t, []string{"DEVICE_INFO", "DEVICE_BASIC_INFO", "MEM_ALLOC_V2MT64", "MEM_GET_EXTENDED_INFO", "MEM_GET_EXTENDED_INFO",
+				"MEM_BUF_COPY64", "MEM_BUF_COPY64", "MEM_FREE"}, names, "alloc, info, copy in, copy out, free — in that order")
+		})
+	}
+}
+
+func TestDMACopyKernelErrors(t *testing.T) {
+	corrupt := uint64(12345)
+	for _, tt := range []struct {
+		name  string
+		opt   kernelfake.Options
+		setup func(d *kernelfake.Driver)
+		args  []string
+		want  []string
+		is    error
+	}{
+		{"allocation refused", kernelfake.Options{Arch: 3, ChannelBytes: 512 << 10}, nil, []string{"--size", "1MiB"},
+			[]string{"MEM_ALLOC_V2MT64 (1MiB of device memory, channel 0, NC 0)"}, syscall.ENOMEM},
+		{"copy refused", kernelfake.Options{Arch: 2}, func(d *kernelfake.Driver) { d.Errno[ndl.IoctlMemBufCopy64] = syscall.EPERM }, []string{"--size", "64KiB"},
+			[]string{"MEM_BUF_COPY64 to handle 1 offset 0 count 65536"}, syscall.EPERM},
+		{"mismatch", kernelfake.Options{Arch: 3}, func(d *kernelfake.Driver) { d.CorruptCopyOut = &corrupt }, []string{"--size", "1MiB"},
+			[]string{"first at offset 12345 of 1048576", "1 byte differ"}, nil},
+		{"core", kernelfake.Options{Arch: 2}, nil, []string{"--core", "2"}, []string{"--core 2: the sunda at /dev/neuron0 has cores 0..1"}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			drv := withFakeKernel(t, tt.opt)
+			if tt.setup != nil {
+				tt.setup(drv)
+			}
+			_, err := runCLI(t, append([]string{"dma", "copy", "--kernel", "/dev/neuron0"}, tt.args...)...)
+			require.Error(t, err)
+			for _, w := range tt.want {
+				assert.ErrorContains(t, err, w)
+			}
+			if tt.is != nil {
+				assert.ErrorIs(t, err, tt.is)
+			}
+		})
+	}
+	withFakeKernel(t, kernelfake.Options{Arch: 3})
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--from", "device"}, "--from: not with --kernel"},
+		{[]string{"--to", "host"}, "--to: not with --kernel"},
+		{[]string{"--timing-only"}, "--timing-only: not with --kernel"},
+		{[]string{"--device", "1"}, "--device: not with --kernel"},
+		{[]string{"--arch", "trn2"}, "--arch describe a fresh simulated system; with --kernel"},
+		{[]string{"--remote", "unix:/x"}, "[kernel remote] were all set"},
+		{[]string{"--size", "2GiB"}, `--size "2GiB": must be in 1B..1GiB`},
+		{[]string{"--size", "0"}, `--size "0": must be in 1B..1GiB`},
+	} {
+		_, err := runCLI(t, append([]string{"dma", "copy", "--kernel", "/dev/neuron0"}, bad.args...)...)
 		assert.ErrorContains(t, err, bad.want, "%v", bad.args)
 	}
 }

@@ -2,13 +2,18 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/dmem"
+	"github.com/neuronsim/neuronsim/runtime/ndl"
 )
 
 func newDMACommand() *cobra.Command {
@@ -21,28 +26,50 @@ func newDMACommand() *cobra.Command {
 }
 
 func newDMACopyCommand() *cobra.Command {
-	var from, to, size string
+	var from, to, size, kernel string
 	var core int
 	var timingOnly bool
 	cmd := &cobra.Command{
-		Use:   "copy --from host|device --to host|device --size N [--core N] [--timing-only]",
+		Use:   "copy --from host|device --to host|device --size N [--core N] [--timing-only] | copy --kernel /dev/neuronN --size N [--core N]",
 		Short: "Copy a buffer through an NC's H2T queue and report device time and bandwidth",
 		Long: "copy fills a buffer with a pattern, copies it through the core's H2T engine and default\n" +
 			"queue with the driver's marker completion, and prints the descriptor pairs, the device time\n" +
 			"and the achieved bandwidth; in functional mode it checks the destination. --timing-only\n" +
-			"runs the same descriptors without moving the payload.",
+			"runs the same descriptors without moving the payload.\n\n" +
+			"With --kernel the copy goes through the Neuron kernel driver instead: device memory of the\n" +
+			"core is allocated (MEM_ALLOC_V2MT64), the pattern is copied into it and back into a second\n" +
+			"host buffer with MEM_BUF_COPY64 (the driver moves it with its own H2T DMA), verified byte for\n" +
+			"byte, and the memory freed. The throughput printed is host wall time of each ioctl.",
 		Example: "  neuronsim dma copy --from host --to device --size 64MiB\n" +
 			"  neuronsim dma copy --from device --to device --size 1MiB --arch trn2 --core 5\n" +
-			"  neuronsim dma copy --from host --to device --size 4GiB --timing-only",
+			"  neuronsim dma copy --from host --to device --size 4GiB --timing-only\n" +
+			"  neuronsim dma copy --kernel /dev/neuron0 --size 1MiB",
 		Args: cobra.NoArgs,
 	}
 	tf := addDMATargetFlags(cmd)
+	cmd.Flags().StringVar(&kernel, "kernel", "", "copy host → device → host through the kernel driver's `/dev/neuronN`")
+	cmd.MarkFlagsMutuallyExclusive("remote", "kernel")
 	cmd.Flags().StringVar(&from, "from", "host", "source: host or device")
 	cmd.Flags().StringVar(&to, "to", "device", "destination: host or device")
 	cmd.Flags().StringVar(&size, "size", "1MiB", "bytes to copy, "+sizeUnits)
 	cmd.Flags().IntVar(&core, "core", 0, "NeuronCore whose H2T queue copies")
 	cmd.Flags().BoolVar(&timingOnly, "timing-only", false, "move no payload (sweeps larger than host memory)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if kernel != "" {
+			if err := tf.sys.notWith("--kernel"); err != nil {
+				return err
+			}
+			for _, f := range []string{"from", "to", "timing-only", "device"} {
+				if cmd.Flags().Changed(f) {
+					return fmt.Errorf("--%s: not with --kernel (the kernel copy is host → device → host on the device node given)", f)
+				}
+			}
+			sz, err := units.ParseBytesIn("--size", size, 1, maxKernelCopyBytes)
+			if err != nil {
+				return err
+			}
+			return kernelCopy(cmd.OutOrStdout(), kernel, uint64(sz), core)
+		}
 		sz, err := units.ParseBytesIn("--size", size, 1, maxCopyBytes)
 		if err != nil {
 			return err
@@ -148,3 +175,106 @@ func newDMACopyCommand() *cobra.Command {
 // maxCopyBytes bounds dma copy --size: 256 TiB, beyond any device's memory
 // (a timing-only copy moves no payload, so nothing else bounds it).
 const maxCopyBytes = 1 << 48
+
+// maxKernelCopyBytes bounds dma copy --kernel --size: the command holds the
+// pattern and its read-back in host memory, as a functional copy does.
+const maxKernelCopyBytes = 1 << 30
+
+// openKernel opens the device node of dma copy --kernel (tests substitute a
+// fake driver).
+var openKernel = func(path string) (*ndl.KernelDevice, error) { return ndl.OpenKernel(path) }
+
+// kernelCopy is dma copy --kernel: device memory of core's NC through the
+// driver, the pattern in and back out with MEM_BUF_COPY64, verified, freed.
+func kernelCopy(out io.Writer, path string, n uint64, core int) (err error) {
+	k, err := openKernel(path)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := k.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}()
+	id := k.Identity()
+	gen, err := id.Generation()
+	if err != nil {
+		return err
+	}
+	geo := hwarch.MustGeometry(gen)
+	if core < 0 || core >= geo.NeuronCores {
+		return fmt.Errorf("--core %d: the %s at %s has cores 0..%d", core, gen, path, geo.NeuronCores-1)
+	}
+	if limit := k.MaxMemAllocBytes(false); n > limit {
+		return fmt.Errorf("--size %d: more than one allocation of %s device memory holds (%s, one HBM channel)", n, gen, units.FormatBytes(int64(limit)))
+	}
+	h, err := k.MemAlloc(ndl.MemRequest{Size: n, NC: core})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if ferr := k.MemFree(h); ferr != nil {
+			err = errors.Join(err, ferr)
+		}
+	}()
+	info, err := k.MemInfo(h)
+	if err != nil {
+		return err
+	}
+	ch, _ := geo.HBMChannelOf(info.PA)
+
+	src := make([]byte, n)
+	r := rand.New(rand.NewPCG(n, 2))
+	for i := range src {
+		src[i] = byte(r.Uint32())
+	}
+	back := make([]byte, n)
+	t0 := time.Now()
+	if err := k.CopyToMem(h, 0, src); err != nil {
+		return err
+	}
+	t1 := time.Now()
+	if err := k.CopyFromMem(h, 0, back); err != nil {
+		return err
+	}
+	t2 := time.Now()
+
+	fmt.Fprintf(out, "kernel %s: %s (%s), %s (%s), host → device → host copy of %s on core %d\n",
+		path, gen, gen.Product(), id, id.Mode(), units.Plural(int64(n), "byte", "bytes"), core)
+	fmt.Fprintf(out, "  device memory: handle %d, %s at device address %#x (HBM channel %d)\n", h, units.FormatBytes(int64(info.Size)), info.PA, ch)
+	for _, leg := range []struct {
+		what string
+		took time.Duration
+	}{{"host → device", t1.Sub(t0)}, {"device → host", t2.Sub(t1)}} {
+		fmt.Fprintf(out, "  %s: MEM_BUF_COPY64 in %v (%s, host wall time)\n", leg.what, leg.took, wallRate(n, leg.took))
+	}
+	return verifyCopy(out, src, back)
+}
+
+// wallRate formats n bytes over a host wall-clock duration as GB/s.
+func wallRate(n uint64, d time.Duration) string {
+	if d <= 0 {
+		return "n/a GB/s"
+	}
+	return fmt.Sprintf("%.2f GB/s", float64(n)/d.Seconds()/1e9)
+}
+
+// verifyCopy compares the read-back with the pattern and names the first
+// byte that differs.
+func verifyCopy(out io.Writer, src, back []byte) error {
+	if bytes.Equal(src, back) {
+		fmt.Fprintf(out, "  destination verified: %s match\n", units.Plural(int64(len(src)), "byte", "bytes"))
+		return nil
+	}
+	first, bad := -1, 0
+	for i := range src {
+		if src[i] != back[i] {
+			if first < 0 {
+				first = i
+			}
+			bad++
+		}
+	}
+	return fmt.Errorf("verify: the bytes read back differ from those written: first at offset %d of %d (wrote %#02x, read %#02x); %s differ",
+		first, len(src), src[first], back[first], units.Plural(int64(bad), "byte", "bytes"))
+}

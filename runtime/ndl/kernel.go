@@ -22,16 +22,17 @@ var ErrKernelUnsupported = errors.New("kernel backend unsupported on this OS/arc
 // addresses each) rather than asking the kernel for one large allocation.
 const maxWordsPerIoctl = 1024
 
-// kernelSys is the seam between KernelDevice and the operating system: open
+// KernelSys is the seam between KernelDevice and the operating system: open
 // a device node, issue an ioctl whose argument is the byte buffer arg (the
 // kernel receives &arg[0]), close the descriptor. The Linux implementation
 // uses the standard syscall package; tests substitute a fake that decodes arg
-// exactly as the driver would.
+// exactly as the driver would (runtime/ndl/kernelfake), through
+// OpenKernelSys.
 //
 // Any pointer stored inside arg (BarRW.Address, BarRW.Data) must stay valid
 // and unmoved for the duration of Ioctl; KernelDevice pins that memory with a
 // runtime.Pinner before the call and unpins it after.
-type kernelSys interface {
+type KernelSys interface {
 	Open(path string) (fd int, err error)
 	Ioctl(fd int, cmd uint32, arg []byte) error
 	Close(fd int) error
@@ -66,13 +67,21 @@ type KernelOptions struct {
 // A KernelDevice is safe for concurrent use; calls are serialised by a mutex.
 type KernelDevice struct {
 	mu     sync.Mutex
-	sys    kernelSys
+	sys    KernelSys
 	fd     int
 	path   string
 	closed bool
 	info   DeviceInfo
 	id     hwarch.PCIIdentity
 	apbBAR int // PCI BAR of the registers: the driver's bar 0
+	geo    *hwarch.Geometry
+
+	// Memory handles allocated through this device (MemAlloc), with what
+	// MEM_GET_EXTENDED_INFO said of them; guarded by mu.
+	mem map[MemHandle]MemInfo
+	// copyChunk is the most bytes one MEM_BUF_COPY64 carries:
+	// MaxBufCopyChunk (tests lower it).
+	copyChunk int
 
 	// Scratch memory of the BAR ioctls, reused under mu. addrs is handed to
 	// the kernel by address and pinned for each call; arg is the bar_rw struct
@@ -102,13 +111,19 @@ func OpenKernelWithOptions(path string, opts KernelOptions) (*KernelDevice, erro
 	return openKernelWith(hostKernelSys(), path, opts)
 }
 
+// OpenKernelSys is OpenKernelWithOptions on an explicit KernelSys: the
+// host's system calls are replaced by sys (a fake driver in tests).
+func OpenKernelSys(sys KernelSys, path string, opts KernelOptions) (*KernelDevice, error) {
+	return openKernelWith(sys, path, opts)
+}
+
 // openKernelWith is OpenKernelWithOptions on an explicit syscall seam.
-func openKernelWith(sys kernelSys, path string, opts KernelOptions) (*KernelDevice, error) {
+func openKernelWith(sys KernelSys, path string, opts KernelOptions) (*KernelDevice, error) {
 	fd, err := sys.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("ndl kernel: open %s: %w", path, err)
 	}
-	k := &KernelDevice{sys: sys, fd: fd, path: path, addrs: make([]uint64, maxWordsPerIoctl)}
+	k := &KernelDevice{sys: sys, fd: fd, path: path, addrs: make([]uint64, maxWordsPerIoctl), mem: map[MemHandle]MemInfo{}, copyChunk: MaxBufCopyChunk}
 	if err := k.identify(opts); err != nil {
 		if cerr := sys.Close(fd); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("ndl kernel: close %s: %w", path, cerr))
@@ -179,7 +194,8 @@ func (k *KernelDevice) identify(opts KernelOptions) error {
 
 	k.info = info
 	k.id = hwarch.PCIIdentity{Vendor: hwarch.VendorAmazon, Device: device, Revision: uint8(basic.Revision)}
-	k.apbBAR = hwarch.MustGeometry(gen).BAR0.RegisterBAR(k.id.Mode())
+	k.geo = hwarch.MustGeometry(gen)
+	k.apbBAR = k.geo.BAR0.RegisterBAR(k.id.Mode())
 	return nil
 }
 

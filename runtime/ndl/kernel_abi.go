@@ -113,6 +113,16 @@ func ioctlName(cmd uint32) string {
 		return "DEVICE_BASIC_INFO"
 	case IoctlDriverInfoGet:
 		return "DRIVER_INFO_GET"
+	case IoctlMemAllocV2MT64:
+		return "MEM_ALLOC_V2MT64"
+	case IoctlMemFree:
+		return "MEM_FREE"
+	case IoctlMemBufCopy64:
+		return "MEM_BUF_COPY64"
+	case IoctlMemset64:
+		return "MEMSET64"
+	case IoctlMemGetExtendedInfo:
+		return "MEM_GET_EXTENDED_INFO"
 	}
 	return fmt.Sprintf("ioctl %#x", cmd)
 }

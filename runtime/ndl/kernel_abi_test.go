@@ -30,11 +30,17 @@ func TestIoctlCommandNumbers(t *testing.T) {
 		{"DEVICE_BASIC_INFO", IoctlDeviceBasicInfo, IocWrite, 100, 8, 0x40084e64},
 		// size 24 = 0x18 → 0x00180000, nr 110 = 0x6E.
 		{"DRIVER_INFO_GET", IoctlDriverInfoGet, IocRead, 110, 24, 0x80184e6e},
+		// The memory ioctls (neuron_ioctl.h:613-637): 56 = 0x38, 40 = 0x28,
+		// 32 = 0x20; nr 102 = 0x66, 22 = 0x16, 24 = 0x18, 28 = 0x1C, 29 = 0x1D.
+		{"MEM_ALLOC_V2MT64", IoctlMemAllocV2MT64, IocRead, 102, 56, 0x80384e66},
+		{"MEM_FREE", IoctlMemFree, IocRead, 22, 8, 0x80084e16},
+		{"MEM_BUF_COPY64", IoctlMemBufCopy64, IocReadWrite, 24, 40, 0xc0284e18},
+		{"MEMSET64", IoctlMemset64, IocRead, 28, 32, 0x80204e1c},
+		{"MEM_GET_EXTENDED_INFO", IoctlMemGetExtendedInfo, IocRead, 29, 8, 0x80084e1d},
 		// Values printed in driver-facts §3.1, as a check of the formula.
 		{"DMA_QUEUE_INIT", 0, IocRead, 33, 8, 0x80084e21},
 		{"DMA_QUEUE_COPY_START", 0, IocRead, 35, 8, 0x80084e23},
 		{"MEM_ALLOC_V2MT", 0, IocRead, 102, 48, 0x80304e66},
-		{"MEM_ALLOC_V2MT64", 0, IocRead, 102, 56, 0x80384e66},
 		{"RESOURCE_MMAP_INFO", 0, IocReadWrite, 112, 32, 0xc0204e70},
 		{"DMA_QUEUE_INIT_BATCH", 0, IocRead, 133, 12296, 0xb0084e85},
 		{"DEVICE_RESET (_IO)", 0, IocNone, 1, 0, 0x00004e01},
@@ -162,6 +168,11 @@ func TestABIDecodeLengths(t *testing.T) {
 		{"device_info", DeviceInfoSize, func(b []byte) error { _, err := DecodeDeviceInfo(b); return err }},
 		{"device_basic_info", DeviceBasicInfoSize, func(b []byte) error { _, err := DecodeDeviceBasicInfo(b); return err }},
 		{"device_driver_info", DeviceDriverInfoSize, func(b []byte) error { _, err := DecodeDeviceDriverInfo(b); return err }},
+		{"mem_alloc_v2_mem_type64", MemAllocV2MT64Size, func(b []byte) error { _, err := DecodeMemAllocV2MT64(b); return err }},
+		{"mem_free", MemFreeSize, func(b []byte) error { _, err := DecodeMemFree(b); return err }},
+		{"mem_buf_copy64", MemBufCopy64Size, func(b []byte) error { _, err := DecodeMemBufCopy64(b); return err }},
+		{"memset64", Memset64Size, func(b []byte) error { _, err := DecodeMemset64(b); return err }},
+		{"mem_get_extended_info", MemExtendedInfoSize, func(b []byte) error { _, err := DecodeMemExtendedInfo(b); return err }},
 	}
 	for _, d := range decoders {
 		t.Run(d.name, func(t *testing.T) {
@@ -235,5 +246,108 @@ func FuzzDecodeDriverInfo(f *testing.F) {
 			require.NoError(t, err)
 			require.Equal(t, b[:DeviceBasicInfoSize], bs.Encode())
 		}
+	})
+}
+
+// The memory structs field by field (neuron_ioctl.h:52-62, 100-112, 166-187;
+// offsets as gcc lays them out on LP64).
+func TestMemStructLayouts(t *testing.T) {
+	a := MemAllocV2MT64{Size: 0x0102030405060708, Align: 0x1112131415161718, HostMemory: 0x21222324, DRAMChannel: 0x31323334,
+		DRAMRegion: 0x41424344, NC: 0x51525354, MemType: 0x61626364, HandleAddr: 0x7172737475767778, Pad: 0x81828384}
+	b := a.Encode()
+	require.Len(t, b, 56)
+	le := binary.LittleEndian
+	for _, f := range []struct {
+		off  int
+		want uint64
+		w    int
+	}{{0, a.Size, 8}, {8, a.Align, 8}, {16, 0x21222324, 4}, {20, 0x31323334, 4}, {24, 0x41424344, 4}, {28, 0x51525354, 4},
+		{32, 0x61626364, 4}, {36, 0, 4}, {40, a.HandleAddr, 8}, {48, 0x81828384, 4}, {52, 0, 4}} {
+		if f.w == 8 {
+			assert.Equal(t, f.want, le.Uint64(b[f.off:]), "mem_alloc @%d", f.off)
+		} else {
+			assert.Equal(t, uint32(f.want), le.Uint32(b[f.off:]), "mem_alloc @%d", f.off)
+		}
+	}
+	back, err := DecodeMemAllocV2MT64(b)
+	require.NoError(t, err)
+	assert.Equal(t, a, back)
+
+	c := MemBufCopy64{Handle: 7, Buffer: 0x7fff_0000_1000, Size: 65536, Offset: 0x1234, ToMem: 1}
+	cb := c.Encode()
+	require.Len(t, cb, 40)
+	assert.Equal(t, []uint64{7, 0x7fff_0000_1000, 65536, 0x1234}, []uint64{le.Uint64(cb[0:]), le.Uint64(cb[8:]), le.Uint64(cb[16:]), le.Uint64(cb[24:])})
+	assert.Equal(t, []byte{1, 0, 0, 0, 0, 0, 0, 0}, cb[32:40], "copy_to_mem_handle @32, tail padding")
+	cback, err := DecodeMemBufCopy64(cb)
+	require.NoError(t, err)
+	assert.Equal(t, c, cback)
+
+	m := Memset64{Handle: 3, Offset: 9, Value: 0xAB, Size: 1 << 33}
+	mb := m.Encode()
+	require.Len(t, mb, 32)
+	assert.Equal(t, uint32(0xAB), le.Uint32(mb[16:]), "value @16")
+	assert.Equal(t, []byte{0, 0, 0, 0}, mb[20:24], "padding @20")
+	assert.Equal(t, uint64(1<<33), le.Uint64(mb[24:]), "size @24")
+	mback, err := DecodeMemset64(mb)
+	require.NoError(t, err)
+	assert.Equal(t, m, mback)
+
+	e := MemExtendedInfo{Handle: 1, Version: 2, HostMemory: 3, MmapOffset: 4, PA: 5, PID: 6, Size: 7}
+	eb := e.Encode()
+	require.Len(t, eb, 48)
+	assert.Equal(t, []uint64{1, 4, 5, 6, 7}, []uint64{le.Uint64(eb[0:]), le.Uint64(eb[16:]), le.Uint64(eb[24:]), le.Uint64(eb[32:]), le.Uint64(eb[40:])})
+	assert.Equal(t, []uint32{2, 3}, []uint32{le.Uint32(eb[8:]), le.Uint32(eb[12:])}, "version @8, host_memory @12")
+	eback, err := DecodeMemExtendedInfo(eb)
+	require.NoError(t, err)
+	assert.Equal(t, e, eback)
+
+	f := MemFree{Handle: 0x0102030405060708}
+	assert.Equal(t, []byte{8, 7, 6, 5, 4, 3, 2, 1}, f.Encode())
+	fback, err := DecodeMemFree(f.Encode())
+	require.NoError(t, err)
+	assert.Equal(t, f, fback)
+}
+
+// Decoding arbitrary bytes as any memory struct never panics, and what
+// decodes re-encodes to the same bytes with the padding cleared.
+func FuzzDecodeMemStructs(f *testing.F) {
+	f.Add([]byte{})
+	f.Add(make([]byte, 39))
+	f.Add(bytes.Repeat([]byte{0xA5}, 56))
+	f.Add(MemAllocV2MT64{Size: 1 << 20, MemType: MemTypeTensorsDevice, HandleAddr: 0xc000012345}.Encode())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		check := func(size int, pads []int, decode func([]byte) ([]byte, error)) {
+			enc, err := decode(b)
+			if len(b) < size {
+				require.ErrorIs(t, err, ErrABITruncated)
+				return
+			}
+			require.NoError(t, err)
+			want := append([]byte(nil), b[:size]...)
+			for _, p := range pads {
+				want[p] = 0
+			}
+			require.Equal(t, want, enc)
+		}
+		check(MemAllocV2MT64Size, []int{36, 37, 38, 39, 52, 53, 54, 55}, func(b []byte) ([]byte, error) {
+			s, err := DecodeMemAllocV2MT64(b)
+			return s.Encode(), err
+		})
+		check(MemBufCopy64Size, []int{36, 37, 38, 39}, func(b []byte) ([]byte, error) {
+			s, err := DecodeMemBufCopy64(b)
+			return s.Encode(), err
+		})
+		check(Memset64Size, []int{20, 21, 22, 23}, func(b []byte) ([]byte, error) {
+			s, err := DecodeMemset64(b)
+			return s.Encode(), err
+		})
+		check(MemExtendedInfoSize, nil, func(b []byte) ([]byte, error) {
+			s, err := DecodeMemExtendedInfo(b)
+			return s.Encode(), err
+		})
+		check(MemFreeSize, nil, func(b []byte) ([]byte, error) {
+			s, err := DecodeMemFree(b)
+			return s.Encode(), err
+		})
 	})
 }

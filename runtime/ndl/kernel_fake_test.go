@@ -30,7 +30,7 @@ type fakeCall struct {
 	addrs []uint64 // the kernel virtual addresses copied in
 }
 
-// fakeKernel implements kernelSys as the Neuron driver would behave: it
+// fakeKernel implements KernelSys as the Neuron driver would behave: it
 // decodes the byte layouts it is handed, dereferences the user pointers in a
 // struct neuron_ioctl_bar_rw (address list, data words) and serves sparse
 // in-memory BARs addressed by kernel virtual address.

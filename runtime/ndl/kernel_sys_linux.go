@@ -3,16 +3,15 @@
 package ndl
 
 import (
-	"fmt"
 	"syscall"
 	"unsafe"
 )
 
-// linuxKernelSys is the real kernelSys: open(2), ioctl(2) and close(2) through
+// linuxKernelSys is the real KernelSys: open(2), ioctl(2) and close(2) through
 // the standard syscall package.
 type linuxKernelSys struct{}
 
-func hostKernelSys() kernelSys { return linuxKernelSys{} }
+func hostKernelSys() KernelSys { return linuxKernelSys{} }
 
 // Open opens path read-write (a normal open attaches the process to the
 // device, which BAR_WRITE requires) and close-on-exec, retrying on EINTR:
@@ -31,8 +30,9 @@ func (linuxKernelSys) Open(path string) (int, error) {
 // the syscall.Syscall argument list, so arg is kept alive and in place for the
 // call (unsafe.Pointer rule 4); memory that arg points to must be pinned by
 // the caller. A negative driver result comes back as the errno. A positive
-// one is the byte count copy_to_user/copy_from_user could not copy (the
-// Neuron ioctls return it unchanged) and is reported as EFAULT.
+// one is a *DriverReturnError: mostly the byte count copy_to_user or
+// copy_from_user could not copy (the Neuron ioctls return it unchanged), so
+// it matches syscall.EFAULT.
 func (linuxKernelSys) Ioctl(fd int, cmd uint32, arg []byte) error {
 	if len(arg) == 0 {
 		return syscall.EINVAL
@@ -42,7 +42,7 @@ func (linuxKernelSys) Ioctl(fd int, cmd uint32, arg []byte) error {
 		return errno
 	}
 	if r != 0 {
-		return fmt.Errorf("ioctl returned %d (bytes the driver could not copy): %w", r, syscall.EFAULT)
+		return &DriverReturnError{Value: uint64(r)}
 	}
 	return nil
 }

@@ -11,7 +11,7 @@ import (
 // does not run on: every call fails with ErrKernelUnsupported.
 type unsupportedKernelSys struct{}
 
-func hostKernelSys() kernelSys { return unsupportedKernelSys{} }
+func hostKernelSys() KernelSys { return unsupportedKernelSys{} }
 
 func (unsupportedKernelSys) err() error {
 	return fmt.Errorf("%w (%s/%s)", ErrKernelUnsupported, runtime.GOOS, runtime.GOARCH)

@@ -162,8 +162,8 @@ type Options struct {
 // mode.
 const ControlBytes = 8
 
-// New returns the engines of a device of geometry geo, all idle with empty
-// rings at phase 1.
+// New returns the engines of a device of geometry geo, all NORMAL (as out
+// of reset) with empty rings at phase 1.
 func New(geo *hwarch.Geometry, bus Bus, clock Scheduler, opts Options) *Controller {
 	if opts.Timing == (Timing{}) {
 		opts.Timing = DefaultTiming(geo.Generation)
@@ -184,7 +184,14 @@ func (c *Controller) resetEngine(e int) {
 	for q := range es.Queues {
 		epochs[q] = es.Queues[q].Epoch
 	}
-	*es = EngineState{Regs: map[uint64]uint32{}}
+	// An engine comes out of reset NORMAL: driver 2.24.7.0 never writes
+	// change_state on its own (its only writer is the DMA_ENG_SET_STATE
+	// ioctl, neuron_cdev.c:101-109 → neuron_ring.c:369-381 →
+	// udma/udma_main.c:527-555), yet rings its H2T queues right after
+	// ndma_init (neuron_ring.c:473-555, neuron_dma.c:359) and after every
+	// reset (neuron_reset.c:133). docs/dma-model.md "What driver 2.24.7.0
+	// programs".
+	*es = EngineState{Regs: map[uint64]uint32{}, State: udma.StateNormal}
 	for q := range es.Queues {
 		qs := &es.Queues[q]
 		// Epochs only grow: a completion scheduled before the reset must

@@ -144,8 +144,9 @@ func TestErrors(t *testing.T) {
 			}
 			r.normal(5)
 			r.normal(6)
-			if !tc.idle {
-				r.normal(e)
+			r.normal(e)
+			if tc.idle {
+				r.disable(e)
 			}
 			sameEngine := r.setupQueue(5, 9, r.host, 32)
 			otherEngine := r.setupQueue(6, 4, r.host, 32)

@@ -426,8 +426,13 @@ func (r *rig) fill(addr uint64, n int, seed byte) []byte {
 	return p
 }
 
-// normal puts engine e in NORMAL through change_state, as engine init does.
+// normal puts engine e in NORMAL through change_state, as the driver's
+// DMA_ENG_SET_STATE ioctl does. (Engines come out of reset NORMAL, and the
+// driver's own engine init never writes change_state.)
 func (r *rig) normal(e int) { r.c.WriteReg(e, udma.M2S+udma.ChangeState, udma.ChangeNormal) }
+
+// disable makes engine e idle through change_state DISABLE.
+func (r *rig) disable(e int) { r.c.WriteReg(e, udma.M2S+udma.ChangeState, udma.ChangeDisable) }
 
 // status reads a queue half's status register.
 func (r *rig) status(e, q int, half uint64) uint32 {

@@ -111,8 +111,8 @@ func runFuzzRing(t *testing.T, data []byte) (*rig, QueueState) {
 	r := newRig(t, rigOpts{gen: gen, opts: Options{TimingOnly: flags&1 != 0}, copier: flags&2 != 0,
 		hbmSize: fuzzHBM, hostSize: fuzzHost, chipSz: fuzzChip})
 	e, q := int(z.u8())%r.c.Engines(), int(z.u8()%udma.Queues)
-	if flags&0x10 == 0 {
-		r.normal(e)
+	if flags&0x10 != 0 {
+		r.disable(e) // engines come out of reset NORMAL; flag 0x10 disables this one
 	}
 	cfg := udma.QCfgDriver
 	if flags&0x20 != 0 {
