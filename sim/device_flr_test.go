@@ -223,3 +223,25 @@ func TestDMATotals(t *testing.T) {
 	assert.Zero(t, pairs)
 	assert.Zero(t, bytes)
 }
+
+// TestRunAhead: the events due within the horizon run at once and the
+// clock stops at the last of them, not at the horizon; an event further out
+// (the firmware's boot) keeps its time.
+func TestRunAhead(t *testing.T) {
+	h := readyDev(t, hwarch.Cayman, hwarch.RevisionQEMU)
+	dst := h.geo.HBM[0].Base + 0x10000
+	eng, q := hostCopy(t, h, dst, 4096)
+	before := h.d.Now()
+	now := h.d.RunAhead(FromDuration(time.Millisecond))
+	qs, err := h.d.DMAQueue(eng, q)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), qs.Done, "the copy completed")
+	assert.Greater(t, now, before)
+	assert.Less(t, now, before+FromDuration(time.Millisecond), "the clock stopped at the copy's completion")
+
+	boot, err := NewDevice(DeviceConfig{Generation: hwarch.Cayman})
+	require.NoError(t, err)
+	t0 := boot.Now()
+	assert.Equal(t, t0, boot.RunAhead(FromDuration(time.Millisecond)), "nothing due within the horizon")
+	assert.Equal(t, PhaseBooting, boot.Phase(), "the 500 ms boot keeps its time")
+}

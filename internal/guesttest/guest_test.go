@@ -163,13 +163,15 @@ func routingIDAddr(g hwarch.Generation) uint64 {
 }
 
 // runtimeSteps are our runtime's commands in the guest, through the real
-// driver: list every device, read each device's routing id with csr.
+// driver: list every device, read each device's routing id with csr, copy
+// 1 MiB host → device → host with the driver's DMA and verify it.
 func runtimeSteps(c probeCase, n int) []step {
 	var steps []step
 	steps = append(steps, step{"ls", "/bin/neuronsim ls --kernel auto --json"})
 	gen, _ := hwarch.ParseGeneration(c.arch)
 	for i := range n {
 		steps = append(steps, step{fmt.Sprintf("csr%d", i), fmt.Sprintf("/bin/neuronsim csr read %#x --kernel /dev/neuron%d", routingIDAddr(gen), i)})
+		steps = append(steps, step{fmt.Sprintf("dma%d", i), fmt.Sprintf("/bin/neuronsim dma copy --kernel /dev/neuron%d --size 1MiB", i)})
 	}
 	return steps
 }
@@ -186,7 +188,9 @@ type lsRow struct {
 
 // checkRuntime holds our runtime's output in the guest to what the driver
 // reported: every device listed with its generation, cores and routing id;
-// csr read of the routing-id register returning that id.
+// csr read of the routing-id register returning that id; dma copy
+// verifying its 1 MiB round trip, and the model's DMA engines having moved
+// at least those bytes both ways.
 func checkRuntime(t *testing.T, g *guest, c probeCase, n int) {
 	t.Helper()
 	gen, devID := c.gen(t)
@@ -214,6 +218,16 @@ func checkRuntime(t *testing.T, g *guest, c probeCase, n int) {
 		wantLine := fmt.Sprintf("%#08x: %#08x", routingIDAddr(gen), want)
 		if code != 0 || !strings.Contains(csr, fmt.Sprintf("0x%08x: 0x%08x", routingIDAddr(gen), want)) {
 			t.Errorf("csr read of the routing id on /dev/neuron%d: exit %d, %q; want %q", i, code, csr, wantLine)
+		}
+		dma, code := g.output(fmt.Sprintf("dma%d", i))
+		if code != 0 || !strings.Contains(dma, "destination verified: 1048576 bytes match") {
+			t.Errorf("dma copy --kernel /dev/neuron%d: exit %d:\n%s\nconsole (tail):\n%s", i, code, dma, tail(g.Console, 60))
+		}
+		m := regexp.MustCompile(`DMA (\d+) descriptor pairs, (\d+) bytes`).FindStringSubmatch(g.counters(i))
+		if m == nil {
+			t.Errorf("neuron%d: no DMA totals in the server's counters %q", i, g.counters(i))
+		} else if b, _ := strconv.ParseUint(m[2], 10, 64); b < 2<<20 {
+			t.Errorf("neuron%d: the model's DMA engines moved %d bytes; the copy alone is 2 MiB", i, b)
 		}
 	}
 }

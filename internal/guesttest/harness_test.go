@@ -236,7 +236,9 @@ echo "@@ waited $n s"
 for d in /dev/neuron*; do echo "@@ node $d"; done
 `, resets)
 	for _, s := range spec.Steps {
-		fmt.Fprintf(&b, "echo \"@@ begin %s\"\n%s\necho \"@@ rc %s $?\"\n", s.Name, s.Cmd, s.Name)
+		// the output goes to a file first, so the kernel's console lines
+		// cannot interleave with it
+		fmt.Fprintf(&b, "%s >/tmp/step.out 2>&1\nrc=$?\necho \"@@ begin %s\"\ncat /tmp/step.out\necho \"@@ rc %s $rc\"\n", s.Cmd, s.Name, s.Name)
 	}
 	b.WriteString(`echo "@@ dmesg begin"
 dmesg

@@ -43,7 +43,9 @@ const (
 )
 
 // newGuestRig builds the rig; wall nil: no pacing, else paced by wall.
-func newGuestRig(t *testing.T, g hwarch.Generation, wall *fakeWall) *guestRig {
+// newGuestRig serves a device with guest memory; with a wall clock it is
+// paced by it, running ahead after writes when ahead is set.
+func newGuestRig(t *testing.T, g hwarch.Generation, wall *fakeWall, ahead bool) *guestRig {
 	t.Helper()
 	opt := Options{NoPacing: true}
 	mem, err := NewGuestMemory(opt)
@@ -51,7 +53,7 @@ func newGuestRig(t *testing.T, g hwarch.Generation, wall *fakeWall) *guestRig {
 	dev, err := sim.NewDevice(sim.DeviceConfig{Generation: g, Revision: hwarch.RevisionQEMU, RoutingID: 1, Ready: true, Host: mem})
 	require.NoError(t, err)
 	if wall != nil {
-		p, err := NewPacer(dev, PacerOptions{Wall: wall.clock(), Tick: MinTick})
+		p, err := NewPacer(dev, PacerOptions{Wall: wall.clock(), Tick: MinTick, NoRunAhead: !ahead})
 		require.NoError(t, err)
 		opt = Options{Pacer: p}
 	}
@@ -152,7 +154,7 @@ func (r *guestRig) copy(src, dst uint64, n int) uint32 {
 func TestGuestDMA(t *testing.T) {
 	for _, g := range []hwarch.Generation{hwarch.Sunda, hwarch.Cayman} {
 		t.Run(g.String(), func(t *testing.T) {
-			r := newGuestRig(t, g, nil)
+			r := newGuestRig(t, g, nil, false)
 			hbm := r.geo.HBM[0].Base + 0x10000
 			src, back := uint64(guestBase+0x4000), uint64(guestBase+0x8000)
 			data := make([]byte, 0x1000)
@@ -228,10 +230,11 @@ func TestGuestDMAClientRefuses(t *testing.T) {
 // TestPacingBackgroundDMA: with a client connected, the clock follows wall
 // time without any BAR access, so a copy completes while the driver polls
 // its completion in guest memory (neuron_dma.c:224–270) — here guest →
-// guest, watched in the client's memfd.
+// guest, watched in the client's memfd. Running ahead is off, so only the
+// background pacing can complete it.
 func TestPacingBackgroundDMA(t *testing.T) {
 	var w fakeWall
-	r := newGuestRig(t, hwarch.Cayman, &w)
+	r := newGuestRig(t, hwarch.Cayman, &w, false)
 	const n = 0x4000 // long enough not to finish within the doorbell's MMIO time
 	src, dst := uint64(guestBase+0x4000), uint64(guestBase+0x8000)
 	want := bytes.Repeat([]byte("completion mark!"), n/16)
@@ -248,4 +251,21 @@ func TestPacingBackgroundDMA(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	assert.GreaterOrEqual(t, r.dev.Now(), sim.FromDuration(time.Second))
+}
+
+// TestRunAheadCompletesDMA: with running ahead (the default), a copy the
+// doorbell write started has landed when the write's reply comes back,
+// with no wall time passed at all (the host's load cannot make a driver's
+// tight completion poll time out); the clock moved only by the copy's own
+// time.
+func TestRunAheadCompletesDMA(t *testing.T) {
+	var w fakeWall
+	r := newGuestRig(t, hwarch.Cayman, &w, true)
+	const n = 0x4000
+	src, dst := uint64(guestBase+0x4000), uint64(guestBase+0x8000)
+	want := bytes.Repeat([]byte("completion mark!"), n/16)
+	copy(r.ram[src-guestBase:], want)
+	r.start(r.geo.HostAddress(src), r.geo.HostAddress(dst), n)
+	require.True(t, bytes.Equal(want, r.ram[dst-guestBase:][:n]), "not landed after the doorbell (clock %v)", r.dev.Now())
+	assert.Less(t, r.dev.Now(), sim.FromDuration(DefaultRunAhead), "the clock ran past the copy")
 }

@@ -48,7 +48,22 @@ type PacerOptions struct {
 	// makes no BAR access (DefaultTick; MinTick to MaxTick): the driver
 	// waits for a DMA's completion by polling guest memory, not registers.
 	Tick time.Duration
+	// RunAhead is how far past the clock the events a BAR write leaves
+	// pending run at once, after the write (DefaultRunAhead; 0 to
+	// MaxRunAhead; NoRunAhead turns it off): a DMA the write started
+	// completes before the guest polls for it, whatever the host's load
+	// (sim.Device.RunAhead). Work due later (a firmware reset) still
+	// waits for wall time.
+	RunAhead time.Duration
+	// NoRunAhead turns running ahead off.
+	NoRunAhead bool
 }
+
+// Bounds of PacerOptions.RunAhead.
+const (
+	DefaultRunAhead = time.Millisecond
+	MaxRunAhead     = 10 * time.Millisecond
+)
 
 // Pacer keeps the device clock of one system up with wall time while its
 // devices are served to a guest. A guest driver waits in wall time (msleep
@@ -76,6 +91,7 @@ type Pacer struct {
 	dev    *sim.Device // any device of the system: its clock is the system's
 	wall   WallClock
 	tick   time.Duration
+	ahead  sim.Time      // RunAhead; 0: off
 	wall0  time.Duration // the wall clock's reading when the Pacer was made
 	clock0 sim.Time      // the device clock then
 
@@ -100,7 +116,15 @@ func NewPacer(dev *sim.Device, opt PacerOptions) (*Pacer, error) {
 	if opt.Tick < MinTick || opt.Tick > MaxTick {
 		return nil, fmt.Errorf("vfio-user: pacer tick %v outside [%v, %v]: %w", opt.Tick, MinTick, MaxTick, ErrLimit)
 	}
-	return &Pacer{dev: dev, wall: opt.Wall, tick: opt.Tick, wall0: opt.Wall(), clock0: dev.Now()}, nil
+	switch {
+	case opt.NoRunAhead && opt.RunAhead != 0:
+		return nil, fmt.Errorf("vfio-user: pacer: both RunAhead %v and NoRunAhead: %w", opt.RunAhead, ErrLimit)
+	case opt.RunAhead == 0 && !opt.NoRunAhead:
+		opt.RunAhead = DefaultRunAhead
+	case opt.RunAhead < 0 || opt.RunAhead > MaxRunAhead:
+		return nil, fmt.Errorf("vfio-user: pacer: RunAhead %v outside [0, %v]: %w", opt.RunAhead, MaxRunAhead, ErrLimit)
+	}
+	return &Pacer{dev: dev, wall: opt.Wall, tick: opt.Tick, ahead: sim.FromDuration(opt.RunAhead), wall0: opt.Wall(), clock0: dev.Now()}, nil
 }
 
 // enter counts a session in; the first starts the background pacing.
@@ -142,6 +166,14 @@ func (p *Pacer) background(stop, done chan struct{}) {
 		case <-t.C:
 			_ = p.Pace() // a failure (the clock's limit) is the next access's error
 		}
+	}
+}
+
+// runAhead runs the events due within the pacer's RunAhead at once (after
+// a BAR write).
+func (p *Pacer) runAhead() {
+	if p.ahead > 0 {
+		p.dev.RunAhead(p.ahead)
 	}
 }
 

@@ -870,7 +870,11 @@ func (ss *session) access(write bool, r uint32, off uint64, p []byte) error {
 		for i := range words {
 			words[i] = binary.LittleEndian.Uint32(p[4*i:])
 		}
-		return ss.s.dev.WriteBAR(int(r), off, words)
+		err := ss.s.dev.WriteBAR(int(r), off, words)
+		if ss.s.pacer != nil {
+			ss.s.pacer.runAhead()
+		}
+		return err
 	}
 	if err := ss.s.dev.ReadBAR(int(r), off, words); err != nil {
 		return err
