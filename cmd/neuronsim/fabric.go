@@ -526,7 +526,7 @@ func newFabricCalibrateCommand() *cobra.Command {
 §5.3 (a), a 2-rank AllReduce, and (d), an 8-rank AllGather) on the model with
 every DMA engine count 1..16, each with its best launch cost, and prints the
 best fit with the published and modelled time of every size. The result is
-what enc.Calibrated returns; a test keeps the two equal.`,
+what collective.Calibrated returns; a test keeps the two equal.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()

@@ -19,6 +19,7 @@ import (
 	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/output"
 	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/runtime/collective"
 	"github.com/neuronsim/neuronsim/runtime/dmem"
 	"github.com/neuronsim/neuronsim/runtime/dve"
 	"github.com/neuronsim/neuronsim/runtime/enc"
@@ -699,10 +700,10 @@ func (run *runner) collective(st *CollectiveStep) error {
 	if err != nil {
 		return err
 	}
-	if need := enc.LayoutOf(sch, 0).End; need > run.r.buffers {
+	if need := collective.LayoutOf(sch, 0).End; need > run.r.buffers {
 		return fmt.Errorf("%s of %d bytes needs %d bytes of buffers per rank; system.buffer_bytes is %d", op, st.Size, need, run.r.buffers)
 	}
-	var res enc.Result
+	var res collective.Result
 	if run.r.timing {
 		res, err = run.c.Run(sch, d)
 	} else {
