@@ -14,8 +14,11 @@ import (
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/calibrate"
 	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/internal/fabricdraw"
 	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/output"
+	"github.com/neuronsim/neuronsim/internal/plot"
+	"github.com/neuronsim/neuronsim/internal/progress"
 	"github.com/neuronsim/neuronsim/internal/units"
 	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/runtime/enc"
@@ -172,7 +175,7 @@ func newFabricTopoCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := fabric.Draw(cmd.OutOrStdout(), topo); err != nil {
+			if err := fabricdraw.Draw(cmd.OutOrStdout(), topo); err != nil {
 				return err
 			}
 		}
@@ -391,7 +394,7 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 			return fmt.Errorf("%w; use --mode timing, smaller sizes or fewer devices, or raise --mem-limit", err)
 		}
 	}
-	var series []nccom.Series
+	var series []plot.Series
 	var reports []*nccom.Report
 	for i, n := range counts {
 		ranks := n * s.ranksPerDevice.int()
@@ -400,7 +403,7 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 			return err
 		}
 		reports = append(reports, rep)
-		series = append(series, nccom.Series{Label: units.Plural(int64(n), "device", "devices") + ", " + units.Plural(int64(ranks), "rank", "ranks"), Report: rep})
+		series = append(series, plot.Series{Label: units.Plural(int64(n), "device", "devices") + ", " + units.Plural(int64(ranks), "rank", "ranks"), Report: rep})
 	}
 	for i, rep := range reports {
 		if i > 0 {
@@ -424,7 +427,7 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 	}
 	if s.plotFile != "" {
 		title := fmt.Sprintf("%s %s, %s (%s model)", f.gen.Product(), op, d, p.Model)
-		png, err := nccom.PlotPNG(title, series)
+		png, err := plot.PNG(title, series)
 		if err != nil {
 			return fmt.Errorf("--plot: %w", err)
 		}
@@ -475,9 +478,9 @@ func sweepOne(cmd *cobra.Command, f *fabricFlags, s *sweepFlags, outs *sweepOutp
 		}
 		c.System.SetCapture(w, 0)
 	}
-	var prog *nccom.Progress
+	var prog *progress.Bar
 	if isTTY(cmd.ErrOrStderr()) {
-		prog = nccom.NewProgress(cmd.ErrOrStderr(), len(sizes), true, fmt.Sprintf("%s on %s", op, units.Plural(int64(n), "device", "devices")))
+		prog = progress.New(cmd.ErrOrStderr(), len(sizes), true, fmt.Sprintf("%s on %s", op, units.Plural(int64(n), "device", "devices")))
 	}
 	rep, err := c.Sweep(cluster.Sweep{Op: op, Algo: algo, Dtype: d, Sizes: sizes, Options: opt, Seed: s.seed, Progress: prog})
 	if err != nil {
@@ -515,7 +518,7 @@ func jsonPath(path string, counts []int, i int) string {
 // isTTY reports whether w is a terminal.
 func isTTY(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	return ok && nccom.IsTerminal(f)
+	return ok && progress.IsTerminal(f)
 }
 
 func newFabricCalibrateCommand() *cobra.Command {

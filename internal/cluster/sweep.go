@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 
+	"github.com/neuronsim/neuronsim/internal/progress"
 	"github.com/neuronsim/neuronsim/runtime/collective"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
@@ -15,8 +16,8 @@ type Sweep struct {
 	Dtype    enc.Dtype
 	Sizes    []int64
 	Options  enc.Options
-	Seed     uint64          // functional mode: the first size's input seed (then +1 per size)
-	Progress *nccom.Progress // nil: none
+	Seed     uint64        // functional mode: the first size's input seed (then +1 per size)
+	Progress *progress.Bar // nil: none
 }
 
 // Sweep runs one collective per size on every rank and returns nccom-test's

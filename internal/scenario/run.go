@@ -18,6 +18,7 @@ import (
 	"github.com/neuronsim/neuronsim/internal/cluster"
 	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/output"
+	"github.com/neuronsim/neuronsim/internal/plot"
 	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/collective"
 	"github.com/neuronsim/neuronsim/runtime/dmem"
@@ -850,11 +851,11 @@ func (run *runner) finish() error {
 			return fmt.Errorf("%s: outputs.json: %w", run.p.file, err)
 		}
 		if o.Plot != "" {
-			var series []nccom.Series
+			var series []plot.Series
 			for _, rep := range run.sweeps {
-				series = append(series, nccom.Series{Label: fmt.Sprintf("%s, %s", rep.Op, units.Plural(int64(rep.Ranks), "rank", "ranks")), Report: rep})
+				series = append(series, plot.Series{Label: fmt.Sprintf("%s, %s", rep.Op, units.Plural(int64(rep.Ranks), "rank", "ranks")), Report: rep})
 			}
-			png, err := nccom.PlotPNG(run.p.Name, series)
+			png, err := plot.PNG(run.p.Name, series)
 			if err != nil {
 				return fmt.Errorf("%s: outputs.plot: %w", run.p.file, err)
 			}
