@@ -374,11 +374,7 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 	sizesOf := make([][]int64, len(counts))
 	for i, n := range counts {
 		ranks := n * s.ranksPerDevice.int()
-		align := int64(d.Size())
-		if op == enc.AllGather || op == enc.ReduceScatter || op == enc.AllToAll {
-			align *= int64(ranks)
-		}
-		if sizesOf[i], err = nccom.Sizes(minB, maxB, factor, step, align); err != nil {
+		if sizesOf[i], err = nccom.Sizes(minB, maxB, factor, step, op.SizeAlign(d.Size(), ranks)); err != nil {
 			return err
 		}
 		if timingOnly {

@@ -590,14 +590,7 @@ func (run *runner) program(s *Step) error {
 		return err
 	}
 	if s.Kind == "validate" {
-		blocks, err := program.Split(bin)
-		if err == nil {
-			for _, b := range blocks {
-				if err = runner.Validator.FinalInstValidityCheck(b.Bytes, uint32(b.Engine)); err != nil {
-					break
-				}
-			}
-		}
+		_, _, err := program.Validate(bin, runner.Validator)
 		want := ps.Expect
 		if want == "" {
 			want = "valid"
@@ -1118,10 +1111,6 @@ func (run *runner) sweepSizes(st *SweepStep) ([]int64, error) {
 // sweepSizesFor returns a sweep step's sizes on a number of ranks.
 func sweepSizesFor(st *SweepStep, ranks int) ([]int64, error) {
 	op, _, d := words(st.Op, st.Algo, st.Dtype)
-	align := int64(d.Size())
-	if op == enc.AllGather || op == enc.ReduceScatter || op == enc.AllToAll {
-		align *= int64(ranks)
-	}
 	var factor, step int64 // nccom.Sizes: 0 is neither given (checked at parse time)
 	if st.Factor != nil {
 		factor = *st.Factor
@@ -1129,5 +1118,5 @@ func sweepSizesFor(st *SweepStep, ranks int) ([]int64, error) {
 	if st.Step != nil {
 		step = int64(*st.Step)
 	}
-	return nccom.Sizes(int64(st.Min), int64(st.Max), factor, step, align)
+	return nccom.Sizes(int64(st.Min), int64(st.Max), factor, step, op.SizeAlign(d.Size(), ranks))
 }
