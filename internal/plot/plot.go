@@ -62,27 +62,9 @@ func Write(path string, title string, series []Series) error {
 
 // PNG draws what [Write] writes and returns the PNG's bytes.
 func PNG(title string, series []Series) (png []byte, err error) {
-	if len(series) == 0 {
-		return nil, fmt.Errorf("%w: plot %q: no series", nccom.ErrBadReport, title)
-	}
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for i, s := range series {
-		if s.Report == nil {
-			return nil, fmt.Errorf("%w: plot %q: series %d (%q) has no report", nccom.ErrBadReport, title, i, s.Label)
-		}
-		if len(s.Report.Rows) == 0 {
-			return nil, fmt.Errorf("%w: plot %q: series %d (%q) has no rows", nccom.ErrBadReport, title, i, s.Label)
-		}
-		if err := s.Report.Validate(); err != nil {
-			return nil, fmt.Errorf("plot %q: series %d (%q): %w", title, i, s.Label, err)
-		}
-		for _, r := range s.Report.Rows {
-			if r.Size <= 0 {
-				return nil, fmt.Errorf("%w: plot %q: series %d (%q): size %d cannot be drawn on a log axis", nccom.ErrBadReport, title, i, s.Label, r.Size)
-			}
-			lo = math.Min(lo, float64(r.Size))
-			hi = math.Max(hi, float64(r.Size))
-		}
+	lo, hi, err := sizeRange(title, series)
+	if err != nil {
+		return nil, err
 	}
 
 	// gonum/plot panics on some degenerate inputs; the checks above should
@@ -149,6 +131,34 @@ func PNG(title string, series []Series) (png []byte, err error) {
 		return nil, fmt.Errorf("nccom: plot %q: encoding PNG: %w", title, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// sizeRange checks that every series can be drawn and returns the smallest
+// and largest size of all of them.
+func sizeRange(title string, series []Series) (lo, hi float64, err error) {
+	if len(series) == 0 {
+		return 0, 0, fmt.Errorf("%w: plot %q: no series", nccom.ErrBadReport, title)
+	}
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for i, s := range series {
+		if s.Report == nil {
+			return 0, 0, fmt.Errorf("%w: plot %q: series %d (%q) has no report", nccom.ErrBadReport, title, i, s.Label)
+		}
+		if len(s.Report.Rows) == 0 {
+			return 0, 0, fmt.Errorf("%w: plot %q: series %d (%q) has no rows", nccom.ErrBadReport, title, i, s.Label)
+		}
+		if err := s.Report.Validate(); err != nil {
+			return 0, 0, fmt.Errorf("plot %q: series %d (%q): %w", title, i, s.Label, err)
+		}
+		for _, r := range s.Report.Rows {
+			if r.Size <= 0 {
+				return 0, 0, fmt.Errorf("%w: plot %q: series %d (%q): size %d cannot be drawn on a log axis", nccom.ErrBadReport, title, i, s.Label, r.Size)
+			}
+			lo = math.Min(lo, float64(r.Size))
+			hi = math.Max(hi, float64(r.Size))
+		}
+	}
+	return lo, hi, nil
 }
 
 // pow2Ticks puts a tick at every power of two in range and labels at most
