@@ -14,8 +14,11 @@ import (
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/calibrate"
 	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/internal/fabricdraw"
 	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/output"
+	"github.com/neuronsim/neuronsim/internal/plot"
+	"github.com/neuronsim/neuronsim/internal/progress"
 	"github.com/neuronsim/neuronsim/internal/units"
 	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/runtime/enc"
@@ -172,7 +175,7 @@ func newFabricTopoCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := fabric.Draw(cmd.OutOrStdout(), topo); err != nil {
+			if err := fabricdraw.Draw(cmd.OutOrStdout(), topo); err != nil {
 				return err
 			}
 		}
@@ -371,11 +374,7 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 	sizesOf := make([][]int64, len(counts))
 	for i, n := range counts {
 		ranks := n * s.ranksPerDevice.int()
-		align := int64(d.Size())
-		if op == enc.AllGather || op == enc.ReduceScatter || op == enc.AllToAll {
-			align *= int64(ranks)
-		}
-		if sizesOf[i], err = nccom.Sizes(minB, maxB, factor, step, align); err != nil {
+		if sizesOf[i], err = nccom.Sizes(minB, maxB, factor, step, op.SizeAlign(d.Size(), ranks)); err != nil {
 			return err
 		}
 		if timingOnly {
@@ -391,7 +390,7 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 			return fmt.Errorf("%w; use --mode timing, smaller sizes or fewer devices, or raise --mem-limit", err)
 		}
 	}
-	var series []nccom.Series
+	var series []plot.Series
 	var reports []*nccom.Report
 	for i, n := range counts {
 		ranks := n * s.ranksPerDevice.int()
@@ -400,7 +399,7 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 			return err
 		}
 		reports = append(reports, rep)
-		series = append(series, nccom.Series{Label: units.Plural(int64(n), "device", "devices") + ", " + units.Plural(int64(ranks), "rank", "ranks"), Report: rep})
+		series = append(series, plot.Series{Label: units.Plural(int64(n), "device", "devices") + ", " + units.Plural(int64(ranks), "rank", "ranks"), Report: rep})
 	}
 	for i, rep := range reports {
 		if i > 0 {
@@ -424,7 +423,7 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 	}
 	if s.plotFile != "" {
 		title := fmt.Sprintf("%s %s, %s (%s model)", f.gen.Product(), op, d, p.Model)
-		png, err := nccom.PlotPNG(title, series)
+		png, err := plot.PNG(title, series)
 		if err != nil {
 			return fmt.Errorf("--plot: %w", err)
 		}
@@ -475,9 +474,9 @@ func sweepOne(cmd *cobra.Command, f *fabricFlags, s *sweepFlags, outs *sweepOutp
 		}
 		c.System.SetCapture(w, 0)
 	}
-	var prog *nccom.Progress
+	var prog *progress.Bar
 	if isTTY(cmd.ErrOrStderr()) {
-		prog = nccom.NewProgress(cmd.ErrOrStderr(), len(sizes), true, fmt.Sprintf("%s on %s", op, units.Plural(int64(n), "device", "devices")))
+		prog = progress.New(cmd.ErrOrStderr(), len(sizes), true, fmt.Sprintf("%s on %s", op, units.Plural(int64(n), "device", "devices")))
 	}
 	rep, err := c.Sweep(cluster.Sweep{Op: op, Algo: algo, Dtype: d, Sizes: sizes, Options: opt, Seed: s.seed, Progress: prog})
 	if err != nil {
@@ -515,7 +514,7 @@ func jsonPath(path string, counts []int, i int) string {
 // isTTY reports whether w is a terminal.
 func isTTY(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	return ok && nccom.IsTerminal(f)
+	return ok && progress.IsTerminal(f)
 }
 
 func newFabricCalibrateCommand() *cobra.Command {
@@ -526,7 +525,7 @@ func newFabricCalibrateCommand() *cobra.Command {
 §5.3 (a), a 2-rank AllReduce, and (d), an 8-rank AllGather) on the model with
 every DMA engine count 1..16, each with its best launch cost, and prints the
 best fit with the published and modelled time of every size. The result is
-what enc.Calibrated returns; a test keeps the two equal.`,
+what collective.Calibrated returns; a test keeps the two equal.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()

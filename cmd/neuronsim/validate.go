@@ -58,41 +58,33 @@ func newValidateCommand() *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			type block struct {
-				eng   hwisa.Engine
-				bytes []byte
-			}
-			var blocks []block
+			var blocks []program.Block
+			var valid int
 			if engine != "" {
-				e, err := hwisa.ParseEngine(engine)
-				if err != nil {
-					return err
+				e, perr := hwisa.ParseEngine(engine)
+				if perr != nil {
+					return perr
 				}
-				blocks = []block{{e, prog}}
+				blocks = []program.Block{{Engine: e, Bytes: prog}}
+				valid, err = program.ValidateBlocks(blocks, v)
 			} else {
-				split, err := program.Split(prog)
-				if err != nil {
-					return err
-				}
-				for _, b := range split {
-					blocks = append(blocks, block{b.Engine, b.Bytes})
-				}
+				blocks, valid, err = program.Validate(prog, v)
 			}
-			for _, b := range blocks {
-				err := v.FinalInstValidityCheck(b.bytes, uint32(b.eng))
-				var inv *rtisa.InvalidError
-				switch {
-				case errors.As(err, &inv):
-					fmt.Fprintf(out, "%s block (%s): %s\n", b.eng, gen, fmt.Sprintf(rtisa.GoFormat(rtisa.MsgInvalidInstruction), inv.Opcode, inv.Offset))
-					fmt.Fprintf(out, "  record: %s\n", asm.FormatRecord(b.bytes[inv.Offset:inv.Offset+hwisa.RecordSize]))
-					fmt.Fprintf(out, "  reason: %s\n", inv.Reason)
-					return fmt.Errorf("%s: invalid instruction in the %s block at offset %d", args[0], b.eng, inv.Offset)
-				case err != nil:
-					return err
-				}
-				fmt.Fprintf(out, "%s block: %s valid on %s\n", b.eng, units.Plural(int64(len(b.bytes)/hwisa.RecordSize), "record", "records"), gen)
+			for _, b := range blocks[:valid] {
+				fmt.Fprintf(out, "%s block: %s valid on %s\n", b.Engine, units.Plural(int64(len(b.Bytes)/hwisa.RecordSize), "record", "records"), gen)
 			}
-			return nil
+			if err == nil {
+				return nil
+			}
+			var inv *rtisa.InvalidError
+			if valid == len(blocks) || !errors.As(err, &inv) {
+				return err // Split's error, or the validator's without a record to show
+			}
+			b := blocks[valid]
+			fmt.Fprintf(out, "%s block (%s): %s\n", b.Engine, gen, fmt.Sprintf(rtisa.GoFormat(rtisa.MsgInvalidInstruction), inv.Opcode, inv.Offset))
+			fmt.Fprintf(out, "  record: %s\n", asm.FormatRecord(b.Bytes[inv.Offset:inv.Offset+hwisa.RecordSize]))
+			fmt.Fprintf(out, "  reason: %s\n", inv.Reason)
+			return fmt.Errorf("%s: invalid instruction in the %s block at offset %d", args[0], b.Engine, inv.Offset)
 		},
 	}
 	cmd.Flags().Var(&gen, "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4")

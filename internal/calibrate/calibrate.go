@@ -12,6 +12,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/runtime/collective"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 )
 
@@ -86,7 +87,7 @@ func Run(t Target, engines int) ([]time.Duration, error) {
 			return nil, err
 		}
 		scheds[i] = s
-		need = max(need, enc.LayoutOf(s, 0).End)
+		need = max(need, collective.LayoutOf(s, 0).End)
 	}
 	c, err := cluster.New(cluster.Config{Generation: t.Generation, Devices: t.Devices, RanksPerDevice: t.RanksPer,
 		TimingOnly: true, BufferBytes: need})

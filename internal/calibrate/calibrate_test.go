@@ -7,11 +7,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/neuronsim/neuronsim/runtime/enc"
+	"github.com/neuronsim/neuronsim/runtime/collective"
 )
 
 // TestCalibratedIsTheFit: the parameters the executor uses by default
-// (enc.Calibrated) are what fitting the published tables gives, and the
+// (collective.Calibrated) are what fitting the published tables gives, and the
 // errors are those docs/timing-model.md reports. A model change that moves
 // the fit fails here: re-run `neuronsim fabric calibrate` and update both.
 func TestCalibratedIsTheFit(t *testing.T) {
@@ -20,7 +20,7 @@ func TestCalibratedIsTheFit(t *testing.T) {
 		t.Run(tg.Name, func(t *testing.T) {
 			f, err := FitTarget(tg)
 			require.NoError(t, err)
-			cal := enc.Calibrated(tg.Generation)
+			cal := collective.Calibrated(tg.Generation)
 			assert.Equal(t, cal.Engines, f.Engines)
 			assert.Equal(t, cal.LaunchCost, f.LaunchCost)
 			assert.Less(t, f.RMS, rmsBound[tg.Name])

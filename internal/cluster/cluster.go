@@ -1,7 +1,7 @@
 // Package cluster wires a simulated multi-device system (sim/fabric) to the
 // runtime: every device brought up by runtime/bringup with one arch
 // selection, its DMA layer, its device-memory allocator and a program
-// runner per rank, and a collective executor (runtime/enc) over the ranks.
+// runner per rank, and a collective executor (runtime/collective) over the ranks.
 // It is the one place outside the command line where the simulator and the
 // runtime meet; the command line and the system tests both use it.
 package cluster
@@ -14,6 +14,7 @@ import (
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/runtime/bringup"
+	"github.com/neuronsim/neuronsim/runtime/collective"
 	"github.com/neuronsim/neuronsim/runtime/csr"
 	"github.com/neuronsim/neuronsim/runtime/dma"
 	"github.com/neuronsim/neuronsim/runtime/dmem"
@@ -36,7 +37,7 @@ type Config struct {
 	// (1 by default): rank r is NC r mod RanksPerDevice of device
 	// r / RanksPerDevice.
 	RanksPerDevice int
-	// BufferBytes is the area each rank's buffers take (enc.LayoutOf's
+	// BufferBytes is the area each rank's buffers take (collective.LayoutOf's
 	// End for the largest schedule to run), allocated in its NC's HBM.
 	BufferBytes uint64
 	// Revision is every device's PCI revision (silicon, EMU 0xF0, QEMU 0xFF).
@@ -58,7 +59,7 @@ type Device struct {
 // ranks.
 type Cluster struct {
 	System *fabric.System
-	Exec   *enc.Executor
+	Exec   *collective.Executor
 	Tables *arch.Tables
 
 	// Devices are the devices' runtime sides, by device index.
@@ -76,7 +77,7 @@ var ErrConfig = errors.New("invalid cluster configuration")
 // New builds the system, brings every device up through the runtime (no
 // reset: the devices start ready) and prepares a rank per NC taking part.
 // The executor starts with the generation's calibrated parameters
-// (enc.Calibrated) and the runtime's inter-RDH DMA engines and folds.
+// (collective.Calibrated) and the runtime's inter-RDH DMA engines and folds.
 func New(cfg Config) (*Cluster, error) {
 	if cfg.RanksPerDevice == 0 {
 		cfg.RanksPerDevice = 1
@@ -99,8 +100,8 @@ func New(cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	cal := enc.Calibrated(cfg.Generation)
-	x := &enc.Executor{Engines: cal.Engines, LaunchCost: cal.LaunchCost, InterRDHFolds: tables.Soc.InterRDHFoldN(),
+	cal := collective.Calibrated(cfg.Generation)
+	x := &collective.Executor{Engines: cal.Engines, LaunchCost: cal.LaunchCost, InterRDHFolds: tables.Soc.InterRDHFoldN(),
 		Neighbours: neighbourTables(sys.Topology())}
 	for idx := uint32(0); idx < 2; idx++ { // <arch>_get_inter_rdh_dma_id 0 and 1
 		x.InterRDH = append(x.InterRDH, int(tables.Soc.InterRDHDMAID(idx)))
@@ -137,7 +138,7 @@ func (c *Cluster) attach() error {
 			if err != nil {
 				return err
 			}
-			c.Exec.Ranks = append(c.Exec.Ranks, enc.Rank{Device: i, Base: blk.Addr,
+			c.Exec.Ranks = append(c.Exec.Ranks, collective.Rank{Device: i, Base: blk.Addr,
 				Runner: &program.Runner{Dev: up, DMA: m, Mem: mem, Tables: c.Tables, Validator: c.validator, NC: nc}})
 		}
 	}
@@ -179,7 +180,7 @@ func (c *Cluster) bringUp(i int) (*bringup.Device, *dma.DMA, error) {
 // Run runs schedule s in d on the ranks (their buffers as they are). A
 // failure carries what the fabric knows of it (the link that is down, the
 // write it lost).
-func (c *Cluster) Run(s *enc.Schedule, d enc.Dtype) (enc.Result, error) {
+func (c *Cluster) Run(s *enc.Schedule, d enc.Dtype) (collective.Result, error) {
 	res, err := c.Exec.Run(s, d)
 	if err != nil {
 		if why := c.System.Describe(); why != "" {
@@ -245,7 +246,7 @@ func (c *Cluster) Ranks() int { return len(c.Exec.Ranks) }
 func (c *Cluster) WriteInputs(s *enc.Schedule, inputs [][]byte) error {
 	for r, in := range inputs {
 		rk := c.Exec.Ranks[r]
-		if err := rk.Runner.DMA.WriteDevice(enc.LayoutOf(s, rk.Base).Input, in); err != nil {
+		if err := rk.Runner.DMA.WriteDevice(collective.LayoutOf(s, rk.Base).Input, in); err != nil {
 			return fmt.Errorf("cluster: rank %d input: %w", r, err)
 		}
 	}
@@ -258,7 +259,7 @@ func (c *Cluster) ReadOutputs(s *enc.Schedule) ([][]byte, error) {
 	for r := range out {
 		rk := c.Exec.Ranks[r]
 		out[r] = make([]byte, s.OutputBytes)
-		if err := rk.Runner.DMA.ReadDevice(enc.LayoutOf(s, rk.Base).Output, out[r]); err != nil {
+		if err := rk.Runner.DMA.ReadDevice(collective.LayoutOf(s, rk.Base).Output, out[r]); err != nil {
 			return nil, fmt.Errorf("cluster: rank %d output: %w", r, err)
 		}
 	}
@@ -291,10 +292,10 @@ func RandomInputs(s *enc.Schedule, d enc.Dtype, seed uint64) [][]byte {
 
 // Check runs schedule s functionally: random inputs in, the outputs checked
 // against the CPU reference (enc.Verify). It returns the run's result.
-func (c *Cluster) Check(s *enc.Schedule, d enc.Dtype, seed uint64, opt enc.Options) (enc.Result, error) {
+func (c *Cluster) Check(s *enc.Schedule, d enc.Dtype, seed uint64, opt enc.Options) (collective.Result, error) {
 	inputs := RandomInputs(s, d, seed)
 	if err := c.WriteInputs(s, inputs); err != nil {
-		return enc.Result{}, err
+		return collective.Result{}, err
 	}
 	res, err := c.Run(s, d)
 	if err != nil {

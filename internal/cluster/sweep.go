@@ -3,6 +3,8 @@ package cluster
 import (
 	"fmt"
 
+	"github.com/neuronsim/neuronsim/internal/progress"
+	"github.com/neuronsim/neuronsim/runtime/collective"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
 )
@@ -14,8 +16,8 @@ type Sweep struct {
 	Dtype    enc.Dtype
 	Sizes    []int64
 	Options  enc.Options
-	Seed     uint64          // functional mode: the first size's input seed (then +1 per size)
-	Progress *nccom.Progress // nil: none
+	Seed     uint64        // functional mode: the first size's input seed (then +1 per size)
+	Progress *progress.Bar // nil: none
 }
 
 // Sweep runs one collective per size on every rank and returns nccom-test's
@@ -32,7 +34,7 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		var res enc.Result
+		var res collective.Result
 		if c.cfg.TimingOnly {
 			res, err = c.Run(sch, sw.Dtype)
 		} else {
@@ -61,7 +63,7 @@ func (c *Cluster) Mode() string {
 }
 
 // BufferNeed returns the per-rank buffer bytes the largest of the sizes
-// needs (enc.LayoutOf's End), checking that every size builds.
+// needs (collective.LayoutOf's End), checking that every size builds.
 func BufferNeed(op enc.Op, algo enc.Algo, ranks int, d enc.Dtype, sizes []int64, opt enc.Options) (uint64, error) {
 	var need uint64
 	for _, size := range sizes {
@@ -69,7 +71,7 @@ func BufferNeed(op enc.Op, algo enc.Algo, ranks int, d enc.Dtype, sizes []int64,
 		if err != nil {
 			return 0, err
 		}
-		need = max(need, enc.LayoutOf(sch, 0).End)
+		need = max(need, collective.LayoutOf(sch, 0).End)
 	}
 	return need, nil
 }
@@ -78,7 +80,7 @@ func BufferNeed(op enc.Op, algo enc.Algo, ranks int, d enc.Dtype, sizes []int64,
 // largest of the sizes functionally (real payloads, checked against the CPU
 // reference, as Check does) holds at its peak, so that a run can be refused
 // before it starts rather than die of it. Per rank it counts the device
-// memory pages the buffers touch (enc.LayoutOf's End: input, output,
+// memory pages the buffers touch (collective.LayoutOf's End: input, output,
 // scratch), the host's copy of the random input, the output read back and
 // the reference output; once, the staging of one buffer's 32-bit words on
 // its way through BAR4 and the writes in flight on the fabric (at most one
@@ -96,7 +98,7 @@ func FunctionalMemory(op enc.Op, algo enc.Algo, ranks int, d enc.Dtype, sizes []
 		}
 		r := uint64(ranks)
 		in, out := uint64(sch.InputBytes), uint64(sch.OutputBytes)
-		live := r*enc.LayoutOf(sch, 0).End + r*(in+2*out) + max(in, out) + r*in
+		live := r*collective.LayoutOf(sch, 0).End + r*(in+2*out) + max(in, out) + r*in
 		peak = max(peak, 2*live)
 	}
 	return peak, nil

@@ -18,7 +18,9 @@ import (
 	"github.com/neuronsim/neuronsim/internal/cluster"
 	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/output"
+	"github.com/neuronsim/neuronsim/internal/plot"
 	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/runtime/collective"
 	"github.com/neuronsim/neuronsim/runtime/dmem"
 	"github.com/neuronsim/neuronsim/runtime/dve"
 	"github.com/neuronsim/neuronsim/runtime/enc"
@@ -588,14 +590,7 @@ func (run *runner) program(s *Step) error {
 		return err
 	}
 	if s.Kind == "validate" {
-		blocks, err := program.Split(bin)
-		if err == nil {
-			for _, b := range blocks {
-				if err = runner.Validator.FinalInstValidityCheck(b.Bytes, uint32(b.Engine)); err != nil {
-					break
-				}
-			}
-		}
+		_, _, err := program.Validate(bin, runner.Validator)
 		want := ps.Expect
 		if want == "" {
 			want = "valid"
@@ -699,10 +694,10 @@ func (run *runner) collective(st *CollectiveStep) error {
 	if err != nil {
 		return err
 	}
-	if need := enc.LayoutOf(sch, 0).End; need > run.r.buffers {
+	if need := collective.LayoutOf(sch, 0).End; need > run.r.buffers {
 		return fmt.Errorf("%s of %d bytes needs %d bytes of buffers per rank; system.buffer_bytes is %d", op, st.Size, need, run.r.buffers)
 	}
-	var res enc.Result
+	var res collective.Result
 	if run.r.timing {
 		res, err = run.c.Run(sch, d)
 	} else {
@@ -849,11 +844,11 @@ func (run *runner) finish() error {
 			return fmt.Errorf("%s: outputs.json: %w", run.p.file, err)
 		}
 		if o.Plot != "" {
-			var series []nccom.Series
+			var series []plot.Series
 			for _, rep := range run.sweeps {
-				series = append(series, nccom.Series{Label: fmt.Sprintf("%s, %s", rep.Op, units.Plural(int64(rep.Ranks), "rank", "ranks")), Report: rep})
+				series = append(series, plot.Series{Label: fmt.Sprintf("%s, %s", rep.Op, units.Plural(int64(rep.Ranks), "rank", "ranks")), Report: rep})
 			}
-			png, err := nccom.PlotPNG(run.p.Name, series)
+			png, err := plot.PNG(run.p.Name, series)
 			if err != nil {
 				return fmt.Errorf("%s: outputs.plot: %w", run.p.file, err)
 			}
@@ -1116,10 +1111,6 @@ func (run *runner) sweepSizes(st *SweepStep) ([]int64, error) {
 // sweepSizesFor returns a sweep step's sizes on a number of ranks.
 func sweepSizesFor(st *SweepStep, ranks int) ([]int64, error) {
 	op, _, d := words(st.Op, st.Algo, st.Dtype)
-	align := int64(d.Size())
-	if op == enc.AllGather || op == enc.ReduceScatter || op == enc.AllToAll {
-		align *= int64(ranks)
-	}
 	var factor, step int64 // nccom.Sizes: 0 is neither given (checked at parse time)
 	if st.Factor != nil {
 		factor = *st.Factor
@@ -1127,5 +1118,5 @@ func sweepSizesFor(st *SweepStep, ranks int) ([]int64, error) {
 	if st.Step != nil {
 		step = int64(*st.Step)
 	}
-	return nccom.Sizes(int64(st.Min), int64(st.Max), factor, step, align)
+	return nccom.Sizes(int64(st.Min), int64(st.Max), factor, step, op.SizeAlign(d.Size(), ranks))
 }

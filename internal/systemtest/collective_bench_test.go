@@ -6,6 +6,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/runtime/collective"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 )
 
@@ -17,14 +18,14 @@ func benchCollective(b *testing.B, n int, size int64, timingOnly bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := newCluster(b, hwarch.Mariana, n, timingOnly, enc.LayoutOf(sched, 0).End+4096)
+	c := newCluster(b, hwarch.Mariana, n, timingOnly, collective.LayoutOf(sched, 0).End+4096)
 	if !timingOnly {
 		if err := c.WriteInputs(sched, cluster.RandomInputs(sched, enc.Float32, 1)); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportAllocs()
-	var last enc.Result
+	var last collective.Result
 	for b.Loop() {
 		if last, err = c.Run(sched, enc.Float32); err != nil {
 			b.Fatal(err)

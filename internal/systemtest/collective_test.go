@@ -9,6 +9,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/runtime/collective"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 )
 
@@ -97,12 +98,12 @@ func TestRDHUsesInterRDHEngines(t *testing.T) {
 	_, err = c.Check(sched, enc.Float32, 9, enc.Options{})
 	require.NoError(t, err)
 	for _, eng := range []int{0, 1, 4, 5} {
-		qs, err := c.System.Device(0).DMAQueue(eng, enc.CollectiveQueue)
+		qs, err := c.System.Device(0).DMAQueue(eng, collective.CollectiveQueue)
 		require.NoError(t, err)
 		assert.Positive(t, qs.Done, "engine %d carried transfers", eng)
 	}
 	for _, eng := range []int{2, 3, 6} {
-		qs, err := c.System.Device(0).DMAQueue(eng, enc.CollectiveQueue)
+		qs, err := c.System.Device(0).DMAQueue(eng, collective.CollectiveQueue)
 		require.NoError(t, err)
 		assert.Zero(t, qs.Done, "engine %d is not used", eng)
 	}

@@ -9,6 +9,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/runtime/collective"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/sim"
 	"github.com/neuronsim/neuronsim/sim/fabric"
@@ -53,7 +54,7 @@ func TestFaultDuringCollective(t *testing.T) {
 			before := c.System.Now()
 			_, err = c.Run(sched, enc.Float32)
 			require.Error(t, err)
-			require.ErrorIs(t, err, enc.ErrRun)
+			require.ErrorIs(t, err, collective.ErrRun)
 			for _, w := range tc.want {
 				assert.Contains(t, err.Error(), w)
 			}

@@ -12,6 +12,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/runtime/collective"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/sim"
 	"github.com/neuronsim/neuronsim/sim/fabric"
@@ -46,7 +47,7 @@ func TestSnapshotMidCollective(t *testing.T) {
 	require.NoError(t, c.WriteInputs(sched, cluster.RandomInputs(sched, enc.Float32, 4)))
 	c.Exec.Timeout = 10 * time.Microsecond // give up early: the collective is left running
 	_, err = c.Run(sched, enc.Float32)
-	require.ErrorIs(t, err, enc.ErrRun)
+	require.ErrorIs(t, err, collective.ErrRun)
 
 	var file bytes.Buffer
 	require.NoError(t, c.System.Save(&file))
@@ -59,7 +60,7 @@ func TestSnapshotMidCollective(t *testing.T) {
 
 	var bases []uint64
 	for _, rk := range c.Exec.Ranks {
-		bases = append(bases, enc.LayoutOf(sched, rk.Base).Output)
+		bases = append(bases, collective.LayoutOf(sched, rk.Base).Output)
 	}
 	span := int(sched.OutputBytes)
 	c.System.Advance(2 * sim.Millisecond)
@@ -140,7 +141,7 @@ func TestCaptureContinuesAcrossSnapshot(t *testing.T) {
 	require.NoError(t, c.WriteInputs(sched, cluster.RandomInputs(sched, enc.Float32, 6)))
 	c.Exec.Timeout = 5 * time.Microsecond // leave the collective running
 	_, err = c.Run(sched, enc.Float32)
-	require.ErrorIs(t, err, enc.ErrRun)
+	require.ErrorIs(t, err, collective.ErrRun)
 
 	var file bytes.Buffer
 	require.NoError(t, c.System.Save(&file))

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/runtime/collective"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/sim"
 	"github.com/neuronsim/neuronsim/sim/fabric"
@@ -71,7 +72,7 @@ func TestSoak(t *testing.T) {
 			require.True(t, ok)
 			require.NoError(t, c.System.ScheduleFault(fabric.Fault{At: c.System.Now() + sim.Time(20*sim.Microsecond), Kind: fabric.LinkDown, Link: id}))
 			_, err := c.Run(sched, enc.Float32)
-			require.ErrorIs(t, err, enc.ErrRun)
+			require.ErrorIs(t, err, collective.ErrRun)
 			require.NoError(t, c.System.SetLinkDown(id, false))
 			require.NoError(t, c.Recover())
 			continue

@@ -55,7 +55,7 @@ func BenchmarkRunRingAllReduce8x1MiB(b *testing.B) {
 	b.SetBytes(s.Size)
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := Run(s, Float32, buf); err != nil {
+		if err := Apply(s, Float32, buf); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -11,14 +11,16 @@
 // (hierarchical: intra-group, then inter-group, then intra-group). Policy
 // picks one by message size the way the runtime does (Auto).
 //
-// The package does not simulate anything. The device simulator executes the
-// schedules over simulated DMA queues; this package only proves them:
-// Schedule.Validate checks the concurrency rule of a step (no two transfers
-// write the same bytes, and no transfer writes bytes another one reads), Run
-// executes a schedule on CPU buffers, and Expected and Verify compute and
-// check the result a collective must produce, exactly for integer data and
-// within a documented tolerance for floating-point data (whose sums depend on
-// the order of addition).
+// The package does not simulate anything and knows no device: it is the
+// schedules' algebra, and imports no device, DMA or program package.
+// runtime/collective executes the schedules on devices'
+// DMA engines; this package only proves them: Schedule.Validate checks the
+// concurrency rule of a step (no two transfers write the same bytes, and
+// no transfer writes bytes another one reads), Apply carries a schedule
+// out on CPU buffers, and Expected and Verify compute and check the result
+// a collective must produce, exactly for integer data and within a
+// documented tolerance for floating-point data (whose sums depend on the
+// order of addition).
 //
 // Sizes follow nccom-test's size(B) column; see Op.InputBytes. The step
 // semantics, the algorithms with their step counts and bytes per rank, the

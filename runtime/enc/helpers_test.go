@@ -44,7 +44,7 @@ func execute(t testing.TB, s *Schedule, d Dtype, inputs [][]byte) [][]byte {
 			}
 		}
 	}
-	require.NoError(t, Run(s, d, b))
+	require.NoError(t, Apply(s, d, b))
 	return b.Output
 }
 

@@ -77,6 +77,18 @@ func (o Op) splits() bool {
 	return o == AllGather || o == ReduceScatter || o == AllToAll
 }
 
+// SizeAlign is the granularity of the op's message sizes with elements of
+// elem bytes over ranks ranks: a valid size is a multiple of it. It is elem,
+// times ranks for the ops that cut their message into one block per rank
+// (AllGather, ReduceScatter, AllToAll). Sweeps (nccom.Sizes) round their
+// sizes to it; Build refuses sizes that are not multiples of it.
+func (o Op) SizeAlign(elem, ranks int) int64 {
+	if o.splits() {
+		return int64(elem) * int64(ranks)
+	}
+	return int64(elem)
+}
+
 // reduces reports whether the op sums its inputs.
 func (o Op) reduces() bool { return o == AllReduce || o == ReduceScatter }
 

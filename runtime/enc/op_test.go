@@ -92,3 +92,39 @@ func TestInputOutputBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestSizeAlign: the granularity of a message size is the element size,
+// times the ranks for the ops that cut the message into one block per rank;
+// Build accepts every multiple of it and refuses a size one element off.
+func TestSizeAlign(t *testing.T) {
+	tests := []struct {
+		op          Op
+		elem, ranks int
+		want        int64
+	}{
+		{AllReduce, 4, 16, 4},
+		{AllGather, 4, 16, 64},
+		{ReduceScatter, 2, 8, 16},
+		{AllToAll, 1, 32, 32},
+		{Permute, 8, 4, 8},
+		{AllGather, 2, 1, 2},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%v/%d/%d", tt.op, tt.elem, tt.ranks), func(t *testing.T) {
+			got := tt.op.SizeAlign(tt.elem, tt.ranks)
+			assert.Equal(t, tt.want, got)
+			algo := Ring
+			if tt.op == AllToAll {
+				algo = Mesh
+			}
+			for _, k := range []int64{1, 3} {
+				_, err := Build(tt.op, algo, tt.ranks, k*got, tt.elem, Options{})
+				assert.NoError(t, err, "%d×%d B", k, got)
+			}
+			if got > int64(tt.elem) {
+				_, err := Build(tt.op, algo, tt.ranks, got+int64(tt.elem), tt.elem, Options{})
+				assert.ErrorIs(t, err, ErrBadCollective)
+			}
+		})
+	}
+}

@@ -63,34 +63,36 @@ func (b *Buffers) fits(s *Schedule) error {
 	return nil
 }
 
-// Run executes the schedule on CPU buffers, reducing in d (whose size must be
-// s.Elem). Steps run in order; within a step every transfer's source is read
-// first, then every write is applied in transfer order, so a schedule that
-// breaks the step rule (see Schedule.Validate, which Run does not call)
-// computes something other than its concurrent execution would. Run checks
+// Apply carries the schedule out on CPU buffers, reducing in d (whose size
+// must be s.Elem): the reference execution every device run is checked
+// against (runtime/collective runs schedules on devices). Steps run in
+// order; within a step every transfer's source is read first, then every
+// write is applied in transfer order, so a schedule that breaks the step
+// rule (see Schedule.Validate, which Apply does not call) computes
+// something other than its concurrent execution would. Apply checks
 // the schedule's header, every transfer's bounds and the buffers' shape
 // (NewBuffers makes them), and fails before any write if one is wrong.
-func Run(s *Schedule, d Dtype, b *Buffers) error {
+func Apply(s *Schedule, d Dtype, b *Buffers) error {
 	if s == nil || b == nil {
-		return fmt.Errorf("enc: run: nil schedule or buffers: %w", ErrBadBuffers)
+		return fmt.Errorf("enc: apply: nil schedule or buffers: %w", ErrBadBuffers)
 	}
 	if err := s.checkHeader(); err != nil {
 		return err
 	}
 	if !d.valid() {
-		return fmt.Errorf("enc: run: %w: %v", ErrUnknownDtype, d)
+		return fmt.Errorf("enc: apply: %w: %v", ErrUnknownDtype, d)
 	}
 	if d.Size() != s.Elem {
-		return fmt.Errorf("enc: run: %v elements are %d B, the schedule's are %d B: %w", d, d.Size(), s.Elem, ErrBadBuffers)
+		return fmt.Errorf("enc: apply: %v elements are %d B, the schedule's are %d B: %w", d, d.Size(), s.Elem, ErrBadBuffers)
 	}
 	if err := b.fits(s); err != nil {
-		return fmt.Errorf("enc: run: %v: %w", err, ErrBadBuffers)
+		return fmt.Errorf("enc: apply: %v: %w", err, ErrBadBuffers)
 	}
 	var total int64
 	for si, st := range s.Steps {
 		for xi, x := range st.Xfers {
 			if err := s.checkXfer(x); err != nil {
-				return fmt.Errorf("enc: run: step %d, xfer %d (%v): %v: %w", si, xi, x, err, ErrInvalidSchedule)
+				return fmt.Errorf("enc: apply: step %d, xfer %d (%v): %v: %w", si, xi, x, err, ErrInvalidSchedule)
 			}
 		}
 	}

@@ -133,25 +133,25 @@ func TestNaNPropagates(t *testing.T) {
 func TestRunErrors(t *testing.T) {
 	s := twoRankGather()
 	b := NewBuffers(s)
-	assert.ErrorIs(t, Run(nil, Int32, b), ErrBadBuffers)
-	assert.ErrorIs(t, Run(s, Int32, nil), ErrBadBuffers)
-	assert.ErrorIs(t, Run(s, Dtype(0), b), ErrUnknownDtype)
-	assert.ErrorIs(t, Run(s, BFloat16, b), ErrBadBuffers)
-	assert.ErrorIs(t, Run(s, Int32, &Buffers{}), ErrBadBuffers)
+	assert.ErrorIs(t, Apply(nil, Int32, b), ErrBadBuffers)
+	assert.ErrorIs(t, Apply(s, Int32, nil), ErrBadBuffers)
+	assert.ErrorIs(t, Apply(s, Dtype(0), b), ErrUnknownDtype)
+	assert.ErrorIs(t, Apply(s, BFloat16, b), ErrBadBuffers)
+	assert.ErrorIs(t, Apply(s, Int32, &Buffers{}), ErrBadBuffers)
 
 	short := NewBuffers(s)
 	short.Output[1] = short.Output[1][:4]
-	assert.ErrorContains(t, Run(s, Int32, short), "rank 1's output buffer is 4 B, the schedule's is 8 B")
+	assert.ErrorContains(t, Apply(s, Int32, short), "rank 1's output buffer is 4 B, the schedule's is 8 B")
 
 	bad := twoRankGather()
 	bad.Steps[0].Xfers[3].SrcOff = 8
 	b.Output[0][0] = 42
-	assert.ErrorIs(t, Run(bad, Int32, b), ErrInvalidSchedule)
+	assert.ErrorIs(t, Apply(bad, Int32, b), ErrInvalidSchedule)
 	assert.Equal(t, byte(42), b.Output[0][0], "nothing written")
 
 	hdr := twoRankGather()
 	hdr.Ranks = 0
-	assert.ErrorIs(t, Run(hdr, Int32, b), ErrInvalidSchedule)
+	assert.ErrorIs(t, Apply(hdr, Int32, b), ErrInvalidSchedule)
 	assert.Equal(t, &Buffers{}, NewBuffers(hdr))
 	assert.Equal(t, &Buffers{}, NewBuffers(nil))
 }

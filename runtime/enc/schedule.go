@@ -151,7 +151,7 @@ func checkSize(op Op, ranks int, size int64, elem int) error {
 		return fmt.Errorf("size %d B is not a multiple of the element size %d B", size, elem)
 	}
 	if op.splits() {
-		if unit := int64(elem) * int64(ranks); size%unit != 0 {
+		if unit := op.SizeAlign(elem, ranks); size%unit != 0 {
 			return fmt.Errorf("%v cuts the message into one block per rank: size %d B is not a multiple of elem×ranks = %d×%d = %d B",
 				op, size, elem, ranks, unit)
 		}

@@ -28,7 +28,7 @@ func TestValidateHandMade(t *testing.T) {
 }
 
 // TestValidateCatchesOverlap: rank 1's local copy lands on the bytes rank 0
-// writes into it. Validate names the step and transfers, and Run — which does
+// writes into it. Validate names the step and transfers, and Apply — which does
 // not validate — produces a wrong all-gather.
 func TestValidateCatchesOverlap(t *testing.T) {
 	s := twoRankGather()

@@ -66,6 +66,32 @@ func Split(prog []byte) ([]Block, error) {
 	return out, nil
 }
 
+// ValidateBlocks runs v over blocks in order, each as issued on its engine,
+// and stops at the first block v refuses. It returns how many blocks
+// passed — the index of the refused block — and v's error as v returned
+// it; len(blocks) and nil when every block is valid.
+func ValidateBlocks(blocks []Block, v Validator) (int, error) {
+	for i, b := range blocks {
+		if err := v.FinalInstValidityCheck(b.Bytes, uint32(b.Engine)); err != nil {
+			return i, err
+		}
+	}
+	return len(blocks), nil
+}
+
+// Validate is the runtime's check of a program before anything is staged:
+// Split, then ValidateBlocks. It returns the blocks, how many passed and
+// the error as is: Split's (no blocks, ErrBadProgram) or v's for
+// blocks[valid]. Runner.Load, neuronsim validate and the scenarios'
+// validate step all check programs with it.
+func Validate(prog []byte, v Validator) (blocks []Block, valid int, err error) {
+	if blocks, err = Split(prog); err != nil {
+		return nil, 0, err
+	}
+	valid, err = ValidateBlocks(blocks, v)
+	return blocks, valid, err
+}
+
 // Runner loads programs onto one NeuronCore of a brought-up device.
 type Runner struct {
 	Dev       *bringup.Device
@@ -107,14 +133,12 @@ func (r *Runner) engineVA(e isa.Engine, off uint64) (uint64, error) {
 // Load validates and stages a program and returns its blocks (with their
 // device addresses). Nothing is staged unless every block validates.
 func (r *Runner) Load(prog []byte) ([]Block, error) {
-	blocks, err := Split(prog)
+	blocks, valid, err := Validate(prog, r.Validator)
 	if err != nil {
-		return nil, err
-	}
-	for _, b := range blocks {
-		if err := r.Validator.FinalInstValidityCheck(b.Bytes, uint32(b.Engine)); err != nil {
-			return nil, fmt.Errorf("program: %s block: %w", b.Engine, err)
+		if valid < len(blocks) {
+			return nil, fmt.Errorf("program: %s block: %w", blocks[valid].Engine, err)
 		}
+		return nil, err
 	}
 	host := r.DMA.Host()
 	geo := r.Dev.Geometry

@@ -34,3 +34,75 @@ func TestSplit(t *testing.T) {
 		assert.True(t, errors.Is(err, ErrBadProgram), "%d bytes", len(bad))
 	}
 }
+
+// refuse is a Validator that refuses every block of one engine.
+type refuse struct {
+	engine isa.Engine
+	calls  []isa.Engine
+}
+
+var errRefused = errors.New("refused")
+
+func (r *refuse) FinalInstValidityCheck(block []byte, hal uint32) error {
+	r.calls = append(r.calls, isa.Engine(hal))
+	if isa.Engine(hal) == r.engine {
+		return errRefused
+	}
+	return nil
+}
+
+// TestValidate: a program is split and its blocks checked in engine order
+// until the first refused one, whose index comes back with the validator's
+// error as it was; a program that does not split checks nothing.
+func TestValidate(t *testing.T) {
+	var prog []byte
+	prog = append(prog, rec(isa.OpNop, isa.SP)...)
+	prog = append(prog, rec(isa.OpNop, isa.PE)...)
+	prog = append(prog, rec(isa.OpNop, isa.DVE)...)
+	tests := []struct {
+		name      string
+		prog      []byte
+		refuse    isa.Engine
+		blocks    int
+		valid     int
+		calls     []isa.Engine
+		wantErr   error
+		wantPlain bool // the error is exactly the validator's
+	}{
+		{"all valid", prog, isa.TopSP, 3, 3, []isa.Engine{isa.PE, isa.DVE, isa.SP}, nil, false},
+		{"second refused", prog, isa.DVE, 3, 1, []isa.Engine{isa.PE, isa.DVE}, errRefused, true},
+		{"first refused", prog, isa.PE, 3, 0, []isa.Engine{isa.PE}, errRefused, true},
+		{"does not split", prog[:100], isa.PE, 0, 0, nil, ErrBadProgram, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := &refuse{engine: tt.refuse}
+			blocks, valid, err := Validate(tt.prog, v)
+			assert.Len(t, blocks, tt.blocks)
+			assert.Equal(t, tt.valid, valid)
+			assert.Equal(t, tt.calls, v.calls)
+			if tt.wantErr == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, tt.wantErr)
+			if tt.wantPlain {
+				assert.Equal(t, errRefused, err, "the validator's error, not wrapped")
+			}
+		})
+	}
+}
+
+// TestLoadNamesRefusedBlock: Load refuses a program before staging
+// anything and names the block the validator refused.
+func TestLoadNamesRefusedBlock(t *testing.T) {
+	var prog []byte
+	prog = append(prog, rec(isa.OpNop, isa.PE)...)
+	prog = append(prog, rec(isa.OpNop, isa.POOL)...)
+	r := &Runner{Validator: &refuse{engine: isa.POOL}}
+	_, err := r.Load(prog)
+	require.ErrorIs(t, err, errRefused)
+	assert.EqualError(t, err, "program: "+isa.POOL.String()+" block: refused")
+	_, err = r.Load(prog[:10])
+	require.ErrorIs(t, err, ErrBadProgram)
+}

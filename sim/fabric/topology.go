@@ -389,7 +389,7 @@ func (t *Topology) Connected() error {
 			why = " (the driver's torus table joins the 16 devices of each group, no group to another)"
 		}
 		return fmt.Errorf("fabric %s: %d devices fall into %d groups with no link between them: %s%s: %w",
-			t.Kind, t.Devices, len(groups), t.describeGroups(groups), why, ErrDisconnected)
+			t.Kind, t.Devices, len(groups), t.DescribeGroups(groups), why, ErrDisconnected)
 	}
 	if t.next == nil {
 		return nil
@@ -407,9 +407,10 @@ func (t *Topology) Connected() error {
 // maxNamedGroups is how many groups Connected's error names.
 const maxNamedGroups = 8
 
-// describeGroups names groups of devices, "; " between them, the first
-// maxNamedGroups of them.
-func (t *Topology) describeGroups(groups [][]int) string {
+// DescribeGroups names groups of devices (as Groups returns them), "; "
+// between them, the first maxNamedGroups of them: "neuron0–neuron15;
+// neuron16–neuron31". Connected's error and the topology drawing use it.
+func (t *Topology) DescribeGroups(groups [][]int) string {
 	names := make([]string, 0, min(len(groups), maxNamedGroups)+1)
 	for i, g := range groups {
 		if i == maxNamedGroups {

@@ -9,9 +9,10 @@
 // size grammar of every flag and file, in internal/units) and [Sizes],
 // simulates each size, turns each measured time into a [Row] with [NewRow],
 // collects the rows in a [Report] and prints it with [Report.WriteTable] or
-// [Report.WriteJSON]. [Plot] draws bus bandwidth against size for several
-// reports, and [Progress] draws a progress bar on a terminal while a long
-// sweep runs.
+// [Report.WriteJSON]: the text and JSON a runtime tool prints. Pictures and
+// terminal progress bars are the command line's: internal/plot draws bus
+// bandwidth against size for several reports, and internal/progress draws a
+// progress bar on a terminal while a long sweep runs.
 //
 // # Sizes
 //

@@ -1,4 +1,8 @@
-package fabric
+// Package fabricdraw draws a multi-device system's topology (sim/fabric) as
+// text, in the spirit of neuron-ls --topology, for neuronsim fabric topo.
+// It only reads a fabric.Topology; it is the command line's, kept out of
+// the model.
+package fabricdraw
 
 import (
 	"errors"
@@ -7,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/neuronsim/neuronsim/sim/fabric"
 )
 
 // drawWidth is the column at which Draw wraps a long line of devices.
@@ -34,18 +40,18 @@ const drawWidth = 100
 // so a missing direction shows as a gap. The output is deterministic. Draw
 // returns the writer's error; a nil or malformed topology or an unknown
 // kind is an error.
-func Draw(w io.Writer, t *Topology) error {
+func Draw(w io.Writer, t *fabric.Topology) error {
 	if t == nil {
 		return errors.New("fabric draw: nil topology")
 	}
-	if err := t.drawCheck(); err != nil {
+	if err := drawCheck(t); err != nil {
 		return err
 	}
 	d := &drawer{t: t}
 	d.width = max(2, len(strconv.Itoa(max(t.Devices-1, 0))))
 	switches := 0
 	for _, n := range t.Nodes {
-		if n.Kind == NodeSwitch {
+		if n.Kind == fabric.NodeSwitch {
 			switches++
 		}
 	}
@@ -54,21 +60,21 @@ func Draw(w io.Writer, t *Topology) error {
 		plural(len(t.Links), "directed link", "directed links"))
 	if groups := t.Groups(); len(groups) > 1 {
 		d.printf("not connected: %d groups with no link between them (%s); a system of it is refused\n",
-			len(groups), t.describeGroups(groups))
+			len(groups), t.DescribeGroups(groups))
 	}
 	switch t.Kind {
-	case KindTorus2D:
+	case fabric.KindTorus2D:
 		d.torus("group")
-	case KindUltraServer:
+	case fabric.KindUltraServer:
 		d.torus("node")
 		d.zRings()
-	case KindRing, KindChain:
+	case fabric.KindRing, fabric.KindChain:
 		d.ring()
-	case KindSwitch:
+	case fabric.KindSwitch:
 		d.switched()
-	case KindFullyConnected:
+	case fabric.KindFullyConnected:
 		d.fullyConnected()
-	case KindStar:
+	case fabric.KindStar:
 		d.star()
 	}
 	n, err := io.WriteString(w, d.b.String())
@@ -83,25 +89,25 @@ func Draw(w io.Writer, t *Topology) error {
 
 // drawCheck rejects what Draw cannot draw: an unknown kind, a device count
 // the kind cannot have, links to nodes that do not exist.
-func (t *Topology) drawCheck() error {
+func drawCheck(t *fabric.Topology) error {
 	switch t.Kind {
-	case KindTorus2D, KindRing, KindChain, KindSwitch, KindFullyConnected, KindStar:
-	case KindUltraServer:
+	case fabric.KindTorus2D, fabric.KindRing, fabric.KindChain, fabric.KindSwitch, fabric.KindFullyConnected, fabric.KindStar:
+	case fabric.KindUltraServer:
 		if t.Devices != 64 {
-			return fmt.Errorf("fabric draw: ultraserver of %d devices (64): %w", t.Devices, ErrTopology)
+			return fmt.Errorf("fabric draw: ultraserver of %d devices (64): %w", t.Devices, fabric.ErrTopology)
 		}
 	default:
-		return fmt.Errorf("fabric draw: topology %s: %w", t.Kind, ErrUnknownKind)
+		return fmt.Errorf("fabric draw: topology %s: %w", t.Kind, fabric.ErrUnknownKind)
 	}
 	if t.Devices < 0 || t.Devices > len(t.Nodes) {
-		return fmt.Errorf("fabric draw: %d devices but %d nodes: %w", t.Devices, len(t.Nodes), ErrTopology)
+		return fmt.Errorf("fabric draw: %d devices but %d nodes: %w", t.Devices, len(t.Nodes), fabric.ErrTopology)
 	}
-	if t.Kind == KindTorus2D && t.Devices%16 != 0 {
-		return fmt.Errorf("fabric draw: torus2d of %d devices (a multiple of 16): %w", t.Devices, ErrTopology)
+	if t.Kind == fabric.KindTorus2D && t.Devices%16 != 0 {
+		return fmt.Errorf("fabric draw: torus2d of %d devices (a multiple of 16): %w", t.Devices, fabric.ErrTopology)
 	}
 	for id, l := range t.Links {
 		if l.From < 0 || l.From >= len(t.Nodes) || l.To < 0 || l.To >= len(t.Nodes) {
-			return fmt.Errorf("fabric draw: link %d joins nodes %d and %d of %d: %w", id, l.From, l.To, len(t.Nodes), ErrTopology)
+			return fmt.Errorf("fabric draw: link %d joins nodes %d and %d of %d: %w", id, l.From, l.To, len(t.Nodes), fabric.ErrTopology)
 		}
 	}
 	return nil
@@ -109,7 +115,7 @@ func (t *Topology) drawCheck() error {
 
 // drawer accumulates a drawing; Draw writes it at once.
 type drawer struct {
-	t      *Topology
+	t      *fabric.Topology
 	b      strings.Builder
 	links  map[[2]int]bool   // directed links present, by (from, to) node; built by has
 	width  int               // of a device number
@@ -283,7 +289,7 @@ func (d *drawer) ring() {
 	for i := range devs {
 		devs[i] = i
 	}
-	d.chain(devs, d.t.Kind == KindRing, "")
+	d.chain(devs, d.t.Kind == fabric.KindRing, "")
 	d.line(d.groupLine("ring"))
 }
 
@@ -297,7 +303,7 @@ func (d *drawer) attached(group string) map[int][]int {
 			continue
 		}
 		for _, e := range [][2]int{{l.From, l.To}, {l.To, l.From}} {
-			if d.t.Nodes[e[0]].Kind == NodeSwitch && e[1] < d.t.Devices && !seen[e] {
+			if d.t.Nodes[e[0]].Kind == fabric.NodeSwitch && e[1] < d.t.Devices && !seen[e] {
 				seen[e] = true
 				out[e[0]] = append(out[e[0]], e[1])
 			}
@@ -412,7 +418,7 @@ func (d *drawer) fullyConnected() {
 func (d *drawer) star() {
 	link := d.attached("link")
 	for i, n := range d.t.Nodes {
-		if n.Kind != NodeSwitch {
+		if n.Kind != fabric.NodeSwitch {
 			continue
 		}
 		devs := link[i]
@@ -443,7 +449,7 @@ func (d *drawer) groupParams(group string) string {
 	if d.params == nil {
 		d.params = make(map[string]string)
 	}
-	var seen []LinkParams
+	var seen []fabric.LinkParams
 	for _, l := range d.t.Links {
 		if l.Group != group {
 			continue

@@ -1,4 +1,4 @@
-package fabric
+package fabricdraw
 
 import (
 	"bytes"
@@ -16,11 +16,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/sim/fabric"
 )
+
+// build builds a topology with the generation's default parameters.
+func build(t *testing.T, k fabric.Kind, g hwarch.Generation, n int) *fabric.Topology {
+	t.Helper()
+	topo, err := fabric.Build(k, g, n, fabric.DefaultParams(g))
+	require.NoError(t, err)
+	return topo
+}
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
-func draw(t *testing.T, topo *Topology) string {
+func draw(t *testing.T, topo *fabric.Topology) string {
 	t.Helper()
 	var b bytes.Buffer
 	require.NoError(t, Draw(&b, topo))
@@ -32,19 +41,19 @@ func draw(t *testing.T, topo *Topology) string {
 func TestDrawGolden(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		kind Kind
+		kind fabric.Kind
 		gen  hwarch.Generation
 		n    int
 	}{
-		{"torus2d-16", KindTorus2D, hwarch.Cayman, 16},
-		{"torus2d-32", KindTorus2D, hwarch.Cayman, 32},
-		{"ultraserver-64", KindUltraServer, hwarch.Cayman, 64},
-		{"ring-12", KindRing, hwarch.Sunda, 12},
-		{"chain-6", KindChain, hwarch.Sunda, 6},
-		{"switch-32", KindSwitch, hwarch.Mariana, 32},
-		{"switch-16", KindSwitch, hwarch.Mariana, 16},
-		{"fully-connected-4", KindFullyConnected, hwarch.Mariana, 4},
-		{"star-8", KindStar, hwarch.Mariana, 8},
+		{"torus2d-16", fabric.KindTorus2D, hwarch.Cayman, 16},
+		{"torus2d-32", fabric.KindTorus2D, hwarch.Cayman, 32},
+		{"ultraserver-64", fabric.KindUltraServer, hwarch.Cayman, 64},
+		{"ring-12", fabric.KindRing, hwarch.Sunda, 12},
+		{"chain-6", fabric.KindChain, hwarch.Sunda, 6},
+		{"switch-32", fabric.KindSwitch, hwarch.Mariana, 32},
+		{"switch-16", fabric.KindSwitch, hwarch.Mariana, 16},
+		{"fully-connected-4", fabric.KindFullyConnected, hwarch.Mariana, 4},
+		{"star-8", fabric.KindStar, hwarch.Mariana, 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := draw(t, build(t, tc.kind, tc.gen, tc.n))
@@ -66,14 +75,14 @@ var number = regexp.MustCompile(`\d+`)
 // and no other number.
 func TestDrawTorusGrids(t *testing.T) {
 	for _, tc := range []struct {
-		kind  Kind
+		kind  fabric.Kind
 		n     int
 		title string
 	}{
-		{KindTorus2D, 16, "group"},
-		{KindTorus2D, 32, "group"},
-		{KindTorus2D, 48, "group"},
-		{KindUltraServer, 64, "node"},
+		{fabric.KindTorus2D, 16, "group"},
+		{fabric.KindTorus2D, 32, "group"},
+		{fabric.KindTorus2D, 48, "group"},
+		{fabric.KindUltraServer, 64, "node"},
 	} {
 		out := draw(t, build(t, tc.kind, hwarch.Cayman, tc.n))
 		grids := 0
@@ -113,7 +122,7 @@ func TestDrawTorusGrids(t *testing.T) {
 // wrap-around markers at both ends; the vertical wrap markers frame the
 // grid.
 func TestDrawTorusRow(t *testing.T) {
-	out := draw(t, build(t, KindTorus2D, hwarch.Cayman, 16))
+	out := draw(t, build(t, fabric.KindTorus2D, hwarch.Cayman, 16))
 	var rows []string
 	for _, line := range strings.Split(out, "\n") {
 		if strings.Contains(line, "◄––►") {
@@ -162,8 +171,8 @@ func rowAbove(lines []string, i int) string {
 // TestDrawMissingLink: arrows come from the links, so a dropped direction
 // leaves a gap.
 func TestDrawMissingLink(t *testing.T) {
-	topo := build(t, KindRing, hwarch.Sunda, 4)
-	var kept []Link
+	topo := build(t, fabric.KindRing, hwarch.Sunda, 4)
+	var kept []fabric.Link
 	for _, l := range topo.Links {
 		if !(l.From == 1 && l.To == 2) && !(l.From == 3 && l.To == 0) {
 			kept = append(kept, l)
@@ -177,7 +186,7 @@ func TestDrawMissingLink(t *testing.T) {
 // TestDrawLongRing wraps near 100 columns, a continued line ending in a
 // link, and lists every device once.
 func TestDrawLongRing(t *testing.T) {
-	out := draw(t, build(t, KindRing, hwarch.Sunda, 100))
+	out := draw(t, build(t, fabric.KindRing, hwarch.Sunda, 100))
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	var ring []string
 	for _, l := range lines[1 : len(lines)-1] {
@@ -213,9 +222,9 @@ func TestDrawFormats(t *testing.T) {
 }
 
 func TestDrawDeterministic(t *testing.T) {
-	for _, k := range []Kind{KindTorus2D, KindUltraServer, KindRing, KindChain, KindSwitch, KindFullyConnected, KindStar} {
+	for _, k := range []fabric.Kind{fabric.KindTorus2D, fabric.KindUltraServer, fabric.KindRing, fabric.KindChain, fabric.KindSwitch, fabric.KindFullyConnected, fabric.KindStar} {
 		n := 64
-		if k == KindChain {
+		if k == fabric.KindChain {
 			n = 6
 		}
 		topo := build(t, k, hwarch.Cayman, n)
@@ -236,21 +245,21 @@ func (shortWriter) Write(p []byte) (int, error) { return len(p) / 2, nil }
 
 func TestDrawErrors(t *testing.T) {
 	boom := errors.New("boom")
-	topo := build(t, KindTorus2D, hwarch.Cayman, 16)
+	topo := build(t, fabric.KindTorus2D, hwarch.Cayman, 16)
 	assert.ErrorIs(t, Draw(failWriter{boom}, topo), boom)
 	assert.ErrorIs(t, Draw(shortWriter{}, topo), io.ErrShortWrite)
 
 	var b bytes.Buffer
 	assert.Error(t, Draw(&b, nil))
-	assert.ErrorIs(t, Draw(&b, &Topology{Kind: numKinds}), ErrUnknownKind)
-	assert.ErrorIs(t, Draw(&b, &Topology{Kind: KindAuto}), ErrUnknownKind)
-	assert.ErrorIs(t, Draw(&b, &Topology{Kind: KindTorus2D, Devices: 4, Nodes: make([]Node, 4)}), ErrTopology)
-	assert.ErrorIs(t, Draw(&b, &Topology{Kind: KindUltraServer, Devices: 16, Nodes: make([]Node, 16)}), ErrTopology)
-	assert.ErrorIs(t, Draw(&b, &Topology{Kind: KindRing, Devices: 3}), ErrTopology)
-	assert.ErrorIs(t, Draw(&b, &Topology{Kind: KindRing, Devices: 2, Nodes: make([]Node, 2), Links: []Link{{From: 0, To: 5}}}), ErrTopology)
+	assert.ErrorIs(t, Draw(&b, &fabric.Topology{Kind: fabric.Kind(99)}), fabric.ErrUnknownKind)
+	assert.ErrorIs(t, Draw(&b, &fabric.Topology{Kind: fabric.KindAuto}), fabric.ErrUnknownKind)
+	assert.ErrorIs(t, Draw(&b, &fabric.Topology{Kind: fabric.KindTorus2D, Devices: 4, Nodes: make([]fabric.Node, 4)}), fabric.ErrTopology)
+	assert.ErrorIs(t, Draw(&b, &fabric.Topology{Kind: fabric.KindUltraServer, Devices: 16, Nodes: make([]fabric.Node, 16)}), fabric.ErrTopology)
+	assert.ErrorIs(t, Draw(&b, &fabric.Topology{Kind: fabric.KindRing, Devices: 3}), fabric.ErrTopology)
+	assert.ErrorIs(t, Draw(&b, &fabric.Topology{Kind: fabric.KindRing, Devices: 2, Nodes: make([]fabric.Node, 2), Links: []fabric.Link{{From: 0, To: 5}}}), fabric.ErrTopology)
 	assert.Zero(t, b.Len(), "nothing is written on error")
 
 	// A topology built by hand without links still draws.
-	require.NoError(t, Draw(&b, &Topology{Kind: KindStar, Devices: 2, Nodes: make([]Node, 2)}))
+	require.NoError(t, Draw(&b, &fabric.Topology{Kind: fabric.KindStar, Devices: 2, Nodes: make([]fabric.Node, 2)}))
 	assert.Contains(t, b.String(), "no links")
 }

@@ -1,4 +1,7 @@
-package nccom
+// Package progress draws a progress bar on a terminal while a long
+// command-line job (a collective sweep) runs, and nothing elsewhere. It is
+// the command line's, kept out of runtime/.
+package progress
 
 import (
 	"fmt"
@@ -10,23 +13,23 @@ import (
 	"golang.org/x/term"
 )
 
-// Progress reports a long sweep's progress. On a terminal it draws a
+// Bar reports a long sweep's progress. On a terminal it draws a
 // progress bar over the number of points (with a count and a time
 // estimate); otherwise (a pipe, a file, CI) it writes nothing, so that the
-// table printed after it is all the output holds. A nil *Progress is a valid
+// table printed after it is all the output holds. A nil *Bar is a valid
 // reporter that does nothing.
-type Progress struct {
+type Bar struct {
 	bar  *progressbar.ProgressBar
 	w    io.Writer
 	done bool
 }
 
-// NewProgress returns a reporter for a sweep of total points that draws on
+// New returns a reporter for a sweep of total points that draws on
 // w when isTerminal is true (see [IsTerminal]), described by desc (such as
 // "all_reduce 32 devices"). With isTerminal false, a nil w or total < 1 the
 // reporter writes nothing.
-func NewProgress(w io.Writer, total int, isTerminal bool, desc string) *Progress {
-	p := &Progress{w: w}
+func New(w io.Writer, total int, isTerminal bool, desc string) *Bar {
+	p := &Bar{w: w}
 	if !isTerminal || w == nil || total < 1 {
 		return p
 	}
@@ -42,7 +45,7 @@ func NewProgress(w io.Writer, total int, isTerminal bool, desc string) *Progress
 }
 
 // Step records that one point of the sweep is done.
-func (p *Progress) Step() {
+func (p *Bar) Step() {
 	if p == nil || p.bar == nil || p.done {
 		return
 	}
@@ -52,7 +55,7 @@ func (p *Progress) Step() {
 // Done ends the bar, leaving it on screen as it stands, and moves to a new
 // line so that what is printed next starts cleanly. Calling it again, or on
 // a reporter that draws nothing, does nothing.
-func (p *Progress) Done() {
+func (p *Bar) Done() {
 	if p == nil || p.bar == nil || p.done {
 		return
 	}

@@ -1,4 +1,4 @@
-package enc
+package collective
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/runtime/bringup"
+	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/runtime/program"
 )
 
@@ -48,9 +49,9 @@ func TestSlicesGrowWithSize(t *testing.T) {
 		var lastDesc int
 		var lastBytes []uint64
 		for elems := int64(1); elems <= 200; elems++ {
-			s, err := Build(Permute, Ring, 2, elems*4, 4, Options{})
+			s, err := enc.Build(enc.Permute, enc.Ring, 2, elems*4, 4, enc.Options{})
 			require.NoError(t, err)
-			plans, err := x.plan(s, Float32)
+			plans, err := x.plan(s, enc.Float32)
 			require.NoError(t, err)
 			desc := 0
 			var bytes []uint64

@@ -1,4 +1,8 @@
-package nccom
+// Package plot draws nccom-test reports (runtime/enc/nccom) as images for
+// the command line and the scenarios: bus bandwidth against size, one line
+// per report. It is the drawing side of a sweep, kept out of runtime/ (a
+// runtime tool prints tables and JSON; pictures are the command line's).
+package plot
 
 import (
 	"bytes"
@@ -6,21 +10,23 @@ import (
 	"math"
 	"strconv"
 
-	"gonum.org/v1/plot"
+	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/neuronsim/neuronsim/internal/output"
 	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
 )
 
-// Series is one line of a [Plot]: a report and its legend entry.
+// Series is one line of a plot ([Write], [PNG]): a report and its legend
+// entry.
 type Series struct {
 	// Label is the legend entry; "" means "<Ranks> devices".
 	Label string
 	// Report holds the points: one per row, size against bus bandwidth.
-	Report *Report
+	Report *nccom.Report
 }
 
 // Plot size, in inches of a 96-dpi PNG (768×480 pixels).
@@ -29,7 +35,7 @@ const (
 	plotHeight = 5 * vg.Inch
 )
 
-// Plot writes a PNG image to path of bus bandwidth (GB/s, y axis, from 0)
+// Write writes a PNG image to path of bus bandwidth (GB/s, y axis, from 0)
 // against size (bytes, x axis, logarithmic with ticks at powers of two
 // labelled "1KiB", "1MiB", …), one line with point markers per series, and
 // a legend with each series' Label, or "N devices" (N = the report's Ranks)
@@ -39,12 +45,12 @@ const (
 // the same bytes (no timestamp or other metadata is written). The file is
 // written in PNG whatever the extension of path.
 //
-// Errors (wrapping [ErrBadReport]): no series, a nil report, a report
-// without rows or failing [Report.Validate], a size of 0 (it has no place on
+// Errors (wrapping [nccom.ErrBadReport]): no series, a nil report, a report
+// without rows or failing [nccom.Report.Validate], a size of 0 (it has no place on
 // a log axis); and any error creating or writing the file. The file is
 // written atomically (internal/output): on an error, path is as it was.
-func Plot(path string, title string, series []Series) error {
-	png, err := PlotPNG(title, series)
+func Write(path string, title string, series []Series) error {
+	png, err := PNG(title, series)
 	if err != nil {
 		return err
 	}
@@ -54,44 +60,26 @@ func Plot(path string, title string, series []Series) error {
 	return nil
 }
 
-// PlotPNG draws what [Plot] writes and returns the PNG's bytes.
-func PlotPNG(title string, series []Series) (png []byte, err error) {
-	if len(series) == 0 {
-		return nil, fmt.Errorf("%w: plot %q: no series", ErrBadReport, title)
-	}
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for i, s := range series {
-		if s.Report == nil {
-			return nil, fmt.Errorf("%w: plot %q: series %d (%q) has no report", ErrBadReport, title, i, s.Label)
-		}
-		if len(s.Report.Rows) == 0 {
-			return nil, fmt.Errorf("%w: plot %q: series %d (%q) has no rows", ErrBadReport, title, i, s.Label)
-		}
-		if err := s.Report.Validate(); err != nil {
-			return nil, fmt.Errorf("plot %q: series %d (%q): %w", title, i, s.Label, err)
-		}
-		for _, r := range s.Report.Rows {
-			if r.Size <= 0 {
-				return nil, fmt.Errorf("%w: plot %q: series %d (%q): size %d cannot be drawn on a log axis", ErrBadReport, title, i, s.Label, r.Size)
-			}
-			lo = math.Min(lo, float64(r.Size))
-			hi = math.Max(hi, float64(r.Size))
-		}
+// PNG draws what [Write] writes and returns the PNG's bytes.
+func PNG(title string, series []Series) (png []byte, err error) {
+	lo, hi, err := sizeRange(title, series)
+	if err != nil {
+		return nil, err
 	}
 
 	// gonum/plot panics on some degenerate inputs; the checks above should
 	// rule them out, and this turns any that remain into an error.
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: plot %q: drawing failed: %v", ErrBadReport, title, p)
+			err = fmt.Errorf("%w: plot %q: drawing failed: %v", nccom.ErrBadReport, title, p)
 		}
 	}()
 
-	p := plot.New()
+	p := gplot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "size (bytes)"
 	p.Y.Label.Text = "busbw (GB/s, 1 GB = 1e9 bytes)"
-	p.X.Scale = plot.LogScale{}
+	p.X.Scale = gplot.LogScale{}
 	p.X.Tick.Marker = pow2Ticks{}
 	p.Legend.Top = true
 	p.Legend.Left = true
@@ -107,7 +95,7 @@ func PlotPNG(title string, series []Series) (png []byte, err error) {
 		}
 		line, points, err := plotter.NewLinePoints(pts)
 		if err != nil {
-			return nil, fmt.Errorf("%w: plot %q: series %d: %v", ErrBadReport, title, i, err)
+			return nil, fmt.Errorf("%w: plot %q: series %d: %v", nccom.ErrBadReport, title, i, err)
 		}
 		line.Color = plotutil.Color(i)
 		line.Dashes = plotutil.Dashes(i)
@@ -145,11 +133,39 @@ func PlotPNG(title string, series []Series) (png []byte, err error) {
 	return buf.Bytes(), nil
 }
 
+// sizeRange checks that every series can be drawn and returns the smallest
+// and largest size of all of them.
+func sizeRange(title string, series []Series) (lo, hi float64, err error) {
+	if len(series) == 0 {
+		return 0, 0, fmt.Errorf("%w: plot %q: no series", nccom.ErrBadReport, title)
+	}
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for i, s := range series {
+		if s.Report == nil {
+			return 0, 0, fmt.Errorf("%w: plot %q: series %d (%q) has no report", nccom.ErrBadReport, title, i, s.Label)
+		}
+		if len(s.Report.Rows) == 0 {
+			return 0, 0, fmt.Errorf("%w: plot %q: series %d (%q) has no rows", nccom.ErrBadReport, title, i, s.Label)
+		}
+		if err := s.Report.Validate(); err != nil {
+			return 0, 0, fmt.Errorf("plot %q: series %d (%q): %w", title, i, s.Label, err)
+		}
+		for _, r := range s.Report.Rows {
+			if r.Size <= 0 {
+				return 0, 0, fmt.Errorf("%w: plot %q: series %d (%q): size %d cannot be drawn on a log axis", nccom.ErrBadReport, title, i, s.Label, r.Size)
+			}
+			lo = math.Min(lo, float64(r.Size))
+			hi = math.Max(hi, float64(r.Size))
+		}
+	}
+	return lo, hi, nil
+}
+
 // pow2Ticks puts a tick at every power of two in range and labels at most
 // about eight of them, evenly spaced in exponent.
 type pow2Ticks struct{}
 
-func (pow2Ticks) Ticks(min, max float64) []plot.Tick {
+func (pow2Ticks) Ticks(min, max float64) []gplot.Tick {
 	if !(min > 0) || !(max >= min) || math.IsInf(max, 0) {
 		return nil
 	}
@@ -159,9 +175,9 @@ func (pow2Ticks) Ticks(min, max float64) []plot.Tick {
 	for (hi-lo)/stride+1 > 8 {
 		stride++
 	}
-	var ticks []plot.Tick
+	var ticks []gplot.Tick
 	for e := lo; e <= hi; e++ {
-		t := plot.Tick{Value: math.Exp2(float64(e))}
+		t := gplot.Tick{Value: math.Exp2(float64(e))}
 		if (e-lo)%stride == 0 {
 			t.Label = pow2Label(e)
 		}
@@ -174,5 +190,5 @@ func pow2Label(e int) string {
 	if e < 0 || e > 62 {
 		return "2^" + strconv.Itoa(e)
 	}
-	return FormatSize(int64(1) << e)
+	return nccom.FormatSize(int64(1) << e)
 }

@@ -1,4 +1,4 @@
-package enc
+package collective
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package nccom_test
+package progress_test
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
+	"github.com/neuronsim/neuronsim/internal/progress"
 )
 
 func TestProgressSilentWhenNotTerminal(t *testing.T) {
@@ -23,7 +23,7 @@ func TestProgressSilentWhenNotTerminal(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			p := nccom.NewProgress(&buf, tt.total, tt.terminal, "all_reduce")
+			p := progress.New(&buf, tt.total, tt.terminal, "all_reduce")
 			for range 25 {
 				p.Step()
 			}
@@ -36,7 +36,7 @@ func TestProgressSilentWhenNotTerminal(t *testing.T) {
 
 func TestProgressDrawsOnTerminal(t *testing.T) {
 	var buf bytes.Buffer
-	p := nccom.NewProgress(&buf, 3, true, "all_reduce 32 devices")
+	p := progress.New(&buf, 3, true, "all_reduce 32 devices")
 	for range 4 { // one step too many is harmless
 		p.Step()
 	}
@@ -47,28 +47,28 @@ func TestProgressDrawsOnTerminal(t *testing.T) {
 	assert.True(t, len(out) > 0 && out[len(out)-1] == '\n', "Done ends the line")
 
 	var partial bytes.Buffer
-	q := nccom.NewProgress(&partial, 10, true, "sweep")
+	q := progress.New(&partial, 10, true, "sweep")
 	q.Step()
 	q.Done()
 	assert.NotContains(t, partial.String(), "10/10", "an unfinished sweep is not shown as complete")
 }
 
 func TestProgressNil(t *testing.T) {
-	var p *nccom.Progress
+	var p *progress.Bar
 	assert.NotPanics(t, func() {
 		p.Step()
 		p.Done()
 	})
 	assert.NotPanics(t, func() {
-		nccom.NewProgress(nil, 5, true, "x").Step()
+		progress.New(nil, 5, true, "x").Step()
 	})
 }
 
 func TestIsTerminal(t *testing.T) {
-	assert.False(t, nccom.IsTerminal(nil))
+	assert.False(t, progress.IsTerminal(nil))
 	f, err := os.CreateTemp(t.TempDir(), "out")
 	if assert.NoError(t, err) {
 		defer f.Close()
-		assert.False(t, nccom.IsTerminal(f), "a regular file is not a terminal")
+		assert.False(t, progress.IsTerminal(f), "a regular file is not a terminal")
 	}
 }

@@ -1,0 +1,332 @@
+package collective
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/hw/udma"
+	"github.com/neuronsim/neuronsim/runtime/dma"
+	"github.com/neuronsim/neuronsim/runtime/enc"
+	"github.com/neuronsim/neuronsim/runtime/ndl"
+	"github.com/neuronsim/neuronsim/runtime/program"
+)
+
+// Semaphores the collectives use on every rank's NeuronCore (the model's
+// choice; docs/collectives.md).
+const (
+	SemGo       = 248 // rank 0 releases the others: 1
+	SemArrivals = 249 // slices landed in this rank (cumulative)
+	SemDone     = 250 // this rank's engines done with a step's sends (cumulative)
+	SemCredits  = 251 // credits from the ranks this rank writes to (cumulative)
+	SemFinished = 252 // rank 0: ranks that finished
+)
+
+// CollectiveQueue is the DMA queue of each engine that carries a
+// collective's data (issue: queue 15 of each engine is the collectives
+// queue); ControlQueue on the rank's first engine carries go, credit and
+// finish writes.
+const (
+	CollectiveQueue = 15
+	ControlQueue    = 14
+)
+
+// Rank is where one rank of a collective runs: a NeuronCore of a
+// brought-up device.
+type Rank struct {
+	// Device is the device's index in the system: the fabric window's
+	// device number (hw/arch.FabricAddress).
+	Device int
+	// Runner loads programs onto the rank's NeuronCore; its DMA layer is the
+	// device's.
+	Runner *program.Runner
+	// Base is the device address of the rank's buffers (4 KiB aligned, in
+	// HBM): a control word, then Input, Output and Scratch, each 4 KiB
+	// aligned.
+	Base uint64
+}
+
+// Layout is where a rank's buffers are.
+type Layout struct {
+	Ones, Input, Output, Scratch uint64 // device addresses
+	End                          uint64 // first byte past the scratch buffer
+}
+
+// LayoutOf returns the buffers of a rank whose area starts at base.
+func LayoutOf(s *enc.Schedule, base uint64) Layout {
+	const align = 4096
+	up := func(a uint64) uint64 { return (a + align - 1) &^ (align - 1) }
+	l := Layout{Ones: base, Input: up(base + 64)}
+	l.Output = up(l.Input + uint64(s.InputBytes))
+	l.Scratch = up(l.Output + uint64(s.OutputBytes))
+	l.End = l.Scratch + uint64(s.ScratchBytes)
+	return l
+}
+
+// Executor runs schedules on the ranks.
+type Executor struct {
+	Ranks []Rank
+	// Engines is how many of each rank's DMA engines carry data (0: all of
+	// its NeuronCore's).
+	Engines int
+	// Timeout bounds the wait for a run to finish, in the devices' time;
+	// 0: DefaultTimeout. A run that does not finish in it (a link down, a
+	// device reset) is an error naming what failed.
+	Timeout time.Duration
+	// InterRDH are the DMA engines (indices within the rank's NeuronCore)
+	// that carry an RDH schedule's transfers between reduction
+	// half-domains — <arch>_get_inter_rdh_dma_id 0 and 1: {4, 5} on
+	// cayman and mariana, {0, 1} on sunda — and InterRDHFolds the folds
+	// between those domains (<arch>_get_inter_rdh_fold_n: 2). Empty: the
+	// rank's engines as for any transfer.
+	InterRDH      []int
+	InterRDHFolds int
+	// LaunchCost is the runtime's fixed cost of starting a collective and
+	// learning it is done (kick-off, completion to the host), spent on the
+	// devices' clock before rank 0 starts and counted in the time
+	// (docs/timing-model.md §Calibration).
+	LaunchCost time.Duration
+	// Neighbours is each device's neighbour table as the driver reports it
+	// (its connected devices, column = SENG index; -1: none), by device
+	// index. A rank writes to a device in its table through its B0 window
+	// of that column (V3/V4: one link, the way the runtime addresses a
+	// neighbour), and to any other device through the fabric window; nil,
+	// or a generation without B0 windows, sends everything through the
+	// fabric window.
+	Neighbours [][]int
+
+	queues   map[[2]int]*dma.Queue // (rank, engine<<8 | queue) → the open queue
+	capacity map[[2]int]int        // its ring's descriptors
+}
+
+// Result is what a run did.
+type Result struct {
+	TimePS      uint64 // rank 0's time from release to the last rank's finish
+	Steps       int
+	Descriptors int   // descriptor pairs across every rank and queue
+	Bytes       int64 // bytes moved between ranks
+}
+
+// ErrRun marks a collective that could not run to completion.
+var ErrRun = errors.New("collective failed")
+
+// ErrSemaphoreRange marks a schedule whose cumulative semaphore counts pass
+// what a record's wait value holds (65535).
+var ErrSemaphoreRange = errors.New("schedule too long for the collectives' semaphores")
+
+// Run executes s with data type d on the ranks and returns its time. The
+// ranks' buffers must already hold the inputs; the outputs are in place
+// when it returns. A queue that halts or a rank that does not finish
+// within Timeout is an error wrapping ErrRun naming the rank.
+func (x *Executor) Run(s *enc.Schedule, d enc.Dtype) (Result, error) {
+	if err := x.check(s, d); err != nil {
+		return Result{}, err
+	}
+	plans, err := x.plan(s, d)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Steps: len(s.Steps)}
+	res.Bytes, _ = s.Traffic()
+	blocks, err := x.load(s, plans, &res)
+	if err != nil {
+		return res, err
+	}
+	elapsed, err := x.launch(blocks)
+	if err != nil {
+		return res, err
+	}
+	// Rank 0 finishes last: the time is taken when it is seen done.
+	if err := x.poll(x.Ranks[0].Runner, blocks[0]); err != nil {
+		return res, x.diagnose(s, err)
+	}
+	if res.TimePS, err = elapsed(); err != nil {
+		return res, fmt.Errorf("enc: rank 0 clock: %w", err)
+	}
+	if err := x.wait(s, blocks); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// check refuses a schedule the ranks cannot run: an invalid one, one of
+// another rank count or element size, inter-RDH engines a NeuronCore does
+// not have.
+func (x *Executor) check(s *enc.Schedule, d enc.Dtype) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	if len(x.Ranks) != s.Ranks {
+		return fmt.Errorf("enc: %s of %d ranks on %d ranks: %w", s.Op, s.Ranks, len(x.Ranks), ErrRun)
+	}
+	for _, rel := range x.InterRDH {
+		for r := range x.Ranks {
+			if rel < 0 || rel >= x.Ranks[r].Runner.Dev.Geometry.DMAEnginesPerNC {
+				return fmt.Errorf("enc: inter-RDH DMA engine %d: a NeuronCore has engines 0..%d: %w",
+					rel, x.Ranks[r].Runner.Dev.Geometry.DMAEnginesPerNC-1, ErrRun)
+			}
+		}
+	}
+	if d.Size() != s.Elem {
+		return fmt.Errorf("enc: %s elements are %d bytes, the schedule's %d: %w", d, d.Size(), s.Elem, ErrRun)
+	}
+	return nil
+}
+
+// load stages every rank's plan (semaphores to 0, descriptors into the
+// rings, counted in res.Descriptors) and loads its SP program, and returns
+// the programs' blocks by rank. A device that does not answer is named as
+// such.
+func (x *Executor) load(s *enc.Schedule, plans []rankPlan, res *Result) ([][]program.Block, error) {
+	blocks := make([][]program.Block, s.Ranks)
+	for r := range x.Ranks {
+		n, err := x.stage(r, plans[r])
+		if err != nil {
+			if down := x.silentDevice(s); down != nil {
+				return nil, down
+			}
+			return nil, fmt.Errorf("%w: %w", err, ErrRun)
+		}
+		res.Descriptors += n
+		if blocks[r], err = x.Ranks[r].Runner.Load(plans[r].program()); err != nil {
+			if down := x.silentDevice(s); down != nil {
+				return nil, down
+			}
+			return nil, fmt.Errorf("enc: rank %d: %w: %w", r, err, ErrRun)
+		}
+	}
+	return blocks, nil
+}
+
+// launch starts every rank but 0 (they wait for go), then spends the
+// launch cost and starts rank 0, and returns rank 0's clock, started
+// before the launch cost.
+func (x *Executor) launch(blocks [][]program.Block) (func() (uint64, error), error) {
+	for r := len(blocks) - 1; r >= 1; r-- {
+		if err := x.Ranks[r].Runner.Start(blocks[r]); err != nil {
+			return nil, fmt.Errorf("enc: rank %d: %w", r, err)
+		}
+	}
+	r0 := x.Ranks[0].Runner
+	elapsed, err := ndl.ElapsedPS(r0.Dev.Dev)
+	if err != nil {
+		return nil, fmt.Errorf("enc: rank 0 clock: %w", err)
+	}
+	if x.LaunchCost > 0 {
+		if err := ndl.Sleep(r0.Dev.Dev, x.LaunchCost); err != nil {
+			return nil, err
+		}
+	}
+	if err := r0.Start(blocks[0]); err != nil {
+		return nil, fmt.Errorf("enc: rank 0: %w", err)
+	}
+	return elapsed, nil
+}
+
+// DefaultTimeout is the longest a run may take when Executor.Timeout is 0.
+const DefaultTimeout = 10 * time.Second
+
+// Polling rank 0: first every minPoll of device time, then every 1/1000 of
+// the time already spent, at most maxPoll — the time measured is then
+// within 0.1 % (or minPoll) of when rank 0 finished.
+const (
+	minPoll = 100 * time.Nanosecond
+	maxPoll = 10 * time.Microsecond
+)
+
+// poll waits until rank 0's program is done, for at most Timeout of
+// device time.
+func (x *Executor) poll(r0 *program.Runner, blocks []program.Block) error {
+	timeout := x.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	since, err := ndl.ElapsedPS(r0.Dev.Dev)
+	if err != nil {
+		return fmt.Errorf("rank 0 clock: %w", err)
+	}
+	for {
+		done, err := r0.Done(blocks)
+		if err != nil || done {
+			return err
+		}
+		ps, err := since()
+		if err != nil {
+			return fmt.Errorf("rank 0 clock: %w", err)
+		}
+		waited := time.Duration(ps / 1000)
+		if waited >= timeout {
+			return fmt.Errorf("rank 0 not done after %v of device time: %w", timeout, program.ErrTimeout)
+		}
+		if err := ndl.Sleep(r0.Dev.Dev, min(max(minPoll, waited/1000), maxPoll)); err != nil {
+			return err
+		}
+	}
+}
+
+// wait collects every rank's result once rank 0 is done: an engine that
+// stopped on an error is ErrRun naming the rank.
+func (x *Executor) wait(s *enc.Schedule, blocks [][]program.Block) error {
+	for r := range s.Ranks {
+		run := *x.Ranks[r].Runner
+		run.MaxPolls = 1000
+		if _, err := run.Wait(blocks[r]); err != nil {
+			return fmt.Errorf("enc: rank %d (device %d): %w: %w", r, x.Ranks[r].Device, err, ErrRun)
+		}
+	}
+	return nil
+}
+
+// diagnose says why a run did not finish: a device that does not answer
+// (in reset), or the first DMA queue that halted (a link down, a bad
+// address); without either, the timeout itself.
+func (x *Executor) diagnose(s *enc.Schedule, err error) error {
+	if err := x.silentDevice(s); err != nil {
+		return err
+	}
+	keys := make([][2]int, 0, len(x.queues))
+	for k := range x.queues {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b [2]int) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	for _, key := range keys {
+		r, q := key[0], x.queues[key]
+		if st, e := q.Status(); e == nil && st&udma.StatusHalted != 0 {
+			why := ""
+			if st&udma.ErrNeighbour != 0 {
+				why = " (a write to another device found no path: a link down or no device behind the window)"
+			}
+			return fmt.Errorf("enc: %s: rank %d (device %d) DMA engine %d queue %d halted with status %#x%s: %w",
+				s.Op, r, x.Ranks[r].Device, q.Engine, q.Index, st, why, ErrRun)
+		}
+	}
+	return fmt.Errorf("enc: %s did not finish: %w: %w", s.Op, err, ErrRun)
+}
+
+// silentDevice names the first rank whose device does not answer (reads
+// 0xDEADBEEF: in reset or not ready), or returns nil.
+func (x *Executor) silentDevice(s *enc.Schedule) error {
+	for r := range s.Ranks {
+		run := x.Ranks[r].Runner
+		b := run.Dev.Geometry.BAR0
+		if v, e := run.Dev.CSR.Read(run.Dev.VA(b.TPBWindow(run.NC) + b.SemReadOffset + 4*SemGo)); e == nil && v == hwarch.NotReady {
+			return fmt.Errorf("enc: %s: rank %d: device %d does not answer (%#x: in reset or not ready): %w",
+				s.Op, r, x.Ranks[r].Device, v, ErrRun)
+		}
+	}
+	return nil
+}
+
+// Release gives back every queue the executor opened (a queue of a device
+// that was reset is forgotten as it is). The next Run opens them afresh;
+// call it after a device reset, once the ranks' runners are up again.
+func (x *Executor) Release() {
+	for key, q := range x.queues {
+		_ = q.Close() // the queue may belong to a device that no longer knows it
+		delete(x.queues, key)
+		delete(x.capacity, key)
+	}
+}

@@ -1,0 +1,297 @@
+package collective
+
+import (
+	"fmt"
+
+	"github.com/neuronsim/neuronsim/hw/isa"
+	"github.com/neuronsim/neuronsim/hw/udma"
+	"github.com/neuronsim/neuronsim/runtime/dma"
+	"github.com/neuronsim/neuronsim/runtime/enc"
+)
+
+// Planning a run: every rank's descriptors and SP program, built from the
+// schedule before anything touches a device (docs/collectives.md §On
+// devices, "The SP program"). A planner goes through the schedule once:
+// release (go), then per step the synchronisation before it, its sends and
+// their triggers, then the finish; the semaphore counts it accumulates are
+// what the programs wait for.
+
+// rankPlan is what one rank runs.
+type rankPlan struct {
+	vr   []*dma.Vring // per engine: the collectives queue's descriptors
+	rdh  []*dma.Vring // the inter-RDH engines' vrings (members of vr)
+	ctl  *dma.Vring   // control queue
+	prog []isa.Record // the SP program
+}
+
+// program returns the rank's SP program as the records' bytes.
+func (p *rankPlan) program() []byte {
+	out := make([]byte, 0, len(p.prog)*isa.RecordSize)
+	for i := range p.prog {
+		b := p.prog[i].Bytes()
+		out = append(out, b[:]...)
+	}
+	return out
+}
+
+// reduceOf is the DMA reduce word of a reducing transfer in d.
+func reduceOf(d enc.Dtype) udma.Reduce {
+	dt := [...]isa.Dtype{enc.Float32: isa.FP32, enc.BFloat16: isa.BF16, enc.Float16: isa.FP16, enc.Int32: isa.Int32,
+		enc.Uint32: isa.Uint32, enc.Int8: isa.Int8, enc.Uint8: isa.Uint8, enc.Uint16: isa.Uint16, enc.Int16: isa.Int16}[d]
+	return udma.Reduce{Op: udma.ReduceAdd, Dtype: dt}
+}
+
+// waitRec is an SP nop that waits until semaphore sem ≥ v.
+func waitRec(sem, v int) isa.Record {
+	return isa.Record{Opcode: isa.OpNop, Engine: isa.SP, Wait: isa.Sync{Mode: isa.WaitSemGE, Index: uint8(sem), Value: uint16(v)}}
+}
+
+// triggerRec is an SP dma_trigger of n descriptor pairs on queue q of DMA
+// engine eng.
+func triggerRec(eng, q, n int) isa.Record {
+	return isa.Record{Opcode: isa.OpDMATrigger, Engine: isa.SP, Aux: uint16(eng), Imm0: uint32(q), Imm1: uint32(n)}
+}
+
+// maxSemValue is the largest value a record's wait slot holds.
+const maxSemValue = 1<<16 - 1
+
+// planner builds the plans of one run.
+type planner struct {
+	x     *Executor
+	s     *enc.Schedule
+	red   udma.Reduce
+	plans []rankPlan
+	engs  [][]int  // per rank: its DMA engine ids (Executor.engines)
+	ones  []uint64 // per rank: the device address of its control word
+	// Cumulative semaphore counts per rank: slices landed, engine-steps
+	// done, credits received.
+	arrivals, done, credits []int
+	// err is the first error adding a descriptor; once set, nothing more
+	// is added (it is reported after the step, or at the end).
+	err error
+}
+
+// plan builds every rank's descriptors and SP program.
+func (x *Executor) plan(s *enc.Schedule, d enc.Dtype) ([]rankPlan, error) {
+	p := x.newPlanner(s, d)
+	p.release()
+	for k, st := range s.Steps {
+		writers, targets := peers(s.Ranks, st)
+		if k > 0 {
+			p.sync(writers, targets)
+		}
+		p.sends(st)
+		if p.err != nil {
+			return nil, fmt.Errorf("enc: step %d: %w", k, p.err)
+		}
+	}
+	if err := p.finish(); err != nil {
+		return nil, err
+	}
+	if p.err != nil {
+		return nil, fmt.Errorf("enc: %w", p.err)
+	}
+	return p.plans, nil
+}
+
+// newPlanner returns a planner with every rank's empty vrings: one per
+// DMA engine the executor uses, and the control queue's.
+func (x *Executor) newPlanner(s *enc.Schedule, d enc.Dtype) *planner {
+	n := s.Ranks
+	p := &planner{x: x, s: s, red: reduceOf(d), plans: make([]rankPlan, n), engs: make([][]int, n), ones: make([]uint64, n),
+		arrivals: make([]int, n), done: make([]int, n), credits: make([]int, n)}
+	for r := range p.plans {
+		pl := &p.plans[r]
+		p.engs[r] = x.engines(r)
+		pl.vr = make([]*dma.Vring, len(p.engs[r]))
+		for j, e := range p.engs[r] {
+			pl.vr[j] = dma.NewVring(fmt.Sprintf("cc.r%d.e%d", r, e))
+		}
+		pl.ctl = dma.NewVring(fmt.Sprintf("cc.r%d.ctl", r))
+		for _, rel := range x.InterRDH {
+			pl.rdh = append(pl.rdh, pl.vr[rel])
+		}
+		p.ones[r] = LayoutOf(s, x.Ranks[r].Base).Ones
+	}
+	return p
+}
+
+// sp appends rec to rank r's SP program.
+func (p *planner) sp(r int, rec isa.Record) { p.plans[r].prog = append(p.plans[r].prog, rec) }
+
+// signal adds to v a 4-byte write of rank from's control word to the INCR
+// register of semaphore sem of rank to.
+func (p *planner) signal(v *dma.Vring, from, to, sem int) {
+	if p.err != nil {
+		return
+	}
+	var a uint64
+	if a, p.err = p.x.semAddr(from, to, sem); p.err == nil {
+		p.err = v.AddEventAccel(p.ones[from], a)
+	}
+}
+
+// release is the go: rank 0 releases every other rank, which waits for it.
+func (p *planner) release() {
+	n := p.s.Ranks
+	for r := 1; r < n; r++ {
+		p.signal(p.plans[0].ctl, 0, r, SemGo)
+		p.sp(r, waitRec(SemGo, 1))
+	}
+	if n > 1 {
+		p.sp(0, triggerRec(p.engs[0][0], ControlQueue, n-1))
+	}
+}
+
+// peers returns, per rank, the other ranks that write into it in st
+// (writers) and those it writes to (targets), each once, in transfer order.
+func peers(n int, st enc.Step) (writers, targets [][]int) {
+	writers, targets = make([][]int, n), make([][]int, n)
+	seen := map[[2]int]bool{}
+	for _, xf := range st.Xfers {
+		if xf.Src != xf.Dst && !seen[[2]int{xf.Src, xf.Dst}] {
+			seen[[2]int{xf.Src, xf.Dst}] = true
+			writers[xf.Dst] = append(writers[xf.Dst], xf.Src)
+			targets[xf.Src] = append(targets[xf.Src], xf.Dst)
+		}
+	}
+	return writers, targets
+}
+
+// sync is what every rank does before a step other than the first: wait
+// until the previous step finished here, grant credits to this step's
+// writers, wait for credits from this step's targets.
+func (p *planner) sync(writers, targets [][]int) {
+	for r := range p.s.Ranks {
+		if p.arrivals[r] > 0 {
+			p.sp(r, waitRec(SemArrivals, p.arrivals[r]))
+		}
+		if p.done[r] > 0 {
+			p.sp(r, waitRec(SemDone, p.done[r]))
+		}
+		for _, w := range writers[r] {
+			p.signal(p.plans[r].ctl, r, w, SemCredits)
+		}
+		if len(writers[r]) > 0 {
+			p.sp(r, triggerRec(p.engs[r][0], ControlQueue, len(writers[r])))
+		}
+		if len(targets[r]) > 0 {
+			p.credits[r] += len(targets[r])
+			p.sp(r, waitRec(SemCredits, p.credits[r]))
+		}
+	}
+}
+
+// sends adds a step's transfers to their sources' engines, then, on every
+// engine that got descriptors, its done increment and a trigger of them.
+func (p *planner) sends(st enc.Step) {
+	before := make([][]int, p.s.Ranks)
+	for r := range before {
+		before[r] = make([]int, len(p.engs[r]))
+		for j, v := range p.plans[r].vr {
+			before[r][j] = v.Descriptors()
+		}
+	}
+	for i, xf := range st.Xfers {
+		p.send(i, xf)
+	}
+	for r := range before {
+		for j, v := range p.plans[r].vr {
+			if v.Descriptors() == before[r][j] {
+				continue
+			}
+			p.signal(v, r, r, SemDone)
+			p.done[r]++
+			p.sp(r, triggerRec(p.engs[r][j], CollectiveQueue, v.Descriptors()-before[r][j]))
+		}
+	}
+}
+
+// send splits transfer i of a step evenly over its source's engines (the
+// inter-RDH ones for an RDH transfer between half-domains), the slices
+// taking the engines in turn from engine i: each slice's descriptors, then
+// the increment of the destination's arrivals.
+func (p *planner) send(i int, xf enc.Xfer) {
+	r := xf.Src
+	use := p.plans[r].vr[:p.x.dataEngines(r)]
+	if p.x.crossesRDHDomains(p.s, xf) {
+		use = p.plans[r].rdh
+	}
+	ne := len(use)
+	l := LayoutOf(p.s, p.x.Ranks[r].Base)
+	src0 := [...]uint64{enc.Input: l.Input, enc.Output: l.Output, enc.Scratch: l.Scratch}[xf.SrcBuf] + uint64(xf.SrcOff)
+	cut := splitEven(xf.Len, p.s.Elem, ne)
+	for j, off := 0, int64(0); j < len(cut) && p.err == nil; j, off = j+1, off+cut[j] {
+		size := cut[j]
+		v := use[(i+j)%ne]
+		var dst uint64
+		if dst, p.err = p.x.addr(p.s, r, xf.Dst, xf.DstBuf, xf.DstOff+off); p.err != nil {
+			break
+		}
+		if xf.Reduce {
+			p.err = v.AddReduce(src0+uint64(off), dst, uint64(size), p.red)
+		} else {
+			p.err = v.AddTransfer(src0+uint64(off), dst, uint64(size))
+		}
+		p.signal(v, r, xf.Dst, SemArrivals)
+		p.arrivals[xf.Dst]++
+	}
+}
+
+// finish is the end: every rank waits for its last arrivals and sends,
+// then tells rank 0, which finishes once all have; every program's last
+// record carries the last flag. Counts a record's wait cannot hold are
+// ErrSemaphoreRange.
+func (p *planner) finish() error {
+	n := p.s.Ranks
+	for r := range n {
+		for _, c := range [...]struct{ sem, v int }{{SemArrivals, p.arrivals[r]}, {SemDone, p.done[r]}, {SemCredits, p.credits[r]}} {
+			if c.v > maxSemValue {
+				return fmt.Errorf("enc: rank %d needs semaphore %d to reach %d: %w", r, c.sem, c.v, ErrSemaphoreRange)
+			}
+		}
+		if p.arrivals[r] > 0 {
+			p.sp(r, waitRec(SemArrivals, p.arrivals[r]))
+		}
+		if p.done[r] > 0 {
+			p.sp(r, waitRec(SemDone, p.done[r]))
+		}
+		if r > 0 {
+			p.signal(p.plans[r].ctl, r, 0, SemFinished)
+			p.sp(r, triggerRec(p.engs[r][0], ControlQueue, 1))
+		}
+	}
+	if n > 1 {
+		p.sp(0, waitRec(SemFinished, n-1))
+	}
+	for r := range n {
+		if len(p.plans[r].prog) == 0 {
+			p.sp(r, isa.Record{Opcode: isa.OpNop, Engine: isa.SP})
+		}
+		p.plans[r].prog[len(p.plans[r].prog)-1].Flags |= isa.FlagLast // the engine stops after it
+	}
+	return nil
+}
+
+// splitEven cuts a transfer of n bytes (whole elements of elem bytes) into
+// min(ways, elements) slices of whole elements whose sizes differ by at
+// most one element, the larger first. A larger transfer never has fewer
+// slices, nor any slice smaller: cutting into slices of ⌈elements/ways⌉
+// (the rest in the last) gave 27 elements over 7 engines 7 slices but 30
+// elements 6, so a larger message could take less time (issue 13).
+func splitEven(n int64, elem, ways int) []int64 {
+	elems := n / int64(elem)
+	k := min(int64(ways), elems)
+	if k < 1 {
+		return nil
+	}
+	base, extra := elems/k, elems%k
+	out := make([]int64, k)
+	for j := range out {
+		out[j] = base * int64(elem)
+		if int64(j) < extra {
+			out[j] += int64(elem)
+		}
+	}
+	return out
+}
