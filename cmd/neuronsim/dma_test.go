@@ -123,7 +123,7 @@ func TestDMACopyKernel(t *testing.T) {
 			for _, c := range drv.Calls() {
 				names = append(names, c.Name)
 			}
-			assert.Equal(t, []string{"DEVICE_INFO", "DEVICE_BASIC_INFO", "MEM_ALLOC_V2MT64", "MEM_GET_EXTENDED_INFO", "MEM_GET_EXTENDED_INFO",
+			assert.Equal(t, []string{"DEVICE_INFO", "DEVICE_BASIC_INFO", "DEVICE_BDF", "MEM_ALLOC_V2MT64", "MEM_GET_EXTENDED_INFO", "MEM_GET_EXTENDED_INFO",
 				"MEM_BUF_COPY64", "MEM_BUF_COPY64", "MEM_FREE"}, names, "alloc, info, copy in, copy out, free — in that order")
 		})
 	}

@@ -26,7 +26,8 @@ func newLsCommand() *cobra.Command {
 		Short: "List the devices of a simulated, remote or kernel-driven system, shaped like neuron-ls",
 		Long: "ls brings every device up through the runtime (without resetting it) and lists it as\n" +
 			"neuron-ls does: device index, NeuronCores, their ids, device memory, connected devices and\n" +
-			"PCI BDF. The BDF of a simulated device is synthetic (bus = 0x10 + index).\n" +
+			"PCI BDF. The BDF of a simulated device is synthetic (bus = 0x10 + index); a kernel\n" +
+			"device's is the driver's (NEURON_IOCTL_DEVICE_BDF), and its device id is read from sysfs.\n" +
 			"With --kernel it lists devices through the Neuron kernel driver: one /dev/neuronN, or\n" +
 			"with \"auto\" every /dev/neuron* there is; the connected devices are the driver's\n" +
 			"(NEURON_IOCTL_DEVICE_INFO).",
@@ -190,6 +191,8 @@ type lsDevice struct {
 	NeuronCoreIDs    []int    `json:"neuroncore_ids"`
 	NeuronProcesses  []string `json:"neuron_processes"`
 	Generation       string   `json:"neuronsim_generation"`
+	DeviceID         string   `json:"neuronsim_device_id"`
+	Product          string   `json:"neuronsim_product"`
 	Revision         string   `json:"neuronsim_revision"`
 	RoutingID        uint32   `json:"neuronsim_routing_id"`
 	SerialNumber     string   `json:"neuronsim_serial_number"`
@@ -209,11 +212,15 @@ func lsRows(devs []broughtUp) []lsDevice {
 		if conn == nil {
 			conn = []int{}
 		}
+		bdf := d.BDF
+		if bdf == "" {
+			bdf = fmt.Sprintf("0000:%02x:00.0", 0x10+d.Index)
+		}
 		out[i] = lsDevice{
-			NeuronDevice: d.Index, BDF: fmt.Sprintf("0000:%02x:00.0", 0x10+d.Index), CPUAffinity: "", NUMANode: 0,
+			NeuronDevice: d.Index, BDF: bdf, CPUAffinity: "", NUMANode: 0,
 			ConnectedTo: conn, NCCount: nc, LogicalNCConfig: 1, MemorySize: d.Up.HBMBytes(),
 			NeuronCoreIDs: ids, NeuronProcesses: []string{},
-			Generation: d.Up.Generation.String(), Revision: fmt.Sprintf("%#02x (%s)", d.Up.Identity.Revision, d.Up.Mode),
+			Generation: d.Up.Generation.String(), DeviceID: fmt.Sprintf("%#04x", d.Up.Identity.Device), Product: hwarch.ProductOfDevice(d.Up.Identity.Device), Revision: fmt.Sprintf("%#02x (%s)", d.Up.Identity.Revision, d.Up.Mode),
 			RoutingID: d.Up.RoutingID, SerialNumber: fmt.Sprintf("%#016x", d.Up.Serial),
 			RegisterBAR: d.Up.Policy.RegisterBAR, HBMChannelsBytes: d.Up.HBMChannelBytes,
 		}

@@ -207,6 +207,7 @@ type broughtUp struct {
 	Index     int
 	Up        *bringup.Device
 	Connected []int
+	BDF       string // the device's PCI address when its backend knows it (the kernel driver's), else ""
 }
 
 // bringUpAll brings every device up with one arch selection. Each device
@@ -222,6 +223,9 @@ func bringUpAll(devs []ndl.Device, connected [][]int, indices []int, s hwarch.Sw
 			return nil, fmt.Errorf("device %d: %w", indices[i], err)
 		}
 		out[i] = broughtUp{Index: indices[i], Up: d, Connected: connected[i]}
+		if b, ok := dev.(interface{ BDF() string }); ok {
+			out[i].BDF = b.BDF()
+		}
 	}
 	return out, nil
 }

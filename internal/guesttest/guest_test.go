@@ -179,6 +179,8 @@ func runtimeSteps(c probeCase, n int) []step {
 // lsRow is the part of `ls --json`'s row the test checks.
 type lsRow struct {
 	NeuronDevice int    `json:"neuron_device"`
+	BDF          string `json:"bdf"`
+	DeviceID     string `json:"neuronsim_device_id"`
 	NCCount      int    `json:"nc_count"`
 	MemorySize   uint64 `json:"memory_size"`
 	Generation   string `json:"neuronsim_generation"`
@@ -211,8 +213,17 @@ func checkRuntime(t *testing.T, g *guest, c probeCase, n int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.NeuronDevice != i || r.NCCount != geo.NeuronCores || r.Generation != gen.String() || int(r.RoutingID) != want {
-			t.Errorf("ls row %d: %+v; want device %d, %d cores, %s, routing id %d", i, r, i, geo.NeuronCores, gen, want)
+		if r.NeuronDevice != i || r.NCCount != geo.NeuronCores || r.Generation != gen.String() || int(r.RoutingID) != want || r.DeviceID != c.device {
+			t.Errorf("ls row %d: %+v; want device %d, %d cores, %s, device id %s, routing id %d", i, r, i, geo.NeuronCores, gen, c.device, want)
+		}
+		// the driver's PCI address is one of the guest's functions of ours
+		found := false
+		for _, p := range g.marks("pci") {
+			f := strings.Fields(p)
+			found = found || len(f) == 5 && f[0] == r.BDF && f[1] == "0x1d0f" && f[2] == c.device
+		}
+		if !found {
+			t.Errorf("ls row %d: BDF %q is not a %s function of the guest (%v)", i, r.BDF, c.device, g.marks("pci"))
 		}
 		csr, code := g.output(fmt.Sprintf("csr%d", i))
 		wantLine := fmt.Sprintf("%#08x: %#08x", routingIDAddr(gen), want)

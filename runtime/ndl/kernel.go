@@ -43,11 +43,14 @@ type KernelOptions struct {
 	// DeviceID is the PCI device id Identity reports. None of the driver's
 	// info ioctls (DEVICE_INFO, DEVICE_BASIC_INFO, DRIVER_INFO_GET) returns the
 	// device id, only the arch (enum neuron_arch) and the PCI revision, so by
-	// default (DeviceID 0) it is derived from the arch with
-	// hw/arch.DefaultDeviceID: V2 → 0x7164 (Trn1), V3 → 0x7364 (Trn2),
-	// V4 → 0x7564 (Trn3). An Inf2 (0x7264) or the second Trn3 id (0x7565) must be
-	// passed here (e.g. read from /sys/bus/pci/devices/*/device). A DeviceID
-	// whose generation differs from the arch the driver reports is an error.
+	// default (DeviceID 0) the backend asks the driver for the device's PCI
+	// address (DEVICE_BDF) and reads the id from sysfs
+	// (/sys/bus/pci/devices/ADDR/device; an Inf2 is 0x7264); when the
+	// driver does not answer DEVICE_BDF or the seam reads no sysfs
+	// (SysfsReader), it is derived from the arch with hw/arch.DefaultDeviceID:
+	// V2 → 0x7164 (Trn1), V3 → 0x7364 (Trn2), V4 → 0x7564 (Trn3). A sysfs id
+	// or a DeviceID whose generation differs from the arch the driver
+	// reports is an error.
 	DeviceID uint16
 }
 
@@ -74,6 +77,7 @@ type KernelDevice struct {
 	info   DeviceInfo
 	id     hwarch.PCIIdentity
 	apbBAR int // PCI BAR of the registers: the driver's bar 0
+	bdf    string // PCI address from DEVICE_BDF, or ""
 	geo    *hwarch.Geometry
 
 	// Memory handles allocated through this device (MemAlloc), with what
@@ -177,7 +181,13 @@ func (k *KernelDevice) identify(opts KernelOptions) error {
 	}
 
 	device := opts.DeviceID
-	if device == 0 {
+	inSysfs, found, err := k.lookUpPCI(gen)
+	if err != nil {
+		return err
+	}
+	if device == 0 && found {
+		device = inSysfs
+	} else if device == 0 {
 		if device, err = hwarch.DefaultDeviceID(gen); err != nil {
 			return fmt.Errorf("ndl kernel: %s: %w", k.path, err)
 		}

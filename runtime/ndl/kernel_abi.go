@@ -113,6 +113,8 @@ func ioctlName(cmd uint32) string {
 		return "DEVICE_BASIC_INFO"
 	case IoctlDriverInfoGet:
 		return "DRIVER_INFO_GET"
+	case IoctlDeviceBDF:
+		return "DEVICE_BDF"
 	case IoctlMemAllocV2MT64:
 		return "MEM_ALLOC_V2MT64"
 	case IoctlMemFree:

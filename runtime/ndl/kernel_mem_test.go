@@ -120,9 +120,18 @@ func TestKernelMemArguments(t *testing.T) {
 	for _, c := range calls {
 		names = append(names, c.Name)
 	}
-	assert.Equal(t, []string{"DEVICE_INFO", "DEVICE_BASIC_INFO", "MEM_ALLOC_V2MT64", "MEM_GET_EXTENDED_INFO", "MEM_BUF_COPY64"}, names)
+	assert.Equal(t, []string{"DEVICE_INFO", "DEVICE_BASIC_INFO", "DEVICE_BDF", "MEM_ALLOC_V2MT64", "MEM_GET_EXTENDED_INFO", "MEM_BUF_COPY64"}, names)
 	le := binary.LittleEndian
-	a := calls[2].Arg
+	named := func(name string) []byte {
+		for _, c := range calls {
+			if c.Name == name {
+				return c.Arg
+			}
+		}
+		t.Fatalf("no %s call", name)
+		return nil
+	}
+	a := named("MEM_ALLOC_V2MT64")
 	require.Len(t, a, 56)
 	assert.Equal(t, uint64(8192), le.Uint64(a[0:]), "size @0")
 	assert.Equal(t, uint64(1<<16), le.Uint64(a[8:]), "align @8")
@@ -132,7 +141,7 @@ func TestKernelMemArguments(t *testing.T) {
 	assert.Equal(t, uint32(7), le.Uint32(a[28:]), "nc_id @28")
 	assert.Equal(t, uint32(ndl.MemTypeTensorsDevice), le.Uint32(a[32:]), "mem_type @32")
 	assert.NotZero(t, le.Uint64(a[40:]), "mem_handle pointer @40")
-	c := calls[4].Arg
+	c := named("MEM_BUF_COPY64")
 	require.Len(t, c, 40)
 	assert.Equal(t, uint64(h), le.Uint64(c[0:]), "mem_handle @0")
 	assert.NotZero(t, le.Uint64(c[8:]), "buffer @8")
@@ -168,7 +177,7 @@ func TestKernelMemRequestRefused(t *testing.T) {
 			require.ErrorIs(t, err, ndl.ErrMemRequest)
 			assert.ErrorContains(t, err, "MEM_ALLOC_V2MT64")
 			assert.ErrorContains(t, err, tt.msg)
-			assert.Len(t, drv.Calls(), 2, "refused before any memory ioctl")
+			assert.Len(t, drv.Calls(), 3, "refused before any memory ioctl")
 		})
 	}
 }

@@ -3,6 +3,9 @@
 package ndl
 
 import (
+	"errors"
+	"io"
+	"os"
 	"syscall"
 	"unsafe"
 )
@@ -12,6 +15,22 @@ import (
 type linuxKernelSys struct{}
 
 func hostKernelSys() KernelSys { return linuxKernelSys{} }
+
+// ReadSysfs reads at most maxSysfsFile+1 bytes of a sysfs attribute
+// (SysfsReader).
+func (linuxKernelSys) ReadSysfs(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, maxSysfsFile+1)
+	n, err := io.ReadFull(f, b)
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return b[:n], err
+}
 
 // Open opens path read-write (a normal open attaches the process to the
 // device, which BAR_WRITE requires) and close-on-exec, retrying on EINTR:

@@ -19,6 +19,7 @@ package kernelfake
 
 import (
 	"fmt"
+	"io/fs"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -51,6 +52,16 @@ type Options struct {
 	HostBytes uint64
 	// PID is the pid MEM_GET_EXTENDED_INFO reports (0: 4242).
 	PID uint64
+	// BDF is the PCI address DEVICE_BDF reports (bus 0, slot 3, function 0
+	// by default); NoBDF makes DEVICE_BDF unknown (ENOTTY), as an older
+	// driver.
+	BDF   ndl.DeviceBDF
+	NoBDF bool
+	// DeviceID is the PCI device id the fake's sysfs shows for that address
+	// (0: the arch's first: 0x7164, 0x7364, 0x7564); NoSysfs makes the fake
+	// read no sysfs at all.
+	DeviceID uint16
+	NoSysfs  bool
 }
 
 // chunk is one mem_chunk.
@@ -112,12 +123,35 @@ func New(opt Options) (*Driver, error) {
 	if opt.PID == 0 {
 		opt.PID = 4242
 	}
+	if opt.BDF == (ndl.DeviceBDF{}) {
+		opt.BDF = ndl.DeviceBDF{Slot: 3}
+	}
+	if opt.DeviceID == 0 {
+		opt.DeviceID, _ = hwarch.DefaultDeviceID(hwarch.Generation(opt.Arch))
+	}
 	geo := hwarch.MustGeometry(hwarch.Generation(opt.Arch))
 	d := &Driver{opt: opt, geo: geo, Errno: map[uint32]error{}, nextFD: 3, open: map[int]bool{}, chunks: map[uint64]*chunk{}, nextH: 1, hostNext: hostBase}
 	for _, c := range geo.HBM {
 		d.devNext = append(d.devNext, c.Base)
 	}
 	return d, nil
+}
+
+// ReadSysfs implements ndl.SysfsReader: the vendor and device files of
+// the fake's PCI function (Options.BDF, Options.DeviceID); any other path,
+// or every path with Options.NoSysfs, does not exist.
+func (d *Driver) ReadSysfs(path string) ([]byte, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dir := "/sys/bus/pci/devices/" + d.opt.BDF.String() + "/"
+	switch {
+	case d.opt.NoSysfs:
+	case path == dir+"vendor":
+		return []byte(fmt.Sprintf("%#04x\n", hwarch.VendorAmazon)), nil
+	case path == dir+"device":
+		return []byte(fmt.Sprintf("%#04x\n", d.opt.DeviceID)), nil
+	}
+	return nil, fmt.Errorf("open %s: %w", path, fs.ErrNotExist)
 }
 
 // Open implements ndl.KernelSys: an attaching open.
@@ -228,6 +262,8 @@ func (d *Driver) Ioctl(fd int, cmd uint32, arg []byte) error {
 		return d.copyOut("device_basic_info", arg, ndl.DeviceBasicInfo{Arch: d.opt.Arch, Revision: d.opt.Revision}.Encode())
 	case cmd == ndl.IoctlDriverInfoGet:
 		return d.copyOut("device_driver_info", arg, ndl.DeviceDriverInfo{Arch: d.opt.Arch, Revision: d.opt.Revision, Size: ndl.DeviceDriverInfoSize}.Encode())
+	case cmd == ndl.IoctlDeviceBDF && !d.opt.NoBDF:
+		return d.copyOut("device_bdf", arg, d.opt.BDF.Encode())
 	case nr(cmd) == nr(ndl.IoctlMemAllocV2MT64):
 		switch cmd {
 		case ndl.IoctlMemAllocV2MT64:
@@ -268,6 +304,8 @@ func name(cmd uint32) string {
 		return "DEVICE_BASIC_INFO"
 	case ndl.IoctlDriverInfoGet:
 		return "DRIVER_INFO_GET"
+	case ndl.IoctlDeviceBDF:
+		return "DEVICE_BDF"
 	case ndl.IoctlMemAllocV2MT64:
 		return "MEM_ALLOC_V2MT64"
 	case ndl.IoctlMemFree:
