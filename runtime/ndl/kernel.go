@@ -76,7 +76,7 @@ type KernelDevice struct {
 	closed bool
 	info   DeviceInfo
 	id     hwarch.PCIIdentity
-	apbBAR int // PCI BAR of the registers: the driver's bar 0
+	apbBAR int    // PCI BAR of the registers: the driver's bar 0
 	bdf    string // PCI address from DEVICE_BDF, or ""
 	geo    *hwarch.Geometry
 
