@@ -19,6 +19,7 @@ import (
 	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/output"
 	"github.com/neuronsim/neuronsim/internal/plot"
+	"github.com/neuronsim/neuronsim/internal/strictyaml"
 	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/collective"
 	"github.com/neuronsim/neuronsim/runtime/dmem"
@@ -53,7 +54,7 @@ func Parse(file string, data []byte) (*Parsed, error) { return ParseWith(file, d
 // gives must agree with the snapshot. The run restores base first.
 func ParseWith(file string, data []byte, base *Base) (*Parsed, error) {
 	var sc Scenario
-	if err := Decode(file, data, &sc); err != nil {
+	if err := strictyaml.Decode(file, data, &sc); err != nil {
 		return nil, err
 	}
 	var root yaml.Node
@@ -61,7 +62,7 @@ func ParseWith(file string, data []byte, base *Base) (*Parsed, error) {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	sc.file = file
-	r, err := sc.check(&Decoder{File: file}, &root, base)
+	r, err := sc.check(&strictyaml.Decoder{File: file}, &root, base)
 	if err != nil {
 		return nil, err
 	}

@@ -17,9 +17,9 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/internal/strictyaml"
 	"github.com/neuronsim/neuronsim/internal/units"
 	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
-	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/sim/fabric"
 )
 
@@ -93,13 +93,17 @@ type Base struct {
 	used bool // a run has taken the system
 }
 
+// ErrStrict is wrapped by every error of Parse about the file itself (its
+// syntax, a key, a value): it is strictyaml.ErrStrict, the decoder's.
+var ErrStrict = strictyaml.ErrStrict
+
 // Size is a byte count written as nccom-test does: 4096, 64K, 1M, 1G.
 type Size int64
 
 // UnmarshalStrict reads a size from an integer or a string with a unit K,
 // M, G or T (powers of 1024), by units.ParseBytes: the grammar and the
 // messages of every size flag. The error wraps the *units.Error.
-func (s *Size) UnmarshalStrict(d *Decoder, n *yaml.Node, path string) error {
+func (s *Size) UnmarshalStrict(d *strictyaml.Decoder, n *yaml.Node, path string) error {
 	if n.Kind != yaml.ScalarNode {
 		return d.Errorf(n, path, "expected a size: %s", units.SizeGrammar)
 	}
@@ -111,9 +115,7 @@ func (s *Size) UnmarshalStrict(d *Decoder, n *yaml.Node, path string) error {
 		}
 		// The *Error names the path; its message is the value and the reason,
 		// as a flag's error after the flag's name.
-		e := d.Errorf(n, path, "%s: %s", ue.Value, ue.Reason).(*Error)
-		e.cause = err
-		return e
+		return d.ErrorWith(n, path, ue.Value+": "+ue.Reason, err)
 	}
 	*s = Size(v)
 	return nil
@@ -143,7 +145,7 @@ type resolved struct {
 
 // check resolves the system and checks every step against it: words,
 // ranges, device and core indices. Errors carry the file position.
-func (sc *Scenario) check(d *Decoder, root *yaml.Node, base *Base) (*resolved, error) {
+func (sc *Scenario) check(d *strictyaml.Decoder, root *yaml.Node, base *Base) (*resolved, error) {
 	sys := &sc.System
 	at := func(path string) *yaml.Node { return find(root, path) }
 	if strings.TrimSpace(sc.Name) == "" {
@@ -255,7 +257,7 @@ func (sc *Scenario) check(d *Decoder, root *yaml.Node, base *Base) (*resolved, e
 // internal/units and checked against its range, and refuses an override
 // that does not apply to the system (a server size without switches,
 // chunks in the free model).
-func (r *resolved) timingOverrides(d *Decoder, at func(string) *yaml.Node, t *Timing) error {
+func (r *resolved) timingOverrides(d *strictyaml.Decoder, at func(string) *yaml.Node, t *Timing) error {
 	r.params = cluster.DefaultParams(r.gen, r.tables)
 	r.params.Model = r.model
 	field := func(name string) (*yaml.Node, string) { return at("system.timing." + name), "system.timing." + name }
@@ -266,7 +268,7 @@ func (r *resolved) timingOverrides(d *Decoder, at func(string) *yaml.Node, t *Ti
 		n, path := field(name)
 		ps, err := units.NanosecondsToPS(path, *v)
 		if err != nil {
-			return 0, false, d.valueError(n, path, err)
+			return 0, false, d.ValueError(n, path, err)
 		}
 		return ps, true, nil
 	}
@@ -278,7 +280,7 @@ func (r *resolved) timingOverrides(d *Decoder, at func(string) *yaml.Node, t *Ti
 	if t.LinkBandwidth != nil {
 		n, path := field("link_bw_gbs")
 		if bw, err = units.GBpsToBps(path, *t.LinkBandwidth); err != nil {
-			return d.valueError(n, path, err)
+			return d.ValueError(n, path, err)
 		}
 	}
 	p := &r.params
@@ -347,23 +349,6 @@ const (
 	maxChunkBytes = 1 << 30
 )
 
-// valueError is the positioned error of a value internal/units refused: its
-// message is the units error's without the field, which the path names.
-func (d *Decoder) valueError(n *yaml.Node, path string, err error) error {
-	var ue *units.Error
-	if !errors.As(err, &ue) {
-		return d.Errorf(n, path, "%w", err)
-	}
-	e := &Error{File: d.File, Path: path, Msg: ue.Value + ": " + ue.Reason, cause: err}
-	if ue.Value == "" {
-		e.Msg = ue.Reason
-	}
-	if n != nil {
-		e.Line, e.Column = n.Line, n.Column
-	}
-	return e
-}
-
 // docRoot is the top mapping of a parsed document.
 func docRoot(root *yaml.Node) *yaml.Node {
 	if root != nil && root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
@@ -375,7 +360,7 @@ func docRoot(root *yaml.Node) *yaml.Node {
 // takeSystem fills the system's device-side keys — arch, devices,
 // revision, topology, model, mode — from the base system, and refuses a
 // key the scenario gives that disagrees with it.
-func (sc *Scenario) takeSystem(d *Decoder, at func(string) *yaml.Node, base *Base) error {
+func (sc *Scenario) takeSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, base *Base) error {
 	sys := &sc.System
 	bs := base.System
 	cfg := bs.Device(0).Config()
@@ -465,13 +450,4 @@ func child(n *yaml.Node, name string) *yaml.Node {
 		}
 	}
 	return nil
-}
-
-// parseOp and friends turn step words into their types.
-func parseOp(d *Decoder, n *yaml.Node, path, s string) (enc.Op, error) {
-	op, err := enc.ParseOp(s)
-	if err != nil {
-		return 0, d.Errorf(n, path, "expected all_reduce, all_gather, reduce_scatter, alltoall or permute, got %q", s)
-	}
-	return op, nil
 }

@@ -9,6 +9,7 @@ import (
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/cluster"
 	"github.com/neuronsim/neuronsim/internal/memlimit"
+	"github.com/neuronsim/neuronsim/internal/strictyaml"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 )
 
@@ -137,7 +138,7 @@ type SnapshotStep struct {
 var stepKinds = []string{"bringup", "csr_read", "csr_write", "dve_load", "validate", "exec", "dma_copy", "collective", "sweep", "fault", "recover", "snapshot", "reset"}
 
 // UnmarshalStrict reads a one-key mapping.
-func (s *Step) UnmarshalStrict(d *Decoder, n *yaml.Node, path string) error {
+func (s *Step) UnmarshalStrict(d *strictyaml.Decoder, n *yaml.Node, path string) error {
 	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
 		return d.Errorf(n, path, "expected a step: a mapping with one key, one of: %s", strings.Join(stepKinds, ", "))
 	}
@@ -195,7 +196,7 @@ func (s *Step) UnmarshalStrict(d *Decoder, n *yaml.Node, path string) error {
 }
 
 // check validates a step against the resolved system.
-func (s *Step) check(d *Decoder, n *yaml.Node, path string, r *resolved) error {
+func (s *Step) check(d *strictyaml.Decoder, n *yaml.Node, path string, r *resolved) error {
 	ncs := hwarch.MustGeometry(r.gen).NeuronCores
 	p := path + "." + s.Kind
 	at := func(field string) *yaml.Node { return find(n, s.Kind+"."+field) }
@@ -347,7 +348,7 @@ func (s *Step) check(d *Decoder, n *yaml.Node, path string, r *resolved) error {
 // the largest size of each algorithm it runs, cluster.Largest) builds on
 // the system's ranks and fits in system.buffer_bytes. The run checks every
 // size again before it starts a sweep.
-func buffersFor(d *Decoder, n *yaml.Node, path string, r *resolved, opS, algoS, dtypeS string, sizes []int64, opt enc.Options, what string) error {
+func buffersFor(d *strictyaml.Decoder, n *yaml.Node, path string, r *resolved, opS, algoS, dtypeS string, sizes []int64, opt enc.Options, what string) error {
 	op, algo, dt := words(opS, algoS, dtypeS)
 	ranks := r.devices * r.ranksPer
 	var need uint64
