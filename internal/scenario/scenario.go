@@ -160,6 +160,35 @@ func (sc *Scenario) check(d *strictyaml.Decoder, root *yaml.Node, base *Base) (*
 	} else if sys.Arch == "" {
 		return nil, d.Errorf(at("system"), "system", "missing key %q", "arch")
 	}
+	r, err := resolveSystem(d, at, sys)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.resolveRanks(d, at, sys); err != nil {
+		return nil, err
+	}
+	if err := r.timingOverrides(d, at, &sys.Timing); err != nil {
+		return nil, err
+	}
+	if n := sc.Outputs.PcapMax; n != 0 && n < 24 {
+		return nil, d.Errorf(at("outputs.pcap_max"), "outputs.pcap_max", "at least 24 bytes (the pcap file header), not %d", n)
+	}
+	if n := sc.Outputs.TraceMax; n != 0 && n < 1024 {
+		return nil, d.Errorf(at("outputs.trace_max"), "outputs.trace_max", "at least 1K, not %d", n)
+	}
+	for i := range sc.Steps {
+		path := fmt.Sprintf("steps[%d]", i)
+		if err := sc.Steps[i].check(d, at(path), path, r); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// resolveSystem resolves the system's words and device count: generation,
+// switch family (and the runtime's tables for them), devices within
+// get_max_devs (or what_if's limit), revision, topology, model, mode.
+func resolveSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *System) (*resolved, error) {
 	r := &resolved{devices: 1, ranksPer: 1, boot: true, reset: true, buffers: 64 << 20}
 	var err error
 	if r.gen, err = hwarch.ParseGeneration(sys.Arch); err != nil {
@@ -211,10 +240,16 @@ func (sc *Scenario) check(d *strictyaml.Decoder, root *yaml.Node, base *Base) (*
 	default:
 		return nil, d.Errorf(at("system.mode"), "system.mode", "expected timing or functional, got %q", sys.Mode)
 	}
+	return r, nil
+}
+
+// resolveRanks resolves the ranks per device, boot and reset, and the
+// per-rank buffers (within one HBM channel).
+func (r *resolved) resolveRanks(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *System) error {
 	geo := hwarch.MustGeometry(r.gen)
 	if n := sys.RanksPerDevice; n != nil {
 		if *n < 1 || *n > geo.NeuronCores {
-			return nil, d.Errorf(at("system.ranks_per_device"), "system.ranks_per_device", "1..%d: a %s device has %d NeuronCores (num_tpb), not %d",
+			return d.Errorf(at("system.ranks_per_device"), "system.ranks_per_device", "1..%d: a %s device has %d NeuronCores (num_tpb), not %d",
 				geo.NeuronCores, r.gen, geo.NeuronCores, *n)
 		}
 		r.ranksPer = *n
@@ -229,27 +264,12 @@ func (sc *Scenario) check(d *strictyaml.Decoder, root *yaml.Node, base *Base) (*
 		// A rank's buffers are one allocation in one HBM channel of its NC.
 		most := geo.HBM[0].ActiveSize
 		if *b < 1 || uint64(*b) > most {
-			return nil, d.Errorf(at("system.buffer_bytes"), "system.buffer_bytes", "1 byte..%s (a %s HBM channel), not %d",
+			return d.Errorf(at("system.buffer_bytes"), "system.buffer_bytes", "1 byte..%s (a %s HBM channel), not %d",
 				units.FormatBytes(int64(most)), r.gen, *b)
 		}
 		r.buffers = uint64(*b)
 	}
-	if err := r.timingOverrides(d, at, &sys.Timing); err != nil {
-		return nil, err
-	}
-	if n := sc.Outputs.PcapMax; n != 0 && n < 24 {
-		return nil, d.Errorf(at("outputs.pcap_max"), "outputs.pcap_max", "at least 24 bytes (the pcap file header), not %d", n)
-	}
-	if n := sc.Outputs.TraceMax; n != 0 && n < 1024 {
-		return nil, d.Errorf(at("outputs.trace_max"), "outputs.trace_max", "at least 1K, not %d", n)
-	}
-	for i := range sc.Steps {
-		path := fmt.Sprintf("steps[%d]", i)
-		if err := sc.Steps[i].check(d, at(path), path, r); err != nil {
-			return nil, err
-		}
-	}
-	return r, nil
+	return nil
 }
 
 // timingOverrides resolves the fabric parameters and the executor's
@@ -308,6 +328,14 @@ func (r *resolved) timingOverrides(d *strictyaml.Decoder, at func(string) *yaml.
 		c := time.Duration((ps + 500) / 1000) // to the nearest ns; ps ≤ MaxTimePS fits
 		r.launchCost = &c
 	}
+	return r.timingCounts(d, field, t)
+}
+
+// timingCounts resolves the timing overrides that are counts — the chunk
+// size, the executor's engines, the server size — each checked against
+// its range and against the system it applies to.
+func (r *resolved) timingCounts(d *strictyaml.Decoder, field func(string) (*yaml.Node, string), t *Timing) error {
+	p := &r.params
 	if c := t.ChunkBytes; c != nil {
 		n, path := field("chunk_bytes")
 		if *c < minChunkBytes || *c > maxChunkBytes {
