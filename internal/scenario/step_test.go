@@ -3,12 +3,16 @@ package scenario
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/runtime/ndl"
 )
 
 // TestStepRegistry: every step kind is registered once, decodes into its
@@ -74,5 +78,49 @@ func TestStepDecodesIntoItsAction(t *testing.T) {
 	for i, w := range want {
 		assert.Equal(t, w, p.Steps[i].Action, "steps[%d]", i)
 		assert.Equal(t, fmt.Sprintf("steps[%d] (%s)", i, w.Kind()), p.stepName(i))
+	}
+}
+
+// hiddenDevice is an ndl.Device that is not the simulator's: only the
+// interface's methods, no model internals such as RegisterBAR.
+type hiddenDevice struct{ ndl.Device }
+
+// TestBringUpStepOnAnyBackend: the bringup step reports and checks the
+// register BAR bring-up chose (its policy), through the runtime, so it
+// works on a device that is not the simulator's; expect_register_bar is
+// held to it.
+func TestBringUpStepOnAnyBackend(t *testing.T) {
+	buildCluster = func(cfg cluster.Config) (*cluster.Cluster, error) {
+		c, err := cluster.New(cfg)
+		if err == nil {
+			for _, d := range c.Devices {
+				d.Up.Dev = hiddenDevice{d.Up.Dev}
+			}
+		}
+		return c, err
+	}
+	defer func() { buildCluster = cluster.New }()
+	for _, tc := range []struct {
+		name, doc, report string
+		failed            bool
+	}{
+		{"cayman silicon", "name: x\nsystem: {arch: cayman, reset: false}\nsteps:\n  - bringup: {expect_register_bar: 0}\n", "registers in BAR0", false},
+		{"cayman qemu", "name: x\nsystem: {arch: cayman, revision: qemu, reset: false}\nsteps:\n  - bringup: {expect_register_bar: 2}\n", "registers in BAR2", false},
+		{"wrong expectation", "name: x\nsystem: {arch: sunda, reset: false}\nsteps:\n  - bringup: {expect_register_bar: 2}\n", "neuron0: registers in BAR0, expected BAR2", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Parse("x.yaml", []byte(tc.doc))
+			require.NoError(t, err)
+			dir := t.TempDir()
+			assert.NotPanics(t, func() { _, err = p.Run(Options{OutDir: dir}) })
+			if tc.failed {
+				require.ErrorIs(t, err, ErrFailed)
+			} else {
+				require.NoError(t, err)
+			}
+			report, rerr := os.ReadFile(filepath.Join(dir, "report.txt"))
+			require.NoError(t, rerr)
+			assert.Contains(t, string(report), tc.report)
+		})
 	}
 }
