@@ -17,9 +17,9 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/internal/strictyaml"
 	"github.com/neuronsim/neuronsim/internal/units"
 	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
-	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/sim/fabric"
 )
 
@@ -93,13 +93,17 @@ type Base struct {
 	used bool // a run has taken the system
 }
 
+// ErrStrict is wrapped by every error of Parse about the file itself (its
+// syntax, a key, a value): it is strictyaml.ErrStrict, the decoder's.
+var ErrStrict = strictyaml.ErrStrict
+
 // Size is a byte count written as nccom-test does: 4096, 64K, 1M, 1G.
 type Size int64
 
 // UnmarshalStrict reads a size from an integer or a string with a unit K,
 // M, G or T (powers of 1024), by units.ParseBytes: the grammar and the
 // messages of every size flag. The error wraps the *units.Error.
-func (s *Size) UnmarshalStrict(d *Decoder, n *yaml.Node, path string) error {
+func (s *Size) UnmarshalStrict(d *strictyaml.Decoder, n *yaml.Node, path string) error {
 	if n.Kind != yaml.ScalarNode {
 		return d.Errorf(n, path, "expected a size: %s", units.SizeGrammar)
 	}
@@ -111,9 +115,7 @@ func (s *Size) UnmarshalStrict(d *Decoder, n *yaml.Node, path string) error {
 		}
 		// The *Error names the path; its message is the value and the reason,
 		// as a flag's error after the flag's name.
-		e := d.Errorf(n, path, "%s: %s", ue.Value, ue.Reason).(*Error)
-		e.cause = err
-		return e
+		return d.ErrorWith(n, path, ue.Value+": "+ue.Reason, err)
 	}
 	*s = Size(v)
 	return nil
@@ -143,7 +145,7 @@ type resolved struct {
 
 // check resolves the system and checks every step against it: words,
 // ranges, device and core indices. Errors carry the file position.
-func (sc *Scenario) check(d *Decoder, root *yaml.Node, base *Base) (*resolved, error) {
+func (sc *Scenario) check(d *strictyaml.Decoder, root *yaml.Node, base *Base) (*resolved, error) {
 	sys := &sc.System
 	at := func(path string) *yaml.Node { return find(root, path) }
 	if strings.TrimSpace(sc.Name) == "" {
@@ -158,6 +160,35 @@ func (sc *Scenario) check(d *Decoder, root *yaml.Node, base *Base) (*resolved, e
 	} else if sys.Arch == "" {
 		return nil, d.Errorf(at("system"), "system", "missing key %q", "arch")
 	}
+	r, err := resolveSystem(d, at, sys)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.resolveRanks(d, at, sys); err != nil {
+		return nil, err
+	}
+	if err := r.timingOverrides(d, at, &sys.Timing); err != nil {
+		return nil, err
+	}
+	if n := sc.Outputs.PcapMax; n != 0 && n < 24 {
+		return nil, d.Errorf(at("outputs.pcap_max"), "outputs.pcap_max", "at least 24 bytes (the pcap file header), not %d", n)
+	}
+	if n := sc.Outputs.TraceMax; n != 0 && n < 1024 {
+		return nil, d.Errorf(at("outputs.trace_max"), "outputs.trace_max", "at least 1K, not %d", n)
+	}
+	for i := range sc.Steps {
+		path := fmt.Sprintf("steps[%d]", i)
+		if err := sc.Steps[i].check(d, at(path), path, r); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// resolveSystem resolves the system's words and device count: generation,
+// switch family (and the runtime's tables for them), devices within
+// get_max_devs (or what_if's limit), revision, topology, model, mode.
+func resolveSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *System) (*resolved, error) {
 	r := &resolved{devices: 1, ranksPer: 1, boot: true, reset: true, buffers: 64 << 20}
 	var err error
 	if r.gen, err = hwarch.ParseGeneration(sys.Arch); err != nil {
@@ -209,10 +240,16 @@ func (sc *Scenario) check(d *Decoder, root *yaml.Node, base *Base) (*resolved, e
 	default:
 		return nil, d.Errorf(at("system.mode"), "system.mode", "expected timing or functional, got %q", sys.Mode)
 	}
+	return r, nil
+}
+
+// resolveRanks resolves the ranks per device, boot and reset, and the
+// per-rank buffers (within one HBM channel).
+func (r *resolved) resolveRanks(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *System) error {
 	geo := hwarch.MustGeometry(r.gen)
 	if n := sys.RanksPerDevice; n != nil {
 		if *n < 1 || *n > geo.NeuronCores {
-			return nil, d.Errorf(at("system.ranks_per_device"), "system.ranks_per_device", "1..%d: a %s device has %d NeuronCores (num_tpb), not %d",
+			return d.Errorf(at("system.ranks_per_device"), "system.ranks_per_device", "1..%d: a %s device has %d NeuronCores (num_tpb), not %d",
 				geo.NeuronCores, r.gen, geo.NeuronCores, *n)
 		}
 		r.ranksPer = *n
@@ -227,27 +264,12 @@ func (sc *Scenario) check(d *Decoder, root *yaml.Node, base *Base) (*resolved, e
 		// A rank's buffers are one allocation in one HBM channel of its NC.
 		most := geo.HBM[0].ActiveSize
 		if *b < 1 || uint64(*b) > most {
-			return nil, d.Errorf(at("system.buffer_bytes"), "system.buffer_bytes", "1 byte..%s (a %s HBM channel), not %d",
+			return d.Errorf(at("system.buffer_bytes"), "system.buffer_bytes", "1 byte..%s (a %s HBM channel), not %d",
 				units.FormatBytes(int64(most)), r.gen, *b)
 		}
 		r.buffers = uint64(*b)
 	}
-	if err := r.timingOverrides(d, at, &sys.Timing); err != nil {
-		return nil, err
-	}
-	if n := sc.Outputs.PcapMax; n != 0 && n < 24 {
-		return nil, d.Errorf(at("outputs.pcap_max"), "outputs.pcap_max", "at least 24 bytes (the pcap file header), not %d", n)
-	}
-	if n := sc.Outputs.TraceMax; n != 0 && n < 1024 {
-		return nil, d.Errorf(at("outputs.trace_max"), "outputs.trace_max", "at least 1K, not %d", n)
-	}
-	for i := range sc.Steps {
-		path := fmt.Sprintf("steps[%d]", i)
-		if err := sc.Steps[i].check(d, at(path), path, r); err != nil {
-			return nil, err
-		}
-	}
-	return r, nil
+	return nil
 }
 
 // timingOverrides resolves the fabric parameters and the executor's
@@ -255,7 +277,7 @@ func (sc *Scenario) check(d *Decoder, root *yaml.Node, base *Base) (*resolved, e
 // internal/units and checked against its range, and refuses an override
 // that does not apply to the system (a server size without switches,
 // chunks in the free model).
-func (r *resolved) timingOverrides(d *Decoder, at func(string) *yaml.Node, t *Timing) error {
+func (r *resolved) timingOverrides(d *strictyaml.Decoder, at func(string) *yaml.Node, t *Timing) error {
 	r.params = cluster.DefaultParams(r.gen, r.tables)
 	r.params.Model = r.model
 	field := func(name string) (*yaml.Node, string) { return at("system.timing." + name), "system.timing." + name }
@@ -266,7 +288,7 @@ func (r *resolved) timingOverrides(d *Decoder, at func(string) *yaml.Node, t *Ti
 		n, path := field(name)
 		ps, err := units.NanosecondsToPS(path, *v)
 		if err != nil {
-			return 0, false, d.valueError(n, path, err)
+			return 0, false, d.ValueError(n, path, err)
 		}
 		return ps, true, nil
 	}
@@ -278,7 +300,7 @@ func (r *resolved) timingOverrides(d *Decoder, at func(string) *yaml.Node, t *Ti
 	if t.LinkBandwidth != nil {
 		n, path := field("link_bw_gbs")
 		if bw, err = units.GBpsToBps(path, *t.LinkBandwidth); err != nil {
-			return d.valueError(n, path, err)
+			return d.ValueError(n, path, err)
 		}
 	}
 	p := &r.params
@@ -306,6 +328,14 @@ func (r *resolved) timingOverrides(d *Decoder, at func(string) *yaml.Node, t *Ti
 		c := time.Duration((ps + 500) / 1000) // to the nearest ns; ps ≤ MaxTimePS fits
 		r.launchCost = &c
 	}
+	return r.timingCounts(d, field, t)
+}
+
+// timingCounts resolves the timing overrides that are counts — the chunk
+// size, the executor's engines, the server size — each checked against
+// its range and against the system it applies to.
+func (r *resolved) timingCounts(d *strictyaml.Decoder, field func(string) (*yaml.Node, string), t *Timing) error {
+	p := &r.params
 	if c := t.ChunkBytes; c != nil {
 		n, path := field("chunk_bytes")
 		if *c < minChunkBytes || *c > maxChunkBytes {
@@ -347,23 +377,6 @@ const (
 	maxChunkBytes = 1 << 30
 )
 
-// valueError is the positioned error of a value internal/units refused: its
-// message is the units error's without the field, which the path names.
-func (d *Decoder) valueError(n *yaml.Node, path string, err error) error {
-	var ue *units.Error
-	if !errors.As(err, &ue) {
-		return d.Errorf(n, path, "%w", err)
-	}
-	e := &Error{File: d.File, Path: path, Msg: ue.Value + ": " + ue.Reason, cause: err}
-	if ue.Value == "" {
-		e.Msg = ue.Reason
-	}
-	if n != nil {
-		e.Line, e.Column = n.Line, n.Column
-	}
-	return e
-}
-
 // docRoot is the top mapping of a parsed document.
 func docRoot(root *yaml.Node) *yaml.Node {
 	if root != nil && root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
@@ -375,7 +388,7 @@ func docRoot(root *yaml.Node) *yaml.Node {
 // takeSystem fills the system's device-side keys — arch, devices,
 // revision, topology, model, mode — from the base system, and refuses a
 // key the scenario gives that disagrees with it.
-func (sc *Scenario) takeSystem(d *Decoder, at func(string) *yaml.Node, base *Base) error {
+func (sc *Scenario) takeSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, base *Base) error {
 	sys := &sc.System
 	bs := base.System
 	cfg := bs.Device(0).Config()
@@ -465,13 +478,4 @@ func child(n *yaml.Node, name string) *yaml.Node {
 		}
 	}
 	return nil
-}
-
-// parseOp and friends turn step words into their types.
-func parseOp(d *Decoder, n *yaml.Node, path, s string) (enc.Op, error) {
-	op, err := enc.ParseOp(s)
-	if err != nil {
-		return 0, d.Errorf(n, path, "expected all_reduce, all_gather, reduce_scatter, alltoall or permute, got %q", s)
-	}
-	return op, nil
 }

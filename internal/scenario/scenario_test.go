@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,24 +19,20 @@ import (
 
 // TestShippedScenarios runs every shipped scenario twice: each passes its
 // own checks, and the two runs write byte-identical outputs (determinism).
+// The runs are shared with TestShippedScenarioOutputsGolden (shippedRuns).
 func TestShippedScenarios(t *testing.T) {
 	if raceEnabled {
 		t.Skip("whole-system scenarios run in the plain test run, not under -race")
 	}
-	names, err := fs.Glob(scenarios.FS, "*.yaml")
-	require.NoError(t, err)
-	require.GreaterOrEqual(t, len(names), 10)
-	for _, name := range names {
-		t.Run(strings.TrimSuffix(name, ".yaml"), func(t *testing.T) {
+	runs := shippedRuns(t)
+	require.GreaterOrEqual(t, len(runs), 10)
+	for _, sr := range runs {
+		t.Run(sr.name, func(t *testing.T) {
 			var outs [2]map[string][]byte
 			for i := range outs {
-				p, err := LoadFS(scenarios.FS, name)
-				require.NoError(t, err)
-				dir := t.TempDir()
-				sum, err := p.Run(Options{OutDir: dir})
-				require.NoError(t, err)
-				require.Equal(t, len(p.Steps), sum.Steps, "every step ran")
-				outs[i] = readDir(t, dir)
+				require.NoError(t, sr.err[i])
+				require.Equal(t, sr.want, sr.steps[i], "every step ran")
+				outs[i] = sr.outs[i]
 			}
 			require.NotEmpty(t, outs[0])
 			for f, b := range outs[0] {
@@ -45,17 +42,79 @@ func TestShippedScenarios(t *testing.T) {
 	}
 }
 
-func readDir(t *testing.T, dir string) map[string][]byte {
+// shippedRun is one shipped scenario run twice.
+type shippedRun struct {
+	name  string // the file name without .yaml
+	want  int    // the scenario's steps
+	steps [2]int // the steps each run did
+	err   [2]error
+	outs  [2]map[string][]byte // each run's output files by name
+}
+
+var shipped struct {
+	once sync.Once
+	runs []*shippedRun
+	err  error
+}
+
+// shippedRuns runs every shipped scenario twice, once per test binary, so
+// that TestShippedScenarios (the two runs agree) and
+// TestShippedScenarioOutputsGolden (the first run agrees with the golden
+// files) share the runs.
+func shippedRuns(t *testing.T) []*shippedRun {
 	t.Helper()
+	shipped.once.Do(func() {
+		names, err := fs.Glob(scenarios.FS, "*.yaml")
+		if err != nil {
+			shipped.err = err
+			return
+		}
+		for _, name := range names {
+			sr := &shippedRun{name: strings.TrimSuffix(name, ".yaml")}
+			for i := range sr.outs {
+				p, err := LoadFS(scenarios.FS, name)
+				if err != nil {
+					sr.err[i] = err
+					continue
+				}
+				sr.want = len(p.Steps)
+				dir, err := os.MkdirTemp("", "scenario-"+sr.name+"-")
+				if err != nil {
+					sr.err[i] = err
+					continue
+				}
+				sum, err := p.Run(Options{OutDir: dir})
+				if sum != nil {
+					sr.steps[i] = sum.Steps
+				}
+				sr.err[i] = err
+				if err == nil {
+					sr.outs[i], sr.err[i] = readOutputs(dir)
+				}
+				os.RemoveAll(dir)
+			}
+			shipped.runs = append(shipped.runs, sr)
+		}
+	})
+	require.NoError(t, shipped.err)
+	return shipped.runs
+}
+
+// readOutputs reads every file of an output directory by name.
+func readOutputs(dir string) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	entries, err := os.ReadDir(dir)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	for _, e := range entries {
 		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		require.NoError(t, err)
+		if err != nil {
+			return nil, err
+		}
 		out[e.Name()] = b
 	}
-	return out
+	return out, nil
 }
 
 // TestParseErrors: bad scenarios fail with file:line:column and what was
@@ -189,4 +248,10 @@ func TestRestoreCannotRewindACapture(t *testing.T) {
 	_, err = p.Run(Options{OutDir: t.TempDir()})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "a capture cannot go back in time")
+}
+func readDir(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out, err := readOutputs(dir)
+	require.NoError(t, err)
+	return out
 }

@@ -4,12 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // posOf is "x.yaml:L:C" of the first occurrence of token in doc.
@@ -101,21 +98,4 @@ func TestParseKeepsGivenValues(t *testing.T) {
 	assert.EqualValues(t, 64<<20, p.sys.buffers)
 	assert.Nil(t, p.sys.launchCost)
 	assert.Equal(t, 0, p.sys.engines)
-}
-
-// TestStrictDurationBound: a duration longer than the latest virtual time
-// (2^62 ps, about 1281 hours), either way, is refused where it is written,
-// for every duration field; one within it decodes.
-func TestStrictDurationBound(t *testing.T) {
-	for _, doc := range []string{"timeout: 2000000h\n", "timeout: -2000000h\n", "timeout: 1281h1m27s\n"} {
-		var s strictSample
-		err := Decode("s.yaml", []byte(doc), &s)
-		require.Error(t, err, doc)
-		assert.ErrorIs(t, err, units.ErrRange)
-		assert.Contains(t, err.Error(), "s.yaml:1:10: timeout: ")
-		assert.Contains(t, err.Error(), "too long (the limit is 1281h1m26.018427387s)")
-	}
-	var s strictSample
-	require.NoError(t, Decode("s.yaml", []byte("timeout: 1281h1m26s\n"), &s))
-	assert.Equal(t, 1281*time.Hour+time.Minute+26*time.Second, s.Timeout)
 }

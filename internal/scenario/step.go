@@ -1,0 +1,182 @@
+package scenario
+
+import (
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/strictyaml"
+	"github.com/neuronsim/neuronsim/runtime/enc"
+)
+
+// Step is one step of a scenario: a mapping with exactly one key, the
+// step's kind, whose value holds its fields (docs/scenarios.md §Steps).
+type Step struct {
+	// Action is what the step does: one of the *XxxStep types, decoded
+	// from the value of the step's key.
+	Action Action
+
+	// implicit names a step the command line added (a snapshot restore
+	// or save), which is not one of the file's steps, for messages.
+	implicit string
+}
+
+// Kind is the step's key in the file ("bringup", "collective", ...).
+func (s *Step) Kind() string { return s.Action.Kind() }
+
+// An Action is one kind of step: a struct whose fields are the keys of the
+// step's mapping, checked against the resolved system when the file is
+// parsed and run on the built system.
+//
+// Adding a step kind is a file that declares its type and implements
+// Action, and a line in actions; docs/scenarios.md §Steps lists it.
+type Action interface {
+	// Kind is the step's key in the file; it is unique among actions.
+	Kind() string
+	// check refuses, with the value's position, what cannot run on the
+	// system: indices beyond it, unknown words, sizes that do not fit.
+	check(c *checkContext) error
+	// run does the step, writing what it did to the report.
+	run(run *runner) error
+}
+
+// memoryPlanner is an Action that holds a noticeable amount of host memory
+// while it runs: need bytes at its peak, what naming it for the refusal
+// (precheck compares it with the run's memory limit).
+type memoryPlanner interface {
+	memory(r *resolved) (need uint64, what string, err error)
+}
+
+// programAction is an Action that assembles a program: precheck reads and
+// assembles it before anything is built.
+type programAction interface {
+	programStep() *ProgramStep
+}
+
+// actions is every step kind, in the order messages list them: a new
+// value of each, into which a step's fields decode.
+var actions = []func() Action{
+	newAction[BringUpStep],
+	newAction[CSRReadStep],
+	newAction[CSRWriteStep],
+	newAction[DVELoadStep],
+	newAction[ValidateStep],
+	newAction[ExecStep],
+	newAction[DMACopyStep],
+	newAction[CollectiveStep],
+	newAction[SweepStep],
+	newAction[FaultStep],
+	newAction[RecoverStep],
+	newAction[SnapshotStep],
+	newAction[ResetStep],
+}
+
+// newAction makes a new *T as an Action.
+func newAction[T any, P interface {
+	*T
+	Action
+}]() Action {
+	return P(new(T))
+}
+
+// stepKinds are the kinds of actions, in order; actionOf finds a kind's
+// constructor.
+var stepKinds, actionOf = indexActions(actions)
+
+// indexActions lists the kinds of the actions and maps each to its
+// constructor; a kind registered twice is a programming error.
+func indexActions(list []func() Action) ([]string, map[string]func() Action) {
+	kinds := make([]string, 0, len(list))
+	byKind := make(map[string]func() Action, len(list))
+	for _, mk := range list {
+		k := mk().Kind()
+		if _, dup := byKind[k]; dup {
+			panic(fmt.Sprintf("scenario: step kind %q registered twice", k))
+		}
+		kinds = append(kinds, k)
+		byKind[k] = mk
+	}
+	return kinds, byKind
+}
+
+// UnmarshalStrict reads a one-key mapping: the key picks the action, its
+// value fills the action's fields.
+func (s *Step) UnmarshalStrict(d *strictyaml.Decoder, n *yaml.Node, path string) error {
+	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
+		return d.Errorf(n, path, "expected a step: a mapping with one key, one of: %s", strings.Join(stepKinds, ", "))
+	}
+	key, val := n.Content[0], n.Content[1]
+	mk, ok := actionOf[key.Value]
+	if !ok {
+		return d.Errorf(key, path, "unknown step %q; expected one of: %s", key.Value, strings.Join(stepKinds, ", "))
+	}
+	s.Action = mk()
+	if val.Kind == yaml.ScalarNode && (val.Tag == "!!null" || val.Value == "") {
+		return nil // "- bringup:" with no fields
+	}
+	return d.Node(val, path+"."+key.Value, s.Action)
+}
+
+// check validates a step against the resolved system; n is the step's
+// node and path its place ("steps[2]").
+func (s *Step) check(d *strictyaml.Decoder, n *yaml.Node, path string, r *resolved) error {
+	kind := s.Kind()
+	return s.Action.check(&checkContext{d: d, n: n, kind: kind, p: path + "." + kind, r: r})
+}
+
+// checkContext is what a step's check needs: the decoder for positioned
+// errors, the step's node and path, the resolved system.
+type checkContext struct {
+	d    *strictyaml.Decoder
+	n    *yaml.Node // the step's node (a one-key mapping)
+	kind string
+	p    string // the path of the step's fields: "steps[2].collective"
+	r    *resolved
+}
+
+// at is the node of one of the step's fields (or the closest one found).
+func (c *checkContext) at(field string) *yaml.Node { return find(c.n, c.kind+"."+field) }
+
+// errorf is an error at one of the step's fields.
+func (c *checkContext) errorf(field, format string, args ...any) error {
+	return c.d.Errorf(c.at(field), c.p+"."+field, format, args...)
+}
+
+// device refuses device index i (from field) beyond the system.
+func (c *checkContext) device(i int, field string) error {
+	if i < 0 || i >= c.r.devices {
+		return c.errorf(field, "device %d: the system has devices 0..%d", i, c.r.devices-1)
+	}
+	return nil
+}
+
+// core refuses NeuronCore index i (from field) beyond the generation's.
+func (c *checkContext) core(i int, field string) error {
+	if ncs := hwarch.MustGeometry(c.r.gen).NeuronCores; i < 0 || i >= ncs {
+		return c.errorf(field, "core %d: a %s device has NeuronCores 0..%d (num_tpb)", i, c.r.gen, ncs-1)
+	}
+	return nil
+}
+
+// collectiveWords checks the op, algorithm and dtype of a collective or
+// sweep step (an empty algorithm or dtype takes its default).
+func (c *checkContext) collectiveWords(op, algo, dtype string) error {
+	for _, w := range []struct {
+		field, v string
+		parse    func(string) error
+	}{
+		{"op", op, func(v string) error { _, err := enc.ParseOp(v); return err }},
+		{"algo", algo, func(v string) error { _, err := enc.ParseAlgo(v); return err }},
+		{"dtype", dtype, func(v string) error { _, err := enc.ParseDtype(v); return err }},
+	} {
+		if w.v == "" {
+			continue
+		}
+		if err := w.parse(w.v); err != nil {
+			return c.errorf(w.field, "%v", err)
+		}
+	}
+	return nil
+}

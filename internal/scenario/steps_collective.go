@@ -1,0 +1,244 @@
+package scenario
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/internal/memlimit"
+	"github.com/neuronsim/neuronsim/internal/strictyaml"
+	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/runtime/collective"
+	"github.com/neuronsim/neuronsim/runtime/enc"
+	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
+)
+
+// CollectiveStep runs one collective; with check (functional mode) its
+// result is compared with the CPU reference.
+type CollectiveStep struct {
+	Op          string `yaml:"op,required"`
+	Algo        string `yaml:"algo"` // default auto
+	Size        Size   `yaml:"size,required"`
+	Dtype       string `yaml:"dtype"`        // default fp32
+	Chunks      *int   `yaml:"chunks"`       // 1..enc.MaxChunks; default 1
+	ExpectError string `yaml:"expect_error"` // the run must fail with this in its error
+}
+
+// Kind implements Action.
+func (*CollectiveStep) Kind() string { return "collective" }
+
+func (st *CollectiveStep) check(c *checkContext) error {
+	r := c.r
+	if err := c.collectiveWords(st.Op, st.Algo, st.Dtype); err != nil {
+		return err
+	}
+	if st.Size <= 0 || uint64(st.Size) > r.buffers {
+		return c.errorf("size", "a size of 1 byte to system.buffer_bytes (%d), not %d", r.buffers, st.Size)
+	}
+	if st.Chunks != nil && (*st.Chunks < 1 || *st.Chunks > enc.MaxChunks) {
+		return c.errorf("chunks", "1..%d pieces, not %d", enc.MaxChunks, *st.Chunks)
+	}
+	chunks := 0
+	if st.Chunks != nil {
+		chunks = *st.Chunks
+	}
+	return buffersFor(c.d, c.at("size"), c.p+".size", r, st.Op, st.Algo, st.Dtype, []int64{int64(st.Size)}, enc.Options{Chunks: chunks}, "it")
+}
+
+// options are the collective's build options (chunks default to 1).
+func (st *CollectiveStep) options() enc.Options {
+	opt := enc.Options{Chunks: 1}
+	if st.Chunks != nil {
+		opt.Chunks = *st.Chunks
+	}
+	return opt
+}
+
+// memory is what a functional collective holds (cluster.FunctionalMemory);
+// a timing-only one holds little.
+func (st *CollectiveStep) memory(r *resolved) (uint64, string, error) {
+	if r.timing {
+		return 0, "", nil
+	}
+	ranks := r.devices * r.ranksPer
+	op, algo, d := words(st.Op, st.Algo, st.Dtype)
+	need, err := cluster.FunctionalMemory(op, algo, ranks, d, []int64{int64(st.Size)}, st.options())
+	return need, fmt.Sprintf("a functional %s of %s on %d ranks", op, memlimit.Human(uint64(st.Size)), ranks), err
+}
+
+func (st *CollectiveStep) run(run *runner) error {
+	op, algo, d := words(st.Op, st.Algo, st.Dtype)
+	opt := st.options()
+	sch, err := enc.Build(op, algo, run.c.Ranks(), int64(st.Size), d.Size(), opt)
+	if err != nil {
+		return err
+	}
+	if need := collective.LayoutOf(sch, 0).End; need > run.r.buffers {
+		return fmt.Errorf("%s of %d bytes needs %d bytes of buffers per rank; system.buffer_bytes is %d", op, st.Size, need, run.r.buffers)
+	}
+	var res collective.Result
+	if run.r.timing {
+		res, err = run.c.Run(sch, d)
+	} else {
+		res, err = run.c.Check(sch, d, run.p.System.Seed, opt)
+	}
+	if st.ExpectError != "" {
+		if err == nil {
+			return fmt.Errorf("%s succeeded; expected an error containing %q: %w", op, st.ExpectError, ErrFailed)
+		}
+		if !strings.Contains(err.Error(), st.ExpectError) {
+			return fmt.Errorf("%s failed with %q, not containing %q: %w", op, err, st.ExpectError, ErrFailed)
+		}
+		run.printf("%s %s of %d bytes failed as expected: %v", sch.Algo, op, st.Size, err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	row, err := nccom.NewRow(op.String(), run.c.Ranks(), int64(st.Size), d.Size(), d.String(), res.TimePS, sch.Algo.String())
+	if err != nil {
+		return err
+	}
+	check := "timing only"
+	if !run.r.timing {
+		check = "checked against the CPU reference"
+	}
+	run.printf("%s %s of %s (%s) on %s: %.2f us, algbw %.2f GB/s, busbw %.2f GB/s, %s",
+		sch.Algo, op, units.Plural(int64(st.Size), "byte", "bytes"), d, units.Plural(int64(run.c.Ranks()), "rank", "ranks"), row.TimeUS, row.AlgBW, row.BusBW, check)
+	return nil
+}
+
+// SweepStep runs a collective over a range of sizes (nccom-test's -b -e -f).
+type SweepStep struct {
+	Op     string `yaml:"op,required"`
+	Algo   string `yaml:"algo"`
+	Dtype  string `yaml:"dtype"`
+	Min    Size   `yaml:"min,required"`
+	Max    Size   `yaml:"max,required"`
+	Factor *int64 `yaml:"factor"` // at least 2
+	Step   *Size  `yaml:"step"`   // at least 1 byte; not with factor; default (max-min)/10
+}
+
+// Kind implements Action.
+func (*SweepStep) Kind() string { return "sweep" }
+
+func (st *SweepStep) check(c *checkContext) error {
+	if err := c.collectiveWords(st.Op, st.Algo, st.Dtype); err != nil {
+		return err
+	}
+	if st.Min <= 0 || st.Max < st.Min {
+		return c.errorf("max", "min must be positive and max at least min (%d, %d)", st.Min, st.Max)
+	}
+	if st.Factor != nil && *st.Factor < 2 {
+		return c.errorf("factor", "a factor of at least 2, not %d", *st.Factor)
+	}
+	if st.Step != nil && *st.Step < 1 {
+		return c.errorf("step", "a step of at least 1 byte, not %d", *st.Step)
+	}
+	if st.Factor != nil && st.Step != nil {
+		return c.errorf("step", "give one of factor and step, not both")
+	}
+	sizes, err := st.sizes(c.r)
+	if err != nil {
+		return c.d.Errorf(c.at("max"), c.p, "%v", err)
+	}
+	return buffersFor(c.d, c.at("max"), c.p+".max", c.r, st.Op, st.Algo, st.Dtype, sizes, enc.Options{}, "the sweep's largest size")
+}
+
+// memory is what a functional sweep holds at its largest size
+// (cluster.FunctionalMemory); a timing-only one holds little.
+func (st *SweepStep) memory(r *resolved) (uint64, string, error) {
+	if r.timing {
+		return 0, "", nil
+	}
+	ranks := r.devices * r.ranksPer
+	op, algo, d := words(st.Op, st.Algo, st.Dtype)
+	sizes, err := st.sizes(r)
+	if err != nil {
+		return 0, "", err
+	}
+	need, err := cluster.FunctionalMemory(op, algo, ranks, d, sizes, enc.Options{})
+	return need, fmt.Sprintf("a functional %s sweep up to %s on %d ranks", op, memlimit.Human(uint64(sizes[len(sizes)-1])), ranks), err
+}
+
+// sizes returns the sweep's sizes on the system's ranks, each aligned as
+// the op needs (enc.Op.SizeAlign).
+func (st *SweepStep) sizes(r *resolved) ([]int64, error) {
+	ranks := r.devices * r.ranksPer
+	op, _, d := words(st.Op, st.Algo, st.Dtype)
+	var factor, step int64 // nccom.Sizes: 0 is neither given (checked at parse time)
+	if st.Factor != nil {
+		factor = *st.Factor
+	}
+	if st.Step != nil {
+		step = int64(*st.Step)
+	}
+	return nccom.Sizes(int64(st.Min), int64(st.Max), factor, step, op.SizeAlign(d.Size(), ranks))
+}
+
+func (st *SweepStep) run(run *runner) error {
+	op, algo, d := words(st.Op, st.Algo, st.Dtype)
+	sizes, err := st.sizes(run.r)
+	if err != nil {
+		return err
+	}
+	need, err := cluster.BufferNeed(op, algo, run.c.Ranks(), d, sizes, enc.Options{})
+	if err != nil {
+		return err
+	}
+	if need > run.r.buffers {
+		return fmt.Errorf("the sweep's largest size needs %d bytes of buffers per rank; system.buffer_bytes is %d", need, run.r.buffers)
+	}
+	rep, err := run.c.Sweep(cluster.Sweep{Op: op, Algo: algo, Dtype: d, Sizes: sizes, Seed: run.p.System.Seed})
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if err := rep.WriteTable(&b); err != nil {
+		return err
+	}
+	for _, line := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+		run.printf("%s", line)
+	}
+	run.sweeps = append(run.sweeps, rep)
+	return nil
+}
+
+// words parses a collective's op, algo and dtype (checked at parse time).
+func words(opS, algoS, dtypeS string) (enc.Op, enc.Algo, enc.Dtype) {
+	op, _ := enc.ParseOp(opS)
+	algo := enc.Auto
+	if algoS != "" {
+		algo, _ = enc.ParseAlgo(algoS)
+	}
+	d := enc.Float32
+	if dtypeS != "" {
+		d, _ = enc.ParseDtype(dtypeS)
+	}
+	return op, algo, d
+}
+
+// buffersFor checks, before anything runs, that a collective (or a sweep:
+// the largest size of each algorithm it runs, cluster.Largest) builds on
+// the system's ranks and fits in system.buffer_bytes. The run checks every
+// size again before it starts a sweep.
+func buffersFor(d *strictyaml.Decoder, n *yaml.Node, path string, r *resolved, opS, algoS, dtypeS string, sizes []int64, opt enc.Options, what string) error {
+	op, algo, dt := words(opS, algoS, dtypeS)
+	ranks := r.devices * r.ranksPer
+	var need uint64
+	for _, rep := range cluster.Largest(op, algo, ranks, sizes, opt) {
+		nd, err := cluster.BufferNeed(op, rep.Algo, ranks, dt, []int64{rep.Size}, opt)
+		if err != nil {
+			return d.Errorf(n, path, "on %d ranks: %v", ranks, err)
+		}
+		need = max(need, nd)
+	}
+	if need > r.buffers {
+		return d.Errorf(n, path, "%s needs %d bytes of buffers per rank (%s); system.buffer_bytes is %d (%s)",
+			what, need, memlimit.Human(need), r.buffers, memlimit.Human(r.buffers))
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+package scenario
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/sim"
+	"github.com/neuronsim/neuronsim/sim/fabric"
+)
+
+// FaultStep schedules a fault In from now: link_down / link_up of the link
+// from device Device to node To (a device number or a switch name such as
+// l1-sw0), or device_reset of Device.
+type FaultStep struct {
+	FaultKind string        `yaml:"kind,required"` // link_down, link_up or device_reset
+	In        time.Duration `yaml:"in"`
+	Device    int           `yaml:"device"`
+	To        string        `yaml:"to"`
+}
+
+// Kind implements Action (the fault's own kind is FaultKind).
+func (*FaultStep) Kind() string { return "fault" }
+
+func (st *FaultStep) check(c *checkContext) error {
+	switch st.FaultKind {
+	case "link_down", "link_up":
+		if st.To == "" {
+			return c.d.Errorf(c.at("kind"), c.p+".to", "a link fault names its far end in to (a device number or a switch such as l1-sw0)")
+		}
+	case "device_reset":
+	default:
+		return c.errorf("kind", "expected link_down, link_up or device_reset, got %q", st.FaultKind)
+	}
+	if st.In < 0 {
+		return c.errorf("in", "a fault cannot be in the past (%v)", st.In)
+	}
+	return c.device(st.Device, "device")
+}
+
+func (st *FaultStep) run(run *runner) error {
+	s := run.c.System
+	// st.In was checked against units.MaxTimePS at parse time, so the sum
+	// does not wrap; it may still pass the latest time a clock may reach.
+	in := sim.FromDuration(st.In)
+	f := fabric.Fault{At: s.Now() + in, Device: st.Device}
+	if uint64(f.At) > units.MaxTimePS {
+		return fmt.Errorf("a fault in %v from now (%v) passes the latest virtual time, %v", st.In, s.Now(), sim.Time(units.MaxTimePS))
+	}
+	switch st.FaultKind {
+	case "device_reset":
+		f.Kind = fabric.DeviceReset
+	default:
+		f.Kind = fabric.LinkDown
+		if st.FaultKind == "link_up" {
+			f.Kind = fabric.LinkUp
+		}
+		to, err := node(s.Topology(), st.To)
+		if err != nil {
+			return err
+		}
+		id, ok := s.LinkBetween(st.Device, to)
+		if !ok {
+			return fmt.Errorf("no link from neuron%d to %s in a %s topology", st.Device, st.To, s.Topology().Kind)
+		}
+		f.Link = id
+	}
+	if err := s.ScheduleFault(f); err != nil {
+		return err
+	}
+	run.printf("%s scheduled at %v (in %v)", st.FaultKind, time.Duration(f.At)/time.Duration(sim.Nanosecond)*time.Nanosecond, st.In)
+	return nil
+}
+
+// node finds a topology node by device number or name.
+func node(t *fabric.Topology, name string) (int, error) {
+	if i, err := strconv.Atoi(name); err == nil && i >= 0 && i < t.Devices {
+		return i, nil
+	}
+	for i, n := range t.Nodes {
+		if n.Name == name {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("no node %q in the topology", name)
+}

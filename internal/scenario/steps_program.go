@@ -1,0 +1,144 @@
+package scenario
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/neuronsim/neuronsim/hw/isa/asm"
+	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/runtime/program"
+)
+
+// ProgramStep holds the fields of a validate or exec step: a program
+// written in the assembler's syntax, from a file relative to the scenario
+// or inline, and the core it is for.
+type ProgramStep struct {
+	Device  int    `yaml:"device"`
+	Core    int    `yaml:"core"`
+	Program string `yaml:"program"` // a .s file
+	Source  string `yaml:"source"`  // or the text itself
+	Expect  string `yaml:"expect"`  // validate: valid (default) or invalid
+}
+
+// ValidateStep runs the runtime's validators on every engine block of a
+// program and checks that it is valid (or, with expect: invalid, that it
+// is not).
+type ValidateStep ProgramStep
+
+// ExecStep validates, stages and runs a program on a core.
+type ExecStep ProgramStep
+
+// Kind implements Action.
+func (*ValidateStep) Kind() string { return "validate" }
+
+// Kind implements Action.
+func (*ExecStep) Kind() string { return "exec" }
+
+func (st *ValidateStep) programStep() *ProgramStep { return (*ProgramStep)(st) }
+func (st *ExecStep) programStep() *ProgramStep     { return (*ProgramStep)(st) }
+
+func (st *ValidateStep) check(c *checkContext) error { return st.programStep().check(c) }
+func (st *ExecStep) check(c *checkContext) error     { return st.programStep().check(c) }
+
+// check checks a validate or exec step's fields.
+func (ps *ProgramStep) check(c *checkContext) error {
+	if (ps.Program == "") == (ps.Source == "") {
+		return c.d.Errorf(c.n, c.p, "give exactly one of program (a file) and source (the text)")
+	}
+	if ps.Expect != "" && ps.Expect != "valid" && ps.Expect != "invalid" {
+		return c.errorf("expect", "expected valid or invalid, got %q", ps.Expect)
+	}
+	if err := c.device(ps.Device, "device"); err != nil {
+		return err
+	}
+	return c.core(ps.Core, "core")
+}
+
+// programFile is a program step's file, read and assembled.
+type programFile struct {
+	name string
+	bin  []byte
+}
+
+// source returns a program step's text and its name.
+func (run *runner) source(ps *ProgramStep) (string, []byte, error) {
+	if ps.Source != "" {
+		return "<source>", []byte(ps.Source), nil
+	}
+	path := ps.Program
+	if !filepath.IsAbs(path) && run.p.file != "" {
+		path = filepath.Join(filepath.Dir(run.p.file), path)
+	}
+	b, err := run.p.read(path)
+	return path, b, err
+}
+
+// assemble reads and assembles a program step's program.
+func (run *runner) assemble(ps *ProgramStep) (programFile, error) {
+	name, src, err := run.source(ps)
+	if err != nil {
+		return programFile{}, err
+	}
+	bin, err := asm.Assemble(name, src)
+	if err != nil {
+		return programFile{}, err
+	}
+	return programFile{name, bin}, nil
+}
+
+// programOf is the running step's program: the one precheck assembled, or
+// (for a step precheck did not see) assembled now.
+func (run *runner) programOf(ps *ProgramStep) (programFile, error) {
+	if pf, ok := run.programs[run.index]; ok {
+		return pf, nil
+	}
+	return run.assemble(ps)
+}
+
+func (st *ValidateStep) run(run *runner) error {
+	ps := st.programStep()
+	pf, err := run.programOf(ps)
+	if err != nil {
+		return err
+	}
+	name, bin := pf.name, pf.bin
+	runner, err := run.c.Runner(ps.Device, ps.Core)
+	if err != nil {
+		return err
+	}
+	_, _, err = program.Validate(bin, runner.Validator)
+	want := ps.Expect
+	if want == "" {
+		want = "valid"
+	}
+	got := "valid"
+	if err != nil {
+		got = "invalid"
+		run.printf("%s: %v", name, err)
+	}
+	run.printf("%s: %s, %s on %s", name, units.Plural(int64(len(bin)/64), "record", "records"), got, run.r.gen)
+	if got != want {
+		return fmt.Errorf("%s is %s on %s, expected %s: %w", name, got, run.r.gen, want, ErrFailed)
+	}
+	return nil
+}
+
+func (st *ExecStep) run(run *runner) error {
+	ps := st.programStep()
+	pf, err := run.programOf(ps)
+	if err != nil {
+		return err
+	}
+	runner, err := run.c.Runner(ps.Device, ps.Core)
+	if err != nil {
+		return err
+	}
+	res, err := runner.Run(pf.bin)
+	if err != nil {
+		return err
+	}
+	for _, e := range res.Engines {
+		run.printf("neuron%d core %d %s: %s, busy %v", ps.Device, ps.Core, e.Engine, units.Plural(int64(e.Retired), "record", "records"), e.Busy)
+	}
+	return nil
+}

@@ -1,0 +1,116 @@
+package scenario
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/neuronsim/neuronsim/internal/output"
+	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/sim"
+	"github.com/neuronsim/neuronsim/sim/fabric"
+)
+
+// SnapshotStep saves the whole system to a file, or replaces it with the
+// one a file holds (paths relative to the output directory). Either way the
+// runtime lets go of the system and brings it up again without a reset, so
+// a run that saves and continues and one that restores and continues do
+// the same.
+type SnapshotStep struct {
+	Save    string `yaml:"save"`
+	Restore string `yaml:"restore"`
+}
+
+// Kind implements Action.
+func (*SnapshotStep) Kind() string { return "snapshot" }
+
+func (st *SnapshotStep) check(c *checkContext) error {
+	if (st.Save == "") == (st.Restore == "") {
+		return c.d.Errorf(c.n, c.p, "give exactly one of save and restore (a file in the output directory)")
+	}
+	return nil
+}
+
+func (st *SnapshotStep) run(run *runner) error {
+	c := run.c
+	run.dve = nil // the runtime lets go of everything, DVE caches included
+	if st.Save != "" {
+		c.Exec.Release()
+		path := run.outPath(st.Save)
+		if old := run.saved[path]; old != nil {
+			old.Abort() // saved again: the later one is the output
+		}
+		f, err := run.create(path)
+		if err != nil {
+			return err
+		}
+		if err := c.System.Save(f); err != nil {
+			return err
+		}
+		if run.saved == nil {
+			run.saved = map[string]*output.File{}
+		}
+		run.saved[path] = f
+		run.printf("system saved at %v to %s (%d bytes)", time.Duration(c.System.Now())/time.Duration(sim.Nanosecond)*time.Nanosecond, st.Save, f.Size())
+		return c.Reattach(c.System)
+	}
+	sys := run.restores[run.index]
+	if sys == nil {
+		// Saved by an earlier step of this run: read from the output not
+		// yet committed.
+		path := run.outPath(st.Restore)
+		from := path
+		if f := run.saved[path]; f != nil {
+			from = f.Temp()
+		}
+		var err error
+		if sys, err = loadSnapshot(from, run.load); err != nil {
+			return fmt.Errorf("restore %s: %w", st.Restore, err)
+		}
+		if err := run.fits(st.Restore, sys); err != nil {
+			return err
+		}
+	}
+	delete(run.restores, run.index)
+	if run.pcap != nil {
+		// The capture goes on with the restored system (continuing the
+		// saved one's capture, if it had one); the system left behind
+		// writes what has happened on it. A pcap cannot go back in time.
+		if err := c.System.StopCapture(); err != nil {
+			return err
+		}
+		if last, ok := run.pcap.LastPS(); ok && uint64(sys.Now()) < last {
+			return fmt.Errorf("%s is at %v, before packets the pcap output already holds (up to %v): a capture cannot go back in time; restore before any fabric traffic, or drop outputs.pcap",
+				st.Restore, time.Duration(sys.Now())/time.Duration(sim.Nanosecond)*time.Nanosecond, time.Duration(last/1000)*time.Nanosecond)
+		}
+		sys.SetCapture(run.pcap, 0)
+	}
+	if err := c.Reattach(sys); err != nil {
+		return err
+	}
+	run.traceSystem()
+	run.printf("system restored from %s at %v", st.Restore, time.Duration(sys.Now())/time.Duration(sim.Nanosecond)*time.Nanosecond)
+	return nil
+}
+
+// loadSnapshot reads and restores a snapshot file within the limits o.
+func loadSnapshot(path string, o fabric.LoadOptions) (*fabric.System, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return fabric.LoadWith(f, o)
+}
+
+// fits checks that a restored system is one this scenario's steps can run
+// on: the same generation and device count.
+func (run *runner) fits(name string, sys *fabric.System) error {
+	if got := sys.Topology().Devices; got != run.r.devices {
+		return fmt.Errorf("%s holds a system of %s; this scenario's has %d", name, units.Plural(int64(got), "device", "devices"), run.r.devices)
+	}
+	if g := sys.Device(0).Config().Generation; g != run.r.gen {
+		return fmt.Errorf("%s holds a %s system; this scenario's is %s", name, g, run.r.gen)
+	}
+	return nil
+}

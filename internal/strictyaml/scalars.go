@@ -1,0 +1,177 @@
+package strictyaml
+
+// Scalars: strings, booleans, integers (exact fit, no ambiguous octal),
+// floats (no NaN) and durations (bounded by the latest virtual time).
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/neuronsim/neuronsim/internal/units"
+)
+
+// scalar returns the text of n, which must be a non-null scalar; what names
+// the expected value for the error.
+func (d *Decoder) scalar(n *yaml.Node, path, what string) (string, error) {
+	if n.Kind != yaml.ScalarNode || isNull(n) {
+		return "", d.Errorf(n, path, "expected %s, got %s", what, describe(n))
+	}
+	return n.Value, nil
+}
+
+// unquoted is scalar for numbers and booleans, which must not be quoted or
+// tagged as strings.
+func (d *Decoder) unquoted(n *yaml.Node, path, what string) (string, error) {
+	s, err := d.scalar(n, path, what)
+	if err == nil && isQuoted(n) {
+		err = d.Errorf(n, path, "expected %s, got %s", what, describe(n))
+	}
+	return s, err
+}
+
+func (d *Decoder) boolean(n *yaml.Node, path string, v reflect.Value) error {
+	s, err := d.unquoted(n, path, "true or false")
+	if err != nil {
+		return err
+	}
+	switch s {
+	case "true":
+		v.SetBool(true)
+	case "false":
+		v.SetBool(false)
+	default:
+		return d.Errorf(n, path, "expected true or false, got %s", describe(n))
+	}
+	return nil
+}
+
+// intSyntax checks what strconv.ParseInt with base 0 would accept too
+// but YAML readers would read differently: a decimal with a leading zero,
+// which is octal to Go and to YAML 1.1 but decimal to YAML 1.2.
+func intSyntax(s string) string {
+	body := strings.TrimLeft(s, "+-")
+	if len(body) > 1 && body[0] == '0' && (body[1] >= '0' && body[1] <= '9' || body[1] == '_') {
+		return " (a leading zero is ambiguous: write the number without it, or with 0o for octal)"
+	}
+	return ""
+}
+
+func (d *Decoder) signed(n *yaml.Node, path string, v reflect.Value) error {
+	const what = "an integer"
+	s, err := d.unquoted(n, path, what)
+	if err != nil {
+		return err
+	}
+	if hint := intSyntax(s); hint != "" {
+		return d.Errorf(n, path, "expected %s, got %s%s", what, describe(n), hint)
+	}
+	bits := v.Type().Bits()
+	x, err := strconv.ParseInt(s, 0, 64)
+	if err == nil && v.OverflowInt(x) {
+		err = strconv.ErrRange
+	}
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			lo, hi := int64(-1)<<(bits-1), int64(uint64(1)<<(bits-1)-1)
+			return d.Errorf(n, path, "%s is out of range for %s (%d to %d)", clip(s), v.Kind(), lo, hi)
+		}
+		return d.Errorf(n, path, "expected %s, got %s", what, describe(n))
+	}
+	v.SetInt(x)
+	return nil
+}
+
+func (d *Decoder) unsigned(n *yaml.Node, path string, v reflect.Value) error {
+	const what = "an integer"
+	s, err := d.unquoted(n, path, what)
+	if err != nil {
+		return err
+	}
+	if hint := intSyntax(s); hint != "" {
+		return d.Errorf(n, path, "expected %s, got %s%s", what, describe(n), hint)
+	}
+	bits := v.Type().Bits()
+	rangeErr := func() error {
+		return d.Errorf(n, path, "%s is out of range for %s (0 to %d)", clip(s), v.Kind(), ^uint64(0)>>(64-bits))
+	}
+	if strings.HasPrefix(s, "-") {
+		x, err := strconv.ParseInt(s, 0, 64)
+		switch {
+		case err == nil && x == 0:
+			v.SetUint(0)
+			return nil
+		case err == nil || errors.Is(err, strconv.ErrRange):
+			return rangeErr()
+		}
+		return d.Errorf(n, path, "expected %s, got %s", what, describe(n))
+	}
+	x, err := strconv.ParseUint(strings.TrimPrefix(s, "+"), 0, 64)
+	if err == nil && v.OverflowUint(x) {
+		err = strconv.ErrRange
+	}
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return rangeErr()
+		}
+		return d.Errorf(n, path, "expected %s, got %s", what, describe(n))
+	}
+	v.SetUint(x)
+	return nil
+}
+
+func (d *Decoder) float(n *yaml.Node, path string, v reflect.Value) error {
+	const what = "a number"
+	s, err := d.unquoted(n, path, what)
+	if err != nil {
+		return err
+	}
+	var x float64
+	switch strings.TrimLeft(s, "+-") {
+	case ".inf", ".Inf", ".INF":
+		x = math.Inf(1)
+		if strings.HasPrefix(s, "-") {
+			x = math.Inf(-1)
+		}
+	case ".nan", ".NaN", ".NAN":
+		x = math.NaN()
+	default:
+		x, err = strconv.ParseFloat(s, v.Type().Bits())
+		if err != nil {
+			if errors.Is(err, strconv.ErrRange) {
+				return d.Errorf(n, path, "%s is out of range for %s", clip(s), v.Kind())
+			}
+			return d.Errorf(n, path, "expected %s, got %s", what, describe(n))
+		}
+	}
+	if math.IsNaN(x) {
+		return d.Errorf(n, path, "expected %s, got %s (NaN is not allowed)", what, describe(n))
+	}
+	v.SetFloat(x)
+	return nil
+}
+
+func (d *Decoder) duration(n *yaml.Node, path string, v reflect.Value) error {
+	const what = `a duration such as "1.5ms" or "2s" (units ns, us, ms, s, m, h)`
+	s, err := d.scalar(n, path, what)
+	if err != nil {
+		return err
+	}
+	x, err := time.ParseDuration(s)
+	if err != nil {
+		return d.Errorf(n, path, "expected %s, got %s", what, describe(n))
+	}
+	// A duration is of virtual time: none may pass the latest time a clock
+	// may reach (units.MaxTimePS), either way, so adding one to a time
+	// cannot wrap. The sign is the field's to check.
+	if _, err := units.DurationToPS(path, max(x, -x)); err != nil {
+		return d.ValueError(n, path, err)
+	}
+	v.SetInt(int64(x))
+	return nil
+}
