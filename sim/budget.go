@@ -1,215 +1,10 @@
 package sim
 
 import (
-	"errors"
 	"fmt"
-	"sync/atomic"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 )
-
-// ErrPageBudget is returned (wrapped, naming the budget and what was asked)
-// when an access would make more pages resident than the [PageBudget] of
-// its memory allows. The access is refused whole: nothing is written.
-var ErrPageBudget = errors.New("page budget exhausted")
-
-// PageBudget bounds the resident pages of every [Memory] that shares it —
-// the device memory, register file and host memory of a served system — so
-// that touching memory, which costs a client one byte per page, cannot make
-// the process that simulates it grow without bound. A write that would make
-// a page resident past the limit is refused with [ErrPageBudget] before
-// anything is written; pages released (a zero fill, a free, Clear) return
-// to the budget.
-//
-// A PageBudget is safe for concurrent use by memories under different
-// locks. The zero value is not usable; use [NewPageBudget].
-type PageBudget struct {
-	limit int64
-	used  atomic.Int64
-}
-
-// NewPageBudget returns a budget of at most pages resident pages (of
-// [PageSize] bytes each); pages must be at least 1.
-func NewPageBudget(pages int64) (*PageBudget, error) {
-	if pages < 1 {
-		return nil, fmt.Errorf("sim: page budget of %d pages: want at least 1", pages)
-	}
-	return &PageBudget{limit: pages}, nil
-}
-
-// Limit returns the most pages the budget allows.
-func (b *PageBudget) Limit() int64 { return b.limit }
-
-// Used returns the pages currently charged to the budget.
-func (b *PageBudget) Used() int64 { return b.used.Load() }
-
-// take charges n pages, or nothing and false if they do not fit.
-func (b *PageBudget) take(n int64) bool {
-	if n <= 0 {
-		return true
-	}
-	for {
-		u := b.used.Load()
-		if n > b.limit-u {
-			return false
-		}
-		if b.used.CompareAndSwap(u, u+n) {
-			return true
-		}
-	}
-}
-
-// give returns n pages to the budget.
-func (b *PageBudget) give(n int64) {
-	if n > 0 {
-		b.used.Add(-n)
-	}
-}
-
-// refusal describes a refused charge of n pages.
-func (b *PageBudget) refusal(op string, addr uint64, n int64) error {
-	return fmt.Errorf("sim memory: %s at %#x needs %d new pages of %d bytes; %d of the budget's %d are in use: %w",
-		op, addr, n, PageSize, b.Used(), b.limit, ErrPageBudget)
-}
-
-// SetBudget makes m charge its resident pages to b (nil: no bound). The
-// pages already resident move from the old budget to b; if they do not fit
-// in b, the error wraps [ErrPageBudget] and nothing changes.
-func (m *Memory) SetBudget(b *PageBudget) error {
-	if b == m.budget {
-		return nil
-	}
-	n := int64(m.pages.n)
-	if b != nil && !b.take(n) {
-		return b.refusal("set budget", 0, n)
-	}
-	if m.budget != nil {
-		m.budget.give(n + m.credit)
-	}
-	m.budget, m.credit = b, 0
-	return nil
-}
-
-// Budget returns the budget m charges its pages to, or nil.
-func (m *Memory) Budget() *PageBudget { return m.budget }
-
-// Reserve charges the budget for n pages that accesses to come will make
-// resident, so that a caller doing one logical access in several writes
-// (a BAR write crossing windows) can refuse it whole up front. Writes use
-// the reservation before charging the budget anew; [Memory.Release] returns
-// what is left of it. Without a budget Reserve does nothing.
-func (m *Memory) Reserve(op string, addr uint64, n int64) error {
-	if err := m.need(op, addr, n); err != nil {
-		return err
-	}
-	m.hold++
-	return nil
-}
-
-// Release ends the reservation Reserve made, returning its unused pages.
-func (m *Memory) Release() {
-	if m.hold > 0 {
-		m.hold--
-	}
-	m.settle()
-}
-
-// need makes sure the reservation covers n more pages.
-func (m *Memory) need(op string, addr uint64, n int64) error {
-	if m.budget == nil || n <= m.credit {
-		return nil
-	}
-	if !m.budget.take(n - m.credit) {
-		return m.budget.refusal(op, addr, n)
-	}
-	m.credit = n
-	return nil
-}
-
-// settle returns the unused reservation unless a Reserve holds it.
-func (m *Memory) settle() {
-	if m.hold == 0 && m.credit > 0 {
-		m.budget.give(m.credit)
-		m.credit = 0
-	}
-}
-
-// charge accounts for one page made resident.
-func (m *Memory) charge() {
-	switch {
-	case m.budget == nil:
-	case m.credit > 0:
-		m.credit--
-	default:
-		// Every caller reserves an upper bound first; this keeps the count
-		// right should one not.
-		m.budget.used.Add(1)
-	}
-}
-
-// uncharge accounts for n pages released.
-func (m *Memory) uncharge(n int64) {
-	if m.budget != nil {
-		m.budget.give(n)
-	}
-}
-
-// NewPages returns how many pages a Write of p at addr would make resident:
-// those not resident that receive a non-zero byte. The range must be in
-// the address space.
-func (m *Memory) NewPages(addr uint64, p []byte) int64 {
-	var n int64
-	for len(p) > 0 {
-		off := addr & pageMask
-		c := min(PageSize-off, uint64(len(p)))
-		if m.page(addr>>pageShift) == nil && !allZero(p[:c]) {
-			n++
-		}
-		p = p[c:]
-		addr += c
-	}
-	return n
-}
-
-// NewPagesU32 is NewPages for little-endian words at addr.
-func (m *Memory) NewPagesU32(addr uint64, words []uint32) int64 {
-	var n int64
-	last := ^uint64(0)
-	for i, w := range words {
-		if w == 0 {
-			continue
-		}
-		a := addr + 4*uint64(i)
-		for _, pn := range [2]uint64{a >> pageShift, (a + 3) >> pageShift} {
-			if pn != last && m.page(pn) == nil {
-				// A word straddling two pages may put its non-zero byte in
-				// either: counting both keeps this an upper bound.
-				n++
-			}
-			last = pn
-		}
-	}
-	return n
-}
-
-// copyPages returns an upper bound of the pages a Copy of n bytes from src
-// to dst makes resident: destination pages not resident whose source
-// overlaps a resident page (a source never written copies as zeros).
-func (m *Memory) copyPages(dst, src, n uint64) int64 {
-	var count int64
-	for d := dst; d < dst+n; {
-		pn := d >> pageShift
-		c := min(PageSize-d&pageMask, dst+n-d)
-		if m.page(pn) == nil {
-			s := src + (d - dst)
-			if m.page(s>>pageShift) != nil || m.page((s+c-1)>>pageShift) != nil {
-				count++
-			}
-		}
-		d += c
-	}
-	return count
-}
 
 // SetPageBudget makes the host memory charge its resident pages to b (see
 // [Memory.SetBudget]).
@@ -252,7 +47,7 @@ func (d *Device) reserveWrite(b int, off uint64, src []uint32) (*Memory, error) 
 	var m *Memory
 	var n int64
 	switch {
-	case b == hwarch.BAR4 && d.hbm.budget != nil:
+	case b == hwarch.BAR4 && d.hbm.Budget() != nil:
 		m = d.hbm
 		for i := 0; i < len(src); {
 			o := off + 4*uint64(i)
@@ -265,7 +60,7 @@ func (d *Device) reserveWrite(b int, off uint64, src []uint32) (*Memory, error) 
 			n += m.NewPagesU32(addr, src[i:i+k])
 			i += k
 		}
-	case b == d.regBAR && d.regs.budget != nil:
+	case b == d.regBAR && d.regs.Budget() != nil:
 		m = d.regs
 		n = m.NewPagesU32(off, src)
 	default:

@@ -165,10 +165,8 @@ func (d *Device) restore(s DeviceSnapshot, withEngine bool) error {
 	}
 	// Build every part aside first: the engine, memories, DMA controller and
 	// cores each check what they are given.
-	var engine Engine
 	if withEngine {
-		engine.handlers, engine.names = d.engine.handlers, d.engine.names
-		if err := engine.Restore(s.Engine); err != nil {
+		if err := d.engine.Validate(s.Engine); err != nil {
 			return fmt.Errorf("sim device %s: %w", d.cfg.Name, err)
 		}
 	}
@@ -199,10 +197,12 @@ func (d *Device) restore(s DeviceSnapshot, withEngine bool) error {
 	}
 	// Nothing below fails: every part was checked above.
 	if withEngine {
-		d.engine.now, d.engine.nextSeq, d.engine.queue = engine.now, engine.nextSeq, engine.queue
+		if err := d.engine.Restore(s.Engine); err != nil { // checked above: cannot fail
+			return fmt.Errorf("sim device %s: %w", d.cfg.Name, err)
+		}
 	}
-	d.regs.pages, d.regs.lastPage = regs.pages, nil
-	d.hbm.pages, d.hbm.lastPage = hbm.pages, nil
+	d.regs.Adopt(&regs)
+	d.hbm.Adopt(&hbm)
 	if err := d.dma.Restore(s.DMA); err != nil { // checked above: cannot fail
 		return fmt.Errorf("sim device %s: %w: %w", d.cfg.Name, err, ErrInvalidState)
 	}

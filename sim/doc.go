@@ -1,18 +1,15 @@
-// Package sim is the device model's core: virtual time, the discrete-event
-// engine, and sparse paged device memory.
+// Package sim is the device model: one Neuron device (its PCI functions and
+// BARs, register file, firmware lifecycle, host memory, DMA engines and
+// NeuronCores) driven through the ndl interfaces a runtime uses.
 //
-// Virtual time ([Time]) counts picoseconds in a uint64, so arithmetic is exact
-// and a run is reproducible bit for bit. The [Engine] runs events in
-// (time, sequence) order: two events at the same time run in the order they
-// were scheduled, so the same scenario always produces the same output. The
-// [Memory] models a 48-bit device address space (HBM channels, the bit-47
-// mesh half, the bit-46 host window) that costs only the pages written.
+// The simulation kernel it runs on — virtual time, the event engine, sparse
+// paged memory and its page budget, the tracing interface — is package
+// [github.com/neuronsim/neuronsim/sim/simkernel]; the names this package
+// has always exported for them ([Time], [Engine], [Memory], [PageBudget],
+// their sentinels and constants) are aliases of the kernel's, so existing
+// callers keep working and values cross between the two freely.
 //
-// Mutable state is kept in plain exported structs ([EngineState],
-// [MemoryState]) so that snapshots can save and restore it; Restore validates
-// what it is given and refuses a bad state with an error, leaving the old
-// state in place.
-//
-// Nothing in this package is safe for concurrent use: the owner (the Device)
-// serialises access.
+// Mutable state is kept in plain exported structs so that snapshots can save
+// and restore it; Restore validates what it is given and refuses a bad
+// state with an error, leaving the old state in place.
 package sim

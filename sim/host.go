@@ -333,11 +333,11 @@ func validateHostState(s HostState) error {
 	slices.Sort(pns)
 	for _, pn := range pns {
 		pg := s.Memory.Pages[pn]
-		if pg == nil || pn >= pageLimit {
+		if pg == nil || pn >= AddressLimit/PageSize {
 			continue // Memory.Restore refuses these
 		}
-		if off, ok := hostNonZeroOutside(s.Blocks, pn<<pageShift, pg); ok {
-			return fmt.Errorf("Memory: page %#x holds a non-zero byte at %#x, outside every live buffer", pn, pn<<pageShift+off)
+		if off, ok := hostNonZeroOutside(s.Blocks, pn*PageSize, pg); ok {
+			return fmt.Errorf("Memory: page %#x holds a non-zero byte at %#x, outside every live buffer", pn, pn*PageSize+off)
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package sim
+package simkernel
 
 // pageTable maps page numbers (36 bits: a 48-bit address over 4 KiB pages)
 // to resident pages: a radix tree of four 9-bit levels, each node a 4 KiB

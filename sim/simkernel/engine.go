@@ -1,4 +1,4 @@
-package sim
+package simkernel
 
 import (
 	"errors"
@@ -320,6 +320,22 @@ func (e *Engine) State() EngineState {
 // fails a check is refused with an error wrapping [ErrInvalidState] that
 // names the offending event, and the engine keeps its old state.
 func (e *Engine) Restore(s EngineState) error {
+	if err := e.Validate(s); err != nil {
+		return err
+	}
+	e.queue = append(e.queue[:0], s.Queue...)
+	for i := len(e.queue)/2 - 1; i >= 0; i-- {
+		e.down(i)
+	}
+	e.now = s.Now
+	e.nextSeq = s.NextSeq
+	return nil
+}
+
+// Validate makes the checks of [Engine.Restore] without changing anything:
+// an owner restoring several parts checks them all first, and then restores
+// each, which cannot fail.
+func (e *Engine) Validate(s EngineState) error {
 	if _, err := units.PS("engine: Now", uint64(s.Now)); err != nil {
 		return fmt.Errorf("sim engine: restore: %w: %w", err, ErrInvalidState)
 	}
@@ -353,12 +369,6 @@ func (e *Engine) Restore(s EngineState) error {
 			}
 		}
 	}
-	e.queue = append(e.queue[:0], s.Queue...)
-	for i := len(e.queue)/2 - 1; i >= 0; i-- {
-		e.down(i)
-	}
-	e.now = s.Now
-	e.nextSeq = s.NextSeq
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package sim
+package simkernel
 
 import (
 	"bytes"
@@ -576,4 +576,14 @@ func (m *Memory) Restore(s MemoryState) error {
 	m.pages = pages
 	m.lastPage = nil
 	return nil
+}
+
+// Adopt replaces m's resident pages with o's and leaves o empty: the commit
+// half of a restore checked aside (o was filled by [Memory.Restore] on a
+// memory of its own, so nothing of m changed while the owner's other parts
+// were checked). m keeps its budget and its charge as they were: Adopt
+// neither charges nor refuses.
+func (m *Memory) Adopt(o *Memory) {
+	m.pages, m.lastPage = o.pages, nil
+	o.pages, o.lastPage = pageTable{}, nil
 }
