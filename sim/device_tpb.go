@@ -5,6 +5,7 @@ import (
 
 	"github.com/neuronsim/neuronsim/hw/isa"
 	"github.com/neuronsim/neuronsim/hw/udma"
+	"github.com/neuronsim/neuronsim/sim/simkernel"
 	"github.com/neuronsim/neuronsim/sim/tpb"
 )
 
@@ -107,9 +108,8 @@ func (d *Device) Core(nc int) (*tpb.Core, error) {
 
 // Tracer receives the device's slices: every DMA transfer and every record
 // an engine runs (sim/trace.Recorder is one).
-type Tracer interface {
-	Slice(track, name string, start, end uint64, args map[string]string)
-}
+// It is the kernel's [simkernel.Tracer].
+type Tracer = simkernel.Tracer
 
 // SetTrace sends the device's DMA transfers and engine records to t (nil:
 // none).

@@ -16,6 +16,7 @@ import (
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/hw/udma"
 	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/sim/simkernel"
 )
 
 // Class says which shared path an address's bytes travel for timing.
@@ -211,10 +212,8 @@ func (c *Controller) Reset() {
 	c.st.HBMFree, c.st.HostFree = 0, 0
 }
 
-// Tracer receives one slice per transfer (sim/trace.Recorder is one).
-type Tracer interface {
-	Slice(track, name string, start, end uint64, args map[string]string)
-}
+// Tracer receives one slice per transfer: the kernel's [simkernel.Tracer].
+type Tracer = simkernel.Tracer
 
 // SetTrace makes the controller report every transfer to t (nil: none).
 func (c *Controller) SetTrace(t Tracer) { c.trace = t }

@@ -1,11 +1,11 @@
 package dma
 
 import (
-	"math/bits"
 	"strconv"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/sim/simkernel"
 )
 
 // Timing is the DMA timing model of a device (docs/timing-model.md §DMA).
@@ -70,19 +70,8 @@ func DefaultTiming(g hwarch.Generation) Timing {
 }
 
 // TransferTime returns how long n bytes take at bw bytes/s, in ps, rounded
-// up; exact integer arithmetic so every platform gives the same answer. (The
-// fabric's links use it too.)
+// up: it is [simkernel.AtRate], the one conversion the models time their
+// work with, as a plain uint64.
 func TransferTime(n, bw uint64) uint64 {
-	if bw == 0 || n == 0 {
-		return 0
-	}
-	hi, lo := bits.Mul64(n, 1e12)
-	if hi >= bw {
-		return ^uint64(0)
-	}
-	q, r := bits.Div64(hi, lo, bw)
-	if r != 0 {
-		q++
-	}
-	return q
+	return uint64(simkernel.AtRate(n, bw))
 }

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/neuronsim/neuronsim/sim"
+	"github.com/neuronsim/neuronsim/sim/simkernel"
 )
 
 // FaultKind is what an injected fault does.
@@ -20,7 +20,7 @@ const (
 // Fault is one injected fault: at time At, Kind on Link (a directed link;
 // see LinkBetween) or Device.
 type Fault struct {
-	At     sim.Time
+	At     simkernel.Time
 	Kind   FaultKind
 	Link   int
 	Device int

@@ -7,6 +7,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/sim/dma"
+	"github.com/neuronsim/neuronsim/sim/simkernel"
 )
 
 // LinkState is the mutable state of one directed link.
@@ -122,10 +123,10 @@ func (s *System) cutThrough(path []int, n int, now, start, sent uint64, hops *[]
 		lat += l.Params.Latency + s.forward(l)
 		bw = min(bw, l.Params.Bandwidth)
 		s.st.Links[id].Bytes += uint64(n)
-		s.st.Links[id].Busy += dma.TransferTime(uint64(n), l.Params.Bandwidth)
+		s.st.Links[id].Busy += uint64(simkernel.AtRate(uint64(n), l.Params.Bandwidth))
 	}
 	first := path[0]
-	own := dma.TransferTime(uint64(n), s.topo.Links[first].Params.Bandwidth)
+	own := uint64(simkernel.AtRate(uint64(n), s.topo.Links[first].Params.Bandwidth))
 	begin := s.st.Links[first].book(now, start, own)
 	if hops != nil {
 		t := begin
@@ -135,7 +136,7 @@ func (s *System) cutThrough(path []int, n int, now, start, sent uint64, hops *[]
 		}
 	}
 	injected = max(sent, addTime(begin, own))
-	return injected, addTime(max(sent, addTime(begin, dma.TransferTime(uint64(n), bw))), lat+s.p.Endpoint)
+	return injected, addTime(max(sent, addTime(begin, uint64(simkernel.AtRate(uint64(n), bw)))), lat+s.p.Endpoint)
 }
 
 // storeAndForward is the contention-aware model: m = ⌈n/c⌉ chunks, all of
@@ -152,13 +153,13 @@ func (s *System) cutThrough(path []int, n int, now, start, sent uint64, hops *[]
 func (s *System) storeAndForward(path []int, n int, now, start, sent uint64, hops *[]uint64) (injected, lands uint64) {
 	c := uint64(s.p.ChunkBytes)
 	m := (uint64(n) + c - 1) / c
-	all := dma.TransferTime(uint64(n), s.engineBW)
+	all := uint64(simkernel.AtRate(uint64(n), s.engineBW))
 	var arrive uint64
 	for j := uint64(0); j < m; j++ {
 		size, t := c, sent
 		if j == m-1 {
 			size = uint64(n) - (m-1)*c
-		} else if rest := all - dma.TransferTime((j+1)*c, s.engineBW); rest < sent-start {
+		} else if rest := all - uint64(simkernel.AtRate((j+1)*c, s.engineBW)); rest < sent-start {
 			t = sent - rest
 		} else {
 			t = start
@@ -167,7 +168,7 @@ func (s *System) storeAndForward(path []int, n int, now, start, sent uint64, hop
 			ls := &s.st.Links[id]
 			busy := s.chunkTime[id]
 			if size != c {
-				busy = dma.TransferTime(size, s.topo.Links[id].Params.Bandwidth)
+				busy = uint64(simkernel.AtRate(size, s.topo.Links[id].Params.Bandwidth))
 			}
 			begin := ls.book(now, t, busy)
 			ls.Bytes += size

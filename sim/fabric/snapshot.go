@@ -18,6 +18,7 @@ import (
 	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/sim"
 	"github.com/neuronsim/neuronsim/sim/dma"
+	"github.com/neuronsim/neuronsim/sim/simkernel"
 	"github.com/neuronsim/neuronsim/sim/tpb"
 )
 
@@ -43,7 +44,7 @@ type Snapshot struct {
 	DMA        dma.Timing
 	TimingOnly bool
 
-	Engine sim.EngineState
+	Engine simkernel.EngineState
 	Host   sim.HostState
 	Device []DeviceImage
 
@@ -68,7 +69,7 @@ type DeviceImage struct {
 	RoutingID uint32
 	Serial    uint64
 	State     sim.DeviceState
-	Regs, HBM sim.MemoryState
+	Regs, HBM simkernel.MemoryState
 	DMA       dma.State
 	Cores     []tpb.CoreState
 }
@@ -308,8 +309,8 @@ func (s *System) checkSnapshot(snap *Snapshot) error {
 		switch {
 		case d.Src < 0 || d.Src >= nd || d.Dst < 0 || d.Dst >= nd:
 			return fmt.Errorf("%s: devices %d → %d in a system of %d", where, d.Src, d.Dst, nd)
-		case d.Len < 0 || uint64(d.Len) > sim.AddressLimit || d.Addr > sim.AddressLimit-uint64(d.Len):
-			return fmt.Errorf("%s: %d bytes at %#x: outside the %d-bit device address space", where, d.Len, d.Addr, sim.AddressBits)
+		case d.Len < 0 || uint64(d.Len) > simkernel.AddressLimit || d.Addr > simkernel.AddressLimit-uint64(d.Len):
+			return fmt.Errorf("%s: %d bytes at %#x: outside the %d-bit device address space", where, d.Len, d.Addr, simkernel.AddressBits)
 		case d.Data != nil && len(d.Data) != d.Len:
 			return fmt.Errorf("%s: %d bytes of payload for a write of %d", where, len(d.Data), d.Len)
 		}
@@ -345,8 +346,8 @@ func (s *System) checkSnapshot(snap *Snapshot) error {
 			return fmt.Errorf("%s: not valid (only valid reservations are saved)", where)
 		case r.Dst < 0 || r.Dst >= nd:
 			return fmt.Errorf("%s: destination device %d of %d", where, r.Dst, nd)
-		case r.Addr >= sim.AddressLimit:
-			return fmt.Errorf("%s: address %#x outside the %d-bit device address space", where, r.Addr, sim.AddressBits)
+		case r.Addr >= simkernel.AddressLimit:
+			return fmt.Errorf("%s: address %#x outside the %d-bit device address space", where, r.Addr, simkernel.AddressBits)
 		}
 		held[[2]int{r.Device, r.Index}] = true
 		if err := ps(where+".Start", r.Start); err != nil {

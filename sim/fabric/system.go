@@ -10,6 +10,7 @@ import (
 	"github.com/neuronsim/neuronsim/hw/udma"
 	"github.com/neuronsim/neuronsim/sim"
 	"github.com/neuronsim/neuronsim/sim/dma"
+	"github.com/neuronsim/neuronsim/sim/simkernel"
 )
 
 // Config describes a system.
@@ -42,7 +43,7 @@ type Config struct {
 type System struct {
 	cfg    Config     // as built (Params filled in)
 	mu     sync.Mutex // the devices' shared lock
-	engine *sim.Engine
+	engine *simkernel.Engine
 	host   *sim.HostMemory
 	geo    *hwarch.Geometry
 	devs   []*sim.Device
@@ -50,8 +51,8 @@ type System struct {
 	p      Params
 	paths  [][][]int // paths[src][dst], filled on first use
 	ports  []*port
-	hLand  sim.HandlerID
-	hFault sim.HandlerID
+	hLand  simkernel.HandlerID
+	hFault simkernel.HandlerID
 	faults []Fault // scheduled, by the index their event carries
 	st     state
 	rec    *recorder     // packet capture, or nil
@@ -158,7 +159,7 @@ func New(cfg Config) (*System, error) {
 		return nil, fmt.Errorf("fabric: device id %#04x is not a %s device: %w", devID, cfg.Generation, ErrConfig)
 	}
 	cfg.DeviceID = devID
-	s := &System{engine: sim.NewEngine(), host: sim.NewHostMemory(), geo: hwarch.MustGeometry(cfg.Generation), topo: topo, p: p,
+	s := &System{engine: simkernel.NewEngine(), host: sim.NewHostMemory(), geo: hwarch.MustGeometry(cfg.Generation), topo: topo, p: p,
 		paths: make([][][]int, cfg.Devices)}
 	s.cfg = cfg
 	s.cfg.Kind, s.cfg.Params = kind, &s.p
@@ -169,7 +170,7 @@ func New(cfg Config) (*System, error) {
 	s.st.Links = make([]LinkState, len(topo.Links))
 	for id := range topo.Links {
 		l := &topo.Links[id]
-		s.chunkTime = append(s.chunkTime, dma.TransferTime(uint64(p.ChunkBytes), l.Params.Bandwidth))
+		s.chunkTime = append(s.chunkTime, uint64(simkernel.AtRate(uint64(p.ChunkBytes), l.Params.Bandwidth)))
 		s.hopDelay = append(s.hopDelay, l.Params.Latency+s.forward(l))
 	}
 	if cfg.Devices <= denseLast {
@@ -177,10 +178,10 @@ func New(cfg Config) (*System, error) {
 	} else {
 		s.st.LastMap = map[uint64]uint64{}
 	}
-	if s.hLand, err = s.engine.Register("fabric-land", sim.HandlerFunc(func(_ *sim.Engine, arg uint64) { s.land(int(arg)) })); err != nil {
+	if s.hLand, err = s.engine.Register("fabric-land", simkernel.HandlerFunc(func(_ *simkernel.Engine, arg uint64) { s.land(int(arg)) })); err != nil {
 		return nil, err
 	}
-	if s.hFault, err = s.engine.Register("fabric-fault", sim.HandlerFunc(func(_ *sim.Engine, arg uint64) { s.fault(int(arg)) })); err != nil {
+	if s.hFault, err = s.engine.Register("fabric-fault", simkernel.HandlerFunc(func(_ *simkernel.Engine, arg uint64) { s.fault(int(arg)) })); err != nil {
 		return nil, err
 	}
 	for i := range cfg.Devices {
@@ -231,14 +232,14 @@ func (s *System) Params() Params { return s.p }
 func (s *System) Host() *sim.HostMemory { return s.host }
 
 // Now returns the system's virtual time.
-func (s *System) Now() sim.Time {
+func (s *System) Now() simkernel.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.engine.Now()
 }
 
 // Advance runs the system for d of virtual time.
-func (s *System) Advance(d sim.Time) {
+func (s *System) Advance(d simkernel.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.engine.RunUntil(s.engine.Now() + d)
@@ -368,7 +369,7 @@ func (pt *port) Post(e, q int, dst uint64, n int, p []byte, red udma.Reduce, lan
 		slot = len(s.st.InFlight)
 		s.st.InFlight = append(s.st.InFlight, d)
 	}
-	if err := s.engine.Schedule(sim.Time(lands), s.hLand, uint64(slot)); err != nil {
+	if err := s.engine.Schedule(simkernel.Time(lands), s.hLand, uint64(slot)); err != nil {
 		s.release(slot)
 		return fmt.Errorf("fabric: %w", err)
 	}

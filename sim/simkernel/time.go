@@ -1,6 +1,7 @@
 package simkernel
 
 import (
+	"math"
 	"math/bits"
 	"strconv"
 	"time"
@@ -108,6 +109,40 @@ func CyclesAt(hz uint64, cycles uint64) Time {
 	}
 	q, _ := bits.Div64(hi, lo, hz)
 	return min(Time(q), MaxTime)
+}
+
+// AtRate returns how long n units of work take at perSecond units per
+// second: n × 10¹² / perSecond picoseconds, rounded up to the next whole
+// picosecond, in exact 128-bit integer arithmetic (the same on every
+// machine). It is the one conversion the models time their work with:
+// bytes at a bandwidth (a DMA engine, the HBM, the host link, a fabric link)
+// and engine cycles at a clock (a NeuronCore record). Rounding up means a
+// resource is never free before its last unit of work is done.
+//
+// n == 0 or perSecond == 0 takes no time (a rate of 0 is a resource the
+// configuration does not model; every configured rate is validated above
+// 0). A result is not clamped to [MaxTime] — the engine refuses to schedule
+// past it with [ErrTimeOverflow] — but one that would not fit in 64 bits
+// saturates to 2^64-1.
+//
+// [CyclesAt] asks a different question (the nearest instant of a clock's
+// n-th cycle) and rounds to nearest; see the package documentation.
+func AtRate(n, perSecond uint64) Time {
+	if perSecond == 0 || n == 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(n, picosecondsPerSecond)
+	if hi >= perSecond {
+		return Time(math.MaxUint64)
+	}
+	q, r := bits.Div64(hi, lo, perSecond)
+	if r != 0 {
+		if q == math.MaxUint64 {
+			return Time(math.MaxUint64) // rounding up would wrap to 0
+		}
+		q++
+	}
+	return Time(q)
 }
 
 // FromDuration converts a [time.Duration] to virtual time. A negative

@@ -6,6 +6,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/hw/isa"
+	"github.com/neuronsim/neuronsim/sim/simkernel"
 )
 
 // The NeuronCore model: five engines (PE, ACT, POOL, DVE, SP), each a
@@ -32,10 +33,8 @@ type Mem interface {
 }
 
 // Tracer receives one slice per completed record (and per wait) for a
-// timeline view.
-type Tracer interface {
-	Slice(track, name string, start, end uint64, args map[string]string)
-}
+// timeline view: the kernel's [simkernel.Tracer].
+type Tracer = simkernel.Tracer
 
 // NumEngines is the number of engines of a NeuronCore, indexed PE 0, ACT 1,
 // POOL 2, DVE 3, SP 4 (hwarch.Engine and isa.Engine order).

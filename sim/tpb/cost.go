@@ -1,9 +1,8 @@
 package tpb
 
 import (
-	"math/bits"
-
 	"github.com/neuronsim/neuronsim/hw/isa"
+	"github.com/neuronsim/neuronsim/sim/simkernel"
 )
 
 // The cost of a record in its engine's cycles (trainium-facts §7;
@@ -65,24 +64,14 @@ func Cycles(r *isa.Record, pe *PEState) uint64 {
 	return 1 // nop, barrier, sem, ctrl_poll_sem
 }
 
-// Picoseconds returns the time of cycles at hz, in ps, rounded up (exact
-// integer arithmetic).
+// Picoseconds returns the time of cycles at hz, in ps, rounded up: it is
+// [simkernel.AtRate], the one conversion the models time their work with,
+// as a plain uint64 (kept for its callers).
 func Picoseconds(cycles, hz uint64) uint64 {
-	if hz == 0 || cycles == 0 {
-		return 0
-	}
-	hi, lo := bits.Mul64(cycles, 1e12)
-	if hi >= hz {
-		return ^uint64(0)
-	}
-	q, r := bits.Div64(hi, lo, hz)
-	if r != 0 {
-		q++
-	}
-	return q
+	return uint64(simkernel.AtRate(cycles, hz))
 }
 
 // duration returns the time record r takes on engine e.
 func (c *Core) duration(e int, r *isa.Record) uint64 {
-	return Picoseconds(Cycles(r, &c.st.PE), c.clocks[e])
+	return uint64(simkernel.AtRate(Cycles(r, &c.st.PE), c.clocks[e]))
 }
