@@ -41,8 +41,10 @@ func DefaultFirmwareTiming() FirmwareTiming {
 // with the new mailbox protocol.
 const DefaultFWAPIVersion = 7
 
-// DeviceConfig chooses what kind of device NewDevice builds. Zero fields take
-// their defaults.
+// DeviceConfig chooses what kind of device NewDevice builds: what the device
+// is, and nothing of what it is attached to (that is its [Wiring]), so a
+// configuration is a plain comparable value that a snapshot can carry. Zero
+// fields take their defaults.
 type DeviceConfig struct {
 	Name       string            // for errors and listings; default "nd<RoutingID>"
 	Generation hwarch.Generation // required unless DeviceID is set
@@ -58,15 +60,23 @@ type DeviceConfig struct {
 	DMA dma.Timing
 	// TimingOnly runs DMA without payloads (see dma.Options).
 	TimingOnly bool
+	// Ready starts the device with its firmware already booted, as if Boot
+	// had passed before time 0.
+	Ready bool
+}
+
+// Wiring is what a device is attached to: live objects it shares with what
+// is around it, not part of what the device is. It is given to
+// [NewWiredDevice] (and [NewDeviceFromSnapshot]) apart from the
+// [DeviceConfig], and no snapshot carries it. The zero Wiring is a device
+// alone: its own engine, lock and private host-memory model.
+type Wiring struct {
 	// Host is the host memory the device's DMA reaches through its host
 	// window (a HostPort: the host-memory model, or a guest's memory when
 	// the device is served over vfio-user); nil gives the device a private
 	// host-memory model. Devices of one system share one, unless each is
 	// served to a guest with its own (fabric.Config.HostPorts).
 	Host HostPort
-	// Ready starts the device with its firmware already booted, as if Boot
-	// had passed before time 0.
-	Ready bool
 	// Engine and Lock, when set, are the event engine and the mutex the
 	// device shares with the other devices of a system (sim/fabric): one
 	// clock for all, and one lock, since an event of one device may touch
@@ -148,8 +158,9 @@ type DeviceState struct {
 // Device implements the runtime's ndl.Device (and ndl.Sleeper) without
 // importing it. It is safe for concurrent use: accesses are serialised.
 type Device struct {
-	mu      *sync.Mutex // its own, or the system's (DeviceConfig.Lock)
+	mu      *sync.Mutex // its own, or the system's (Wiring.Lock)
 	cfg     DeviceConfig
+	system  bool // the engine and lock are a system's (Wiring.Engine)
 	geo     *hwarch.Geometry
 	id      hwarch.PCIIdentity
 	regBAR  int
@@ -176,11 +187,21 @@ type Device struct {
 	hBoot, hAck, hDone, hDMA HandlerID
 }
 
-// NewDevice builds a device and powers it on: its firmware boots for
-// cfg.Firmware.Boot of device time (0xDEADBEEF until then) unless cfg.Ready.
+// NewDevice builds a device alone (the zero [Wiring]) and powers it on: its
+// firmware boots for cfg.Firmware.Boot of device time (0xDEADBEEF until
+// then) unless cfg.Ready.
 func NewDevice(cfg DeviceConfig) (*Device, error) {
+	return NewWiredDevice(cfg, Wiring{})
+}
+
+// NewWiredDevice is [NewDevice] for a device attached as w says: to a host
+// port, and to the engine and lock of a system.
+func NewWiredDevice(cfg DeviceConfig, w Wiring) (*Device, error) {
 	if err := fillDefaults(&cfg); err != nil {
 		return nil, err
+	}
+	if (w.Engine == nil) != (w.Lock == nil) {
+		return nil, fmt.Errorf("sim device %s: a shared Engine and Lock go together (one is nil)", cfg.Name)
 	}
 	geo := hwarch.MustGeometry(cfg.Generation)
 	atlas, err := bar.NewAtlas(geo)
@@ -204,7 +225,7 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 		id:     hwarch.PCIIdentity{Vendor: hwarch.VendorAmazon, Device: cfg.DeviceID, Revision: cfg.Revision},
 		read:   FromDuration(cfg.MMIO.Read),
 		write:  FromDuration(cfg.MMIO.Write),
-		engine: cfg.Engine, mu: cfg.Lock, regs: NewMemory(), hbm: NewMemory(),
+		engine: w.Engine, mu: w.Lock, system: w.Engine != nil, regs: NewMemory(), hbm: NewMemory(),
 	}
 	d.pci = newPCIConfig(d.id, cfg.Generation, cfg.BARs)
 	if d.engine == nil {
@@ -212,7 +233,7 @@ func NewDevice(cfg DeviceConfig) (*Device, error) {
 	}
 	d.st.NCSync = make([]tpb.SyncState, geo.NeuronCores)
 	d.st.TopSPSync = make([]tpb.SyncState, geo.TopSPs)
-	if d.host, d.hostMem, err = hostPort(cfg.Name, cfg.Host); err != nil {
+	if d.host, d.hostMem, err = hostPort(cfg.Name, w.Host); err != nil {
 		return nil, err
 	}
 	d.hbmSize = make([]uint64, len(geo.HBM))
@@ -275,16 +296,13 @@ func fillDefaults(cfg *DeviceConfig) error {
 	if err := cfg.DMA.Validate(); err != nil {
 		return fmt.Errorf("sim device %s: DMA timing: %w", cfg.Name, err)
 	}
-	if (cfg.Engine == nil) != (cfg.Lock == nil) {
-		return fmt.Errorf("sim device %s: a shared Engine and Lock go together (one is nil)", cfg.Name)
-	}
 	return nil
 }
 
 // register adds an event handler to the device's engine, under the device's
 // name when the engine is a system's.
 func (d *Device) register(name string, h Handler) (HandlerID, error) {
-	if d.cfg.Engine != nil {
+	if d.system {
 		name = d.cfg.Name + "/" + name
 	}
 	return d.engine.Register(name, h)
@@ -303,6 +321,10 @@ func (d *Device) BARSize(b int) uint64 {
 
 // Config returns the configuration the device was built with, defaults filled in.
 func (d *Device) Config() DeviceConfig { return d.cfg }
+
+// InSystem reports whether the device is wired to a system's engine and lock
+// ([Wiring].Engine): its clock is then the system's.
+func (d *Device) InSystem() bool { return d.system }
 
 // Geometry returns the device's generation geometry (shared; do not modify).
 func (d *Device) Geometry() *hwarch.Geometry { return d.geo }

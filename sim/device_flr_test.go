@@ -176,7 +176,7 @@ func TestFunctionResetSystem(t *testing.T) {
 	e, mu := NewEngine(), new(sync.Mutex)
 	var hs []dev
 	for i := range 2 {
-		hs = append(hs, newDev(t, DeviceConfig{Generation: hwarch.Cayman, Name: []string{"a", "b"}[i], RoutingID: uint32(i), Ready: true, Engine: e, Lock: mu}))
+		hs = append(hs, newWiredDev(t, DeviceConfig{Generation: hwarch.Cayman, Name: []string{"a", "b"}[i], RoutingID: uint32(i), Ready: true}, Wiring{Engine: e, Lock: mu}))
 	}
 	for _, h := range hs {
 		h.write(h.misc(0x100), 0x1234)

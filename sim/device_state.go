@@ -15,9 +15,15 @@ import (
 // DeviceSnapshot is everything a Device holds: its configuration, its
 // life-cycle and synchronisation state, its pending events and its two
 // memories. Restoring a snapshot and continuing gives exactly what the
-// uninterrupted device would have given.
+// uninterrupted device would have given. It carries configuration only,
+// never the device's [Wiring] (its host port, a system's engine and lock):
+// whoever restores it attaches the device anew.
 type DeviceSnapshot struct {
 	Config DeviceConfig
+	// System is set when the snapshot was taken from a device of a system
+	// (one wired to a system's engine): its events are the system's, so it
+	// is restored with its system ([Device.RestoreInSystem]), not alone.
+	System bool
 	State  DeviceState
 	Engine EngineState
 	Regs   MemoryState // register and SRAM windows, by register-BAR offset
@@ -43,7 +49,7 @@ func (d *Device) Snapshot() DeviceSnapshot {
 	st := d.st
 	st.NCSync = slices.Clone(d.st.NCSync)
 	st.TopSPSync = slices.Clone(d.st.TopSPSync)
-	snap := DeviceSnapshot{Config: d.cfg, State: st, Engine: d.engine.State(), Regs: d.regs.State(), HBM: d.hbm.State(),
+	snap := DeviceSnapshot{Config: d.cfg, System: d.system, State: st, Engine: d.engine.State(), Regs: d.regs.State(), HBM: d.hbm.State(),
 		DMA: d.dma.State(), Cores: d.coreStates()}
 	if d.hostMem != nil {
 		snap.Host = d.hostMem.State()
@@ -51,25 +57,36 @@ func (d *Device) Snapshot() DeviceSnapshot {
 	return snap
 }
 
-// NewDeviceFromSnapshot builds a device in the state a snapshot recorded,
-// with a private host memory restored from the snapshot's. A
+// NewDeviceFromSnapshot builds a device alone in the state a snapshot
+// recorded, with a private host memory restored from the snapshot's. A
 // snapshot whose parts do not fit its configuration (wrong number of NCs or
 // TOP_SPs, an unknown phase, events of unknown handlers, pages outside the
 // address space) is refused with an error wrapping ErrInvalidState.
 func NewDeviceFromSnapshot(s DeviceSnapshot) (*Device, error) {
-	if s.Config.Engine != nil {
+	return NewWiredDeviceFromSnapshot(s, Wiring{})
+}
+
+// NewWiredDeviceFromSnapshot is [NewDeviceFromSnapshot] for a device
+// attached to w.Host: a host port that is not the host-memory model (a
+// guest's memory) is kept as it is, and the snapshot must then carry no host
+// state; a *HostMemory or nil gives the device a private host memory
+// restored from the snapshot's. A device of a system is restored with its
+// system: w.Engine and a snapshot of such a device are refused with
+// [ErrSystemDevice].
+func NewWiredDeviceFromSnapshot(s DeviceSnapshot, w Wiring) (*Device, error) {
+	if s.System || w.Engine != nil || w.Lock != nil {
 		return nil, fmt.Errorf("sim device snapshot of %s: %w", s.Config.Name, ErrSystemDevice)
 	}
 	cfg := s.Config
 	cfg.Ready = true // no boot event: the snapshot's queue says what is pending
-	if _, model := s.Config.Host.(*HostMemory); model {
-		cfg.Host = nil // a private host memory, restored below
+	if _, model := w.Host.(*HostMemory); model {
+		w.Host = nil // a private host memory, restored below
 	} // another port (a guest's memory) is kept: it is not the snapshot's to restore
-	d, err := NewDevice(cfg)
+	d, err := NewWiredDevice(cfg, w)
 	if err != nil {
 		return nil, fmt.Errorf("sim device snapshot: %w: %w", err, ErrInvalidState)
 	}
-	d.cfg.Ready, d.cfg.Host = s.Config.Ready, s.Config.Host
+	d.cfg.Ready = s.Config.Ready
 	if err := d.restore(s, true); err != nil {
 		return nil, err
 	}
@@ -79,13 +96,15 @@ func NewDeviceFromSnapshot(s DeviceSnapshot) (*Device, error) {
 // Restore replaces the device's state with a snapshot taken from a device of
 // the same configuration. On error the device keeps its state.
 func (d *Device) Restore(s DeviceSnapshot) error {
-	if d.cfg.Engine != nil {
+	if d.system {
 		return fmt.Errorf("sim device %s: restore: %w", d.cfg.Name, ErrSystemDevice)
 	}
 	if s.Config != d.cfg {
 		return fmt.Errorf("sim device %s: restore: snapshot of device %q has another configuration: %w", d.cfg.Name, s.Config.Name, ErrInvalidState)
 	}
-	fresh, err := NewDeviceFromSnapshot(s)
+	// fresh is wired as d is (d.host: its own port, or its host memory,
+	// for which fresh gets a private one restored from s).
+	fresh, err := NewWiredDeviceFromSnapshot(s, Wiring{Host: d.host})
 	if err != nil {
 		return err
 	}
@@ -139,13 +158,12 @@ func (d *Device) setState(st DeviceState) {
 // RestoreInSystem loads a snapshot into a freshly built device of a system
 // (sim/fabric): everything but the events and the host memory, which the
 // system restores once for all its devices. The snapshot's configuration
-// must be the device's, apart from the system's engine, lock and host.
+// must be the device's, apart from Ready.
 func (d *Device) RestoreInSystem(s DeviceSnapshot) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	want, got := d.cfg, s.Config
-	want.Engine, want.Lock, want.Host, want.Ready = nil, nil, nil, false
-	got.Engine, got.Lock, got.Host, got.Ready = nil, nil, nil, false
+	want.Ready, got.Ready = false, false
 	if want != got {
 		return fmt.Errorf("sim device %s: restore: the snapshot is of another configuration (%s): %w", d.cfg.Name, s.Config.Name, ErrInvalidState)
 	}

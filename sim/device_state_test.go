@@ -2,6 +2,8 @@ package sim
 
 import (
 	"math"
+	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,4 +117,45 @@ func TestSnapshotRestoreRefusesBadState(t *testing.T) {
 	other, err := NewDevice(DeviceConfig{Generation: hwarch.Cayman, Ready: true, RoutingID: 1})
 	require.NoError(t, err)
 	require.ErrorIs(t, other.Restore(good), ErrInvalidState, "another device's snapshot")
+}
+
+// TestSnapshotCarriesNoWiring: a device's configuration, which its snapshot
+// carries, is a plain value: no pointer, interface, map, slice, function or
+// channel anywhere in it, so no host port, engine or lock can travel inside a
+// snapshot (issue 15 item 6: DeviceConfig held Host, Engine and Lock). A
+// device wired to a system's engine says so in its snapshot, which is then
+// refused alone.
+func TestSnapshotCarriesNoWiring(t *testing.T) {
+	var walk func(path string, ty reflect.Type)
+	walk = func(path string, ty reflect.Type) {
+		switch ty.Kind() {
+		case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.UnsafePointer:
+			t.Errorf("%s is a %s: live wiring, not configuration", path, ty.Kind())
+		case reflect.Struct:
+			for i := range ty.NumField() {
+				walk(path+"."+ty.Field(i).Name, ty.Field(i).Type)
+			}
+		case reflect.Array:
+			walk(path+"[]", ty.Elem())
+		}
+	}
+	walk("DeviceSnapshot.Config", reflect.TypeFor[DeviceConfig]())
+
+	e, mu := NewEngine(), new(sync.Mutex)
+	d, err := NewWiredDevice(DeviceConfig{Generation: hwarch.Cayman, Ready: true}, Wiring{Engine: e, Lock: mu})
+	require.NoError(t, err)
+	assert.True(t, d.InSystem())
+	s := d.Snapshot()
+	assert.True(t, s.System)
+	_, err = NewDeviceFromSnapshot(s)
+	require.ErrorIs(t, err, ErrSystemDevice)
+	require.ErrorIs(t, d.Restore(s), ErrSystemDevice)
+
+	alone, err := NewDevice(DeviceConfig{Generation: hwarch.Cayman, Ready: true})
+	require.NoError(t, err)
+	assert.False(t, alone.InSystem())
+	s = alone.Snapshot()
+	assert.False(t, s.System)
+	_, err = NewWiredDeviceFromSnapshot(s, Wiring{Engine: e, Lock: mu})
+	require.ErrorIs(t, err, ErrSystemDevice, "a device of a system is built by its system")
 }

@@ -49,7 +49,13 @@ type dev struct {
 
 func newDev(t testing.TB, cfg DeviceConfig) dev {
 	t.Helper()
-	d, err := NewDevice(cfg)
+	return newWiredDev(t, cfg, Wiring{})
+}
+
+// newWiredDev is newDev for a device attached as w says.
+func newWiredDev(t testing.TB, cfg DeviceConfig, w Wiring) dev {
+	t.Helper()
+	d, err := NewWiredDevice(cfg, w)
 	require.NoError(t, err)
 	return dev{t: t, d: d, geo: d.Geometry(), reg: d.RegisterBAR()}
 }

@@ -57,7 +57,7 @@ func TestAdvanceToSystem(t *testing.T) {
 	e, mu := NewEngine(), new(sync.Mutex)
 	var devs []*Device
 	for i := range 2 {
-		d, err := NewDevice(DeviceConfig{Generation: hwarch.Cayman, Name: []string{"a", "b"}[i], RoutingID: uint32(i), Engine: e, Lock: mu})
+		d, err := NewWiredDevice(DeviceConfig{Generation: hwarch.Cayman, Name: []string{"a", "b"}[i], RoutingID: uint32(i)}, Wiring{Engine: e, Lock: mu})
 		require.NoError(t, err)
 		devs = append(devs, d)
 	}

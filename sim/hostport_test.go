@@ -55,7 +55,7 @@ func TestHostPort(t *testing.T) {
 	for _, g := range []hwarch.Generation{hwarch.Sunda, hwarch.Cayman} {
 		t.Run(g.String(), func(t *testing.T) {
 			port := &flatPort{base: 0x4000_0000, mem: make([]byte, 0x1000)}
-			d, err := NewDevice(DeviceConfig{Generation: g, Ready: true, Host: port})
+			d, err := NewWiredDevice(DeviceConfig{Generation: g, Ready: true}, Wiring{Host: port})
 			require.NoError(t, err)
 			assert.Nil(t, d.HostMemory())
 			assert.Same(t, port, d.HostPort().(*flatPort))
@@ -79,9 +79,9 @@ func TestHostPort(t *testing.T) {
 			require.NoError(t, d.SetPageBudget(b))
 		})
 	}
-	_, err := NewDevice(DeviceConfig{Generation: hwarch.Cayman, Host: valuePort{}})
+	_, err := NewWiredDevice(DeviceConfig{Generation: hwarch.Cayman}, Wiring{Host: valuePort{}})
 	assert.ErrorContains(t, err, "not comparable")
-	d, err := NewDevice(DeviceConfig{Generation: hwarch.Cayman, Host: (*HostMemory)(nil)})
+	d, err := NewWiredDevice(DeviceConfig{Generation: hwarch.Cayman}, Wiring{Host: (*HostMemory)(nil)})
 	require.NoError(t, err)
 	assert.NotNil(t, d.HostMemory(), "a nil *HostMemory gives a private model")
 }
@@ -91,11 +91,11 @@ func TestHostPort(t *testing.T) {
 // snapshot that carries host state for it is refused.
 func TestHostPortSnapshot(t *testing.T) {
 	port := &flatPort{base: 0x4000_0000, mem: make([]byte, 0x1000)}
-	d, err := NewDevice(DeviceConfig{Generation: hwarch.Cayman, Ready: true, Host: port})
+	d, err := NewWiredDevice(DeviceConfig{Generation: hwarch.Cayman, Ready: true}, Wiring{Host: port})
 	require.NoError(t, err)
 	s := d.Snapshot()
 	assert.Zero(t, s.Host.Next)
-	d2, err := NewDeviceFromSnapshot(s)
+	d2, err := NewWiredDeviceFromSnapshot(s, Wiring{Host: port})
 	require.NoError(t, err)
 	assert.Same(t, port, d2.HostPort().(*flatPort))
 	require.NoError(t, d.Restore(s))
@@ -104,6 +104,6 @@ func TestHostPortSnapshot(t *testing.T) {
 	require.NoError(t, err)
 	s.Host = h.State()
 	assert.ErrorIs(t, d.Restore(s), ErrInvalidState)
-	_, err = NewDeviceFromSnapshot(s)
+	_, err = NewWiredDeviceFromSnapshot(s, Wiring{Host: port})
 	assert.ErrorIs(t, err, ErrInvalidState)
 }

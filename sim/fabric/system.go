@@ -191,11 +191,10 @@ func New(cfg Config) (*System, error) {
 				return nil, err
 			}
 		}
-		d, err := sim.NewDevice(sim.DeviceConfig{
+		d, err := sim.NewWiredDevice(sim.DeviceConfig{
 			Name: topo.Nodes[i].Name, Generation: cfg.Generation, DeviceID: devID, Revision: cfg.Revision,
-			RoutingID: uint32(rid), DMA: cfg.DMA, TimingOnly: cfg.TimingOnly, Host: s.hostOf(i), Ready: cfg.Ready,
-			Engine: s.engine, Lock: &s.mu,
-		})
+			RoutingID: uint32(rid), DMA: cfg.DMA, TimingOnly: cfg.TimingOnly, Ready: cfg.Ready,
+		}, sim.Wiring{Host: s.hostOf(i), Engine: s.engine, Lock: &s.mu})
 		if err != nil {
 			return nil, fmt.Errorf("fabric: device %d: %w", i, err)
 		}

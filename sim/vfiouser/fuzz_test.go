@@ -60,7 +60,7 @@ func FuzzServer(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dev, err := sim.NewDevice(sim.DeviceConfig{Generation: hwarch.Cayman, Revision: hwarch.RevisionQEMU, RoutingID: 3, Ready: true, Host: mem})
+			dev, err := sim.NewWiredDevice(sim.DeviceConfig{Generation: hwarch.Cayman, Revision: hwarch.RevisionQEMU, RoutingID: 3, Ready: true}, sim.Wiring{Host: mem})
 			if err != nil {
 				t.Fatal(err)
 			}

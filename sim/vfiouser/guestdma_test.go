@@ -50,7 +50,7 @@ func newGuestRig(t *testing.T, g hwarch.Generation, wall *fakeWall, ahead bool) 
 	opt := Options{NoPacing: true}
 	mem, err := NewGuestMemory(opt)
 	require.NoError(t, err)
-	dev, err := sim.NewDevice(sim.DeviceConfig{Generation: g, Revision: hwarch.RevisionQEMU, RoutingID: 1, Ready: true, Host: mem})
+	dev, err := sim.NewWiredDevice(sim.DeviceConfig{Generation: g, Revision: hwarch.RevisionQEMU, RoutingID: 1, Ready: true}, sim.Wiring{Host: mem})
 	require.NoError(t, err)
 	if wall != nil {
 		p, err := NewPacer(dev, PacerOptions{Wall: wall.clock(), Tick: MinTick, NoRunAhead: !ahead})
@@ -186,7 +186,7 @@ func TestGuestDMA(t *testing.T) {
 func TestGuestMemoryWiring(t *testing.T) {
 	mem, err := NewGuestMemory(Options{MaxDMAMaps: 4})
 	require.NoError(t, err)
-	dev, err := sim.NewDevice(sim.DeviceConfig{Generation: hwarch.Cayman, Ready: true, Host: mem})
+	dev, err := sim.NewWiredDevice(sim.DeviceConfig{Generation: hwarch.Cayman, Ready: true}, sim.Wiring{Host: mem})
 	require.NoError(t, err)
 	_, err = New(dev, Options{NoPacing: true})
 	assert.ErrorIs(t, err, ErrWiring, "other limits")
@@ -205,7 +205,7 @@ func TestGuestDMAClientRefuses(t *testing.T) {
 	opt := Options{NoPacing: true}
 	mem, err := NewGuestMemory(opt)
 	require.NoError(t, err)
-	dev, err := sim.NewDevice(sim.DeviceConfig{Generation: hwarch.Cayman, Revision: hwarch.RevisionQEMU, Ready: true, Host: mem})
+	dev, err := sim.NewWiredDevice(sim.DeviceConfig{Generation: hwarch.Cayman, Revision: hwarch.RevisionQEMU, Ready: true}, sim.Wiring{Host: mem})
 	require.NoError(t, err)
 	_, path := startServer(t, dev, opt)
 	c := dial(t, path)

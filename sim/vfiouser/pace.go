@@ -81,7 +81,7 @@ const (
 // next access.
 //
 // The devices of one system share one engine and one lock
-// (sim.DeviceConfig.Engine/Lock), so they share one Pacer: build it from
+// (sim.Wiring.Engine/Lock), so they share one Pacer: build it from
 // any one of them and pass it in the Options of every server of the
 // system. The clock goes on following wall time across sessions — while no
 // client is connected a real device keeps running too — and catches up

@@ -28,8 +28,14 @@ func (w *fakeWall) set(d time.Duration) { w.now.Store(int64(d)) }
 // device time until its registers answer).
 func bootingDevice(tb testing.TB, cfg sim.DeviceConfig) *sim.Device {
 	tb.Helper()
+	return bootingWiredDevice(tb, cfg, sim.Wiring{})
+}
+
+// bootingWiredDevice is bootingDevice attached as w says.
+func bootingWiredDevice(tb testing.TB, cfg sim.DeviceConfig, w sim.Wiring) *sim.Device {
+	tb.Helper()
 	cfg.Generation, cfg.Revision = hwarch.Cayman, hwarch.RevisionQEMU
-	d, err := sim.NewDevice(cfg)
+	d, err := sim.NewWiredDevice(cfg, w)
 	require.NoError(tb, err)
 	return d
 }
@@ -147,7 +153,7 @@ func TestPacingSystem(t *testing.T) {
 	e, mu := sim.NewEngine(), new(sync.Mutex)
 	var devs []*sim.Device
 	for i := range 2 {
-		devs = append(devs, bootingDevice(t, sim.DeviceConfig{Name: []string{"a", "b"}[i], RoutingID: uint32(10 + i), Engine: e, Lock: mu}))
+		devs = append(devs, bootingWiredDevice(t, sim.DeviceConfig{Name: []string{"a", "b"}[i], RoutingID: uint32(10 + i)}, sim.Wiring{Engine: e, Lock: mu}))
 	}
 	other := bootingDevice(t, sim.DeviceConfig{})
 	var w fakeWall

@@ -133,7 +133,7 @@ func New(dev *sim.Device, opt Options) (*Server, error) {
 	case opt.Pacer != nil:
 		s.pacer = opt.Pacer
 	case opt.NoPacing:
-	case dev.Config().Engine != nil:
+	case dev.InSystem():
 		return nil, fmt.Errorf("vfio-user: device %s shares its system's clock: give the system's Pacer (Options.Pacer): %w", dev.Config().Name, ErrPacing)
 	default:
 		p, err := NewPacer(dev, PacerOptions{})
