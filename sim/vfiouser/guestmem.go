@@ -57,7 +57,7 @@ func newGuestMemory(maxMaps int, maxBytes uint64) *GuestMemory {
 // NewGuestMemory returns an empty guest memory bounded by opt's DMA limits
 // (MaxDMAMaps, MaxDMABytes; a zero field takes its default), to be the
 // host port of the device a server serves: build the device with it as
-// sim.DeviceConfig.Host, then the server with New(device, opt) and the
+// sim.Wiring.Host (sim.NewWiredDevice), then the server with New(device, opt) and the
 // same opt — the server takes the device's guest memory as its own, so
 // that the client's DMA_MAP regions are what the device's DMA reaches.
 // One guest memory serves one server.
