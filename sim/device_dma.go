@@ -14,12 +14,12 @@ import (
 // deviceClock is the device's event engine as the DMA engines see it.
 type deviceClock Device
 
-// Now returns the device's clock in ps.
-func (c *deviceClock) Now() uint64 { return uint64(c.engine.Now()) }
+// Now returns the device's clock.
+func (c *deviceClock) Now() Time { return c.engine.Now() }
 
 // Schedule runs Controller.Fire(arg) at time at.
-func (c *deviceClock) Schedule(at uint64, arg uint64) {
-	if err := c.engine.Schedule(Time(at), c.hDMA, arg); err != nil {
+func (c *deviceClock) Schedule(at Time, arg uint64) {
+	if err := c.engine.Schedule(at, c.hDMA, arg); err != nil {
 		// Only a time before now can fail, and the controller never asks
 		// for one; count it rather than lose it silently.
 		c.st.Stats.LostEvents++
@@ -120,7 +120,7 @@ func (d *Device) AttachFabric(f dma.Fabric) {
 }
 
 // Reserve implements dma.Fabric through the attached fabric.
-func (b *deviceBus) Reserve(e, q int, dst uint64, n int, start, sent uint64) (injected, lands uint64, err error) {
+func (b *deviceBus) Reserve(e, q int, dst uint64, n int, start, sent Time) (injected, lands Time, err error) {
 	d := (*Device)(b)
 	if d.fabric == nil {
 		return 0, 0, fmt.Errorf("sim device %s: no fabric: %w", d.cfg.Name, dma.ErrNeighbour)
@@ -129,7 +129,7 @@ func (b *deviceBus) Reserve(e, q int, dst uint64, n int, start, sent uint64) (in
 }
 
 // Post implements dma.Fabric through the attached fabric.
-func (b *deviceBus) Post(e, q int, dst uint64, n int, p []byte, r udma.Reduce, lands uint64) error {
+func (b *deviceBus) Post(e, q int, dst uint64, n int, p []byte, r udma.Reduce, lands Time) error {
 	d := (*Device)(b)
 	if d.fabric == nil {
 		return fmt.Errorf("sim device %s: no fabric: %w", d.cfg.Name, dma.ErrNeighbour)

@@ -20,12 +20,12 @@ type coreEnv struct {
 	nc int
 }
 
-// Now returns the device clock in ps.
-func (e *coreEnv) Now() uint64 { return uint64(e.d.engine.Now()) }
+// Now returns the device clock.
+func (e *coreEnv) Now() Time { return e.d.engine.Now() }
 
 // Schedule runs the core's Fire(arg) at time at.
-func (e *coreEnv) Schedule(at uint64, arg uint64) {
-	if err := e.d.engine.Schedule(Time(at), e.d.hCore[e.nc], arg); err != nil {
+func (e *coreEnv) Schedule(at Time, arg uint64) {
+	if err := e.d.engine.Schedule(at, e.d.hCore[e.nc], arg); err != nil {
 		e.d.st.Stats.LostEvents++
 	}
 }

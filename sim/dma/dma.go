@@ -64,18 +64,18 @@ type Fabric interface {
 	// rate. It returns when the last byte has left the device and when the
 	// write lands at its destination, or an error wrapping ErrNeighbour (no
 	// device or no link behind the address).
-	Reserve(e, q int, dst uint64, n int, start, sent uint64) (injected, lands uint64, err error)
+	Reserve(e, q int, dst uint64, n int, start, sent simkernel.Time) (injected, lands simkernel.Time, err error)
 	// Post hands the write over when it has left: p (nil when no payload
 	// travels, in timing-only mode) lands at dst at time lands, combined
 	// with the destination's bytes per r.
-	Post(e, q int, dst uint64, n int, p []byte, r udma.Reduce, lands uint64) error
+	Post(e, q int, dst uint64, n int, p []byte, r udma.Reduce, lands simkernel.Time) error
 }
 
 // Scheduler is the device's clock: Schedule makes the device call
-// Controller.Fire(arg) at time at (ps).
+// Controller.Fire(arg) at time at.
 type Scheduler interface {
-	Now() uint64
-	Schedule(at uint64, arg uint64)
+	Now() simkernel.Time
+	Schedule(at simkernel.Time, arg uint64)
 }
 
 // HalfState is the state of one half (M2S or S2M) of a queue.

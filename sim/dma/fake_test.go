@@ -7,6 +7,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/hw/udma"
+	"github.com/neuronsim/neuronsim/sim/simkernel"
 )
 
 // This file holds the fakes the tests drive the controller with: a Bus made
@@ -217,7 +218,17 @@ type event struct{ at, seq, arg uint64 }
 
 func (a event) less(b event) bool { return a.at < b.at || a.at == b.at && a.seq < b.seq }
 
-// fakeClock is a Scheduler: a binary heap of (time, seq, arg) run in order,
+// fakeScheduler is the Scheduler a fakeClock gives the controller, in
+// simkernel.Time; the tests read and drive the clock in plain picoseconds.
+type fakeScheduler struct{ k *fakeClock }
+
+// Now implements Scheduler.
+func (s fakeScheduler) Now() simkernel.Time { return simkernel.Time(s.k.Now()) }
+
+// Schedule implements Scheduler.
+func (s fakeScheduler) Schedule(at simkernel.Time, arg uint64) { s.k.Schedule(uint64(at), arg) }
+
+// fakeClock is the clock behind a fakeScheduler: a binary heap of (time, seq, arg) run in order,
 // each calling Controller.Fire.
 type fakeClock struct {
 	now   uint64
@@ -232,10 +243,10 @@ type fakeClock struct {
 	afterFire  func(ev event)
 }
 
-// Now implements Scheduler.
+// Now returns the clock, ps.
 func (k *fakeClock) Now() uint64 { return k.now }
 
-// Schedule implements Scheduler.
+// Schedule queues Controller.Fire(arg) at time at, ps.
 func (k *fakeClock) Schedule(at, arg uint64) {
 	if at < k.now {
 		k.past++
@@ -389,7 +400,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	if o.copier {
 		bus = copierBus{r.bus}
 	}
-	r.c = New(geo, bus, r.clk, o.opts)
+	r.c = New(geo, bus, fakeScheduler{r.clk}, o.opts)
 	r.clk.c = r.c
 	if o.regs {
 		reg := r.bus.add("regs", regsWindow, udma.EngineRegSize, OnChip)

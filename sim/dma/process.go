@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/neuronsim/neuronsim/hw/udma"
+	"github.com/neuronsim/neuronsim/sim/simkernel"
 )
 
 // fireArg packs the argument of a completion event.
@@ -137,12 +138,12 @@ func (c *Controller) kick(e, q int) {
 	t := Transfer{Src: tx.Addr, Dst: rx.Addr, Len: n, SrcC: srcC, DstC: dstC, Reduce: red}
 	start, finish := c.finishTime(&es.BusyUntil, t)
 	if dstC == Remote {
-		injected, lands, err := c.fabric.Reserve(e, q, t.Dst, n, start, finish)
+		injected, lands, err := c.fabric.Reserve(e, q, t.Dst, n, simkernel.Time(start), simkernel.Time(finish))
 		if err != nil {
 			c.fail(e, q, errorBits(err, false))
 			return
 		}
-		finish, t.Lands = max(finish, injected), lands
+		finish, t.Lands = max(finish, uint64(injected)), uint64(lands)
 	}
 	es.BusyUntil = finish
 	qs.Current, qs.InFlight = t, true
@@ -153,7 +154,7 @@ func (c *Controller) kick(e, q int) {
 		}
 		c.trace.Slice(fmt.Sprintf("dma e%03d q%02d", e, q), "copy", start, finish, args)
 	}
-	c.clock.Schedule(finish, fireArg(e, q, qs.Epoch))
+	c.clock.Schedule(simkernel.Time(finish), fireArg(e, q, qs.Epoch))
 }
 
 // finishTime reserves the engine and the shared paths for a transfer and
@@ -163,7 +164,7 @@ func (c *Controller) kick(e, q int) {
 //	finish = max(start + fixed + n/engine BW, each shared path's free time
 //	         after it carries n bytes at its bandwidth)
 func (c *Controller) finishTime(busyUntil *uint64, t Transfer) (start, finish uint64) {
-	start = max(c.clock.Now(), *busyUntil)
+	start = max(uint64(c.clock.Now()), *busyUntil)
 	n := uint64(t.Len)
 	finish = start + c.timing.FixedCost + TransferTime(n, c.timing.EngineBandwidth)
 	share := func(free *uint64, bw uint64) {
@@ -239,7 +240,7 @@ func (c *Controller) move(e, q int, t Transfer) error {
 				return err
 			}
 		}
-		return c.fabric.Post(e, q, t.Dst, t.Len, p, t.Reduce, t.Lands)
+		return c.fabric.Post(e, q, t.Dst, t.Len, p, t.Reduce, simkernel.Time(t.Lands))
 	}
 	if !payload {
 		return nil

@@ -294,7 +294,13 @@ func (s *System) LinkBetween(a, b int) (int, bool) {
 }
 
 // Reserve implements dma.Fabric for the port's device.
-func (pt *port) Reserve(e, q int, dst uint64, n int, start, sent uint64) (injected, lands uint64, err error) {
+func (pt *port) Reserve(e, q int, dst uint64, n int, start, sent simkernel.Time) (injected, lands simkernel.Time, err error) {
+	in, at, err := pt.reserve(e, q, dst, n, uint64(start), uint64(sent))
+	return simkernel.Time(in), simkernel.Time(at), err
+}
+
+// reserve is Reserve in the picoseconds the fabric's state keeps.
+func (pt *port) reserve(e, q int, dst uint64, n int, start, sent uint64) (injected, lands uint64, err error) {
 	s := pt.s
 	dd, addr, err := s.resolve(pt.dev, dst)
 	if err != nil {
@@ -343,8 +349,8 @@ func (s *System) inOrder(src, dst int, lands uint64) uint64 {
 }
 
 // Post implements dma.Fabric: the write lands at lands.
-func (pt *port) Post(e, q int, dst uint64, n int, p []byte, red udma.Reduce, lands uint64) error {
-	s := pt.s
+func (pt *port) Post(e, q int, dst uint64, n int, p []byte, red udma.Reduce, at simkernel.Time) error {
+	s, lands := pt.s, uint64(at)
 	i := e*udma.Queues + q
 	if e < 0 || q < 0 || q >= udma.Queues || i >= len(pt.res) || !pt.res[i].Valid || pt.res[i].Lands != lands {
 		return fmt.Errorf("fabric: %s engine %d queue %d posts a write it did not reserve: %w", s.topo.Nodes[pt.dev].Name, e, q, dma.ErrNeighbour)

@@ -18,8 +18,8 @@ import (
 
 // Env is the device around a NeuronCore.
 type Env interface {
-	Now() uint64                                // the device clock, ps
-	Schedule(at uint64, arg uint64)             // make the device call Core.Fire(arg) at time at
+	Now() simkernel.Time                        // the device clock
+	Schedule(at simkernel.Time, arg uint64)     // make the device call Core.Fire(arg) at time at
 	Fetch(addr uint64, p []byte) error          // read device memory at a device address (instruction fetch)
 	Doorbell(engine, queue int, n uint32) error // ring DMA queue `queue` of DMA engine `engine`: S2M then M2S tail_inc of n
 	SyncChanged()                               // the core changed a semaphore or event (so the device can wake other waiters; may be a no-op)
@@ -211,7 +211,7 @@ func (c *Core) Reset() {
 // Stats returns the counters of every engine.
 func (c *Core) Stats() [NumEngines]EngineStats {
 	var out [NumEngines]EngineStats
-	now := c.env.Now()
+	now := uint64(c.env.Now())
 	for e := range c.st.Engines {
 		es := &c.st.Engines[e]
 		out[e] = EngineStats{Retired: es.Retired, Busy: es.BusyPS, Waiting: es.WaitPS, Status: c.status(e), Error: es.Error}

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/neuronsim/neuronsim/hw/isa"
+	"github.com/neuronsim/neuronsim/sim/simkernel"
 )
 
 // An engine's life: START_CTRL = 1 makes it RUNNING at the start PC. A
@@ -19,7 +20,7 @@ func (c *Core) advance(e int) {
 	if es.InFlight || es.Status&StatusRunning == 0 || es.RunStall&1 == 0 {
 		return
 	}
-	now := c.env.Now()
+	now := uint64(c.env.Now())
 	if !es.Fetched {
 		if err := c.env.Fetch(es.PC, c.recordBuf[:]); err != nil {
 			c.fail(e, ErrFetch)
@@ -47,7 +48,7 @@ func (c *Core) advance(e int) {
 		end = ^uint64(0)
 	}
 	es.Start, es.End, es.BusyUntil, es.InFlight = start, end, end, true
-	c.env.Schedule(end, fireArg(e, es.Epoch))
+	c.env.Schedule(simkernel.Time(end), fireArg(e, es.Epoch))
 }
 
 // stopWaiting ends a wait in progress, counting its time.
@@ -57,7 +58,7 @@ func (c *Core) stopWaiting(e int) {
 		return
 	}
 	es.Status &^= StatusWaiting
-	now := c.env.Now()
+	now := uint64(c.env.Now())
 	if now > es.WaitSince {
 		es.WaitPS += now - es.WaitSince
 		if c.tr != nil {

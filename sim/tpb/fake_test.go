@@ -11,6 +11,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/hw/isa"
+	"github.com/neuronsim/neuronsim/sim/simkernel"
 )
 
 // This file holds the fakes the tests drive a core with: an Env that is a
@@ -42,11 +43,11 @@ type fakeEnv struct {
 	steps       int
 }
 
-func (f *fakeEnv) Now() uint64 { return f.now }
+func (f *fakeEnv) Now() simkernel.Time { return simkernel.Time(f.now) }
 
-func (f *fakeEnv) Schedule(at, arg uint64) {
+func (f *fakeEnv) Schedule(at simkernel.Time, arg uint64) {
 	f.seq++
-	f.q = append(f.q, event{at, f.seq, arg})
+	f.q = append(f.q, event{uint64(at), f.seq, arg})
 }
 
 func (f *fakeEnv) Fetch(addr uint64, p []byte) error {
