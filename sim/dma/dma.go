@@ -258,8 +258,9 @@ func (c *Controller) State() State {
 	return s
 }
 
-// ErrInvalidState marks a State that does not fit the controller.
-var ErrInvalidState = errors.New("invalid DMA state")
+// ErrInvalidState marks a State that does not fit the controller. It wraps
+// [simkernel.ErrInvalidState], the sentinel of every model's refused state.
+var ErrInvalidState = simkernel.InvalidStateOf("invalid DMA state")
 
 // Restore replaces the state with a deep copy of s, after checking that it
 // can be the state of this controller: the engine count, every engine's

@@ -129,8 +129,9 @@ func (s *System) Snapshot() *Snapshot {
 
 // ErrSnapshot marks a snapshot that cannot be restored: a wrong version, a
 // corrupted or truncated file, parts that do not fit together, state that
-// cannot exist.
-var ErrSnapshot = errors.New("invalid system snapshot")
+// cannot exist. It wraps [simkernel.ErrInvalidState], the sentinel of every
+// model's refused state.
+var ErrSnapshot = simkernel.InvalidStateOf("invalid system snapshot")
 
 // Restore builds a system in the state a snapshot recorded. Every part is
 // checked first — the configuration and parameters (rates positive, times

@@ -104,7 +104,7 @@ var ErrConfig = errors.New("tpb: invalid core configuration")
 func NewCore(cfg Config) (*Core, error) {
 	geo, err := hwarch.GeometryOf(cfg.Generation)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if cfg.NC < 0 || cfg.NC >= geo.NeuronCores {
 		return nil, fmt.Errorf("%w: NC %d: the %s has NCs 0..%d", ErrConfig, cfg.NC, cfg.Generation, geo.NeuronCores-1)

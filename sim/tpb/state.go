@@ -6,6 +6,7 @@ import (
 
 	"github.com/neuronsim/neuronsim/hw/isa"
 	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/sim/simkernel"
 )
 
 // EngineState is the whole mutable state of one engine.
@@ -79,7 +80,9 @@ func (s *CoreState) clone() CoreState {
 func (c *Core) State() CoreState { return c.st.clone() }
 
 // ErrInvalidState marks a CoreState that cannot be the state of this core.
-var ErrInvalidState = errors.New("tpb: invalid core state")
+// It wraps [simkernel.ErrInvalidState], the sentinel of every model's
+// refused state.
+var ErrInvalidState = simkernel.InvalidStateOf("tpb: invalid core state")
 
 // Restore replaces the core's state with a deep copy of s after checking
 // it: statuses, error codes and the sequencer's flags consistent, every
