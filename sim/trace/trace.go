@@ -10,7 +10,13 @@ import (
 	"io"
 	"sort"
 	"sync"
+
+	"github.com/neuronsim/neuronsim/sim/simkernel"
 )
+
+// A Recorder is the kernel's Tracer: the device, its DMA engines and its
+// NeuronCores send it their slices.
+var _ simkernel.Tracer = (*Recorder)(nil)
 
 // Recorder collects slices. It is safe for concurrent use.
 type Recorder struct {
