@@ -67,7 +67,7 @@ type DeviceConfig struct {
 
 // Wiring is what a device is attached to: live objects it shares with what
 // is around it, not part of what the device is. It is given to
-// [NewWiredDevice] (and [NewDeviceFromSnapshot]) apart from the
+// [NewWiredDevice] (and [NewWiredDeviceFromSnapshot]) apart from the
 // [DeviceConfig], and no snapshot carries it. The zero Wiring is a device
 // alone: its own engine, lock and private host-memory model.
 type Wiring struct {

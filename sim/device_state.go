@@ -40,9 +40,9 @@ var ErrSystemDevice = errors.New("a device of a system is saved and restored wit
 
 // Snapshot returns a deep copy of the device's whole state; Host is empty
 // when the device's host port is not the host-memory model (a guest's
-// memory is not the device's state). For a device of
-// a system the Engine part is the system's shared engine; such a snapshot
-// is for inspection, and NewDeviceFromSnapshot and Restore refuse it.
+// memory is not the device's state). For a device of a system the Engine
+// part is the system's shared engine and System is set; such a snapshot is
+// for inspection, and NewDeviceFromSnapshot and Restore refuse it.
 func (d *Device) Snapshot() DeviceSnapshot {
 	d.mu.Lock()
 	defer d.mu.Unlock()
