@@ -9,6 +9,7 @@ import (
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/sim/dma"
+	"github.com/neuronsim/neuronsim/sim/simkernel"
 	"github.com/neuronsim/neuronsim/sim/tpb"
 )
 
@@ -56,6 +57,17 @@ func (d *Device) Snapshot() DeviceSnapshot {
 	}
 	return snap
 }
+
+// State is [Device.Snapshot] under the name of the kernel's snapshot
+// convention ([simkernel.Stateful]): a Device's state S is its
+// DeviceSnapshot (of which DeviceState, the life-cycle part, is one field).
+func (d *Device) State() DeviceSnapshot { return d.Snapshot() }
+
+// The device and its host memory follow the kernel's snapshot convention.
+var (
+	_ simkernel.Stateful[DeviceSnapshot] = (*Device)(nil)
+	_ simkernel.Stateful[HostState]      = (*HostMemory)(nil)
+)
 
 // NewDeviceFromSnapshot builds a device alone in the state a snapshot
 // recorded, with a private host memory restored from the snapshot's. A

@@ -245,6 +245,9 @@ func (c *Controller) Queue(e, q int) (QueueState, error) {
 	return c.st.Engines[e].Queues[q], nil
 }
 
+// A Controller follows the kernel's snapshot convention.
+var _ simkernel.Stateful[State] = (*Controller)(nil)
+
 // State returns a deep copy of the controller's state.
 func (c *Controller) State() State {
 	s := State{Engines: make([]EngineState, len(c.st.Engines)), HBMFree: c.st.HBMFree, HostFree: c.st.HostFree}

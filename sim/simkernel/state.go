@@ -10,6 +10,21 @@ package simkernel
 // model whose callers also need to tell its refusals apart from the others'
 // names its own sentinel with [InvalidStateOf], which wraps this one.
 
+// Stateful is the snapshot convention every model follows: State returns
+// a deep copy of its mutable state S, Restore takes all of an S or refuses
+// it with an error wrapping [ErrInvalidState] and keeps its old state. The
+// models assert that they implement it (var _ Stateful[EngineState] =
+// (*Engine)(nil)), so the convention cannot drift.
+type Stateful[S any] interface {
+	State() S
+	Restore(S) error
+}
+
+var (
+	_ Stateful[EngineState] = (*Engine)(nil)
+	_ Stateful[MemoryState] = (*Memory)(nil)
+)
+
 // InvalidStateOf returns a sentinel for the refused states of one model:
 // its message is msg (the text its errors have always carried, such as
 // "tpb: invalid core state") and it wraps [ErrInvalidState], so an error

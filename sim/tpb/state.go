@@ -79,6 +79,9 @@ func (s *CoreState) clone() CoreState {
 // State returns a deep copy of the core's state.
 func (c *Core) State() CoreState { return c.st.clone() }
 
+// A Core follows the kernel's snapshot convention.
+var _ simkernel.Stateful[CoreState] = (*Core)(nil)
+
 // ErrInvalidState marks a CoreState that cannot be the state of this core.
 // It wraps [simkernel.ErrInvalidState], the sentinel of every model's
 // refused state.
