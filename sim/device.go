@@ -147,7 +147,8 @@ type DeviceState struct {
 //
 // Device implements the runtime's ndl.Device and its optional ndl.Sleeper,
 // ndl.Clock and ndl.HostMemory without importing it (internal/ndlcontract
-// asserts all four and runs the ndl contract against it). It is safe for concurrent use: accesses are serialised.
+// asserts all four and runs the ndl contract against it). It is safe for
+// concurrent use: accesses are serialised.
 type Device struct {
 	mu      *sync.Mutex // its own, or the system's (DeviceConfig.Lock)
 	cfg     DeviceConfig
