@@ -36,13 +36,13 @@ type config struct {
 
 func configs(t *testing.T) []config {
 	var cs []config
-	for _, g := range hwarch.Generations() {
+	for _, device := range []uint16{hwarch.DeviceTrn1, hwarch.DeviceInf2, hwarch.DeviceTrn2, hwarch.DeviceTrn3, hwarch.DeviceTrn3B} {
+		g, err := hwarch.GenerationOfDevice(hwarch.VendorAmazon, device)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, rev := range []uint8{0x01, hwarch.RevisionEMU, hwarch.RevisionQEMU} {
 			geo := hwarch.MustGeometry(g)
-			device, err := hwarch.DefaultDeviceID(g)
-			if err != nil {
-				t.Fatal(err)
-			}
 			mode := hwarch.ModeOf(rev)
 			var bars [6]uint64
 			bars[geo.BAR0.RegisterBAR(mode)] = geo.BAR0.MinimumBAR0
@@ -53,8 +53,8 @@ func configs(t *testing.T) []config {
 				bars[hwarch.BAR4] = 16 * hwarch.GiB
 			}
 			cs = append(cs, config{
-				name: fmt.Sprintf("%s/%s", g, mode),
-				cfg:  sim.DeviceConfig{Generation: g, Revision: rev, Ready: true, BARs: bars},
+				name: fmt.Sprintf("%#04x/%s", device, mode),
+				cfg:  sim.DeviceConfig{DeviceID: device, Revision: rev, Ready: true, BARs: bars},
 				want: ndltest.Capabilities{
 					Identity: hwarch.PCIIdentity{Vendor: hwarch.VendorAmazon, Device: device, Revision: rev},
 					BARs:     bars,
