@@ -155,8 +155,10 @@ type DeviceState struct {
 // every access costs its modelled MMIO latency on the device's clock, running
 // the events that fall due.
 //
-// Device implements the runtime's ndl.Device (and ndl.Sleeper) without
-// importing it. It is safe for concurrent use: accesses are serialised.
+// Device implements the runtime's ndl.Device and its optional ndl.Sleeper,
+// ndl.Clock and ndl.HostMemory without importing it (internal/ndlcontract
+// asserts all four and runs the ndl contract against it). It is safe for
+// concurrent use: accesses are serialised.
 type Device struct {
 	mu      *sync.Mutex // its own, or the system's (Wiring.Lock)
 	cfg     DeviceConfig

@@ -3,7 +3,7 @@
 // (tdrv/<arch>/dve_dynamic_config_<arch>.c, reached through the
 // tdrv_arch_ops.dve_dynamic_config_init slot +168 at NEFF load).
 //
-// This file set is the table half of the loader:
+// The package has two halves. The table half:
 //
 //   - Tables holds the DVE micro-tables in dve_config_dma_state_t order
 //     (opcode, control-fast, control-slow, datapath) plus the 0x400-byte
@@ -26,8 +26,8 @@
 //   - FNV64a is fnv_64a_buf, the FNV-1a hash that backs the kbin hashtable
 //     beside the loader.
 //
-// The DMA half (building the one-shot "qDveTbl" vring from Transfers and
-// running it) consumes this API: it computes the Fingerprint, asks the Cache,
-// and on a miss stages every Transfer, fills a State through State.Slot, and
-// stores it.
+// The DMA half, Loader (load.go), builds the one-shot "qDveTbl" vring from
+// Transfers and runs it on a device through runtime/dma and runtime/dmem: it
+// computes the Fingerprint, asks the Cache, and on a miss stages every
+// Transfer, fills a State through State.Slot, and stores it.
 package dve

@@ -47,7 +47,10 @@ var (
 
 // Sleeper is implemented by a device with its own clock (a simulated device,
 // local or remote): Sleep lets d pass on that clock, running what falls due,
-// where the driver would msleep.
+// where the driver would msleep. When the device is also a Clock, Sleep
+// moves it by at least d, and refuses a negative d and one that would take
+// it past internal/units.MaxTimePS without moving it. After Close, Sleep
+// fails with ErrClosed. (runtime/ndl/ndltest checks every backend so.)
 type Sleeper interface {
 	Sleep(d time.Duration) error
 }
@@ -55,7 +58,11 @@ type Sleeper interface {
 // HostMemory is implemented by a backend that can hand out host memory the
 // device's DMA engines reach through its host window (the driver's
 // dma_alloc_coherent buffers): a simulated device does. Addresses are host
-// physical addresses, without the host bit.
+// physical addresses, without the host bit. HostAlloc returns zeroed
+// memory at a multiple of align (a power of two) and refuses a size of 0;
+// HostFree takes only an address HostAlloc returned and has not freed yet;
+// HostRead and HostWrite take only a range inside one allocated buffer.
+// Anything else fails with an error the backend documents.
 type HostMemory interface {
 	HostAlloc(size, align uint64) (pa uint64, err error)
 	HostFree(pa uint64) error
@@ -77,7 +84,7 @@ func Sleep(dev Device, d time.Duration) error {
 // local or remote): ClockPS is that clock's time in picoseconds. Durations
 // the runtime reports (a collective's time, a program's) are measured on it
 // when the device has one, and on the host's clock otherwise. A remote
-// device's clock is a request, which can fail.
+// device's clock is a request, which can fail. The clock never goes back.
 type Clock interface {
 	ClockPS() (uint64, error)
 }

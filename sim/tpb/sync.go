@@ -1,8 +1,8 @@
-// Package tpb models a NeuronCore (TPB) of a simulated device. This file holds
-// the synchronisation block every NeuronCore and every TOP_SP has: 256
+package tpb
+
+// The synchronisation block every NeuronCore and every TOP_SP has: 256
 // semaphores and 256 events, reached through four semaphore banks
 // (READ/SET/INCR/DECR) and one event bank (driver-facts §5).
-package tpb
 
 // Layout of a synchronisation block, relative to its base: an NC's base is its
 // TPB window + 0x270_0000; a TOP_SP's is the start of its 4 MiB window.

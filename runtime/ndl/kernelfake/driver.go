@@ -12,9 +12,10 @@
 // driver would mishandle (a short struct, padding that is not zero) is
 // recorded as an ABI fault, which tests assert never happens.
 //
-// The BAR ioctls are not served (ENOTTY); runtime/ndl's own tests cover them.
-// The fake must only be driven by an in-process KernelDevice: the user
-// pointers in the ioctl structs are dereferenced as Go memory.
+// It also serves the BAR ioctls (BAR_READ, BAR_WRITE) on a register file:
+// every word of the APB BAR is storage that reads back what was written
+// (bar.go). The fake must only be driven by an in-process KernelDevice: the
+// user pointers in the ioctl structs are dereferenced as Go memory.
 package kernelfake
 
 import (
@@ -106,7 +107,8 @@ type Driver struct {
 	hostNext uint64
 	calls    []Call
 	faults   []string
-	dmaPairs int // 64 KiB bounce chunks moved by the driver's DMA
+	dmaPairs int               // 64 KiB bounce chunks moved by the driver's DMA
+	regs     map[uint64]uint32 // the APB BAR's words written, by offset (at most MaxRegisterWords)
 }
 
 // New returns a fake driver of one device.
@@ -130,7 +132,7 @@ func New(opt Options) (*Driver, error) {
 		opt.DeviceID, _ = hwarch.DefaultDeviceID(hwarch.Generation(opt.Arch))
 	}
 	geo := hwarch.MustGeometry(hwarch.Generation(opt.Arch))
-	d := &Driver{opt: opt, geo: geo, Errno: map[uint32]error{}, nextFD: 3, open: map[int]bool{}, chunks: map[uint64]*chunk{}, nextH: 1, hostNext: hostBase}
+	d := &Driver{opt: opt, geo: geo, Errno: map[uint32]error{}, nextFD: 3, open: map[int]bool{}, chunks: map[uint64]*chunk{}, regs: map[uint64]uint32{}, nextH: 1, hostNext: hostBase}
 	for _, c := range geo.HBM {
 		d.devNext = append(d.devNext, c.Base)
 	}
@@ -256,7 +258,7 @@ func (d *Driver) Ioctl(fd int, cmd uint32, arg []byte) error {
 	switch {
 	case cmd == ndl.IoctlDeviceInfo:
 		info := ndl.DeviceInfo{Arch: d.opt.Arch, Revision: d.opt.Revision,
-			BarAddress: [ndl.MaxBars]uint64{0xffffc90010000000}, BarSize: [ndl.MaxBars]uint64{0x4000_0000}}
+			BarAddress: [ndl.MaxBars]uint64{bar0VA}, BarSize: [ndl.MaxBars]uint64{d.geo.BAR0.MinimumBAR0}}
 		return d.copyOut("device_info", arg, info.Encode())
 	case cmd == ndl.IoctlDeviceBasicInfo:
 		return d.copyOut("device_basic_info", arg, ndl.DeviceBasicInfo{Arch: d.opt.Arch, Revision: d.opt.Revision}.Encode())
@@ -264,6 +266,8 @@ func (d *Driver) Ioctl(fd int, cmd uint32, arg []byte) error {
 		return d.copyOut("device_driver_info", arg, ndl.DeviceDriverInfo{Arch: d.opt.Arch, Revision: d.opt.Revision, Size: ndl.DeviceDriverInfoSize}.Encode())
 	case cmd == ndl.IoctlDeviceBDF && !d.opt.NoBDF:
 		return d.copyOut("device_bdf", arg, d.opt.BDF.Encode())
+	case cmd == ndl.IoctlBarRead || cmd == ndl.IoctlBarWrite:
+		return d.barRW(cmd, arg)
 	case nr(cmd) == nr(ndl.IoctlMemAllocV2MT64):
 		switch cmd {
 		case ndl.IoctlMemAllocV2MT64:
@@ -316,6 +320,10 @@ func name(cmd uint32) string {
 		return "MEMSET64"
 	case ndl.IoctlMemGetExtendedInfo:
 		return "MEM_GET_EXTENDED_INFO"
+	case ndl.IoctlBarRead:
+		return "BAR_READ"
+	case ndl.IoctlBarWrite:
+		return "BAR_WRITE"
 	}
 	return fmt.Sprintf("%#x", cmd)
 }

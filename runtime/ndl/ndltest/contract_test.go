@@ -1,0 +1,296 @@
+package ndltest
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/runtime/ndl"
+)
+
+// ref is a reference backend written to the contract: every BAR word is
+// storage, the clock is a counter, host memory a map of buffers. The
+// contract's own tests break it one way at a time.
+type ref struct {
+	id     hwarch.PCIIdentity
+	bars   [6]uint64
+	words  map[[2]uint64]uint32
+	closed bool
+	ps     uint64
+	host   map[uint64][]byte
+	next   uint64
+}
+
+func newRef() *ref {
+	geo := hwarch.MustGeometry(hwarch.Cayman)
+	r := &ref{id: hwarch.PCIIdentity{Vendor: hwarch.VendorAmazon, Device: hwarch.DeviceTrn2, Revision: 1},
+		words: map[[2]uint64]uint32{}, host: map[uint64][]byte{}, next: 1 << 20}
+	r.bars[0], r.bars[4] = geo.BAR0.MinimumBAR0, 1<<20
+	return r
+}
+
+var (
+	errFree   = errors.New("ref: not a buffer")
+	errAccess = errors.New("ref: not in a buffer")
+)
+
+func refWant() Capabilities {
+	r := newRef()
+	return Capabilities{Identity: r.id, BARs: r.bars, Sleeper: true, Clock: true, HostMemory: true, HostFreeErr: errFree, HostAccessErr: errAccess}
+}
+
+func (r *ref) Identity() hwarch.PCIIdentity { return r.id }
+
+func (r *ref) BARSize(b int) uint64 {
+	if b < 0 || b >= len(r.bars) {
+		return 0
+	}
+	return r.bars[b]
+}
+
+func (r *ref) check(b int, off uint64, n int) error {
+	switch {
+	case r.closed:
+		return ndl.ErrClosed
+	case r.BARSize(b) == 0:
+		return ndl.ErrBadBAR
+	case off%4 != 0:
+		return ndl.ErrAlignment
+	case uint64(n) > r.bars[b]/4 || off > r.bars[b]-4*uint64(n):
+		return ndl.ErrBAROffset
+	}
+	return nil
+}
+
+func (r *ref) ReadBAR(b int, off uint64, dst []uint32) error {
+	if err := r.check(b, off, len(dst)); err != nil {
+		return err
+	}
+	for i := range dst {
+		dst[i] = r.words[[2]uint64{uint64(b), off + 4*uint64(i)}]
+	}
+	return nil
+}
+
+func (r *ref) WriteBAR(b int, off uint64, src []uint32) error {
+	if err := r.check(b, off, len(src)); err != nil {
+		return err
+	}
+	for i, v := range src {
+		r.words[[2]uint64{uint64(b), off + 4*uint64(i)}] = v
+	}
+	return nil
+}
+
+func (r *ref) Read32(b int, off uint64) (uint32, error) {
+	var w [1]uint32
+	err := r.ReadBAR(b, off, w[:])
+	return w[0], err
+}
+
+func (r *ref) Write32(b int, off uint64, v uint32) error { return r.WriteBAR(b, off, []uint32{v}) }
+
+func (r *ref) Close() error {
+	if r.closed {
+		return ndl.ErrClosed
+	}
+	r.closed = true
+	return nil
+}
+
+func (r *ref) Sleep(d time.Duration) error {
+	if r.closed {
+		return ndl.ErrClosed
+	}
+	ps, err := units.DurationToPS("sleep", d)
+	if err != nil || ps > units.MaxTimePS-r.ps {
+		return errors.New("ref: sleep refused")
+	}
+	r.ps += ps
+	return nil
+}
+
+func (r *ref) ClockPS() (uint64, error) { return r.ps, nil }
+
+func (r *ref) HostAlloc(size, align uint64) (uint64, error) {
+	if size == 0 || align == 0 || align&(align-1) != 0 {
+		return 0, errors.New("ref: bad request")
+	}
+	pa := (r.next + align - 1) &^ (align - 1)
+	r.host[pa] = make([]byte, size)
+	r.next = pa + size
+	return pa, nil
+}
+
+func (r *ref) HostFree(pa uint64) error {
+	if r.host[pa] == nil {
+		return errFree
+	}
+	delete(r.host, pa)
+	return nil
+}
+
+func (r *ref) buf(pa uint64, n int) ([]byte, error) {
+	for base, b := range r.host {
+		if pa >= base && pa-base <= uint64(len(b)) && uint64(n) <= uint64(len(b))-(pa-base) {
+			return b[pa-base:][:n], nil
+		}
+	}
+	return nil, errAccess
+}
+
+func (r *ref) HostRead(pa uint64, p []byte) error {
+	b, err := r.buf(pa, len(p))
+	copy(p, b)
+	return err
+}
+
+func (r *ref) HostWrite(pa uint64, p []byte) error {
+	b, err := r.buf(pa, len(p))
+	copy(b, p)
+	return err
+}
+
+// failing runs every applicable check on fresh devices from open and
+// returns the names of those that fail.
+func failing(open func() ndl.Device, want Capabilities) []string {
+	var names []string
+	for _, c := range checks {
+		if c.applies != nil && !c.applies(want) {
+			continue
+		}
+		if err := c.run(open(), want); err != nil {
+			names = append(names, c.name)
+		}
+	}
+	return names
+}
+
+func TestReferenceKeepsTheContract(t *testing.T) {
+	if got := failing(func() ndl.Device { return newRef() }, refWant()); len(got) != 0 {
+		t.Fatalf("the reference backend fails %v", got)
+	}
+	RunContract(t, func(*testing.T) ndl.Device { return newRef() }, refWant())
+}
+
+// Broken backends, each broken one way, fail the check that covers it.
+type (
+	// plain hides every optional interface of the device it wraps.
+	plain struct{ ndl.Device }
+	// noHost has a clock and sleeps but hands out no host memory.
+	noHost struct {
+		ndl.Device
+		ndl.Sleeper
+		ndl.Clock
+	}
+	forgetful   struct{ *ref } // Read32 returns 0
+	chunky      struct{ *ref } // ReadBAR reads only 1024 words
+	misaligned  struct{ *ref } // writes at a misaligned offset first, then refuses
+	lenient     struct{ *ref } // accepts an access that straddles a BAR's end
+	wrongBadBAR struct{ *ref } // an absent BAR is ErrBAROffset
+	leaky       struct{ *ref } // Close stops nothing
+	wideBARs    struct{ *ref } // BARSize wraps the BAR number
+	otherRev    struct{ *ref } // reports another revision
+	slowClock   struct{ *ref } // Sleep moves the clock by half
+	backwards   struct{ *ref } // the clock goes back on every read
+	doubleFree  struct{ *ref } // HostFree of anything succeeds
+	staleRead   struct{ *ref } // HostRead of a freed buffer succeeds
+	zeroRefused struct{ *ref } // a zero-length WriteBAR fails
+)
+
+func (d forgetful) Read32(int, uint64) (uint32, error) { return 0, nil }
+func (d chunky) ReadBAR(b int, off uint64, dst []uint32) error {
+	return d.ref.ReadBAR(b, off, dst[:min(len(dst), 1024)])
+}
+func (d misaligned) Write32(b int, off uint64, v uint32) error {
+	d.words[[2]uint64{uint64(b), off &^ 3}] = v
+	return d.ref.Write32(b, off, v)
+}
+func (d lenient) ReadBAR(b int, off uint64, dst []uint32) error {
+	if d.BARSize(b) != 0 && off == d.BARSize(b)-4 {
+		return nil
+	}
+	return d.ref.ReadBAR(b, off, dst)
+}
+func (d wrongBadBAR) Read32(b int, off uint64) (uint32, error) {
+	if d.BARSize(b) == 0 {
+		return 0, ndl.ErrBAROffset
+	}
+	return d.ref.Read32(b, off)
+}
+func (d leaky) Close() error { return nil }
+func (d wideBARs) BARSize(b int) uint64 {
+	return d.ref.BARSize(((b % 6) + 6) % 6)
+}
+func (d otherRev) Identity() hwarch.PCIIdentity { id := d.id; id.Revision++; return id }
+func (d slowClock) Sleep(dur time.Duration) error {
+	if dur > 0 {
+		dur /= 2
+	}
+	return d.ref.Sleep(dur)
+}
+func (d backwards) ClockPS() (uint64, error)  { d.ps -= 1000; return d.ps, nil }
+func (d doubleFree) HostFree(pa uint64) error { _ = d.ref.HostFree(pa); return nil }
+func (d staleRead) HostRead(pa uint64, p []byte) error {
+	if err := d.ref.HostRead(pa, p); err != nil && len(p) == 1 {
+		return nil
+	}
+	return d.ref.HostRead(pa, p)
+}
+func (d zeroRefused) WriteBAR(b int, off uint64, src []uint32) error {
+	if len(src) == 0 {
+		return errors.New("zero-length write")
+	}
+	return d.ref.WriteBAR(b, off, src)
+}
+
+func TestContractCatchesBrokenBackends(t *testing.T) {
+	tests := []struct {
+		name string
+		open func() ndl.Device
+		edit func(*Capabilities)
+		fail string // the check that must fail
+	}{
+		{"undeclared clock", func() ndl.Device { return newRef() }, func(c *Capabilities) { c.Clock = false }, "interfaces"},
+		{"optional interfaces hidden", func() ndl.Device { return plain{newRef()} }, nil, "interfaces"},
+		{"host memory lost", func() ndl.Device { r := newRef(); return noHost{r, r, r} }, nil, "interfaces"},
+		{"host memory without sentinels", func() ndl.Device { return newRef() }, func(c *Capabilities) { c.HostFreeErr = nil }, "interfaces"},
+		{"identity", func() ndl.Device { return otherRev{newRef()} }, nil, "identity"},
+		{"BAR sizes beyond BAR5", func() ndl.Device { return wideBARs{newRef()} }, nil, "bar-sizes"},
+		{"BAR size expected", func() ndl.Device { return newRef() }, func(c *Capabilities) { c.BARs[2] = 4096 }, "bar-sizes"},
+		{"reads forget writes", func() ndl.Device { return forgetful{newRef()} }, nil, "round-trip"},
+		{"long reads cut short", func() ndl.Device { return chunky{newRef()} }, nil, "round-trip"},
+		{"zero-length write refused", func() ndl.Device { return zeroRefused{newRef()} }, nil, "zero-length"},
+		{"absent BAR sentinel", func() ndl.Device { return wrongBadBAR{newRef()} }, nil, "absent-bars"},
+		{"refused misaligned write applied", func() ndl.Device { return misaligned{newRef()} }, nil, "alignment"},
+		{"straddling read accepted", func() ndl.Device { return lenient{newRef()} }, nil, "bounds"},
+		{"close stops nothing", func() ndl.Device { return leaky{newRef()} }, nil, "close"},
+		{"sleep too short", func() ndl.Device { return slowClock{newRef()} }, nil, "sleeper"},
+		{"clock goes back", func() ndl.Device { return backwards{newRef()} }, nil, "clock"},
+		{"double free accepted", func() ndl.Device { return doubleFree{newRef()} }, nil, "host-memory"},
+		{"freed buffer readable", func() ndl.Device { return staleRead{newRef()} }, nil, "host-memory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := refWant()
+			if tt.edit != nil {
+				tt.edit(&want)
+			}
+			if got := failing(tt.open, want); !slices.Contains(got, tt.fail) {
+				t.Fatalf("failing checks %v, want %q among them", got, tt.fail)
+			}
+		})
+	}
+}
+
+// A check's error names what failed.
+func TestContractErrorsSayWhat(t *testing.T) {
+	err := checkRoundTrip(forgetful{newRef()}, refWant())
+	if err == nil || !strings.Contains(err.Error(), "Read32") {
+		t.Fatalf("got %v, want an error naming Read32", err)
+	}
+}
