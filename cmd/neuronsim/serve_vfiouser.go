@@ -88,27 +88,7 @@ func serveVFIOUser(ctx context.Context, cmd *cobra.Command, sf *systemFlags, dir
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim serve: "+format+"\n", args...)
 	}
-	// Each device's DMA reaches its own client's memory (the guest's
-	// DMA_MAP regions); the system's devices share one clock, so they share
-	// one Pacer that keeps it up with wall time (docs/vfio-user.md).
-	opts := make([]vfiouser.Options, s.Devices)
-	ports := make([]sim.HostPort, s.Devices)
-	for i := range opts {
-		mem, err := vfiouser.NewGuestMemory(opts[i])
-		if err != nil {
-			return err
-		}
-		ports[i] = mem
-	}
-	sys, err := fabric.New(fabric.Config{Generation: s.Gen, DeviceID: s.DeviceID, Devices: s.Devices, Revision: s.Revision, HostPorts: ports})
-	if err != nil {
-		return err
-	}
-	pacer, err := vfiouser.NewPacer(sys.Device(0), vfiouser.PacerOptions{})
-	if err != nil {
-		return err
-	}
-	budget, err := sim.NewPageBudget(o.pageLimit)
+	sys, servers, err := newVFIOUserSystem(s, o, logf)
 	if err != nil {
 		return err
 	}
@@ -120,17 +100,7 @@ func serveVFIOUser(ctx context.Context, cmd *cobra.Command, sf *systemFlags, dir
 	}()
 	done := make(chan error, s.Devices)
 	var paths []string
-	for i, d := range sys.Devices() {
-		if err := d.SetPageBudget(budget); err != nil {
-			return err
-		}
-		name := d.Config().Name
-		opts[i].Logf = func(format string, args ...any) { logf(name+": "+format, args...) }
-		opts[i].Pacer = pacer
-		srv, err := vfiouser.New(d, opts[i])
-		if err != nil {
-			return err
-		}
+	for i, srv := range servers {
 		p := vfioUserSocket(dir, i)
 		l, err := listenPrivateUnix(p)
 		if err != nil {
@@ -155,6 +125,48 @@ func serveVFIOUser(ctx context.Context, cmd *cobra.Command, sf *systemFlags, dir
 		fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim serve: %s\n", deviceCounters(d))
 	}
 	return err
+}
+
+// newVFIOUserSystem builds the served system and a vfio-user server per
+// device. Each device's DMA reaches its own client's memory (the guest's
+// DMA_MAP regions); the system's devices share one clock, so they share one
+// Pacer that keeps it up with wall time (docs/vfio-user.md); all of them
+// share the page budget of --max-memory.
+func newVFIOUserSystem(s systemSpec, o serveOptions, logf func(string, ...any)) (*fabric.System, []*vfiouser.Server, error) {
+	opts := make([]vfiouser.Options, s.Devices)
+	ports := make([]sim.HostPort, s.Devices)
+	for i := range opts {
+		mem, err := vfiouser.NewGuestMemory(opts[i])
+		if err != nil {
+			return nil, nil, err
+		}
+		ports[i] = mem
+	}
+	sys, err := fabric.New(fabric.Config{Generation: s.Gen, DeviceID: s.DeviceID, Devices: s.Devices, Revision: s.Revision, HostPorts: ports})
+	if err != nil {
+		return nil, nil, err
+	}
+	pacer, err := vfiouser.NewPacer(sys.Device(0), vfiouser.PacerOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	budget, err := sim.NewPageBudget(o.pageLimit)
+	if err != nil {
+		return nil, nil, err
+	}
+	servers := make([]*vfiouser.Server, s.Devices)
+	for i, d := range sys.Devices() {
+		if err := d.SetPageBudget(budget); err != nil {
+			return nil, nil, err
+		}
+		name := d.Config().Name
+		opts[i].Logf = func(format string, args ...any) { logf(name+": "+format, args...) }
+		opts[i].Pacer = pacer
+		if servers[i], err = vfiouser.New(d, opts[i]); err != nil {
+			return nil, nil, err
+		}
+	}
+	return sys, servers, nil
 }
 
 // deviceCounters is a one-line account of what a served device saw: the
