@@ -209,8 +209,8 @@ func (r *recorder) flush(upTo uint64) {
 func (s *System) captureHorizon() uint64 {
 	h := uint64(s.engine.Now())
 	for _, pt := range s.ports {
-		for i := range pt.res {
-			if r := &pt.res[i]; r.Valid && r.Start < h {
+		for i := range pt.res() {
+			if r := &pt.res()[i]; r.Valid && r.Start < h {
 				h = r.Start
 			}
 		}

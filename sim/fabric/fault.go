@@ -46,9 +46,9 @@ func (s *System) ScheduleFault(f Fault) error {
 	default:
 		return fmt.Errorf("fabric: fault kind %d: %w", f.Kind, ErrFault)
 	}
-	s.faults = append(s.faults, f)
-	if err := s.engine.Schedule(f.At, s.hFault, uint64(len(s.faults)-1)); err != nil {
-		s.faults = s.faults[:len(s.faults)-1]
+	s.st.Faults = append(s.st.Faults, f)
+	if err := s.engine.Schedule(f.At, s.hFault, uint64(len(s.st.Faults)-1)); err != nil {
+		s.st.Faults = s.st.Faults[:len(s.st.Faults)-1]
 		return fmt.Errorf("fabric: fault at %v: %w: %w", f.At, err, ErrFault)
 	}
 	return nil
@@ -56,10 +56,10 @@ func (s *System) ScheduleFault(f Fault) error {
 
 // fault carries out scheduled fault i.
 func (s *System) fault(i int) {
-	if i < 0 || i >= len(s.faults) {
+	if i < 0 || i >= len(s.st.Faults) {
 		return
 	}
-	f := s.faults[i]
+	f := s.st.Faults[i]
 	switch f.Kind {
 	case LinkDown, LinkUp:
 		s.st.Links[f.Link].Down = f.Kind == LinkDown
@@ -67,7 +67,7 @@ func (s *System) fault(i int) {
 		s.devs[f.Device].FaultReset()
 		// Its DMA engines are reset: the writes they had reserved will
 		// never be posted.
-		clear(s.ports[f.Device].res)
+		clear(s.st.Reservations[f.Device])
 	}
 	s.st.Stats.Faults++
 }

@@ -89,10 +89,10 @@ func (s *System) Snapshot() *Snapshot {
 	s.mu.Lock()
 	engine, host := s.engine.State(), s.host.State()
 	st := s.st
-	faults := append([]Fault(nil), s.faults...)
+	faults := append([]Fault(nil), s.st.Faults...)
 	var res []PortReservation
 	for i, pt := range s.ports {
-		for j, r := range pt.res {
+		for j, r := range pt.res() {
 			if r.Valid {
 				var hops []uint64
 				if s.rec != nil {
@@ -192,17 +192,17 @@ func Restore(snap *Snapshot) (*System, error) {
 		return nil, badErr("events: ", err)
 	}
 	s.st = state{Links: cloneLinks(snap.Links), Last: append([]uint64(nil), snap.Last...),
-		InFlight: append([]Delivery(nil), snap.InFlight...), Free: append([]int(nil), snap.Free...), Stats: snap.Stats}
+		InFlight: append([]Delivery(nil), snap.InFlight...), Free: append([]int(nil), snap.Free...), Stats: snap.Stats,
+		Faults: append([]Fault(nil), snap.Faults...), Reservations: s.st.Reservations}
 	if s.st.Last == nil {
 		s.st.LastMap = make(map[uint64]uint64, len(snap.LastMap))
 		for k, v := range snap.LastMap {
 			s.st.LastMap[k] = v
 		}
 	}
-	s.faults = append([]Fault(nil), snap.Faults...)
 	for _, r := range snap.Reservations {
-		s.ports[r.Device].res[r.Index] = r.Reservation
-		s.ports[r.Device].res[r.Index].hops = r.Hops
+		s.st.Reservations[r.Device][r.Index] = r.Reservation
+		s.st.Reservations[r.Device][r.Index].hops = r.Hops
 	}
 	s.resume = snap.Capture
 	return s, nil
@@ -339,7 +339,7 @@ func (s *System) checkSnapshot(snap *Snapshot) error {
 	for i, r := range snap.Reservations {
 		where := fmt.Sprintf("Reservations[%d]", i)
 		switch {
-		case r.Device < 0 || r.Device >= nd || r.Index < 0 || r.Index >= len(s.ports[r.Device].res):
+		case r.Device < 0 || r.Device >= nd || r.Index < 0 || r.Index >= len(s.st.Reservations[r.Device]):
 			return fmt.Errorf("%s: device %d slot %d: out of range", where, r.Device, r.Index)
 		case held[[2]int{r.Device, r.Index}]:
 			return fmt.Errorf("%s: device %d slot %d is reserved twice", where, r.Device, r.Index)

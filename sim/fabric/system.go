@@ -40,6 +40,11 @@ type Config struct {
 // System is N simulated devices joined by a fabric: one event engine (one
 // virtual clock), one lock, one host memory. It is safe for concurrent use
 // through its devices, whose accesses are serialised by the shared lock.
+// Its own mutable state — links, path order, writes in flight, statistics,
+// faults scheduled, reservations — is all in st; the rest is configuration
+// fixed at New, caches derived from it (paths, chunkTime, hopDelay), the
+// devices and engine it wires, and the packet capture (an output, whose
+// continuation a snapshot keeps as CaptureState).
 type System struct {
 	cfg    Config     // as built (Params filled in)
 	mu     sync.Mutex // the devices' shared lock
@@ -53,7 +58,6 @@ type System struct {
 	ports  []*port
 	hLand  simkernel.HandlerID
 	hFault simkernel.HandlerID
-	faults []Fault // scheduled, by the index their event carries
 	st     state
 	rec    *recorder     // packet capture, or nil
 	resume *CaptureState // a restored snapshot's capture, for the next SetCapture
@@ -65,7 +69,8 @@ type System struct {
 	engineBW uint64
 }
 
-// state is the fabric's mutable state (besides the devices').
+// state is the fabric's whole mutable state (besides the devices' and the
+// engine's): what a snapshot saves of the fabric itself.
 type state struct {
 	Links    []LinkState
 	Last     []uint64          // per (src, dst) path, src·N + dst: when its last write lands (order on a path); N ≤ denseLast
@@ -73,6 +78,11 @@ type state struct {
 	InFlight []Delivery        // by slot; a free slot has Len 0 and Used false
 	Free     []int             // free slots
 	Stats    Stats
+	// Faults are the faults scheduled, by the index their event carries.
+	Faults []Fault
+	// Reservations are each device's link reservations, by
+	// engine·udma.Queues + queue.
+	Reservations [][]Reservation
 }
 
 // Delivery is a write in flight (exported for snapshots).
@@ -104,8 +114,10 @@ type Reservation struct {
 type port struct {
 	s   *System
 	dev int
-	res []Reservation // by engine·udma.Queues + queue
 }
+
+// res is the port's device's reservations (the system's state).
+func (pt *port) res() []Reservation { return pt.s.st.Reservations[pt.dev] }
 
 // ErrConfig marks a system configuration that cannot be built.
 var ErrConfig = errors.New("invalid system configuration")
@@ -198,7 +210,8 @@ func New(cfg Config) (*System, error) {
 		if err != nil {
 			return nil, fmt.Errorf("fabric: device %d: %w", i, err)
 		}
-		pt := &port{s: s, dev: i, res: make([]Reservation, s.geo.DMAEngines*udma.Queues)}
+		s.st.Reservations = append(s.st.Reservations, make([]Reservation, s.geo.DMAEngines*udma.Queues))
+		pt := &port{s: s, dev: i}
 		d.AttachFabric(pt)
 		s.devs = append(s.devs, d)
 		s.ports = append(s.ports, pt)
@@ -313,10 +326,10 @@ func (pt *port) reserve(e, q int, dst uint64, n int, start, sent uint64) (inject
 	if id := s.downLink(path); id >= 0 {
 		return 0, 0, fmt.Errorf("fabric: %s → %s: link %s: %w: %w", s.topo.Nodes[pt.dev].Name, s.topo.Nodes[dd].Name, s.topo.LinkName(id), ErrLinkDown, dma.ErrNeighbour)
 	}
-	if e < 0 || q < 0 || q >= udma.Queues || e*udma.Queues+q >= len(pt.res) {
+	if e < 0 || q < 0 || q >= udma.Queues || e*udma.Queues+q >= len(pt.res()) {
 		return 0, 0, fmt.Errorf("fabric: %s engine %d queue %d: %w", s.topo.Nodes[pt.dev].Name, e, q, udma.ErrEngine)
 	}
-	r := &pt.res[e*udma.Queues+q]
+	r := &pt.res()[e*udma.Queues+q]
 	*r = Reservation{Valid: true, Start: start, Dst: dd, Addr: addr, Path: path, hops: r.hops[:0]}
 	var hops *[]uint64
 	if s.rec != nil {
@@ -352,10 +365,10 @@ func (s *System) inOrder(src, dst int, lands uint64) uint64 {
 func (pt *port) Post(e, q int, dst uint64, n int, p []byte, red udma.Reduce, at simkernel.Time) error {
 	s, lands := pt.s, uint64(at)
 	i := e*udma.Queues + q
-	if e < 0 || q < 0 || q >= udma.Queues || i >= len(pt.res) || !pt.res[i].Valid || pt.res[i].Lands != lands {
+	if e < 0 || q < 0 || q >= udma.Queues || i >= len(pt.res()) || !pt.res()[i].Valid || pt.res()[i].Lands != lands {
 		return fmt.Errorf("fabric: %s engine %d queue %d posts a write it did not reserve: %w", s.topo.Nodes[pt.dev].Name, e, q, dma.ErrNeighbour)
 	}
-	r := &pt.res[i]
+	r := &pt.res()[i]
 	r.Valid = false
 	d := Delivery{Used: true, Src: pt.dev, Dst: r.Dst, Addr: r.Addr, Len: n, Data: p, Reduce: red, Path: r.Path, Lands: lands}
 	s.record(e, q, &d, r.hops)
