@@ -249,56 +249,87 @@ var faultNames = map[FaultKind]string{LinkDown: "link-down", LinkUp: "link-up", 
 // checkSnapshot checks the fabric's part of a snapshot against the system
 // built from its configuration, naming the field that fails.
 func (s *System) checkSnapshot(snap *Snapshot) error {
-	nl, nd := len(s.st.Links), snap.Devices
-	ps := func(field string, v uint64) error {
-		_, err := units.PS(field, v)
-		return err
-	}
-	checkPath := func(where string, path []int) error {
-		for i, id := range path {
-			if id < 0 || id >= nl {
-				return fmt.Errorf("%s: Path[%d]: link %d of %d", where, i, id, nl)
-			}
+	c := snapshotCheck{s: s, snap: snap, nl: len(s.st.Links), nd: snap.Devices}
+	for _, part := range []func() error{c.links, c.pathOrder, c.inFlight, c.reservations, c.faults, c.capture} {
+		if err := part(); err != nil {
+			return err
 		}
-		return nil
 	}
-	if len(snap.Links) != nl {
-		return fmt.Errorf("Links: %d link states for %d links", len(snap.Links), nl)
+	return nil
+}
+
+// snapshotCheck checks the parts of a snapshot against the system built
+// for it (nl links, nd devices), in this order: links, path order, writes
+// in flight and free slots, reservations, faults, capture.
+type snapshotCheck struct {
+	s      *System
+	snap   *Snapshot
+	nl, nd int
+}
+
+// ps checks a time field.
+func (snapshotCheck) ps(field string, v uint64) error {
+	_, err := units.PS(field, v)
+	return err
+}
+
+// path checks that a path names links of the system.
+func (c snapshotCheck) path(where string, path []int) error {
+	for i, id := range path {
+		if id < 0 || id >= c.nl {
+			return fmt.Errorf("%s: Path[%d]: link %d of %d", where, i, id, c.nl)
+		}
 	}
-	for i, l := range snap.Links {
+	return nil
+}
+
+func (c snapshotCheck) links() error {
+	if len(c.snap.Links) != c.nl {
+		return fmt.Errorf("Links: %d link states for %d links", len(c.snap.Links), c.nl)
+	}
+	for i, l := range c.snap.Links {
 		if err := checkSpans(l.Spans); err != nil {
 			return fmt.Errorf("Links[%d].Spans: %w", i, err)
 		}
 		if k := len(l.Spans); k > 0 {
-			if err := ps(fmt.Sprintf("Links[%d].Spans[%d].End", i, k-1), l.Spans[k-1].End); err != nil {
+			if err := c.ps(fmt.Sprintf("Links[%d].Spans[%d].End", i, k-1), l.Spans[k-1].End); err != nil {
 				return err
 			}
 		}
-		if err := ps(fmt.Sprintf("Links[%d].Busy", i), l.Busy); err != nil {
+		if err := c.ps(fmt.Sprintf("Links[%d].Busy", i), l.Busy); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+func (c snapshotCheck) pathOrder() error {
+	last := c.s.st.Last
 	switch {
-	case (s.st.Last != nil) != (snap.Last != nil) || len(snap.Last) != len(s.st.Last):
-		return fmt.Errorf("Last: path order table of %d entries, the system needs %d", len(snap.Last), len(s.st.Last))
-	case s.st.Last != nil && len(snap.LastMap) != 0:
-		return fmt.Errorf("LastMap: %d entries in a system of %d devices, which keeps the dense table", len(snap.LastMap), nd)
+	case (last != nil) != (c.snap.Last != nil) || len(c.snap.Last) != len(last):
+		return fmt.Errorf("Last: path order table of %d entries, the system needs %d", len(c.snap.Last), len(last))
+	case last != nil && len(c.snap.LastMap) != 0:
+		return fmt.Errorf("LastMap: %d entries in a system of %d devices, which keeps the dense table", len(c.snap.LastMap), c.nd)
 	}
-	for i, t := range snap.Last {
-		if err := ps(fmt.Sprintf("Last[%d]", i), t); err != nil {
+	for i, t := range c.snap.Last {
+		if err := c.ps(fmt.Sprintf("Last[%d]", i), t); err != nil {
 			return err
 		}
 	}
-	for k, t := range snap.LastMap {
-		if src, dst := k>>32, k&0xFFFF_FFFF; src >= uint64(nd) || dst >= uint64(nd) {
-			return fmt.Errorf("LastMap: key %#x: path %d → %d in a system of %d devices", k, src, dst, nd)
+	for k, t := range c.snap.LastMap {
+		if src, dst := k>>32, k&0xFFFF_FFFF; src >= uint64(c.nd) || dst >= uint64(c.nd) {
+			return fmt.Errorf("LastMap: key %#x: path %d → %d in a system of %d devices", k, src, dst, c.nd)
 		}
-		if err := ps(fmt.Sprintf("LastMap[%#x]", k), t); err != nil {
+		if err := c.ps(fmt.Sprintf("LastMap[%#x]", k), t); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+func (c snapshotCheck) inFlight() error {
 	free := 0
-	for i, d := range snap.InFlight {
+	for i, d := range c.snap.InFlight {
 		where := fmt.Sprintf("InFlight[%d]", i)
 		if !d.Used {
 			if d.Len != 0 || d.Data != nil || d.Path != nil || d.Src != 0 || d.Dst != 0 || d.Addr != 0 || d.Lands != 0 || d.Reduce != (udma.Reduce{}) {
@@ -307,95 +338,114 @@ func (s *System) checkSnapshot(snap *Snapshot) error {
 			free++
 			continue
 		}
-		switch {
-		case d.Src < 0 || d.Src >= nd || d.Dst < 0 || d.Dst >= nd:
-			return fmt.Errorf("%s: devices %d → %d in a system of %d", where, d.Src, d.Dst, nd)
-		case d.Len < 0 || uint64(d.Len) > simkernel.AddressLimit || d.Addr > simkernel.AddressLimit-uint64(d.Len):
-			return fmt.Errorf("%s: %d bytes at %#x: outside the %d-bit device address space", where, d.Len, d.Addr, simkernel.AddressBits)
-		case d.Data != nil && len(d.Data) != d.Len:
-			return fmt.Errorf("%s: %d bytes of payload for a write of %d", where, len(d.Data), d.Len)
-		}
-		if r, err := udma.DecodeReduce(udma.ReduceMeta(d.Reduce)); err != nil || r != d.Reduce {
-			return fmt.Errorf("%s: Reduce %+v: not a reduce the engines do", where, d.Reduce)
-		}
-		if err := ps(where+".Lands", d.Lands); err != nil {
-			return err
-		}
-		if err := checkPath(where, d.Path); err != nil {
+		if err := c.delivery(where, d); err != nil {
 			return err
 		}
 	}
-	if len(snap.Free) != free {
-		return fmt.Errorf("Free: %d free slots listed, %d slots are free", len(snap.Free), free)
+	if len(c.snap.Free) != free {
+		return fmt.Errorf("Free: %d free slots listed, %d slots are free", len(c.snap.Free), free)
 	}
-	seen := make(map[int]bool, len(snap.Free))
-	for i, f := range snap.Free {
-		if f < 0 || f >= len(snap.InFlight) || snap.InFlight[f].Used || seen[f] {
+	seen := make(map[int]bool, len(c.snap.Free))
+	for i, f := range c.snap.Free {
+		if f < 0 || f >= len(c.snap.InFlight) || c.snap.InFlight[f].Used || seen[f] {
 			return fmt.Errorf("Free[%d]: slot %d is not a free write slot (or is listed twice)", i, f)
 		}
 		seen[f] = true
 	}
+	return nil
+}
+
+// delivery checks one write in flight.
+func (c snapshotCheck) delivery(where string, d Delivery) error {
+	switch {
+	case d.Src < 0 || d.Src >= c.nd || d.Dst < 0 || d.Dst >= c.nd:
+		return fmt.Errorf("%s: devices %d → %d in a system of %d", where, d.Src, d.Dst, c.nd)
+	case d.Len < 0 || uint64(d.Len) > simkernel.AddressLimit || d.Addr > simkernel.AddressLimit-uint64(d.Len):
+		return fmt.Errorf("%s: %d bytes at %#x: outside the %d-bit device address space", where, d.Len, d.Addr, simkernel.AddressBits)
+	case d.Data != nil && len(d.Data) != d.Len:
+		return fmt.Errorf("%s: %d bytes of payload for a write of %d", where, len(d.Data), d.Len)
+	}
+	if r, err := udma.DecodeReduce(udma.ReduceMeta(d.Reduce)); err != nil || r != d.Reduce {
+		return fmt.Errorf("%s: Reduce %+v: not a reduce the engines do", where, d.Reduce)
+	}
+	if err := c.ps(where+".Lands", d.Lands); err != nil {
+		return err
+	}
+	return c.path(where, d.Path)
+}
+
+func (c snapshotCheck) reservations() error {
 	held := map[[2]int]bool{}
-	for i, r := range snap.Reservations {
+	for i, r := range c.snap.Reservations {
 		where := fmt.Sprintf("Reservations[%d]", i)
 		switch {
-		case r.Device < 0 || r.Device >= nd || r.Index < 0 || r.Index >= len(s.st.Reservations[r.Device]):
+		case r.Device < 0 || r.Device >= c.nd || r.Index < 0 || r.Index >= len(c.s.st.Reservations[r.Device]):
 			return fmt.Errorf("%s: device %d slot %d: out of range", where, r.Device, r.Index)
 		case held[[2]int{r.Device, r.Index}]:
 			return fmt.Errorf("%s: device %d slot %d is reserved twice", where, r.Device, r.Index)
 		case !r.Valid:
 			return fmt.Errorf("%s: not valid (only valid reservations are saved)", where)
-		case r.Dst < 0 || r.Dst >= nd:
-			return fmt.Errorf("%s: destination device %d of %d", where, r.Dst, nd)
+		case r.Dst < 0 || r.Dst >= c.nd:
+			return fmt.Errorf("%s: destination device %d of %d", where, r.Dst, c.nd)
 		case r.Addr >= simkernel.AddressLimit:
 			return fmt.Errorf("%s: address %#x outside the %d-bit device address space", where, r.Addr, simkernel.AddressBits)
 		}
 		held[[2]int{r.Device, r.Index}] = true
-		if err := ps(where+".Start", r.Start); err != nil {
+		if err := c.ps(where+".Start", r.Start); err != nil {
 			return err
 		}
-		if err := ps(where+".Lands", r.Lands); err != nil {
+		if err := c.ps(where+".Lands", r.Lands); err != nil {
 			return err
 		}
 		for j, h := range r.Hops {
-			if err := ps(fmt.Sprintf("%s.Hops[%d]", where, j), h); err != nil {
+			if err := c.ps(fmt.Sprintf("%s.Hops[%d]", where, j), h); err != nil {
 				return err
 			}
 		}
-		if err := checkPath(where, r.Path); err != nil {
+		if err := c.path(where, r.Path); err != nil {
 			return err
 		}
 	}
-	for i, f := range snap.Faults {
+	return nil
+}
+
+func (c snapshotCheck) faults() error {
+	for i, f := range c.snap.Faults {
 		where := fmt.Sprintf("Faults[%d]", i)
 		switch f.Kind {
 		case LinkDown, LinkUp:
-			if f.Link < 0 || f.Link >= nl {
-				return fmt.Errorf("%s: %s on link %d of %d", where, faultNames[f.Kind], f.Link, nl)
+			if f.Link < 0 || f.Link >= c.nl {
+				return fmt.Errorf("%s: %s on link %d of %d", where, faultNames[f.Kind], f.Link, c.nl)
 			}
 		case DeviceReset:
-			if f.Device < 0 || f.Device >= nd {
-				return fmt.Errorf("%s: device reset of device %d of %d", where, f.Device, nd)
+			if f.Device < 0 || f.Device >= c.nd {
+				return fmt.Errorf("%s: device reset of device %d of %d", where, f.Device, c.nd)
 			}
 		default:
 			return fmt.Errorf("%s: Kind %d: not link-down (%d), link-up (%d) or device-reset (%d)", where, f.Kind, LinkDown, LinkUp, DeviceReset)
 		}
-		if err := ps(where+".At", uint64(f.At)); err != nil {
+		if err := c.ps(where+".At", uint64(f.At)); err != nil {
 			return err
 		}
 	}
-	if c := snap.Capture; c != nil {
-		if err := ps("Capture.From", c.From); err != nil {
-			return err
+	return nil
+}
+
+func (c snapshotCheck) capture() error {
+	cs := c.snap.Capture
+	if cs == nil {
+		return nil
+	}
+	if err := c.ps("Capture.From", cs.From); err != nil {
+		return err
+	}
+	for i, p := range cs.Pending {
+		where := fmt.Sprintf("Capture.Pending[%d]", i)
+		if int(p.Header.Src) >= c.nd || int(p.Header.Dst) >= c.nd || len(p.Payload) > int(p.Header.Length) {
+			return fmt.Errorf("%s: devices %d → %d, %d bytes: out of range", where, p.Header.Src, p.Header.Dst, len(p.Payload))
 		}
-		for i, p := range c.Pending {
-			where := fmt.Sprintf("Capture.Pending[%d]", i)
-			if int(p.Header.Src) >= nd || int(p.Header.Dst) >= nd || len(p.Payload) > int(p.Header.Length) {
-				return fmt.Errorf("%s: devices %d → %d, %d bytes: out of range", where, p.Header.Src, p.Header.Dst, len(p.Payload))
-			}
-			if err := ps(where+".At", p.At); err != nil {
-				return err
-			}
+		if err := c.ps(where+".At", p.At); err != nil {
+			return err
 		}
 	}
 	return nil
