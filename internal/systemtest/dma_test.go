@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -165,6 +166,34 @@ func TestEventAccelFromDMA(t *testing.T) {
 			sem, err := up.CSR.Read(tpb + b.SemReadOffset + 4*9)
 			require.NoError(t, err)
 			assert.Equal(t, uint32(6), sem)
+		})
+	}
+}
+
+// TestQueuesIntact: the runtime learns through BAR reads alone that a
+// device reset took its queues — the ring base registers read back as
+// programmed until the reset, not after (nor while the device resets) — and
+// with no queue open there is nothing to compare.
+func TestQueuesIntact(t *testing.T) {
+	for _, g := range hwarch.Generations() {
+		t.Run(g.String(), func(t *testing.T) {
+			simDev, _, m := dmaDevice(t, g, 0)
+			ok, err := m.QueuesIntact()
+			require.NoError(t, err)
+			assert.True(t, ok, "no queue open")
+			_, err = m.AllocQueue("probe", 0, udma.MinRing)
+			require.NoError(t, err)
+			ok, err = m.QueuesIntact()
+			require.NoError(t, err)
+			assert.True(t, ok, "the queue as programmed")
+			simDev.FaultReset()
+			ok, err = m.QueuesIntact()
+			require.NoError(t, err)
+			assert.False(t, ok, "during the reset")
+			require.NoError(t, simDev.Sleep(2*time.Second))
+			ok, err = m.QueuesIntact()
+			require.NoError(t, err)
+			assert.False(t, ok, "after the reset")
 		})
 	}
 }

@@ -300,3 +300,39 @@ func (qu *Queue) Close() error {
 	m.mu.Unlock()
 	return first
 }
+
+// QueuesIntact reports whether the device still holds the queues this
+// layer programmed, by reading each open queue's ring base registers back:
+// a device reset returns them to their power-on values (and a device in
+// reset answers 0xDEADBEEF), which is how a runtime on hardware learns
+// that its state on the device is gone and the device must be brought up
+// again. With no queue open there is nothing to compare, and it reports
+// true.
+func (m *DMA) QueuesIntact() (bool, error) {
+	m.mu.Lock()
+	queues := make([]*Queue, 0, len(m.queues))
+	for _, q := range m.queues {
+		queues = append(queues, q)
+	}
+	m.mu.Unlock()
+	for _, qu := range queues {
+		for _, h := range []struct {
+			half uint64
+			r    *ring
+		}{{udma.M2S, &qu.tx}, {udma.S2M, &qu.rx}} {
+			base := udma.QueueReg(h.half, qu.Index, 0)
+			lo, err := m.read(qu.Engine, base+udma.QBaseLo)
+			if err != nil {
+				return false, err
+			}
+			hi, err := m.read(qu.Engine, base+udma.QBaseHi)
+			if err != nil {
+				return false, err
+			}
+			if uint64(hi)<<32|uint64(lo) != h.r.addr {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
+}
