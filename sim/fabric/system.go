@@ -127,58 +127,15 @@ var ErrConfig = errors.New("invalid system configuration")
 // topology whose devices are not all joined is refused (ErrDisconnected,
 // naming its groups): no collective could run on it.
 func New(cfg Config) (*System, error) {
-	if !cfg.Generation.Valid() {
-		return nil, fmt.Errorf("fabric: %w %d", hwarch.ErrUnknownGeneration, uint8(cfg.Generation))
-	}
-	p := DefaultParams(cfg.Generation)
-	if cfg.Params != nil {
-		p = *cfg.Params
-	}
-	kind := cfg.Kind
-	if kind == KindAuto {
-		kind = AutoKind(cfg.Generation, cfg.Devices)
-	}
-	if err := p.Validate(kind); err != nil {
-		return nil, err
-	}
-	if cfg.DMA == (dma.Timing{}) {
-		cfg.DMA = dma.DefaultTiming(cfg.Generation)
-	}
-	if err := cfg.DMA.Validate(); err != nil {
-		return nil, fmt.Errorf("fabric: DMA timing: %w: %w", err, ErrConfig)
-	}
-	topo, err := Build(kind, cfg.Generation, cfg.Devices, p)
+	cfg, p, topo, err := resolve(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := topo.Connected(); err != nil {
-		return nil, err
-	}
-	if cfg.HostPorts != nil && len(cfg.HostPorts) != cfg.Devices {
-		return nil, fmt.Errorf("fabric: %d host ports for %d devices: %w", len(cfg.HostPorts), cfg.Devices, ErrConfig)
-	}
-	for i, h := range cfg.HostPorts {
-		if h == nil {
-			return nil, fmt.Errorf("fabric: no host port for device %d: %w", i, ErrConfig)
-		}
-	}
-	devID := cfg.DeviceID
-	if devID == 0 {
-		if devID, err = hwarch.DefaultDeviceID(cfg.Generation); err != nil {
-			return nil, err
-		}
-	} else if g, err := hwarch.GenerationOfDevice(hwarch.VendorAmazon, devID); err != nil || g != cfg.Generation {
-		return nil, fmt.Errorf("fabric: device id %#04x is not a %s device: %w", devID, cfg.Generation, ErrConfig)
-	}
-	cfg.DeviceID = devID
 	s := &System{engine: simkernel.NewEngine(), host: sim.NewHostMemory(), geo: hwarch.MustGeometry(cfg.Generation), topo: topo, p: p,
 		paths: make([][][]int, cfg.Devices)}
 	s.cfg = cfg
-	s.cfg.Kind, s.cfg.Params = kind, &s.p
+	s.cfg.Params = &s.p
 	s.engineBW = cfg.DMA.EngineBandwidth
-	if cfg.DMA == (dma.Timing{}) {
-		s.engineBW = dma.DefaultTiming(cfg.Generation).EngineBandwidth
-	}
 	s.st.Links = make([]LinkState, len(topo.Links))
 	for id := range topo.Links {
 		l := &topo.Links[id]
@@ -196,19 +153,79 @@ func New(cfg Config) (*System, error) {
 	if s.hFault, err = s.engine.Register("fabric-fault", simkernel.HandlerFunc(func(_ *simkernel.Engine, arg uint64) { s.fault(int(arg)) })); err != nil {
 		return nil, err
 	}
+	if err := s.addDevices(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// resolve checks a configuration and fills its defaults — the kind, the
+// parameters, the DMA timing, the device id — and builds its topology,
+// refusing one whose devices are not all joined.
+func resolve(cfg Config) (Config, Params, *Topology, error) {
+	if !cfg.Generation.Valid() {
+		return cfg, Params{}, nil, fmt.Errorf("fabric: %w %d", hwarch.ErrUnknownGeneration, uint8(cfg.Generation))
+	}
+	p := DefaultParams(cfg.Generation)
+	if cfg.Params != nil {
+		p = *cfg.Params
+	}
+	if cfg.Kind == KindAuto {
+		cfg.Kind = AutoKind(cfg.Generation, cfg.Devices)
+	}
+	if err := p.Validate(cfg.Kind); err != nil {
+		return cfg, p, nil, err
+	}
+	if cfg.DMA == (dma.Timing{}) {
+		cfg.DMA = dma.DefaultTiming(cfg.Generation)
+	}
+	if err := cfg.DMA.Validate(); err != nil {
+		return cfg, p, nil, fmt.Errorf("fabric: DMA timing: %w: %w", err, ErrConfig)
+	}
+	topo, err := Build(cfg.Kind, cfg.Generation, cfg.Devices, p)
+	if err != nil {
+		return cfg, p, nil, err
+	}
+	if err := topo.Connected(); err != nil {
+		return cfg, p, nil, err
+	}
+	if cfg.HostPorts != nil && len(cfg.HostPorts) != cfg.Devices {
+		return cfg, p, nil, fmt.Errorf("fabric: %d host ports for %d devices: %w", len(cfg.HostPorts), cfg.Devices, ErrConfig)
+	}
+	for i, h := range cfg.HostPorts {
+		if h == nil {
+			return cfg, p, nil, fmt.Errorf("fabric: no host port for device %d: %w", i, ErrConfig)
+		}
+	}
+	if cfg.DeviceID == 0 {
+		if cfg.DeviceID, err = hwarch.DefaultDeviceID(cfg.Generation); err != nil {
+			return cfg, p, nil, err
+		}
+	} else if g, err := hwarch.GenerationOfDevice(hwarch.VendorAmazon, cfg.DeviceID); err != nil || g != cfg.Generation {
+		return cfg, p, nil, fmt.Errorf("fabric: device id %#04x is not a %s device: %w", cfg.DeviceID, cfg.Generation, ErrConfig)
+	}
+	return cfg, p, topo, nil
+}
+
+// addDevices builds the system's devices (device index i gets the routing
+// id the driver maps to i) on its engine and lock, each joined to the
+// fabric through its port.
+func (s *System) addDevices() error {
+	cfg := s.cfg
 	for i := range cfg.Devices {
 		rid := i // a what-if device past the driver's 64 keeps its index
 		if i < hwarch.MaxNeuronDevices {
-			if rid, err = hwarch.RoutingIDOfDeviceIndex(devID, i); err != nil {
-				return nil, err
+			var err error
+			if rid, err = hwarch.RoutingIDOfDeviceIndex(cfg.DeviceID, i); err != nil {
+				return err
 			}
 		}
 		d, err := sim.NewWiredDevice(sim.DeviceConfig{
-			Name: topo.Nodes[i].Name, Generation: cfg.Generation, DeviceID: devID, Revision: cfg.Revision,
+			Name: s.topo.Nodes[i].Name, Generation: cfg.Generation, DeviceID: cfg.DeviceID, Revision: cfg.Revision,
 			RoutingID: uint32(rid), DMA: cfg.DMA, TimingOnly: cfg.TimingOnly, Ready: cfg.Ready,
 		}, sim.Wiring{Host: s.hostOf(i), Engine: s.engine, Lock: &s.mu})
 		if err != nil {
-			return nil, fmt.Errorf("fabric: device %d: %w", i, err)
+			return fmt.Errorf("fabric: device %d: %w", i, err)
 		}
 		s.st.Reservations = append(s.st.Reservations, make([]Reservation, s.geo.DMAEngines*udma.Queues))
 		pt := &port{s: s, dev: i}
@@ -216,7 +233,7 @@ func New(cfg Config) (*System, error) {
 		s.devs = append(s.devs, d)
 		s.ports = append(s.ports, pt)
 	}
-	return s, nil
+	return nil
 }
 
 // hostOf is device i's host port: its own when Config.HostPorts gives one,
