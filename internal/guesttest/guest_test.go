@@ -42,7 +42,7 @@ func TestDriverProbe(t *testing.T) {
 		t.Run(c.arch+"-"+c.revision, func(t *testing.T) {
 			n := max(c.devices, 1)
 			g := boot(t, tl, guestSpec{Arch: c.arch, Revision: c.revision, Devices: n, Steps: runtimeSteps(c, n)})
-			t.Logf("%s/%s: guest wall time %v (boot, probe, reset)", c.arch, c.revision, g.Wall.Round(100e6))
+			t.Logf("%s/%s: guest wall time %v (boot, probe, reset, our runtime's ls, csr and dma copy)", c.arch, c.revision, g.Wall.Round(100e6))
 			checkProbe(t, g, c, n)
 			checkRuntime(t, g, c, n)
 		})
