@@ -94,7 +94,7 @@ func (f *fabricFlags) system() (hwarch.SwitchFamily, *rtarch.Tables, []int, erro
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("--arch: %w", err)
 	}
-	counts, err := f.devices.resolve(t.Soc.MaxDevs(), t.Soc.MaxDevs(), f.gen, family, f.whatIf, true)
+	counts, err := f.devices.resolve(t.Soc.MaxDevs(), t.Soc, f.whatIf, true)
 	if err != nil {
 		return 0, nil, nil, err
 	}
@@ -105,15 +105,7 @@ func (f *fabricFlags) system() (hwarch.SwitchFamily, *rtarch.Tables, []int, erro
 func (f *fabricFlags) params(t *rtarch.Tables) fabric.Params {
 	p := cluster.DefaultParams(f.gen, t)
 	p.Model = f.model
-	links := []*fabric.LinkParams{&p.XY, &p.Z, &p.Ring, &p.InServer, &p.InterServer, &p.Link}
-	for _, l := range links {
-		if f.linkLat.set {
-			l.Latency = f.linkLat.v
-		}
-		if f.linkBW.set {
-			l.Bandwidth = f.linkBW.v
-		}
-	}
+	cluster.LinkTiming{Latency: f.linkLat.v, SetLatency: f.linkLat.set, Bandwidth: f.linkBW.v, SetBandwidth: f.linkBW.set}.Apply(&p)
 	if f.endpoint.set {
 		p.Endpoint = f.endpoint.v
 	}

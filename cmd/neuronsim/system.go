@@ -100,7 +100,7 @@ func (f *systemFlags) spec() (systemSpec, error) {
 	if err != nil {
 		return s, fmt.Errorf("--arch: %w", err)
 	}
-	counts, err := f.devices.resolve(1, t.Soc.MaxDevs(), s.Gen, s.Switch, false, false)
+	counts, err := f.devices.resolve(1, t.Soc, false, false)
 	if err != nil {
 		return s, err
 	}

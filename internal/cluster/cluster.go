@@ -204,14 +204,6 @@ func (c *Cluster) Recover() error {
 	return nil
 }
 
-// DefaultParams returns the fabric parameters of a generation with the
-// runtime's fabric constants: get_max_links_per_pod_port (0 where the
-// generation's leaf aborts) and get_mesh_max_folds.
-func DefaultParams(g hwarch.Generation, t *arch.Tables) fabric.Params {
-	links, _ := t.Soc.MaxLinksPerPodPort()
-	return fabric.DefaultParams(g).WithSoc(links, t.Soc.MeshMaxFolds())
-}
-
 // Runner returns a program runner on NeuronCore nc of device i, with the
 // cluster's validators.
 func (c *Cluster) Runner(i, nc int) (*program.Runner, error) {
