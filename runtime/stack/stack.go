@@ -50,7 +50,8 @@ type Options struct {
 	// host memory (the kernel driver's device) can still be opened.
 	RegistersOnly bool
 	// Validator checks programs before they run (Runner); nil: the
-	// runtime's validators for the device's arch tables (runtime/isa).
+	// runtime's validators for the device's arch tables (runtime/isa),
+	// made once when the stack opens.
 	Validator program.Validator
 }
 
@@ -84,6 +85,9 @@ func Open(dev ndl.Device, opts Options) (*Stack, error) {
 		return nil, err
 	}
 	s.Mem = mem
+	if s.validator == nil {
+		s.validator = rtisa.New(s.Up.Tables)
+	}
 	return s, nil
 }
 
@@ -129,13 +133,10 @@ func (s *Stack) Reopen(opts bringup.Options) error {
 // Tables returns the device's arch tables (as bring-up selected them).
 func (s *Stack) Tables() *arch.Tables { return s.Up.Tables }
 
-// Validator returns the program validator of the stack's runners.
-func (s *Stack) Validator() program.Validator {
-	if s.validator == nil {
-		s.validator = rtisa.New(s.Up.Tables)
-	}
-	return s.validator
-}
+// Validator returns the program validator of the stack's runners
+// (Options.Validator, or the runtime's for the device's tables; nil with
+// Options.RegistersOnly).
+func (s *Stack) Validator() program.Validator { return s.validator }
 
 // Runner returns a program runner on NeuronCore nc of the device, with the
 // device's arch tables and the stack's validator. nc is not checked here
