@@ -40,20 +40,16 @@ func (t *targetFlags) open() (*bringup.Device, func(), error) {
 		if err := t.sys.notWith("--remote"); err != nil {
 			return nil, nil, err
 		}
-		sys, err := openRemoteSystem(t.remote)
+		dev, done, err := openServedDevice(t.remote, t.device)
 		if err != nil {
 			return nil, nil, err
 		}
-		if t.device < 0 || t.device >= len(sys.devs) {
-			sys.close()
-			return nil, nil, fmt.Errorf("--device %d: %s exports %s", t.device, t.remote, units.Plural(int64(len(sys.devs)), "device", "devices"))
-		}
-		d, err := openRegisters(sys.devs[t.device], bringup.Options{NoReset: true})
+		d, err := openRegisters(dev, bringup.Options{NoReset: true})
 		if err != nil {
-			sys.close()
+			done()
 			return nil, nil, err
 		}
-		return d, sys.close, nil
+		return d, done, nil
 	case t.kernel != "":
 		if err := t.sys.notWith("--kernel"); err != nil {
 			return nil, nil, err

@@ -56,15 +56,11 @@ func openDMASystem(t *dmaTargetFlags, timingOnly bool) (*dmaSystem, error) {
 		if err := t.sys.notWith("--remote"); err != nil {
 			return nil, err
 		}
-		r, err := openRemoteSystem(t.remote)
+		d, done, err := openServedDevice(t.remote, t.device)
 		if err != nil {
 			return nil, err
 		}
-		if t.device < 0 || t.device >= len(r.devs) {
-			r.close()
-			return nil, fmt.Errorf("--device %d: %s exports %s", t.device, t.remote, units.Plural(int64(len(r.devs)), "device", "devices"))
-		}
-		dev, sys.close, opts.BringUp.NoReset = r.devs[t.device], r.close, true
+		dev, sys.close, opts.BringUp.NoReset = d, done, true
 	} else {
 		if t.sys.cmd.Flags().Changed("device") {
 			return nil, fmt.Errorf("--device picks a served device; it needs --remote")
