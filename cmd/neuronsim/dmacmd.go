@@ -57,19 +57,7 @@ func newDMACopyCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&timingOnly, "timing-only", false, "move no payload (sweeps larger than host memory)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if kernel != "" {
-			if err := tf.sys.notWith("--kernel"); err != nil {
-				return err
-			}
-			for _, f := range []string{"from", "to", "timing-only", "device"} {
-				if cmd.Flags().Changed(f) {
-					return fmt.Errorf("--%s: not with --kernel (the kernel copy is host → device → host on the device node given)", f)
-				}
-			}
-			sz, err := units.ParseBytesIn("--size", size, 1, maxKernelCopyBytes)
-			if err != nil {
-				return err
-			}
-			return kernelCopy(cmd.OutOrStdout(), kernel, uint64(sz), core)
+			return kernelCopyCommand(cmd, tf, kernel, size, core)
 		}
 		sz, err := units.ParseBytesIn("--size", size, 1, maxCopyBytes)
 		if err != nil {
@@ -122,6 +110,23 @@ func printCopy(out io.Writer, g hwarch.Generation, res stack.CopyResult, from, t
 	fmt.Fprintf(out, "  %d descriptor pairs (with the completion marker), %v of device time, ", res.Pairs, took)
 	bandwidth(out, n, took)
 	fmt.Fprintln(out)
+}
+
+// kernelCopyCommand is dma copy --kernel: its flags checked, then the copy.
+func kernelCopyCommand(cmd *cobra.Command, tf *dmaTargetFlags, path, size string, core int) error {
+	if err := tf.sys.notWith("--kernel"); err != nil {
+		return err
+	}
+	for _, f := range []string{"from", "to", "timing-only", "device"} {
+		if cmd.Flags().Changed(f) {
+			return fmt.Errorf("--%s: not with --kernel (the kernel copy is host → device → host on the device node given)", f)
+		}
+	}
+	sz, err := units.ParseBytesIn("--size", size, 1, maxKernelCopyBytes)
+	if err != nil {
+		return err
+	}
+	return kernelCopy(cmd.OutOrStdout(), path, uint64(sz), core)
 }
 
 // maxCopyBytes bounds dma copy --size: 256 TiB, beyond any device's memory
