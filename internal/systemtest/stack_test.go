@@ -94,6 +94,16 @@ func TestStackCopy(t *testing.T) {
 		assert.True(t, res.Done)
 		assert.False(t, res.Checked)
 	})
+	t.Run("buffers freed", func(t *testing.T) {
+		// Each side takes 12 of a channel's 16 GiB: a copy whose buffers
+		// were not given back leaves no room for the next.
+		_, st := openStack(t, sim.DeviceConfig{Generation: hwarch.Sunda, TimingOnly: true}, stack.Options{})
+		for i := range 3 {
+			res, err := st.Copy(stack.CopyRequest{From: stack.Device, To: stack.Device, Size: 12 << 30})
+			require.NoError(t, err, "copy %d", i)
+			assert.True(t, res.Done)
+		}
+	})
 	t.Run("bad core", func(t *testing.T) {
 		_, st := openStack(t, sim.DeviceConfig{Generation: hwarch.Sunda}, stack.Options{})
 		for _, nc := range []int{-1, 2} {

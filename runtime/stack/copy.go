@@ -75,22 +75,24 @@ func (s *Stack) CheckCore(nc int) error {
 
 // Copy allocates the source and the destination (the device's on the NC's
 // channel first), writes the pattern, copies and times the copy on the
-// device's clock, and with Payload checks the destination (ErrCopyMismatch when
-// it differs). The buffers are not freed: a copy is a command's whole life.
-func (s *Stack) Copy(req CopyRequest) (CopyResult, error) {
-	var res CopyResult
+// device's clock, and with Payload checks the destination (ErrCopyMismatch
+// when it differs). Both buffers are freed again when it returns; a
+// failure to free one is joined to its error.
+func (s *Stack) Copy(req CopyRequest) (res CopyResult, err error) {
 	if err := s.CheckCore(req.NC); err != nil {
 		return res, err
 	}
 	n := req.Size
-	src, srcPA, err := s.copyBuffer(req.From, req)
+	src, srcPA, freeSrc, err := s.copyBuffer(req.From, req)
 	if err != nil {
 		return res, err
 	}
-	dst, dstPA, err := s.copyBuffer(req.To, req)
+	defer func() { err = errors.Join(err, freeSrc()) }()
+	dst, dstPA, freeDst, err := s.copyBuffer(req.To, req)
 	if err != nil {
 		return res, err
 	}
+	defer func() { err = errors.Join(err, freeDst()) }()
 	host := s.DMA.Host()
 	var data []byte
 	if req.Payload {
@@ -145,17 +147,25 @@ func (s *Stack) Copy(req CopyRequest) (CopyResult, error) {
 	return res, nil
 }
 
-// copyBuffer allocates one side of a copy: its device address and, for a
-// host buffer, its host physical address.
-func (s *Stack) copyBuffer(side Side, req CopyRequest) (addr, pa uint64, err error) {
+// copyBuffer allocates one side of a copy: its device address, for a host
+// buffer its host physical address, and the function that frees it.
+func (s *Stack) copyBuffer(side Side, req CopyRequest) (addr, pa uint64, free func() error, err error) {
 	if side == Host {
-		pa, err := s.DMA.Host().HostAlloc(req.Size, 4096)
-		return s.Up.Geometry.HostAddress(pa), pa, err
+		host := s.DMA.Host()
+		pa, err := host.HostAlloc(req.Size, 4096)
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		return s.Up.Geometry.HostAddress(pa), pa, func() error { return host.HostFree(pa) }, nil
 	}
 	h, err := s.Mem.Alloc(dmem.Request{Size: req.Size, Channel: dmem.Any, NC: req.NC, Name: "dma copy"})
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
+	free = func() error { return s.Mem.Free(h) }
 	b, err := s.Mem.Info(h)
-	return b.Addr, 0, err
+	if err != nil {
+		return 0, 0, nil, errors.Join(err, free())
+	}
+	return b.Addr, 0, free, nil
 }
