@@ -10,6 +10,7 @@ import (
 	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/bringup"
 	"github.com/neuronsim/neuronsim/runtime/ndl"
+	"github.com/neuronsim/neuronsim/runtime/stack"
 )
 
 // targetFlags choose the device a command talks to: a device of a simulated
@@ -39,20 +40,16 @@ func (t *targetFlags) open() (*bringup.Device, func(), error) {
 		if err := t.sys.notWith("--remote"); err != nil {
 			return nil, nil, err
 		}
-		sys, err := openRemoteSystem(t.remote)
+		dev, done, err := openServedDevice(t.remote, t.device)
 		if err != nil {
 			return nil, nil, err
 		}
-		if t.device < 0 || t.device >= len(sys.devs) {
-			sys.close()
-			return nil, nil, fmt.Errorf("--device %d: %s exports %s", t.device, t.remote, units.Plural(int64(len(sys.devs)), "device", "devices"))
-		}
-		d, err := bringup.BringUp(sys.devs[t.device], bringup.Options{NoReset: true})
+		d, err := openRegisters(dev, bringup.Options{NoReset: true})
 		if err != nil {
-			sys.close()
+			done()
 			return nil, nil, err
 		}
-		return d, sys.close, nil
+		return d, done, nil
 	case t.kernel != "":
 		if err := t.sys.notWith("--kernel"); err != nil {
 			return nil, nil, err
@@ -65,7 +62,7 @@ func (t *targetFlags) open() (*bringup.Device, func(), error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		d, err := bringup.BringUp(k, bringup.Options{NoReset: true})
+		d, err := openRegisters(k, bringup.Options{NoReset: true})
 		if err != nil {
 			k.Close()
 			return nil, nil, err
@@ -83,11 +80,22 @@ func (t *targetFlags) open() (*bringup.Device, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := bringup.BringUp(sys[t.device].Dev, bringup.Options{Switch: s.Switch})
+	d, err := openRegisters(sys[t.device].Dev, bringup.Options{Switch: s.Switch})
 	if err != nil {
 		return nil, nil, err
 	}
 	return d, func() {}, nil
+}
+
+// openRegisters opens the runtime's stack on dev for register access only
+// (a kernel driver's device has no host memory for DMA) and returns the
+// brought-up device.
+func openRegisters(dev ndl.Device, opts bringup.Options) (*bringup.Device, error) {
+	st, err := stack.Open(dev, stack.Options{BringUp: opts, RegistersOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	return st.Up, nil
 }
 
 func newCSRCommand() *cobra.Command {

@@ -12,8 +12,9 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/units"
-	"github.com/neuronsim/neuronsim/runtime/dmem"
 	"github.com/neuronsim/neuronsim/runtime/ndl"
+	"github.com/neuronsim/neuronsim/runtime/stack"
+	"github.com/neuronsim/neuronsim/sim"
 )
 
 func newDMACommand() *cobra.Command {
@@ -56,19 +57,7 @@ func newDMACopyCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&timingOnly, "timing-only", false, "move no payload (sweeps larger than host memory)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if kernel != "" {
-			if err := tf.sys.notWith("--kernel"); err != nil {
-				return err
-			}
-			for _, f := range []string{"from", "to", "timing-only", "device"} {
-				if cmd.Flags().Changed(f) {
-					return fmt.Errorf("--%s: not with --kernel (the kernel copy is host → device → host on the device node given)", f)
-				}
-			}
-			sz, err := units.ParseBytesIn("--size", size, 1, maxKernelCopyBytes)
-			if err != nil {
-				return err
-			}
-			return kernelCopy(cmd.OutOrStdout(), kernel, uint64(sz), core)
+			return kernelCopyCommand(cmd, tf, kernel, size, core)
 		}
 		sz, err := units.ParseBytesIn("--size", size, 1, maxCopyBytes)
 		if err != nil {
@@ -76,7 +65,7 @@ func newDMACopyCommand() *cobra.Command {
 		}
 		n := uint64(sz)
 		for _, side := range []string{from, to} {
-			if side != "host" && side != "device" {
+			if _, ok := sides[side]; !ok {
 				return fmt.Errorf("--from/--to %q: want host or device", side)
 			}
 		}
@@ -88,88 +77,56 @@ func newDMACopyCommand() *cobra.Command {
 			return err
 		}
 		defer sys.close()
-		geo := sys.up.Geometry
-		if core < 0 || core >= geo.NeuronCores {
-			return fmt.Errorf("--core %d: the %s has cores 0..%d", core, geo.Generation, geo.NeuronCores-1)
-		}
-		host := sys.dma.Host()
-		alloc := func(side string) (addr, pa uint64, err error) {
-			if side == "host" {
-				pa, err := host.HostAlloc(n, 4096)
-				return geo.HostAddress(pa), pa, err
-			}
-			h, err := sys.mem.Alloc(dmem.Request{Size: n, Channel: dmem.Any, NC: core, Name: "dma copy"})
-			if err != nil {
-				return 0, 0, err
-			}
-			b, err := sys.mem.Info(h)
-			return b.Addr, 0, err
-		}
-		src, srcPA, err := alloc(from)
-		if err != nil {
+		if err := sys.checkCore(core); err != nil {
 			return err
 		}
-		dst, dstPA, err := alloc(to)
-		if err != nil {
-			return err
-		}
-		var data []byte
-		if !timingOnly {
-			data = make([]byte, n)
-			r := rand.New(rand.NewPCG(n, 1))
-			for i := range data {
-				data[i] = byte(r.Uint32())
-			}
-			if from == "host" {
-				err = host.HostWrite(srcPA, data)
-			} else {
-				err = sys.dma.WriteDevice(src, data[:n&^3])
-			}
-			if err != nil {
-				return err
-			}
-		}
-		since, err := sys.clock()
-		if err != nil {
-			return err
-		}
-		pairs, err := sys.dma.Copy(core, dst, src, n)
-		if err != nil {
-			return err
-		}
-		took, err := since()
-		if err != nil {
-			return err
-		}
-		out := cmd.OutOrStdout()
-		mode := "functional"
-		if timingOnly {
-			mode = "timing-only"
-		}
-		fmt.Fprintf(out, "%s %s → %s copy of %s on core %d (%s)\n", geo.Generation, from, to, units.Plural(int64(n), "byte", "bytes"), core, mode)
-		fmt.Fprintf(out, "  %d descriptor pairs (with the completion marker), %v of device time, ", pairs, took)
-		bandwidth(out, n, took)
-		fmt.Fprintln(out)
-		if timingOnly {
-			return nil
-		}
-		got := make([]byte, n)
-		if to == "host" {
-			err = host.HostRead(dstPA, got)
-		} else {
-			got = got[:n&^3]
-			err = sys.dma.ReadDevice(dst, got)
+		res, err := sys.st.Copy(stack.CopyRequest{From: sides[from], To: sides[to], Size: n, NC: core, Payload: !timingOnly})
+		if res.Done {
+			printCopy(cmd.OutOrStdout(), sys.st.Up.Geometry.Generation, res, from, to, n, core, timingOnly)
 		}
 		if err != nil {
 			return err
 		}
-		if !bytes.Equal(got, data[:len(got)]) {
-			return fmt.Errorf("the destination does not hold the source bytes")
+		if res.Checked {
+			fmt.Fprintln(cmd.OutOrStdout(), "  destination verified")
 		}
-		fmt.Fprintln(out, "  destination verified")
 		return nil
 	}
 	return cmd
+}
+
+// sides are the words of --from and --to.
+var sides = map[string]stack.Side{"host": stack.Host, "device": stack.Device}
+
+// printCopy prints a copy's report: what was copied, the descriptor
+// pairs, the device time and the bandwidth.
+func printCopy(out io.Writer, g hwarch.Generation, res stack.CopyResult, from, to string, n uint64, core int, timingOnly bool) {
+	mode := "functional"
+	if timingOnly {
+		mode = "timing-only"
+	}
+	took := sim.Time(res.TimePS)
+	fmt.Fprintf(out, "%s %s → %s copy of %s on core %d (%s)\n", g, from, to, units.Plural(int64(n), "byte", "bytes"), core, mode)
+	fmt.Fprintf(out, "  %d descriptor pairs (with the completion marker), %v of device time, ", res.Pairs, took)
+	bandwidth(out, n, took)
+	fmt.Fprintln(out)
+}
+
+// kernelCopyCommand is dma copy --kernel: its flags checked, then the copy.
+func kernelCopyCommand(cmd *cobra.Command, tf *dmaTargetFlags, path, size string, core int) error {
+	if err := tf.sys.notWith("--kernel"); err != nil {
+		return err
+	}
+	for _, f := range []string{"from", "to", "timing-only", "device"} {
+		if cmd.Flags().Changed(f) {
+			return fmt.Errorf("--%s: not with --kernel (the kernel copy is host → device → host on the device node given)", f)
+		}
+	}
+	sz, err := units.ParseBytesIn("--size", size, 1, maxKernelCopyBytes)
+	if err != nil {
+		return err
+	}
+	return kernelCopy(cmd.OutOrStdout(), path, uint64(sz), core)
 }
 
 // maxCopyBytes bounds dma copy --size: 256 TiB, beyond any device's memory

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -10,12 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/neuronsim/neuronsim/internal/units"
-	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
-	"github.com/neuronsim/neuronsim/runtime/bringup"
-	"github.com/neuronsim/neuronsim/runtime/dma"
-	"github.com/neuronsim/neuronsim/runtime/dmem"
 	"github.com/neuronsim/neuronsim/runtime/dve"
 	"github.com/neuronsim/neuronsim/runtime/ndl"
+	"github.com/neuronsim/neuronsim/runtime/stack"
 	"github.com/neuronsim/neuronsim/sim"
 )
 
@@ -37,25 +32,23 @@ func addDMATargetFlags(cmd *cobra.Command) *dmaTargetFlags {
 	return t
 }
 
-// dmaSystem is one device brought up with its DMA layer and device-memory
-// allocator: what the dve, dma and exec commands work on.
+// dmaSystem is one device opened with the runtime's stack (bring-up, its
+// DMA layer and device-memory allocator): what the dve, dma and exec
+// commands work on.
 type dmaSystem struct {
-	sim    *sim.Device // the local simulated device; nil with --remote
-	up     *bringup.Device
-	dma    *dma.DMA
-	mem    *dmem.Allocator
-	tables *rtarch.Tables
-	close  func()
+	sim   *sim.Device // the local simulated device; nil with --remote
+	st    *stack.Stack
+	close func()
 }
 
-// openDMASystem brings the target up: a fresh simulated device is reset as
-// the driver would, a served one is not (other clients may use it).
-// timingOnly makes a fresh device move no payload; a served device is as
-// its server made it.
+// openDMASystem opens the runtime's stack on the target: a fresh simulated
+// device is reset as the driver would, a served one is not (other clients
+// may use it). timingOnly makes a fresh device move no payload; a served
+// device is as its server made it.
 func openDMASystem(t *dmaTargetFlags, timingOnly bool) (*dmaSystem, error) {
 	sys := &dmaSystem{close: func() {}}
 	var dev ndl.Device
-	opts := bringup.Options{}
+	var opts stack.Options
 	if t.remote != "" {
 		if timingOnly {
 			return nil, fmt.Errorf("--timing-only: a served device moves payloads as its server configured it; not with --remote")
@@ -63,15 +56,11 @@ func openDMASystem(t *dmaTargetFlags, timingOnly bool) (*dmaSystem, error) {
 		if err := t.sys.notWith("--remote"); err != nil {
 			return nil, err
 		}
-		r, err := openRemoteSystem(t.remote)
+		d, done, err := openServedDevice(t.remote, t.device)
 		if err != nil {
 			return nil, err
 		}
-		if t.device < 0 || t.device >= len(r.devs) {
-			r.close()
-			return nil, fmt.Errorf("--device %d: %s exports %s", t.device, t.remote, units.Plural(int64(len(r.devs)), "device", "devices"))
-		}
-		dev, sys.close, opts.NoReset = r.devs[t.device], r.close, true
+		dev, sys.close, opts.BringUp.NoReset = d, done, true
 	} else {
 		if t.sys.cmd.Flags().Changed("device") {
 			return nil, fmt.Errorf("--device picks a served device; it needs --remote")
@@ -87,37 +76,23 @@ func openDMASystem(t *dmaTargetFlags, timingOnly bool) (*dmaSystem, error) {
 		if err != nil {
 			return nil, err
 		}
-		dev, sys.sim, opts.Switch = d, d, s.Switch
+		dev, sys.sim, opts.BringUp.Switch = d, d, s.Switch
 	}
-	err := func() (err error) {
-		if sys.up, err = bringup.BringUp(dev, opts); err != nil {
-			return err
-		}
-		if sys.dma, err = dma.New(sys.up); err != nil {
-			return err
-		}
-		sys.mem, err = dmem.New(sys.up.Geometry, dmem.Options{ChannelBytes: sys.up.HBMChannelBytes})
-		return err
-	}()
+	st, err := stack.Open(dev, opts)
 	if err != nil {
 		sys.close()
 		return nil, err
 	}
-	sys.tables = sys.up.Tables
+	sys.st = st
 	return sys, nil
 }
 
-// clock reads the device's clock now and returns a function that gives the
-// device time passed since: the simulated device's, local or served.
-func (s *dmaSystem) clock() (func() (sim.Time, error), error) {
-	since, err := ndl.ElapsedPS(s.up.Dev)
-	if err != nil {
-		return nil, err
+// checkCore refuses a --core the device does not have.
+func (s *dmaSystem) checkCore(core int) error {
+	if geo := s.st.Up.Geometry; core < 0 || core >= geo.NeuronCores {
+		return fmt.Errorf("--core %d: the %s has cores 0..%d", core, geo.Generation, geo.NeuronCores-1)
 	}
-	return func() (sim.Time, error) {
-		ps, err := since()
-		return sim.Time(ps), err
-	}, nil
+	return nil
 }
 
 func newDVECommand() *cobra.Command {
@@ -153,83 +128,59 @@ func newDVELoadCommand() *cobra.Command {
 			return err
 		}
 		defer sys.close()
-		g := sys.tables.Generation
-		if core < 0 || core >= sys.up.Geometry.NeuronCores {
-			return fmt.Errorf("--core %d: the %s has cores 0..%d", core, g, sys.up.Geometry.NeuronCores-1)
-		}
-		var tables *dve.Tables
-		if dir != "" {
-			t, err := dve.LoadBins(dir, g)
-			if err != nil {
-				return err
-			}
-			tables = &t
-		} else {
-			t, err := dve.DefaultBins(g)
-			if err != nil {
-				return err
-			}
-			tables = &t
-		}
-		l := dve.NewLoader(sys.dma, sys.mem, sys.tables)
-		since, err := sys.clock()
-		if err != nil {
+		if err := sys.checkCore(core); err != nil {
 			return err
 		}
-		rep, err := l.Load(core, tables)
-		if err != nil {
-			return err
-		}
-		took, err := since()
-		if err != nil {
-			return err
-		}
-		out := cmd.OutOrStdout()
-		fmt.Fprintf(out, "DVE load on %s core %d (%s)\n", g, core, units.Plural(int64(len(rep.Staged)), "buffer", "buffers"))
-		fmt.Fprintf(out, "  fingerprint (dve_tbl_hash): %s\n", hex.EncodeToString(rep.State.DVETblHash[:]))
-		for _, d := range rep.Staged {
-			fmt.Fprintf(out, "  %-13s -> %#014x  (TPB +%#09x)  %6d bytes\n", d.Name, d.Addr, d.Offset, d.Size)
-		}
-		if rep.State.ControlSlowTable.Empty() {
-			fmt.Fprintf(out, "  %-13s    none (control_slow_table empty on %s)\n", dve.TableControlSlow, g)
-		}
-		fmt.Fprintf(out, "  moved %s in %s on queue %s, %v of device time\n",
-			units.Plural(int64(rep.Bytes), "byte", "bytes"), units.Plural(int64(rep.Descriptors), "descriptor pair", "descriptor pairs"), dve.QueueName, took)
-		ok, err := verifyDVE(sys.up, core, rep, tables)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "  read back through csr_read: %s\n", map[bool]string{true: "match", false: "MISMATCH"}[ok])
-		again, err := l.Load(core, tables)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "  second load: cache hit %v, %d bytes moved\n", again.CacheHit, again.Bytes)
-		if !ok {
-			return fmt.Errorf("the device does not hold the loaded tables")
-		}
-		return nil
+		return dveLoad(cmd.OutOrStdout(), sys.st, core, dir)
 	}
 	return cmd
 }
 
-// verifyDVE reads every staged destination back through csr_read.
-func verifyDVE(up *bringup.Device, core int, rep dve.Report, t *dve.Tables) (bool, error) {
-	tpb := up.VA(up.Geometry.BAR0.TPBWindow(core))
-	for _, d := range rep.Staged {
-		words := make([]uint32, d.Size/4)
-		if err := up.CSR.MemReadBuf(tpb+d.Offset, words); err != nil {
-			return false, err
-		}
-		got := make([]byte, d.Size)
-		for i, w := range words {
-			binary.LittleEndian.PutUint32(got[4*i:], w)
-		}
-		if !bytes.Equal(got, t.Get(d.Name)) {
-			return false, nil
-		}
+// dveLoad is dve load on an open stack: the tables of dir (or the
+// built-in ones) loaded on core, read back, and loaded a second time.
+func dveLoad(out io.Writer, st *stack.Stack, core int, dir string) error {
+	g := st.Tables().Generation
+	var t dve.Tables
+	var err error
+	if dir != "" {
+		t, err = dve.LoadBins(dir, g)
+	} else {
+		t, err = dve.DefaultBins(g)
 	}
-	return true, nil
+	if err != nil {
+		return err
+	}
+	tables := &t
+	l := st.DVELoader()
+	load, err := st.LoadDVE(l, core, tables)
+	if err != nil {
+		return err
+	}
+	rep := load.Report
+	fmt.Fprintf(out, "DVE load on %s core %d (%s)\n", g, core, units.Plural(int64(len(rep.Staged)), "buffer", "buffers"))
+	fmt.Fprintf(out, "  fingerprint (dve_tbl_hash): %s\n", hex.EncodeToString(rep.State.DVETblHash[:]))
+	for _, d := range rep.Staged {
+		fmt.Fprintf(out, "  %-13s -> %#014x  (TPB +%#09x)  %6d bytes\n", d.Name, d.Addr, d.Offset, d.Size)
+	}
+	if rep.State.ControlSlowTable.Empty() {
+		fmt.Fprintf(out, "  %-13s    none (control_slow_table empty on %s)\n", dve.TableControlSlow, g)
+	}
+	fmt.Fprintf(out, "  moved %s in %s on queue %s, %v of device time\n",
+		units.Plural(int64(rep.Bytes), "byte", "bytes"), units.Plural(int64(rep.Descriptors), "descriptor pair", "descriptor pairs"), dve.QueueName, sim.Time(load.TimePS))
+	ok, err := st.VerifyDVE(core, rep, tables)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "  read back through csr_read: %s\n", map[bool]string{true: "match", false: "MISMATCH"}[ok])
+	again, err := l.Load(core, tables)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "  second load: cache hit %v, %d bytes moved\n", again.CacheHit, again.Bytes)
+	if !ok {
+		return stack.ErrDVEMismatch
+	}
+	return nil
 }
 
 func newDVEDefaultsCommand() *cobra.Command {

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"regexp"
@@ -15,18 +16,18 @@ import (
 	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/output"
 	"github.com/neuronsim/neuronsim/internal/units"
-	rtisa "github.com/neuronsim/neuronsim/runtime/isa"
 	"github.com/neuronsim/neuronsim/runtime/program"
+	"github.com/neuronsim/neuronsim/runtime/stack"
+	"github.com/neuronsim/neuronsim/sim"
 	"github.com/neuronsim/neuronsim/sim/trace"
 )
 
 // tileSpec is an --input/--output location: SPACE[START:COUNT,OFFSET] with,
-// for outputs, :BYTES per partition.
+// for outputs, :BYTES per partition; for inputs, the file's bytes.
 type tileSpec struct {
-	psum          bool
-	start, count  int
-	offset, bytes uint64
-	file          string
+	stack.Tile
+	file string
+	data []byte // an input's file
 }
 
 var tileRE = regexp.MustCompile(`^(sbuf|psum)\[(\d+):(\d+),((?:0x)?[0-9a-fA-F]+)\](?::([^=]*))?=(.+)$`)
@@ -37,15 +38,15 @@ func parseTile(s string, output bool) (tileSpec, error) {
 		return tileSpec{}, fmt.Errorf("%q: want SPACE[START:COUNT,OFFSET]%s=FILE, e.g. sbuf[0:128,0x100]%s=x.bin",
 			s, map[bool]string{true: ":BYTES"}[output], map[bool]string{true: ":2048"}[output])
 	}
-	t := tileSpec{psum: m[1] == "psum", file: m[6]}
+	t := tileSpec{Tile: stack.Tile{PSUM: m[1] == "psum"}, file: m[6]}
 	var err error
-	if t.start, err = strconv.Atoi(m[2]); err != nil || t.start > 127 {
+	if t.Start, err = strconv.Atoi(m[2]); err != nil || t.Start > 127 {
 		return t, fmt.Errorf("%q: start partition %s out of 0..127", s, m[2])
 	}
-	if t.count, err = strconv.Atoi(m[3]); err != nil || t.count < 1 || t.start+t.count > 128 {
-		return t, fmt.Errorf("%q: %s partitions from %d pass partition 127", s, m[3], t.start)
+	if t.Count, err = strconv.Atoi(m[3]); err != nil || t.Count < 1 || t.Start+t.Count > 128 {
+		return t, fmt.Errorf("%q: %s partitions from %d pass partition 127", s, m[3], t.Start)
 	}
-	if t.offset, err = strconv.ParseUint(m[4], 0, 32); err != nil {
+	if t.Offset, err = strconv.ParseUint(m[4], 0, 32); err != nil {
 		return t, fmt.Errorf("%q: offset %s", s, m[4])
 	}
 	if !output && m[5] != "" {
@@ -63,15 +64,21 @@ func parseTile(s string, output bool) (tileSpec, error) {
 		if n%4 != 0 {
 			return t, fmt.Errorf("%q: bytes per partition %s: not a multiple of 4", s, m[5])
 		}
-		t.bytes = uint64(n)
+		t.Bytes = uint64(n)
 	}
 	return t, nil
 }
 
+// execFlags are exec's flags.
+type execFlags struct {
+	tf                  *dmaTargetFlags
+	core                int
+	inputs, outputs     []string
+	tracePath, traceMax string
+}
+
 func newExecCommand() *cobra.Command {
-	var core int
-	var inputs, outputs []string
-	var tracePath, traceMax string
+	var f execFlags
 	cmd := &cobra.Command{
 		Use:   "exec PROG [--arch A] [--core N] [--input SPEC=FILE] [--output SPEC=FILE] [--trace FILE]",
 		Short: "Run a program on one core of a simulated device, through the runtime",
@@ -85,173 +92,183 @@ func newExecCommand() *cobra.Command {
 			"      --output sbuf[0:128,0x900]:2048=y.bin --trace trace.json",
 		Args: cobra.ExactArgs(1),
 	}
-	tf := addDMATargetFlags(cmd)
-	cmd.Flags().IntVar(&core, "core", 0, "NeuronCore to run on")
-	cmd.Flags().StringArrayVar(&inputs, "input", nil, "SPACE[START:COUNT,OFFSET]=FILE written before the run (repeatable)")
-	cmd.Flags().StringArrayVar(&outputs, "output", nil, "SPACE[START:COUNT,OFFSET]:BYTES=FILE read after the run (repeatable)")
-	cmd.Flags().StringVar(&tracePath, "trace", "", "write a Chrome/Perfetto trace-event JSON file")
-	cmd.Flags().StringVar(&traceMax, "trace-max", "64M", "largest --trace file: recording stops there, with a note in the trace's metadata")
+	f.tf = addDMATargetFlags(cmd)
+	cmd.Flags().IntVar(&f.core, "core", 0, "NeuronCore to run on")
+	cmd.Flags().StringArrayVar(&f.inputs, "input", nil, "SPACE[START:COUNT,OFFSET]=FILE written before the run (repeatable)")
+	cmd.Flags().StringArrayVar(&f.outputs, "output", nil, "SPACE[START:COUNT,OFFSET]:BYTES=FILE read after the run (repeatable)")
+	cmd.Flags().StringVar(&f.tracePath, "trace", "", "write a Chrome/Perfetto trace-event JSON file")
+	cmd.Flags().StringVar(&f.traceMax, "trace-max", "64M", "largest --trace file: recording stops there, with a note in the trace's metadata")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		prog, err := readProgram(args[0])
 		if err != nil {
 			return err
 		}
-		// Everything that can be checked is checked before the device is
-		// brought up: the tiles, the input files, the output paths.
-		var ins, outs []tileSpec
-		var inData [][]byte
-		for _, s := range inputs {
-			t, err := parseTile(s, false)
-			if err != nil {
-				return fmt.Errorf("--input %w", err)
-			}
-			data, err := os.ReadFile(t.file)
-			if err != nil {
-				return fmt.Errorf("--input %s: %w", s, err)
-			}
-			if len(data) == 0 || len(data)%t.count != 0 {
-				return fmt.Errorf("--input %s: %d bytes do not split into %d partitions", s, len(data), t.count)
-			}
-			t.bytes = uint64(len(data) / t.count)
-			ins = append(ins, t)
-			inData = append(inData, data)
-		}
-		paths := [][2]string{{"--trace", tracePath}}
-		for _, s := range outputs {
-			t, err := parseTile(s, true)
-			if err != nil {
-				return fmt.Errorf("--output %w", err)
-			}
-			outs = append(outs, t)
-			paths = append(paths, [2]string{"--output " + s, t.file})
-		}
-		if err := checkOutputPaths(paths...); err != nil {
-			return err
-		}
-		traceBytes, err := units.ParseBytesIn("--trace-max", traceMax, 1024, math.MaxInt64)
+		ins, outs, traceBytes, err := f.check()
 		if err != nil {
 			return err
 		}
-		if tf.remote == "" {
-			spec, err := tf.sys.spec()
-			if err != nil {
-				return err
-			}
-			geo := hwarch.MustGeometry(spec.Gen)
-			for _, group := range []struct {
-				flag  string
-				tiles []tileSpec
-				specs []string
-			}{{"--input", ins, inputs}, {"--output", outs, outputs}} {
-				for i, t := range group.tiles {
-					if err := program.CheckTile(geo, t.psum, t.start, t.count, t.offset, t.bytes); err != nil {
-						return fmt.Errorf("%s %s: %w", group.flag, group.specs[i], err)
-					}
-				}
-			}
-		}
 		defer removeOutputsOnSignal(cmd.ErrOrStderr())()
-		sys, err := openDMASystem(tf, false)
+		sys, err := openDMASystem(f.tf, false)
 		if err != nil {
 			return err
 		}
 		defer sys.close()
-		if core < 0 || core >= sys.up.Geometry.NeuronCores {
-			return fmt.Errorf("--core %d: the %s has cores 0..%d", core, sys.tables.Generation, sys.up.Geometry.NeuronCores-1)
+		if err := sys.checkCore(f.core); err != nil {
+			return err
 		}
 		var rec *trace.Recorder
-		if tracePath != "" {
+		if f.tracePath != "" {
 			if sys.sim == nil {
 				return fmt.Errorf("--trace records the engines of a local simulated device; not with --remote")
 			}
 			rec = trace.New(0)
-			rec.SetMaxBytes(uint64(traceBytes))
+			rec.SetMaxBytes(traceBytes)
 			sys.sim.SetTrace(rec)
 		}
-		r := &program.Runner{Dev: sys.up, DMA: sys.dma, Mem: sys.mem, Tables: sys.tables, Validator: rtisa.New(sys.tables), NC: core}
+		req := stack.ExecRequest{NC: f.core, Program: prog, Inputs: make([]stack.Input, len(ins)), Outputs: make([]stack.Tile, len(outs))}
 		for i, t := range ins {
-			if err := r.WriteTile(t.psum, t.start, t.count, t.offset, inData[i]); err != nil {
-				return fmt.Errorf("--input %s: %w", t.file, err)
-			}
+			req.Inputs[i] = stack.Input{Tile: t.Tile, Data: t.data}
 		}
-		since, err := sys.clock()
+		for i, t := range outs {
+			req.Outputs[i] = t.Tile
+		}
+		return execRun(cmd.OutOrStdout(), sys.st, req, ins, outs, rec, f.tracePath)
+	}
+	return cmd
+}
+
+// check checks everything that can be checked before the device is brought
+// up: the tiles (against the generation's SBUF and PSUM for a fresh
+// device), the input files, the output paths and --trace-max.
+func (f *execFlags) check() (ins, outs []tileSpec, traceBytes uint64, err error) {
+	for _, s := range f.inputs {
+		t, err := parseTile(s, false)
 		if err != nil {
-			return err
+			return nil, nil, 0, fmt.Errorf("--input %w", err)
 		}
-		res, runErr := r.Run(prog)
-		took, err := since()
+		if t.data, err = os.ReadFile(t.file); err != nil {
+			return nil, nil, 0, fmt.Errorf("--input %s: %w", s, err)
+		}
+		if len(t.data) == 0 || len(t.data)%t.Count != 0 {
+			return nil, nil, 0, fmt.Errorf("--input %s: %d bytes do not split into %d partitions", s, len(t.data), t.Count)
+		}
+		t.Bytes = uint64(len(t.data) / t.Count)
+		ins = append(ins, t)
+	}
+	paths := [][2]string{{"--trace", f.tracePath}}
+	for _, s := range f.outputs {
+		t, err := parseTile(s, true)
 		if err != nil {
-			return errors.Join(runErr, err)
+			return nil, nil, 0, fmt.Errorf("--output %w", err)
 		}
-		out := cmd.OutOrStdout()
-		fmt.Fprintf(out, "%s core %d: %v of device time\n", sys.tables.Generation, core, took)
-		for _, e := range res.Engines {
-			state := "done"
-			if e.Status&hwisa.StatusError != 0 {
-				state = fmt.Sprintf("ERROR %d at record offset %d", e.Error, e.FaultOffset)
-			}
-			fmt.Fprintf(out, "  %-4s %-13s %4d retired, busy %v, %s\n", e.Engine, units.Plural(int64(e.Records), "record", "records")+",", e.Retired, e.Busy, state)
-		}
-		if runErr != nil {
-			return runErr
-		}
-		sems, err := r.Semaphores()
+		outs = append(outs, t)
+		paths = append(paths, [2]string{"--output " + s, t.file})
+	}
+	if err := checkOutputPaths(paths...); err != nil {
+		return nil, nil, 0, err
+	}
+	n, err := units.ParseBytesIn("--trace-max", f.traceMax, 1024, math.MaxInt64)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if f.tf.remote == "" {
+		spec, err := f.tf.sys.spec()
 		if err != nil {
-			return err
+			return nil, nil, 0, err
 		}
-		for i, v := range sems {
-			if v != 0 {
-				fmt.Fprintf(out, "  semaphore %d = %d\n", i, v)
-			}
-		}
-		// The outputs are written under temporary names and take their
-		// own only when every one is complete.
-		var files []*output.File
-		defer func() {
-			for _, f := range files {
-				f.Abort()
-			}
-		}()
-		for _, t := range outs {
-			buf := make([]byte, uint64(t.count)*t.bytes)
-			if err := r.ReadTile(t.psum, t.start, t.count, t.offset, buf); err != nil {
-				return fmt.Errorf("--output %s: %w", t.file, err)
-			}
-			f, err := output.Create(t.file)
-			if err != nil {
-				return fmt.Errorf("--output: %w", err)
-			}
-			files = append(files, f)
-			if _, err := f.Write(buf); err != nil {
-				return fmt.Errorf("--output: %w", err)
+		geo := hwarch.MustGeometry(spec.Gen)
+		for _, group := range []struct {
+			flag  string
+			tiles []tileSpec
+			specs []string
+		}{{"--input", ins, f.inputs}, {"--output", outs, f.outputs}} {
+			for i, t := range group.tiles {
+				if err := program.CheckTile(geo, t.PSUM, t.Start, t.Count, t.Offset, t.Bytes); err != nil {
+					return nil, nil, 0, fmt.Errorf("%s %s: %w", group.flag, group.specs[i], err)
+				}
 			}
 		}
-		if rec != nil {
-			f, err := output.Create(tracePath)
-			if err != nil {
-				return fmt.Errorf("--trace: %w", err)
-			}
-			files = append(files, f)
-			if err := rec.WriteJSON(f); err != nil {
-				return fmt.Errorf("--trace: %w", err)
-			}
-		}
+	}
+	return ins, outs, uint64(n), nil
+}
+
+// execRun runs req on an open stack, prints what the engines did, and
+// writes the outputs and the trace (rec, when not nil) under temporary
+// names that take their own only when every one is complete.
+func execRun(out io.Writer, st *stack.Stack, req stack.ExecRequest, ins, outs []tileSpec, rec *trace.Recorder, tracePath string) error {
+	var files []*output.File
+	defer func() {
 		for _, f := range files {
-			if err := f.Commit(); err != nil {
-				return err
-			}
+			f.Abort()
 		}
-		for _, t := range outs {
-			fmt.Fprintf(out, "  wrote %d bytes to %s\n", uint64(t.count)*t.bytes, t.file)
+	}()
+	req.Output = func(i int, data []byte) error {
+		f, err := output.Create(outs[i].file)
+		if err != nil {
+			return fmt.Errorf("--output: %w", err)
 		}
-		if rec != nil {
-			kept, dropped := rec.Len()
-			fmt.Fprintf(out, "  trace: %s to %s\n", units.Plural(int64(kept), "slice", "slices"), tracePath)
-			if rec.Full() {
-				fmt.Fprintf(out, "  trace: stopped at --trace-max (%s); %s not recorded\n", memlimit.Human(rec.MaxBytes()), units.Plural(int64(dropped), "slice", "slices"))
-			}
+		files = append(files, f)
+		if _, err := f.Write(data); err != nil {
+			return fmt.Errorf("--output: %w", err)
 		}
 		return nil
 	}
-	return cmd
+	res, err := st.Exec(req)
+	if res.Ran {
+		printExec(out, st.Tables().Generation, req.NC, res)
+	}
+	var te *stack.TileError
+	if errors.As(err, &te) {
+		if te.Output {
+			return fmt.Errorf("--output %s: %w", outs[te.Index].file, te.Err)
+		}
+		return fmt.Errorf("--input %s: %w", ins[te.Index].file, te.Err)
+	}
+	if err != nil {
+		return err
+	}
+	if rec != nil {
+		f, err := output.Create(tracePath)
+		if err != nil {
+			return fmt.Errorf("--trace: %w", err)
+		}
+		files = append(files, f)
+		if err := rec.WriteJSON(f); err != nil {
+			return fmt.Errorf("--trace: %w", err)
+		}
+	}
+	for _, f := range files {
+		if err := f.Commit(); err != nil {
+			return err
+		}
+	}
+	for _, t := range outs {
+		fmt.Fprintf(out, "  wrote %d bytes to %s\n", uint64(t.Count)*t.Bytes, t.file)
+	}
+	if rec != nil {
+		kept, dropped := rec.Len()
+		fmt.Fprintf(out, "  trace: %s to %s\n", units.Plural(int64(kept), "slice", "slices"), tracePath)
+		if rec.Full() {
+			fmt.Fprintf(out, "  trace: stopped at --trace-max (%s); %s not recorded\n", memlimit.Human(rec.MaxBytes()), units.Plural(int64(dropped), "slice", "slices"))
+		}
+	}
+	return nil
+}
+
+// printExec prints a run: the device time, each engine's records and state
+// and, after a run without error, the non-zero semaphores.
+func printExec(out io.Writer, g hwarch.Generation, core int, res stack.ExecResult) {
+	fmt.Fprintf(out, "%s core %d: %v of device time\n", g, core, sim.Time(res.TimePS))
+	for _, e := range res.Result.Engines {
+		state := "done"
+		if e.Status&hwisa.StatusError != 0 {
+			state = fmt.Sprintf("ERROR %d at record offset %d", e.Error, e.FaultOffset)
+		}
+		fmt.Fprintf(out, "  %-4s %-13s %4d retired, busy %v, %s\n", e.Engine, units.Plural(int64(e.Records), "record", "records")+",", e.Retired, e.Busy, state)
+	}
+	for i, v := range res.Semaphores {
+		if v != 0 {
+			fmt.Fprintf(out, "  semaphore %d = %d\n", i, v)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -24,7 +25,6 @@ import (
 	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
 	"github.com/neuronsim/neuronsim/sim/fabric"
-	"github.com/neuronsim/neuronsim/sim/fabric/capture"
 )
 
 func newFabricCommand() *cobra.Command {
@@ -94,7 +94,7 @@ func (f *fabricFlags) system() (hwarch.SwitchFamily, *rtarch.Tables, []int, erro
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("--arch: %w", err)
 	}
-	counts, err := f.devices.resolve(t.Soc.MaxDevs(), t.Soc.MaxDevs(), f.gen, family, f.whatIf, true)
+	counts, err := f.devices.resolve(t.Soc.MaxDevs(), t.Soc, f.whatIf, true)
 	if err != nil {
 		return 0, nil, nil, err
 	}
@@ -105,15 +105,7 @@ func (f *fabricFlags) system() (hwarch.SwitchFamily, *rtarch.Tables, []int, erro
 func (f *fabricFlags) params(t *rtarch.Tables) fabric.Params {
 	p := cluster.DefaultParams(f.gen, t)
 	p.Model = f.model
-	links := []*fabric.LinkParams{&p.XY, &p.Z, &p.Ring, &p.InServer, &p.InterServer, &p.Link}
-	for _, l := range links {
-		if f.linkLat.set {
-			l.Latency = f.linkLat.v
-		}
-		if f.linkBW.set {
-			l.Bandwidth = f.linkBW.v
-		}
-	}
+	cluster.LinkTiming{Latency: f.linkLat.v, SetLatency: f.linkLat.set, Bandwidth: f.linkBW.v, SetBandwidth: f.linkBW.set}.Apply(&p)
 	if f.endpoint.set {
 		p.Endpoint = f.endpoint.v
 	}
@@ -251,13 +243,6 @@ list sweeps each count (a table per count; with --json a report per count);
 	return cmd
 }
 
-// sweepOutputs are the files of a sweep, checked before it starts and
-// committed together when it has succeeded.
-type sweepOutputs struct {
-	pcapMax uint64
-	files   []*output.File
-}
-
 // checkOutputPaths checks that every output path given can be written and
 // that no two are the same file, before any work starts.
 func checkOutputPaths(flags ...[2]string) error {
@@ -282,10 +267,120 @@ func checkOutputPaths(flags ...[2]string) error {
 	return nil
 }
 
+// sweepPlan is a fabric sweep with every flag checked: the systems to
+// build and sweep, and the outputs to write.
+type sweepPlan struct {
+	set     cluster.SweepSet
+	counts  []int
+	pcapMax uint64
+	title   string // the plot's
+}
+
 func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
-	family, t, counts, err := f.system()
+	plan, err := s.plan(f)
 	if err != nil {
 		return err
+	}
+	defer removeOutputsOnSignal(cmd.ErrOrStderr())()
+	var files []*output.File
+	defer func() {
+		for _, o := range files {
+			o.Abort() // nothing of a failed sweep is left; after Commit, nothing happens
+		}
+	}()
+	if s.pcapFile != "" {
+		plan.set.Capture = &cluster.Capture{MaxBytes: plan.pcapMax, Open: func() (io.Writer, error) {
+			o, err := output.Create(s.pcapFile)
+			if err != nil {
+				return nil, fmt.Errorf("--pcap: %w", err)
+			}
+			files = append(files, o)
+			return o, nil
+		}}
+	}
+	if isTTY(cmd.ErrOrStderr()) {
+		plan.set.Progress = func(sys cluster.SweepSystem) *progress.Bar {
+			return progress.New(cmd.ErrOrStderr(), len(sys.Sizes), true, fmt.Sprintf("%s on %s", plan.set.Sweep.Op, units.Plural(int64(sys.Devices), "device", "devices")))
+		}
+	}
+	res, err := cluster.RunSweeps(plan.set)
+	var ce *cluster.CaptureError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("--pcap: %w", ce.Err)
+	}
+	if err != nil {
+		return err
+	}
+	if c := res.Capture; c.Full {
+		fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim: --pcap: the capture stopped at --pcap-max (%s) after %d packets; %d packets not recorded\n",
+			memlimit.Human(c.MaxBytes), c.Packets, c.NotRecorded)
+	}
+	files, err = writeSweep(cmd, s, plan, res.Reports, files)
+	if err != nil {
+		return err
+	}
+	// Every output is complete: they take their names together.
+	for _, o := range files {
+		if err := o.Commit(); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (%d bytes)\n", o.Path(), o.Size())
+	}
+	return nil
+}
+
+// writeSweep prints the reports' tables and writes the --json reports and
+// the --plot, adding their files to files.
+func writeSweep(cmd *cobra.Command, s *sweepFlags, plan *sweepPlan, reports []*nccom.Report, files []*output.File) ([]*output.File, error) {
+	var series []plot.Series
+	for i, rep := range reports {
+		if i > 0 {
+			fmt.Fprintln(cmd.OutOrStdout())
+		}
+		if err := rep.WriteTable(cmd.OutOrStdout()); err != nil {
+			return files, err
+		}
+		n := plan.counts[i]
+		ranks := n * max(plan.set.Config.RanksPerDevice, 1)
+		series = append(series, plot.Series{Label: units.Plural(int64(n), "device", "devices") + ", " + units.Plural(int64(ranks), "rank", "ranks"), Report: rep})
+	}
+	if s.jsonFile != "" {
+		for i, rep := range reports {
+			o, err := output.Create(jsonPath(s.jsonFile, plan.counts, i))
+			if err != nil {
+				return files, fmt.Errorf("--json: %w", err)
+			}
+			files = append(files, o)
+			if err := rep.WriteJSON(o); err != nil {
+				return files, fmt.Errorf("--json: %w", err)
+			}
+		}
+	}
+	if s.plotFile != "" {
+		png, err := plot.PNG(plan.title, series)
+		if err != nil {
+			return files, fmt.Errorf("--plot: %w", err)
+		}
+		o, err := output.Create(s.plotFile)
+		if err != nil {
+			return files, fmt.Errorf("--plot: %w", err)
+		}
+		files = append(files, o)
+		if _, err := o.Write(png); err != nil {
+			return files, fmt.Errorf("--plot: %w", err)
+		}
+	}
+	return files, nil
+}
+
+// plan checks every flag of a sweep, in the order a user reads them back:
+// the system, the output paths, the limits, the collective, the sizes;
+// every device count's sizes, buffers and memory are checked before the
+// first system is built.
+func (s *sweepFlags) plan(f *fabricFlags) (*sweepPlan, error) {
+	family, t, counts, err := f.system()
+	if err != nil {
+		return nil, err
 	}
 	var paths [][2]string
 	if s.jsonFile != "" {
@@ -295,64 +390,30 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 	}
 	paths = append(paths, [2]string{"--plot", s.plotFile}, [2]string{"--pcap", s.pcapFile})
 	if err := checkOutputPaths(paths...); err != nil {
-		return err
+		return nil, err
 	}
 	if s.pcapFile != "" && len(counts) > 1 {
-		return fmt.Errorf("--pcap with --devices %s: a pcap holds one system's packets (each system's clock starts at 0); give one device count", f.devices.String())
+		return nil, fmt.Errorf("--pcap with --devices %s: a pcap holds one system's packets (each system's clock starts at 0); give one device count", f.devices.String())
 	}
-	defer removeOutputsOnSignal(cmd.ErrOrStderr())()
-	outs := &sweepOutputs{}
-	defer func() {
-		for _, o := range outs.files {
-			o.Abort() // nothing of a failed sweep is left; after Commit, nothing happens
-		}
-	}()
 	pcapMax, err := units.ParseBytesIn("--pcap-max", s.pcapMax, 24, math.MaxInt64)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	outs.pcapMax = uint64(pcapMax)
 	limit, err := memlimit.Parse("--mem-limit", s.memLimit)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	op, err := enc.ParseOp(s.op)
+	sw, timingOnly, err := s.collective(f.gen)
 	if err != nil {
-		return fmt.Errorf("--op: %w", err)
-	}
-	algo, err := enc.ParseAlgo(s.algo)
-	if err != nil {
-		return fmt.Errorf("--algo: %w", err)
-	}
-	d := s.dtype.d
-	geo := hwarch.MustGeometry(f.gen)
-	if err := s.ranksPerDevice.within(int64(geo.NeuronCores), fmt.Sprintf("a %s device has %d NeuronCores", f.gen, geo.NeuronCores)); err != nil {
-		return err
-	}
-	if err := s.engines.within(int64(geo.DMAEnginesPerNC), fmt.Sprintf("a %s NeuronCore has %d DMA engines", f.gen, geo.DMAEnginesPerNC)); err != nil {
-		return err
-	}
-	switch {
-	case algo == enc.Hier && !s.groupSize.set:
-		return fmt.Errorf("--algo hier needs --group-size (ranks per node)")
-	case algo != enc.Hier && s.groupSize.set:
-		return fmt.Errorf("--group-size %d: it applies to --algo hier only, not %s", s.groupSize.v, algo)
-	}
-	var timingOnly bool
-	switch s.mode {
-	case "timing":
-		timingOnly = true
-	case "functional":
-	default:
-		return fmt.Errorf("--mode %q: accepted words are timing|functional", s.mode)
+		return nil, err
 	}
 	minB, err := units.ParseBytes("-b/--minbytes", s.minB)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	maxB, err := units.ParseBytes("-e/--maxbytes", s.maxB)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var factor, step int64
 	if s.factor.set {
@@ -362,142 +423,80 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 		step = s.step.v
 	}
 	p := f.params(t)
-	kinds := make([]fabric.Kind, len(counts))
-	for i, n := range counts {
-		if kinds[i], err = f.kindOf(n); err != nil {
-			return err
-		}
+	plan := &sweepPlan{counts: counts, pcapMax: uint64(pcapMax),
+		title: fmt.Sprintf("%s %s, %s (%s model)", f.gen.Product(), sw.Op, sw.Dtype, p.Model),
+		set: cluster.SweepSet{Sweep: sw, Config: cluster.Config{Generation: f.gen, Switch: family, Params: &p,
+			TimingOnly: timingOnly, RanksPerDevice: s.ranksPerDevice.int()}}}
+	if s.engines.set {
+		plan.set.Engines = s.engines.int()
 	}
-	opt := enc.Options{Chunks: s.chunks.int(), GroupSize: s.groupSize.int()}
-	// Every device count's sizes, buffers and memory are checked before
-	// the first system is built.
-	sizesOf := make([][]int64, len(counts))
-	for i, n := range counts {
-		ranks := n * s.ranksPerDevice.int()
-		if sizesOf[i], err = nccom.Sizes(minB, maxB, factor, step, op.SizeAlign(d.Size(), ranks)); err != nil {
-			return err
-		}
-		if timingOnly {
-			continue
-		}
-		need, err := cluster.FunctionalMemory(op, algo, ranks, d, sizesOf[i], opt)
+	for _, n := range counts {
+		kind, err := f.kindOf(n)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		largest := sizesOf[i][len(sizesOf[i])-1]
-		what := fmt.Sprintf("--mode functional: %s of %s on %d ranks", op, memlimit.Human(uint64(largest)), ranks)
-		if err := limit.Check(what, need); err != nil {
-			return fmt.Errorf("%w; use --mode timing, smaller sizes or fewer devices, or raise --mem-limit", err)
+		plan.set.Systems = append(plan.set.Systems, cluster.SweepSystem{Devices: n, Kind: kind})
+	}
+	for i := range plan.set.Systems {
+		sys := &plan.set.Systems[i]
+		if sys.Sizes, err = s.sizes(sw, sys.Devices*s.ranksPerDevice.int(), minB, maxB, factor, step, timingOnly, limit); err != nil {
+			return nil, err
 		}
 	}
-	var series []plot.Series
-	var reports []*nccom.Report
-	for i, n := range counts {
-		ranks := n * s.ranksPerDevice.int()
-		rep, err := sweepOne(cmd, f, s, outs, family, kinds[i], &p, n, op, algo, d, sizesOf[i], timingOnly, opt)
-		if err != nil {
-			return err
-		}
-		reports = append(reports, rep)
-		series = append(series, plot.Series{Label: units.Plural(int64(n), "device", "devices") + ", " + units.Plural(int64(ranks), "rank", "ranks"), Report: rep})
-	}
-	for i, rep := range reports {
-		if i > 0 {
-			fmt.Fprintln(cmd.OutOrStdout())
-		}
-		if err := rep.WriteTable(cmd.OutOrStdout()); err != nil {
-			return err
-		}
-	}
-	if s.jsonFile != "" {
-		for i, rep := range reports {
-			o, err := output.Create(jsonPath(s.jsonFile, counts, i))
-			if err != nil {
-				return fmt.Errorf("--json: %w", err)
-			}
-			outs.files = append(outs.files, o)
-			if err := rep.WriteJSON(o); err != nil {
-				return fmt.Errorf("--json: %w", err)
-			}
-		}
-	}
-	if s.plotFile != "" {
-		title := fmt.Sprintf("%s %s, %s (%s model)", f.gen.Product(), op, d, p.Model)
-		png, err := plot.PNG(title, series)
-		if err != nil {
-			return fmt.Errorf("--plot: %w", err)
-		}
-		o, err := output.Create(s.plotFile)
-		if err != nil {
-			return fmt.Errorf("--plot: %w", err)
-		}
-		outs.files = append(outs.files, o)
-		if _, err := o.Write(png); err != nil {
-			return fmt.Errorf("--plot: %w", err)
-		}
-	}
-	// Every output is complete: they take their names together.
-	for _, o := range outs.files {
-		if err := o.Commit(); err != nil {
-			return err
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (%d bytes)\n", o.Path(), o.Size())
-	}
-	return nil
+	return plan, nil
 }
 
-// sweepOne runs every size on a system of n devices.
-func sweepOne(cmd *cobra.Command, f *fabricFlags, s *sweepFlags, outs *sweepOutputs, family hwarch.SwitchFamily, kind fabric.Kind, p *fabric.Params, n int,
-	op enc.Op, algo enc.Algo, d enc.Dtype, sizes []int64, timingOnly bool, opt enc.Options) (*nccom.Report, error) {
-	ranks := n * s.ranksPerDevice.int()
-	need, err := cluster.BufferNeed(op, algo, ranks, d, sizes, opt)
+// collective checks the collective's flags: the op, the algorithm, the
+// ranks and engines against the generation, the group size, the mode.
+func (s *sweepFlags) collective(gen hwarch.Generation) (sw cluster.Sweep, timingOnly bool, err error) {
+	if sw.Op, err = enc.ParseOp(s.op); err != nil {
+		return sw, false, fmt.Errorf("--op: %w", err)
+	}
+	if sw.Algo, err = enc.ParseAlgo(s.algo); err != nil {
+		return sw, false, fmt.Errorf("--algo: %w", err)
+	}
+	sw.Dtype, sw.Seed = s.dtype.d, s.seed
+	geo := hwarch.MustGeometry(gen)
+	if err := s.ranksPerDevice.within(int64(geo.NeuronCores), fmt.Sprintf("a %s device has %d NeuronCores", gen, geo.NeuronCores)); err != nil {
+		return sw, false, err
+	}
+	if err := s.engines.within(int64(geo.DMAEnginesPerNC), fmt.Sprintf("a %s NeuronCore has %d DMA engines", gen, geo.DMAEnginesPerNC)); err != nil {
+		return sw, false, err
+	}
+	switch {
+	case sw.Algo == enc.Hier && !s.groupSize.set:
+		return sw, false, fmt.Errorf("--algo hier needs --group-size (ranks per node)")
+	case sw.Algo != enc.Hier && s.groupSize.set:
+		return sw, false, fmt.Errorf("--group-size %d: it applies to --algo hier only, not %s", s.groupSize.v, sw.Algo)
+	}
+	switch s.mode {
+	case "timing":
+		timingOnly = true
+	case "functional":
+	default:
+		return sw, false, fmt.Errorf("--mode %q: accepted words are timing|functional", s.mode)
+	}
+	sw.Options = enc.Options{Chunks: s.chunks.int(), GroupSize: s.groupSize.int()}
+	return sw, timingOnly, nil
+}
+
+// sizes returns the sizes of a sweep on ranks ranks and, in functional
+// mode, checks the memory the largest needs against the limit.
+func (s *sweepFlags) sizes(sw cluster.Sweep, ranks int, minB, maxB, factor, step int64, timingOnly bool, limit memlimit.Limit) ([]int64, error) {
+	sizes, err := nccom.Sizes(minB, maxB, factor, step, sw.Op.SizeAlign(sw.Dtype.Size(), ranks))
+	if err != nil || timingOnly {
+		return sizes, err
+	}
+	need, err := cluster.FunctionalMemory(sw.Op, sw.Algo, ranks, sw.Dtype, sizes, sw.Options)
 	if err != nil {
 		return nil, err
 	}
-	c, err := cluster.New(cluster.Config{Generation: f.gen, Devices: n, Switch: family, Kind: kind, Params: p,
-		TimingOnly: timingOnly, BufferBytes: need, RanksPerDevice: s.ranksPerDevice.int()})
-	if err != nil {
-		return nil, err
+	largest := sizes[len(sizes)-1]
+	what := fmt.Sprintf("--mode functional: %s of %s on %d ranks", sw.Op, memlimit.Human(uint64(largest)), ranks)
+	if err := limit.Check(what, need); err != nil {
+		return nil, fmt.Errorf("%w; use --mode timing, smaller sizes or fewer devices, or raise --mem-limit", err)
 	}
-	if s.engines.set {
-		c.Exec.Engines = s.engines.int()
-	}
-	var w *capture.Writer
-	if s.pcapFile != "" {
-		pcapOut, err := output.Create(s.pcapFile)
-		if err != nil {
-			return nil, fmt.Errorf("--pcap: %w", err)
-		}
-		outs.files = append(outs.files, pcapOut)
-		if w, err = capture.NewWriter(pcapOut, capture.Options{MaxBytes: outs.pcapMax}); err != nil {
-			return nil, fmt.Errorf("--pcap: %w", err)
-		}
-		c.System.SetCapture(w, 0)
-	}
-	var prog *progress.Bar
-	if isTTY(cmd.ErrOrStderr()) {
-		prog = progress.New(cmd.ErrOrStderr(), len(sizes), true, fmt.Sprintf("%s on %s", op, units.Plural(int64(n), "device", "devices")))
-	}
-	rep, err := c.Sweep(cluster.Sweep{Op: op, Algo: algo, Dtype: d, Sizes: sizes, Options: opt, Seed: s.seed, Progress: prog})
-	if err != nil {
-		return nil, err
-	}
-	if w != nil {
-		if err := c.System.FlushCapture(); err != nil {
-			return nil, fmt.Errorf("--pcap: %w", err)
-		}
-		written, lost := c.System.CaptureStats()
-		rep.Extra["pcap_packets"] = written
-		if lost > 0 {
-			rep.Extra["pcap_packets_not_recorded"] = lost
-		}
-		if w.Full() {
-			rep.Extra["pcap_stopped"] = fmt.Sprintf("--pcap-max %d bytes reached", w.MaxBytes())
-			fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim: --pcap: the capture stopped at --pcap-max (%s) after %d packets; %d packets not recorded\n",
-				memlimit.Human(w.MaxBytes()), written, lost)
-		}
-	}
-	return rep, nil
+	return sizes, nil
 }
 
 // jsonPath is where --json writes the report of counts[i]: the path given

@@ -43,61 +43,75 @@ func newLsCommand() *cobra.Command {
 	cmd.Flags().StringVar(&kernelPath, "kernel", "", "list devices through the kernel driver: a /dev/neuronN `PATH`, or \"auto\" for every /dev/neuron*")
 	cmd.MarkFlagsMutuallyExclusive("remote", "kernel")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		var devs []broughtUp
-		var header string
-		if kernelPath != "" {
-			if err := sf.notWith("--kernel"); err != nil {
-				return err
-			}
-			sys, err := openKernelSystem(kernelPath)
-			if err != nil {
-				return err
-			}
-			defer sys.close()
-			if devs, err = bringUpAll(sys.devs, sys.connected, sys.indices, hwarch.SwitchNone, true); err != nil {
-				return err
-			}
-			header = "kernel driver, " + strings.Join(sys.paths, " ")
-		} else if remoteAddr != "" {
-			if err := sf.notWith("--remote"); err != nil {
-				return err
-			}
-			sys, err := openRemoteSystem(remoteAddr)
-			if err != nil {
-				return err
-			}
-			defer sys.close()
-			if devs, err = bringUpAll(sys.devs, sys.connected, sys.indices, hwarch.SwitchNone, true); err != nil {
-				return err
-			}
-			header = "remote " + remoteAddr
-		} else {
-			s, err := sf.spec()
-			if err != nil {
-				return err
-			}
-			sys, err := buildSystem(s)
-			if err != nil {
-				return err
-			}
-			nd := make([]ndl.Device, len(sys))
-			conn := make([][]int, len(sys))
-			idx := make([]int, len(sys))
-			for i, d := range sys {
-				nd[i], conn[i], idx[i] = d.Dev, d.Connected, d.Index
-			}
-			if devs, err = bringUpAll(nd, conn, idx, s.Switch, true); err != nil {
-				return err
-			}
-			header = fmt.Sprintf("simulated %s, %s, switch %s, revision %#02x (%s)",
-				s.Gen.Product(), units.Plural(int64(s.Devices), "device", "devices"), s.Switch, s.Revision, hwarch.ModeOf(s.Revision))
+		devs, header, done, err := lsDevices(sf, kernelPath, remoteAddr)
+		if err != nil {
+			return err
 		}
+		defer done()
 		if asJSON {
 			return writeLsJSON(cmd.OutOrStdout(), devs)
 		}
 		return writeLsTable(cmd.OutOrStdout(), header, devs)
 	}
 	return cmd
+}
+
+// lsDevices brings up, without resetting them, the devices ls lists: the
+// kernel driver's (--kernel), a served system's (--remote) or a fresh
+// simulated system's; with the listing's header and the function that
+// lets the devices go.
+func lsDevices(sf *systemFlags, kernelPath, remoteAddr string) ([]broughtUp, string, func(), error) {
+	switch {
+	case kernelPath != "":
+		if err := sf.notWith("--kernel"); err != nil {
+			return nil, "", nil, err
+		}
+		sys, err := openKernelSystem(kernelPath)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		devs, err := bringUpAll(sys.devs, sys.connected, sys.indices, hwarch.SwitchNone, true)
+		if err != nil {
+			sys.close()
+			return nil, "", nil, err
+		}
+		return devs, "kernel driver, " + strings.Join(sys.paths, " "), sys.close, nil
+	case remoteAddr != "":
+		if err := sf.notWith("--remote"); err != nil {
+			return nil, "", nil, err
+		}
+		sys, err := openRemoteSystem(remoteAddr)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		devs, err := bringUpAll(sys.devs, sys.connected, sys.indices, hwarch.SwitchNone, true)
+		if err != nil {
+			sys.close()
+			return nil, "", nil, err
+		}
+		return devs, "remote " + remoteAddr, sys.close, nil
+	}
+	s, err := sf.spec()
+	if err != nil {
+		return nil, "", nil, err
+	}
+	sys, err := buildSystem(s)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	nd := make([]ndl.Device, len(sys))
+	conn := make([][]int, len(sys))
+	idx := make([]int, len(sys))
+	for i, d := range sys {
+		nd[i], conn[i], idx[i] = d.Dev, d.Connected, d.Index
+	}
+	devs, err := bringUpAll(nd, conn, idx, s.Switch, true)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	header := fmt.Sprintf("simulated %s, %s, switch %s, revision %#02x (%s)",
+		s.Gen.Product(), units.Plural(int64(s.Devices), "device", "devices"), s.Switch, s.Revision, hwarch.ModeOf(s.Revision))
+	return devs, header, func() {}, nil
 }
 
 // kernelSystem is the devices of the kernel driver a command opened.

@@ -47,6 +47,21 @@ func openRemoteSystem(addr string) (*remoteSystem, error) {
 	return r, nil
 }
 
+// openServedDevice connects to a neuronsim serve at addr and returns its
+// device of the given index, with the function that closes the connection
+// (the dve, dma, exec and csr commands with --remote --device N).
+func openServedDevice(addr string, device int) (ndl.Device, func(), error) {
+	r, err := openRemoteSystem(addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if device < 0 || device >= len(r.devs) {
+		r.close()
+		return nil, nil, fmt.Errorf("--device %d: %s exports %s", device, addr, units.Plural(int64(len(r.devs)), "device", "devices"))
+	}
+	return r.devs[device], r.close, nil
+}
+
 // The defaults of serve's limits (docs/remote-protocol.md, "Server limits").
 const (
 	defaultMaxClients       = 64

@@ -100,7 +100,7 @@ func (f *systemFlags) spec() (systemSpec, error) {
 	if err != nil {
 		return s, fmt.Errorf("--arch: %w", err)
 	}
-	counts, err := f.devices.resolve(1, t.Soc.MaxDevs(), s.Gen, s.Switch, false, false)
+	counts, err := f.devices.resolve(1, t.Soc, false, false)
 	if err != nil {
 		return s, err
 	}
@@ -218,7 +218,7 @@ func bringUpAll(devs []ndl.Device, connected [][]int, indices []int, s hwarch.Sw
 	var dispatch rtarch.Dispatch
 	out := make([]broughtUp, len(devs))
 	for i, dev := range devs {
-		d, err := bringup.BringUp(dev, bringup.Options{Switch: s, Dispatch: &dispatch, Table: csr.NewTable(0), NoReset: noReset})
+		d, err := openRegisters(dev, bringup.Options{Switch: s, Dispatch: &dispatch, Table: csr.NewTable(0), NoReset: noReset})
 		if err != nil {
 			return nil, fmt.Errorf("device %d: %w", indices[i], err)
 		}

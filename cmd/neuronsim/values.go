@@ -22,6 +22,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/units"
+	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 )
 
@@ -241,26 +242,24 @@ func parseDeviceCounts(field, s string, list bool) ([]int, error) {
 }
 
 // resolve returns the counts given, or def when the flag is unset, after
-// checking each against the system's bound: 1..get_max_devs (maxDevs) of
-// the generation and switch family, or 1..MAX_NEURON_DEVICE_COUNT with
-// what-if. hasWhatIf says whether the command has --what-if (for the hint).
-func (v *devicesValue) resolve(def, maxDevs int, gen hwarch.Generation, family hwarch.SwitchFamily, whatIf, hasWhatIf bool) ([]int, error) {
+// checking each against the system's bound (rtarch.Soc.CheckDevices):
+// 1..get_max_devs of the generation and switch family, or
+// 1..MAX_NEURON_DEVICE_COUNT with what-if. hasWhatIf says whether the
+// command has --what-if (for the hint).
+func (v *devicesValue) resolve(def int, soc *rtarch.Soc, whatIf, hasWhatIf bool) ([]int, error) {
 	if v.counts == nil {
 		return []int{def}, nil
 	}
-	limit := maxDevs
-	if whatIf {
-		limit = hwarch.MaxNeuronDevices
-	}
 	for _, n := range v.counts {
-		if n >= 1 && n <= limit {
+		var de *rtarch.DeviceCountError
+		if !errors.As(soc.CheckDevices(n, whatIf), &de) {
 			continue
 		}
-		why := fmt.Sprintf("a %s system with switch %s holds 1..%d devices (get_max_devs)", gen, family, maxDevs)
+		why := fmt.Sprintf("a %s system with switch %s holds 1..%d devices (get_max_devs)", de.Generation, de.Switch, de.MaxDevs)
 		switch {
-		case whatIf:
-			why = fmt.Sprintf("a system holds 1..%d devices with --what-if (MAX_NEURON_DEVICE_COUNT)", hwarch.MaxNeuronDevices)
-		case hasWhatIf && n > limit:
+		case de.WhatIf:
+			why = fmt.Sprintf("a system holds 1..%d devices with --what-if (MAX_NEURON_DEVICE_COUNT)", de.Limit)
+		case hasWhatIf && n > de.Limit:
 			why += fmt.Sprintf("; --what-if allows up to %d", hwarch.MaxNeuronDevices)
 		}
 		field := v.field

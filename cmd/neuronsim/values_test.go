@@ -12,6 +12,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/units"
+	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
 )
 
@@ -198,7 +199,7 @@ func FuzzFlagValues(f *testing.F) {
 			named(err, "--devices")
 			return
 		}
-		counts, err := dv.resolve(32, 32, hwarch.Mariana, hwarch.SwitchV1, false, true)
+		counts, err := dv.resolve(32, rtarch.MustFor(hwarch.Mariana, rtarch.Options{Switch: hwarch.SwitchV1}).Soc, false, true)
 		if err != nil {
 			named(err, "--devices")
 			return

@@ -16,11 +16,11 @@ import (
 	"github.com/neuronsim/neuronsim/runtime/bringup"
 	"github.com/neuronsim/neuronsim/runtime/collective"
 	"github.com/neuronsim/neuronsim/runtime/csr"
-	"github.com/neuronsim/neuronsim/runtime/dma"
 	"github.com/neuronsim/neuronsim/runtime/dmem"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 	rtisa "github.com/neuronsim/neuronsim/runtime/isa"
 	"github.com/neuronsim/neuronsim/runtime/program"
+	"github.com/neuronsim/neuronsim/runtime/stack"
 	"github.com/neuronsim/neuronsim/sim"
 	"github.com/neuronsim/neuronsim/sim/fabric"
 )
@@ -48,12 +48,10 @@ type Config struct {
 	Boot, Reset bool
 }
 
-// Device is one device of the cluster as the runtime holds it.
-type Device struct {
-	Up  *bringup.Device
-	DMA *dma.DMA
-	Mem *dmem.Allocator
-}
+// Device is one device of the cluster as the runtime holds it: the
+// runtime's stack on it (brought up, its DMA layer, its device-memory
+// allocator).
+type Device = stack.Stack
 
 // Cluster is a brought-up system and the collective executor over its
 // ranks.
@@ -119,16 +117,13 @@ func New(cfg Config) (*Cluster, error) {
 func (c *Cluster) attach() error {
 	c.Devices, c.Exec.Ranks, c.resets = nil, nil, nil
 	for i, d := range c.System.Devices() {
-		up, m, err := c.bringUp(i)
+		st, err := stack.Open(c.System.Device(i), stack.Options{BringUp: c.bringUpOptions(), WaitReset: true, Validator: c.validator})
 		if err != nil {
-			return err
+			return deviceError(i, err)
 		}
 		c.resets = append(c.resets, d.Stats().DeviceResets)
-		mem, err := dmem.New(up.Geometry, dmem.Options{ChannelBytes: up.HBMChannelBytes})
-		if err != nil {
-			return fmt.Errorf("cluster: device %d: %w", i, err)
-		}
-		c.Devices = append(c.Devices, Device{Up: up, DMA: m, Mem: mem})
+		c.Devices = append(c.Devices, *st)
+		mem := st.Mem
 		for nc := range c.cfg.RanksPerDevice {
 			h, err := mem.Alloc(dmem.Request{Size: max(c.cfg.BufferBytes, 4096), Align: 4096, Channel: dmem.Any, NC: nc, Name: fmt.Sprintf("collective.nc%d", nc)})
 			if err != nil {
@@ -138,8 +133,7 @@ func (c *Cluster) attach() error {
 			if err != nil {
 				return err
 			}
-			c.Exec.Ranks = append(c.Exec.Ranks, collective.Rank{Device: i, Base: blk.Addr,
-				Runner: &program.Runner{Dev: up, DMA: m, Mem: mem, Tables: c.Tables, Validator: c.validator, NC: nc}})
+			c.Exec.Ranks = append(c.Exec.Ranks, collective.Rank{Device: i, Base: blk.Addr, Runner: st.Runner(nc)})
 		}
 	}
 	return nil
@@ -160,22 +154,15 @@ func (c *Cluster) Reattach(sys *fabric.System) error {
 	return c.attach()
 }
 
-// bringUp brings device i up through the runtime (no reset of its own),
-// waiting out a reset in progress, with its DMA layer.
-func (c *Cluster) bringUp(i int) (*bringup.Device, *dma.DMA, error) {
-	up, err := bringup.BringUp(c.System.Device(i), bringup.Options{NoReset: !c.cfg.Reset, Switch: c.cfg.Switch, Dispatch: c.dispatch, Table: csr.NewTable(0)})
-	if err == nil {
-		err = up.WaitResetDone()
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("cluster: device %d: %w", i, err)
-	}
-	m, err := dma.New(up)
-	if err != nil {
-		return nil, nil, fmt.Errorf("cluster: device %d: %w", i, err)
-	}
-	return up, m, nil
+// bringUpOptions are the options every device is brought up with: a reset
+// of its own only when the configuration asks for one, the cluster's arch
+// selection, a region table of its own.
+func (c *Cluster) bringUpOptions() bringup.Options {
+	return bringup.Options{NoReset: !c.cfg.Reset, Switch: c.cfg.Switch, Dispatch: c.dispatch, Table: csr.NewTable(0)}
 }
+
+// deviceError names device i in err.
+func deviceError(i int, err error) error { return fmt.Errorf("cluster: device %d: %w", i, err) }
 
 // Run runs schedule s in d on the ranks (their buffers as they are). A
 // failure carries what the fabric knows of it (the link that is down, the
@@ -200,16 +187,15 @@ func (c *Cluster) Recover() error {
 		if n == c.resets[i] && d.Phase() == sim.PhaseReady {
 			continue
 		}
-		up, m, err := c.bringUp(i)
-		if err != nil {
-			return fmt.Errorf("cluster: recovering: %w", err)
+		st := &c.Devices[i]
+		if err := st.Reopen(c.bringUpOptions()); err != nil {
+			return fmt.Errorf("cluster: recovering: %w", deviceError(i, err))
 		}
 		c.resets[i] = d.Stats().DeviceResets
-		c.Devices[i].Up, c.Devices[i].DMA = up, m
 		for r := range c.Exec.Ranks {
 			if rk := &c.Exec.Ranks[r]; rk.Device == i {
 				run := *rk.Runner
-				run.Dev, run.DMA = up, m
+				run.Dev, run.DMA = st.Up, st.DMA
 				rk.Runner = &run
 			}
 		}
@@ -218,25 +204,17 @@ func (c *Cluster) Recover() error {
 	return nil
 }
 
-// DefaultParams returns the fabric parameters of a generation with the
-// runtime's fabric constants: get_max_links_per_pod_port (0 where the
-// generation's leaf aborts) and get_mesh_max_folds.
-func DefaultParams(g hwarch.Generation, t *arch.Tables) fabric.Params {
-	links, _ := t.Soc.MaxLinksPerPodPort()
-	return fabric.DefaultParams(g).WithSoc(links, t.Soc.MeshMaxFolds())
-}
-
 // Runner returns a program runner on NeuronCore nc of device i, with the
 // cluster's validators.
 func (c *Cluster) Runner(i, nc int) (*program.Runner, error) {
 	if i < 0 || i >= len(c.Devices) {
 		return nil, fmt.Errorf("cluster: device %d of %d: %w", i, len(c.Devices), ErrConfig)
 	}
-	d := c.Devices[i]
+	d := &c.Devices[i]
 	if nc < 0 || nc >= d.Up.Geometry.NeuronCores {
 		return nil, fmt.Errorf("cluster: device %d has NeuronCores 0..%d, not %d: %w", i, d.Up.Geometry.NeuronCores-1, nc, ErrConfig)
 	}
-	return &program.Runner{Dev: d.Up, DMA: d.DMA, Mem: d.Mem, Tables: c.Tables, Validator: c.validator, NC: nc}, nil
+	return d.Runner(nc), nil
 }
 
 // Ranks returns the number of ranks.

@@ -203,10 +203,7 @@ func resolveSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *Syste
 	if r.tables, err = rtarch.For(r.gen, rtarch.Options{Switch: r.family}); err != nil {
 		return nil, d.Errorf(at("system.arch"), "system.arch", "%v", err)
 	}
-	limit := r.tables.Soc.MaxDevs()
-	if sys.WhatIf {
-		limit = hwarch.MaxNeuronDevices
-	}
+	limit := r.tables.Soc.DeviceLimit(sys.WhatIf)
 	if n := sys.Devices; n != nil {
 		if *n < 1 || *n > limit {
 			hint := ""
@@ -304,14 +301,7 @@ func (r *resolved) timingOverrides(d *strictyaml.Decoder, at func(string) *yaml.
 		}
 	}
 	p := &r.params
-	for _, l := range []*fabric.LinkParams{&p.XY, &p.Z, &p.Ring, &p.InServer, &p.InterServer, &p.Link} {
-		if hasLat {
-			l.Latency = lat
-		}
-		if bw != 0 {
-			l.Bandwidth = bw
-		}
-	}
+	cluster.LinkTiming{Latency: lat, SetLatency: hasLat, Bandwidth: bw, SetBandwidth: bw != 0}.Apply(p)
 	if ps, ok, err := ns("endpoint_delay_ns", t.EndpointNS); err != nil {
 		return err
 	} else if ok {

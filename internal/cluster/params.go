@@ -1,0 +1,39 @@
+package cluster
+
+import (
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/runtime/arch"
+	"github.com/neuronsim/neuronsim/sim/fabric"
+)
+
+// DefaultParams returns the fabric parameters of a generation with the
+// runtime's fabric constants: get_max_links_per_pod_port (0 where the
+// generation's leaf aborts) and get_mesh_max_folds.
+func DefaultParams(g hwarch.Generation, t *arch.Tables) fabric.Params {
+	links, _ := t.Soc.MaxLinksPerPodPort()
+	return fabric.DefaultParams(g).WithSoc(links, t.Soc.MeshMaxFolds())
+}
+
+// LinkTiming is an override of every link's timing, whatever its kind (the
+// torus, Z-ring, ring, in-server, inter-server and α-β links of
+// fabric.Params): the command line's --link-latency and --link-bw and a
+// scenario's system.timing.link_latency_ns and link_bw_gbs. A field not Set
+// keeps each kind's own value.
+type LinkTiming struct {
+	Latency      uint64 // picoseconds
+	SetLatency   bool
+	Bandwidth    uint64 // bytes per second
+	SetBandwidth bool
+}
+
+// Apply sets the overrides on every link kind of p.
+func (o LinkTiming) Apply(p *fabric.Params) {
+	for _, l := range []*fabric.LinkParams{&p.XY, &p.Z, &p.Ring, &p.InServer, &p.InterServer, &p.Link} {
+		if o.SetLatency {
+			l.Latency = o.Latency
+		}
+		if o.SetBandwidth {
+			l.Bandwidth = o.Bandwidth
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package cluster
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/runtime/arch"
+	"github.com/neuronsim/neuronsim/sim/fabric"
+)
+
+// TestLinkTiming: an override reaches every link kind of fabric.Params —
+// found by reflection, so a kind added later and missed by Apply fails
+// here — and leaves what it does not set, and everything that is not a
+// link, as it was.
+func TestLinkTiming(t *testing.T) {
+	base := DefaultParams(hwarch.Mariana, arch.MustFor(hwarch.Mariana, arch.Options{Switch: hwarch.SwitchV1}))
+	lp := reflect.TypeFor[fabric.LinkParams]()
+	tests := []struct {
+		name string
+		o    LinkTiming
+	}{
+		{"none", LinkTiming{Latency: 7, Bandwidth: 9}},
+		{"latency", LinkTiming{Latency: 0, SetLatency: true}},
+		{"bandwidth", LinkTiming{Bandwidth: 42e9, SetBandwidth: true}},
+		{"both", LinkTiming{Latency: 123_500, SetLatency: true, Bandwidth: 17e9, SetBandwidth: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := base
+			tt.o.Apply(&p)
+			got, was := reflect.ValueOf(&p).Elem(), reflect.ValueOf(&base).Elem()
+			kinds := 0
+			for i := range got.NumField() {
+				f := got.Type().Field(i)
+				if f.Type != lp {
+					assert.Equal(t, was.Field(i).Interface(), got.Field(i).Interface(), "%s is not a link", f.Name)
+					continue
+				}
+				kinds++
+				l, b := got.Field(i).Interface().(fabric.LinkParams), was.Field(i).Interface().(fabric.LinkParams)
+				want := b
+				if tt.o.SetLatency {
+					want.Latency = tt.o.Latency
+				}
+				if tt.o.SetBandwidth {
+					want.Bandwidth = tt.o.Bandwidth
+				}
+				assert.Equal(t, want, l, "link kind %s", f.Name)
+			}
+			require.Equal(t, 6, kinds, "fabric.Params' link kinds")
+		})
+	}
+}

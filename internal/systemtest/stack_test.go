@@ -1,0 +1,213 @@
+package systemtest
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/hw/isa/asm"
+	"github.com/neuronsim/neuronsim/runtime/bringup"
+	"github.com/neuronsim/neuronsim/runtime/dma"
+	"github.com/neuronsim/neuronsim/runtime/dve"
+	"github.com/neuronsim/neuronsim/runtime/stack"
+	"github.com/neuronsim/neuronsim/sim"
+)
+
+// openStack opens the runtime's stack on a fresh simulated device.
+func openStack(t testing.TB, cfg sim.DeviceConfig, opts stack.Options) (*sim.Device, *stack.Stack) {
+	t.Helper()
+	d, err := sim.NewDevice(cfg)
+	require.NoError(t, err)
+	st, err := stack.Open(d, opts)
+	require.NoError(t, err)
+	return d, st
+}
+
+// TestStackOpen: one Open brings the device up, opens its DMA layer and
+// sizes its allocator from the HBM channels bring-up read (BAR4 / 4 per
+// channel on V3/V4 under QEMU), on every generation and revision; with
+// RegistersOnly a backend without host memory opens too.
+func TestStackOpen(t *testing.T) {
+	for _, g := range hwarch.Generations() {
+		for _, r := range revisions {
+			t.Run(fmt.Sprintf("%s/%s", g, r.name), func(t *testing.T) {
+				_, st := openStack(t, sim.DeviceConfig{Generation: g, Revision: r.rev}, stack.Options{})
+				require.NotNil(t, st.Up)
+				require.NotNil(t, st.DMA)
+				require.NotNil(t, st.Mem)
+				assert.Same(t, st.Up, st.DMA.Device())
+				assert.Equal(t, g, st.Tables().Generation)
+				assert.Equal(t, len(st.Up.HBMChannelBytes), st.Mem.Channels())
+				for ch, n := range st.Up.HBMChannelBytes {
+					_, end := st.Mem.ChannelRange(ch)
+					assert.Equal(t, st.Up.Geometry.HBM[ch].Base+n, end, "channel %d ends where bring-up sized it", ch)
+				}
+				assert.Equal(t, st.Up.Policy.SkipReset == false, st.Up.Reset, "a fresh device is reset unless the policy forbids it")
+			})
+		}
+	}
+	d, err := sim.NewDevice(sim.DeviceConfig{Generation: hwarch.Cayman, Ready: true})
+	require.NoError(t, err)
+	_, err = stack.Open(barOnly{d}, stack.Options{BringUp: bringup.Options{NoReset: true}})
+	require.ErrorIs(t, err, dma.ErrNoHostMemory, "the full stack needs host memory")
+	st, err := stack.Open(barOnly{d}, stack.Options{BringUp: bringup.Options{NoReset: true}, RegistersOnly: true})
+	require.NoError(t, err)
+	assert.Nil(t, st.DMA)
+	assert.Nil(t, st.Mem)
+	assert.False(t, st.Up.Reset)
+}
+
+// TestStackCopy runs the dma copy flow over every pair of sides: the
+// payload checked, the device time taken from the device's clock. A device
+// that moves no payload (timing-only) fails the check when a payload is
+// asked for — the check reads the destination — and passes without one.
+func TestStackCopy(t *testing.T) {
+	sides := []stack.Side{stack.Host, stack.Device}
+	for _, from := range sides {
+		for _, to := range sides {
+			t.Run(fmt.Sprintf("%s-%s", from, to), func(t *testing.T) {
+				d, st := openStack(t, sim.DeviceConfig{Generation: hwarch.Cayman}, stack.Options{})
+				before := d.Now()
+				const n = 100<<10 + 3 // 2 pairs and a tail that is not a whole word
+				res, err := st.Copy(stack.CopyRequest{From: from, To: to, Size: n, NC: 5, Payload: true})
+				require.NoError(t, err)
+				assert.True(t, res.Done)
+				assert.True(t, res.Checked)
+				assert.Equal(t, 3, res.Pairs, "two data pairs and the completion marker")
+				assert.NotZero(t, res.TimePS)
+				assert.LessOrEqual(t, res.TimePS, uint64(d.Now()-before))
+			})
+		}
+	}
+	t.Run("timing-only", func(t *testing.T) {
+		_, st := openStack(t, sim.DeviceConfig{Generation: hwarch.Sunda, TimingOnly: true}, stack.Options{})
+		res, err := st.Copy(stack.CopyRequest{From: stack.Device, To: stack.Host, Size: 64 << 10, Payload: true})
+		require.ErrorIs(t, err, stack.ErrCopyMismatch)
+		assert.True(t, res.Done, "the copy ran; its check failed")
+		assert.False(t, res.Checked)
+		res, err = st.Copy(stack.CopyRequest{From: stack.Device, To: stack.Host, Size: 64 << 10})
+		require.NoError(t, err)
+		assert.True(t, res.Done)
+		assert.False(t, res.Checked)
+	})
+	t.Run("buffers freed", func(t *testing.T) {
+		// Each side takes 12 of a channel's 16 GiB: a copy whose buffers
+		// were not given back leaves no room for the next.
+		_, st := openStack(t, sim.DeviceConfig{Generation: hwarch.Sunda, TimingOnly: true}, stack.Options{})
+		for i := range 3 {
+			res, err := st.Copy(stack.CopyRequest{From: stack.Device, To: stack.Device, Size: 12 << 30})
+			require.NoError(t, err, "copy %d", i)
+			assert.True(t, res.Done)
+		}
+	})
+	t.Run("bad core", func(t *testing.T) {
+		_, st := openStack(t, sim.DeviceConfig{Generation: hwarch.Sunda}, stack.Options{})
+		for _, nc := range []int{-1, 2} {
+			res, err := st.Copy(stack.CopyRequest{Size: 4, NC: nc})
+			require.ErrorIs(t, err, stack.ErrRequest)
+			assert.ErrorContains(t, err, fmt.Sprintf("core %d: the sunda has cores 0..1", nc))
+			assert.False(t, res.Done)
+		}
+	})
+}
+
+// TestStackExec runs the shipped matmul on every generation through the
+// exec flow: inputs written, outputs handed over in order, the time taken
+// from the device's clock; a tile past SBUF is a TileError naming it.
+func TestStackExec(t *testing.T) {
+	prog, err := asm.Assemble("matmul.s", []byte(matmulProgram))
+	require.NoError(t, err)
+	for _, g := range hwarch.Generations() {
+		t.Run(g.String(), func(t *testing.T) {
+			d, st := openStack(t, sim.DeviceConfig{Generation: g}, stack.Options{})
+			w, x := pattern(128*256, 1), pattern(128*1024, 2)
+			for i := 1; i < len(w); i += 2 {
+				w[i] &= 0x3F // small bf16 values: no infinities
+			}
+			for i := 1; i < len(x); i += 2 {
+				x[i] &= 0x3F
+			}
+			var got []int
+			outs := map[int][]byte{}
+			req := stack.ExecRequest{NC: 1, Program: prog,
+				Inputs: []stack.Input{
+					{Tile: stack.Tile{Start: 0, Count: 128, Offset: 0, Bytes: 256}, Data: w},
+					{Tile: stack.Tile{Start: 0, Count: 128, Offset: 0x100, Bytes: 1024}, Data: x}},
+				Outputs: []stack.Tile{{Count: 128, Offset: 0x900, Bytes: 2048}, {PSUM: true, Count: 128, Bytes: 2048}},
+				Output: func(i int, b []byte) error {
+					got = append(got, i)
+					outs[i] = b
+					return nil
+				}}
+			before := d.Now()
+			res, err := st.Exec(req)
+			require.NoError(t, err)
+			assert.True(t, res.Ran)
+			require.Len(t, res.Result.Engines, 2)
+			assert.NotZero(t, res.TimePS)
+			assert.LessOrEqual(t, res.TimePS, uint64(d.Now()-before))
+			assert.Equal(t, int32(1), res.Semaphores[1], "the pe engine's signal")
+			assert.Equal(t, []int{0, 1}, got)
+			assert.Len(t, outs[0], 128*2048)
+			// The outputs are what a runner reads back.
+			back := make([]byte, 128*2048)
+			require.NoError(t, st.Runner(1).ReadTile(false, 0, 128, 0x900, back))
+			assert.Equal(t, back, outs[0])
+
+			stop := errors.New("sink full")
+			req.Output = func(int, []byte) error { return stop }
+			_, err = st.Exec(req)
+			require.ErrorIs(t, err, stop, "the sink's error ends the run as it is")
+
+			req.Inputs = append(req.Inputs, stack.Input{Tile: stack.Tile{Count: 1, Offset: 1 << 30, Bytes: 4}, Data: make([]byte, 4)})
+			_, err = st.Exec(req)
+			var te *stack.TileError
+			require.ErrorAs(t, err, &te)
+			assert.Equal(t, stack.TileError{Index: 2, Err: te.Err}, *te)
+		})
+	}
+}
+
+// TestStackReopen: after a reset under it, Reopen brings the device up
+// again with a new DMA layer and keeps the allocator and its allocations.
+func TestStackReopen(t *testing.T) {
+	_, st := openStack(t, sim.DeviceConfig{Generation: hwarch.Mariana}, stack.Options{WaitReset: true})
+	mem, oldDMA, oldUp := st.Mem, st.DMA, st.Up
+	res, err := st.Copy(stack.CopyRequest{From: stack.Host, To: stack.Device, Size: 4096, Payload: true})
+	require.NoError(t, err)
+	require.True(t, res.Checked)
+	require.NoError(t, st.Up.ResetDevice())
+	require.NoError(t, st.Reopen(bringup.Options{NoReset: true}))
+	assert.Same(t, mem, st.Mem)
+	assert.NotSame(t, oldDMA, st.DMA)
+	assert.NotSame(t, oldUp, st.Up)
+	assert.Same(t, st.Up, st.DMA.Device())
+	res, err = st.Copy(stack.CopyRequest{From: stack.Device, To: stack.Host, Size: 4096, Payload: true})
+	require.NoError(t, err)
+	assert.True(t, res.Checked, "the new DMA layer copies")
+}
+
+// TestStackDVE loads the default tables through the stack and reads them
+// back; a table changed after the load is seen as a mismatch.
+func TestStackDVE(t *testing.T) {
+	_, st := openStack(t, sim.DeviceConfig{Generation: hwarch.Cayman}, stack.Options{})
+	tables, err := dve.DefaultBins(hwarch.Cayman)
+	require.NoError(t, err)
+	l := st.DVELoader()
+	load, err := st.LoadDVE(l, 3, &tables)
+	require.NoError(t, err)
+	assert.NotZero(t, load.TimePS)
+	assert.NotEmpty(t, load.Report.Staged)
+	ok, err := st.VerifyDVE(3, load.Report, &tables)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	ok, err = st.VerifyDVE(4, load.Report, &tables)
+	require.NoError(t, err)
+	assert.False(t, ok, "another core holds no tables")
+	_, err = st.LoadDVE(l, 8, &tables)
+	require.ErrorIs(t, err, stack.ErrRequest)
+}

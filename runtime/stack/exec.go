@@ -1,0 +1,107 @@
+package stack
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/neuronsim/neuronsim/runtime/program"
+)
+
+// Tile is a range of SBUF or PSUM partitions at one offset, Bytes of each
+// (program.CheckTile's terms).
+type Tile struct {
+	PSUM         bool
+	Start, Count int
+	Offset       uint64
+	Bytes        uint64 // per partition
+}
+
+// Input is a tile written before a program runs: Data is the partitions'
+// bytes one after another.
+type Input struct {
+	Tile
+	Data []byte
+}
+
+// ExecRequest is a program run on one NC with its inputs and outputs.
+type ExecRequest struct {
+	NC      int
+	Program []byte // the assembled records
+	Inputs  []Input
+	Outputs []Tile
+	// Output receives output i's bytes as soon as they are read, in
+	// order; its error ends the run as it is.
+	Output func(i int, data []byte) error
+}
+
+// ExecResult is what a run did. Ran says the program ran to an end
+// (TimePS and Result are valid), even when it stopped on an error;
+// Semaphores are read after a run without error.
+type ExecResult struct {
+	Ran        bool
+	TimePS     uint64 // device time from the program's staging to its end
+	Result     program.Result
+	Semaphores []int32
+}
+
+// TileError is the failure to write input Index (or, with Output, to read
+// output Index) of an ExecRequest.
+type TileError struct {
+	Output bool
+	Index  int
+	Err    error
+}
+
+func (e *TileError) Error() string {
+	what := "input"
+	if e.Output {
+		what = "output"
+	}
+	return fmt.Sprintf("%s %d: %v", what, e.Index, e.Err)
+}
+
+// Unwrap returns the access's error.
+func (e *TileError) Unwrap() error { return e.Err }
+
+// Exec writes the inputs by DMA, runs the program on the NC through a
+// runner of the stack (validated, staged by DMA, started over CSR, waited
+// for), timed on the device's clock, reads the semaphores and then each
+// output, handing it to req.Output.
+func (s *Stack) Exec(req ExecRequest) (ExecResult, error) {
+	var res ExecResult
+	if err := s.CheckCore(req.NC); err != nil {
+		return res, err
+	}
+	r := s.Runner(req.NC)
+	for i, in := range req.Inputs {
+		if err := r.WriteTile(in.PSUM, in.Start, in.Count, in.Offset, in.Data); err != nil {
+			return res, &TileError{Index: i, Err: err}
+		}
+	}
+	since, err := s.Clock()
+	if err != nil {
+		return res, err
+	}
+	out, runErr := r.Run(req.Program)
+	took, err := since()
+	if err != nil {
+		return res, errors.Join(runErr, err)
+	}
+	res.Ran, res.TimePS, res.Result = true, took, out
+	if runErr != nil {
+		return res, runErr
+	}
+	if res.Semaphores, err = r.Semaphores(); err != nil {
+		return res, err
+	}
+	for i, t := range req.Outputs {
+		buf := make([]byte, uint64(t.Count)*t.Bytes)
+		if err := r.ReadTile(t.PSUM, t.Start, t.Count, t.Offset, buf); err != nil {
+			return res, &TileError{Output: true, Index: i, Err: err}
+		}
+		if err := req.Output(i, buf); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
