@@ -21,7 +21,6 @@ import (
 	rtisa "github.com/neuronsim/neuronsim/runtime/isa"
 	"github.com/neuronsim/neuronsim/runtime/program"
 	"github.com/neuronsim/neuronsim/runtime/stack"
-	"github.com/neuronsim/neuronsim/sim"
 	"github.com/neuronsim/neuronsim/sim/fabric"
 )
 
@@ -66,7 +65,6 @@ type Cluster struct {
 	cfg       Config
 	dispatch  *arch.Dispatch
 	validator *rtisa.Validator
-	resets    []uint64 // each device's completed resets when its runtime side was last brought up
 }
 
 // ErrConfig marks a cluster that cannot be built as asked.
@@ -115,13 +113,12 @@ func New(cfg Config) (*Cluster, error) {
 // prepares the ranks: a device-memory allocator per device, each rank's
 // buffers allocated afresh (so at the same addresses every time).
 func (c *Cluster) attach() error {
-	c.Devices, c.Exec.Ranks, c.resets = nil, nil, nil
-	for i, d := range c.System.Devices() {
+	c.Devices, c.Exec.Ranks = nil, nil
+	for i := range c.System.Devices() {
 		st, err := stack.Open(c.System.Device(i), stack.Options{BringUp: c.bringUpOptions(), WaitReset: true, Validator: c.validator})
 		if err != nil {
 			return deviceError(i, err)
 		}
-		c.resets = append(c.resets, d.Stats().DeviceResets)
 		c.Devices = append(c.Devices, *st)
 		mem := st.Mem
 		for nc := range c.cfg.RanksPerDevice {
@@ -178,20 +175,23 @@ func (c *Cluster) Run(s *enc.Schedule, d enc.Dtype) (collective.Result, error) {
 }
 
 // Recover makes the cluster usable after a failed run: every device that
-// was reset is brought up again through the runtime (waiting until it is
-// ready), its ranks get its new DMA layer, and the executor's queues are
-// given back so the next run opens them afresh.
+// was reset — as the runtime learns it through BAR reads (lostState), not
+// from the simulator — is brought up again through the runtime (waiting
+// until it is ready), its ranks get its new DMA layer, and the executor's
+// queues are given back so the next run opens them afresh.
 func (c *Cluster) Recover() error {
-	for i, d := range c.System.Devices() {
-		n := d.Stats().DeviceResets
-		if n == c.resets[i] && d.Phase() == sim.PhaseReady {
+	for i := range c.Devices {
+		lost, err := c.lostState(i)
+		if err != nil {
+			return fmt.Errorf("cluster: recovering: %w", deviceError(i, err))
+		}
+		if !lost {
 			continue
 		}
 		st := &c.Devices[i]
 		if err := st.Reopen(c.bringUpOptions()); err != nil {
 			return fmt.Errorf("cluster: recovering: %w", deviceError(i, err))
 		}
-		c.resets[i] = d.Stats().DeviceResets
 		for r := range c.Exec.Ranks {
 			if rk := &c.Exec.Ranks[r]; rk.Device == i {
 				run := *rk.Runner
@@ -202,6 +202,20 @@ func (c *Cluster) Recover() error {
 	}
 	c.Exec.Release()
 	return nil
+}
+
+// lostState reports whether device i must be brought up again, learnt
+// through BAR reads as a runtime on hardware learns it: its firmware says a
+// reset is in progress (FW status bit 3), or the queues the runtime had
+// programmed on it are gone (dma.QueuesIntact: a device reset returned
+// their registers to power-on values).
+func (c *Cluster) lostState(i int) (bool, error) {
+	st := &c.Devices[i]
+	if busy, err := st.Up.Resetting(); err != nil || busy {
+		return busy, err
+	}
+	intact, err := st.DMA.QueuesIntact()
+	return !intact, err
 }
 
 // Runner returns a program runner on NeuronCore nc of device i, with the

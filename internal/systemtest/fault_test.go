@@ -64,7 +64,18 @@ func TestFaultDuringCollective(t *testing.T) {
 			if f.Kind == fabric.LinkDown {
 				require.NoError(t, c.System.SetLinkDown(f.Link, false))
 			}
+			ups := make([]any, len(c.Devices))
+			for i := range c.Devices {
+				ups[i] = c.Devices[i].Up
+			}
 			require.NoError(t, c.Recover())
+			// Recover learnt through BAR reads which device lost its state:
+			// after a device reset only device 3 is brought up again; after
+			// a link down none is.
+			for i := range c.Devices {
+				again := ups[i] != any(c.Devices[i].Up)
+				assert.Equal(t, f.Kind == fabric.DeviceReset && i == 3, again, "device %d brought up again", i)
+			}
 			_, err = c.Check(sched, enc.Float32, 3, enc.Options{})
 			require.NoError(t, err, "the next collective runs")
 		})

@@ -357,6 +357,16 @@ func (d *Device) pollQEMU() error {
 // the policy's status budget; ErrResetTimeout if the reset outlasts it.
 func (d *Device) WaitResetDone() error { return d.waitStatus() }
 
+// Resetting reads the FW status once and reports whether a reset is in
+// progress (bit 3), without waiting.
+func (d *Device) Resetting() (bool, error) {
+	st, err := d.readMisc(hwarch.MiscFWStatus)
+	if err != nil {
+		return false, err
+	}
+	return st&hwarch.FWStatusResetActive != 0, nil
+}
+
 // waitStatus reads the FW status up to StatusRetries times until bit 3
 // clears, sleeping try × StatusBackoff after read try (counted from 0), as
 // driver 2.24.7.0 does (v2/neuron_dhal_v2.c 189–209, v3/neuron_dhal_v3.c
