@@ -275,3 +275,83 @@ func Plural(n int64, one, many string) string {
 	}
 	return strconv.FormatInt(n, 10) + " " + many
 }
+
+// BandwidthGrammar describes what [ParseBandwidth] reads, for help texts and
+// errors.
+const BandwidthGrammar = "a number with a unit: bytes per second as B/s, KB/s, MB/s, GB/s, TB/s (powers of 1000) or KiB/s, MiB/s, GiB/s, TiB/s (powers of 1024); bits per second as bps, Kbps, Mbps, Gbps, Tbps or Kb/s, Mb/s, Gb/s, Tb/s (powers of 1000): 50GiB/s, 53.7GB/s, 400Gbps"
+
+// bandwidthUnits are the units ParseBandwidth reads and their bytes per
+// second. B is a byte and b a bit, so the case of that letter matters;
+// the prefix may be upper or lower case (k and K alike).
+var bandwidthUnits = func() map[string]float64 {
+	m := map[string]float64{"B/s": 1, "bps": 1.0 / 8, "b/s": 1.0 / 8}
+	for i, p := range []string{"K", "M", "G", "T"} {
+		dec := math.Pow(1000, float64(i+1))
+		bin := math.Pow(1024, float64(i+1))
+		for _, pp := range []string{p, strings.ToLower(p)} {
+			m[pp+"B/s"] = dec
+			m[pp+"iB/s"] = bin
+			m[pp+"bps"] = dec / 8
+			m[pp+"b/s"] = dec / 8
+		}
+	}
+	return m
+}()
+
+// ParseBandwidth reads a bandwidth whose unit is explicit (see
+// [BandwidthGrammar]): "50GiB/s" is 50·2^30 B/s, "53.7GB/s" is 53.7·10^9
+// B/s, "400Gbps" and "400Gb/s" are 400·10^9 bits, 50·10^9 B/s. A bare
+// number is refused — whether it meant GB/s or GiB/s, bytes or bits, is
+// exactly what the unit must say — and so are signs, unknown units and "iB"
+// with bits (spaces around the number and between it and its unit are
+// allowed). The result, in bytes per second rounded to the
+// nearest, must be at least 1 B/s and at most [MaxBandwidthBps]; a positive
+// value that rounds below 1 B/s is refused, not rounded up.
+func ParseBandwidth(field, s string) (uint64, error) {
+	q := strconv.Quote(s)
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return 0, syntaxErr(field, q, "empty (want %s)", BandwidthGrammar)
+	}
+	i := 0
+	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.' || t[i] == 'e' && i > 0 && i+1 < len(t) && (t[i+1] >= '0' && t[i+1] <= '9')) {
+		i++
+	}
+	num, unit := t[:i], strings.TrimSpace(t[i:])
+	if num == "" {
+		if t[0] == '-' || t[0] == '+' {
+			return 0, syntaxErr(field, q, "bandwidths are unsigned, without a sign")
+		}
+		return 0, syntaxErr(field, q, "does not start with a number (want %s)", BandwidthGrammar)
+	}
+	if unit == "" {
+		return 0, syntaxErr(field, q, "no unit: say which (want %s)", BandwidthGrammar)
+	}
+	scale, ok := bandwidthUnits[unit]
+	if !ok {
+		return 0, syntaxErr(field, q, "unknown unit %q (want %s)", unit, BandwidthGrammar)
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		var ne *strconv.NumError
+		if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
+			return 0, rangeErr(field, q, "too large (the limit is %d B/s)", MaxBandwidthBps)
+		}
+		return 0, syntaxErr(field, q, "%q is not a number (want %s)", num, BandwidthGrammar)
+	}
+	if v == 0 {
+		return 0, rangeErr(field, q, "a bandwidth must be positive")
+	}
+	x := v * scale
+	if math.IsInf(x, 0) || x > float64(MaxBandwidthBps) {
+		return 0, rangeErr(field, q, "too large (the limit is %d B/s, 1 PB/s)", MaxBandwidthBps)
+	}
+	u := uint64(math.Round(x))
+	if u < 1 {
+		return 0, rangeErr(field, q, "too small (the smallest bandwidth is 1 B/s)")
+	}
+	if u > MaxBandwidthBps {
+		return 0, rangeErr(field, q, "too large (the limit is %d B/s, 1 PB/s)", MaxBandwidthBps)
+	}
+	return u, nil
+}

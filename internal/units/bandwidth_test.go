@@ -1,0 +1,98 @@
+package units
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestParseBandwidth is the bandwidth grammar: bytes in powers of 1000 or
+// 1024, bits in powers of 1000, the unit always explicit; every refusal
+// names the field and says why.
+func TestParseBandwidth(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    uint64
+		wantErr string // substring of the error; "" means success
+		kind    error
+	}{
+		{in: "50GiB/s", want: 50 << 30},
+		{in: "50gib/s", wantErr: "unknown unit", kind: ErrSyntax}, // b is a bit: "gib/s" names no unit
+		{in: "50giB/s", want: 50 << 30},
+		{in: "53.7GB/s", want: 53_700_000_000},
+		{in: "53.7 GB/s", want: 53_700_000_000},
+		{in: " 100GB/s ", want: 100e9},
+		{in: "400Gbps", want: 50e9},
+		{in: "400Gb/s", want: 50e9},
+		{in: "400gbps", want: 50e9},
+		{in: "8bps", want: 1},
+		{in: "1B/s", want: 1},
+		{in: "1KB/s", want: 1000},
+		{in: "1kB/s", want: 1000},
+		{in: "1KiB/s", want: 1024},
+		{in: "1MiB/s", want: 1 << 20},
+		{in: "1TiB/s", want: 1 << 40},
+		{in: "1e3MB/s", want: 1e9},
+		{in: "12.8Tbps", want: 1_600_000_000_000},
+		{in: "1000TB/s", want: MaxBandwidthBps},
+		{in: "", wantErr: "empty", kind: ErrSyntax},
+		{in: "50", wantErr: "no unit", kind: ErrSyntax},
+		{in: "50.5", wantErr: "no unit", kind: ErrSyntax},
+		{in: "-50GB/s", wantErr: "without a sign", kind: ErrSyntax},
+		{in: "+50GB/s", wantErr: "without a sign", kind: ErrSyntax},
+		{in: "GB/s", wantErr: "does not start with a number", kind: ErrSyntax},
+		{in: "NaNGB/s", wantErr: "does not start with a number", kind: ErrSyntax},
+		{in: "50GB", wantErr: "unknown unit", kind: ErrSyntax},
+		{in: "50Gibps", wantErr: "unknown unit", kind: ErrSyntax},
+		{in: "50Gib/s", wantErr: "unknown unit", kind: ErrSyntax},
+		{in: "50 G B/s", wantErr: "unknown unit", kind: ErrSyntax},
+		{in: "1.2.3GB/s", wantErr: "is not a number", kind: ErrSyntax},
+		{in: "0GB/s", wantErr: "must be positive", kind: ErrRange},
+		{in: "0.0bps", wantErr: "must be positive", kind: ErrRange},
+		{in: "1bps", wantErr: "too small", kind: ErrRange},
+		{in: "1001TB/s", wantErr: "too large", kind: ErrRange},
+		{in: "1e400GB/s", wantErr: "too large", kind: ErrRange},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseBandwidth("--link-bw", tc.in)
+			if tc.wantErr == "" {
+				if err != nil || got != tc.want {
+					t.Fatalf("ParseBandwidth(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("ParseBandwidth(%q) = %d, want an error containing %q", tc.in, got, tc.wantErr)
+			}
+			if !errors.Is(err, tc.kind) || !strings.Contains(err.Error(), tc.wantErr) || !strings.HasPrefix(err.Error(), "--link-bw ") {
+				t.Fatalf("ParseBandwidth(%q) error %q: want %v containing %q, naming --link-bw", tc.in, err, tc.kind, tc.wantErr)
+			}
+			var ue *Error
+			if !errors.As(err, &ue) || ue.Field != "--link-bw" {
+				t.Fatalf("ParseBandwidth(%q) error %#v is no *Error naming the field", tc.in, err)
+			}
+		})
+	}
+}
+
+// FuzzParseBandwidth: any input is read or refused with an *Error, never a
+// panic, and what is read is in range.
+func FuzzParseBandwidth(f *testing.F) {
+	for _, s := range []string{"50GiB/s", "53.7GB/s", "400Gbps", "50", "1e400GB/s", "-1B/s", "0.125bps", ".e1GB/s"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := ParseBandwidth("f", s)
+		if err != nil {
+			var ue *Error
+			if !errors.As(err, &ue) || !(errors.Is(err, ErrSyntax) || errors.Is(err, ErrRange)) {
+				t.Fatalf("ParseBandwidth(%q): %v is not a *Error wrapping ErrSyntax or ErrRange", s, err)
+			}
+			return
+		}
+		if v < 1 || v > MaxBandwidthBps {
+			t.Fatalf("ParseBandwidth(%q) = %d, out of 1..%d", s, v, MaxBandwidthBps)
+		}
+	})
+}
