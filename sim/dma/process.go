@@ -163,8 +163,14 @@ func (c *Controller) kick(e, q int) {
 //	start  = max(now, engine free)
 //	finish = max(start + fixed + n/engine BW, each shared path's free time
 //	         after it carries n bytes at its bandwidth)
+//
+// With an ideal timing (Timing.Ideal) finish = start: no engine, HBM or
+// host-link time at all.
 func (c *Controller) finishTime(busyUntil *uint64, t Transfer) (start, finish uint64) {
 	start = max(uint64(c.clock.Now()), *busyUntil)
+	if c.timing.Ideal {
+		return start, start
+	}
 	n := uint64(t.Len)
 	finish = start + c.timing.FixedCost + TransferTime(n, c.timing.EngineBandwidth)
 	share := func(free *uint64, bw uint64) {

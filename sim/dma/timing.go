@@ -1,6 +1,7 @@
 package dma
 
 import (
+	"fmt"
 	"strconv"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
@@ -11,6 +12,11 @@ import (
 // Timing is the DMA timing model of a device (docs/timing-model.md §DMA).
 // Bandwidths are in bytes per second; times in picoseconds.
 type Timing struct {
+	// Ideal makes the engines take no time at all: no fixed cost, and
+	// unbounded engine, HBM and host bandwidth — a transfer completes when
+	// it starts (the fabric's ideal endpoints, docs/fabric.md §Parity
+	// mode). The other fields must then be zero.
+	Ideal           bool
 	EngineBandwidth uint64 // one engine's sustained rate
 	FixedCost       uint64 // per descriptor pair: fetch, setup, completion (ps)
 	HBMBandwidth    uint64 // the device's HBM, shared by every engine
@@ -25,12 +31,19 @@ const nanosecond = 1000
 // set up would be no DMA engine.
 const MaxFixedCost = 1_000_000_000_000
 
-// Validate checks a timing model: every bandwidth is positive and at most
+// Validate checks a timing model: an ideal one has no other field set;
+// otherwise every bandwidth is positive and at most
 // units.MaxBandwidthBps, and FixedCost at most MaxFixedCost. (The zero
 // Timing, which Options and sim.DeviceConfig read as "the default", is
 // resolved before it is validated.) The error is a *units.Error naming the
 // field and wrapping units.ErrRange.
 func (t Timing) Validate() error {
+	if t.Ideal {
+		if t != (Timing{Ideal: true}) {
+			return &units.Error{Field: "Ideal", Value: "true", Reason: fmt.Sprintf("ideal engines take no time: bandwidths and fixed cost must be 0, not %+v", Timing{EngineBandwidth: t.EngineBandwidth, FixedCost: t.FixedCost, HBMBandwidth: t.HBMBandwidth, HostBandwidth: t.HostBandwidth}), Err: units.ErrRange}
+		}
+		return nil
+	}
 	for _, b := range []struct {
 		name string
 		v    uint64

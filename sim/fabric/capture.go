@@ -236,7 +236,7 @@ func (s *System) record(e, q int, d *Delivery, hops []uint64) {
 		op = capture.OpSemaphore
 	}
 	key := uint64(d.Src)<<32 | uint64(d.Dst)
-	c := s.p.ChunkBytes
+	c := int(s.p.chunk(d.Len))
 	if s.p.Model == Free {
 		c = d.Len // cut-through: the write is one packet per hop
 	}

@@ -142,7 +142,8 @@ func (s *System) cutThrough(path []int, n int, now, start, sent uint64, hops *[]
 // storeAndForward is the contention-aware model: m = ⌈n/c⌉ chunks, all of
 // c bytes but the last. The engine reads the bytes at its bandwidth B_e,
 // the last one at sent: chunk j is ready once its last byte is read, at
-// sent − (n − (j+1)·c)/B_e (never before start; the last chunk at sent).
+// sent − (n − (j+1)·c)/B_e (never before start; the last chunk at sent);
+// c is ChunkBytes, or n with ideal endpoints (one chunk per write).
 // Counted back from sent, a chunk's time does not depend on how many bytes
 // follow it, so a larger write never has a chunk ready earlier (with the
 // engine's fixed cost spread over the bytes, one byte more made every chunk
@@ -151,7 +152,7 @@ func (s *System) cutThrough(path []int, n int, now, start, sent uint64, hops *[]
 // the next node L_i later. The write has left the source when its last
 // chunk has left the first link, and lands δ after its last chunk arrives.
 func (s *System) storeAndForward(path []int, n int, now, start, sent uint64, hops *[]uint64) (injected, lands uint64) {
-	c := uint64(s.p.ChunkBytes)
+	c := s.p.chunk(n)
 	m := (uint64(n) + c - 1) / c
 	all := uint64(simkernel.AtRate(uint64(n), s.engineBW))
 	var arrive uint64
@@ -167,7 +168,7 @@ func (s *System) storeAndForward(path []int, n int, now, start, sent uint64, hop
 		for i, id := range path {
 			ls := &s.st.Links[id]
 			busy := s.chunkTime[id]
-			if size != c {
+			if size != uint64(s.p.ChunkBytes) {
 				busy = uint64(simkernel.AtRate(size, s.topo.Links[id].Params.Bandwidth))
 			}
 			begin := ls.book(now, t, busy)

@@ -67,9 +67,10 @@ func (m *Model) Type() string { return "model" }
 // sourced in DefaultParams and overridable.
 type Params struct {
 	Model      Model
-	ChunkBytes int    // store-and-forward unit of the aware model
-	Endpoint   uint64 // δ: the fixed delay a write takes to land once its last byte has arrived (ps)
-	Switch     uint64 // the forwarding delay of a switch, added to every link that leaves one (ps)
+	Endpoints  Endpoints // EndpointsIdeal: the α-β parity mode (docs/fabric.md §Parity mode)
+	ChunkBytes int       // store-and-forward unit of the aware model
+	Endpoint   uint64    // δ: the fixed delay a write takes to land once its last byte has arrived (ps)
+	Switch     uint64    // the forwarding delay of a switch, added to every link that leaves one (ps)
 
 	XY          LinkParams // torus links (Trn1, Trn2 X/Y)
 	Z           LinkParams // UltraServer Z ring
@@ -142,7 +143,8 @@ var ErrParams = errors.New("invalid fabric parameters")
 // Validate checks the parameters for kind k: positive bandwidths and chunk
 // size, the pod-port link budget of a switched fabric
 // (InterServerLinks ≤ PodPorts × MaxLinksPerPodPort when the latter is
-// known) and Folds within MaxFolds.
+// known), Folds within MaxFolds, and ideal endpoints without endpoint or
+// switch delays.
 func (p Params) Validate(k Kind) error {
 	if p.ChunkBytes < 64 || p.ChunkBytes > 1<<30 {
 		return fmt.Errorf("fabric: chunk of %d bytes (64..1 GiB): %w", p.ChunkBytes, ErrParams)
@@ -156,6 +158,9 @@ func (p Params) Validate(k Kind) error {
 	if k == KindSwitch && p.MaxLinksPerPodPort > 0 && p.InterServerLinks > p.PodPorts*p.MaxLinksPerPodPort {
 		return fmt.Errorf("fabric switch: %d inter-server links per device exceed the pod-port budget of %d ports × %d links (get_max_links_per_pod_port): %w",
 			p.InterServerLinks, p.PodPorts, p.MaxLinksPerPodPort, ErrParams)
+	}
+	if err := p.validateEndpoints(); err != nil {
+		return err
 	}
 	if p.Folds < 1 || (p.MaxFolds > 0 && p.Folds > p.MaxFolds) {
 		return fmt.Errorf("fabric: %d mesh folds (1..%d, get_mesh_max_folds): %w", p.Folds, p.MaxFolds, ErrParams)

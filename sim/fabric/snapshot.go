@@ -24,7 +24,7 @@ import (
 
 // SnapshotVersion is the version of the snapshot format Save writes and
 // Load accepts.
-const SnapshotVersion = 5
+const SnapshotVersion = 6
 
 // Snapshot is a whole system: its configuration, its virtual time and
 // pending events, host memory, every device (memory pages, registers, DMA
@@ -467,9 +467,10 @@ func (c snapshotCheck) capture() error {
 // with zstd. Version 1 files (a 52-byte header and a gob encoding, which
 // cannot be decoded safely from untrusted input), version 2 files (host
 // memory in a map), version 3 files (whose links kept one free time
-// instead of busy spans) and version 4 files (without the device id, and
+// instead of busy spans), version 4 files (without the device id, and
 // device state without its boot count and function-level reset counter)
-// are refused by name.
+// and version 5 files (without the endpoint mode and the ideal DMA
+// timing) are refused by name.
 var snapshotMagic = [8]byte{'N', 'S', 'S', 'N', 'A', 'P', 0, 1}
 
 const (
@@ -611,6 +612,8 @@ func LoadWith(r io.Reader, o LoadOptions) (*System, error) {
 		return nil, bad("version 3 (links with one free time, before their busy spans) is no longer read; this build reads version %d, so save the system again with this build", SnapshotVersion)
 	case 4:
 		return nil, bad("version 4 (before the device id, the firmware boot count and the function-level reset counter were kept: an Inf2 system came back as Trn1) is no longer read; this build reads version %d, so save the system again with this build", SnapshotVersion)
+	case 5:
+		return nil, bad("version 5 (before the endpoint mode, Params.Endpoints, and the ideal DMA timing, dma.Timing.Ideal, were kept) is no longer read; this build reads version %d, so save the system again with this build", SnapshotVersion)
 	default:
 		return nil, bad("version %d; this build reads version %d", v, SnapshotVersion)
 	}

@@ -234,7 +234,8 @@ func TestLoadRefusesByName(t *testing.T) {
 		{"version 2", func() []byte { b := append([]byte(nil), good...); b[8] = 2; return b }(), LoadOptions{}, "version 2 (whose host memory state kept its buffers in a map) is no longer read", nil},
 		{"version 3", func() []byte { b := append([]byte(nil), good...); b[8] = 3; return b }(), LoadOptions{}, "version 3 (links with one free time", nil},
 		{"version 4", func() []byte { b := append([]byte(nil), good...); b[8] = 4; return b }(), LoadOptions{}, "version 4 (before the device id", nil},
-		{"version 6", func() []byte { b := append([]byte(nil), good...); b[8] = 6; return b }(), LoadOptions{}, "version 6; this build reads version 5", nil},
+		{"version 5", func() []byte { b := append([]byte(nil), good...); b[8] = 5; return b }(), LoadOptions{}, "version 5 (before the endpoint mode", nil},
+		{"version 7", func() []byte { b := append([]byte(nil), good...); b[8] = 7; return b }(), LoadOptions{}, "version 7; this build reads version 6", nil},
 		{"other layout", otherLayout, LoadOptions{}, "layout fingerprint", nil},
 		{"too many devices for the limit", good, LoadOptions{MaxBytes: 1 << 20}, "a system of 2 devices takes about 2 MiB", ErrSnapshotLimit},
 		{"trailing decoded bytes", trailing, LoadOptions{}, fmt.Sprintf("decompresses to %d bytes, its header declares %d", len(raw)+1, len(raw)), nil},
@@ -254,19 +255,20 @@ func TestLoadRefusesByName(t *testing.T) {
 	}
 }
 
-// TestSnapshotLayoutPinned: the layout of format version 5 (version 2 had
+// TestSnapshotLayoutPinned: the layout of format version 6 (version 2 had
 // the host memory's buffers in a map and its free list as pairs; version 3
 // has both as slices of sim.HostExtent; version 4 has LinkState.Spans for
 // LinkState.Free; version 5 has Snapshot.DeviceID, sim.DeviceState.Boot
-// and DeviceStats.FunctionResets). A change to a state type changes the fingerprint and
+// and DeviceStats.FunctionResets; version 6 has Params.Endpoints and
+// dma.Timing.Ideal). A change to a state type changes the fingerprint and
 // fails here: bump SnapshotVersion (old files are then refused by name) and
 // record the new fingerprint.
 func TestSnapshotLayoutPinned(t *testing.T) {
 	got, err := snapshotLayout()
 	require.NoError(t, err)
-	const version5 = 0xe60926d395c877fe
-	if SnapshotVersion == 5 {
-		assert.Equalf(t, uint64(version5), got, "the Snapshot's encoded layout changed (fingerprint %#016x): bump SnapshotVersion and pin the new fingerprint", got)
+	const version6 = 0x92d32b8659cecde0
+	if SnapshotVersion == 6 {
+		assert.Equalf(t, uint64(version6), got, "the Snapshot's encoded layout changed (fingerprint %#016x): bump SnapshotVersion and pin the new fingerprint", got)
 	}
 }
 

@@ -24,7 +24,7 @@ type Config struct {
 	// the generation's first (hwarch.DefaultDeviceID). An id of another
 	// generation is refused.
 	DeviceID   uint16
-	DMA        dma.Timing // zero: dma.DefaultTiming (the system keeps the timing it resolved)
+	DMA        dma.Timing // zero: dma.DefaultTiming, or dma.Timing{Ideal: true} with ideal endpoints (the system keeps the timing it resolved)
 	TimingOnly bool       // DMA without payloads (control writes still move)
 	// Ready starts every device with its firmware booted.
 	Ready bool
@@ -176,7 +176,12 @@ func resolve(cfg Config) (Config, Params, *Topology, error) {
 	if err := p.Validate(cfg.Kind); err != nil {
 		return cfg, p, nil, err
 	}
-	if cfg.DMA == (dma.Timing{}) {
+	switch {
+	case p.Endpoints == EndpointsIdeal && cfg.DMA == (dma.Timing{}):
+		cfg.DMA = dma.Timing{Ideal: true} // the parity mode's engines take no time
+	case p.Endpoints == EndpointsIdeal && !cfg.DMA.Ideal:
+		return cfg, p, nil, fmt.Errorf("fabric: ideal endpoints with a DMA timing of its own (%+v): the parity mode's engines take no time (dma.Timing{Ideal: true}, or leave it zero): %w", cfg.DMA, ErrConfig)
+	case cfg.DMA == (dma.Timing{}):
 		cfg.DMA = dma.DefaultTiming(cfg.Generation)
 	}
 	if err := cfg.DMA.Validate(); err != nil {
