@@ -30,7 +30,10 @@ type Config struct {
 	Devices    int
 	Switch     hwarch.SwitchFamily
 	Kind       fabric.Kind
-	Params     *fabric.Params // nil: the generation's defaults with the runtime's fabric constants
+	// Params are the fabric's parameters; nil: the generation's defaults
+	// with the runtime's fabric constants (DefaultParams). Their Endpoints
+	// set the α-β parity mode for the whole cluster (IdealParams).
+	Params     *fabric.Params
 	TimingOnly bool
 	// RanksPerDevice is how many NeuronCores of each device take part
 	// (1 by default): rank r is NC r mod RanksPerDevice of device
@@ -73,7 +76,9 @@ var ErrConfig = errors.New("invalid cluster configuration")
 // New builds the system, brings every device up through the runtime (no
 // reset: the devices start ready) and prepares a rank per NC taking part.
 // The executor starts with the generation's calibrated parameters
-// (collective.Calibrated) and the runtime's inter-RDH DMA engines and folds.
+// (collective.Calibrated) — with ideal endpoints (Params.Endpoints, the
+// α-β parity mode) collective.Ideal: one engine per rank, no launch cost —
+// and the runtime's inter-RDH DMA engines and folds.
 func New(cfg Config) (*Cluster, error) {
 	if cfg.RanksPerDevice == 0 {
 		cfg.RanksPerDevice = 1
@@ -97,6 +102,9 @@ func New(cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	cal := collective.Calibrated(cfg.Generation)
+	if p.Endpoints == fabric.EndpointsIdeal {
+		cal = collective.Ideal() // the parity mode: one engine per rank, no launch cost
+	}
 	x := &collective.Executor{Engines: cal.Engines, LaunchCost: cal.LaunchCost, InterRDHFolds: tables.Soc.InterRDHFoldN(),
 		Neighbours: neighbourTables(sys.Topology())}
 	for idx := uint32(0); idx < 2; idx++ { // <arch>_get_inter_rdh_dma_id 0 and 1
@@ -216,6 +224,20 @@ func (c *Cluster) lostState(i int) (bool, error) {
 	}
 	intact, err := st.DMA.QueuesIntact()
 	return !intact, err
+}
+
+// IdealParams returns DefaultParams in the α-β parity mode
+// (fabric.Params.WithIdealEndpoints, docs/fabric.md §Parity mode) with
+// model m and every link of bandwidth bw bytes/s and latency alpha ps: a
+// cluster built on them has ideal DMA engines, one engine per rank and no
+// launch cost, so its collectives take the time of the analytical α-β
+// models.
+func IdealParams(g hwarch.Generation, t *arch.Tables, m fabric.Model, bw, alpha uint64) fabric.Params {
+	p := DefaultParams(g, t).WithIdealEndpoints()
+	p.Model = m
+	l := fabric.LinkParams{Bandwidth: bw, Latency: alpha}
+	p.XY, p.Z, p.Ring, p.InServer, p.InterServer, p.Link = l, l, l, l, l, l
+	return p
 }
 
 // Runner returns a program runner on NeuronCore nc of device i, with the

@@ -30,3 +30,11 @@ func Calibrated(g hwarch.Generation) Calibration {
 	}
 	return Calibration{Engines: 7, LaunchCost: 7518 * time.Nanosecond}
 }
+
+// Ideal is the calibration of the fabric's α-β parity mode (ideal
+// endpoints, docs/fabric.md §Parity mode): one DMA engine per rank, so a
+// ring step is one write (no slicing over engines), and no launch cost —
+// nothing that is not network.
+func Ideal() Calibration {
+	return Calibration{Engines: 1, LaunchCost: 0}
+}

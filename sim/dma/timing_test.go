@@ -390,3 +390,23 @@ func TestTimingValidate(t *testing.T) {
 	tm.FixedCost = MaxFixedCost
 	assert.NoError(t, tm.Validate(), "the limit itself")
 }
+
+// TestIdealTiming: an ideal timing (the fabric's parity mode) completes
+// every transfer when it starts — no fixed cost, no engine, HBM or host
+// time, whatever the size — and takes no other field.
+func TestIdealTiming(t *testing.T) {
+	r := newRig(t, rigOpts{opts: Options{Timing: Timing{Ideal: true}}})
+	r.normal(0)
+	d := r.setupQueue(0, 0, r.host, 32)
+	for _, c := range []struct{ from, to *region }{{r.host, r.hbm}, {r.hbm, r.hbm}, {r.hbm, r.onchip}} {
+		for _, n := range []int{1, 4096, 64 << 10} {
+			src := r.alloc(c.from, n, 64)
+			dst := r.alloc(c.to, n, 64)
+			assert.Equal(t, uint64(0), completion(t, r, d, src, dst, n, 1000), "%d bytes", n)
+		}
+	}
+	require.NoError(t, Timing{Ideal: true}.Validate())
+	err := Timing{Ideal: true, FixedCost: 1}.Validate()
+	require.ErrorIs(t, err, units.ErrRange)
+	assert.Contains(t, err.Error(), "ideal engines take no time")
+}

@@ -94,9 +94,15 @@ func (s *System) downLink(path []int) int {
 
 // timing books n bytes on path, read by the source engine at an even rate
 // from start until sent, and returns when the last byte has left the source
-// and when the write lands (docs/fabric.md §Models). With capture on, hops
-// receives each chunk's start time on each link, chunk-major.
+// and when the write lands (docs/fabric.md §Models). With capture on, hops receives each chunk's start time on each link,
+// chunk-major.
 func (s *System) timing(path []int, n int, start, sent uint64, hops *[]uint64) (injected, lands uint64) {
+	return s.timingAfter(path, n, 0, start, sent, hops)
+}
+
+// timingAfter is timing for a write that continues a message of before
+// bytes.
+func (s *System) timingAfter(path []int, n int, before, start, sent uint64, hops *[]uint64) (injected, lands uint64) {
 	p := &s.p
 	sent = max(sent, start)
 	if len(path) == 0 {
@@ -106,7 +112,7 @@ func (s *System) timing(path []int, n int, start, sent uint64, hops *[]uint64) (
 	if p.Model == Free {
 		return s.cutThrough(path, n, now, start, sent, hops)
 	}
-	return s.storeAndForward(path, n, now, start, sent, hops)
+	return s.storeAndForward(path, n, before, now, start, sent, hops)
 }
 
 // cutThrough is the contention-free model: the write goes at its path's
@@ -151,7 +157,15 @@ func (s *System) cutThrough(path []int, n int, now, start, sent uint64, hops *[]
 // its arrival that holds its serialisation s_i (link.book), then reaches
 // the next node L_i later. The write has left the source when its last
 // chunk has left the first link, and lands δ after its last chunk arrives.
-func (s *System) storeAndForward(path []int, n int, now, start, sent uint64, hops *[]uint64) (injected, lands uint64) {
+//
+// A write that continues a message of before bytes (the parity mode: one
+// DMA descriptor moves at most 64 KiB, so a message is several writes)
+// is its tail: on every link but the first it goes no earlier than
+// before/B_i after it reached the link's node, where the whole message so
+// far would still be crossing — so the message's last write lands
+// Σ (before + n)/B_i + L_i after the message started, the store and
+// forward of the whole message.
+func (s *System) storeAndForward(path []int, n int, before, now, start, sent uint64, hops *[]uint64) (injected, lands uint64) {
 	c := s.p.chunk(n)
 	m := (uint64(n) + c - 1) / c
 	all := uint64(simkernel.AtRate(uint64(n), s.engineBW))
@@ -167,6 +181,9 @@ func (s *System) storeAndForward(path []int, n int, now, start, sent uint64, hop
 		}
 		for i, id := range path {
 			ls := &s.st.Links[id]
+			if i > 0 && before > 0 {
+				t = addTime(t, uint64(simkernel.AtRate(before, s.topo.Links[id].Params.Bandwidth)))
+			}
 			busy := s.chunkTime[id]
 			if size != uint64(s.p.ChunkBytes) {
 				busy = uint64(simkernel.AtRate(size, s.topo.Links[id].Params.Bandwidth))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"sync"
 
@@ -56,6 +57,9 @@ type Snapshot struct {
 	Stats        Stats
 	Faults       []Fault
 	Reservations []PortReservation
+	// Messages are the DMA queues' messages in progress in the parity
+	// mode (state.Messages), by device<<32 | engine·16 + queue.
+	Messages map[uint64]Message
 	// Capture is the continuation of the capture in progress at the
 	// snapshot, or nil.
 	Capture *CaptureState
@@ -111,7 +115,7 @@ func (s *System) Snapshot() *Snapshot {
 		Engine: engine, Host: host,
 		Links: cloneLinks(st.Links), Last: append([]uint64(nil), st.Last...),
 		InFlight: append([]Delivery(nil), st.InFlight...), Free: append([]int(nil), st.Free...),
-		Stats: st.Stats, Faults: faults, Reservations: res, Capture: capture,
+		Stats: st.Stats, Faults: faults, Reservations: res, Messages: maps.Clone(st.Messages), Capture: capture,
 	}
 	if st.LastMap != nil {
 		snap.LastMap = make(map[uint64]uint64, len(st.LastMap))
@@ -193,7 +197,7 @@ func Restore(snap *Snapshot) (*System, error) {
 	}
 	s.st = state{Links: cloneLinks(snap.Links), Last: append([]uint64(nil), snap.Last...),
 		InFlight: append([]Delivery(nil), snap.InFlight...), Free: append([]int(nil), snap.Free...), Stats: snap.Stats,
-		Faults: append([]Fault(nil), snap.Faults...), Reservations: s.st.Reservations}
+		Faults: append([]Fault(nil), snap.Faults...), Reservations: s.st.Reservations, Messages: maps.Clone(snap.Messages)}
 	if s.st.Last == nil {
 		s.st.LastMap = make(map[uint64]uint64, len(snap.LastMap))
 		for k, v := range snap.LastMap {
@@ -250,7 +254,7 @@ var faultNames = map[FaultKind]string{LinkDown: "link-down", LinkUp: "link-up", 
 // built from its configuration, naming the field that fails.
 func (s *System) checkSnapshot(snap *Snapshot) error {
 	c := snapshotCheck{s: s, snap: snap, nl: len(s.st.Links), nd: snap.Devices}
-	for _, part := range []func() error{c.links, c.pathOrder, c.inFlight, c.reservations, c.faults, c.capture} {
+	for _, part := range []func() error{c.links, c.pathOrder, c.inFlight, c.reservations, c.messages, c.faults, c.capture} {
 		if err := part(); err != nil {
 			return err
 		}
@@ -260,7 +264,7 @@ func (s *System) checkSnapshot(snap *Snapshot) error {
 
 // snapshotCheck checks the parts of a snapshot against the system built
 // for it (nl links, nd devices), in this order: links, path order, writes
-// in flight and free slots, reservations, faults, capture.
+// in flight and free slots, reservations, parity-mode messages, faults, capture.
 type snapshotCheck struct {
 	s      *System
 	snap   *Snapshot
@@ -403,6 +407,28 @@ func (c snapshotCheck) reservations() error {
 			}
 		}
 		if err := c.path(where, r.Path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c snapshotCheck) messages() error {
+	if len(c.snap.Messages) > 0 && (c.snap.Params.Endpoints != EndpointsIdeal || c.snap.Params.Model != Aware) {
+		return fmt.Errorf("Messages: %d messages in progress outside the parity mode's aware model", len(c.snap.Messages))
+	}
+	for k, m := range c.snap.Messages {
+		where := fmt.Sprintf("Messages[%#x]", k)
+		dev, idx := k>>32, k&0xFFFF_FFFF
+		switch {
+		case dev >= uint64(c.nd) || idx >= uint64(len(c.s.st.Reservations[dev])):
+			return fmt.Errorf("%s: device %d queue slot %d: out of range", where, dev, idx)
+		case m.Dst < 0 || m.Dst >= c.nd:
+			return fmt.Errorf("%s: destination device %d of %d", where, m.Dst, c.nd)
+		case m.Next > simkernel.AddressLimit || m.Bytes > simkernel.AddressLimit:
+			return fmt.Errorf("%s: %d bytes up to %#x: outside the %d-bit device address space", where, m.Bytes, m.Next, simkernel.AddressBits)
+		}
+		if err := c.ps(where+".Injected", m.Injected); err != nil {
 			return err
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/neuronsim/neuronsim/internal/snapenc"
 	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/sim"
+	"github.com/neuronsim/neuronsim/sim/dma"
 	"github.com/neuronsim/neuronsim/sim/tpb"
 )
 
@@ -111,6 +112,19 @@ func TestRestoreRefusesImpossibleState(t *testing.T) {
 		{"details of no reset", func(s *Snapshot) { s.Device[0].State.Reset.Acked = true }, "Reset: ", nil},
 		{"sync event 2", func(s *Snapshot) { s.Device[1].State.NCSync[0].Events[7] = 2 }, "NCSync 0: event 7 is 2", nil},
 		{"phase 9", func(s *Snapshot) { s.Device[1].State.Phase = 9 }, "Phase 9", nil},
+		{"a message outside the parity mode", func(s *Snapshot) { s.Messages = map[uint64]Message{1: {Dst: 1}} }, "Messages: 1 messages in progress outside the parity mode", nil},
+		{"a message to device 9", func(s *Snapshot) {
+			s.Params, s.DMA = s.Params.WithIdealEndpoints(), dma.Timing{Ideal: true}
+			s.Messages = map[uint64]Message{1<<32 | 3: {Dst: 9}}
+		}, "Messages[0x100000003]: destination device 9", nil},
+		{"a message of queue slot 2^20", func(s *Snapshot) {
+			s.Params, s.DMA = s.Params.WithIdealEndpoints(), dma.Timing{Ideal: true}
+			s.Messages = map[uint64]Message{1 << 20: {Dst: 1}}
+		}, "queue slot 1048576: out of range", nil},
+		{"a message injected past the latest time", func(s *Snapshot) {
+			s.Params, s.DMA = s.Params.WithIdealEndpoints(), dma.Timing{Ideal: true}
+			s.Messages = map[uint64]Message{3: {Dst: 1, Injected: math.MaxUint64}}
+		}, "Messages[0x3].Injected", units.ErrRange},
 		{"capture time", func(s *Snapshot) { s.Capture = &CaptureState{From: math.MaxUint64} }, "Capture.From", units.ErrRange},
 	}
 	for _, c := range cases {
@@ -259,14 +273,15 @@ func TestLoadRefusesByName(t *testing.T) {
 // the host memory's buffers in a map and its free list as pairs; version 3
 // has both as slices of sim.HostExtent; version 4 has LinkState.Spans for
 // LinkState.Free; version 5 has Snapshot.DeviceID, sim.DeviceState.Boot
-// and DeviceStats.FunctionResets; version 6 has Params.Endpoints and
+// and DeviceStats.FunctionResets; version 6 has Params.Endpoints,
+// Snapshot.Messages and
 // dma.Timing.Ideal). A change to a state type changes the fingerprint and
 // fails here: bump SnapshotVersion (old files are then refused by name) and
 // record the new fingerprint.
 func TestSnapshotLayoutPinned(t *testing.T) {
 	got, err := snapshotLayout()
 	require.NoError(t, err)
-	const version6 = 0x92d32b8659cecde0
+	const version6 = 0xaf0af7679a45957b
 	if SnapshotVersion == 6 {
 		assert.Equalf(t, uint64(version6), got, "the Snapshot's encoded layout changed (fingerprint %#016x): bump SnapshotVersion and pin the new fingerprint", got)
 	}

@@ -83,6 +83,21 @@ type state struct {
 	// Reservations are each device's link reservations, by
 	// engine·udma.Queues + queue.
 	Reservations [][]Reservation
+	// Messages are, with ideal endpoints in the aware model, each DMA
+	// queue's message in progress, by device<<32 | engine·udma.Queues +
+	// queue (docs/fabric.md §Parity mode); nil otherwise.
+	Messages map[uint64]Message
+}
+
+// Message is the message a DMA queue is sending in the parity mode: the
+// writes it has reserved back to back to contiguous addresses of one
+// device, which the aware model stores and forwards as one (exported for
+// snapshots).
+type Message struct {
+	Dst      int    // destination device
+	Next     uint64 // the device address a continuing write starts at
+	Injected uint64 // when its last write so far left the first link (a continuing write starts then)
+	Bytes    uint64 // its bytes so far
 }
 
 // Delivery is a write in flight (exported for snapshots).
@@ -357,7 +372,21 @@ func (pt *port) reserve(e, q int, dst uint64, n int, start, sent uint64) (inject
 	if s.rec != nil {
 		hops = &r.hops
 	}
-	injected, lands = s.timing(path, n, start, sent, hops)
+	var before uint64 // the bytes of the message this write continues (parity mode)
+	msgs := s.p.Endpoints == EndpointsIdeal && s.p.Model == Aware
+	key := uint64(pt.dev)<<32 | uint64(e*udma.Queues+q)
+	if msgs {
+		if m, ok := s.st.Messages[key]; ok && m.Dst == dd && m.Next == addr && m.Injected == start {
+			before = m.Bytes
+		}
+	}
+	injected, lands = s.timingAfter(path, n, before, start, sent, hops)
+	if msgs {
+		if s.st.Messages == nil {
+			s.st.Messages = map[uint64]Message{}
+		}
+		s.st.Messages[key] = Message{Dst: dd, Next: addr + uint64(n), Injected: injected, Bytes: before + uint64(n)}
+	}
 	lands = s.inOrder(pt.dev, dd, lands)
 	r.Lands = lands
 	s.st.Stats.Transfers++
