@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"time"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/runtime/arch"
@@ -77,8 +78,8 @@ var ErrConfig = errors.New("invalid cluster configuration")
 // reset: the devices start ready) and prepares a rank per NC taking part.
 // The executor starts with the generation's calibrated parameters
 // (collective.Calibrated) — with ideal endpoints (Params.Endpoints, the
-// α-β parity mode) collective.Ideal: one engine per rank, no launch cost —
-// and the runtime's inter-RDH DMA engines and folds.
+// α-β parity mode) collective.Ideal: one engine per rank, no launch cost,
+// and rank 0 polled every 1 ns — and the runtime's inter-RDH DMA engines and folds.
 func New(cfg Config) (*Cluster, error) {
 	if cfg.RanksPerDevice == 0 {
 		cfg.RanksPerDevice = 1
@@ -107,6 +108,9 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	x := &collective.Executor{Engines: cal.Engines, LaunchCost: cal.LaunchCost, InterRDHFolds: tables.Soc.InterRDHFoldN(),
 		Neighbours: neighbourTables(sys.Topology())}
+	if p.Endpoints == fabric.EndpointsIdeal {
+		x.PollResolution = time.Nanosecond // the parity mode measures to the ns, not 100 ns
+	}
 	for idx := uint32(0); idx < 2; idx++ { // <arch>_get_inter_rdh_dma_id 0 and 1
 		x.InterRDH = append(x.InterRDH, int(tables.Soc.InterRDHDMAID(idx)))
 	}
