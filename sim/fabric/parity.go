@@ -26,12 +26,16 @@ const (
 	EndpointsIdeal
 )
 
-// String returns "real" or "ideal".
+// String returns "real" or "ideal" ("endpoints(7)" for a value that is
+// neither).
 func (e Endpoints) String() string {
-	if e == EndpointsIdeal {
+	switch e {
+	case EndpointsReal:
+		return "real"
+	case EndpointsIdeal:
 		return "ideal"
 	}
-	return "real"
+	return fmt.Sprintf("endpoints(%d)", uint8(e))
 }
 
 // ErrUnknownEndpoints is returned (wrapped) by ParseEndpoints.

@@ -119,6 +119,7 @@ func TestParityRefusals(t *testing.T) {
 		assert.Equal(t, c.want, e)
 		assert.Equal(t, c.in, e.String())
 	}
+	assert.Equal(t, "endpoints(7)", Endpoints(7).String())
 	_, err = ParseEndpoints("perfect")
 	require.ErrorIs(t, err, ErrUnknownEndpoints)
 	assert.Contains(t, err.Error(), "real|ideal")
