@@ -70,8 +70,11 @@ func Draw(w io.Writer, t *fabric.Topology) error {
 		d.zRings()
 	case fabric.KindRing, fabric.KindChain:
 		d.ring()
-	case fabric.KindSwitch:
+	case fabric.KindSwitch, fabric.KindTrn3Gen2:
 		d.switched()
+	case fabric.KindTrn3Gen1:
+		d.switched()
+		d.interRack()
 	case fabric.KindFullyConnected:
 		d.fullyConnected()
 	case fabric.KindStar:
@@ -91,7 +94,8 @@ func Draw(w io.Writer, t *fabric.Topology) error {
 // the kind cannot have, links to nodes that do not exist.
 func drawCheck(t *fabric.Topology) error {
 	switch t.Kind {
-	case fabric.KindTorus2D, fabric.KindRing, fabric.KindChain, fabric.KindSwitch, fabric.KindFullyConnected, fabric.KindStar:
+	case fabric.KindTorus2D, fabric.KindRing, fabric.KindChain, fabric.KindSwitch, fabric.KindFullyConnected, fabric.KindStar,
+		fabric.KindTrn3Gen1, fabric.KindTrn3Gen2:
 	case fabric.KindUltraServer:
 		if t.Devices != 64 {
 			return fmt.Errorf("fabric draw: ultraserver of %d devices (64): %w", t.Devices, fabric.ErrTopology)
@@ -365,6 +369,38 @@ func (d *drawer) switched() {
 	}
 	if len(alone) > 0 {
 		d.printf("devices on no in-server switch: %s\n", ranges(alone))
+	}
+}
+
+// interRack lists the direct links between devices of the inter-rack
+// group, each pair once, as runs of the same offset: "0..31 ◄––► 32..63".
+func (d *drawer) interRack() {
+	type run struct{ a0, a1, b0 int }
+	var runs []run
+	seen := make(map[[2]int]bool)
+	for _, l := range d.t.Links {
+		a, b := min(l.From, l.To), max(l.From, l.To)
+		if l.Group != "inter-rack" || b >= d.t.Devices || seen[[2]int{a, b}] {
+			continue
+		}
+		seen[[2]int{a, b}] = true
+		if k := len(runs) - 1; k >= 0 && runs[k].a1+1 == a && runs[k].b0+(a-runs[k].a0) == b {
+			runs[k].a1 = a
+			continue
+		}
+		runs = append(runs, run{a, a, b})
+	}
+	if len(runs) == 0 {
+		d.line("no inter-rack links")
+		return
+	}
+	d.printf("direct inter-rack links (%s per direction), device ◄––► device:\n", d.groupParams("inter-rack"))
+	for _, r := range runs {
+		if r.a0 == r.a1 {
+			d.printf("  %d ◄––► %d\n", r.a0, r.b0)
+		} else {
+			d.printf("  %d..%d ◄––► %d..%d, in order\n", r.a0, r.a1, r.b0, r.b0+r.a1-r.a0)
+		}
 	}
 }
 

@@ -54,6 +54,9 @@ func TestDrawGolden(t *testing.T) {
 		{"switch-16", fabric.KindSwitch, hwarch.Mariana, 16},
 		{"fully-connected-4", fabric.KindFullyConnected, hwarch.Mariana, 4},
 		{"star-8", fabric.KindStar, hwarch.Mariana, 8},
+		{"trn1-32xl", fabric.KindTorus2D, hwarch.Sunda, 16},
+		{"trn3-gen1-64", fabric.KindTrn3Gen1, hwarch.Mariana, 64},
+		{"trn3-gen2-144", fabric.KindTrn3Gen2, hwarch.Mariana, 144},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := draw(t, build(t, tc.kind, tc.gen, tc.n))

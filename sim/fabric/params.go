@@ -85,6 +85,10 @@ type Params struct {
 	InterServerLinks   int // links of the inter-server group per device
 	Folds              int // mesh folds, bounded by get_mesh_max_folds
 	MaxFolds           int // get_mesh_max_folds of the system
+
+	// InterRack is a Trn3 Gen1 device's bundle of direct inter-rack
+	// links (systems.go, DefaultInterRack).
+	InterRack LinkParams
 }
 
 // Picoseconds per nanosecond.
@@ -126,6 +130,7 @@ func DefaultParams(g hwarch.Generation) Params {
 	default:
 		p.XY = LinkParams{256e9, 500 * ns}
 	}
+	p.InterRack = DefaultInterRack
 	return p
 }
 
@@ -155,9 +160,12 @@ func (p Params) Validate(k Kind) error {
 			return fmt.Errorf("fabric: %s link bandwidth 0: %w", name, ErrParams)
 		}
 	}
-	if k == KindSwitch && p.MaxLinksPerPodPort > 0 && p.InterServerLinks > p.PodPorts*p.MaxLinksPerPodPort {
-		return fmt.Errorf("fabric switch: %d inter-server links per device exceed the pod-port budget of %d ports × %d links (get_max_links_per_pod_port): %w",
-			p.InterServerLinks, p.PodPorts, p.MaxLinksPerPodPort, ErrParams)
+	if k == KindTrn3Gen1 && p.InterRack.Bandwidth == 0 {
+		return fmt.Errorf("fabric %s: inter-rack link bandwidth 0: %w", k, ErrParams)
+	}
+	if k.switchedTrn3() && p.MaxLinksPerPodPort > 0 && p.InterServerLinks > p.PodPorts*p.MaxLinksPerPodPort {
+		return fmt.Errorf("fabric %s: %d inter-server links per device exceed the pod-port budget of %d ports × %d links (get_max_links_per_pod_port): %w",
+			k, p.InterServerLinks, p.PodPorts, p.MaxLinksPerPodPort, ErrParams)
 	}
 	if err := p.validateEndpoints(); err != nil {
 		return err

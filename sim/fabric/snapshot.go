@@ -237,6 +237,12 @@ func checkParams(p *Params) error {
 			return err
 		}
 	}
+	if _, err := units.Uint("InterRack.Bandwidth", p.InterRack.Bandwidth, 0, units.MaxBandwidthBps); err != nil {
+		return err
+	}
+	if _, err := units.PS("InterRack.Latency", p.InterRack.Latency); err != nil {
+		return err
+	}
 	for _, c := range []struct {
 		name string
 		v    int

@@ -22,10 +22,12 @@ const (
 	KindSwitch                     // Trn3 NeuronSwitch-v1: devices all-to-all through an in-server and an inter-server switch level
 	KindFullyConnected             // α-β: a direct link between every pair
 	KindStar                       // α-β: every device on one switch
+	KindTrn3Gen1                   // Trn3 Gen1 UltraServer: 4 servers × 16 on NeuronSwitch-v1, plus direct inter-rack links (systems.go)
+	KindTrn3Gen2                   // Trn3 Gen2 UltraServer: 36 servers × 4, a first-level switch per server, two second-level switches (systems.go)
 	numKinds
 )
 
-var kindNames = [...]string{"auto", "torus2d", "ultraserver", "ring", "chain", "switch", "fully-connected", "star"}
+var kindNames = [...]string{"auto", "torus2d", "ultraserver", "ring", "chain", "switch", "fully-connected", "star", "trn3-gen1", "trn3-gen2"}
 
 // String returns the kind's name as the CLI spells it.
 func (k Kind) String() string {
@@ -39,7 +41,7 @@ func (k Kind) String() string {
 var ErrUnknownKind = errors.New("unknown topology")
 
 // ParseKind reads a topology name: auto, torus2d, ultraserver, ring, chain,
-// switch, fully-connected, star.
+// switch, fully-connected, star, trn3-gen1, trn3-gen2.
 func ParseKind(s string) (Kind, error) {
 	for k, n := range kindNames {
 		if strings.EqualFold(s, n) {
@@ -160,6 +162,10 @@ func Build(k Kind, g hwarch.Generation, n int, p Params) (*Topology, error) {
 				}
 			}
 		}
+	case KindTrn3Gen1:
+		err = t.trn3Gen1(n, p)
+	case KindTrn3Gen2:
+		err = t.trn3Gen2(n, p)
 	case KindStar:
 		sw := t.addSwitch("sw")
 		for d := range n {
@@ -175,6 +181,9 @@ func Build(k Kind, g hwarch.Generation, n int, p Params) (*Topology, error) {
 		return nil, fmt.Errorf("fabric %s: no neighbour table: %w", k, ErrTopology)
 	}
 	t.route()
+	if k == KindTrn3Gen2 {
+		t.spreadGen2()
+	}
 	return t, nil
 }
 

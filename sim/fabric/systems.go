@@ -1,0 +1,172 @@
+package fabric
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+)
+
+// The shapes of the Trn3 UltraServers (trainium-facts §1, §4 [A9]).
+const (
+	// Gen1Servers × Gen1ServerSize devices make a Trn3 Gen1 UltraServer.
+	Gen1Servers, Gen1ServerSize = 4, 16
+	// Gen1RackServers is how many of a Gen1 UltraServer's servers share a
+	// rack: the direct inter-rack links join the two racks. The split of
+	// the 4 servers over racks is not public: chosen (docs/fabric.md).
+	Gen1RackServers = 2
+	// Gen2Servers × Gen2ServerSize devices make a Trn3 Gen2 UltraServer.
+	Gen2Servers, Gen2ServerSize = 36, 4
+	// Gen2Spines is the number of second-level switches of a Gen2
+	// UltraServer.
+	Gen2Spines = 2
+)
+
+// DefaultInterRack is a Trn3 device's bundle of 2 direct inter-rack links:
+// 128 GB/s bidirectional [A9], so 64 GB/s per direction; 500 ns like every
+// other link (chosen, docs/fabric.md).
+var DefaultInterRack = LinkParams{Bandwidth: 64e9, Latency: 500 * ns}
+
+// switchedTrn3 reports whether the kind is a Trn3 NeuronSwitch-v1 fabric,
+// whose inter-server link group the pod-port budget bounds.
+func (k Kind) switchedTrn3() bool {
+	return k == KindSwitch || k == KindTrn3Gen1 || k == KindTrn3Gen2
+}
+
+// trn3Gen1 builds the Trn3 Gen1 UltraServer (trainium-facts §4 [A9]): 64
+// devices, 4 servers of 16. Every device has three link groups, each a
+// bundle of lanes modelled as one link per direction of the bundle's
+// bandwidth:
+//   - "in-server": 4 links to its server's in-server switch l1-sw<s>
+//     (Params.InServer);
+//   - "inter-server": 5 links to the inter-server switch l2-sw
+//     (Params.InterServer), the one level that joins the servers;
+//   - "inter-rack": 2 direct links to the device of the same position in
+//     the other rack (Params.InterRack); racks of Gen1RackServers servers.
+//
+// Routing is shortest-path with the in-server switch preferred inside a
+// server (as KindSwitch): a device reaches its server's devices in 2 hops
+// (one switch), the other servers' in 2 (through l2-sw), and its
+// inter-rack peer in 1.
+func (t *Topology) trn3Gen1(n int, p Params) error {
+	if n != Gen1Servers*Gen1ServerSize {
+		return fmt.Errorf("fabric %s: %d devices; a Trn3 Gen1 UltraServer is %d servers × %d = %d: %w",
+			KindTrn3Gen1, n, Gen1Servers, Gen1ServerSize, Gen1Servers*Gen1ServerSize, ErrTopology)
+	}
+	l1 := make([]int, Gen1Servers)
+	for s := range l1 {
+		l1[s] = t.addSwitch(fmt.Sprintf("l1-sw%d", s))
+	}
+	l2 := t.addSwitch("l2-sw")
+	rackSize := Gen1RackServers * Gen1ServerSize
+	for d := range n {
+		t.duplex(d, l1[d/Gen1ServerSize], "in-server", p.InServer)
+		t.duplex(d, l2, "inter-server", p.InterServer)
+	}
+	for d := range n - rackSize {
+		t.duplex(d, d+rackSize, "inter-rack", p.InterRack)
+	}
+	return nil
+}
+
+// trn3Gen2 builds the Trn3 Gen2 UltraServer (trainium-facts §4 [A9]): 144
+// devices, 36 servers of 4, a first-level switch per server (l1-sw<s>) and
+// two second-level switches across the servers (l2-sw0, l2-sw1). Each
+// device's 4 in-server links go to its server's first-level switch
+// (Params.InServer, one bundle) and its 5 inter-server links to the
+// second-level switches, half the group's bandwidth to each (the split of
+// 5 lanes over 2 switches is not public: chosen, docs/fabric.md). A device
+// reaches its server's devices in 2 hops (the first-level switch) and the
+// other servers' in 2 (a second-level switch, chosen by spreadGen2).
+func (t *Topology) trn3Gen2(n int, p Params) error {
+	if n != Gen2Servers*Gen2ServerSize {
+		return fmt.Errorf("fabric %s: %d devices; a Trn3 Gen2 UltraServer is %d servers × %d = %d: %w",
+			KindTrn3Gen2, n, Gen2Servers, Gen2ServerSize, Gen2Servers*Gen2ServerSize, ErrTopology)
+	}
+	l1 := make([]int, Gen2Servers)
+	for s := range l1 {
+		l1[s] = t.addSwitch(fmt.Sprintf("l1-sw%d", s))
+	}
+	var l2 [Gen2Spines]int
+	for i := range l2 {
+		l2[i] = t.addSwitch(fmt.Sprintf("l2-sw%d", i))
+	}
+	half := p.InterServer
+	half.Bandwidth = max(1, half.Bandwidth/Gen2Spines)
+	for d := range n {
+		t.duplex(d, l1[d/Gen2ServerSize], "in-server", p.InServer)
+		for _, sw := range l2 {
+			t.duplex(d, sw, "inter-server", half)
+		}
+	}
+	return nil
+}
+
+// spreadGen2 spreads a Gen2 UltraServer's traffic between servers over its
+// second-level switches: the shortest-path table sends it all through the
+// first (reached first); a write from device a to device b of another
+// server takes l2-sw<(a+b) mod 2> instead, as an address-routed fabric
+// would by a bit of the pair. Paths inside a server are left alone.
+func (t *Topology) spreadGen2() {
+	up := make([][]int32, t.Devices) // up[d][i]: d's link to l2-sw<i>
+	for d := range t.Devices {
+		for _, id := range t.Nodes[d].Ports {
+			if t.Links[id].Group == "inter-server" {
+				up[d] = append(up[d], int32(id))
+			}
+		}
+	}
+	for a := range t.Devices {
+		if len(up[a]) == 0 {
+			continue
+		}
+		for b := range t.Devices {
+			if a/Gen2ServerSize != b/Gen2ServerSize {
+				t.next[a][b] = up[a][(a+b)%len(up[a])]
+			}
+		}
+	}
+}
+
+// SystemSpec is a system AWS sells, as the fabric builds it: its
+// generation, device count and topology kind, and the parameters it takes
+// (DefaultParams of the generation).
+type SystemSpec struct {
+	Name       string // as the CLI spells it: trn1-32xl, trn2-48xl, trn2-ultraserver, trn3-gen1, trn3-gen2
+	About      string
+	Generation hwarch.Generation
+	Devices    int
+	Kind       Kind
+}
+
+// Systems are the systems of trainium-facts §1 and §4, by name.
+var Systems = []SystemSpec{
+	{"trn1-32xl", "trn1.32xlarge: 16 Trainium chips, 4×4 2D torus [A6]", hwarch.Sunda, 16, KindTorus2D},
+	{"trn2-48xl", "trn2.48xlarge: 16 Trainium2 chips, 4×4 2D torus [A8]", hwarch.Cayman, 16, KindTorus2D},
+	{"trn2-ultraserver", "Trn2 UltraServer: 4 trn2u.48xlarge × 16, same-position chips in a Z ring of 4 [A8]", hwarch.Cayman, 64, KindUltraServer},
+	{"trn3-gen1", "Trn3 Gen1 UltraServer: 4 servers × 16 on NeuronSwitch-v1 [A9]", hwarch.Mariana, 64, KindTrn3Gen1},
+	{"trn3-gen2", "Trn3 Gen2 UltraServer: 36 servers × 4, two switch levels [A9]", hwarch.Mariana, 144, KindTrn3Gen2},
+}
+
+// ErrUnknownSystem is returned (wrapped) by LookupSystem.
+var ErrUnknownSystem = errors.New("unknown system")
+
+// LookupSystem returns the system of that name (case-insensitive).
+func LookupSystem(name string) (SystemSpec, error) {
+	names := make([]string, len(Systems))
+	for i, s := range Systems {
+		if strings.EqualFold(name, s.Name) {
+			return s, nil
+		}
+		names[i] = s.Name
+	}
+	return SystemSpec{}, fmt.Errorf("%w %q: accepted names are %s", ErrUnknownSystem, name, strings.Join(names, "|"))
+}
+
+// Config returns the configuration of the system with the generation's
+// default parameters (the caller sets the rest: DMA timing, readiness,
+// timing-only).
+func (s SystemSpec) Config() Config {
+	return Config{Generation: s.Generation, Devices: s.Devices, Kind: s.Kind}
+}
