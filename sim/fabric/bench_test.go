@@ -1,9 +1,12 @@
 package fabric
 
 import (
+	"fmt"
+	"runtime"
 	"testing"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/hw/udma"
 	"github.com/neuronsim/neuronsim/sim"
 	"github.com/neuronsim/neuronsim/sim/dma"
 )
@@ -41,6 +44,76 @@ func BenchmarkBookWrites(b *testing.B) {
 				s.timing(path, n, start, start+dur, nil)
 				i++
 			}
+		})
+	}
+}
+
+// BenchmarkRingStep is the fabric's host cost per descriptor of a
+// timing-only ring step on NeuronSwitch-v1 systems of 2 to 1,024 devices
+// (servers of 16): every device writes one 4 KiB chunk to its neighbour's
+// memory through the fabric window (its port's Reserve, then Post), the
+// step's writes starting together and the next step once the last has
+// landed. One op is one descriptor; ns/descriptor is reported so the
+// sizes compare (issue 16: within 2× from 2 to 1,024 devices).
+func BenchmarkRingStep(b *testing.B) {
+	for _, n := range []int{2, 16, 128, 1024} {
+		b.Run(fmt.Sprintf("devices=%d", n), func(b *testing.B) {
+			s, err := New(Config{Generation: hwarch.Mariana, Devices: n, Kind: KindSwitch, Ready: true, TimingOnly: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			dst := make([]uint64, n)
+			for d := range n {
+				if dst[d], err = hwarch.FabricAddress((d+1)%n, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			const chunk = 4096
+			var step, last uint64
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				d := i % n
+				if d == 0 && i > 0 {
+					step = last
+					s.engine.RunUntil(sim.Time(step))
+				}
+				pt := s.ports[d]
+				_, lands, err := pt.Reserve(0, 0, dst[d], chunk, sim.Time(step), sim.Time(step))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := pt.Post(0, 0, dst[d], chunk, nil, udma.Reduce{}, lands); err != nil {
+					b.Fatal(err)
+				}
+				last = max(last, uint64(lands))
+				i++
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(i), "ns/descriptor")
+		})
+	}
+}
+
+// BenchmarkBuildThousands builds timing-only NeuronSwitch-v1 systems of
+// 1,024 and 4,096 devices (servers of 16) and reports the live heap the
+// system holds per device (issue 16: host memory per device bounded). One
+// op is one system built.
+func BenchmarkBuildThousands(b *testing.B) {
+	for _, n := range []int{1024, 4096} {
+		b.Run(fmt.Sprintf("devices=%d", n), func(b *testing.B) {
+			var heap uint64
+			for b.Loop() {
+				var s *System
+				grew := heapGrowth(func() {
+					var err error
+					if s, err = New(Config{Generation: hwarch.Mariana, Devices: n, Kind: KindSwitch, Ready: true, TimingOnly: true}); err != nil {
+						b.Fatal(err)
+					}
+				})
+				runtime.KeepAlive(s)
+				heap = max(heap, grew)
+			}
+			b.ReportMetric(float64(heap)/float64(n), "heap-B/device")
 		})
 	}
 }

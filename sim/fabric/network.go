@@ -66,20 +66,7 @@ func (s *System) resolve(src int, a uint64) (int, uint64, error) {
 
 // path returns the cached path between two devices.
 func (s *System) path(src, dst int) ([]int, error) {
-	row := s.paths[src]
-	if row == nil {
-		row = make([][]int, s.topo.Devices)
-		s.paths[src] = row
-	}
-	if p := row[dst]; p != nil || src == dst {
-		return p, nil
-	}
-	p, err := s.topo.Path(src, dst)
-	if err != nil {
-		return nil, err
-	}
-	row[dst] = p
-	return p, nil
+	return s.paths.get(s.topo, src, dst)
 }
 
 // downLink returns the first link of path that is down, or -1.

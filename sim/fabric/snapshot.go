@@ -25,7 +25,7 @@ import (
 
 // SnapshotVersion is the version of the snapshot format Save writes and
 // Load accepts.
-const SnapshotVersion = 6
+const SnapshotVersion = 7
 
 // Snapshot is a whole system: its configuration, its virtual time and
 // pending events, host memory, every device (memory pages, registers, DMA
@@ -205,8 +205,9 @@ func Restore(snap *Snapshot) (*System, error) {
 		}
 	}
 	for _, r := range snap.Reservations {
-		s.st.Reservations[r.Device][r.Index] = r.Reservation
-		s.st.Reservations[r.Device][r.Index].hops = r.Hops
+		slot := s.slot(r.Device, r.Index)
+		*slot = r.Reservation
+		slot.hops = r.Hops
 	}
 	s.resume = snap.Capture
 	return s, nil
@@ -389,7 +390,7 @@ func (c snapshotCheck) reservations() error {
 	for i, r := range c.snap.Reservations {
 		where := fmt.Sprintf("Reservations[%d]", i)
 		switch {
-		case r.Device < 0 || r.Device >= c.nd || r.Index < 0 || r.Index >= len(c.s.st.Reservations[r.Device]):
+		case r.Device < 0 || r.Device >= c.nd || r.Index < 0 || r.Index >= c.s.slots():
 			return fmt.Errorf("%s: device %d slot %d: out of range", where, r.Device, r.Index)
 		case held[[2]int{r.Device, r.Index}]:
 			return fmt.Errorf("%s: device %d slot %d is reserved twice", where, r.Device, r.Index)
@@ -427,7 +428,7 @@ func (c snapshotCheck) messages() error {
 		where := fmt.Sprintf("Messages[%#x]", k)
 		dev, idx := k>>32, k&0xFFFF_FFFF
 		switch {
-		case dev >= uint64(c.nd) || idx >= uint64(len(c.s.st.Reservations[dev])):
+		case dev >= uint64(c.nd) || idx >= uint64(c.s.slots()):
 			return fmt.Errorf("%s: device %d queue slot %d: out of range", where, dev, idx)
 		case m.Dst < 0 || m.Dst >= c.nd:
 			return fmt.Errorf("%s: destination device %d of %d", where, m.Dst, c.nd)
@@ -501,8 +502,9 @@ func (c snapshotCheck) capture() error {
 // memory in a map), version 3 files (whose links kept one free time
 // instead of busy spans), version 4 files (without the device id, and
 // device state without its boot count and function-level reset counter)
-// and version 5 files (without the endpoint mode and the ideal DMA
-// timing) are refused by name.
+// version 5 files (without the endpoint mode and the ideal DMA timing)
+// and version 6 files (fabric parameters without Params.InterRack) are
+// refused by name.
 var snapshotMagic = [8]byte{'N', 'S', 'S', 'N', 'A', 'P', 0, 1}
 
 const (
@@ -646,6 +648,8 @@ func LoadWith(r io.Reader, o LoadOptions) (*System, error) {
 		return nil, bad("version 4 (before the device id, the firmware boot count and the function-level reset counter were kept: an Inf2 system came back as Trn1) is no longer read; this build reads version %d, so save the system again with this build", SnapshotVersion)
 	case 5:
 		return nil, bad("version 5 (before the endpoint mode, Params.Endpoints, and the ideal DMA timing, dma.Timing.Ideal, were kept) is no longer read; this build reads version %d, so save the system again with this build", SnapshotVersion)
+	case 6:
+		return nil, bad("version 6 (before the fabric parameters kept the Trn3 Gen1 inter-rack links) is no longer read; this build reads version %d, so save the system again with this build", SnapshotVersion)
 	default:
 		return nil, bad("version %d; this build reads version %d", v, SnapshotVersion)
 	}

@@ -54,7 +54,7 @@ type System struct {
 	devs   []*sim.Device
 	topo   *Topology
 	p      Params
-	paths  [][][]int // paths[src][dst], filled on first use
+	paths  pathCache // the paths writes have taken, filled on first use
 	ports  []*port
 	hLand  simkernel.HandlerID
 	hFault simkernel.HandlerID
@@ -131,8 +131,26 @@ type port struct {
 	dev int
 }
 
-// res is the port's device's reservations (the system's state).
+// res is the port's device's reservations (the system's state): as many
+// slots as its highest queue that has reserved needs, not every queue's.
 func (pt *port) res() []Reservation { return pt.s.st.Reservations[pt.dev] }
+
+// slots is how many reservation slots a device has: one per queue of each
+// of its DMA engines.
+func (s *System) slots() int { return s.geo.DMAEngines * udma.Queues }
+
+// slot returns device dev's reservation slot i (i < slots), growing the
+// device's slots to hold it: a 128-engine device whose queues all reserved
+// would keep 2,048 of them (180 KiB), one that used queue 0 of engine 0
+// keeps one.
+func (s *System) slot(dev, i int) *Reservation {
+	r := s.st.Reservations[dev]
+	if i >= len(r) {
+		r = append(r, make([]Reservation, i+1-len(r))...)
+		s.st.Reservations[dev] = r
+	}
+	return &r[i]
+}
 
 // ErrConfig marks a system configuration that cannot be built.
 var ErrConfig = errors.New("invalid system configuration")
@@ -147,7 +165,7 @@ func New(cfg Config) (*System, error) {
 		return nil, err
 	}
 	s := &System{engine: simkernel.NewEngine(), host: sim.NewHostMemory(), geo: hwarch.MustGeometry(cfg.Generation), topo: topo, p: p,
-		paths: make([][][]int, cfg.Devices)}
+		paths: newPathCache(cfg.Devices)}
 	s.cfg = cfg
 	s.cfg.Params = &s.p
 	s.engineBW = cfg.DMA.EngineBandwidth
@@ -247,7 +265,7 @@ func (s *System) addDevices() error {
 		if err != nil {
 			return fmt.Errorf("fabric: device %d: %w", i, err)
 		}
-		s.st.Reservations = append(s.st.Reservations, make([]Reservation, s.geo.DMAEngines*udma.Queues))
+		s.st.Reservations = append(s.st.Reservations, nil) // grown by slot as the device's queues reserve
 		pt := &port{s: s, dev: i}
 		d.AttachFabric(pt)
 		s.devs = append(s.devs, d)
@@ -363,10 +381,10 @@ func (pt *port) reserve(e, q int, dst uint64, n int, start, sent uint64) (inject
 	if id := s.downLink(path); id >= 0 {
 		return 0, 0, fmt.Errorf("fabric: %s → %s: link %s: %w: %w", s.topo.Nodes[pt.dev].Name, s.topo.Nodes[dd].Name, s.topo.LinkName(id), ErrLinkDown, dma.ErrNeighbour)
 	}
-	if e < 0 || q < 0 || q >= udma.Queues || e*udma.Queues+q >= len(pt.res()) {
+	if e < 0 || q < 0 || q >= udma.Queues || e*udma.Queues+q >= s.slots() {
 		return 0, 0, fmt.Errorf("fabric: %s engine %d queue %d: %w", s.topo.Nodes[pt.dev].Name, e, q, udma.ErrEngine)
 	}
-	r := &pt.res()[e*udma.Queues+q]
+	r := s.slot(pt.dev, e*udma.Queues+q)
 	*r = Reservation{Valid: true, Start: start, Dst: dd, Addr: addr, Path: path, hops: r.hops[:0]}
 	var hops *[]uint64
 	if s.rec != nil {

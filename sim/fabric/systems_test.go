@@ -26,7 +26,7 @@ func TestSystemShapes(t *testing.T) {
 	}{
 		{"trn1-32xl", 16, 0, map[string]int{"xy": 4}, 16, [2]int{1, 4}, [2]int{0, 0}, 64},
 		{"trn2-48xl", 16, 0, map[string]int{"xy": 4}, 16, [2]int{1, 4}, [2]int{0, 0}, 64},
-		{"trn2-ultraserver", 64, 0, map[string]int{"xy": 4, "z": 2}, 16, [2]int{1, 4}, [2]int{1, 6}, 64*6},
+		{"trn2-ultraserver", 64, 0, map[string]int{"xy": 4, "z": 2}, 16, [2]int{1, 4}, [2]int{1, 6}, 64 * 6},
 		// 64 × (in-server + inter-server) both ways + 32 inter-rack pairs both ways.
 		{"trn3-gen1", 64, 5, map[string]int{"in-server": 1, "inter-server": 1, "inter-rack": 1}, 16, [2]int{2, 2}, [2]int{1, 2}, 64*4 + 64},
 		{"trn3-gen2", 144, 38, map[string]int{"in-server": 1, "inter-server": 2}, 4, [2]int{2, 2}, [2]int{2, 2}, 144 * 6},
