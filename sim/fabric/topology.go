@@ -320,15 +320,15 @@ func (t *Topology) route() {
 		in[l.To] = append(in[l.To], id)
 	}
 	dist := make([]int, nn)
+	queue := make([]int, 0, nn) // reused: each node enters it once per destination
 	for dst := range t.Devices {
 		for i := range dist {
 			dist[i] = -1
 		}
 		dist[dst] = 0
-		queue := []int{dst}
-		for len(queue) > 0 {
-			x := queue[0]
-			queue = queue[1:]
+		queue = append(queue[:0], dst)
+		for head := 0; head < len(queue); head++ {
+			x := queue[head]
 			for _, id := range in[x] {
 				from := t.Links[id].From
 				if dist[from] >= 0 {
