@@ -15,7 +15,7 @@ func DefaultParams(g hwarch.Generation, t *arch.Tables) fabric.Params {
 }
 
 // LinkTiming is an override of every link's timing, whatever its kind (the
-// torus, Z-ring, ring, in-server, inter-server and α-β links of
+// torus, Z-ring, ring, in-server, inter-server, inter-rack and α-β links of
 // fabric.Params): the command line's --link-latency and --link-bw and a
 // scenario's system.timing.link_latency_ns and link_bw_gbs. A field not Set
 // keeps each kind's own value.
@@ -28,7 +28,7 @@ type LinkTiming struct {
 
 // Apply sets the overrides on every link kind of p.
 func (o LinkTiming) Apply(p *fabric.Params) {
-	for _, l := range []*fabric.LinkParams{&p.XY, &p.Z, &p.Ring, &p.InServer, &p.InterServer, &p.Link} {
+	for _, l := range []*fabric.LinkParams{&p.XY, &p.Z, &p.Ring, &p.InServer, &p.InterServer, &p.Link, &p.InterRack} {
 		if o.SetLatency {
 			l.Latency = o.Latency
 		}

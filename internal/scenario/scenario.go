@@ -40,7 +40,7 @@ type System struct {
 	Devices        *int   `yaml:"devices"`  // 1..get_max_devs (64 with what_if); default 1
 	Switch         string `yaml:"switch"`   // v1|none; default v1 on mariana
 	Revision       string `yaml:"revision"` // silicon|emu|qemu|0xNN
-	Topology       string `yaml:"topology"` // auto|torus2d|ultraserver|ring|chain|switch|fully-connected|star
+	Topology       string `yaml:"topology"` // auto|torus2d|ultraserver|ring|chain|switch|fully-connected|star|trn3-gen1|trn3-gen2
 	Model          string `yaml:"model"`    // aware|free
 	Mode           string `yaml:"mode"`     // timing|functional (DMA payloads)
 	Seed           uint64 `yaml:"seed"`     // random inputs

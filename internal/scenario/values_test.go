@@ -86,6 +86,8 @@ func TestParseKeepsGivenValues(t *testing.T) {
 	assert.EqualValues(t, 8<<20, r.buffers)
 	assert.EqualValues(t, 1500, r.params.InServer.Latency)
 	assert.EqualValues(t, 50e9, r.params.InterServer.Bandwidth)
+	assert.EqualValues(t, 50e9, r.params.InterRack.Bandwidth, "every link group, the Trn3 Gen1 inter-rack links too")
+	assert.EqualValues(t, 1500, r.params.InterRack.Latency)
 	assert.Equal(t, 8192, r.params.ChunkBytes)
 	assert.Equal(t, 3, r.engines)
 	assert.EqualValues(t, 2000, r.launchCost.Nanoseconds())
