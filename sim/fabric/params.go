@@ -103,7 +103,8 @@ const ns = 1000
 //   - Ring: 96 GiB/s (Inf2's 192 GiB/s per chip over 2 links);
 //   - InServer: 128 GB/s per direction (4 PCIe Gen6 ×8 links = 256 GB/s
 //     bidirectional); InterServer: 160 GB/s (5 links = 320 GB/s
-//     bidirectional); both Trn3;
+//     bidirectional); InterRack: 64 GB/s (2 links = 128 GB/s
+//     bidirectional, DefaultInterRack); all Trn3;
 //   - latencies: 500 ns per link and 500 ns endpoint delay — chosen so
 //     that a hop costs about 1 µs, the low end of the 1–2 µs intra-node
 //     collective step (trainium-facts §4); switch forwarding 300 ns (not
