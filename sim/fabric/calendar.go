@@ -28,7 +28,9 @@ const MaxSpans = 1 << 14
 // given to their engines).
 func (ls *LinkState) book(now, t, d uint64) uint64 {
 	c := ls.Spans
-	if k := sort.Search(len(c), func(i int) bool { return c[i].End > now }); k > 0 {
+	if k := sort.Search(len(c), func(i int) bool { return c[i].End > now }); k == len(c) {
+		c = c[:0] // all over: book from the start of the same array, not past its end (an allocation each time it fills)
+	} else if k > 0 {
 		c = c[k:]
 	}
 	if d == 0 {

@@ -89,3 +89,20 @@ func TestReservationSlotsOnDemand(t *testing.T) {
 	assert.ErrorIs(t, err, udma.ErrEngine)
 	assert.ErrorIs(t, s.ports[1].Post(0, 0, dst, 4096, nil, udma.Reduce{}, 0), dma.ErrNeighbour, "a queue that never reserved cannot post")
 }
+
+// TestBookReusesSpans: a link whose booked spans are all over books the
+// next from the start of the same array — a ring step's links, emptied at
+// every step, allocated a new one-span array for each booking before.
+func TestBookReusesSpans(t *testing.T) {
+	var ls LinkState
+	now := uint64(0)
+	ls.book(now, now, 100)
+	allocs := testing.AllocsPerRun(100, func() {
+		now += 1000 // the present is past every span
+		if got := ls.book(now, now, 100); got != now {
+			t.Fatalf("booked at %d, want %d", got, now)
+		}
+	})
+	assert.Zero(t, allocs)
+	assert.Equal(t, []Span{{now, now + 100}}, ls.Spans)
+}
