@@ -51,7 +51,7 @@ func TestLinkTiming(t *testing.T) {
 				}
 				assert.Equal(t, want, l, "link kind %s", f.Name)
 			}
-			require.Equal(t, 6, kinds, "fabric.Params' link kinds")
+			require.Equal(t, 7, kinds, "fabric.Params' link kinds")
 		})
 	}
 }
