@@ -72,7 +72,7 @@ func addFabricFlags(cmd *cobra.Command) *fabricFlags {
 	fl.Var(&f.gen, "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4")
 	addSwitchFlag(cmd, &f.family)
 	fl.Var(&f.devices, "devices", fmt.Sprintf("number of devices of the system, or a list of counts to run each (2,4,8,16,32); each 1..get_max_devs of the generation and switch (32 for mariana with switch v1, 16 otherwise), up to %d with --what-if (default get_max_devs)", hwarch.MaxNeuronDevices))
-	fl.Var(&f.kind, "topology", "auto|torus2d|ultraserver|ring|chain|switch|fully-connected|star (auto: what a real system of that shape has)")
+	fl.Var(&f.kind, "topology", fabric.KindWords()+" (auto: what a real system of that shape has; trn3-gen1 is the 64-chip and trn3-gen2 the 144-chip Trn3 UltraServer, docs/fabric.md §Systems)")
 	fl.Var(&f.model, "model", "network model: aware (contention-aware, store-and-forward) or free (contention-free, cut-through)")
 	fl.BoolVar(&f.whatIf, "what-if", false, fmt.Sprintf("allow device counts beyond get_max_devs (up to %d, the driver's MAX_NEURON_DEVICE_COUNT)", hwarch.MaxNeuronDevices))
 	fl.Var(f.linkLat, "link-latency", fmt.Sprintf("α: every link's latency in ns, 0..%d (default: the generation's, %d ns)", units.MaxTimePS/1000, def.XY.Latency/1000))
@@ -129,6 +129,9 @@ func (f *fabricFlags) kindOf(n int) (fabric.Kind, error) {
 		kind = fabric.AutoKind(f.gen, n)
 	}
 	if f.server.set && kind != fabric.KindSwitch {
+		if kind == fabric.KindTrn3Gen1 || kind == fabric.KindTrn3Gen2 {
+			return kind, fmt.Errorf("--server-size: a %s topology has its servers fixed (docs/fabric.md §Systems); it applies to the switch topology", kind)
+		}
 		return kind, fmt.Errorf("--server-size: a %s topology (of %d %s devices) has no servers; it applies to the switch topology", kind, n, f.gen)
 	}
 	if f.chunkB.set && f.model == fabric.Free {

@@ -45,6 +45,7 @@ func TestFabricSweepRefusesBadValues(t *testing.T) {
 		{[]string{"--arch", "sunda", "--ranks-per-device", "3"}, []string{"--ranks-per-device", "1..2", "2 NeuronCores"}},
 		{[]string{"--server-size", "0"}, []string{"--server-size", "1..64"}},
 		{[]string{"--arch", "cayman", "--server-size", "4"}, []string{"--server-size", "switch topology"}},
+		{[]string{"--topology", "trn3-gen1", "--devices", "64", "--what-if", "--server-size", "4"}, []string{"--server-size", "trn3-gen1", "servers fixed"}},
 		{[]string{"--model", "free", "--chunk-bytes", "4K"}, []string{"--chunk-bytes", "--model aware"}},
 		{[]string{"-f", "0"}, []string{"--stepfactor", "2.."}},
 		{[]string{"-f", "1"}, []string{"--stepfactor", "2.."}},

@@ -27,6 +27,10 @@ const (
 	numKinds
 )
 
+// KindWords returns the accepted topology words, "auto" first, joined by
+// "|" (for help texts: one list, from the kinds themselves).
+func KindWords() string { return strings.Join(kindNames[:], "|") }
+
 var kindNames = [...]string{"auto", "torus2d", "ultraserver", "ring", "chain", "switch", "fully-connected", "star", "trn3-gen1", "trn3-gen2"}
 
 // String returns the kind's name as the CLI spells it.
