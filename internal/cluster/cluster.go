@@ -239,8 +239,7 @@ func (c *Cluster) lostState(i int) (bool, error) {
 func IdealParams(g hwarch.Generation, t *arch.Tables, m fabric.Model, bw, alpha uint64) fabric.Params {
 	p := DefaultParams(g, t).WithIdealEndpoints()
 	p.Model = m
-	l := fabric.LinkParams{Bandwidth: bw, Latency: alpha}
-	p.XY, p.Z, p.Ring, p.InServer, p.InterServer, p.Link = l, l, l, l, l, l
+	LinkTiming{Latency: alpha, SetLatency: true, Bandwidth: bw, SetBandwidth: true}.Apply(&p) // every link kind, inter-rack too
 	return p
 }
 

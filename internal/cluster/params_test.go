@@ -55,3 +55,21 @@ func TestLinkTiming(t *testing.T) {
 		})
 	}
 }
+
+// TestIdealParamsEveryLink: the parity mode's parameters give every link
+// kind the one α and B (found by reflection, so a kind added later is
+// covered; the Trn3 Gen1 inter-rack links were once left at their
+// defaults).
+func TestIdealParamsEveryLink(t *testing.T) {
+	p := IdealParams(hwarch.Mariana, arch.MustFor(hwarch.Mariana, arch.Options{Switch: hwarch.SwitchV1}), fabric.Aware, 50<<30, 500_000)
+	v := reflect.ValueOf(p)
+	kinds := 0
+	for i := range v.NumField() {
+		if l, ok := v.Field(i).Interface().(fabric.LinkParams); ok {
+			kinds++
+			assert.Equal(t, fabric.LinkParams{Bandwidth: 50 << 30, Latency: 500_000}, l, v.Type().Field(i).Name)
+		}
+	}
+	assert.Equal(t, 7, kinds)
+	assert.Equal(t, fabric.Aware, p.Model)
+}
