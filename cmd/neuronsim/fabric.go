@@ -52,6 +52,7 @@ type fabricFlags struct {
 	swLat    *scaledValue
 	chunkB   *sizeValue
 	server   *intValue
+	ends     fabric.Endpoints
 	cmd      *cobra.Command
 }
 
@@ -76,7 +77,8 @@ func addFabricFlags(cmd *cobra.Command) *fabricFlags {
 	fl.Var(&f.model, "model", "network model: aware (contention-aware, store-and-forward) or free (contention-free, cut-through)")
 	fl.BoolVar(&f.whatIf, "what-if", false, fmt.Sprintf("allow device counts beyond get_max_devs (up to %d, the driver's MAX_NEURON_DEVICE_COUNT)", hwarch.MaxNeuronDevices))
 	fl.Var(f.linkLat, "link-latency", fmt.Sprintf("α: every link's latency in ns, 0..%d (default: the generation's, %d ns)", units.MaxTimePS/1000, def.XY.Latency/1000))
-	fl.Var(f.linkBW, "link-bw", fmt.Sprintf("B: every link's bandwidth in GB/s of 1e9 B/s, above 0 and at most %d (default: the generation's, per link kind; docs/fabric.md)", units.MaxBandwidthBps/1e9))
+	fl.Var(f.linkBW, "link-bw", fmt.Sprintf("B: every link's bandwidth, a number in GB/s of 1e9 B/s or with its unit (50GiB/s is 50·2^30 B/s, 53.7GB/s, 400Gbps), above 0 and at most %d GB/s (default: the generation's, per link kind; docs/fabric.md)", units.MaxBandwidthBps/1e9))
+	fl.Var(&f.ends, "endpoints", "real, or ideal: the α-β parity mode — DMA engines take no time, no launch cost, one engine per rank, one chunk per message, no endpoint or switch delay; needs --link-bw and --link-latency, the model's B and α (docs/fabric.md §Parity mode)")
 	fl.Var(f.endpoint, "endpoint-delay", fmt.Sprintf("δ: the delay a write takes to land after its last byte, ns (default %d)", def.Endpoint/1000))
 	fl.Var(f.swLat, "switch-latency", fmt.Sprintf("a switch's forwarding delay, ns (default %d)", def.Switch/1000))
 	fl.Var(f.chunkB, "chunk-bytes", fmt.Sprintf("store-and-forward chunk of the aware model in bytes, %s..%s%s (default %s)",
@@ -101,8 +103,28 @@ func (f *fabricFlags) system() (hwarch.SwitchFamily, *rtarch.Tables, []int, erro
 	return family, t, counts, nil
 }
 
-// params returns the fabric parameters with the flags' overrides.
-func (f *fabricFlags) params(t *rtarch.Tables) fabric.Params {
+// params returns the fabric parameters with the flags' overrides; with
+// --endpoints ideal, the parity mode's (cluster.IdealParams), refusing the
+// flags that mode has no use for.
+func (f *fabricFlags) params(t *rtarch.Tables) (fabric.Params, error) {
+	if f.ends == fabric.EndpointsIdeal {
+		if !f.linkBW.set || !f.linkLat.set {
+			return fabric.Params{}, fmt.Errorf("--endpoints ideal: give --link-bw and --link-latency, the B and α of the α-β model")
+		}
+		for _, o := range []struct {
+			flag string
+			set  bool
+		}{{"--endpoint-delay", f.endpoint.set}, {"--switch-latency", f.swLat.set}, {"--chunk-bytes", f.chunkB.set}} {
+			if o.set {
+				return fabric.Params{}, fmt.Errorf("%s: --endpoints ideal has none (one chunk per message, no endpoint or switch delay)", o.flag)
+			}
+		}
+		p := cluster.IdealParams(f.gen, t, f.model, f.linkBW.v, f.linkLat.v)
+		if f.server.set {
+			p.ServerSize = f.server.int()
+		}
+		return p, nil
+	}
 	p := cluster.DefaultParams(f.gen, t)
 	p.Model = f.model
 	cluster.LinkTiming{Latency: f.linkLat.v, SetLatency: f.linkLat.set, Bandwidth: f.linkBW.v, SetBandwidth: f.linkBW.set}.Apply(&p)
@@ -118,7 +140,7 @@ func (f *fabricFlags) params(t *rtarch.Tables) fabric.Params {
 	if f.server.set {
 		p.ServerSize = f.server.int()
 	}
-	return p
+	return p, nil
 }
 
 // kindOf is the topology of a system of n devices, refusing the overrides
@@ -154,7 +176,10 @@ func newFabricTopoCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		p := f.params(t)
+		p, err := f.params(t)
+		if err != nil {
+			return err
+		}
 		for i, n := range counts {
 			if i > 0 {
 				fmt.Fprintln(cmd.OutOrStdout())
@@ -425,7 +450,13 @@ func (s *sweepFlags) plan(f *fabricFlags) (*sweepPlan, error) {
 	if s.step.set {
 		step = s.step.v
 	}
-	p := f.params(t)
+	p, err := f.params(t)
+	if err != nil {
+		return nil, err
+	}
+	if s.engines.set && p.Endpoints == fabric.EndpointsIdeal {
+		return nil, fmt.Errorf("--engines: --endpoints ideal uses one engine per rank")
+	}
 	plan := &sweepPlan{counts: counts, pcapMax: uint64(pcapMax),
 		title: fmt.Sprintf("%s %s, %s (%s model)", f.gen.Product(), sw.Op, sw.Dtype, p.Model),
 		set: cluster.SweepSet{Sweep: sw, Config: cluster.Config{Generation: f.gen, Switch: family, Params: &p,

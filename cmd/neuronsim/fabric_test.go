@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -123,4 +124,50 @@ func TestFabricSweepPcap(t *testing.T) {
 		assert.Less(t, int(p.Header.Src), 4)
 		assert.Less(t, int(p.Header.Dst), 4)
 	}
+}
+
+// TestLinkBandwidthUnits: --link-bw takes a bandwidth with its unit —
+// 50GiB/s is 50·2^30 B/s, 400Gbps is 50·10^9 B/s — and a bare number in
+// GB/s of 10^9, as before.
+func TestLinkBandwidthUnits(t *testing.T) {
+	for _, tc := range []struct{ bw, want string }{
+		{"50GiB/s", "53.69 GB/s (50 GiB/s)"},
+		{"400Gbps", "in-server links: 50 GB/s,"},
+		{"53.7GB/s", "in-server links: 53.7 GB/s,"},
+		{"50", "in-server links: 50 GB/s,"},
+	} {
+		out, err := runCLI(t, "fabric", "topo", "--arch", "mariana", "--devices", "4", "--topology", "switch", "--server-size", "4", "--link-bw", tc.bw)
+		require.NoError(t, err, tc.bw)
+		assert.Contains(t, out, tc.want, tc.bw)
+	}
+}
+
+// TestEndpointsIdealSweep: with --endpoints ideal a ring all-reduce of
+// 16 MiB on 4 devices behind one switch takes the α-β time
+// 2(n−1)(2α + S/(nB)) plus the small per-step and per-collective costs the
+// mode leaves (docs/fabric.md §Parity mode): within 5 % of the bare
+// formula, and well under the same sweep with real endpoints.
+func TestEndpointsIdealSweep(t *testing.T) {
+	sweep := func(extra ...string) float64 {
+		t.Helper()
+		args := append([]string{"fabric", "sweep", "--arch", "mariana", "--devices", "4", "--topology", "switch", "--server-size", "4",
+			"--model", "free", "--link-bw", "50GiB/s", "--link-latency", "500", "--algo", "ring", "-b", "16M", "-e", "16M"}, extra...)
+		out, err := runCLI(t, args...)
+		require.NoError(t, err)
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) == 7 && f[0] == "16777216" {
+				us, err := strconv.ParseFloat(f[3], 64)
+				require.NoError(t, err)
+				return us
+			}
+		}
+		t.Fatalf("no 16 MiB row in:\n%s", out)
+		return 0
+	}
+	ideal, real := sweep("--endpoints", "ideal"), sweep()
+	const n, alpha, S, B = 4.0, 0.5, 16 << 20, 50 << 30 // µs, bytes, bytes/s
+	bare := 2 * (n - 1) * (2*alpha + S/(n*B)*1e6)
+	assert.GreaterOrEqual(t, ideal, bare)
+	assert.Less(t, ideal, bare*1.05, "ideal %.2f µs, α-β %.2f µs", ideal, bare)
+	assert.Less(t, ideal, real*0.95, "real endpoints %.2f µs", real)
 }

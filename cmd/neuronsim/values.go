@@ -46,9 +46,12 @@ func flagError(_ *cobra.Command, err error) error {
 type scaledValue struct {
 	name, unit string
 	convert    func(field string, f float64) (uint64, error)
-	v          uint64
-	set        bool
-	text       string
+	// withUnit, when set, reads a value that names its own unit (a
+	// bandwidth such as 50GiB/s); a bare number is in unit.
+	withUnit func(field, s string) (uint64, error)
+	v        uint64
+	set      bool
+	text     string
 }
 
 func newNS(name string) *scaledValue {
@@ -56,14 +59,33 @@ func newNS(name string) *scaledValue {
 }
 
 func newBandwidth(name string) *scaledValue {
-	return &scaledValue{name: name, unit: "GB/s", convert: units.GBpsToBps}
+	return &scaledValue{name: name, unit: "GB/s", convert: units.GBpsToBps, withUnit: units.ParseBandwidth}
+}
+
+// namesBandwidthUnit reports whether s ends in a bandwidth unit (…/s or
+// …bps), so that units.ParseBandwidth reads it.
+func namesBandwidthUnit(s string) bool {
+	l := strings.ToLower(strings.TrimSpace(s))
+	return strings.HasSuffix(l, "/s") || strings.HasSuffix(l, "bps")
 }
 
 func (v *scaledValue) String() string { return v.text }
 
 // Set implements pflag.Value.
 func (v *scaledValue) Set(s string) error {
+	if v.withUnit != nil && namesBandwidthUnit(s) {
+		n, err := v.withUnit(v.name, s)
+		if err != nil {
+			return err
+		}
+		v.v, v.set, v.text = n, true, s
+		return nil
+	}
 	f, err := units.ParseFloat(v.name, s)
+	if err != nil && v.withUnit != nil && s != "" && (s[0] >= '0' && s[0] <= '9' || s[0] == '.') {
+		_, uerr := v.withUnit(v.name, s) // a number with a unit it does not know: say which units it takes
+		return uerr
+	}
 	if err != nil {
 		return err
 	}
