@@ -70,9 +70,8 @@ func lsDevices(sf *systemFlags, kernelPath, remoteAddr string) ([]broughtUp, str
 		if err != nil {
 			return nil, "", nil, err
 		}
-		devs, err := bringUpAll(sys.devs, sys.connected, sys.indices, hwarch.SwitchNone, true)
+		devs, err := sys.bringUp(sys.close)
 		if err != nil {
-			sys.close()
 			return nil, "", nil, err
 		}
 		return devs, "kernel driver, " + strings.Join(sys.paths, " "), sys.close, nil
@@ -84,9 +83,8 @@ func lsDevices(sf *systemFlags, kernelPath, remoteAddr string) ([]broughtUp, str
 		if err != nil {
 			return nil, "", nil, err
 		}
-		devs, err := bringUpAll(sys.devs, sys.connected, sys.indices, hwarch.SwitchNone, true)
+		devs, err := sys.bringUp(sys.close)
 		if err != nil {
-			sys.close()
 			return nil, "", nil, err
 		}
 		return devs, "remote " + remoteAddr, sys.close, nil
@@ -116,10 +114,27 @@ func lsDevices(sf *systemFlags, kernelPath, remoteAddr string) ([]broughtUp, str
 
 // kernelSystem is the devices of the kernel driver a command opened.
 type kernelSystem struct {
+	deviceSet
+	paths []string
+}
+
+// deviceSet is the devices a command opened through a backend (the kernel
+// driver's, a served system's), with their indices and connected devices.
+type deviceSet struct {
 	devs      []ndl.Device
 	connected [][]int
 	indices   []int
-	paths     []string
+}
+
+// bringUp brings every device of the set up without resetting it, for a
+// listing; on failure it calls closeAll, so the caller owns nothing.
+func (s deviceSet) bringUp(closeAll func()) ([]broughtUp, error) {
+	devs, err := bringUpAll(s.devs, s.connected, s.indices, hwarch.SwitchNone, true)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	return devs, nil
 }
 
 func (k *kernelSystem) close() {

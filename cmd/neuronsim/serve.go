@@ -19,10 +19,8 @@ import (
 
 // remoteSystem is a connection to a `neuronsim serve` and its devices.
 type remoteSystem struct {
-	client    *remote.Client
-	devs      []ndl.Device
-	connected [][]int
-	indices   []int
+	client *remote.Client
+	deviceSet
 }
 
 func (r *remoteSystem) close() { r.client.Close() }
