@@ -54,10 +54,7 @@ func (t *Topology) trn3Gen1(n int, p Params) error {
 		return fmt.Errorf("fabric %s: %d devices; a Trn3 Gen1 UltraServer is %d servers × %d = %d: %w",
 			KindTrn3Gen1, n, Gen1Servers, Gen1ServerSize, Gen1Servers*Gen1ServerSize, ErrTopology)
 	}
-	l1 := make([]int, Gen1Servers)
-	for s := range l1 {
-		l1[s] = t.addSwitch(fmt.Sprintf("l1-sw%d", s))
-	}
+	l1 := t.serverSwitches(Gen1Servers)
 	l2 := t.addSwitch("l2-sw")
 	rackSize := Gen1RackServers * Gen1ServerSize
 	for d := range n {
@@ -84,10 +81,7 @@ func (t *Topology) trn3Gen2(n int, p Params) error {
 		return fmt.Errorf("fabric %s: %d devices; a Trn3 Gen2 UltraServer is %d servers × %d = %d: %w",
 			KindTrn3Gen2, n, Gen2Servers, Gen2ServerSize, Gen2Servers*Gen2ServerSize, ErrTopology)
 	}
-	l1 := make([]int, Gen2Servers)
-	for s := range l1 {
-		l1[s] = t.addSwitch(fmt.Sprintf("l1-sw%d", s))
-	}
+	l1 := t.serverSwitches(Gen2Servers)
 	var l2 [Gen2Spines]int
 	for i := range l2 {
 		l2[i] = t.addSwitch(fmt.Sprintf("l2-sw%d", i))

@@ -289,10 +289,7 @@ func (t *Topology) switched(n int, p Params) error {
 		return fmt.Errorf("fabric switch: server size %d: %w", p.ServerSize, ErrTopology)
 	}
 	servers := (n + p.ServerSize - 1) / p.ServerSize
-	l1 := make([]int, servers)
-	for s := range servers {
-		l1[s] = t.addSwitch(fmt.Sprintf("l1-sw%d", s))
-	}
+	l1 := t.serverSwitches(servers)
 	var l2 int
 	if servers > 1 {
 		l2 = t.addSwitch("l2-sw")
@@ -494,4 +491,14 @@ func (t *Topology) Neighbour(d, s int) (int, bool) {
 		return 0, false
 	}
 	return t.Neighbours[d][s], true
+}
+
+// serverSwitches adds one in-server (first-level) switch per server,
+// l1-sw0 … l1-sw<servers-1>, and returns their node ids by server.
+func (t *Topology) serverSwitches(servers int) []int {
+	l1 := make([]int, servers)
+	for s := range l1 {
+		l1[s] = t.addSwitch(fmt.Sprintf("l1-sw%d", s))
+	}
+	return l1
 }
