@@ -22,19 +22,23 @@ type Sweep struct {
 
 // Sweep runs one collective per size on every rank and returns nccom-test's
 // report; in functional mode each result is checked against the CPU
-// reference. The report's Extra names the system.
+// reference. The report's Extra names the system and holds, under
+// LinkUsageKey, the link use of every size (LinkUsage): the fabric's link
+// counters over each collective, by class.
 func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 	ranks := c.Ranks()
 	rep := &nccom.Report{Op: sw.Op.String(), Ranks: ranks, Extra: map[string]any{
 		"arch": c.cfg.Generation.String(), "devices": c.cfg.Devices, "topology": c.System.Topology().Kind.String(),
 		"model": c.System.Params().Model.String(), "mode": c.Mode(), "switch": c.cfg.Switch.String(),
 	}}
+	usage := make(LinkUsage, 0, len(sw.Sizes))
 	for i, size := range sw.Sizes {
 		sch, err := enc.Build(sw.Op, sw.Algo, ranks, size, sw.Dtype.Size(), sw.Options)
 		if err != nil {
 			return nil, err
 		}
 		var res collective.Result
+		before := c.System.Counters()
 		if c.cfg.TimingOnly {
 			res, err = c.Run(sch, sw.Dtype)
 		} else {
@@ -48,8 +52,18 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 			return nil, err
 		}
 		rep.Rows = append(rep.Rows, row)
+		links, err := c.System.Counters().Since(before)
+		if err != nil {
+			return nil, err
+		}
+		use, err := linkUse(c.System.Topology(), links, size, res.TimePS)
+		if err != nil {
+			return nil, err
+		}
+		usage = append(usage, use)
 		sw.Progress.Step()
 	}
+	rep.Extra[LinkUsageKey] = usage
 	sw.Progress.Done()
 	return rep, nil
 }

@@ -164,3 +164,8 @@ func LookupSystem(name string) (SystemSpec, error) {
 func (s SystemSpec) Config() Config {
 	return Config{Generation: s.Generation, Devices: s.Devices, Kind: s.Kind}
 }
+
+// Switch returns the switch family of the system: NeuronSwitch-v1 for the
+// Trn3 systems, none for Trn1 and Trn2 (trainium-facts §4; the rule
+// hwarch.DefaultSwitchFamily gives each generation).
+func (s SystemSpec) Switch() hwarch.SwitchFamily { return hwarch.DefaultSwitchFamily(s.Generation) }

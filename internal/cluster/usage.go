@@ -1,0 +1,151 @@
+package cluster
+
+import (
+	"bufio"
+	"cmp"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
+	"github.com/neuronsim/neuronsim/sim/fabric"
+)
+
+// LinkUsageKey is the key of a sweep report's Extra that holds its
+// LinkUsage: in the JSON report "neuronsim_link_usage", one entry per
+// result, in the results' order.
+const LinkUsageKey = "link_usage"
+
+// LinkClass is the use of one class of links (the directed links of one
+// fabric Link.Group) during one collective (docs/fabric.md §Link
+// utilisation).
+type LinkClass struct {
+	Class string `json:"class"`
+	Links int    `json:"links"` // directed links of the class
+	Bytes uint64 `json:"bytes"` // bytes all of them carried
+	// BusiestLink names the class's busiest link and BusiestBusyPS is the
+	// time it was busy, ps.
+	BusiestLink   string `json:"busiest_link"`
+	BusiestBusyPS uint64 `json:"busiest_busy_ps"`
+	// Utilisation is the busiest link's busy time over the collective's
+	// elapsed virtual time; Mean the class's mean over all its links.
+	// Above 1 only in the free model (the load offered, not carried).
+	Utilisation float64 `json:"utilisation"`
+	Mean        float64 `json:"mean_utilisation"`
+}
+
+// SizeLinks is the link use of one size of a sweep: every class of link,
+// the busiest first, and the bottleneck (the busiest class, "" when no
+// link carried anything).
+type SizeLinks struct {
+	Size       int64       `json:"size"`
+	ElapsedPS  uint64      `json:"elapsed_ps"`
+	Bottleneck string      `json:"bottleneck"`
+	Classes    []LinkClass `json:"classes"`
+}
+
+// LinkUsage is a sweep's link use, one entry per size.
+type LinkUsage []SizeLinks
+
+// linkUse is the link use of one collective: the counters c over it
+// (fabric.Counters.Since), elapsed ps long, on topology t.
+func linkUse(t *fabric.Topology, c fabric.Counters, size int64, elapsed uint64) (SizeLinks, error) {
+	classes, err := t.Classes(c)
+	if err != nil {
+		return SizeLinks{}, err
+	}
+	out := SizeLinks{Size: size, ElapsedPS: elapsed}
+	for _, u := range classes {
+		out.Classes = append(out.Classes, LinkClass{Class: u.Group, Links: u.Links, Bytes: u.Bytes,
+			BusiestLink: t.LinkName(u.Busiest), BusiestBusyPS: u.MaxBusy,
+			Utilisation: u.Utilisation(elapsed), Mean: u.MeanUtilisation(elapsed)})
+	}
+	// The busiest first; on a tie, the class whose links come first.
+	slices.SortStableFunc(out.Classes, func(a, b LinkClass) int { return cmp.Compare(b.BusiestBusyPS, a.BusiestBusyPS) })
+	if len(out.Classes) > 0 && out.Classes[0].BusiestBusyPS > 0 {
+		out.Bottleneck = out.Classes[0].Class
+	}
+	return out, nil
+}
+
+// LinkUsageOf returns the link use a sweep report holds (Cluster.Sweep
+// records it), or false.
+func LinkUsageOf(rep *nccom.Report) (LinkUsage, bool) {
+	if rep == nil {
+		return nil, false
+	}
+	u, ok := rep.Extra[LinkUsageKey].(LinkUsage)
+	return u, ok
+}
+
+// WithoutLinkUsage returns the report without its link use: what
+// nccom-test's table prints (the link use is the table WriteLinkTable
+// prints after it; WriteJSON writes it whole). The rows are shared.
+func WithoutLinkUsage(rep *nccom.Report) *nccom.Report {
+	if _, ok := rep.Extra[LinkUsageKey]; !ok {
+		return rep
+	}
+	cp := *rep
+	cp.Extra = maps.Clone(rep.Extra)
+	delete(cp.Extra, LinkUsageKey)
+	return &cp
+}
+
+// WriteTable prints the link use as a compact table, one line per size:
+// the bottleneck class with its busiest link's utilisation and the class's
+// mean, then the next busiest class with its busiest link's utilisation
+// ("-" where there is none). model names the network model (the free
+// model's utilisation is the load offered, and may pass 100 %).
+func (u LinkUsage) WriteTable(w io.Writer, model string) error {
+	head := [...]string{"size(B)", "bottleneck", "util(%)", "mean(%)", "next", "util(%)"}
+	cells := [][len(head)]string{head}
+	pct := func(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) }
+	for _, s := range u {
+		line := [len(head)]string{strconv.FormatInt(s.Size, 10), "-", "-", "-", "-", "-"}
+		if s.Bottleneck != "" {
+			c := s.Classes[0]
+			line[1], line[2], line[3] = c.Class, pct(c.Utilisation), pct(c.Mean)
+			if len(s.Classes) > 1 {
+				line[4], line[5] = s.Classes[1].Class, pct(s.Classes[1].Utilisation)
+			}
+		}
+		cells = append(cells, line)
+	}
+	var width [len(head)]int
+	for _, line := range cells {
+		for c, cell := range line {
+			width[c] = max(width[c], len([]rune(cell)))
+		}
+	}
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "# link utilisation (%s model): per size, the busiest class of link — its busiest link's busy time / the collective's time, and the class's mean — then the next class\n", model)
+	for _, line := range cells {
+		for c, cell := range line {
+			bw.WriteString("    ")
+			bw.WriteString(strings.Repeat(" ", width[c]-len([]rune(cell))))
+			bw.WriteString(cell)
+		}
+		bw.WriteByte('\n')
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("cluster: writing the link table: %w", err)
+	}
+	return nil
+}
+
+// WriteTables prints a sweep report as nccom-test's table and, when it
+// holds its link use, the link table after it.
+func WriteTables(w io.Writer, rep *nccom.Report) error {
+	if err := WithoutLinkUsage(rep).WriteTable(w); err != nil {
+		return err
+	}
+	u, ok := LinkUsageOf(rep)
+	if !ok {
+		return nil
+	}
+	model, _ := rep.Extra["model"].(string)
+	return u.WriteTable(w, model)
+}
