@@ -53,6 +53,7 @@ type fabricFlags struct {
 	chunkB   *sizeValue
 	server   *intValue
 	ends     fabric.Endpoints
+	named    systemFlag // --system NAME (fabric_system.go)
 	cmd      *cobra.Command
 }
 
@@ -84,17 +85,28 @@ func addFabricFlags(cmd *cobra.Command) *fabricFlags {
 	fl.Var(f.chunkB, "chunk-bytes", fmt.Sprintf("store-and-forward chunk of the aware model in bytes, %s..%s%s (default %s)",
 		units.FormatBytes(minChunkBytes), units.FormatBytes(maxChunkBytes), sizeUnits, units.FormatBytes(int64(def.ChunkBytes))))
 	fl.Var(f.server, "server-size", fmt.Sprintf("switch topology (Trn3): devices per server, i.e. on one in-server switch, 1..%d (default %d)", hwarch.MaxNeuronDevices, def.ServerSize))
+	f.named.add(cmd)
 	return f
 }
 
 // system resolves the switch family and the device counts: each bounded
 // by get_max_devs, or by MAX_NEURON_DEVICE_COUNT with --what-if; unset,
-// get_max_devs.
+// get_max_devs. With --system, the named system's (its device count the
+// hardware's, not bounded by get_max_devs).
 func (f *fabricFlags) system() (hwarch.SwitchFamily, *rtarch.Tables, []int, error) {
+	if err := f.named.apply(f); err != nil {
+		return 0, nil, nil, err
+	}
 	family := switchFor(f.cmd, f.family, f.gen)
+	if f.named.spec != nil {
+		family = f.named.spec.Switch()
+	}
 	t, err := rtarch.For(f.gen, rtarch.Options{Switch: family})
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("--arch: %w", err)
+	}
+	if f.named.spec != nil {
+		return family, t, f.named.counts(), nil
 	}
 	counts, err := f.devices.resolve(t.Soc.MaxDevs(), t.Soc, f.whatIf, true)
 	if err != nil {
@@ -219,6 +231,7 @@ type sweepFlags struct {
 	pcapMax            string
 	memLimit           string
 	seed               uint64
+	devPlot            devicesPlot // --plot-devices, --plot-sizes (fabric_plotdevices.go)
 }
 
 func newFabricSweepCommand() *cobra.Command {
@@ -261,6 +274,7 @@ list sweeps each count (a table per count; with --json a report per count);
 	fl.Var(s.engines, "engines", "DMA engines each rank spreads its transfers over, 1..a NeuronCore's DMA engines (16) (default: the generation's calibrated count: 5 on sunda, 7 on cayman and mariana)")
 	fl.StringVar(&s.jsonFile, "json", "", "write nccom-test's JSON report to this file; with several --devices counts, one report per count, to NAME-<N>devices.EXT")
 	fl.StringVar(&s.plotFile, "plot", "", "draw busbw against size, one line per device count, to this PNG")
+	s.devPlot.add(fl)
 	fl.StringVar(&s.pcapFile, "pcap", "", "write the fabric's packets to this pcap file (contrib/wireshark/neuronsim.lua dissects them)")
 	fl.StringVar(&s.pcapMax, "pcap-max", "64M", "largest --pcap file: the capture stops cleanly there, with a note (the file stays valid)")
 	fl.StringVar(&s.memLimit, "mem-limit", "", "host memory a functional sweep may plan to use (default 3/4 of physical memory, /proc/meminfo MemTotal)")
@@ -302,6 +316,10 @@ type sweepPlan struct {
 	counts  []int
 	pcapMax uint64
 	title   string // the plot's
+	// devSizes are the sizes --plot-devices draws (nil without it), and
+	// devNote names the sizes it leaves out.
+	devSizes []int64
+	devNote  string
 }
 
 func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
@@ -339,6 +357,7 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 	if err != nil {
 		return err
 	}
+	f.named.annotate(res.Reports)
 	if c := res.Capture; c.Full {
 		fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim: --pcap: the capture stopped at --pcap-max (%s) after %d packets; %d packets not recorded\n",
 			memlimit.Human(c.MaxBytes), c.Packets, c.NotRecorded)
@@ -365,7 +384,7 @@ func writeSweep(cmd *cobra.Command, s *sweepFlags, plan *sweepPlan, reports []*n
 		if i > 0 {
 			fmt.Fprintln(cmd.OutOrStdout())
 		}
-		if err := rep.WriteTable(cmd.OutOrStdout()); err != nil {
+		if err := cluster.WriteTables(cmd.OutOrStdout(), rep); err != nil {
 			return files, err
 		}
 		n := plan.counts[i]
@@ -398,7 +417,7 @@ func writeSweep(cmd *cobra.Command, s *sweepFlags, plan *sweepPlan, reports []*n
 			return files, fmt.Errorf("--plot: %w", err)
 		}
 	}
-	return files, nil
+	return s.devPlot.write(cmd.ErrOrStderr(), plan, reports, files)
 }
 
 // plan checks every flag of a sweep, in the order a user reads them back:
@@ -416,7 +435,7 @@ func (s *sweepFlags) plan(f *fabricFlags) (*sweepPlan, error) {
 			paths = append(paths, [2]string{"--json", jsonPath(s.jsonFile, counts, i)})
 		}
 	}
-	paths = append(paths, [2]string{"--plot", s.plotFile}, [2]string{"--pcap", s.pcapFile})
+	paths = append(paths, [2]string{"--plot", s.plotFile}, [2]string{"--plot-devices", s.devPlot.file}, [2]string{"--pcap", s.pcapFile})
 	if err := checkOutputPaths(paths...); err != nil {
 		return nil, err
 	}
@@ -476,6 +495,12 @@ func (s *sweepFlags) plan(f *fabricFlags) (*sweepPlan, error) {
 		if sys.Sizes, err = s.sizes(sw, sys.Devices*s.ranksPerDevice.int(), minB, maxB, factor, step, timingOnly, limit); err != nil {
 			return nil, err
 		}
+	}
+	if plan.devSizes, plan.devNote, err = s.devPlot.plan(plan.set.Systems); err != nil {
+		return nil, err
+	}
+	if l := f.named.label(); l != "" {
+		plan.title = l + ": " + plan.title
 	}
 	return plan, nil
 }
