@@ -87,6 +87,10 @@ var goldenCases = []struct{ name, args string }{
 	{"sweep-whatif", "fabric sweep --arch cayman --devices 20 --what-if -b 1K -e 1K"},
 	{"sweep-hier-nogroup", "fabric sweep --arch mariana --devices 8 --algo hier"},
 	{"sweep-memlimit", "fabric sweep --arch cayman --devices 16 --mode functional -b 64M -e 64M --mem-limit 4G"},
+	{"topo-system", "fabric topo --system trn1-32xl"},
+	{"sweep-system", "fabric sweep --system trn3-gen1 -b 1M -e 64M -f 8 --json OUT/g1.json"},
+	{"sweep-system-conflict", "fabric sweep --system trn3-gen1 --devices 32"},
+	{"sweep-plot-devices", "fabric sweep --arch cayman --devices 2,4,8 --topology ring -b 64K -e 16M -f 16 --plot-devices OUT/d.png --plot-sizes 64K,16M"},
 }
 
 // goldenInputs writes the inputs the golden commands read: the matmul's

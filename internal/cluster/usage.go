@@ -121,7 +121,11 @@ func (u LinkUsage) WriteTable(w io.Writer, model string) error {
 		}
 	}
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "# link utilisation (%s model): per size, the busiest class of link — its busiest link's busy time / the collective's time, and the class's mean — then the next class\n", model)
+	note := ""
+	if model == fabric.Free.String() {
+		note = " (the load offered: may pass 100)"
+	}
+	fmt.Fprintf(bw, "# link utilisation (%s model): bottleneck = the busiest class of link; util = its busiest link's busy time / the collective's time%s; mean = over the class's links; next = the next busiest class\n", model, note)
 	for _, line := range cells {
 		for c, cell := range line {
 			bw.WriteString("    ")
