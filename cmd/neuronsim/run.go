@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/cluster"
 	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/scenario"
 	"github.com/neuronsim/neuronsim/internal/units"
@@ -114,7 +115,7 @@ func writeSummary(cmd *cobra.Command, s *scenario.Summary) {
 		s.Name, units.Plural(int64(s.Devices), "device", "devices"), units.Plural(int64(s.Steps), "step", "steps"), s.VirtualTime, units.Plural(int64(s.FabricBytes), "byte", "bytes"))
 	for _, rep := range s.Sweeps {
 		fmt.Fprintln(out)
-		if err := rep.WriteTable(out); err != nil {
+		if err := cluster.WriteTables(out, rep); err != nil {
 			fmt.Fprintln(cmd.ErrOrStderr(), "neuronsim:", err)
 		}
 	}

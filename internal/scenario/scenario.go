@@ -36,7 +36,11 @@ type Scenario struct {
 
 // System is the simulated system a scenario runs on.
 type System struct {
-	Arch           string `yaml:"arch"`     // sunda|cayman|mariana (or v2|v3|v4, trn1|inf2|trn2|trn3); required unless a restore gives the system
+	// Name is a system AWS sells (fabric.Systems: trn1-32xl, trn2-48xl,
+	// trn2-ultraserver, trn3-gen1, trn3-gen2), setting arch, devices,
+	// topology and switch (system_name.go); `system: NAME` alone says the same.
+	Name           string `yaml:"name"`
+	Arch           string `yaml:"arch"`     // sunda|cayman|mariana (or v2|v3|v4, trn1|inf2|trn2|trn3); required unless a restore or name gives the system
 	Devices        *int   `yaml:"devices"`  // 1..get_max_devs (64 with what_if); default 1
 	Switch         string `yaml:"switch"`   // v1|none; default v1 on mariana
 	Revision       string `yaml:"revision"` // silicon|emu|qemu|0xNN
@@ -123,6 +127,7 @@ func (s *Size) UnmarshalStrict(d *strictyaml.Decoder, n *yaml.Node, path string)
 
 // resolved is a system with every word parsed and every default taken.
 type resolved struct {
+	system   string // the system's name (system.name), or ""
 	gen      hwarch.Generation
 	devices  int
 	family   hwarch.SwitchFamily
@@ -152,13 +157,16 @@ func (sc *Scenario) check(d *strictyaml.Decoder, root *yaml.Node, base *Base) (*
 		return nil, d.Errorf(at("name"), "name", "expected the scenario's name, got an empty one")
 	}
 	if base != nil {
+		if err := checkBaseName(d, at, sys, base); err != nil {
+			return nil, err
+		}
 		if err := sc.takeSystem(d, at, base); err != nil {
 			return nil, err
 		}
 	} else if child(docRoot(root), "system") == nil {
 		return nil, d.Errorf(docRoot(root), "", "missing key %q", "system")
-	} else if sys.Arch == "" {
-		return nil, d.Errorf(at("system"), "system", "missing key %q", "arch")
+	} else if sys.Arch == "" && sys.Name == "" {
+		return nil, d.Errorf(at("system"), "system", "missing key %q (or %q, a system by name)", "arch", "name")
 	}
 	r, err := resolveSystem(d, at, sys)
 	if err != nil {
@@ -190,7 +198,10 @@ func (sc *Scenario) check(d *strictyaml.Decoder, root *yaml.Node, base *Base) (*
 // get_max_devs (or what_if's limit), revision, topology, model, mode.
 func resolveSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *System) (*resolved, error) {
 	r := &resolved{devices: 1, ranksPer: 1, boot: true, reset: true, buffers: 64 << 20}
-	var err error
+	named, err := namedSystem(d, at, sys)
+	if err != nil {
+		return nil, err
+	}
 	if r.gen, err = hwarch.ParseGeneration(sys.Arch); err != nil {
 		return nil, d.Errorf(at("system.arch"), "system.arch", "expected sunda|cayman|mariana (or v2|v3|v4, trn1|inf2|trn2|trn3), got %q", sys.Arch)
 	}
@@ -204,7 +215,10 @@ func resolveSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *Syste
 		return nil, d.Errorf(at("system.arch"), "system.arch", "%v", err)
 	}
 	limit := r.tables.Soc.DeviceLimit(sys.WhatIf)
-	if n := sys.Devices; n != nil {
+	if named != nil {
+		// The hardware's device count, not bounded by get_max_devs.
+		r.devices = named.Devices // switch: the generation's default, which is the system's (namedSystem)
+	} else if n := sys.Devices; n != nil {
 		if *n < 1 || *n > limit {
 			hint := ""
 			if !sys.WhatIf && *n > limit {
@@ -224,6 +238,9 @@ func resolveSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *Syste
 		if r.kind, err = fabric.ParseKind(sys.Topology); err != nil {
 			return nil, d.Errorf(at("system.topology"), "system.topology", "%v", err)
 		}
+	}
+	if named != nil {
+		r.kind, r.system = named.Kind, named.Name
 	}
 	if sys.Model != "" {
 		if r.model, err = fabric.ParseModel(sys.Model); err != nil {

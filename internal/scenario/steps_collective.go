@@ -196,8 +196,11 @@ func (st *SweepStep) run(run *runner) error {
 	if err != nil {
 		return err
 	}
+	if run.r.system != "" {
+		rep.Extra["system"] = run.r.system
+	}
 	var b bytes.Buffer
-	if err := rep.WriteTable(&b); err != nil {
+	if err := cluster.WriteTables(&b, rep); err != nil {
 		return err
 	}
 	for _, line := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
