@@ -174,6 +174,8 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("name: x\nsystem: {arch: mariana, devices: 99}\n"))
 	f.Add([]byte("steps: [{fault: {kind: link_down, to: l1-sw0, in: -1s}}]"))
+	f.Add([]byte("name: x\nsystem: trn3-gen2\n"))
+	f.Add([]byte("name: x\nsystem: {name: trn3-gen1, devices: 32, what_if: true}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse("fuzz.yaml", data)
 		if err == nil && p.Name == "" {
