@@ -93,3 +93,22 @@ func TestSweepOnNamedSystem(t *testing.T) {
 	assert.Contains(t, string(raw), "# link utilisation (aware model)")
 	assert.NotContains(t, string(raw), "link_usage")
 }
+
+// TestSystemByNameOnRestore: a scenario run on a restored system may name
+// the system; the name must be the snapshot's system.
+func TestSystemByNameOnRestore(t *testing.T) {
+	spec, err := fabric.LookupSystem("trn1-32xl")
+	require.NoError(t, err)
+	cfg := spec.Config()
+	cfg.TimingOnly, cfg.Ready = true, true
+	sys, err := fabric.New(cfg)
+	require.NoError(t, err)
+	base := &Base{From: "t.snap", System: sys}
+	_, err = ParseWith("x.yaml", []byte("name: x\nsystem: trn1-32xl\n"), base)
+	require.NoError(t, err)
+	doc := "name: x\nsystem: {name: trn2-48xl}\n"
+	_, err = ParseWith("x.yaml", []byte(doc), base)
+	require.Error(t, err)
+	assert.True(t, strings.HasPrefix(err.Error(), posOf(t, doc, "trn2-48xl")), "%v", err)
+	assert.ErrorContains(t, err, "system.name: trn2-48xl (16 cayman devices, topology torus2d), but the snapshot t.snap holds 16 sunda devices, topology torus2d")
+}
