@@ -126,3 +126,26 @@ func TestCountersSurviveSnapshot(t *testing.T) {
 	assert.Equal(t, s.Counters(), r.Counters())
 	assert.NotZero(t, r.Counters()[path[0]].Bytes)
 }
+
+// BenchmarkCountersOverACollective is what a sweep adds per size: two
+// copies of the counters, their difference and the sums by class, on the
+// 144-device Trn3 Gen2 UltraServer (864 directed links).
+func BenchmarkCountersOverACollective(b *testing.B) {
+	spec, err := LookupSystem("trn3-gen2")
+	require.NoError(b, err)
+	cfg := spec.Config()
+	cfg.TimingOnly, cfg.Ready = true, true
+	s, err := New(cfg)
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		before := s.Counters()
+		d, err := s.Counters().Since(before)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.topo.Classes(d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
