@@ -89,6 +89,11 @@ type Params struct {
 	// InterRack is a Trn3 Gen1 device's bundle of direct inter-rack
 	// links (systems.go, DefaultInterRack).
 	InterRack LinkParams
+
+	// EFA is the scale-out network of a system of several nodes
+	// (Config.Nodes, efa.go, docs/fabric.md §EFA); unused with one node.
+	// --link-bw and --link-latency do not reach it: it has its own.
+	EFA EFAParams
 }
 
 // Picoseconds per nanosecond.
@@ -132,6 +137,7 @@ func DefaultParams(g hwarch.Generation) Params {
 		p.XY = LinkParams{256e9, 500 * ns}
 	}
 	p.InterRack = DefaultInterRack
+	p.EFA = DefaultEFA(g)
 	return p
 }
 
@@ -150,7 +156,7 @@ var ErrParams = errors.New("invalid fabric parameters")
 // size, the pod-port link budget of a switched fabric
 // (InterServerLinks ≤ PodPorts × MaxLinksPerPodPort when the latter is
 // known), Folds within MaxFolds, and ideal endpoints without endpoint or
-// switch delays.
+// switch delays, and the EFA parameters by themselves (EFAParams.Validate).
 func (p Params) Validate(k Kind) error {
 	if p.ChunkBytes < 64 || p.ChunkBytes > 1<<30 {
 		return fmt.Errorf("fabric: chunk of %d bytes (64..1 GiB): %w", p.ChunkBytes, ErrParams)
@@ -169,6 +175,9 @@ func (p Params) Validate(k Kind) error {
 			k, p.InterServerLinks, p.PodPorts, p.MaxLinksPerPodPort, ErrParams)
 	}
 	if err := p.validateEndpoints(); err != nil {
+		return err
+	}
+	if err := p.EFA.Validate(); err != nil {
 		return err
 	}
 	if p.Folds < 1 || (p.MaxFolds > 0 && p.Folds > p.MaxFolds) {

@@ -25,7 +25,7 @@ import (
 
 // SnapshotVersion is the version of the snapshot format Save writes and
 // Load accepts.
-const SnapshotVersion = 7
+const SnapshotVersion = 8
 
 // Snapshot is a whole system: its configuration, its virtual time and
 // pending events, host memory, every device (memory pages, registers, DMA
@@ -38,6 +38,7 @@ type Snapshot struct {
 	Version    int
 	Generation hwarch.Generation
 	Devices    int
+	Nodes      int // nodes joined by the EFA network (version 8; Params.EFA too)
 	Kind       Kind
 	Params     Params
 	Revision   uint8
@@ -110,7 +111,7 @@ func (s *System) Snapshot() *Snapshot {
 	capture := s.rec.state(uint64(s.engine.Now()))
 	s.mu.Unlock()
 	snap := &Snapshot{
-		Version: SnapshotVersion, Generation: s.cfg.Generation, Devices: s.cfg.Devices, Kind: s.cfg.Kind, Params: s.p,
+		Version: SnapshotVersion, Generation: s.cfg.Generation, Devices: s.cfg.Devices, Nodes: s.cfg.Nodes, Kind: s.cfg.Kind, Params: s.p,
 		Revision: s.cfg.Revision, DeviceID: s.cfg.DeviceID, DMA: s.cfg.DMA, TimingOnly: s.cfg.TimingOnly,
 		Engine: engine, Host: host,
 		Links: cloneLinks(st.Links), Last: append([]uint64(nil), st.Last...),
@@ -161,6 +162,9 @@ func Restore(snap *Snapshot) (*System, error) {
 	if snap.Devices < 1 || snap.Devices > hwarch.MaxFabricDevices {
 		return nil, bad("Devices %d: must be in 1..%d", snap.Devices, hwarch.MaxFabricDevices)
 	}
+	if snap.Nodes < 1 || snap.Nodes > snap.Devices || snap.Devices%snap.Nodes != 0 {
+		return nil, bad("Nodes %d: must be in 1..%d and divide the %d devices", snap.Nodes, snap.Devices, snap.Devices)
+	}
 	if len(snap.Device) != snap.Devices {
 		return nil, bad("%d device states for %d devices", len(snap.Device), snap.Devices)
 	}
@@ -171,7 +175,7 @@ func Restore(snap *Snapshot) (*System, error) {
 		return nil, badErr("DMA timing: ", err)
 	}
 	p := snap.Params
-	s, err := New(Config{Generation: snap.Generation, Devices: snap.Devices, Kind: snap.Kind, Params: &p, Revision: snap.Revision,
+	s, err := New(Config{Generation: snap.Generation, Devices: snap.Devices, Nodes: snap.Nodes, Kind: snap.Kind, Params: &p, Revision: snap.Revision,
 		DeviceID: snap.DeviceID, DMA: snap.DMA, TimingOnly: snap.TimingOnly, Ready: true})
 	if err != nil {
 		return nil, badErr("", err)
@@ -242,6 +246,9 @@ func checkParams(p *Params) error {
 		return err
 	}
 	if _, err := units.PS("InterRack.Latency", p.InterRack.Latency); err != nil {
+		return err
+	}
+	if err := p.EFA.Validate(); err != nil {
 		return err
 	}
 	for _, c := range []struct {
@@ -502,9 +509,10 @@ func (c snapshotCheck) capture() error {
 // memory in a map), version 3 files (whose links kept one free time
 // instead of busy spans), version 4 files (without the device id, and
 // device state without its boot count and function-level reset counter)
-// version 5 files (without the endpoint mode and the ideal DMA timing)
-// and version 6 files (fabric parameters without Params.InterRack) are
-// refused by name.
+// version 5 files (without the endpoint mode and the ideal DMA timing),
+// version 6 files (fabric parameters without Params.InterRack) and
+// version 7 files (without the nodes and the EFA network, Snapshot.Nodes
+// and Params.EFA) are refused by name.
 var snapshotMagic = [8]byte{'N', 'S', 'S', 'N', 'A', 'P', 0, 1}
 
 const (
@@ -650,6 +658,8 @@ func LoadWith(r io.Reader, o LoadOptions) (*System, error) {
 		return nil, bad("version 5 (before the endpoint mode, Params.Endpoints, and the ideal DMA timing, dma.Timing.Ideal, were kept) is no longer read; this build reads version %d, so save the system again with this build", SnapshotVersion)
 	case 6:
 		return nil, bad("version 6 (before the fabric parameters kept the Trn3 Gen1 inter-rack links) is no longer read; this build reads version %d, so save the system again with this build", SnapshotVersion)
+	case 7:
+		return nil, bad("version 7 (before the nodes of a system and their EFA scale-out network, Snapshot.Nodes and Params.EFA, were kept) is no longer read; this build reads version %d, so save the system again with this build", SnapshotVersion)
 	default:
 		return nil, bad("version %d; this build reads version %d", v, SnapshotVersion)
 	}

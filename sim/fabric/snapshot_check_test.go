@@ -250,7 +250,8 @@ func TestLoadRefusesByName(t *testing.T) {
 		{"version 4", func() []byte { b := append([]byte(nil), good...); b[8] = 4; return b }(), LoadOptions{}, "version 4 (before the device id", nil},
 		{"version 5", func() []byte { b := append([]byte(nil), good...); b[8] = 5; return b }(), LoadOptions{}, "version 5 (before the endpoint mode", nil},
 		{"version 6", func() []byte { b := append([]byte(nil), good...); b[8] = 6; return b }(), LoadOptions{}, "version 6 (before the fabric parameters kept the Trn3 Gen1 inter-rack links", nil},
-		{"version 8", func() []byte { b := append([]byte(nil), good...); b[8] = 8; return b }(), LoadOptions{}, "version 8; this build reads version 7", nil},
+		{"version 7", func() []byte { b := append([]byte(nil), good...); b[8] = 7; return b }(), LoadOptions{}, "version 7 (before the nodes of a system and their EFA scale-out network", nil},
+		{"version 9", func() []byte { b := append([]byte(nil), good...); b[8] = 9; return b }(), LoadOptions{}, "version 9; this build reads version 8", nil},
 		{"other layout", otherLayout, LoadOptions{}, "layout fingerprint", nil},
 		{"too many devices for the limit", good, LoadOptions{MaxBytes: 1 << 20}, "a system of 2 devices takes about 2 MiB", ErrSnapshotLimit},
 		{"trailing decoded bytes", trailing, LoadOptions{}, fmt.Sprintf("decompresses to %d bytes, its header declares %d", len(raw)+1, len(raw)), nil},
@@ -276,16 +277,16 @@ func TestLoadRefusesByName(t *testing.T) {
 // LinkState.Free; version 5 has Snapshot.DeviceID, sim.DeviceState.Boot
 // and DeviceStats.FunctionResets; version 6 has Params.Endpoints,
 // Snapshot.Messages and
-// dma.Timing.Ideal; version 7 has Params.InterRack). A change to a state type changes the fingerprint and
-// fails here: bump SnapshotVersion (old files are then refused by name) and
-// record the new fingerprint.
+// dma.Timing.Ideal; version 7 has Params.InterRack; version 8 has
+// Snapshot.Nodes and Params.EFA). A change to a state type changes the
+// fingerprint and fails here: bump SnapshotVersion (old files are then
+// refused by name) and record the new fingerprint.
 func TestSnapshotLayoutPinned(t *testing.T) {
 	got, err := snapshotLayout()
 	require.NoError(t, err)
-	const version7 = 0x7283da124cc40402
-	if SnapshotVersion == 7 {
-		assert.Equalf(t, uint64(version7), got, "the Snapshot's encoded layout changed (fingerprint %#016x): bump SnapshotVersion and pin the new fingerprint", got)
-	}
+	const version8 = 0xb00cc82a728879c0
+	require.Equal(t, 8, SnapshotVersion, "a new version pins its fingerprint here")
+	assert.Equalf(t, uint64(version8), got, "the Snapshot's encoded layout changed (fingerprint %#016x): bump SnapshotVersion and pin the new fingerprint", got)
 }
 
 // FuzzRestoreEncoding feeds mutated snapshot encodings, compressed and

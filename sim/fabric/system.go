@@ -16,8 +16,13 @@ import (
 // Config describes a system.
 type Config struct {
 	Generation hwarch.Generation
-	Devices    int
-	Kind       Kind    // KindAuto: AutoKind
+	Devices    int // every device of the system, all its nodes'
+	// Nodes is how many copies of a system of Devices/Nodes devices (of
+	// Kind) make the system, joined by the EFA network of Params.EFA
+	// (BuildNodes, docs/fabric.md §EFA): device index = node ×
+	// Devices/Nodes + local index. 0 is 1: one node, no EFA network.
+	Nodes      int
+	Kind       Kind    // of each node; KindAuto: AutoKind of a node's devices
 	Params     *Params // nil: DefaultParams(Generation)
 	Revision   uint8   // PCI revision of every device
 	// DeviceID is the PCI device id of every device (Inf2 is 0x7264); 0:
@@ -203,8 +208,14 @@ func resolve(cfg Config) (Config, Params, *Topology, error) {
 	if cfg.Params != nil {
 		p = *cfg.Params
 	}
+	if cfg.Nodes == 0 {
+		cfg.Nodes = 1
+	}
+	if cfg.Nodes < 1 || cfg.Nodes > hwarch.MaxFabricDevices {
+		return cfg, p, nil, fmt.Errorf("fabric: Nodes %d (1..%d): %w", cfg.Nodes, hwarch.MaxFabricDevices, ErrConfig)
+	}
 	if cfg.Kind == KindAuto {
-		cfg.Kind = AutoKind(cfg.Generation, cfg.Devices)
+		cfg.Kind = AutoKind(cfg.Generation, cfg.Devices/cfg.Nodes)
 	}
 	if err := p.Validate(cfg.Kind); err != nil {
 		return cfg, p, nil, err
@@ -220,7 +231,7 @@ func resolve(cfg Config) (Config, Params, *Topology, error) {
 	if err := cfg.DMA.Validate(); err != nil {
 		return cfg, p, nil, fmt.Errorf("fabric: DMA timing: %w: %w", err, ErrConfig)
 	}
-	topo, err := Build(cfg.Kind, cfg.Generation, cfg.Devices, p)
+	topo, err := BuildNodes(cfg.Kind, cfg.Generation, cfg.Devices, cfg.Nodes, p)
 	if err != nil {
 		return cfg, p, nil, err
 	}

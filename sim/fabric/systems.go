@@ -125,22 +125,36 @@ func (t *Topology) spreadGen2() {
 
 // SystemSpec is a system AWS sells, as the fabric builds it: its
 // generation, device count and topology kind, and the parameters it takes
-// (DefaultParams of the generation).
+// (DefaultParams of the generation), with its EFA scale-out: the
+// per-instance (here per-node) EFA bandwidth and NIC count AWS publishes,
+// so that a SystemSpec and a node count give the whole cluster (Cluster).
 type SystemSpec struct {
 	Name       string // as the CLI spells it: trn1-32xl, trn2-48xl, trn2-ultraserver, trn3-gen1, trn3-gen2
 	About      string
 	Generation hwarch.Generation
 	Devices    int
 	Kind       Kind
+	// EFABandwidth is the node's EFA bandwidth per direction, bytes/s
+	// (trainium-facts §4): trn1.32xlarge 800 Gbps [A6], trn2.48xlarge
+	// 3,200 Gbps [A8, C2], a Trn2 UltraServer 4 × 3,200 [A8], Trn3 Gen1
+	// 12,800 and Gen2 28,800 Gbps [A9].
+	EFABandwidth uint64
+	// NICs is the node's EFA devices: 8 on trn1.32xlarge [X2], 16 on
+	// trn2.48xlarge (one per chip [A8, C2]), 64 on a Trn2 UltraServer (4 ×
+	// 16); one per chip on Trn3 (not published: chosen).
+	NICs int
 }
+
+// Gbps is a bandwidth of n gigabits per second in bytes per second.
+func Gbps(n uint64) uint64 { return n * 1e9 / 8 }
 
 // Systems are the systems of trainium-facts §1 and §4, by name.
 var Systems = []SystemSpec{
-	{"trn1-32xl", "trn1.32xlarge: 16 Trainium chips, 4×4 2D torus [A6]", hwarch.Sunda, 16, KindTorus2D},
-	{"trn2-48xl", "trn2.48xlarge: 16 Trainium2 chips, 4×4 2D torus [A8]", hwarch.Cayman, 16, KindTorus2D},
-	{"trn2-ultraserver", "Trn2 UltraServer: 4 trn2u.48xlarge × 16, same-position chips in a Z ring of 4 [A8]", hwarch.Cayman, 64, KindUltraServer},
-	{"trn3-gen1", "Trn3 Gen1 UltraServer: 4 servers × 16 on NeuronSwitch-v1 [A9]", hwarch.Mariana, 64, KindTrn3Gen1},
-	{"trn3-gen2", "Trn3 Gen2 UltraServer: 36 servers × 4, two switch levels [A9]", hwarch.Mariana, 144, KindTrn3Gen2},
+	{"trn1-32xl", "trn1.32xlarge: 16 Trainium chips, 4×4 2D torus [A6]", hwarch.Sunda, 16, KindTorus2D, Gbps(800), 8},
+	{"trn2-48xl", "trn2.48xlarge: 16 Trainium2 chips, 4×4 2D torus [A8]", hwarch.Cayman, 16, KindTorus2D, Gbps(3200), 16},
+	{"trn2-ultraserver", "Trn2 UltraServer: 4 trn2u.48xlarge × 16, same-position chips in a Z ring of 4 [A8]", hwarch.Cayman, 64, KindUltraServer, 4 * Gbps(3200), 64},
+	{"trn3-gen1", "Trn3 Gen1 UltraServer: 4 servers × 16 on NeuronSwitch-v1 [A9]", hwarch.Mariana, 64, KindTrn3Gen1, Gbps(12800), 64},
+	{"trn3-gen2", "Trn3 Gen2 UltraServer: 36 servers × 4, two switch levels [A9]", hwarch.Mariana, 144, KindTrn3Gen2, Gbps(28800), 144},
 }
 
 // ErrUnknownSystem is returned (wrapped) by LookupSystem.
@@ -169,3 +183,22 @@ func (s SystemSpec) Config() Config {
 // Trn3 systems, none for Trn1 and Trn2 (trainium-facts §4; the rule
 // hwarch.DefaultSwitchFamily gives each generation).
 func (s SystemSpec) Switch() hwarch.SwitchFamily { return hwarch.DefaultSwitchFamily(s.Generation) }
+
+// EFA returns the generation's EFA parameters with the system's NICs and
+// bandwidth: Devices/NICs devices per NIC, EFABandwidth/NICs per NIC.
+func (s SystemSpec) EFA() EFAParams {
+	e := DefaultEFA(s.Generation)
+	if s.NICs > 0 {
+		e.DevicesPerNIC, e.NICBandwidth = max(1, s.Devices/s.NICs), s.EFABandwidth/uint64(s.NICs)
+	}
+	return e
+}
+
+// Cluster returns the configuration of nodes copies of the system joined
+// by EFA: Devices × nodes devices, the generation's default parameters
+// with the system's EFA (SystemSpec.EFA).
+func (s SystemSpec) Cluster(nodes int) Config {
+	p := DefaultParams(s.Generation)
+	p.EFA = s.EFA()
+	return Config{Generation: s.Generation, Devices: s.Devices * nodes, Nodes: nodes, Kind: s.Kind, Params: &p}
+}

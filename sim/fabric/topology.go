@@ -92,6 +92,9 @@ type NodeKind uint8
 const (
 	NodeDevice NodeKind = iota
 	NodeSwitch
+	// NodeNIC is an EFA NIC of a system of several nodes (ScaleOut): it
+	// forwards between its devices and its leaf without a switch's delay.
+	NodeNIC
 )
 
 // Node is a device or a switch.
@@ -122,9 +125,21 @@ type Topology struct {
 	// d's B0_s window (column = SENG index), or -1; empty when the topology
 	// has no neighbour windows.
 	Neighbours [][]int
+	// Scale is the EFA network of a system of several nodes (BuildNodes),
+	// or nil for one node.
+	Scale *ScaleOut
 	// next[src][dst] is the link a packet at node src takes towards device
-	// dst (-1: none; src == dst needs none).
+	// dst (-1: none; src == dst needs none); nil with Scale, whose rules
+	// give the next hop (ScaleOut.hop).
 	next [][]int32
+}
+
+// hop is the link a packet at node x takes towards device dst (-1: none).
+func (t *Topology) hop(x, dst int) int32 {
+	if t.Scale != nil {
+		return t.Scale.hop(x, dst)
+	}
+	return t.next[x][dst]
 }
 
 // ErrTopology marks a topology that cannot be built as asked.
@@ -466,7 +481,7 @@ func (t *Topology) Path(src, dst int) ([]int, error) {
 	}
 	var p []int
 	for x := src; x != dst; {
-		id := t.next[x][dst]
+		id := t.hop(x, dst)
 		if id < 0 || len(p) > len(t.Nodes) {
 			return nil, fmt.Errorf("fabric path %s → %s: %w", t.Nodes[src].Name, t.Nodes[dst].Name, ErrNoPath)
 		}

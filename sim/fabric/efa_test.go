@@ -1,0 +1,409 @@
+package fabric
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/hw/udma"
+	"github.com/neuronsim/neuronsim/sim"
+	"github.com/neuronsim/neuronsim/sim/simkernel"
+)
+
+// efaParams are the generation's defaults with EFA parameters changed by
+// mut.
+func efaParams(g hwarch.Generation, mut func(*EFAParams)) Params {
+	p := DefaultParams(g)
+	if mut != nil {
+		mut(&p.EFA)
+	}
+	return p
+}
+
+// groupsOf returns the link groups of a path.
+func groupsOf(t *Topology, path []int) []string {
+	var out []string
+	for _, id := range path {
+		out = append(out, t.Links[id].Group)
+	}
+	return out
+}
+
+// TestEFAShapes: N copies of each system of the catalogue joined by EFA
+// have N × its devices, one NIC per DevicesPerNIC devices (Trn1 two chips
+// per NIC, the others one), a leaf per rail (rail-optimised) or per
+// LeafPorts NICs (fat tree), spines when there is more than one leaf, and
+// the per-node EFA bandwidth AWS publishes for the system.
+func TestEFAShapes(t *testing.T) {
+	for _, spec := range Systems {
+		for _, net := range []EFANetwork{RailOptimised, FatTree} {
+			t.Run(fmt.Sprintf("%s-%s", spec.Name, net), func(t *testing.T) {
+				const nodes = 2
+				p := DefaultParams(spec.Generation)
+				p.EFA.Network = net
+				topo, err := BuildNodes(spec.Kind, spec.Generation, nodes*spec.Devices, nodes, p)
+				require.NoError(t, err)
+				require.NoError(t, topo.Connected())
+				so := topo.Scale
+				require.NotNil(t, so)
+				assert.Equal(t, nodes*spec.Devices, topo.Devices)
+				assert.Equal(t, spec.NICs, so.NICs, "NICs per node")
+				assert.Equal(t, spec.EFABandwidth, uint64(so.NICs)*p.EFA.NICBandwidth, "the node's EFA bandwidth")
+				count := map[NodeKind]int{}
+				for _, n := range topo.Nodes {
+					count[n.Kind]++
+				}
+				assert.Equal(t, nodes*spec.NICs, count[NodeNIC])
+				wantLeaves := spec.NICs // one leaf per rail: 2 nodes fit a leaf
+				if net == FatTree {
+					wantLeaves = (nodes*spec.NICs + 63) / 64
+				}
+				assert.Equal(t, wantLeaves, so.Leaves)
+				wantSpines := 0
+				if wantLeaves > 1 {
+					wantSpines = p.EFA.Spines
+				}
+				assert.Equal(t, wantSpines, so.Spines)
+				base, err := Build(spec.Kind, spec.Generation, spec.Devices, p)
+				require.NoError(t, err)
+				assert.Equal(t, nodes*(len(base.Nodes)-spec.Devices)+wantLeaves+wantSpines, count[NodeSwitch], "the nodes' own switches, leaves and spines")
+				assert.Len(t, topo.Links, nodes*len(base.Links)+2*nodes*spec.Devices+2*nodes*spec.NICs+2*wantLeaves*wantSpines)
+				for d := range topo.Devices {
+					nic := topo.Links[so.up[d]].To
+					assert.Equal(t, so.NIC(d/spec.Devices, d%spec.Devices/p.EFA.DevicesPerNIC), nic, "device %d's NIC", d)
+				}
+			})
+		}
+	}
+}
+
+// TestEFASpecsMatchDefaults: the published per-instance EFA bandwidth and
+// NIC count of each system (SystemSpec) are what the generation's default
+// EFA parameters give a node of its devices, so a system of nodes built
+// from either is the same.
+func TestEFASpecsMatchDefaults(t *testing.T) {
+	want := map[string][2]uint64{ // Gbps per node, NICs
+		"trn1-32xl": {800, 8}, "trn2-48xl": {3200, 16}, "trn2-ultraserver": {12800, 64}, "trn3-gen1": {12800, 64}, "trn3-gen2": {28800, 144},
+	}
+	for _, spec := range Systems {
+		e := DefaultEFA(spec.Generation)
+		assert.Equal(t, want[spec.Name], [2]uint64{spec.EFABandwidth * 8 / 1e9, uint64(spec.NICs)}, spec.Name)
+		assert.Equal(t, e, spec.EFA(), spec.Name)
+		cfg := spec.Cluster(3)
+		assert.Equal(t, 3*spec.Devices, cfg.Devices)
+		assert.Equal(t, 3, cfg.Nodes)
+	}
+}
+
+// TestEFARouting: every device reaches every other; inside a node by the
+// node's own path; to another node, rail-optimised, through the NIC of the
+// destination's rail (after moving inside the node to the device of the
+// destination's local index when its own NIC is another), fat tree
+// through its own NIC; a path crosses a spine exactly when the two NICs
+// are on different leaves, the spine d mod Spines.
+func TestEFARouting(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		g     hwarch.Generation
+		kind  Kind
+		nd    int
+		nodes int
+		net   EFANetwork
+		ports int
+	}{
+		{"trn1-rail", hwarch.Sunda, KindTorus2D, 16, 2, RailOptimised, 64},
+		{"trn2-rail-2leaves-per-rail", hwarch.Cayman, KindTorus2D, 16, 3, RailOptimised, 2},
+		{"trn2-fat-tree", hwarch.Cayman, KindTorus2D, 16, 3, FatTree, 8},
+		{"trn3-switch-fat-tree", hwarch.Mariana, KindSwitch, 8, 2, FatTree, 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := efaParams(c.g, func(e *EFAParams) { e.Network, e.LeafPorts = c.net, c.ports })
+			topo, err := BuildNodes(c.kind, c.g, c.nd*c.nodes, c.nodes, p)
+			require.NoError(t, err)
+			so := topo.Scale
+			base := so.Base
+			for a := range topo.Devices {
+				for b := range topo.Devices {
+					path, err := topo.Path(a, b)
+					require.NoError(t, err, "%d → %d", a, b)
+					if a == b {
+						require.Empty(t, path)
+						continue
+					}
+					require.Equal(t, a, topo.Links[path[0]].From)
+					require.Equal(t, b, topo.Links[path[len(path)-1]].To)
+					for i := 1; i < len(path); i++ {
+						require.Equal(t, topo.Links[path[i-1]].To, topo.Links[path[i]].From, "%d → %d: a connected path", a, b)
+					}
+					ma, la, mb, lb := a/c.nd, a%c.nd, b/c.nd, b%c.nd
+					if ma == mb {
+						bp, err := base.Path(la, lb)
+						require.NoError(t, err)
+						require.Equal(t, groupsOf(base, bp), groupsOf(topo, path), "%d → %d inside node %d: the node's own path", a, b, ma)
+						continue
+					}
+					// The first EFA link leaves from the sending device.
+					k := 0
+					for topo.Links[path[k]].Group != "efa-nic" {
+						k++
+					}
+					sender := topo.Links[path[k]].From
+					require.Equal(t, ma, sender/c.nd, "%d → %d leaves its own node", a, b)
+					if c.net == FatTree {
+						require.Equal(t, a, sender, "%d → %d: fat tree, the device's own NIC", a, b)
+					} else {
+						require.Equal(t, so.NICOf(lb), so.NICOf(sender%c.nd), "%d → %d: the destination's rail", a, b)
+						if so.NICOf(la) == so.NICOf(lb) {
+							require.Equal(t, a, sender, "%d → %d: already on the destination's rail", a, b)
+						} else {
+							// It moved along the node's path towards the
+							// device of the destination's local index.
+							bp, err := base.Path(la, lb)
+							require.NoError(t, err)
+							require.Equal(t, groupsOf(base, bp[:k]), groupsOf(topo, path[:k]), "%d → %d: the node's path towards %d", a, b, ma*c.nd+lb)
+						}
+					}
+					tail := groupsOf(topo, path[k:])
+					srcLeaf, dstLeaf := so.LeafOf(ma, so.NICOf(sender%c.nd)), so.LeafOf(mb, so.NICOf(lb))
+					want := []string{"efa-nic", "efa-leaf", "efa-leaf", "efa-nic"}
+					if srcLeaf != dstLeaf {
+						want = []string{"efa-nic", "efa-leaf", "efa-spine", "efa-spine", "efa-leaf", "efa-nic"}
+						require.Equal(t, so.Spine(b%so.Spines), topo.Links[path[k+2]].To, "%d → %d: spine d mod Spines", a, b)
+					}
+					require.Equal(t, want, tail, "%d → %d", a, b)
+				}
+			}
+		})
+	}
+}
+
+// TestEFARefusals: parameters that cannot describe an EFA network and
+// shapes it cannot join are refused, naming the field.
+func TestEFARefusals(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		mut        func(*EFAParams)
+		devs, node int
+		want       string
+	}{
+		{"oversubscription below 1", func(e *EFAParams) { e.Oversubscription = 0.5 }, 32, 2, "EFA.Oversubscription"},
+		{"oversubscription NaN", func(e *EFAParams) { e.Oversubscription = nan() }, 32, 2, "EFA.Oversubscription"},
+		{"no bandwidth", func(e *EFAParams) { e.NICBandwidth = 0 }, 32, 2, "EFA.NICBandwidth"},
+		{"no leaf ports", func(e *EFAParams) { e.LeafPorts = 0 }, 32, 2, "EFA.LeafPorts"},
+		{"too many leaf ports", func(e *EFAParams) { e.LeafPorts = MaxLeafPorts + 1 }, 32, 2, "EFA.LeafPorts"},
+		{"no spines", func(e *EFAParams) { e.Spines = 0 }, 32, 2, "EFA.Spines"},
+		{"no devices per NIC", func(e *EFAParams) { e.DevicesPerNIC = 0 }, 32, 2, "EFA.DevicesPerNIC"},
+		{"devices per NIC not dividing", func(e *EFAParams) { e.DevicesPerNIC = 3 }, 32, 2, "EFA.DevicesPerNIC 3 does not divide"},
+		{"latency", func(e *EFAParams) { e.NICLatency = 1 << 63 }, 32, 2, "EFA.NICLatency"},
+		{"network", func(e *EFAParams) { e.Network = 9 }, 32, 2, "EFA.Network"},
+		{"nodes not dividing", nil, 32, 3, "must divide the devices"},
+		{"uplink below 1 B/s", func(e *EFAParams) {
+			e.NICBandwidth, e.Oversubscription, e.Spines, e.Network, e.LeafPorts = 1, 1000, 4, FatTree, 1
+		}, 32, 2, "per spine link"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := efaParams(hwarch.Cayman, c.mut)
+			_, err := New(Config{Generation: hwarch.Cayman, Devices: c.devs, Nodes: c.node, Kind: KindTorus2D, Params: &p, TimingOnly: true})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
+	_, err := New(Config{Generation: hwarch.Cayman, Devices: 32, Nodes: -1, TimingOnly: true})
+	require.ErrorIs(t, err, ErrConfig)
+	assert.Contains(t, err.Error(), "Nodes -1")
+	assert.Equal(t, hwarch.MaxFabricDevices/16, MaxNodes(16))
+	var n EFANetwork
+	require.NoError(t, n.Set("fat-tree"))
+	assert.Equal(t, FatTree, n)
+	assert.Equal(t, "fat-tree", n.String())
+	_, err = ParseEFANetwork("torus")
+	require.ErrorIs(t, err, ErrUnknownEFANetwork)
+}
+
+func nan() float64 {
+	zero := 0.0
+	return zero / zero
+}
+
+// landPS sends one write of n bytes from src to dst at start (the engine's
+// bytes all handed over at once), posts it, and returns when it lands.
+func landPS(t *testing.T, s *System, src, dst, n int, q int, addr, start uint64) uint64 {
+	t.Helper()
+	a, err := hwarch.FabricAddress(dst, addr)
+	require.NoError(t, err)
+	_, lands, err := s.ports[src].Reserve(0, q, a, n, sim.Time(start), sim.Time(start))
+	require.NoError(t, err)
+	require.NoError(t, s.ports[src].Post(0, q, a, n, nil, udma.Reduce{}, lands))
+	return uint64(lands)
+}
+
+// TestEFAFreeFormula: in the free model a single write between two nodes
+// lands exactly h·α + m/B after it starts in the parity mode (α each link's
+// latency, B the slowest link's bandwidth), and with real endpoints the
+// formula of EFAParams: a minimal message between two nodes on one leaf
+// costs 2·NICLatency + 2·LeafLatency + σ + δ = 15 µs (+ m/B), one through
+// a spine 2·SpineLatency + 2σ more.
+func TestEFAFreeFormula(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		name  string
+		ideal bool
+		size  int
+		ports int // 1: every NIC on a leaf of its own, so a path crosses a spine
+	}{
+		{"parity-same-leaf", true, mib, 64},
+		{"parity-spine", true, mib, 1},
+		{"real-minimal", false, 64, 64},
+		{"real-spine", false, 64, 1},
+		{"real-large", false, mib, 64},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// One spine: the uplink of a leaf of one NIC has that NIC's
+			// bandwidth (with two, half each).
+			p := efaParams(hwarch.Cayman, func(e *EFAParams) { e.Network, e.LeafPorts, e.Spines = FatTree, c.ports, 1 })
+			if c.ideal {
+				p = p.WithIdealEndpoints()
+			}
+			p.Model = Free
+			s, err := New(Config{Generation: hwarch.Cayman, Devices: 32, Nodes: 2, Kind: KindTorus2D, Params: &p, TimingOnly: true, Ready: true})
+			require.NoError(t, err)
+			const start = 1000 * ns
+			got := landPS(t, s, 0, 16, c.size, 15, 0x10000, start) - start
+			e := p.EFA
+			alpha := 2*e.NICLatency + 2*e.LeafLatency
+			switches := uint64(1)
+			if c.ports == 1 {
+				alpha += 2 * e.SpineLatency
+				switches = 3
+			}
+			bw := e.NICBandwidth
+			want := alpha + uint64(simkernel.AtRate(uint64(c.size), bw))
+			if !c.ideal {
+				want += switches*p.Switch + p.Endpoint
+			}
+			assert.Equal(t, want, got)
+			if c.name == "real-minimal" {
+				assert.Equal(t, uint64(15_000*ns), got-uint64(simkernel.AtRate(64, bw)), "the ~15 µs HBM-to-HBM of a minimal message [C2, C4]")
+			}
+		})
+	}
+}
+
+// flows runs, in the aware model, one flow per (src, dst) pair, each of
+// writes × size bytes, its writes reserved in turn with the other flows'
+// (each flow's next write starting when its last has left its device, as a
+// DMA engine's next descriptor does), and returns when each flow's last
+// write landed, from start.
+func flows(t *testing.T, s *System, pairs [][2]int, writes, size int) []uint64 {
+	t.Helper()
+	const start = 1000 * ns
+	at := make([]uint64, len(pairs))
+	done := make([]uint64, len(pairs))
+	for i := range at {
+		at[i] = start
+	}
+	for j := range writes {
+		for i, pr := range pairs {
+			a, err := hwarch.FabricAddress(pr[1], 0x100000+uint64(i)<<28+uint64(j*size))
+			require.NoError(t, err)
+			in, lands, err := s.ports[pr[0]].Reserve(0, i, a, size, sim.Time(at[i]), sim.Time(at[i]))
+			require.NoError(t, err)
+			require.NoError(t, s.ports[pr[0]].Post(0, i, a, size, nil, udma.Reduce{}, lands))
+			at[i], done[i] = uint64(in), uint64(lands)-start
+		}
+	}
+	return done
+}
+
+// TestEFAAwareSharing: in the aware model the EFA links are FIFOs shared
+// by every flow through them — two Trn1 devices on one NIC sending to the
+// other node each get half the NIC (a flow takes twice as long as alone),
+// and a leaf of oversubscription 2 whose NICs all send to another leaf
+// gives each flow half its NIC (twice as long as with oversubscription 1),
+// while one flow alone through the same leaf is not slowed (its NIC is the
+// bottleneck, the uplink has twice its bandwidth).
+func TestEFAAwareSharing(t *testing.T) {
+	const writes, size = 256, 64 << 10 // 16 MiB a flow
+	within := func(t *testing.T, want, got float64, what string) {
+		t.Helper()
+		assert.InEpsilon(t, want, got, 0.02, "%s: %.4f", what, got)
+	}
+	t.Run("nic-shared", func(t *testing.T) {
+		p := DefaultParams(hwarch.Sunda)
+		s, err := New(Config{Generation: hwarch.Sunda, Devices: 32, Nodes: 2, Kind: KindTorus2D, Params: &p, TimingOnly: true, Ready: true})
+		require.NoError(t, err)
+		alone := flows(t, s, [][2]int{{0, 16}}, writes, size)[0]
+		s2, err := New(Config{Generation: hwarch.Sunda, Devices: 32, Nodes: 2, Kind: KindTorus2D, Params: &p, TimingOnly: true, Ready: true})
+		require.NoError(t, err)
+		both := flows(t, s2, [][2]int{{0, 16}, {1, 17}}, writes, size) // devices 0 and 1 share NIC 0, as 16 and 17 do
+		for i, d := range both {
+			within(t, 2, float64(d)/float64(alone), fmt.Sprintf("flow %d shared / alone", i))
+		}
+		link := s2.Topology().Links[s2.Topology().Scale.nicUp[0]]
+		assert.Equal(t, "efa-leaf", link.Group)
+	})
+	t.Run("oversubscription", func(t *testing.T) {
+		// Nodes of 2 Trn2 devices (a ring of 2), one NIC each; leaves of 2
+		// ports, so node 0's NICs are leaf0 and node 1's leaf1; one spine.
+		run := func(ratio float64, pairs [][2]int) []uint64 {
+			p := efaParams(hwarch.Cayman, func(e *EFAParams) {
+				e.Network, e.LeafPorts, e.Spines, e.Oversubscription = FatTree, 2, 1, ratio
+			})
+			s, err := New(Config{Generation: hwarch.Cayman, Devices: 4, Nodes: 2, Kind: KindRing, Params: &p, TimingOnly: true, Ready: true})
+			require.NoError(t, err)
+			up := s.Topology().Links[s.Topology().Scale.leafUp[0][0]]
+			require.Equal(t, uint64(float64(2*p.EFA.NICBandwidth)/ratio), up.Params.Bandwidth, "uplink = downlink sum / ratio")
+			return flows(t, s, pairs, writes, size)
+		}
+		all := [][2]int{{0, 2}, {1, 3}}
+		one, two := run(1, all), run(2, all)
+		for i := range all {
+			within(t, 2, float64(two[i])/float64(one[i]), fmt.Sprintf("flow %d at 2:1 / 1:1", i))
+		}
+		alone1, alone2 := run(1, all[:1])[0], run(2, all[:1])[0]
+		within(t, 1, float64(alone2)/float64(alone1), "one flow at 2:1 / 1:1")
+	})
+}
+
+// TestEFAFreeOversubscribedUplink: in the free model a single write across
+// leaves goes at its path's slowest link, the uplink once the leaf is
+// oversubscribed past its downlinks (2 NICs at 4:1: half a NIC).
+func TestEFAFreeOversubscribedUplink(t *testing.T) {
+	p := efaParams(hwarch.Cayman, func(e *EFAParams) { e.Network, e.LeafPorts, e.Spines, e.Oversubscription = FatTree, 2, 1, 4 })
+	p = p.WithIdealEndpoints()
+	p.Model = Free
+	s, err := New(Config{Generation: hwarch.Cayman, Devices: 4, Nodes: 2, Kind: KindRing, Params: &p, TimingOnly: true, Ready: true})
+	require.NoError(t, err)
+	const start, n = 1000 * ns, 1 << 20
+	e := p.EFA
+	got := landPS(t, s, 0, 2, n, 15, 0x10000, start) - start
+	assert.Equal(t, 2*e.NICLatency+2*e.LeafLatency+2*e.SpineLatency+uint64(simkernel.AtRate(n, e.NICBandwidth/2)), got)
+}
+
+// TestEFASnapshot: a system of nodes saves and restores with its nodes and
+// EFA parameters, and the restored system routes and times as the saved
+// one.
+func TestEFASnapshot(t *testing.T) {
+	p := efaParams(hwarch.Cayman, func(e *EFAParams) { e.Network, e.LeafPorts, e.Oversubscription = FatTree, 8, 1.5 })
+	s, err := New(Config{Generation: hwarch.Cayman, Devices: 32, Nodes: 2, Kind: KindTorus2D, Params: &p, TimingOnly: true, Ready: true})
+	require.NoError(t, err)
+	snap := s.Snapshot()
+	assert.Equal(t, 2, snap.Nodes)
+	r, err := Restore(snap)
+	require.NoError(t, err)
+	assert.Equal(t, p.EFA, r.Params().EFA)
+	require.NotNil(t, r.Topology().Scale)
+	assert.Equal(t, landPS(t, s, 3, 29, 1<<20, 15, 0x10000, 1000*ns), landPS(t, r, 3, 29, 1<<20, 15, 0x10000, 1000*ns))
+	snap.Nodes = 3
+	_, err = Restore(snap)
+	require.ErrorIs(t, err, ErrSnapshot)
+	assert.Contains(t, err.Error(), "Nodes 3")
+	snap.Nodes = 2
+	snap.Params.EFA.Oversubscription = 0
+	_, err = Restore(snap)
+	require.ErrorIs(t, err, ErrSnapshot)
+	assert.Contains(t, err.Error(), "EFA.Oversubscription")
+}
