@@ -28,7 +28,12 @@ import (
 // Config describes a cluster: the system and the ranks on it.
 type Config struct {
 	Generation hwarch.Generation
-	Devices    int
+	Devices    int // every device, all nodes'
+	// Nodes is how many copies of a system of Devices/Nodes devices (of
+	// Kind) the EFA network joins (fabric.Config.Nodes, docs/fabric.md
+	// §EFA); 0 is 1. Collectives over several nodes take the node's ranks
+	// as their group size (CollectiveOptions).
+	Nodes      int
 	Switch     hwarch.SwitchFamily
 	Kind       fabric.Kind
 	// Params are the fabric's parameters; nil: the generation's defaults
@@ -97,7 +102,7 @@ func New(cfg Config) (*Cluster, error) {
 		d := DefaultParams(cfg.Generation, tables)
 		p = &d
 	}
-	sys, err := fabric.New(fabric.Config{Generation: cfg.Generation, Devices: cfg.Devices, Kind: cfg.Kind, Params: p,
+	sys, err := fabric.New(fabric.Config{Generation: cfg.Generation, Devices: cfg.Devices, Nodes: cfg.Nodes, Kind: cfg.Kind, Params: p,
 		TimingOnly: cfg.TimingOnly, Ready: !cfg.Boot, Revision: cfg.Revision})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)

@@ -27,10 +27,14 @@ type Sweep struct {
 // counters over each collective, by class.
 func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 	ranks := c.Ranks()
+	sw.Options = c.cfg.CollectiveOptions(sw.Options)
 	rep := &nccom.Report{Op: sw.Op.String(), Ranks: ranks, Extra: map[string]any{
 		"arch": c.cfg.Generation.String(), "devices": c.cfg.Devices, "topology": c.System.Topology().Kind.String(),
 		"model": c.System.Params().Model.String(), "mode": c.Mode(), "switch": c.cfg.Switch.String(),
 	}}
+	if so := c.System.Topology().Scale; so != nil {
+		rep.Extra["nodes"], rep.Extra["efa_network"] = so.Nodes, so.Network.String()
+	}
 	usage := make(LinkUsage, 0, len(sw.Sizes))
 	for i, size := range sw.Sizes {
 		sch, err := enc.Build(sw.Op, sw.Algo, ranks, size, sw.Dtype.Size(), sw.Options)
@@ -140,7 +144,7 @@ func Largest(op enc.Op, algo enc.Algo, ranks int, sizes []int64, opt enc.Options
 	for _, size := range sizes {
 		a := algo
 		if a == enc.Auto {
-			a = pol.Choose(op, size, ranks)
+			a = pol.ChooseIn(op, size, ranks, opt.GroupSize)
 		}
 		i, ok := at[a]
 		if !ok {

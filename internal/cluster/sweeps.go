@@ -93,6 +93,7 @@ func RunSweeps(set SweepSet) (SweepResult, error) {
 func (set *SweepSet) runOne(sys SweepSystem, stats *CaptureStats) (*nccom.Report, error) {
 	cfg, sw := set.Config, set.Sweep
 	cfg.Devices, cfg.Kind = sys.Devices, sys.Kind
+	sw.Options = cfg.CollectiveOptions(sw.Options)
 	rpd := max(cfg.RanksPerDevice, 1)
 	need, err := BufferNeed(sw.Op, sw.Algo, sys.Devices*rpd, sw.Dtype, sys.Sizes, sw.Options)
 	if err != nil {

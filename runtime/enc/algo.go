@@ -70,8 +70,10 @@ func (a Algo) String() string {
 // above RDHMax (KangaRing instead when DualRing is set and the rank count is
 // even). RDH needs a power-of-two rank count: for other counts the RDH range
 // falls to Ring. These thresholds apply to AllReduce, AllGather and
-// ReduceScatter; AllToAll always uses Mesh and Permute Ring. Auto never picks
-// Hier, which needs a group size.
+// ReduceScatter; AllToAll always uses Mesh and Permute Ring. Over ranks in
+// several nodes (ChooseIn with the ranks per node, Options.GroupSize) those
+// three ops use Hier when a node holds more than one rank — or, with
+// FlatRing, a flat Ring over every rank from FlatRingMin bytes on.
 type Policy struct {
 	// MeshMax: messages of fewer bytes use Mesh. The runtime's "1 MB",
 	// read as 1 MiB (1<<20) by DefaultPolicy.
@@ -84,17 +86,57 @@ type Policy struct {
 	// count is even (the runtime does when all ranks of each chip are in the
 	// group).
 	DualRing bool
+	// FlatRing: over several nodes, messages of at least FlatRingMin bytes
+	// take a flat Ring over every rank (one channel per EFA NIC) rather
+	// than Hier — the runtime's flat ring, "Trn1 large messages only"
+	// (trainium-facts §5.1; FlatRingPolicy).
+	FlatRing    bool
+	FlatRingMin int64
 }
 
 // DefaultPolicy returns the runtime's thresholds: MeshMax 1 MiB, RDHMax
-// 56 MiB, DualRing off.
+// 56 MiB, DualRing off, FlatRing off.
 func DefaultPolicy() Policy {
 	return Policy{MeshMax: 1 << 20, RDHMax: 56 << 20}
 }
 
-// Choose returns the algorithm Auto resolves to for op over ranks ranks with
-// a message of size bytes (nccom-test's size(B)). It never returns Auto or
-// Hier.
+// DefaultFlatRingMin is where FlatRingPolicy's flat ring starts: 64 MiB.
+// The runtime says only "large messages" (trainium-facts §5.1): chosen as
+// the first power of two past RDHMax, where one node's policy has also
+// gone to Ring.
+const DefaultFlatRingMin = 64 << 20
+
+// FlatRingPolicy is DefaultPolicy with the flat ring of Trn1 across nodes:
+// FlatRing from DefaultFlatRingMin bytes.
+func FlatRingPolicy() Policy {
+	p := DefaultPolicy()
+	p.FlatRing, p.FlatRingMin = true, DefaultFlatRingMin
+	return p
+}
+
+// ChooseIn returns the algorithm Auto resolves to for op over ranks ranks
+// in nodes of group ranks each (Options.GroupSize; ranks g·n … g·n+g−1
+// are node n). When group divides ranks and 1 < group < ranks — ranks in
+// several nodes, more than one in each — AllReduce, AllGather and
+// ReduceScatter use Hier (the runtime's hierarchical algorithm for
+// multi-rank-per-node groups, trainium-facts §5.1), or with FlatRing a
+// flat Ring from FlatRingMin bytes on; otherwise (one node, one rank per
+// node, a group that does not divide the ranks, the other ops) it is
+// Choose. It never returns Auto.
+func (p Policy) ChooseIn(op Op, size int64, ranks, group int) Algo {
+	spans := group > 1 && group < ranks && ranks%group == 0
+	if spans && (op == AllReduce || op == AllGather || op == ReduceScatter) {
+		if p.FlatRing && size >= p.FlatRingMin {
+			return Ring
+		}
+		return Hier
+	}
+	return p.Choose(op, size, ranks)
+}
+
+// Choose returns the algorithm Auto resolves to for op over ranks ranks of
+// one node with a message of size bytes (nccom-test's size(B)). It never
+// returns Auto or Hier (ChooseIn does, over several nodes).
 func (p Policy) Choose(op Op, size int64, ranks int) Algo {
 	switch op {
 	case AllToAll:

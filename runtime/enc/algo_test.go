@@ -90,3 +90,47 @@ func TestAutoAlwaysBuilds(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyChooseIn: over ranks in several nodes of more than one rank
+// each, AllReduce, AllGather and ReduceScatter take Hier whatever the size;
+// with the flat ring (Trn1), a flat Ring from FlatRingMin bytes on; one
+// node, one rank per node, a group that does not divide the ranks and the
+// other ops keep the one-node choice.
+func TestPolicyChooseIn(t *testing.T) {
+	const mib = int64(1) << 20
+	def, flat := DefaultPolicy(), FlatRingPolicy()
+	assert.Equal(t, int64(64*mib), flat.FlatRingMin)
+	tests := []struct {
+		name         string
+		p            Policy
+		op           Op
+		size         int64
+		ranks, group int
+		want         Algo
+	}{
+		{"2 nodes small", def, AllReduce, 1024, 32, 16, Hier},
+		{"2 nodes large", def, AllReduce, 1 << 30, 32, 16, Hier},
+		{"2 nodes allgather", def, AllGather, 8 * mib, 32, 16, Hier},
+		{"2 nodes reducescatter", def, ReduceScatter, 8 * mib, 32, 16, Hier},
+		{"trn1 below flat", flat, AllReduce, 64*mib - 1, 32, 16, Hier},
+		{"trn1 at flat", flat, AllReduce, 64 * mib, 32, 16, Ring},
+		{"trn1 allgather large", flat, AllGather, 1 << 30, 32, 16, Ring},
+		{"one node", def, AllReduce, 1024, 16, 16, Mesh},
+		{"one node flat large", flat, AllReduce, 1 << 30, 16, 16, Ring},
+		{"one rank per node", def, AllReduce, 8 * mib, 8, 1, RDH},
+		{"no group", def, AllReduce, 1024, 32, 0, Mesh},
+		{"group not dividing", def, AllReduce, 8 * mib, 32, 5, RDH},
+		{"alltoall", def, AllToAll, 1024, 32, 16, Mesh},
+		{"permute", def, Permute, 1024, 32, 16, Ring},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.p.ChooseIn(tt.op, tt.size, tt.ranks, tt.group)
+			assert.Equal(t, tt.want, got)
+			require.NoError(t, got.check(tt.op, tt.ranks, tt.group))
+			s, err := Build(tt.op, Auto, tt.ranks, tt.size-tt.size%int64(4*tt.ranks), 4, Options{Policy: tt.p, GroupSize: tt.group})
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, s.Algo, "Build's Auto")
+		})
+	}
+}

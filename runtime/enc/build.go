@@ -19,8 +19,9 @@ type Options struct {
 	// into fewer pieces.
 	Chunks int
 	// GroupSize is the number of ranks per node for Hier: ranks
-	// g·n … g·n+g−1 form node n. It must divide the rank count. Other
-	// algorithms ignore it.
+	// g·n … g·n+g−1 form node n. It must divide the rank count. Auto
+	// chooses by it too (Policy.ChooseIn: Hier, or a flat Ring, over
+	// several nodes); the other algorithms ignore it.
 	GroupSize int
 	// Peers is Permute's target of each rank: rank i's input goes to rank
 	// Peers[i]'s output. It must be one cycle through all ranks (a circular
@@ -77,7 +78,7 @@ func Build(op Op, algo Algo, ranks int, size int64, elem int, opt Options) (*Sch
 		if pol == (Policy{}) {
 			pol = DefaultPolicy()
 		}
-		algo = pol.Choose(op, size, ranks)
+		algo = pol.ChooseIn(op, size, ranks, opt.GroupSize)
 		name = fmt.Sprintf("%v (auto) %v of %s", algo, op, units.Plural(int64(ranks), "rank", "ranks"))
 	}
 	if err := algo.check(op, ranks, opt.GroupSize); err != nil {
