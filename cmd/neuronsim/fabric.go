@@ -54,6 +54,7 @@ type fabricFlags struct {
 	server   *intValue
 	ends     fabric.Endpoints
 	named    systemFlag // --system NAME (fabric_system.go)
+	efa      *efaFlags  // --nodes and the EFA network (fabric_efa.go)
 	cmd      *cobra.Command
 }
 
@@ -86,6 +87,7 @@ func addFabricFlags(cmd *cobra.Command) *fabricFlags {
 		units.FormatBytes(minChunkBytes), units.FormatBytes(maxChunkBytes), sizeUnits, units.FormatBytes(int64(def.ChunkBytes))))
 	fl.Var(f.server, "server-size", fmt.Sprintf("switch topology (Trn3): devices per server, i.e. on one in-server switch, 1..%d (default %d)", hwarch.MaxNeuronDevices, def.ServerSize))
 	f.named.add(cmd)
+	f.efa = addEFAFlags(cmd)
 	return f
 }
 
@@ -135,7 +137,7 @@ func (f *fabricFlags) params(t *rtarch.Tables) (fabric.Params, error) {
 		if f.server.set {
 			p.ServerSize = f.server.int()
 		}
-		return p, nil
+		return p, f.efa.apply(&p)
 	}
 	p := cluster.DefaultParams(f.gen, t)
 	p.Model = f.model
@@ -152,7 +154,7 @@ func (f *fabricFlags) params(t *rtarch.Tables) (fabric.Params, error) {
 	if f.server.set {
 		p.ServerSize = f.server.int()
 	}
-	return p, nil
+	return p, f.efa.apply(&p)
 }
 
 // kindOf is the topology of a system of n devices, refusing the overrides
@@ -188,6 +190,9 @@ func newFabricTopoCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
+		if err := f.efa.check(counts); err != nil {
+			return err
+		}
 		p, err := f.params(t)
 		if err != nil {
 			return err
@@ -203,7 +208,7 @@ func newFabricTopoCommand() *cobra.Command {
 			if err := p.Validate(kind); err != nil {
 				return err
 			}
-			topo, err := fabric.Build(kind, f.gen, n, p)
+			topo, err := fabric.BuildNodes(kind, f.gen, n*f.efa.count(), f.efa.count(), p)
 			if err != nil {
 				return err
 			}
@@ -269,7 +274,7 @@ list sweeps each count (a table per count; with --json a report per count);
 	fl.Var(s.dtype.setter("--dtype"), "dtype", "the same as -d/--datatype (giving both with different types is an error)")
 	fl.StringVar(&s.mode, "mode", "timing", "timing (no payloads) or functional (real data, checked against the CPU reference)")
 	fl.Var(s.chunks, "chunks", fmt.Sprintf("k: split each collective into k pieces run one after another, 1..%d", enc.MaxChunks))
-	fl.Var(s.groupSize, "group-size", "ranks per node for --algo hier (required with it; it must divide the ranks)")
+	fl.Var(s.groupSize, "group-size", "ranks per node for --algo hier (required with it without --nodes, whose nodes give it; it must divide the ranks)")
 	fl.Var(s.ranksPerDevice, "ranks-per-device", "NeuronCores of each device taking part, 1..the generation's NeuronCores (rank r is NC r mod k of device r/k)")
 	fl.Var(s.engines, "engines", "DMA engines each rank spreads its transfers over, 1..a NeuronCore's DMA engines (16) (default: the generation's calibrated count: 5 on sunda, 7 on cayman and mariana)")
 	fl.StringVar(&s.jsonFile, "json", "", "write nccom-test's JSON report to this file; with several --devices counts, one report per count, to NAME-<N>devices.EXT")
@@ -425,10 +430,14 @@ func writeSweep(cmd *cobra.Command, s *sweepFlags, plan *sweepPlan, reports []*n
 // every device count's sizes, buffers and memory are checked before the
 // first system is built.
 func (s *sweepFlags) plan(f *fabricFlags) (*sweepPlan, error) {
-	family, t, counts, err := f.system()
+	family, t, perNode, err := f.system()
 	if err != nil {
 		return nil, err
 	}
+	if err := f.efa.check(perNode); err != nil {
+		return nil, err
+	}
+	counts := f.efa.total(perNode) // every node's devices
 	var paths [][2]string
 	if s.jsonFile != "" {
 		for i := range counts {
@@ -450,7 +459,7 @@ func (s *sweepFlags) plan(f *fabricFlags) (*sweepPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	sw, timingOnly, err := s.collective(f.gen)
+	sw, timingOnly, err := s.collective(f.gen, f.efa.count())
 	if err != nil {
 		return nil, err
 	}
@@ -478,21 +487,25 @@ func (s *sweepFlags) plan(f *fabricFlags) (*sweepPlan, error) {
 	}
 	plan := &sweepPlan{counts: counts, pcapMax: uint64(pcapMax),
 		title: fmt.Sprintf("%s %s, %s (%s model)", f.gen.Product(), sw.Op, sw.Dtype, p.Model),
-		set: cluster.SweepSet{Sweep: sw, Config: cluster.Config{Generation: f.gen, Switch: family, Params: &p,
+		set: cluster.SweepSet{Sweep: sw, Config: cluster.Config{Generation: f.gen, Nodes: f.efa.count(), Switch: family, Params: &p,
 			TimingOnly: timingOnly, RanksPerDevice: s.ranksPerDevice.int()}}}
 	if s.engines.set {
 		plan.set.Engines = s.engines.int()
 	}
-	for _, n := range counts {
+	for i, n := range perNode {
 		kind, err := f.kindOf(n)
 		if err != nil {
 			return nil, err
 		}
-		plan.set.Systems = append(plan.set.Systems, cluster.SweepSystem{Devices: n, Kind: kind})
+		plan.set.Systems = append(plan.set.Systems, cluster.SweepSystem{Devices: counts[i], Kind: kind})
 	}
 	for i := range plan.set.Systems {
 		sys := &plan.set.Systems[i]
-		if sys.Sizes, err = s.sizes(sw, sys.Devices*s.ranksPerDevice.int(), minB, maxB, factor, step, timingOnly, limit); err != nil {
+		cfg := plan.set.Config
+		cfg.Devices = sys.Devices
+		swn := sw
+		swn.Options = cfg.CollectiveOptions(sw.Options) // over nodes: the group size of a node
+		if sys.Sizes, err = s.sizes(swn, sys.Devices*s.ranksPerDevice.int(), minB, maxB, factor, step, timingOnly, limit); err != nil {
 			return nil, err
 		}
 	}
@@ -507,7 +520,7 @@ func (s *sweepFlags) plan(f *fabricFlags) (*sweepPlan, error) {
 
 // collective checks the collective's flags: the op, the algorithm, the
 // ranks and engines against the generation, the group size, the mode.
-func (s *sweepFlags) collective(gen hwarch.Generation) (sw cluster.Sweep, timingOnly bool, err error) {
+func (s *sweepFlags) collective(gen hwarch.Generation, nodes int) (sw cluster.Sweep, timingOnly bool, err error) {
 	if sw.Op, err = enc.ParseOp(s.op); err != nil {
 		return sw, false, fmt.Errorf("--op: %w", err)
 	}
@@ -523,8 +536,8 @@ func (s *sweepFlags) collective(gen hwarch.Generation) (sw cluster.Sweep, timing
 		return sw, false, err
 	}
 	switch {
-	case sw.Algo == enc.Hier && !s.groupSize.set:
-		return sw, false, fmt.Errorf("--algo hier needs --group-size (ranks per node)")
+	case sw.Algo == enc.Hier && !s.groupSize.set && nodes == 1:
+		return sw, false, fmt.Errorf("--algo hier needs --group-size (ranks per node), or --nodes")
 	case sw.Algo != enc.Hier && s.groupSize.set:
 		return sw, false, fmt.Errorf("--group-size %d: it applies to --algo hier only, not %s", s.groupSize.v, sw.Algo)
 	}

@@ -33,9 +33,9 @@ type Config struct {
 	// Kind) the EFA network joins (fabric.Config.Nodes, docs/fabric.md
 	// §EFA); 0 is 1. Collectives over several nodes take the node's ranks
 	// as their group size (CollectiveOptions).
-	Nodes      int
-	Switch     hwarch.SwitchFamily
-	Kind       fabric.Kind
+	Nodes  int
+	Switch hwarch.SwitchFamily
+	Kind   fabric.Kind
 	// Params are the fabric's parameters; nil: the generation's defaults
 	// with the runtime's fabric constants (DefaultParams). Their Endpoints
 	// set the α-β parity mode for the whole cluster (IdealParams).

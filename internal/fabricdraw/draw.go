@@ -32,7 +32,11 @@ const drawWidth = 100
 //     the inter-server switch when there are several servers;
 //   - fully-connected: a summary line and, up to 16 devices, an adjacency
 //     matrix (row → column) with · on the diagonal and ● for a link;
-//   - star: the switch and its devices.
+//   - star: the switch and its devices;
+//   - a system of several nodes (fabric.BuildNodes): node 0 drawn as its
+//     kind, the other nodes named as its copies, then the EFA network —
+//     each node's NICs and their devices, the leaves and their NICs, the
+//     spines, and the parameters of the NIC, leaf and spine links.
 //
 // A topology whose devices are not all joined says so after the header,
 // naming its groups. Every arrow is drawn from the links the topology holds (► or ▼ for a
@@ -49,19 +53,44 @@ func Draw(w io.Writer, t *fabric.Topology) error {
 	}
 	d := &drawer{t: t}
 	d.width = max(2, len(strconv.Itoa(max(t.Devices-1, 0))))
-	switches := 0
+	switches, nics := 0, 0
 	for _, n := range t.Nodes {
-		if n.Kind == fabric.NodeSwitch {
+		switch n.Kind {
+		case fabric.NodeSwitch:
 			switches++
+		case fabric.NodeNIC:
+			nics++
 		}
 	}
-	d.printf("topology: %s, %s, %s, %s\n", t.Kind,
-		plural(t.Devices, "device", "devices"), plural(switches, "switch", "switches"),
+	nicText := ""
+	if nics > 0 {
+		nicText = ", " + plural(nics, "NIC", "NICs")
+	}
+	d.printf("topology: %s, %s, %s%s, %s\n", t.Kind,
+		plural(t.Devices, "device", "devices"), plural(switches, "switch", "switches"), nicText,
 		plural(len(t.Links), "directed link", "directed links"))
 	if groups := t.Groups(); len(groups) > 1 {
 		d.printf("not connected: %d groups with no link between them (%s); a system of it is refused\n",
 			len(groups), t.DescribeGroups(groups))
 	}
+	if t.Scale != nil {
+		d.scaleOut()
+	} else {
+		d.body()
+	}
+	n, err := io.WriteString(w, d.b.String())
+	if err == nil && n < d.b.Len() {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return fmt.Errorf("fabric draw: %w", err)
+	}
+	return nil
+}
+
+// body draws the topology by its kind.
+func (d *drawer) body() {
+	t := d.t
 	switch t.Kind {
 	case fabric.KindTorus2D:
 		d.torus("group")
@@ -80,14 +109,6 @@ func Draw(w io.Writer, t *fabric.Topology) error {
 	case fabric.KindStar:
 		d.star()
 	}
-	n, err := io.WriteString(w, d.b.String())
-	if err == nil && n < d.b.Len() {
-		err = io.ErrShortWrite
-	}
-	if err != nil {
-		return fmt.Errorf("fabric draw: %w", err)
-	}
-	return nil
 }
 
 // drawCheck rejects what Draw cannot draw: an unknown kind, a device count

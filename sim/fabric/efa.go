@@ -197,11 +197,11 @@ type ScaleOut struct {
 	Base *Topology
 
 	p                     EFAParams
-	baseLinks, baseSwitch int // per node
-	nic0, leaf0, spine0   int // the first NIC, leaf and spine node
-	up, down              []int32 // per device: its link to its NIC, its NIC's link to it
-	nicUp, nicDown        []int32 // per NIC (m·NICs + k): to its leaf, from its leaf
-	nicLeaf               []int32 // per NIC: its leaf (0..Leaves−1)
+	baseLinks, baseSwitch int       // per node
+	nic0, leaf0, spine0   int       // the first NIC, leaf and spine node
+	up, down              []int32   // per device: its link to its NIC, its NIC's link to it
+	nicUp, nicDown        []int32   // per NIC (m·NICs + k): to its leaf, from its leaf
+	nicLeaf               []int32   // per NIC: its leaf (0..Leaves−1)
 	leafUp                [][]int32 // [leaf][spine]
 	spineDown             [][]int32 // [spine][leaf]
 }

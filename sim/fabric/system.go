@@ -21,10 +21,10 @@ type Config struct {
 	// Kind) make the system, joined by the EFA network of Params.EFA
 	// (BuildNodes, docs/fabric.md §EFA): device index = node ×
 	// Devices/Nodes + local index. 0 is 1: one node, no EFA network.
-	Nodes      int
-	Kind       Kind    // of each node; KindAuto: AutoKind of a node's devices
-	Params     *Params // nil: DefaultParams(Generation)
-	Revision   uint8   // PCI revision of every device
+	Nodes    int
+	Kind     Kind    // of each node; KindAuto: AutoKind of a node's devices
+	Params   *Params // nil: DefaultParams(Generation)
+	Revision uint8   // PCI revision of every device
 	// DeviceID is the PCI device id of every device (Inf2 is 0x7264); 0:
 	// the generation's first (hwarch.DefaultDeviceID). An id of another
 	// generation is refused.

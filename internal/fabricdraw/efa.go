@@ -1,0 +1,88 @@
+package fabricdraw
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/neuronsim/neuronsim/sim/fabric"
+)
+
+// maxLeafLines is how many leaves the drawing of an EFA network lists one
+// by one; the rest are counted.
+const maxLeafLines = 16
+
+// scaleOut draws a system of several nodes: node 0 as its kind, the other
+// nodes as its copies, then the EFA network.
+func (d *drawer) scaleOut() {
+	so := d.t.Scale
+	e := so.Params()
+	nd := so.NodeDevices
+	d.printf("%s of %s (%s) joined by EFA: %s network, %s per node (%s a NIC), %s of %d ports, %s, oversubscription %s:1\n",
+		plural(so.Nodes, "node", "nodes"), plural(nd, "device", "devices"), d.t.Kind, networkName(so.Network),
+		plural(so.NICs, "NIC", "NICs"), plural(e.DevicesPerNIC, "device", "devices"), plural(so.Leaves, "leaf", "leaves"), e.LeafPorts,
+		plural(so.Spines, "spine", "spines"), trimZeros(fmt.Sprintf("%.3f", e.Oversubscription)))
+	d.line("")
+	d.printf("node 0: devices 0..%d\n", nd-1)
+	sub := &drawer{t: so.Base, width: d.width}
+	sub.body()
+	d.b.WriteString(sub.b.String())
+	if so.Nodes == 2 {
+		d.printf("node 1: a copy of node 0 (devices %d..%d; its switches are named n1-…)\n", nd, 2*nd-1)
+	} else {
+		d.printf("nodes 1..%d: copies of node 0 (node m holds devices m·%d .. m·%d+%d; its switches are named n<m>-…)\n", so.Nodes-1, nd, nd, nd-1)
+	}
+	d.line("")
+	// Each node's NICs: the local devices on each (the same in every node).
+	per := e.DevicesPerNIC
+	if per == 1 {
+		d.printf("NICs of each node m: n<m>-nic<k> ◄––► its local device k (k = 0..%d), e.g. n0-nic0 ◄––► neuron0\n", so.NICs-1)
+	} else {
+		d.printf("NICs of each node m: n<m>-nic<k> ◄––► its local devices %d·k .. %d·k+%d (k = 0..%d), e.g. n0-nic0 ◄––► neuron0..neuron%d\n", per, per, per-1, so.NICs-1, per-1)
+	}
+	d.line(d.groupLine("efa-nic"))
+	d.line("")
+	// Leaves and their NICs.
+	byLeaf := make([][]string, so.Leaves)
+	for m := range so.Nodes {
+		for k := range so.NICs {
+			leaf := so.LeafOf(m, k)
+			byLeaf[leaf] = append(byLeaf[leaf], fmt.Sprintf("n%d-nic%d", m, k))
+		}
+	}
+	d.printf("leaves:\n")
+	for i, nics := range byLeaf {
+		if i == maxLeafLines {
+			d.printf("  … and %d more leaves\n", so.Leaves-i)
+			break
+		}
+		d.printf("  %s ◄––► %s (%s)\n", d.t.Nodes[so.Leaf(i)].Name, summarise(nics), plural(len(nics), "NIC", "NICs"))
+	}
+	d.line(d.groupLine("efa-leaf"))
+	if so.Spines == 0 {
+		d.line("no spines (one leaf)")
+		return
+	}
+	d.line("")
+	names := make([]string, so.Spines)
+	for i := range names {
+		names[i] = d.t.Nodes[so.Spine(i)].Name
+	}
+	d.printf("spines: %s ◄––► every leaf; a leaf sends a write for device d up to spine d mod %d\n", summarise(names), so.Spines)
+	d.line(d.groupLine("efa-spine"))
+}
+
+// networkName is the EFA network's name in prose.
+func networkName(n fabric.EFANetwork) string {
+	if n == fabric.RailOptimised {
+		return "rail-optimised"
+	}
+	return n.String()
+}
+
+// summarise joins names, the first 8 and the last when there are more.
+func summarise(names []string) string {
+	if len(names) <= 9 {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:8], ", ") + fmt.Sprintf(", … (%d more), ", len(names)-9) + names[len(names)-1]
+}
