@@ -1,0 +1,95 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
+)
+
+// TestFabricSweepNodes: --nodes 2 on two trn2.48xlarge (--devices 16)
+// sweeps 32 ranks over the EFA network, the automatic choice hierarchical
+// (a node's 16 ranks its group) and --algo ring the flat ring; on trn1 the
+// automatic choice is the flat ring from 64 MiB on; the report names the
+// nodes and the network; functional mode checks the data.
+func TestFabricSweepNodes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		algos []string
+	}{
+		{"trn2-auto", []string{"--arch", "cayman", "--devices", "16", "--nodes", "2", "-b", "64K", "-e", "16M", "-f", "16"}, []string{"hier", "hier", "hier"}},
+		{"trn2-flat-ring", []string{"--arch", "cayman", "--devices", "16", "--nodes", "2", "--algo", "ring", "-b", "64K", "-e", "1M", "-f", "16"}, []string{"ring", "ring"}},
+		{"trn2-hier-no-group-size", []string{"--arch", "cayman", "--devices", "16", "--nodes", "2", "--algo", "hier", "-b", "64K", "-e", "64K"}, []string{"hier"}},
+		{"trn1-auto-flat", []string{"--arch", "trn1", "--devices", "16", "--nodes", "2", "--model", "free", "-b", "1M", "-e", "64M", "-f", "64"}, []string{"hier", "ring"}},
+		{"trn2-functional-fat-tree", []string{"--arch", "cayman", "--devices", "16", "--nodes", "2", "--efa-network", "fat-tree", "--oversubscription", "2",
+			"--efa-bw", "400Gbps", "--efa-latency", "10000", "--leaf-ports", "8", "--spines", "1", "--mode", "functional", "-b", "64K", "-e", "64K"}, []string{"hier"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			js := filepath.Join(t.TempDir(), "r.json")
+			out, err := runCLI(t, append([]string{"fabric", "sweep", "--op", "all_reduce", "--json", js}, tc.args...)...)
+			require.NoError(t, err, out)
+			f, err := os.Open(js)
+			require.NoError(t, err)
+			defer f.Close()
+			rep, err := nccom.ReadJSON(f)
+			require.NoError(t, err)
+			assert.Equal(t, 32, rep.Ranks)
+			require.Len(t, rep.Rows, len(tc.algos))
+			for i, r := range rep.Rows {
+				assert.Equal(t, tc.algos[i], r.Algorithm, "row %d", i)
+			}
+			assert.Contains(t, out, "# nodes: 2")
+			assert.Contains(t, out, "# devices: 32")
+		})
+	}
+}
+
+// TestFabricTopoNodes: fabric topo --nodes draws the NICs, leaves and
+// spines with the parameters the flags give.
+func TestFabricTopoNodes(t *testing.T) {
+	out, err := runCLI(t, "fabric", "topo", "--arch", "cayman", "--devices", "16", "--nodes", "3", "--efa-network", "fat-tree",
+		"--leaf-ports", "16", "--oversubscription", "2", "--efa-bw", "400Gbps", "--efa-latency", "20000")
+	require.NoError(t, err, out)
+	for _, want := range []string{
+		"topology: torus2d, 48 devices",
+		"3 nodes of 16 devices (torus2d) joined by EFA: fat-tree network, 16 NICs per node (1 device a NIC), 3 leaves of 16 ports, 2 spines, oversubscription 2:1",
+		"efa-nic links: 50 GB/s, 9100 ns per direction", // (20,000 − 2·500 − 300 − 500) / 2
+		"efa-leaf links: 50 GB/s, 500 ns per direction",
+		"efa-spine links: 200 GB/s, 500 ns per direction", // 16 × 50 / 2 / 2 spines
+		"spines: spine0, spine1 ◄––► every leaf",
+	} {
+		assert.Contains(t, out, want)
+	}
+}
+
+// TestFabricEFAFlagErrors: the EFA flags are refused without --nodes 2 or
+// more, out of range, or unreadable, each naming the flag.
+func TestFabricEFAFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--efa-bw", "400Gbps"}, "--efa-bw: one node has no EFA network"},
+		{[]string{"--oversubscription", "2"}, "--oversubscription: one node has no EFA network"},
+		{[]string{"--nodes", "2", "--oversubscription", "0.5"}, "--oversubscription \"0.5\": a ratio from 1"},
+		{[]string{"--nodes", "2", "--oversubscription", "lots"}, "--oversubscription"},
+		{[]string{"--nodes", "0"}, "--nodes"},
+		{[]string{"--nodes", "2000"}, "--nodes 2000: 2000 nodes of 16 devices are 32000 devices"},
+		{[]string{"--nodes", "2", "--efa-network", "torus"}, "accepted words are rail|fat-tree"},
+		{[]string{"--nodes", "2", "--efa-bw", "0"}, "--efa-bw"},
+		{[]string{"--nodes", "2", "--efa-latency", "100"}, "--efa-latency 100: below the 1800 ns"},
+		{[]string{"--nodes", "2", "--devices-per-nic", "3"}, "EFA.DevicesPerNIC 3 does not divide"},
+		{[]string{"--nodes", "3", "--leaf-ports", "0"}, "--leaf-ports"},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			out, err := runCLI(t, append([]string{"fabric", "topo", "--arch", "cayman", "--devices", "16"}, tc.args...)...)
+			require.Error(t, err, out)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
