@@ -114,6 +114,15 @@ func (d *drawer) body() {
 // drawCheck rejects what Draw cannot draw: an unknown kind, a device count
 // the kind cannot have, links to nodes that do not exist.
 func drawCheck(t *fabric.Topology) error {
+	if t.Scale != nil {
+		if t.Scale.Base == nil || t.Scale.Base.Scale != nil {
+			return fmt.Errorf("fabric draw: a system of nodes without a node topology: %w", fabric.ErrTopology)
+		}
+		if err := drawCheck(t.Scale.Base); err != nil { // the kind is a node's
+			return err
+		}
+		return drawLinks(t)
+	}
 	switch t.Kind {
 	case fabric.KindTorus2D, fabric.KindRing, fabric.KindChain, fabric.KindSwitch, fabric.KindFullyConnected, fabric.KindStar,
 		fabric.KindTrn3Gen1, fabric.KindTrn3Gen2:
@@ -130,6 +139,11 @@ func drawCheck(t *fabric.Topology) error {
 	if t.Kind == fabric.KindTorus2D && t.Devices%16 != 0 {
 		return fmt.Errorf("fabric draw: torus2d of %d devices (a multiple of 16): %w", t.Devices, fabric.ErrTopology)
 	}
+	return drawLinks(t)
+}
+
+// drawLinks rejects links to nodes that do not exist.
+func drawLinks(t *fabric.Topology) error {
 	for id, l := range t.Links {
 		if l.From < 0 || l.From >= len(t.Nodes) || l.To < 0 || l.To >= len(t.Nodes) {
 			return fmt.Errorf("fabric draw: link %d joins nodes %d and %d of %d: %w", id, l.From, l.To, len(t.Nodes), fabric.ErrTopology)

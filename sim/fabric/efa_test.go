@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -406,4 +407,50 @@ func TestEFASnapshot(t *testing.T) {
 	_, err = Restore(snap)
 	require.ErrorIs(t, err, ErrSnapshot)
 	assert.Contains(t, err.Error(), "EFA.Oversubscription")
+}
+
+// FuzzBuildNodes: any shape and EFA parameters either build a topology in
+// which every device reaches every other over a connected path that ends
+// at its destination, or are refused with ErrParams or ErrTopology — never
+// a panic or a path that loops.
+func FuzzBuildNodes(f *testing.F) {
+	for _, s := range []struct {
+		kind, gen, nd, nodes, net, per, ports, spines uint8
+		ratio                                         float64
+	}{
+		{1, 1, 16, 2, 0, 2, 64, 2, 1},
+		{1, 2, 16, 3, 1, 1, 8, 1, 2},
+		{5, 3, 8, 2, 1, 1, 4, 3, 1.5},
+		{3, 2, 5, 4, 0, 1, 1, 2, 3},
+		{6, 3, 3, 2, 0, 3, 1, 1, 1},
+		{0, 0, 0, 0, 9, 0, 0, 0, 0},
+	} {
+		f.Add(s.kind, s.gen, s.nd, s.nodes, s.net, s.per, s.ports, s.spines, s.ratio)
+	}
+	f.Fuzz(func(t *testing.T, kind, gen, nd, nodes, net, per, ports, spines uint8, ratio float64) {
+		g := hwarch.Generation(2 + gen%3)
+		p := DefaultParams(g)
+		p.EFA.Network, p.EFA.DevicesPerNIC, p.EFA.LeafPorts, p.EFA.Spines, p.EFA.Oversubscription = EFANetwork(net%3), int(per%5), int(ports%9), int(spines%4), ratio
+		n, m := int(nd%20)+1, int(nodes%5)+1
+		topo, err := BuildNodes(Kind(kind%uint8(numKinds)), g, n*m, m, p)
+		if err != nil {
+			if !errors.Is(err, ErrParams) && !errors.Is(err, ErrTopology) && !errors.Is(err, ErrUnknownKind) && !errors.Is(err, ErrDisconnected) {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			return
+		}
+		require.NoError(t, topo.Connected())
+		for a := range topo.Devices {
+			for b := range topo.Devices {
+				path, err := topo.Path(a, b)
+				require.NoError(t, err)
+				at := a
+				for _, id := range path {
+					require.Equal(t, at, topo.Links[id].From)
+					at = topo.Links[id].To
+				}
+				require.Equal(t, b, at)
+			}
+		}
+	})
 }
