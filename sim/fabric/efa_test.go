@@ -328,20 +328,28 @@ func flows(t *testing.T, s *System, pairs [][2]int, writes, size int) []uint64 {
 // bottleneck, the uplink has twice its bandwidth).
 func TestEFAAwareSharing(t *testing.T) {
 	const writes, size = 256, 64 << 10 // 16 MiB a flow
+	// A flow's time less the latency of its path (a 1-byte write on an idle
+	// system of the same shape) is its bytes over its rate.
 	within := func(t *testing.T, want, got float64, what string) {
 		t.Helper()
-		assert.InEpsilon(t, want, got, 0.02, "%s: %.4f", what, got)
+		assert.InEpsilon(t, want, got, 0.005, "%s: %.4f", what, got)
+	}
+	latency := func(t *testing.T, cfg Config, src, dst int) uint64 {
+		s, err := New(cfg)
+		require.NoError(t, err)
+		return landPS(t, s, src, dst, 1, 0, 0x10000, 1000*ns) - 1000*ns
 	}
 	t.Run("nic-shared", func(t *testing.T) {
 		p := DefaultParams(hwarch.Sunda)
-		s, err := New(Config{Generation: hwarch.Sunda, Devices: 32, Nodes: 2, Kind: KindTorus2D, Params: &p, TimingOnly: true, Ready: true})
+		cfg := Config{Generation: hwarch.Sunda, Devices: 32, Nodes: 2, Kind: KindTorus2D, Params: &p, TimingOnly: true, Ready: true}
+		s, err := New(cfg)
 		require.NoError(t, err)
-		alone := flows(t, s, [][2]int{{0, 16}}, writes, size)[0]
-		s2, err := New(Config{Generation: hwarch.Sunda, Devices: 32, Nodes: 2, Kind: KindTorus2D, Params: &p, TimingOnly: true, Ready: true})
+		alone := flows(t, s, [][2]int{{0, 16}}, writes, size)[0] - latency(t, cfg, 0, 16)
+		s2, err := New(cfg)
 		require.NoError(t, err)
 		both := flows(t, s2, [][2]int{{0, 16}, {1, 17}}, writes, size) // devices 0 and 1 share NIC 0, as 16 and 17 do
 		for i, d := range both {
-			within(t, 2, float64(d)/float64(alone), fmt.Sprintf("flow %d shared / alone", i))
+			within(t, 2, float64(d-latency(t, cfg, i, 16+i))/float64(alone), fmt.Sprintf("flow %d shared / alone", i))
 		}
 		link := s2.Topology().Links[s2.Topology().Scale.nicUp[0]]
 		assert.Equal(t, "efa-leaf", link.Group)
@@ -353,11 +361,16 @@ func TestEFAAwareSharing(t *testing.T) {
 			p := efaParams(hwarch.Cayman, func(e *EFAParams) {
 				e.Network, e.LeafPorts, e.Spines, e.Oversubscription = FatTree, 2, 1, ratio
 			})
-			s, err := New(Config{Generation: hwarch.Cayman, Devices: 4, Nodes: 2, Kind: KindRing, Params: &p, TimingOnly: true, Ready: true})
+			cfg := Config{Generation: hwarch.Cayman, Devices: 4, Nodes: 2, Kind: KindRing, Params: &p, TimingOnly: true, Ready: true}
+			s, err := New(cfg)
 			require.NoError(t, err)
 			up := s.Topology().Links[s.Topology().Scale.leafUp[0][0]]
 			require.Equal(t, uint64(float64(2*p.EFA.NICBandwidth)/ratio), up.Params.Bandwidth, "uplink = downlink sum / ratio")
-			return flows(t, s, pairs, writes, size)
+			done := flows(t, s, pairs, writes, size)
+			for i, pr := range pairs {
+				done[i] -= latency(t, cfg, pr[0], pr[1])
+			}
+			return done
 		}
 		all := [][2]int{{0, 2}, {1, 3}}
 		one, two := run(1, all), run(2, all)
