@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"testing"
@@ -411,6 +412,13 @@ func TestEFASnapshot(t *testing.T) {
 	assert.Equal(t, p.EFA, r.Params().EFA)
 	require.NotNil(t, r.Topology().Scale)
 	assert.Equal(t, landPS(t, s, 3, 29, 1<<20, 15, 0x10000, 1000*ns), landPS(t, r, 3, 29, 1<<20, 15, 0x10000, 1000*ns))
+	var file bytes.Buffer
+	require.NoError(t, r.Save(&file))
+	l, err := Load(&file)
+	require.NoError(t, err, "a saved system of nodes loads")
+	assert.Equal(t, 2, l.Snapshot().Nodes)
+	assert.Equal(t, p.EFA, l.Params().EFA)
+	assert.Equal(t, r.Snapshot().Links, l.Snapshot().Links, "with its links' bookings")
 	snap.Nodes = 3
 	_, err = Restore(snap)
 	require.ErrorIs(t, err, ErrSnapshot)
