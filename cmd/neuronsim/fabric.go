@@ -269,7 +269,7 @@ list sweeps each count (a table per count; with --json a report per count);
 	fl.StringVarP(&s.maxB, "maxbytes", "e", "32M", "largest size in bytes"+sizeUnits)
 	fl.VarP(s.factor, "stepfactor", "f", "multiply the size by this (at least 2) each step")
 	fl.VarP(s.step, "stepbytes", "i", "add this size (at least 1 byte) each step"+sizeUnits+" (default: without -f, (max-min)/10)")
-	fl.StringVar(&s.algo, "algo", "auto", "auto|ring|mesh|rdh|kangaring|hier")
+	fl.StringVar(&s.algo, "algo", "auto", "auto|ring|mesh|rdh|kangaring|hier (auto across --nodes: hier, or on trn1 a flat ring from 64 MiB)")
 	fl.VarP(s.dtype.setter("-d/--datatype"), "datatype", "d", "fp32, bf16, fp16, int32, uint32, int8, uint8, int16, uint16")
 	fl.Var(s.dtype.setter("--dtype"), "dtype", "the same as -d/--datatype (giving both with different types is an error)")
 	fl.StringVar(&s.mode, "mode", "timing", "timing (no payloads) or functional (real data, checked against the CPU reference)")
