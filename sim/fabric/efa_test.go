@@ -97,6 +97,14 @@ func TestEFASpecsMatchDefaults(t *testing.T) {
 		cfg := spec.Cluster(3)
 		assert.Equal(t, 3*spec.Devices, cfg.Devices)
 		assert.Equal(t, 3, cfg.Nodes)
+		if spec.Devices == 16 {
+			cfg.TimingOnly = true
+			sys, err := New(cfg)
+			require.NoError(t, err, spec.Name)
+			so := sys.Topology().Scale
+			assert.Equal(t, spec.EFABandwidth, uint64(so.NICs)*sys.Params().EFA.NICBandwidth, spec.Name)
+			assert.Equal(t, 3*spec.NICs, so.Nodes*so.NICs)
+		}
 	}
 }
 
