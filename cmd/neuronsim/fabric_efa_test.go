@@ -24,6 +24,7 @@ func TestFabricSweepNodes(t *testing.T) {
 	}{
 		{"trn2-auto", []string{"--arch", "cayman", "--devices", "16", "--nodes", "2", "-b", "64K", "-e", "16M", "-f", "16"}, []string{"hier", "hier", "hier"}},
 		{"trn2-flat-ring", []string{"--arch", "cayman", "--devices", "16", "--nodes", "2", "--algo", "ring", "-b", "64K", "-e", "1M", "-f", "16"}, []string{"ring", "ring"}},
+		{"system-trn2-48xl", []string{"--system", "trn2-48xl", "--nodes", "2", "-b", "64K", "-e", "64K"}, []string{"hier"}},
 		{"trn2-hier-no-group-size", []string{"--arch", "cayman", "--devices", "16", "--nodes", "2", "--algo", "hier", "-b", "64K", "-e", "64K"}, []string{"hier"}},
 		{"trn1-auto-flat", []string{"--arch", "trn1", "--devices", "16", "--nodes", "2", "--model", "free", "-b", "1M", "-e", "64M", "-f", "64"}, []string{"hier", "ring"}},
 		{"trn2-functional-fat-tree", []string{"--arch", "cayman", "--devices", "16", "--nodes", "2", "--efa-network", "fat-tree", "--oversubscription", "2",
