@@ -127,3 +127,44 @@ func TestEFAAutoChoice(t *testing.T) {
 	assert.Equal(t, 2, rep.Extra["nodes"])
 	assert.Equal(t, "rail", rep.Extra["efa_network"])
 }
+
+// TestEFAAcrossSpines: a hierarchical all-reduce and all-gather of random
+// data over 4 nodes of a 4-device Trn2 ring, two ranks per device, on a
+// fat tree of 4-port leaves (each node a leaf, the nodes joined through the
+// spines, oversubscribed 2:1) equal the CPU reference, a node's 8 ranks its
+// group.
+func TestEFAAcrossSpines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 16-device system")
+	}
+	g := hwarch.Cayman
+	tables, err := arch.For(g, arch.Options{Switch: switchOf(g)})
+	require.NoError(t, err)
+	p := cluster.DefaultParams(g, tables)
+	p.EFA.Network, p.EFA.LeafPorts, p.EFA.Oversubscription = fabric.FatTree, 4, 2
+	cfg := cluster.Config{Generation: g, Devices: 16, Nodes: 4, Switch: switchOf(g), Kind: fabric.KindRing, Params: &p,
+		RanksPerDevice: 2, BufferBytes: 1 << 20}
+	c, err := cluster.New(cfg)
+	require.NoError(t, err)
+	so := c.System.Topology().Scale
+	require.Equal(t, 4, so.Leaves)
+	require.Equal(t, 2, so.Spines)
+	opt := cfg.CollectiveOptions(enc.Options{})
+	require.Equal(t, 8, opt.GroupSize)
+	for _, op := range []enc.Op{enc.AllReduce, enc.AllGather} {
+		s, err := enc.Build(op, enc.Auto, c.Ranks(), 32*4*256, 4, opt)
+		require.NoError(t, err)
+		require.Equal(t, enc.Hier, s.Algo)
+		_, err = c.Check(s, enc.Float32, 5, opt)
+		require.NoError(t, err, "%s", op)
+	}
+	var spine uint64
+	for id, l := range c.System.Topology().Links {
+		if l.Group == "efa-spine" {
+			ls, err := c.System.Link(id)
+			require.NoError(t, err)
+			spine += ls.Bytes
+		}
+	}
+	assert.Positive(t, spine, "the writes between nodes crossed the spines")
+}
