@@ -264,29 +264,32 @@ func parseDeviceCounts(field, s string, list bool) ([]int, error) {
 }
 
 // resolve returns the counts given, or def when the flag is unset, after
-// checking each against the system's bound (rtarch.Soc.CheckDevices):
-// 1..get_max_devs of the generation and switch family, or
-// 1..MAX_NEURON_DEVICE_COUNT with what-if. hasWhatIf says whether the
-// command has --what-if (for the hint).
+// checking each against the system's bound: 1..get_max_devs of the
+// generation and switch family (rtarch.Soc.CheckDevices), or with what-if
+// 1..hwarch.MaxFabricDevices (checkWhatIfDevices). hasWhatIf says whether
+// the command has --what-if (for the hint).
 func (v *devicesValue) resolve(def int, soc *rtarch.Soc, whatIf, hasWhatIf bool) ([]int, error) {
 	if v.counts == nil {
 		return []int{def}, nil
 	}
+	field := v.field
+	if field == "" {
+		field = "--devices"
+	}
 	for _, n := range v.counts {
+		if whatIf {
+			if err := checkWhatIfDevices(field, n); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		var de *rtarch.DeviceCountError
-		if !errors.As(soc.CheckDevices(n, whatIf), &de) {
+		if !errors.As(soc.CheckDevices(n, false), &de) {
 			continue
 		}
 		why := fmt.Sprintf("a %s system with switch %s holds 1..%d devices (get_max_devs)", de.Generation, de.Switch, de.MaxDevs)
-		switch {
-		case de.WhatIf:
-			why = fmt.Sprintf("a system holds 1..%d devices with --what-if (MAX_NEURON_DEVICE_COUNT)", de.Limit)
-		case hasWhatIf && n > de.Limit:
-			why += fmt.Sprintf("; --what-if allows up to %d", hwarch.MaxNeuronDevices)
-		}
-		field := v.field
-		if field == "" {
-			field = "--devices"
+		if hasWhatIf && n > de.Limit {
+			why += fmt.Sprintf("; --what-if allows up to %d", hwarch.MaxFabricDevices)
 		}
 		return nil, &units.Error{Field: field, Value: strconv.Itoa(n), Err: units.ErrRange, Reason: why}
 	}

@@ -61,7 +61,7 @@ func TestFabricSweepRefusesBadValues(t *testing.T) {
 		{[]string{"--devices", "0"}, []string{"--devices", "1..32"}},
 		{[]string{"--devices", "2,0"}, []string{"--devices", "1..32"}},
 		{[]string{"--devices", "4,4"}, []string{"--devices", "given twice"}},
-		{[]string{"--devices", "65", "--what-if"}, []string{"--devices", "1..64"}},
+		{[]string{"--devices", "16385", "--what-if"}, []string{"--devices 16385", "1..16384", "fabric window"}},
 		{[]string{"--devices", "99999999999"}, []string{"--devices", "64"}},
 		{[]string{"-d", "bf16", "--dtype", "fp32"}, []string{"--dtype", "-d/--datatype bf16"}},
 		{[]string{"--dtype", "fp16", "-d", "int8"}, []string{"--datatype", "--dtype fp16"}},
@@ -167,7 +167,7 @@ func TestHelpHasNoSentinelDefaults(t *testing.T) {
 // an error naming the flag, or yields a value inside the flag's range;
 // nothing panics, wraps or falls back to a default.
 func FuzzFlagValues(f *testing.F) {
-	for _, s := range []string{"0", "1", "-1", "1e18", "NaN", "-Inf", "4K", "1.5M", "18446744073709551616", "2,4,8", "4,4", " 7 ", "0x10", "1e-9", "9223372036854775807T"} {
+	for _, s := range []string{"0", "1", "-1", "1e18", "NaN", "-Inf", "4K", "1.5M", "18446744073709551616", "2,4,8", "4,4", " 7 ", "0x10", "1e-9", "9223372036854775807T", "16384", "16385", "144,1024,4096"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -206,17 +206,23 @@ func FuzzFlagValues(f *testing.F) {
 			named(err, "--devices")
 			return
 		}
-		counts, err := dv.resolve(32, rtarch.MustFor(hwarch.Mariana, rtarch.Options{Switch: hwarch.SwitchV1}).Soc, false, true)
-		if err != nil {
-			named(err, "--devices")
-			return
-		}
-		seen := map[int]bool{}
-		for _, c := range counts {
-			if c < 1 || c > 32 || seen[c] {
-				t.Fatalf("%q: counts %v accepted", s, counts)
+		soc := rtarch.MustFor(hwarch.Mariana, rtarch.Options{Switch: hwarch.SwitchV1}).Soc
+		for _, bound := range []struct {
+			whatIf bool
+			limit  int
+		}{{false, 32}, {true, hwarch.MaxFabricDevices}} {
+			counts, err := dv.resolve(32, soc, bound.whatIf, true)
+			if err != nil {
+				named(err, "--devices")
+				continue
 			}
-			seen[c] = true
+			seen := map[int]bool{}
+			for _, c := range counts {
+				if c < 1 || c > bound.limit || seen[c] {
+					t.Fatalf("%q (what-if %v): counts %v accepted", s, bound.whatIf, counts)
+				}
+				seen[c] = true
+			}
 		}
 	})
 }

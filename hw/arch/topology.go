@@ -41,7 +41,35 @@ func RoutingIDOfDeviceIndex(dev uint16, index int) (int, error) {
 			return rid, nil
 		}
 	}
-	return 0, fmt.Errorf("device index %d: no routing id maps to it (0..%d)", index, MaxNeuronDevices-1)
+	return 0, fmt.Errorf("device index %d: no routing id of the driver's 0..%d maps to it (a what-if device past them: WhatIfRoutingID)", index, MaxNeuronDevices-1)
+}
+
+// WhatIfRoutingID returns the routing id of device index index in a system
+// that may be a what-if one, larger than the driver's MaxNeuronDevices: the
+// driver's (RoutingIDOfDeviceIndex) for the first 64 devices, and past
+// them the index itself — a what-if device past the 64th is addressed by
+// its fabric-window device index (FabricAddress), so index < MaxFabricDevices.
+func WhatIfRoutingID(dev uint16, index int) (int, error) {
+	if index < MaxNeuronDevices {
+		return RoutingIDOfDeviceIndex(dev, index)
+	}
+	if index >= MaxFabricDevices {
+		return 0, fmt.Errorf("device index %d: %w (devices 0..%d)", index, ErrFabricAddress, MaxFabricDevices-1)
+	}
+	return index, nil
+}
+
+// WhatIfDeviceIndex is the inverse of WhatIfRoutingID: the device index of
+// routing id rid, the driver's (DeviceIndexOfRoutingID) below
+// MaxNeuronDevices and the routing id itself past them.
+func WhatIfDeviceIndex(dev uint16, rid int) (int, error) {
+	if rid < MaxNeuronDevices {
+		return DeviceIndexOfRoutingID(dev, rid)
+	}
+	if rid >= MaxFabricDevices {
+		return 0, fmt.Errorf("routing id %d: %w (devices 0..%d)", rid, ErrFabricAddress, MaxFabricDevices-1)
+	}
+	return rid, nil
 }
 
 // ConnectedDevices returns the device indices the driver reports as

@@ -109,3 +109,33 @@ func TestDeviceIndexOfRoutingID(t *testing.T) {
 	_, err = DeviceIndexOfRoutingID(0x1234, 0)
 	assert.ErrorIs(t, err, ErrUnknownDeviceID)
 }
+
+// TestWhatIfRoutingID (issue 16): in a what-if system the first 64 devices
+// keep the driver's routing ids and every device past them has its index
+// (its fabric-window device number) as routing id; the two maps are
+// inverse up to MaxFabricDevices and refuse what the fabric window cannot
+// name.
+func TestWhatIfRoutingID(t *testing.T) {
+	for _, dev := range []uint16{DeviceTrn1, DeviceInf2, DeviceTrn2, DeviceTrn3} {
+		for _, idx := range []int{0, 1, 17, 63, 64, 65, 143, 1023, 4095, MaxFabricDevices - 1} {
+			rid, err := WhatIfRoutingID(dev, idx)
+			require.NoError(t, err, "%#x index %d", dev, idx)
+			if idx < MaxNeuronDevices {
+				want, err := RoutingIDOfDeviceIndex(dev, idx)
+				require.NoError(t, err)
+				assert.Equal(t, want, rid, "%#x index %d: the driver's routing id", dev, idx)
+			} else {
+				assert.Equal(t, idx, rid, "%#x index %d: past 64, the index", dev, idx)
+			}
+			back, err := WhatIfDeviceIndex(dev, rid)
+			require.NoError(t, err)
+			assert.Equal(t, idx, back)
+		}
+		_, err := WhatIfRoutingID(dev, MaxFabricDevices)
+		assert.ErrorIs(t, err, ErrFabricAddress)
+		_, err = WhatIfDeviceIndex(dev, MaxFabricDevices)
+		assert.ErrorIs(t, err, ErrFabricAddress)
+		_, err = RoutingIDOfDeviceIndex(dev, 64)
+		assert.ErrorContains(t, err, "WhatIfRoutingID", "the driver's map refuses index 64 and names the what-if one")
+	}
+}

@@ -54,6 +54,18 @@ type Config struct {
 	// until it is up), and Reset has bring-up reset each device as the
 	// driver does; without them the devices start ready and unreset.
 	Boot, Reset bool
+	// WhatIf allows a system larger than the driver's 64 devices
+	// (hwarch.MaxNeuronDevices, its routing ids 0..63), up to
+	// hwarch.MaxFabricDevices: every device is brought up as a what-if one
+	// (bringup.Options.WhatIf), a device past the 64th with its
+	// fabric-window index as routing id, and the ranks address it by that
+	// index (docs/fabric.md §Thousands of devices). Without it a system of
+	// more than 64 devices per node is refused (ErrConfig), as the driver's
+	// limit on a real system says. Nodes joined over EFA each have a driver
+	// of their own, so a system of several nodes of at most 64 devices each
+	// needs no WhatIf: its devices past the 64th are brought up the what-if
+	// way all the same, named by their index in the whole system.
+	WhatIf bool
 }
 
 // Device is one device of the cluster as the runtime holds it: the
@@ -92,6 +104,14 @@ func New(cfg Config) (*Cluster, error) {
 	tables, err := arch.For(cfg.Generation, arch.Options{Switch: cfg.Switch})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if perNode := cfg.Devices / max(cfg.Nodes, 1); perNode > hwarch.MaxNeuronDevices && !cfg.WhatIf {
+		what := fmt.Sprintf("%d devices", cfg.Devices)
+		if cfg.Nodes > 1 {
+			what = fmt.Sprintf("%d devices per node", perNode)
+		}
+		return nil, fmt.Errorf("cluster: %s: the driver brings up %d (routing ids 0..%d); a larger system is a what-if one (Config.WhatIf, up to %d): %w",
+			what, hwarch.MaxNeuronDevices, hwarch.MaxNeuronDevices-1, hwarch.MaxFabricDevices, ErrConfig)
 	}
 	geo := hwarch.MustGeometry(cfg.Generation)
 	if cfg.RanksPerDevice < 1 || cfg.RanksPerDevice > geo.NeuronCores {
@@ -136,6 +156,9 @@ func (c *Cluster) attach() error {
 		if err != nil {
 			return deviceError(i, err)
 		}
+		if err := c.checkIndex(i, st); err != nil {
+			return err
+		}
 		c.Devices = append(c.Devices, *st)
 		mem := st.Mem
 		for nc := range c.cfg.RanksPerDevice {
@@ -170,9 +193,28 @@ func (c *Cluster) Reattach(sys *fabric.System) error {
 
 // bringUpOptions are the options every device is brought up with: a reset
 // of its own only when the configuration asks for one, the cluster's arch
-// selection, a region table of its own.
+// selection, a region table of its own, what-if routing ids when the
+// configuration is a what-if or has several nodes (Config.WhatIf).
 func (c *Cluster) bringUpOptions() bringup.Options {
-	return bringup.Options{NoReset: !c.cfg.Reset, Switch: c.cfg.Switch, Dispatch: c.dispatch, Table: csr.NewTable(0)}
+	return bringup.Options{NoReset: !c.cfg.Reset, Switch: c.cfg.Switch, Dispatch: c.dispatch, Table: csr.NewTable(0), WhatIf: c.cfg.WhatIf || c.cfg.Nodes > 1}
+}
+
+// checkIndex checks that the device the system has at index i is the one
+// the runtime names i: the device index its routing id maps to, as the
+// driver maps it (hwarch.DeviceIndexOfRoutingID), or past the 64th device
+// of a what-if system the routing id itself (hwarch.WhatIfDeviceIndex).
+// The ranks write to device i through the fabric window's index i, so a
+// device whose routing id names another index would take another's writes.
+func (c *Cluster) checkIndex(i int, st *stack.Stack) error {
+	rid := int(st.Up.RoutingID)
+	idx, err := hwarch.WhatIfDeviceIndex(st.Up.Identity.Device, rid)
+	if err != nil {
+		return deviceError(i, err)
+	}
+	if idx != i {
+		return deviceError(i, fmt.Errorf("routing id %d is device index %d, not %d: %w", rid, idx, i, ErrConfig))
+	}
+	return nil
 }
 
 // deviceError names device i in err.

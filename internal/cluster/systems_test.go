@@ -29,8 +29,8 @@ func systemCluster(t *testing.T, name string, timingOnly bool, buf uint64) *clus
 // inter-server switches) and on the Trn2 UltraServer (its tori and Z
 // rings) equals the CPU reference, with nothing dropped; timing-only
 // all-gather and reduce-scatter run on the Gen1 UltraServer. (The Gen2
-// UltraServer's 144 devices build in sim/fabric, but bring-up refuses a
-// routing id past 63, so internal/cluster cannot run them yet.)
+// UltraServer's 144 devices are more than the driver's 64 routing ids: they
+// run as a what-if system, cluster.Config.WhatIf, in TestGen2Collectives.)
 func TestSystemsCollectives(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds 64-device systems")

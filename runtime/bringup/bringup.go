@@ -28,8 +28,23 @@ var (
 	ErrSmallBAR     = errors.New("register BAR too small")
 )
 
-// MaxRoutingID bounds the routing id a device may report (< 64; PDS allows 128).
+// MaxRoutingID bounds the routing id a device may report (< 64, the
+// driver's MAX_NEURON_DEVICE_COUNT; PDS allows 128).
 const MaxRoutingID = hwarch.MaxNeuronDevices
+
+// MaxWhatIfRoutingID bounds the routing id of a device of a what-if system
+// (Options.WhatIf): a device past the driver's 64 reports its device index,
+// which the fabric window names in 14 bits (hwarch.MaxFabricDevices).
+const MaxWhatIfRoutingID = hwarch.MaxFabricDevices
+
+// RoutingIDLimit is the bound bring-up holds a routing id to: MaxRoutingID,
+// or MaxWhatIfRoutingID for a what-if system.
+func RoutingIDLimit(whatIf bool) uint32 {
+	if whatIf {
+		return MaxWhatIfRoutingID
+	}
+	return MaxRoutingID
+}
 
 // DefaultVABase is where bring-up places device 0's register BAR in the
 // runtime's virtual address space when Options.VABase is 0; device i sits
@@ -55,6 +70,14 @@ type Options struct {
 	Policy *Policy
 	// NoReset skips the hardware reset (the driver's no_reset module parameter).
 	NoReset bool
+	// WhatIf brings up a device of a what-if system, one larger than the
+	// driver's 64 devices (docs/fabric.md §Thousands of devices): its
+	// routing id may be any below MaxWhatIfRoutingID — a device past the
+	// 64th reports its fabric-window device index — and its register BAR
+	// sits at DefaultVABase + routing id × VAStride as any other's. Off (a
+	// real system, the default), a routing id of 64 or more is refused as
+	// the driver refuses it (ErrRoutingID).
+	WhatIf bool
 }
 
 // Step is one thing bring-up did, for reports and tests.
@@ -111,7 +134,7 @@ func BringUp(dev ndl.Device, opts Options) (*Device, error) {
 			return nil, err
 		}
 	}
-	if err := d.readIdentity(); err != nil {
+	if err := d.readIdentity(opts.WhatIf); err != nil {
 		return nil, err
 	}
 	if err := d.registerCSR(opts); err != nil {
@@ -212,13 +235,17 @@ func (d *Device) waitReady() error {
 	return nil
 }
 
-func (d *Device) readIdentity() error {
+func (d *Device) readIdentity(whatIf bool) error {
 	rid, err := d.readReady(hwarch.MiscRoutingID, d.Policy.RoutingRetries)
 	if err != nil {
 		return err
 	}
-	if rid >= MaxRoutingID {
-		return fmt.Errorf("bring-up %s: %w %d (must be < %d)", d.Identity, ErrRoutingID, rid, MaxRoutingID)
+	if limit := RoutingIDLimit(whatIf); rid >= limit {
+		why := fmt.Sprintf("must be < %d, the driver's MAX_NEURON_DEVICE_COUNT; a what-if system allows < %d", limit, MaxWhatIfRoutingID)
+		if whatIf {
+			why = fmt.Sprintf("must be < %d, the devices the fabric window names, even in a what-if system", limit)
+		}
+		return fmt.Errorf("bring-up %s: %w %d (%s)", d.Identity, ErrRoutingID, rid, why)
 	}
 	lo, err := d.readMisc(hwarch.MiscSerialLo)
 	if err != nil {

@@ -245,3 +245,46 @@ func TestBringUpRefusesForeignDevices(t *testing.T) {
 	_, err := BringUp(s, Options{})
 	require.ErrorIs(t, err, hwarch.ErrUnknownVendor)
 }
+
+// TestWhatIfRoutingIDs (issue 16): bring-up of a real system refuses a
+// routing id of 64 or more, as the driver does; a what-if one
+// (Options.WhatIf) takes any the fabric window names (< 16,384) and puts
+// the register BAR at DefaultVABase + routing id × VAStride, reading the
+// routing id back through csr_read there; past the fabric window it is
+// refused still.
+func TestWhatIfRoutingIDs(t *testing.T) {
+	tests := []struct {
+		rid    uint32
+		whatIf bool
+		ok     bool
+		text   string
+	}{
+		{63, false, true, ""},
+		{64, false, false, "must be < 64, the driver's MAX_NEURON_DEVICE_COUNT; a what-if system allows < 16384"},
+		{143, false, false, "must be < 64"},
+		{64, true, true, ""},
+		{143, true, true, ""},
+		{hwarch.MaxFabricDevices - 1, true, true, ""},
+		{hwarch.MaxFabricDevices, true, false, "must be < 16384, the devices the fabric window names, even in a what-if system"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("rid=%d/what-if=%v", tt.rid, tt.whatIf), func(t *testing.T) {
+			s := newScripted(hwarch.Mariana, 0, 0)
+			s.regs[s.geo.BAR0.MiscRAM+hwarch.MiscRoutingID] = tt.rid
+			d, err := BringUp(s, Options{WhatIf: tt.whatIf, NoReset: true})
+			if !tt.ok {
+				require.ErrorIs(t, err, ErrRoutingID)
+				assert.Contains(t, err.Error(), tt.text)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.rid, d.RoutingID)
+			assert.Equal(t, uint64(DefaultVABase)+uint64(tt.rid)*VAStride, d.VABase)
+			got, err := d.CSR.Read(d.MiscVA(hwarch.MiscRoutingID))
+			require.NoError(t, err)
+			assert.Equal(t, tt.rid, got)
+		})
+	}
+	assert.Equal(t, uint32(MaxRoutingID), RoutingIDLimit(false))
+	assert.Equal(t, uint32(MaxWhatIfRoutingID), RoutingIDLimit(true))
+}

@@ -28,17 +28,24 @@ const MaxSpans = 1 << 14
 // given to their engines).
 func (ls *LinkState) book(now, t, d uint64) uint64 {
 	c := ls.Spans
-	if k := sort.Search(len(c), func(i int) bool { return c[i].End > now }); k == len(c) {
+	switch {
+	case len(c) == 0 || c[0].End > now: // nothing over (the common case: no search)
+	case c[len(c)-1].End <= now:
 		c = c[:0] // all over: book from the start of the same array, not past its end (an allocation each time it fills)
-	} else if k > 0 {
-		c = c[k:]
+	default:
+		c = c[sort.Search(len(c), func(i int) bool { return c[i].End > now }):]
 	}
 	if d == 0 {
 		ls.Spans = c
 		return t
 	}
 	// i: the first span ending after t; every earlier one is over by t.
-	i := sort.Search(len(c), func(i int) bool { return c[i].End > t })
+	// A write that comes after every booked span (a FIFO's case) needs no
+	// search.
+	i := len(c)
+	if i > 0 && c[i-1].End > t {
+		i = sort.Search(len(c), func(i int) bool { return c[i].End > t })
+	}
 	begin := t
 	if len(c) >= MaxSpans {
 		begin = max(t, c[len(c)-1].End)

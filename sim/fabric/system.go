@@ -257,17 +257,15 @@ func resolve(cfg Config) (Config, Params, *Topology, error) {
 }
 
 // addDevices builds the system's devices (device index i gets the routing
-// id the driver maps to i) on its engine and lock, each joined to the
+// id the driver maps to i, or past the driver's 64 its index:
+// hwarch.WhatIfRoutingID) on its engine and lock, each joined to the
 // fabric through its port.
 func (s *System) addDevices() error {
 	cfg := s.cfg
 	for i := range cfg.Devices {
-		rid := i // a what-if device past the driver's 64 keeps its index
-		if i < hwarch.MaxNeuronDevices {
-			var err error
-			if rid, err = hwarch.RoutingIDOfDeviceIndex(cfg.DeviceID, i); err != nil {
-				return err
-			}
+		rid, err := hwarch.WhatIfRoutingID(cfg.DeviceID, i) // a what-if device past the driver's 64 keeps its index
+		if err != nil {
+			return fmt.Errorf("fabric: %w", err)
 		}
 		d, err := sim.NewWiredDevice(sim.DeviceConfig{
 			Name: s.topo.Nodes[i].Name, Generation: cfg.Generation, DeviceID: cfg.DeviceID, Revision: cfg.Revision,

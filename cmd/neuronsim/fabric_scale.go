@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/internal/memlimit"
+	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/runtime/collective"
+	"github.com/neuronsim/neuronsim/runtime/enc"
+	"github.com/neuronsim/neuronsim/sim/fabric"
+)
+
+// checkWhatIfDevices bounds a what-if system's device count: 1..the
+// devices the fabric window names (hwarch.MaxFabricDevices, 14 bits of
+// device index). Past the driver's 64 the devices are brought up as
+// what-if ones (cluster.Config.WhatIf), addressed by their index.
+func checkWhatIfDevices(field string, n int) error {
+	if n >= 1 && n <= hwarch.MaxFabricDevices {
+		return nil
+	}
+	return &units.Error{Field: field, Value: strconv.Itoa(n), Err: units.ErrRange,
+		Reason: fmt.Sprintf("a what-if system holds 1..%d devices (the fabric window's 14-bit device index)", hwarch.MaxFabricDevices)}
+}
+
+// checkSweepRanks refuses, before anything is built, a sweep of more
+// ranks than a collective has (enc.MaxRanks): devices × ranksPerDevice.
+func checkSweepRanks(devices, ranksPerDevice int) error {
+	if ranks := devices * ranksPerDevice; ranks > enc.MaxRanks {
+		return &units.Error{Field: "--devices", Value: strconv.Itoa(devices), Err: units.ErrRange,
+			Reason: fmt.Sprintf("%d devices × %d ranks per device is %d ranks; a collective runs on at most %d", devices, ranksPerDevice, ranks, enc.MaxRanks)}
+	}
+	return nil
+}
+
+// checkTimingMemory refuses, before anything is built, a timing-only
+// sweep whose largest run would hold more host memory than the limit
+// (cluster.TimingMemory: every descriptor of a run is planned before it
+// starts, n² of them for a ring on n ranks). Functional mode's memory is
+// checked with its payloads (sweepFlags.sizes).
+func checkTimingMemory(sw cluster.Sweep, devices, ranks, engines int, sizes []int64, limit memlimit.Limit) error {
+	need, err := cluster.TimingMemory(sw.Op, sw.Algo, devices, ranks, engines, sw.Dtype, sizes, sw.Options)
+	if err != nil {
+		return err
+	}
+	what := fmt.Sprintf("--mode timing: %s of %s on %d ranks", sw.Op, memlimit.Human(uint64(sizes[len(sizes)-1])), ranks)
+	if err := limit.Check(what, need); err != nil {
+		return fmt.Errorf("%w; use fewer devices, a smaller size or --engines 1, or raise --mem-limit", err)
+	}
+	return nil
+}
+
+// sweepEngines is the DMA engines each rank of a sweep spreads its
+// transfers over: --engines, else one in the parity mode, else the
+// generation's calibrated count (as cluster.New sets them).
+func sweepEngines(g hwarch.Generation, p fabric.Params, flag int) int {
+	switch {
+	case flag > 0:
+		return flag
+	case p.Endpoints == fabric.EndpointsIdeal:
+		return collective.Ideal().Engines
+	}
+	return collective.Calibrated(g).Engines
+}
+
+// bringUpWhatIf reports whether a sweep's devices are brought up as
+// what-if ones (cluster.Config.WhatIf): with --what-if, or for a named
+// system larger than the driver's 64 devices (--system trn3-gen2's 144,
+// built as the hardware is, past what one driver addresses).
+func (f *fabricFlags) bringUpWhatIf() bool {
+	return f.whatIf || f.named.spec != nil && f.named.spec.Devices > hwarch.MaxNeuronDevices
+}
