@@ -14,7 +14,7 @@ import (
 // mode, and in
 // timing mode refuses a run whose planned descriptors would pass
 // --mem-limit, all before building anything; a 144-device Trn3 Gen2
-// UltraServer sweep runs and reports its 144 ranks.
+// UltraServer sweep runs, by shape with --what-if and by --system name.
 func TestFabricSweepThousands(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -45,4 +45,9 @@ func TestFabricSweepThousands(t *testing.T) {
 	assert.Contains(t, out, "147456")
 	assert.Contains(t, out, "ring")
 	assert.Contains(t, out, "Avg bus bandwidth")
+	// By name: the hardware's 144 devices, brought up the what-if way
+	// without --what-if (which --system refuses).
+	out, err = runCLI(t, "fabric", "sweep", "--system", "trn3-gen2", "-b", "144K", "-e", "144K", "--algo", "ring")
+	require.NoError(t, err)
+	assert.Contains(t, out, "147456")
 }

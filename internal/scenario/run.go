@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/cluster"
 	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/output"
@@ -183,7 +184,8 @@ func (p *Parsed) Run(opt Options) (*Summary, error) {
 	}
 	params := r.params
 	c, err := buildCluster(cluster.Config{Generation: r.gen, Devices: r.devices, Switch: r.family, Kind: r.kind, Params: &params,
-		TimingOnly: r.timing, RanksPerDevice: r.ranksPer, BufferBytes: r.buffers, Revision: r.revision, Boot: r.boot, Reset: r.reset})
+		TimingOnly: r.timing, RanksPerDevice: r.ranksPer, BufferBytes: r.buffers, Revision: r.revision, Boot: r.boot, Reset: r.reset,
+		WhatIf: r.devices > hwarch.MaxNeuronDevices}) // past the driver's 64 only by system.name (trn3-gen2): brought up the what-if way
 	if err != nil {
 		return nil, fmt.Errorf("%s: system: %w", p.file, err)
 	}

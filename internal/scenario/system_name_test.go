@@ -112,3 +112,21 @@ func TestSystemByNameOnRestore(t *testing.T) {
 	assert.True(t, strings.HasPrefix(err.Error(), posOf(t, doc, "trn2-48xl")), "%v", err)
 	assert.ErrorContains(t, err, "system.name: trn2-48xl (16 cayman devices, topology torus2d), but the snapshot t.snap holds 16 sunda devices, topology torus2d")
 }
+
+// TestSweepOnGen2ByName (issue 16): system.name trn3-gen2 — 144 devices,
+// past the driver's 64 routing ids — is brought up the what-if way and
+// sweeps (it was refused: bring-up took no routing id past 63).
+func TestSweepOnGen2ByName(t *testing.T) {
+	if raceEnabled || testing.Short() {
+		t.Skip("a 144-device system")
+	}
+	doc := "name: x\nsystem: {name: trn3-gen2, reset: false, boot: false, buffer_bytes: 4M}\nsteps:\n  - sweep: {op: all_reduce, algo: ring, min: 144K, max: 144K, factor: 2}\n"
+	p, err := Parse("x.yaml", []byte(doc))
+	require.NoError(t, err)
+	sum, err := p.Run(Options{OutDir: t.TempDir()})
+	require.NoError(t, err)
+	require.Len(t, sum.Sweeps, 1)
+	assert.Equal(t, 144, sum.Devices)
+	require.Len(t, sum.Sweeps[0].Rows, 1)
+	assert.Positive(t, sum.Sweeps[0].Rows[0].TimeUS)
+}
