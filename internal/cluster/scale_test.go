@@ -213,3 +213,39 @@ func TestFourThousandDevices(t *testing.T) {
 	assert.Equal(t, st.Transfers, st.Landed, fmt.Sprintf("%d writes", st.Transfers))
 	assert.Zero(t, st.Dropped+st.LandErrors, st.LastError)
 }
+
+// TestNodesPast64 (issue 16): nodes joined over EFA each have a driver of
+// their own, so 5 nodes of 16 Trn3 devices (80 in all) build without
+// WhatIf — the devices past the 64th brought up by their index in the
+// whole system — and a timing-only all-reduce over all of them runs, while
+// one node of 80 devices is still refused without WhatIf.
+func TestNodesPast64(t *testing.T) {
+	_, err := cluster.New(cluster.Config{Generation: hwarch.Mariana, Devices: 80, Switch: hwarch.SwitchV1, Kind: fabric.KindSwitch, TimingOnly: true})
+	require.ErrorIs(t, err, cluster.ErrConfig)
+	assert.ErrorContains(t, err, "80 devices: the driver brings up 64")
+	_, err = cluster.New(cluster.Config{Generation: hwarch.Mariana, Devices: 2 * 65, Nodes: 2, Switch: hwarch.SwitchV1, Kind: fabric.KindSwitch, TimingOnly: true})
+	require.ErrorIs(t, err, cluster.ErrConfig)
+	assert.ErrorContains(t, err, "65 devices per node")
+	if testing.Short() {
+		t.Skip("-short: an 80-device all-reduce")
+	}
+	const n = 80
+	size := int64(n) * 1024
+	cfg := cluster.Config{Generation: hwarch.Mariana, Devices: n, Nodes: 5, Switch: hwarch.SwitchV1, Kind: fabric.KindSwitch, TimingOnly: true}
+	opt := cfg.CollectiveOptions(enc.Options{})
+	need, err := cluster.BufferNeed(enc.AllReduce, enc.Auto, n, enc.Float32, []int64{size}, opt)
+	require.NoError(t, err)
+	cfg.BufferBytes = need
+	c, err := cluster.New(cfg)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(70), c.Devices[70].Up.RoutingID)
+	s, err := enc.Build(enc.AllReduce, enc.Auto, n, size, 4, opt)
+	require.NoError(t, err)
+	res, err := c.Run(s, enc.Float32)
+	require.NoError(t, err)
+	assert.Positive(t, res.TimePS)
+	st := c.System.Stats()
+	assert.Positive(t, st.Transfers)
+	assert.Equal(t, st.Transfers, st.Landed)
+	assert.Zero(t, st.Dropped+st.LandErrors, st.LastError)
+}
