@@ -46,7 +46,7 @@ func newRootCommand(out, errOut io.Writer) *cobra.Command {
 	root.SetVersionTemplate("{{.Version}}")
 	root.SetOut(out)
 	root.SetErr(errOut)
-	root.AddCommand(newArchCommand(), newRunCommand(), newLsCommand(), newCSRCommand(), newServeCommand(), newDVECommand(), newDMACommand(), newAsmCommand(), newDisasmCommand(), newValidateCommand(), newExecCommand(), newFabricCommand(), newSnapshotCommand())
+	root.AddCommand(newArchCommand(), newRunCommand(), newLsCommand(), newCSRCommand(), newServeCommand(), newDVECommand(), newDMACommand(), newAsmCommand(), newDisasmCommand(), newValidateCommand(), newExecCommand(), newFabricCommand(), newSnapshotCommand(), newSweepCmd())
 	return root
 }
 

@@ -1,0 +1,968 @@
+// Package sweep runs experiment grids: a grid file (YAML, strictly decoded)
+// names the axes of a sizing study — device counts or systems, sizes,
+// collectives, algorithms, data types, network models, link parameters,
+// topologies, ranks per device — and the package expands it into an
+// ordered, stable list of points, each named by a content hash of its
+// inputs ([LoadGrid], [Grid.Points]); estimates each point's host time and
+// memory ([Grid.Plan]); partitions the points into shards balanced by those
+// estimates ([Grid.Shard]), so that a Slurm job array or a Kubernetes
+// Indexed Job runs them side by side ([ShardFromEnv]); runs a shard into a
+// results folder, one result file per point written atomically, skipping
+// the points already done so that a killed task simply reruns ([Run]); and
+// merges a results folder into nccom-test's JSON reports, a CSV, plots and
+// a SQLite database ([Merge]).
+//
+// Everything a results folder holds is a deterministic function of the
+// grid: the same grid gives byte-identical merged outputs whether it ran in
+// one shard, in N, with a task killed and rerun, or locally with several
+// workers. Host times, which are not, go to a folder merge never reads.
+// docs/sweeps.md describes the grid file and the folder.
+package sweep
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/internal/strictyaml"
+	"github.com/neuronsim/neuronsim/internal/units"
+	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
+	"github.com/neuronsim/neuronsim/runtime/enc"
+	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
+	"github.com/neuronsim/neuronsim/sim/fabric"
+)
+
+// Format is the version of the canonical encoding of a point's inputs (and
+// so of every hash), of the manifest and of the result files. A change to
+// any of them changes it, so that a folder of an older format is refused
+// rather than misread.
+const Format = 1
+
+// Bounds of a grid.
+const (
+	// MaxPoints is the most points a grid may expand to.
+	MaxPoints = 100000
+	// MaxAxisValues is the most values one axis may list.
+	MaxAxisValues = 1024
+	// MaxGridBytes is the largest grid file read.
+	MaxGridBytes = 1 << 20
+	// MaxPlots is the most plots (groups of points sharing every axis but
+	// the size) a grid with outputs.plots may draw.
+	MaxPlots = 1024
+)
+
+// Sentinel errors; every error of the package wraps one of them.
+var (
+	// ErrGrid marks a grid file that cannot be used: its syntax, an
+	// unknown or empty axis, a value out of range, an impossible point.
+	ErrGrid = errors.New("bad sweep grid")
+	// ErrShard marks a bad shard: --shard, --count or the workload
+	// manager's environment.
+	ErrShard = errors.New("bad shard")
+	// ErrFolder marks a results folder that cannot be used: written by
+	// another grid, or its manifest unreadable.
+	ErrFolder = errors.New("bad results folder")
+	// ErrIncomplete marks a merge of a folder with missing or failed
+	// points (the outputs hold the others), or a run with failed points.
+	ErrIncomplete = errors.New("sweep incomplete")
+)
+
+// Point is one simulation of a grid: one collective of one size on one
+// system. Every field but Index and Hash is an input; Hash is the first 16
+// hex digits of the SHA-256 of their canonical encoding (with Format), so
+// two points of any grids with the same inputs have the same hash.
+type Point struct {
+	Index int    `json:"index"` // position in the grid's order, from 0
+	Hash  string `json:"hash"`
+
+	Arch      string `json:"arch"`   // generation: sunda, cayman, mariana
+	Switch    string `json:"switch"` // switch family: v1, none
+	System    string `json:"system"` // the systems axis' name, "" for a devices point
+	Devices   int    `json:"devices"`
+	Topology  string `json:"topology"` // resolved (never auto)
+	Ranks     int    `json:"ranks"`    // Devices × RanksPerDevice
+	RanksPer  int    `json:"ranks_per_device"`
+	Model     string `json:"model"`     // aware, free
+	Endpoints string `json:"endpoints"` // real, ideal
+	// LinkBW is every link's bandwidth in B/s; nil keeps each link
+	// kind's default.
+	LinkBW *uint64 `json:"link_bw"`
+	// LinkLatency is every link's latency in ps; nil keeps each link
+	// kind's default.
+	LinkLatency *uint64 `json:"link_latency"`
+	Op          string  `json:"op"`
+	Algo        string  `json:"algo"` // as asked: auto stays auto
+	Dtype       string  `json:"dtype"`
+	Size        int64   `json:"size"` // bytes, nccom-test's size(B)
+	Mode        string  `json:"mode"` // timing, functional
+	Seed        uint64  `json:"seed"` // functional mode's input seed
+}
+
+// canonical is the encoding of the point's inputs that its hash covers.
+func (p *Point) canonical() string {
+	opt := func(v *uint64) string {
+		if v == nil {
+			return "default"
+		}
+		return strconv.FormatUint(*v, 10)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "neuronsim sweep point\nformat=%d\n", Format)
+	for _, kv := range [][2]string{
+		{"arch", p.Arch}, {"switch", p.Switch}, {"system", p.System}, {"devices", strconv.Itoa(p.Devices)},
+		{"topology", p.Topology}, {"ranks_per_device", strconv.Itoa(p.RanksPer)}, {"model", p.Model},
+		{"endpoints", p.Endpoints}, {"link_bw", opt(p.LinkBW)}, {"link_latency", opt(p.LinkLatency)},
+		{"op", p.Op}, {"algo", p.Algo}, {"dtype", p.Dtype}, {"size", strconv.FormatInt(p.Size, 10)},
+		{"mode", p.Mode}, {"seed", strconv.FormatUint(p.Seed, 10)},
+	} {
+		b.WriteString(kv[0])
+		b.WriteByte('=')
+		b.WriteString(strconv.Quote(kv[1]))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func hashHex(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:8])
+}
+
+// Outputs are what merge writes besides the CSV and the JSON reports.
+type Outputs struct {
+	// Plots draws busbw against size per group of points (every axis
+	// but the size the same), one PNG each.
+	Plots bool `json:"plots"`
+}
+
+// spec is a point resolved: what running it takes.
+type spec struct {
+	gen     hwarch.Generation
+	family  hwarch.SwitchFamily
+	tables  *rtarch.Tables
+	kind    fabric.Kind
+	params  fabric.Params
+	op      enc.Op
+	algo    enc.Algo
+	dtype   enc.Dtype
+	timing  bool
+	feat    features // what the estimates are made from
+	memNeed uint64   // functional mode: cluster.FunctionalMemory
+}
+
+// Grid is a grid file expanded into its points.
+type Grid struct {
+	// File is the grid file's name, for messages.
+	File string
+	// Outputs are the grid's outputs section.
+	Outputs Outputs
+
+	points []Point
+	specs  []spec
+	groups []int // groups[i]: the group of point i (points sharing every axis but the size)
+	hash   string
+}
+
+// Points returns the grid's points in order (a copy).
+func (g *Grid) Points() []Point { return append([]Point(nil), g.points...) }
+
+// Len returns the number of points.
+func (g *Grid) Len() int { return len(g.points) }
+
+// Hash returns the grid's hash: the first 16 hex digits of the SHA-256 of
+// Format, the outputs and every point's hash in order. Two grid files that
+// expand to the same points with the same outputs have the same hash,
+// whatever their layout and comments.
+func (g *Grid) Hash() string { return g.hash }
+
+// LoadGrid reads and expands the grid file at path ([ParseGrid]).
+func LoadGrid(path string) (*Grid, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("sweep: grid %s: %w: %w", path, err, ErrGrid)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxGridBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("sweep: grid %s: %w: %w", path, err, ErrGrid)
+	}
+	return ParseGrid(path, data)
+}
+
+// rawGrid is the grid file as decoded, before any value is checked.
+type rawGrid struct {
+	Arch      word       `yaml:"arch"`
+	Mode      word       `yaml:"mode"`
+	Switch    word       `yaml:"switch"`
+	Seed      word       `yaml:"seed"`
+	Endpoints word       `yaml:"endpoints"`
+	WhatIf    bool       `yaml:"what_if"`
+	Axes      rawAxes    `yaml:"axes,required"`
+	Outputs   rawOutputs `yaml:"outputs"`
+}
+
+type rawOutputs struct {
+	Plots *bool `yaml:"plots"`
+}
+
+// word is a scalar with its place in the file.
+type word struct {
+	s string
+	n *yaml.Node
+}
+
+// UnmarshalStrict reads a non-null scalar.
+func (w *word) UnmarshalStrict(d *strictyaml.Decoder, n *yaml.Node, path string) error {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		return d.Errorf(n, path, "expected a single value, got a %s", kindWord(n))
+	}
+	w.s, w.n = n.Value, n
+	return nil
+}
+
+func kindWord(n *yaml.Node) string {
+	switch {
+	case n.Kind == yaml.MappingNode:
+		return "mapping"
+	case n.Kind == yaml.SequenceNode:
+		return "sequence"
+	case n.Tag == "!!null":
+		return "null"
+	}
+	return "scalar"
+}
+
+// list is an axis' values, each with its place in the file.
+type list struct {
+	items []word
+	n     *yaml.Node
+	set   bool
+}
+
+// UnmarshalStrict reads a sequence of scalars: at least one, at most
+// MaxAxisValues.
+func (l *list) UnmarshalStrict(d *strictyaml.Decoder, n *yaml.Node, path string) error {
+	l.n, l.set = n, true
+	if n.Kind != yaml.SequenceNode {
+		return d.Errorf(n, path, "expected a sequence of values ([a, b, …]), got a %s", kindWord(n))
+	}
+	if len(n.Content) == 0 {
+		return d.Errorf(n, path, "empty axis: give at least one value, or leave the axis out: %w", ErrGrid)
+	}
+	if len(n.Content) > MaxAxisValues {
+		return d.Errorf(n, path, "%d values; an axis has at most %d: %w", len(n.Content), MaxAxisValues, ErrGrid)
+	}
+	for i, c := range n.Content {
+		var w word
+		if err := w.UnmarshalStrict(d, c, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			return err
+		}
+		l.items = append(l.items, w)
+	}
+	return nil
+}
+
+// sizeAxis is the sizes axis: a list of sizes or a range.
+type sizeAxis struct {
+	list
+	rng *sizeRange
+}
+
+type sizeRange struct {
+	Min    word `yaml:"min,required"`
+	Max    word `yaml:"max,required"`
+	Factor word `yaml:"factor"`
+	Step   word `yaml:"step"`
+}
+
+// UnmarshalStrict reads a sequence of sizes or a mapping {min, max,
+// factor|step}.
+func (s *sizeAxis) UnmarshalStrict(d *strictyaml.Decoder, n *yaml.Node, path string) error {
+	if n.Kind == yaml.MappingNode {
+		s.n, s.set, s.rng = n, true, new(sizeRange)
+		return d.Node(n, path, s.rng)
+	}
+	return s.list.UnmarshalStrict(d, n, path)
+}
+
+// Axis names, in the order they nest (the first outermost; the size
+// innermost, so that a group of points sharing every other axis is a run).
+const (
+	AxisSystems        = "systems"
+	AxisDevices        = "devices"
+	AxisTopologies     = "topologies"
+	AxisRanksPerDevice = "ranks_per_device"
+	AxisModels         = "models"
+	AxisLinkBW         = "link_bw"
+	AxisLinkLatency    = "link_latency"
+	AxisOps            = "ops"
+	AxisAlgos          = "algos"
+	AxisDtypes         = "dtypes"
+	AxisSizes          = "sizes"
+)
+
+// Axes are the names of the axes a grid may have, in nesting order.
+var Axes = []string{AxisSystems, AxisDevices, AxisTopologies, AxisRanksPerDevice, AxisModels,
+	AxisLinkBW, AxisLinkLatency, AxisOps, AxisAlgos, AxisDtypes, AxisSizes}
+
+type rawAxes struct {
+	lists map[string]*list
+	sizes sizeAxis
+	n     *yaml.Node
+}
+
+// UnmarshalStrict reads the axes mapping, refusing an unknown axis by name.
+func (a *rawAxes) UnmarshalStrict(d *strictyaml.Decoder, n *yaml.Node, path string) error {
+	a.n = n
+	if n.Kind != yaml.MappingNode {
+		return d.Errorf(n, path, "expected a mapping of axes (%s), got a %s", strings.Join(Axes, ", "), kindWord(n))
+	}
+	a.lists = map[string]*list{}
+	seen := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		name := k.Value
+		sub := path + "." + name
+		if k.Kind != yaml.ScalarNode || !known(name) {
+			return d.Errorf(k, sub, "unknown axis %q; the axes are %s: %w", name, strings.Join(Axes, ", "), ErrGrid)
+		}
+		if first := seen[name]; first != nil {
+			return d.Errorf(k, sub, "axis %q given twice (first at line %d): %w", name, first.Line, ErrGrid)
+		}
+		seen[name] = k
+		if name == AxisSizes {
+			if err := d.Node(v, sub, &a.sizes); err != nil {
+				return err
+			}
+			continue
+		}
+		l := new(list)
+		if err := d.Node(v, sub, l); err != nil {
+			return err
+		}
+		a.lists[name] = l
+	}
+	return nil
+}
+
+func known(axis string) bool {
+	for _, a := range Axes {
+		if a == axis {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseGrid decodes and expands a grid file's contents; file names it in
+// errors. Every error wraps ErrGrid and names the file, the line, the
+// field and the value.
+func ParseGrid(file string, data []byte) (*Grid, error) {
+	if len(data) > MaxGridBytes {
+		return nil, fmt.Errorf("sweep: grid %s: larger than %d bytes: %w", file, MaxGridBytes, ErrGrid)
+	}
+	var raw rawGrid
+	if err := strictyaml.Decode(file, data, &raw); err != nil {
+		if !errors.Is(err, ErrGrid) {
+			err = fmt.Errorf("%w: %w", err, ErrGrid)
+		}
+		return nil, err
+	}
+	e := &expander{d: &strictyaml.Decoder{File: file}, raw: &raw}
+	g, err := e.expand()
+	if err != nil {
+		return nil, err
+	}
+	g.File = file
+	return g, nil
+}
+
+// expander turns a rawGrid into a Grid.
+type expander struct {
+	d   *strictyaml.Decoder
+	raw *rawGrid
+}
+
+// fail is a positioned error at w's node wrapping ErrGrid (and cause).
+func (e *expander) fail(n *yaml.Node, path string, cause error, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	if cause != nil {
+		var ue *units.Error
+		if errors.As(cause, &ue) {
+			msg = ue.Value + ": " + ue.Reason
+		} else {
+			msg += ": " + cause.Error()
+		}
+		return e.d.ErrorWith(n, path, msg, errors.Join(cause, ErrGrid))
+	}
+	return e.d.ErrorWith(n, path, msg, ErrGrid)
+}
+
+// system is one value of the system dimension: a named system or a device
+// count on the grid's arch with a topology.
+type system struct {
+	name    string
+	gen     hwarch.Generation
+	family  hwarch.SwitchFamily
+	tables  *rtarch.Tables
+	devices int
+	kind    fabric.Kind
+	n       *yaml.Node // where it was given, for errors
+	path    string
+}
+
+type optPS struct {
+	v   *uint64
+	n   *yaml.Node
+	p   string
+	txt string
+}
+
+func (e *expander) expand() (*Grid, error) {
+	raw := e.raw
+	ax := raw.Axes
+	g := &Grid{Outputs: Outputs{Plots: true}}
+	if raw.Outputs.Plots != nil {
+		g.Outputs.Plots = *raw.Outputs.Plots
+	}
+
+	mode := "timing"
+	if raw.Mode.n != nil {
+		switch raw.Mode.s {
+		case "timing", "functional":
+			mode = raw.Mode.s
+		default:
+			return nil, e.fail(raw.Mode.n, "mode", nil, "%q: accepted words are timing|functional", raw.Mode.s)
+		}
+	}
+	ends := fabric.EndpointsReal
+	if raw.Endpoints.n != nil {
+		v, err := fabric.ParseEndpoints(raw.Endpoints.s)
+		if err != nil {
+			return nil, e.fail(raw.Endpoints.n, "endpoints", err, "%q", raw.Endpoints.s)
+		}
+		ends = v
+	}
+	var seed uint64 = 1
+	if raw.Seed.n != nil {
+		v, err := units.ParseInt("seed", raw.Seed.s, 0, math.MaxInt64)
+		if err != nil {
+			return nil, e.fail(raw.Seed.n, "seed", err, "")
+		}
+		seed = uint64(v)
+	}
+	if mode == "timing" && raw.Seed.n != nil {
+		return nil, e.fail(raw.Seed.n, "seed", nil, "mode timing moves no data; seed applies to mode functional")
+	}
+	var family *hwarch.SwitchFamily
+	if raw.Switch.n != nil {
+		v, err := hwarch.ParseSwitchFamily(raw.Switch.s)
+		if err != nil {
+			return nil, e.fail(raw.Switch.n, "switch", err, "%q", raw.Switch.s)
+		}
+		family = &v
+	}
+
+	systems, err := e.systems(family)
+	if err != nil {
+		return nil, err
+	}
+	rpds, err := e.ints(AxisRanksPerDevice, 1, int64(hwarch.MaxNeuronDevices), []int{1})
+	if err != nil {
+		return nil, err
+	}
+	models, err := e.words(AxisModels, []string{"aware"}, func(s string) (string, error) {
+		m, err := fabric.ParseModel(s)
+		return m.String(), err
+	})
+	if err != nil {
+		return nil, err
+	}
+	bws, err := e.bandwidths()
+	if err != nil {
+		return nil, err
+	}
+	lats, err := e.latencies()
+	if err != nil {
+		return nil, err
+	}
+	if ends == fabric.EndpointsIdeal && (bws[0].v == nil || lats[0].v == nil) {
+		return nil, e.fail(raw.Endpoints.n, "endpoints", nil, "ideal (the α-β parity mode) needs the axes %s and %s, the model's B and α", AxisLinkBW, AxisLinkLatency)
+	}
+	ops, err := e.words(AxisOps, nil, func(s string) (string, error) {
+		o, err := enc.ParseOp(s)
+		return o.String(), err
+	})
+	if err != nil {
+		return nil, err
+	}
+	algos, err := e.words(AxisAlgos, []string{"auto"}, func(s string) (string, error) {
+		a, err := enc.ParseAlgo(s)
+		return a.String(), err
+	})
+	if err != nil {
+		return nil, err
+	}
+	dtypes, err := e.words(AxisDtypes, []string{"fp32"}, func(s string) (string, error) {
+		t, err := enc.ParseDtype(s)
+		return t.String(), err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !ax.sizes.set {
+		return nil, e.fail(ax.n, "axes", nil, "missing axis %q (a list of sizes, or {min, max, factor|step})", AxisSizes)
+	}
+
+	// Count before expanding: the product of the axes, the sizes per
+	// combination at most their list's length or nccom's bound.
+	count := uint64(1)
+	for _, k := range []int{len(systems), len(rpds), len(models), len(bws), len(lats), len(ops), len(algos), len(dtypes)} {
+		count *= uint64(k)
+		if count > MaxPoints {
+			return nil, e.fail(ax.n, "axes", nil, "more than %d points (the product of the axes); split the grid", MaxPoints)
+		}
+	}
+
+	memLimit := memLimit()
+	fabricOK := map[string]error{}
+	feats := map[[5]int64]features{}
+	for _, sys := range systems {
+		for _, rpd := range rpds {
+			ranks := sys.devices * rpd.v
+			geo := hwarch.MustGeometry(sys.gen)
+			if rpd.v > geo.NeuronCores {
+				return nil, e.fail(rpd.n, rpd.p, nil, "%d ranks per device: a %s device has %d NeuronCores", rpd.v, sys.gen, geo.NeuronCores)
+			}
+			for _, model := range models {
+				m, _ := fabric.ParseModel(model.v)
+				for _, bw := range bws {
+					for _, lat := range lats {
+						var p fabric.Params
+						if ends == fabric.EndpointsIdeal {
+							p = cluster.IdealParams(sys.gen, sys.tables, m, *bw.v, *lat.v)
+						} else {
+							p = cluster.DefaultParams(sys.gen, sys.tables)
+							p.Model = m
+							lt := cluster.LinkTiming{}
+							if bw.v != nil {
+								lt.Bandwidth, lt.SetBandwidth = *bw.v, true
+							}
+							if lat.v != nil {
+								lt.Latency, lt.SetLatency = *lat.v, true
+							}
+							lt.Apply(&p)
+						}
+						if err := e.checkFabric(fabricOK, sys, p); err != nil {
+							return nil, err
+						}
+						for _, op := range ops {
+							o, _ := enc.ParseOp(op.v)
+							for _, algo := range algos {
+								a, _ := enc.ParseAlgo(algo.v)
+								for _, dt := range dtypes {
+									t, _ := enc.ParseDtype(dt.v)
+									sizes, snodes, err := e.sizes(o, t, ranks)
+									if err != nil {
+										return nil, err
+									}
+									group := len(g.groups)
+									if len(g.points) > 0 {
+										group = g.groups[len(g.groups)-1] + 1
+									}
+									for i, size := range sizes {
+										if len(g.points) >= MaxPoints {
+											return nil, e.fail(ax.n, "axes", nil, "more than %d points; split the grid", MaxPoints)
+										}
+										pt := Point{Index: len(g.points), Arch: sys.gen.String(), Switch: sys.family.String(), System: sys.name,
+											Devices: sys.devices, Topology: sys.kind.String(), Ranks: ranks, RanksPer: rpd.v, Model: model.v,
+											Endpoints: ends.String(), LinkBW: bw.v, LinkLatency: lat.v, Op: op.v, Algo: algo.v, Dtype: dt.v,
+											Size: size, Mode: mode, Seed: seed}
+										if mode == "timing" {
+											pt.Seed = 0
+										}
+										fk := [5]int64{int64(o), int64(a), int64(ranks), size, int64(t.Size())}
+										f, ok := feats[fk]
+										if !ok {
+											sch, err := enc.Build(o, a, ranks, size, t.Size(), enc.Options{})
+											if err != nil {
+												return nil, e.impossible(snodes[i], sys, rpd.v, op.v, algo.v, dt.v, size, err)
+											}
+											f = featuresOf(sch)
+											feats[fk] = f
+										}
+										f.gen, f.devices, f.functional, f.model = sys.gen, sys.devices, mode == "functional", m
+										sp := spec{gen: sys.gen, family: sys.family, tables: sys.tables, kind: sys.kind, params: p,
+											op: o, algo: a, dtype: t, timing: mode == "timing", feat: f}
+										if !sp.timing {
+											need, err := cluster.FunctionalMemory(o, a, ranks, t, []int64{size}, enc.Options{})
+											if err != nil {
+												return nil, e.impossible(snodes[i], sys, rpd.v, op.v, algo.v, dt.v, size, err)
+											}
+											if err := memLimit.Check(fmt.Sprintf("mode functional: %s of %d B on %d ranks", op.v, size, ranks), need); err != nil {
+												return nil, e.fail(snodes[i], AxisSizes, err, "")
+											}
+											sp.memNeed = need
+										}
+										pt.Hash = hashHex(pt.canonical())
+										g.points = append(g.points, pt)
+										g.specs = append(g.specs, sp)
+										g.groups = append(g.groups, group)
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if g.Outputs.Plots && len(g.points) > 0 && g.groups[len(g.groups)-1]+1 > MaxPlots {
+		return nil, e.fail(ax.n, "outputs.plots", nil, "%d groups of points would draw %d plots; at most %d (set outputs.plots: false)", g.groups[len(g.groups)-1]+1, g.groups[len(g.groups)-1]+1, MaxPlots)
+	}
+	seen := make(map[string]int, len(g.points))
+	for i, p := range g.points {
+		if j, dup := seen[p.Hash]; dup {
+			return nil, e.fail(ax.n, "axes", nil, "points %d and %d are the same simulation (a value listed twice?)", j, i)
+		}
+		seen[p.Hash] = i
+	}
+	g.hash = g.computeHash()
+	return g, nil
+}
+
+// impossible is the error of a point enc.Build or the memory estimate refuses.
+func (e *expander) impossible(n *yaml.Node, sys system, rpd int, op, algo, dtype string, size int64, err error) error {
+	where := fmt.Sprintf("%d %s devices", sys.devices, sys.gen)
+	if sys.name != "" {
+		where = sys.name
+	}
+	return e.fail(n, AxisSizes, err, "impossible point: %s %s (%s) of %d B on %s × %d ranks per device", algo, op, dtype, size, where, rpd)
+}
+
+// checkFabric builds the topology of sys once with p's parameters checked
+// (p.Validate), so that a topology the device count cannot have (a 2D torus
+// of 6 devices) is refused before anything runs.
+func (e *expander) checkFabric(cache map[string]error, sys system, p fabric.Params) error {
+	key := fmt.Sprintf("%v/%d/%v/%+v", sys.gen, sys.devices, sys.kind, p)
+	err, done := cache[key]
+	if !done {
+		err = p.Validate(sys.kind)
+		if err == nil {
+			_, err = fabric.Build(sys.kind, sys.gen, sys.devices, p)
+		}
+		cache[key] = err
+	}
+	if err != nil {
+		return e.fail(sys.n, sys.path, err, "impossible system: %s of %d %s devices", sys.kind, sys.devices, sys.gen)
+	}
+	return nil
+}
+
+// systems returns the system dimension: the systems axis' named systems,
+// then the devices axis' counts on the grid's arch with each topology.
+func (e *expander) systems(family *hwarch.SwitchFamily) ([]system, error) {
+	raw := e.raw
+	ax := raw.Axes
+	var out []system
+	famOf := func(g hwarch.Generation) hwarch.SwitchFamily {
+		if family != nil {
+			return *family
+		}
+		return hwarch.DefaultSwitchFamily(g)
+	}
+	if l := ax.lists[AxisSystems]; l != nil {
+		for i, w := range l.items {
+			path := fmt.Sprintf("axes.%s[%d]", AxisSystems, i)
+			s, err := fabric.LookupSystem(w.s)
+			if err != nil {
+				return nil, e.fail(w.n, path, err, "%q", w.s)
+			}
+			if raw.Arch.n != nil {
+				if g, err := hwarch.ParseGeneration(raw.Arch.s); err == nil && g != s.Generation {
+					return nil, e.fail(w.n, path, nil, "%s is a %s system; the grid's arch is %s (leave arch out for a grid of systems only)", s.Name, s.Generation, g)
+				}
+			}
+			fam := famOf(s.Generation)
+			t, err := rtarch.For(s.Generation, rtarch.Options{Switch: fam})
+			if err != nil {
+				return nil, e.fail(w.n, path, err, "%s", s.Name)
+			}
+			out = append(out, system{name: s.Name, gen: s.Generation, family: fam, tables: t, devices: s.Devices, kind: s.Kind, n: w.n, path: path})
+		}
+	}
+	devs := ax.lists[AxisDevices]
+	topos := ax.lists[AxisTopologies]
+	if devs == nil {
+		if topos != nil {
+			return nil, e.fail(topos.n, "axes."+AxisTopologies, nil, "topologies apply to the devices axis, which is missing (a named system has its topology)")
+		}
+		if len(out) == 0 {
+			return nil, e.fail(ax.n, "axes", nil, "no systems: give the axis %q (with arch) or %q", AxisDevices, AxisSystems)
+		}
+		return out, nil
+	}
+	if raw.Arch.n == nil {
+		return nil, e.fail(devs.n, "axes."+AxisDevices, nil, "device counts need the grid's arch (sunda|cayman|mariana)")
+	}
+	gen, err := hwarch.ParseGeneration(raw.Arch.s)
+	if err != nil {
+		return nil, e.fail(raw.Arch.n, "arch", err, "%q", raw.Arch.s)
+	}
+	fam := famOf(gen)
+	t, err := rtarch.For(gen, rtarch.Options{Switch: fam})
+	if err != nil {
+		return nil, e.fail(raw.Arch.n, "arch", err, "%q", raw.Arch.s)
+	}
+	kinds := []word{{s: "auto", n: devs.n}}
+	if topos != nil {
+		kinds = topos.items
+	}
+	var parsedKinds []fabric.Kind
+	for i, w := range kinds {
+		k, err := fabric.ParseKind(w.s)
+		if err != nil {
+			return nil, e.fail(w.n, fmt.Sprintf("axes.%s[%d]", AxisTopologies, i), err, "%q", w.s)
+		}
+		parsedKinds = append(parsedKinds, k)
+	}
+	for i, w := range devs.items {
+		path := fmt.Sprintf("axes.%s[%d]", AxisDevices, i)
+		n, err := units.ParseInt(path, w.s, 1, int64(t.Soc.DeviceLimit(true)))
+		if err != nil {
+			return nil, e.fail(w.n, path, err, "")
+		}
+		if err := t.Soc.CheckDevices(int(n), raw.WhatIf); err != nil {
+			hint := ""
+			if !raw.WhatIf {
+				hint = " (what_if: true allows up to MAX_NEURON_DEVICE_COUNT)"
+			}
+			return nil, e.fail(w.n, path, nil, "%s%s", err.Error(), hint)
+		}
+		for j, k := range parsedKinds {
+			kp := fmt.Sprintf("axes.%s[%d]", AxisTopologies, j)
+			if topos == nil {
+				kp = path
+			}
+			kind := k
+			if kind == fabric.KindAuto {
+				kind = fabric.AutoKind(gen, int(n))
+			}
+			out = append(out, system{gen: gen, family: fam, tables: t, devices: int(n), kind: kind, n: kinds[j].n, path: kp})
+		}
+	}
+	seen := map[string]int{}
+	for i, s := range out {
+		key := fmt.Sprintf("%s/%v/%d/%v", s.name, s.gen, s.devices, s.kind)
+		if j, dup := seen[key]; dup {
+			return nil, e.fail(s.n, s.path, nil, "%d %s devices on %s twice (systems %d and %d; topology auto resolves to %s)", s.devices, s.gen, s.kind, j, i, s.kind)
+		}
+		seen[key] = i
+	}
+	return out, nil
+}
+
+type intVal struct {
+	v int
+	n *yaml.Node
+	p string
+}
+
+// ints reads an integer axis, each value in [lo, hi]; def when absent.
+func (e *expander) ints(axis string, lo, hi int64, def []int) ([]intVal, error) {
+	l := e.raw.Axes.lists[axis]
+	if l == nil {
+		var out []intVal
+		for _, v := range def {
+			out = append(out, intVal{v: v, n: e.raw.Axes.n, p: "axes"})
+		}
+		return out, nil
+	}
+	var out []intVal
+	seen := map[int64]bool{}
+	for i, w := range l.items {
+		path := fmt.Sprintf("axes.%s[%d]", axis, i)
+		v, err := units.ParseInt(path, w.s, lo, hi)
+		if err != nil {
+			return nil, e.fail(w.n, path, err, "")
+		}
+		if seen[v] {
+			return nil, e.fail(w.n, path, nil, "%d listed twice", v)
+		}
+		seen[v] = true
+		out = append(out, intVal{v: int(v), n: w.n, p: path})
+	}
+	return out, nil
+}
+
+type strVal struct {
+	v string
+	n *yaml.Node
+	p string
+}
+
+// words reads a word axis through parse (which returns the canonical
+// spelling); def when absent, and the axis is required when def is nil.
+func (e *expander) words(axis string, def []string, parse func(string) (string, error)) ([]strVal, error) {
+	l := e.raw.Axes.lists[axis]
+	if l == nil {
+		if def == nil {
+			return nil, e.fail(e.raw.Axes.n, "axes", nil, "missing axis %q", axis)
+		}
+		var out []strVal
+		for _, v := range def {
+			out = append(out, strVal{v: v, n: e.raw.Axes.n, p: "axes"})
+		}
+		return out, nil
+	}
+	var out []strVal
+	seen := map[string]bool{}
+	for i, w := range l.items {
+		path := fmt.Sprintf("axes.%s[%d]", axis, i)
+		v, err := parse(w.s)
+		if err != nil {
+			return nil, e.fail(w.n, path, err, "%q", w.s)
+		}
+		if seen[v] {
+			return nil, e.fail(w.n, path, nil, "%q listed twice (as %s)", w.s, v)
+		}
+		seen[v] = true
+		out = append(out, strVal{v: v, n: w.n, p: path})
+	}
+	return out, nil
+}
+
+// bandwidths reads link_bw: explicit units (units.ParseBandwidth).
+func (e *expander) bandwidths() ([]optPS, error) {
+	l := e.raw.Axes.lists[AxisLinkBW]
+	if l == nil {
+		return []optPS{{}}, nil
+	}
+	var out []optPS
+	seen := map[uint64]bool{}
+	for i, w := range l.items {
+		path := fmt.Sprintf("axes.%s[%d]", AxisLinkBW, i)
+		v, err := units.ParseBandwidth(path, w.s)
+		if err != nil {
+			return nil, e.fail(w.n, path, err, "")
+		}
+		if seen[v] {
+			return nil, e.fail(w.n, path, nil, "%q is %d B/s, listed twice", w.s, v)
+		}
+		seen[v] = true
+		out = append(out, optPS{v: &v, n: w.n, p: path, txt: w.s})
+	}
+	return out, nil
+}
+
+// latencies reads link_latency: a number of ns, or a duration with its
+// unit ("500ns", "1.5us").
+func (e *expander) latencies() ([]optPS, error) {
+	l := e.raw.Axes.lists[AxisLinkLatency]
+	if l == nil {
+		return []optPS{{}}, nil
+	}
+	var out []optPS
+	seen := map[uint64]bool{}
+	for i, w := range l.items {
+		path := fmt.Sprintf("axes.%s[%d]", AxisLinkLatency, i)
+		var v uint64
+		if f, err := strconv.ParseFloat(w.s, 64); err == nil {
+			if v, err = units.NanosecondsToPS(path, f); err != nil {
+				return nil, e.fail(w.n, path, err, "")
+			}
+		} else {
+			d, err := time.ParseDuration(w.s)
+			if err != nil {
+				return nil, e.fail(w.n, path, nil, "%q: expected nanoseconds (500) or a duration with its unit (500ns, 1.5us)", w.s)
+			}
+			if d < 0 {
+				return nil, e.fail(w.n, path, nil, "%q: a latency cannot be negative", w.s)
+			}
+			if v, err = units.DurationToPS(path, d); err != nil {
+				return nil, e.fail(w.n, path, err, "")
+			}
+		}
+		if seen[v] {
+			return nil, e.fail(w.n, path, nil, "%q is %d ps, listed twice", w.s, v)
+		}
+		seen[v] = true
+		out = append(out, optPS{v: &v, n: w.n, p: path, txt: w.s})
+	}
+	return out, nil
+}
+
+// sizes returns the sizes of op in t over ranks ranks, and each one's node:
+// the list as given (each size a multiple of the op's granule), or the
+// range expanded as nccom-test does (rounded to the granule).
+func (e *expander) sizes(op enc.Op, t enc.Dtype, ranks int) ([]int64, []*yaml.Node, error) {
+	ax := e.raw.Axes.sizes
+	align := op.SizeAlign(t.Size(), ranks)
+	if r := ax.rng; r != nil {
+		lo, err := units.ParseBytes("axes.sizes.min", r.Min.s)
+		if err != nil {
+			return nil, nil, e.fail(r.Min.n, "axes.sizes.min", err, "")
+		}
+		hi, err := units.ParseBytes("axes.sizes.max", r.Max.s)
+		if err != nil {
+			return nil, nil, e.fail(r.Max.n, "axes.sizes.max", err, "")
+		}
+		var factor, step int64
+		if r.Factor.n != nil {
+			if factor, err = units.ParseInt("axes.sizes.factor", r.Factor.s, 2, 1<<20); err != nil {
+				return nil, nil, e.fail(r.Factor.n, "axes.sizes.factor", err, "")
+			}
+		}
+		if r.Step.n != nil {
+			if step, err = units.ParseBytesIn("axes.sizes.step", r.Step.s, 1, enc.MaxSize); err != nil {
+				return nil, nil, e.fail(r.Step.n, "axes.sizes.step", err, "")
+			}
+		}
+		if r.Factor.n == nil && r.Step.n == nil {
+			return nil, nil, e.fail(ax.n, "axes.sizes", nil, "a range needs factor or step")
+		}
+		sizes, err := nccom.Sizes(lo, hi, factor, step, align)
+		if err != nil {
+			return nil, nil, e.fail(ax.n, "axes.sizes", err, "%s over %d ranks", op, ranks)
+		}
+		if len(sizes) > MaxAxisValues {
+			return nil, nil, e.fail(ax.n, "axes.sizes", nil, "%d sizes; an axis has at most %d", len(sizes), MaxAxisValues)
+		}
+		nodes := make([]*yaml.Node, len(sizes))
+		for i := range nodes {
+			nodes[i] = ax.n
+		}
+		return sizes, nodes, nil
+	}
+	var sizes []int64
+	var nodes []*yaml.Node
+	seen := map[int64]bool{}
+	for i, w := range ax.items {
+		path := fmt.Sprintf("axes.sizes[%d]", i)
+		v, err := units.ParseBytesIn(path, w.s, 0, enc.MaxSize)
+		if err != nil {
+			return nil, nil, e.fail(w.n, path, err, "")
+		}
+		if v%align != 0 {
+			return nil, nil, e.fail(w.n, path, nil, "%s (%d B) is not a multiple of %d B, the granule of %s in %s over %d ranks (a range {min, max, factor} rounds to it)", w.s, v, align, op, t, ranks)
+		}
+		if seen[v] {
+			return nil, nil, e.fail(w.n, path, nil, "%s (%d B) listed twice", w.s, v)
+		}
+		seen[v] = true
+		sizes = append(sizes, v)
+		nodes = append(nodes, w.n)
+	}
+	return sizes, nodes, nil
+}

@@ -1,0 +1,342 @@
+package sweep
+
+// Merging a results folder: nccom-test's JSON reports, the CSV and the
+// plots, in point order, each written atomically.
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/neuronsim/neuronsim/internal/output"
+	"github.com/neuronsim/neuronsim/internal/plot"
+	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
+)
+
+// Merged outputs, in DIR/merged/.
+const (
+	ReportName = "report.json"
+	CSVName    = "points.csv"
+)
+
+// Status is a point's state in a results folder.
+type Status string
+
+// The states of a point.
+const (
+	StatusOK      Status = "ok"
+	StatusFailed  Status = "failed"  // its result file holds an error
+	StatusMissing Status = "missing" // no result file, or one that cannot be trusted
+)
+
+// PointResult is a point and what its result file says.
+type PointResult struct {
+	Point
+	Status Status
+	Row    *Row   // StatusOK
+	Error  string // StatusFailed: the point's error; StatusMissing: why (no file, or why it is not trusted)
+}
+
+// Folder is a results folder read back: the grid's points in order, each
+// with its result.
+type Folder struct {
+	Dir     string
+	Grid    string // the grid's hash
+	Outputs Outputs
+	Results []PointResult
+}
+
+// ReadFolder reads a results folder: its manifest and every point's
+// result file.
+func ReadFolder(dir string) (*Folder, error) {
+	m, err := readManifest(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("sweep: %s: no %s: not a results folder of sweep run: %w", dir, ManifestName, ErrFolder)
+		}
+		return nil, err
+	}
+	f := &Folder{Dir: dir, Grid: m.Grid, Outputs: m.Outputs}
+	for i := range m.Points {
+		p := &m.Points[i]
+		pr := PointResult{Point: *p}
+		r, err := readResult(dir, p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			pr.Status, pr.Error = StatusMissing, "no result file"
+		case err != nil:
+			pr.Status, pr.Error = StatusMissing, err.Error()
+		case r.Row != nil:
+			pr.Status, pr.Row = StatusOK, r.Row
+		default:
+			pr.Status, pr.Error = StatusFailed, r.Error
+		}
+		f.Results = append(f.Results, pr)
+	}
+	return f, nil
+}
+
+// Problems returns the points not OK, in order.
+func (f *Folder) Problems() []PointResult {
+	var out []PointResult
+	for _, r := range f.Results {
+		if r.Status != StatusOK {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// groupKey is what a group's points share: every input but the size.
+func groupKey(p *Point) string {
+	q := *p
+	q.Size, q.Index, q.Hash = 0, 0, ""
+	return q.canonical()
+}
+
+// group is a run of points sharing every input but the size.
+type group struct {
+	first   Point
+	results []PointResult
+}
+
+func (f *Folder) groups() []group {
+	var out []group
+	last := ""
+	for _, r := range f.Results {
+		k := groupKey(&r.Point)
+		if len(out) == 0 || k != last {
+			out = append(out, group{first: r.Point})
+			last = k
+		}
+		out[len(out)-1].results = append(out[len(out)-1].results, r)
+	}
+	return out
+}
+
+// report is group's nccom-test report: its OK points' rows; Extra names
+// the group's axes.
+func (gr *group) report(i int) *nccom.Report {
+	p := gr.first
+	opt := func(v *uint64) any {
+		if v == nil {
+			return "default"
+		}
+		return *v
+	}
+	rep := &nccom.Report{Op: p.Op, Ranks: p.Ranks, Extra: map[string]any{
+		"group": i, "arch": p.Arch, "switch": p.Switch, "devices": p.Devices, "topology": p.Topology,
+		"ranks_per_device": p.RanksPer, "model": p.Model, "endpoints": p.Endpoints, "mode": p.Mode,
+		"algo": p.Algo, "link_bw": opt(p.LinkBW), "link_latency_ps": opt(p.LinkLatency),
+	}}
+	if p.System != "" {
+		rep.Extra["system"] = p.System
+	}
+	if p.Mode == "functional" {
+		rep.Extra["seed"] = p.Seed
+	}
+	for _, r := range gr.results {
+		if r.Status == StatusOK {
+			rep.Rows = append(rep.Rows, r.Row.nccom(&r.Point))
+		}
+	}
+	return rep
+}
+
+// title is the group's plot title.
+func (gr *group) title() string {
+	p := gr.first
+	sys := p.System
+	if sys == "" {
+		sys = fmt.Sprintf("%s × %d %s", p.Topology, p.Devices, p.Arch)
+	}
+	s := fmt.Sprintf("%s %s %s on %s, %s, %s model", p.Op, p.Algo, p.Dtype, sys, units.Plural(int64(p.Ranks), "rank", "ranks"), p.Model)
+	if p.LinkBW != nil {
+		s += fmt.Sprintf(", links %g GB/s", float64(*p.LinkBW)/1e9)
+	}
+	if p.LinkLatency != nil {
+		s += fmt.Sprintf(" %g ns", float64(*p.LinkLatency)/1e3)
+	}
+	return s
+}
+
+// Reports returns nccom-test's report of every group, in point order.
+func (f *Folder) Reports() []*nccom.Report {
+	var out []*nccom.Report
+	for i, gr := range f.groups() {
+		out = append(out, gr.report(i))
+	}
+	return out
+}
+
+// ReportJSON returns DIR/merged/report.json: a JSON array of nccom-test's
+// reports (nccom.Report.WriteJSON's objects), one per group.
+func (f *Folder) ReportJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString("[\n")
+	for i, rep := range f.Reports() {
+		if i > 0 {
+			b.WriteString(",\n")
+		}
+		var one bytes.Buffer
+		if err := rep.WriteJSON(&one); err != nil {
+			return nil, err
+		}
+		b.Write(bytes.TrimRight(one.Bytes(), "\n"))
+	}
+	b.WriteString("\n]\n")
+	return b.Bytes(), nil
+}
+
+// Columns are points.csv's header (and the SQLite table's columns): the
+// index and hash, every axis, then the results.
+var Columns = []string{
+	"index", "hash", "system", "arch", "switch", "devices", "topology", "ranks_per_device", "ranks",
+	"model", "endpoints", "link_bw_Bps", "link_latency_ps", "op", "algo", "dtype", "size_B", "mode", "seed",
+	"status", "count_elems", "time_ps", "time_avg_us", "algbw_GBps", "busbw_GBps", "algorithm", "error",
+}
+
+// Records returns a row of Columns per point, in point order; an unset
+// link parameter (each link kind's default) and the results of a point
+// not OK are empty.
+func (f *Folder) Records() [][]string {
+	opt := func(v *uint64) string {
+		if v == nil {
+			return ""
+		}
+		return strconv.FormatUint(*v, 10)
+	}
+	fl := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	var out [][]string
+	for _, r := range f.Results {
+		p := r.Point
+		rec := []string{strconv.Itoa(p.Index), p.Hash, p.System, p.Arch, p.Switch, strconv.Itoa(p.Devices), p.Topology,
+			strconv.Itoa(p.RanksPer), strconv.Itoa(p.Ranks), p.Model, p.Endpoints, opt(p.LinkBW), opt(p.LinkLatency),
+			p.Op, p.Algo, p.Dtype, strconv.FormatInt(p.Size, 10), p.Mode, strconv.FormatUint(p.Seed, 10), string(r.Status)}
+		if r.Row != nil {
+			rec = append(rec, strconv.FormatInt(r.Row.Count, 10), strconv.FormatUint(r.Row.TimePS, 10), fl(r.Row.TimeUS),
+				fl(r.Row.AlgBW), fl(r.Row.BusBW), r.Row.Algorithm, "")
+		} else {
+			rec = append(rec, "", "", "", "", "", "", r.Error)
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
+// CSV returns DIR/merged/points.csv.
+func (f *Folder) CSV() ([]byte, error) {
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	if err := w.Write(Columns); err != nil {
+		return nil, err
+	}
+	if err := w.WriteAll(f.Records()); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// PlotName is the file of group i's plot in DIR/merged/.
+func PlotName(i int) string { return fmt.Sprintf("busbw-%04d.png", i) }
+
+// MergeOptions are a merge's.
+type MergeOptions struct {
+	// SQLite, when not "", is a database file to write the rows to.
+	SQLite string
+}
+
+// MergeStats is what a merge wrote.
+type MergeStats struct {
+	Files    []string      // written, in order
+	Problems []PointResult // the points missing or failed, in order
+}
+
+// Merge writes the merged outputs of the folder dir: merged/report.json,
+// merged/points.csv, a plot per group with OK points (outputs.plots) and
+// with opt.SQLite the database — each atomically. Points missing or failed
+// are left out of the reports and plots and are rows with their status in
+// the CSV and the database; with any, the error wraps ErrIncomplete (and
+// lists them) after everything has been written.
+func Merge(dir string, opt MergeOptions) (MergeStats, error) {
+	var st MergeStats
+	f, err := ReadFolder(dir)
+	if err != nil {
+		return st, err
+	}
+	out := filepath.Join(dir, MergedDir)
+	if opt.SQLite != "" {
+		if err := output.Check(opt.SQLite); err != nil {
+			return st, fmt.Errorf("sweep: --sqlite: %w", err)
+		}
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return st, fmt.Errorf("sweep: %w", err)
+	}
+	write := func(name string, data []byte) error {
+		path := filepath.Join(out, name)
+		if err := output.WriteFile(path, data); err != nil {
+			return fmt.Errorf("sweep: %w", err)
+		}
+		st.Files = append(st.Files, path)
+		return nil
+	}
+	rep, err := f.ReportJSON()
+	if err != nil {
+		return st, err
+	}
+	if err := write(ReportName, rep); err != nil {
+		return st, err
+	}
+	c, err := f.CSV()
+	if err != nil {
+		return st, err
+	}
+	if err := write(CSVName, c); err != nil {
+		return st, err
+	}
+	if f.Outputs.Plots {
+		for i, gr := range f.groups() {
+			r := gr.report(i)
+			rows := r.Rows[:0:0]
+			for _, row := range r.Rows {
+				if row.Size > 0 { // a log axis has no place for 0 B
+					rows = append(rows, row)
+				}
+			}
+			if len(rows) == 0 {
+				continue
+			}
+			r.Rows = rows
+			png, err := plot.PNG(gr.title(), []plot.Series{{Label: units.Plural(int64(gr.first.Ranks), "rank", "ranks"), Report: r}})
+			if err != nil {
+				return st, fmt.Errorf("sweep: plot of group %d: %w", i, err)
+			}
+			if err := write(PlotName(i), png); err != nil {
+				return st, err
+			}
+		}
+	}
+	if opt.SQLite != "" {
+		if err := writeSQLite(opt.SQLite, f); err != nil {
+			return st, err
+		}
+		st.Files = append(st.Files, opt.SQLite)
+	}
+	st.Problems = f.Problems()
+	if len(st.Problems) > 0 {
+		var lines []string
+		for _, p := range st.Problems {
+			lines = append(lines, fmt.Sprintf("point %d (%s) %s: %s", p.Index, p.Hash, p.Status, p.Error))
+		}
+		return st, fmt.Errorf("sweep: %s: %d of %d points are missing or failed:\n  %s: %w", dir, len(st.Problems), len(f.Results), strings.Join(lines, "\n  "), ErrIncomplete)
+	}
+	return st, nil
+}

@@ -1,0 +1,410 @@
+package sweep
+
+// Running a shard into a results folder:
+//
+//	DIR/grid.json           the manifest: the grid's hash, outputs and points
+//	DIR/points/<hash>.json  one result per point (a row, or the error)
+//	DIR/host/<hash>.json    the host time the point took (never merged)
+//
+// Every file is written atomically (internal/output: a temporary file in
+// the same folder renamed onto its name), so a killed task leaves at most
+// hidden temporary files, which nothing reads.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/internal/output"
+	"github.com/neuronsim/neuronsim/runtime/enc"
+	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
+)
+
+// MaxJobs bounds -j, the parallel workers of a run.
+const MaxJobs = 256
+
+// Folder layout.
+const (
+	ManifestName = "grid.json"
+	PointsDir    = "points"
+	HostDir      = "host"
+	MergedDir    = "merged"
+)
+
+// MaxResultBytes is the largest result file read.
+const MaxResultBytes = 1 << 20
+
+// manifest is DIR/grid.json.
+type manifest struct {
+	Format  int     `json:"format"`
+	Grid    string  `json:"grid"`
+	Outputs Outputs `json:"outputs"`
+	Points  []Point `json:"points"`
+}
+
+// Result is a point's result file, DIR/points/<hash>.json: the point and
+// its row, or the error that stopped it. It holds nothing that depends on
+// the run (no time of day, host or duration), so the same point gives the
+// same bytes wherever it ran.
+type Result struct {
+	Format int    `json:"format"`
+	Point  Point  `json:"point"`
+	Row    *Row   `json:"row,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Row is a point's nccom-test row, with the exact simulated time.
+type Row struct {
+	Count     int64   `json:"count"` // elements
+	TimePS    uint64  `json:"time_ps"`
+	TimeUS    float64 `json:"time_us"`
+	AlgBW     float64 `json:"algbw"` // GB/s of 1e9 B/s
+	BusBW     float64 `json:"busbw"`
+	Algorithm string  `json:"algorithm"` // as run (auto resolved)
+}
+
+// nccom returns the row as nccom-test's.
+func (r *Row) nccom(p *Point) nccom.Row {
+	return nccom.Row{Size: p.Size, Count: r.Count, Type: p.Dtype, TimeUS: r.TimeUS, AlgBW: r.AlgBW, BusBW: r.BusBW, Algorithm: r.Algorithm}
+}
+
+// RunOptions are a run's.
+type RunOptions struct {
+	// Dir is the results folder, created if missing.
+	Dir string
+	// Shard is the part of the grid to run (All: everything).
+	Shard Shard
+	// Jobs is the number of points run at once, 1..MaxJobs.
+	Jobs int
+	// Log, when not nil, gets a line per point run.
+	Log io.Writer
+}
+
+// RunStats is what a run did.
+type RunStats struct {
+	Points  int // the shard's
+	Ran     int
+	Skipped int // already done: a valid result file with a row
+	Failed  int // ran and failed (their result files hold the errors)
+}
+
+// Run runs the points of opt.Shard that have no valid result in opt.Dir
+// yet. A folder of another grid is refused before anything is written
+// (ErrFolder). A point whose result file is missing, malformed (a kill) or
+// holds an error is run again. Failed points make the error wrap
+// ErrIncomplete, after every other point has run.
+func Run(g *Grid, opt RunOptions) (RunStats, error) {
+	var st RunStats
+	if opt.Jobs < 1 || opt.Jobs > MaxJobs {
+		return st, fmt.Errorf("sweep: -j %d: outside 1..%d: %w", opt.Jobs, MaxJobs, ErrShard)
+	}
+	idx, err := g.Shard(opt.Shard)
+	if err != nil {
+		return st, err
+	}
+	st.Points = len(idx)
+	if err := g.prepare(opt.Dir); err != nil {
+		return st, err
+	}
+	var todo []int
+	for _, i := range idx {
+		if r, err := readResult(opt.Dir, &g.points[i]); err == nil && r.Row != nil {
+			st.Skipped++
+			continue
+		}
+		todo = append(todo, i)
+	}
+	var mu sync.Mutex
+	var firstErr error
+	var failed []string
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(opt.Jobs, max(len(todo), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				start := time.Now()
+				row, perr := g.runPoint(i)
+				host := time.Since(start)
+				werr := g.writeResult(opt.Dir, i, row, perr, host)
+				mu.Lock()
+				st.Ran++
+				if perr != nil {
+					st.Failed++
+					failed = append(failed, fmt.Sprintf("point %d (%s): %v", i, g.points[i].Hash, perr))
+				}
+				if werr != nil && firstErr == nil {
+					firstErr = werr
+				}
+				if opt.Log != nil {
+					status := "ok"
+					if perr != nil {
+						status = "FAILED: " + perr.Error()
+					}
+					fmt.Fprintf(opt.Log, "point %d %s: %.1f ms: %s\n", i, g.points[i].Hash, host.Seconds()*1e3, status)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, i := range todo {
+		mu.Lock()
+		stop := firstErr != nil
+		mu.Unlock()
+		if stop {
+			break
+		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if firstErr != nil {
+		return st, firstErr
+	}
+	if st.Failed > 0 {
+		return st, fmt.Errorf("sweep: %d of %d points failed (their result files hold the errors; a rerun retries them):\n  %s: %w",
+			st.Failed, st.Ran, strings.Join(failed, "\n  "), ErrIncomplete)
+	}
+	return st, nil
+}
+
+// prepare makes the folder and checks or writes its manifest: a folder
+// whose manifest is another grid's, or unreadable, is refused.
+func (g *Grid) prepare(dir string) error {
+	if dir == "" {
+		return fmt.Errorf("sweep: no results folder (--out): %w", ErrFolder)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("sweep: results folder: %w: %w", err, ErrFolder)
+	}
+	path := filepath.Join(dir, ManifestName)
+	m, err := readManifest(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		data, err := json.MarshalIndent(manifest{Format: Format, Grid: g.hash, Outputs: g.Outputs, Points: g.points}, "", " ")
+		if err != nil {
+			return err
+		}
+		if err := output.WriteFile(path, append(data, '\n')); err != nil {
+			return fmt.Errorf("sweep: %w: %w", err, ErrFolder)
+		}
+		// Tasks starting together may all have written it: the one that
+		// stands must be this grid's.
+		if m, err = readManifest(dir); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	}
+	if m.Grid != g.hash {
+		return fmt.Errorf("sweep: %s: written by another grid (hash %s; %s is %s): use another --out, nothing was changed: %w", path, m.Grid, g.File, g.hash, ErrFolder)
+	}
+	for _, d := range []string{PointsDir, HostDir} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return fmt.Errorf("sweep: results folder: %w: %w", err, ErrFolder)
+		}
+	}
+	return nil
+}
+
+// readManifest reads and checks DIR/grid.json: its format, every point's
+// hash against its inputs and the grid's hash against the points.
+func readManifest(dir string) (*manifest, error) {
+	path := filepath.Join(dir, ManifestName)
+	data, err := readLimited(path, 1<<30)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("sweep: %w: %w", err, ErrFolder)
+	}
+	var m manifest
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("sweep: %s: not a sweep manifest: %v: %w", path, err, ErrFolder)
+	}
+	if m.Format != Format {
+		return nil, fmt.Errorf("sweep: %s: format %d; this neuronsim reads format %d: %w", path, m.Format, Format, ErrFolder)
+	}
+	if len(m.Points) > MaxPoints {
+		return nil, fmt.Errorf("sweep: %s: %d points; at most %d: %w", path, len(m.Points), MaxPoints, ErrFolder)
+	}
+	g := &Grid{Outputs: m.Outputs, points: m.Points}
+	for i := range m.Points {
+		p := &m.Points[i]
+		if p.Index != i || p.Hash != hashHex(p.canonical()) {
+			return nil, fmt.Errorf("sweep: %s: point %d: its hash does not match its inputs (the file was edited?): %w", path, i, ErrFolder)
+		}
+	}
+	if g.computeHash() != m.Grid {
+		return nil, fmt.Errorf("sweep: %s: the grid hash does not match its points (the file was edited?): %w", path, ErrFolder)
+	}
+	return &m, nil
+}
+
+// computeHash is the grid's hash from its outputs and points.
+func (g *Grid) computeHash() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "neuronsim sweep grid\nformat=%d\nplots=%t\n", Format, g.Outputs.Plots)
+	for _, p := range g.points {
+		b.WriteString(p.Hash)
+		b.WriteByte('\n')
+	}
+	return hashHex(b.String())
+}
+
+// readLimited reads a file of at most limit bytes.
+func readLimited(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
+	}
+	return data, nil
+}
+
+// resultPath is where point p's result goes.
+func resultPath(dir string, p *Point) string {
+	return filepath.Join(dir, PointsDir, p.Hash+".json")
+}
+
+// errMalformed marks a result file that cannot be trusted.
+var errMalformed = errors.New("malformed result file")
+
+// readResult reads and checks point p's result file: one JSON object of
+// the current format, for exactly this point, with a valid row or an
+// error (never both, never neither). Anything else — a truncated file, a
+// file of another point — wraps errMalformed; a missing one
+// fs.ErrNotExist.
+func readResult(dir string, p *Point) (*Result, error) {
+	path := resultPath(dir, p)
+	data, err := readLimited(path, MaxResultBytes)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%s: %v: %w", path, err, errMalformed)
+	}
+	var r Result
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("%s: %v: %w", path, err, errMalformed)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%s: data after the result: %w", path, errMalformed)
+	}
+	switch {
+	case r.Format != Format:
+		return nil, fmt.Errorf("%s: format %d, not %d: %w", path, r.Format, Format, errMalformed)
+	case !reflect.DeepEqual(r.Point, *p):
+		return nil, fmt.Errorf("%s: the result of another point: %w", path, errMalformed)
+	case (r.Row == nil) == (r.Error == ""):
+		return nil, fmt.Errorf("%s: neither a row nor an error, or both: %w", path, errMalformed)
+	}
+	if r.Row != nil {
+		if err := r.Row.nccom(p).Validate(); err != nil {
+			return nil, fmt.Errorf("%s: %v: %w", path, err, errMalformed)
+		}
+	}
+	return &r, nil
+}
+
+// hostTime is DIR/host/<hash>.json: how long the point took on this run's
+// host. It is not an input of anything merged.
+type hostTime struct {
+	Seconds float64 `json:"host_seconds"`
+}
+
+// writeResult writes point i's result (its row, or perr) and its host time.
+func (g *Grid) writeResult(dir string, i int, row Row, perr error, host time.Duration) error {
+	p := &g.points[i]
+	r := Result{Format: Format, Point: *p}
+	if perr != nil {
+		r.Error = perr.Error()
+	} else {
+		r.Row = &row
+	}
+	data, err := json.MarshalIndent(r, "", " ")
+	if err != nil {
+		return err
+	}
+	if err := output.WriteFile(resultPath(dir, p), append(data, '\n')); err != nil {
+		return fmt.Errorf("sweep: point %d: %w", i, err)
+	}
+	h, _ := json.Marshal(hostTime{Seconds: host.Seconds()})
+	if err := output.WriteFile(filepath.Join(dir, HostDir, p.Hash+".json"), append(h, '\n')); err != nil {
+		return fmt.Errorf("sweep: point %d: %w", i, err)
+	}
+	// A kill before the rename may have left a temporary file of this
+	// point; no other task runs it, so it is garbage now.
+	stale, _ := filepath.Glob(output.TempName(resultPath(dir, p), "*"))
+	for _, s := range stale {
+		os.Remove(s)
+	}
+	return nil
+}
+
+// runPoint builds point i's system, brings it up and runs its collective
+// once. A panic of the simulator is the point's error, not the run's end.
+func (g *Grid) runPoint(i int) (row Row, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error (a bug in the simulator): %v", r)
+		}
+	}()
+	p, s := &g.points[i], &g.specs[i]
+	params := s.params
+	need, err := cluster.BufferNeed(s.op, s.algo, p.Ranks, s.dtype, []int64{p.Size}, enc.Options{})
+	if err != nil {
+		return row, err
+	}
+	c, err := cluster.New(cluster.Config{Generation: s.gen, Devices: p.Devices, Switch: s.family, Kind: s.kind, Params: &params,
+		TimingOnly: s.timing, RanksPerDevice: p.RanksPer, BufferBytes: need})
+	if err != nil {
+		return row, err
+	}
+	defer c.Exec.Release()
+	sch, err := enc.Build(s.op, s.algo, p.Ranks, p.Size, s.dtype.Size(), enc.Options{})
+	if err != nil {
+		return row, err
+	}
+	var timePS uint64
+	if s.timing {
+		res, err := c.Run(sch, s.dtype)
+		if err != nil {
+			return row, err
+		}
+		timePS = res.TimePS
+	} else {
+		res, err := c.Check(sch, s.dtype, p.Seed, enc.Options{})
+		if err != nil {
+			return row, err
+		}
+		timePS = res.TimePS
+	}
+	nr, err := nccom.NewRow(p.Op, p.Ranks, p.Size, s.dtype.Size(), p.Dtype, timePS, sch.Algo.String())
+	if err != nil {
+		return row, err
+	}
+	return Row{Count: nr.Count, TimePS: timePS, TimeUS: nr.TimeUS, AlgBW: nr.AlgBW, BusBW: nr.BusBW, Algorithm: nr.Algorithm}, nil
+}
