@@ -38,6 +38,7 @@ import (
 	"github.com/neuronsim/neuronsim/internal/strictyaml"
 	"github.com/neuronsim/neuronsim/internal/units"
 	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
+	"github.com/neuronsim/neuronsim/runtime/collective"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
 	"github.com/neuronsim/neuronsim/sim/fabric"
@@ -258,10 +259,10 @@ func (l *list) UnmarshalStrict(d *strictyaml.Decoder, n *yaml.Node, path string)
 		return d.Errorf(n, path, "expected a sequence of values ([a, b, …]), got a %s", kindWord(n))
 	}
 	if len(n.Content) == 0 {
-		return d.Errorf(n, path, "empty axis: give at least one value, or leave the axis out: %w", ErrGrid)
+		return d.ErrorWith(n, path, "empty axis: give at least one value, or leave the axis out", ErrGrid)
 	}
 	if len(n.Content) > MaxAxisValues {
-		return d.Errorf(n, path, "%d values; an axis has at most %d: %w", len(n.Content), MaxAxisValues, ErrGrid)
+		return d.ErrorWith(n, path, fmt.Sprintf("%d values; an axis has at most %d", len(n.Content), MaxAxisValues), ErrGrid)
 	}
 	for i, c := range n.Content {
 		var w word
@@ -335,10 +336,10 @@ func (a *rawAxes) UnmarshalStrict(d *strictyaml.Decoder, n *yaml.Node, path stri
 		name := k.Value
 		sub := path + "." + name
 		if k.Kind != yaml.ScalarNode || !known(name) {
-			return d.Errorf(k, sub, "unknown axis %q; the axes are %s: %w", name, strings.Join(Axes, ", "), ErrGrid)
+			return d.ErrorWith(k, sub, fmt.Sprintf("unknown axis %q; the axes are %s", name, strings.Join(Axes, ", ")), ErrGrid)
 		}
 		if first := seen[name]; first != nil {
-			return d.Errorf(k, sub, "axis %q given twice (first at line %d): %w", name, first.Line, ErrGrid)
+			return d.ErrorWith(k, sub, fmt.Sprintf("axis %q given twice (first at line %d)", name, first.Line), ErrGrid)
 		}
 		seen[name] = k
 		if name == AxisSizes {
@@ -375,7 +376,7 @@ func ParseGrid(file string, data []byte) (*Grid, error) {
 	var raw rawGrid
 	if err := strictyaml.Decode(file, data, &raw); err != nil {
 		if !errors.Is(err, ErrGrid) {
-			err = fmt.Errorf("%w: %w", err, ErrGrid)
+			err = gridError{err}
 		}
 		return nil, err
 	}
@@ -394,20 +395,30 @@ type expander struct {
 	raw *rawGrid
 }
 
-// fail is a positioned error at w's node wrapping ErrGrid (and cause).
+// fail is a positioned error at node n wrapping ErrGrid (and cause, whose
+// message follows format's, or stands alone when format is "").
 func (e *expander) fail(n *yaml.Node, path string, cause error, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
-	if cause != nil {
-		var ue *units.Error
-		if errors.As(cause, &ue) {
-			msg = ue.Value + ": " + ue.Reason
-		} else {
-			msg += ": " + cause.Error()
-		}
-		return e.d.ErrorWith(n, path, msg, errors.Join(cause, ErrGrid))
+	if cause == nil {
+		return e.d.ErrorWith(n, path, msg, ErrGrid)
 	}
-	return e.d.ErrorWith(n, path, msg, ErrGrid)
+	var ue *units.Error
+	switch {
+	case errors.As(cause, &ue):
+		msg = ue.Value + ": " + ue.Reason
+	case msg == "":
+		msg = cause.Error()
+	default:
+		msg += ": " + cause.Error()
+	}
+	return e.d.ErrorWith(n, path, msg, errors.Join(cause, ErrGrid))
 }
+
+// gridError is a decoder's error that also wraps ErrGrid, its message
+// unchanged.
+type gridError struct{ error }
+
+func (e gridError) Unwrap() []error { return []error{e.error, ErrGrid} }
 
 // system is one value of the system dimension: a named system or a device
 // count on the grid's arch with a topology.
@@ -573,7 +584,7 @@ func (e *expander) expand() (*Grid, error) {
 								a, _ := enc.ParseAlgo(algo.v)
 								for _, dt := range dtypes {
 									t, _ := enc.ParseDtype(dt.v)
-									sizes, snodes, err := e.sizes(o, t, ranks)
+									sizes, err := e.sizes(o, t, ranks)
 									if err != nil {
 										return nil, err
 									}
@@ -581,7 +592,8 @@ func (e *expander) expand() (*Grid, error) {
 									if len(g.points) > 0 {
 										group = g.groups[len(g.groups)-1] + 1
 									}
-									for i, size := range sizes {
+									for _, sz := range sizes {
+										size := sz.v
 										if len(g.points) >= MaxPoints {
 											return nil, e.fail(ax.n, "axes", nil, "more than %d points; split the grid", MaxPoints)
 										}
@@ -597,21 +609,25 @@ func (e *expander) expand() (*Grid, error) {
 										if !ok {
 											sch, err := enc.Build(o, a, ranks, size, t.Size(), enc.Options{})
 											if err != nil {
-												return nil, e.impossible(snodes[i], sys, rpd.v, op.v, algo.v, dt.v, size, err)
+												return nil, e.impossible(sz, sys, rpd.v, op.v, algo.v, dt.v, size, err)
 											}
 											f = featuresOf(sch)
 											feats[fk] = f
 										}
 										f.gen, f.devices, f.functional, f.model = sys.gen, sys.devices, mode == "functional", m
+										f.engines = collective.Calibrated(sys.gen).Engines
+										if ends == fabric.EndpointsIdeal {
+											f.engines = collective.Ideal().Engines
+										}
 										sp := spec{gen: sys.gen, family: sys.family, tables: sys.tables, kind: sys.kind, params: p,
 											op: o, algo: a, dtype: t, timing: mode == "timing", feat: f}
 										if !sp.timing {
 											need, err := cluster.FunctionalMemory(o, a, ranks, t, []int64{size}, enc.Options{})
 											if err != nil {
-												return nil, e.impossible(snodes[i], sys, rpd.v, op.v, algo.v, dt.v, size, err)
+												return nil, e.impossible(sz, sys, rpd.v, op.v, algo.v, dt.v, size, err)
 											}
 											if err := memLimit.Check(fmt.Sprintf("mode functional: %s of %d B on %d ranks", op.v, size, ranks), need); err != nil {
-												return nil, e.fail(snodes[i], AxisSizes, err, "")
+												return nil, e.fail(sz.n, sz.p, err, "")
 											}
 											sp.memNeed = need
 										}
@@ -643,12 +659,12 @@ func (e *expander) expand() (*Grid, error) {
 }
 
 // impossible is the error of a point enc.Build or the memory estimate refuses.
-func (e *expander) impossible(n *yaml.Node, sys system, rpd int, op, algo, dtype string, size int64, err error) error {
+func (e *expander) impossible(sz sizeVal, sys system, rpd int, op, algo, dtype string, size int64, err error) error {
 	where := fmt.Sprintf("%d %s devices", sys.devices, sys.gen)
 	if sys.name != "" {
 		where = sys.name
 	}
-	return e.fail(n, AxisSizes, err, "impossible point: %s %s (%s) of %d B on %s × %d ranks per device", algo, op, dtype, size, where, rpd)
+	return e.fail(sz.n, sz.p, err, "impossible point: %s %s (%s) of %d B on %s × %d ranks per device", algo, op, dtype, size, where, rpd)
 }
 
 // checkFabric builds the topology of sys once with p's parameters checked
@@ -903,66 +919,76 @@ func (e *expander) latencies() ([]optPS, error) {
 	return out, nil
 }
 
-// sizes returns the sizes of op in t over ranks ranks, and each one's node:
+type sizeVal struct {
+	v int64
+	n *yaml.Node
+	p string
+}
+
+// sizes returns the sizes of op in t over ranks ranks, each with its place:
 // the list as given (each size a multiple of the op's granule), or the
 // range expanded as nccom-test does (rounded to the granule).
-func (e *expander) sizes(op enc.Op, t enc.Dtype, ranks int) ([]int64, []*yaml.Node, error) {
+func (e *expander) sizes(op enc.Op, t enc.Dtype, ranks int) ([]sizeVal, error) {
 	ax := e.raw.Axes.sizes
 	align := op.SizeAlign(t.Size(), ranks)
 	if r := ax.rng; r != nil {
 		lo, err := units.ParseBytes("axes.sizes.min", r.Min.s)
 		if err != nil {
-			return nil, nil, e.fail(r.Min.n, "axes.sizes.min", err, "")
+			return nil, e.fail(r.Min.n, "axes.sizes.min", err, "")
 		}
 		hi, err := units.ParseBytes("axes.sizes.max", r.Max.s)
 		if err != nil {
-			return nil, nil, e.fail(r.Max.n, "axes.sizes.max", err, "")
+			return nil, e.fail(r.Max.n, "axes.sizes.max", err, "")
 		}
 		var factor, step int64
 		if r.Factor.n != nil {
 			if factor, err = units.ParseInt("axes.sizes.factor", r.Factor.s, 2, 1<<20); err != nil {
-				return nil, nil, e.fail(r.Factor.n, "axes.sizes.factor", err, "")
+				return nil, e.fail(r.Factor.n, "axes.sizes.factor", err, "")
 			}
 		}
 		if r.Step.n != nil {
 			if step, err = units.ParseBytesIn("axes.sizes.step", r.Step.s, 1, enc.MaxSize); err != nil {
-				return nil, nil, e.fail(r.Step.n, "axes.sizes.step", err, "")
+				return nil, e.fail(r.Step.n, "axes.sizes.step", err, "")
 			}
 		}
 		if r.Factor.n == nil && r.Step.n == nil {
-			return nil, nil, e.fail(ax.n, "axes.sizes", nil, "a range needs factor or step")
+			return nil, e.fail(ax.n, "axes.sizes", nil, "a range needs factor or step")
+		}
+		if r.Factor.n != nil && r.Step.n != nil {
+			return nil, e.fail(r.Step.n, "axes.sizes.step", nil, "give factor or step, not both")
+		}
+		if hi > enc.MaxSize {
+			return nil, e.fail(r.Max.n, "axes.sizes.max", nil, "%d B is above the largest collective, %d B", hi, int64(enc.MaxSize))
 		}
 		sizes, err := nccom.Sizes(lo, hi, factor, step, align)
 		if err != nil {
-			return nil, nil, e.fail(ax.n, "axes.sizes", err, "%s over %d ranks", op, ranks)
+			return nil, e.fail(ax.n, "axes.sizes", err, "%s in %s over %d ranks", op, t, ranks)
 		}
 		if len(sizes) > MaxAxisValues {
-			return nil, nil, e.fail(ax.n, "axes.sizes", nil, "%d sizes; an axis has at most %d", len(sizes), MaxAxisValues)
+			return nil, e.fail(ax.n, "axes.sizes", nil, "%d sizes; an axis has at most %d", len(sizes), MaxAxisValues)
 		}
-		nodes := make([]*yaml.Node, len(sizes))
-		for i := range nodes {
-			nodes[i] = ax.n
+		out := make([]sizeVal, len(sizes))
+		for i, v := range sizes {
+			out[i] = sizeVal{v: v, n: ax.n, p: "axes.sizes"}
 		}
-		return sizes, nodes, nil
+		return out, nil
 	}
-	var sizes []int64
-	var nodes []*yaml.Node
+	var out []sizeVal
 	seen := map[int64]bool{}
 	for i, w := range ax.items {
 		path := fmt.Sprintf("axes.sizes[%d]", i)
 		v, err := units.ParseBytesIn(path, w.s, 0, enc.MaxSize)
 		if err != nil {
-			return nil, nil, e.fail(w.n, path, err, "")
+			return nil, e.fail(w.n, path, err, "")
 		}
 		if v%align != 0 {
-			return nil, nil, e.fail(w.n, path, nil, "%s (%d B) is not a multiple of %d B, the granule of %s in %s over %d ranks (a range {min, max, factor} rounds to it)", w.s, v, align, op, t, ranks)
+			return nil, e.fail(w.n, path, nil, "%s (%d B) is not a multiple of %d B, the granule of %s in %s over %d ranks (a range {min, max, factor} rounds to it)", w.s, v, align, op, t, ranks)
 		}
 		if seen[v] {
-			return nil, nil, e.fail(w.n, path, nil, "%s (%d B) listed twice", w.s, v)
+			return nil, e.fail(w.n, path, nil, "%s (%d B) listed twice", w.s, v)
 		}
 		seen[v] = true
-		sizes = append(sizes, v)
-		nodes = append(nodes, w.n)
+		out = append(out, sizeVal{v: v, n: w.n, p: path})
 	}
-	return sizes, nodes, nil
+	return out, nil
 }

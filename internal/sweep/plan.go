@@ -31,34 +31,50 @@ type features struct {
 	functional bool
 	model      fabric.Model
 	ranks      int
+	engines    int   // DMA engines a rank spreads a transfer over
 	xfers      int64 // the schedule's transfers
-	bytes      int64 // the bytes they move
+	rankSteps  int64 // over the steps, the ranks that send in each
+	bytes      int64 // the bytes the transfers move
 }
 
 func featuresOf(s *enc.Schedule) features {
 	f := features{ranks: s.Ranks}
-	for _, st := range s.Steps {
+	mark := make([]int, s.Ranks)
+	for k, st := range s.Steps {
 		f.xfers += int64(len(st.Xfers))
 		for _, x := range st.Xfers {
 			f.bytes += x.Len
+			if x.Src >= 0 && x.Src < len(mark) && mark[x.Src] != k+1 {
+				mark[x.Src] = k + 1
+				f.rankSteps++
+			}
 		}
 	}
 	return f
 }
 
-// The constants of the host-time model, in nanoseconds of the machine they
-// were measured on (a 2-core x86-64 CI machine; BenchmarkPoint and
-// TestEstimates keep them honest). Bringing a device up through the
-// runtime is most of a small point; a transfer costs its descriptors, its
-// semaphores and its events on the fabric; a byte moved costs little in
-// timing mode (the fabric moves chunks, not bytes) and a lot in functional
-// mode (generated, copied, reduced and checked).
+// The constants of the host-time model, in nanoseconds of CPU time of the
+// machine they were fitted on (a 2-core x86-64 machine, 267 points of
+// every generation, 1 to 64 devices and 1 to 4 ranks per device, least
+// squares of the relative error; TestEstimates keeps them honest).
+// Bringing a device up through the runtime is most of a small point
+// (Trn1's far less than Trn2's and Trn3's), and each rank adds its queues
+// and buffers. A transfer is cut into a descriptor per DMA engine of its
+// rank (collective.Calibrated's engines; one with ideal endpoints), whose
+// cost grows with the ranks whose events share the fabric's queue; each
+// step a rank sends in costs its semaphores and program. A byte moved
+// costs little in timing mode (the fabric moves chunks, not bytes), and a
+// lot in functional mode (generated, copied, reduced and checked).
 var (
-	workBase       = 150e3 // a point: the schedule, the tables, the executor
-	workPerDevice  = map[hwarch.Generation]float64{hwarch.Sunda: 150e3, hwarch.Cayman: 1050e3, hwarch.Mariana: 1050e3}
-	workPerXfer    = 21e3
-	workPerByte    = 0.012 // timing mode
-	workPerByteFn  = 9.0   // functional mode
+	workBase      = 56e3 // a point: the schedule, the tables, the executor
+	workPerDevice = map[hwarch.Generation]float64{hwarch.Sunda: 171e3, hwarch.Cayman: 1234e3, hwarch.Mariana: 1234e3}
+	workPerRank   = 24.4e3
+	workPerDesc   = 1548.0 // a descriptor of a transfer
+	workDescRank  = 10.9   // a descriptor, per rank of the collective
+	workRankStep  = 14.8e3 // a rank's step
+	workPerByte   = map[fabric.Model]float64{fabric.Aware: 0.0105, fabric.Free: 0.0060} // timing mode
+	workPerByteFn = 9.0                                                                  // functional mode
+
 	memPerDevice   = map[hwarch.Generation]uint64{hwarch.Sunda: 480 << 10, hwarch.Cayman: 1 << 20, hwarch.Mariana: 1 << 20}
 	memPerXfer     = uint64(1 << 10)
 	memBytesPerMem = int64(128) // timing mode: a byte of heap per this many bytes moved (the fabric's chunk records)
@@ -67,11 +83,13 @@ var (
 // work is the point's host-time model in reference nanoseconds, rounded
 // to a whole number so that sharding by it is exact.
 func (f features) work() uint64 {
-	w := workBase + workPerDevice[f.gen]*float64(f.devices) + workPerXfer*float64(f.xfers)
+	descs := float64(f.xfers) * float64(f.engines)
+	w := workBase + workPerDevice[f.gen]*float64(f.devices) + workPerRank*float64(f.ranks) +
+		descs*(workPerDesc+workDescRank*float64(f.ranks)) + workRankStep*float64(f.rankSteps)
 	if f.functional {
 		w += workPerByteFn * float64(f.bytes)
 	} else {
-		w += workPerByte * float64(f.bytes)
+		w += workPerByte[f.model] * float64(f.bytes)
 	}
 	return uint64(math.Min(math.Round(w), math.MaxInt64))
 }
@@ -98,54 +116,73 @@ type Estimate struct {
 }
 
 // Calibration is the factor from work to this machine's host time,
-// measured by timing a reference point.
+// measured by timing reference points.
 type Calibration struct {
 	// Scale is seconds of this machine per reference nanosecond.
 	Scale float64
-	// Reference is the reference point's measured host time (the best of
-	// a few runs).
+	// Reference is the reference points' measured host time (the best of
+	// a few runs of each, summed).
 	Reference time.Duration
 }
 
-// The reference point: a ring AllReduce of 64 KiB on 4 Trn2 devices in
-// timing mode, a few milliseconds.
 var (
 	refOnce sync.Once
 	refCal  Calibration
 	refErr  error
 )
 
-// Calibrate times the reference point (the best of three runs, so that a
-// busy machine's worst moments are left out) and returns the scale of this
-// machine; it is measured once per process.
+// Calibrate times the reference points (referenceGrids: a few milliseconds
+// each, of two generations, two algorithms and two ops) in CPU time, the
+// best of three runs of each after one to warm up, and returns this
+// machine's scale: their measured time over their modelled work. It is
+// measured once per process. CPU time, not wall time: a busy machine's
+// other processes stretch a point's wall time, not the work it is.
 func Calibrate() (Calibration, error) {
-	refOnce.Do(func() {
-		g, err := ParseGrid("(reference point)", []byte(referenceGrid))
-		if err != nil {
-			refErr = err
-			return
-		}
-		best := time.Duration(math.MaxInt64)
-		for range 3 {
-			start := time.Now()
-			if _, err := g.runPoint(0); err != nil {
-				refErr = fmt.Errorf("sweep: calibration: %w", err)
-				return
-			}
-			best = min(best, time.Since(start))
-		}
-		refCal = Calibration{Scale: best.Seconds() / float64(g.specs[0].feat.work()), Reference: best}
-	})
+	refOnce.Do(func() { refCal, refErr = calibrate() })
 	return refCal, refErr
 }
 
-const referenceGrid = `arch: cayman
+func calibrate() (Calibration, error) {
+	var total time.Duration
+	var work uint64
+	for _, src := range referenceGrids {
+		g, err := ParseGrid("(reference points)", []byte(src))
+		if err != nil {
+			return Calibration{}, err
+		}
+		for i := range g.points {
+			best := time.Duration(math.MaxInt64)
+			for k := range 4 {
+				start := cpuTime()
+				if _, err := g.runPoint(i); err != nil {
+					return Calibration{}, fmt.Errorf("sweep: calibration: %w", err)
+				}
+				if k > 0 {
+					best = min(best, cpuTime()-start)
+				}
+			}
+			total += best
+			work += g.specs[i].feat.work()
+		}
+	}
+	return Calibration{Scale: total.Seconds() / float64(work), Reference: total}, nil
+}
+
+// referenceGrids are the calibration's points: 8 Trn1 and 4 Trn2 devices,
+// ring and mesh, AllReduce and AllGather of 64 KiB in timing mode.
+var referenceGrids = []string{`arch: sunda
+axes:
+  devices: [8]
+  ops: [all_reduce, all_gather]
+  algos: [ring, mesh]
+  sizes: [64K]
+`, `arch: cayman
 axes:
   devices: [4]
-  ops: [all_reduce]
-  algos: [ring]
+  ops: [all_reduce, all_gather]
+  algos: [ring, mesh]
   sizes: [64K]
-`
+`}
 
 // Estimates returns every point's estimate with calibration c.
 func (g *Grid) Estimates(c Calibration) []Estimate {
