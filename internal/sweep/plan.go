@@ -69,11 +69,11 @@ var (
 	workBase      = 56e3 // a point: the schedule, the tables, the executor
 	workPerDevice = map[hwarch.Generation]float64{hwarch.Sunda: 171e3, hwarch.Cayman: 1234e3, hwarch.Mariana: 1234e3}
 	workPerRank   = 24.4e3
-	workPerDesc   = 1548.0 // a descriptor of a transfer
-	workDescRank  = 10.9   // a descriptor, per rank of the collective
-	workRankStep  = 14.8e3 // a rank's step
+	workPerDesc   = 1548.0                                                              // a descriptor of a transfer
+	workDescRank  = 10.9                                                                // a descriptor, per rank of the collective
+	workRankStep  = 14.8e3                                                              // a rank's step
 	workPerByte   = map[fabric.Model]float64{fabric.Aware: 0.0105, fabric.Free: 0.0060} // timing mode
-	workPerByteFn = 9.0                                                                  // functional mode
+	workPerByteFn = 9.0                                                                 // functional mode
 
 	memPerDevice   = map[hwarch.Generation]uint64{hwarch.Sunda: 480 << 10, hwarch.Cayman: 1 << 20, hwarch.Mariana: 1 << 20}
 	memPerXfer     = uint64(1 << 10)
