@@ -173,6 +173,10 @@ type Grid struct {
 	specs  []spec
 	groups []int // groups[i]: the group of point i (points sharing every axis but the size)
 	hash   string
+
+	// fail, when not nil, makes runPoint fail point i with its error
+	// (tests: a point failing at run time, which no valid grid does).
+	fail func(i int) error
 }
 
 // Points returns the grid's points in order (a copy).
@@ -545,6 +549,10 @@ func (e *expander) expand() (*Grid, error) {
 			return nil, e.fail(ax.n, "axes", nil, "more than %d points (the product of the axes); split the grid", MaxPoints)
 		}
 	}
+	// Every combination of the axes but the size is a group, and a plot.
+	if g.Outputs.Plots && count > MaxPlots {
+		return nil, e.fail(ax.n, "outputs.plots", nil, "%d groups of points (every combination of the axes but the size) would draw %d plots; at most %d (set outputs.plots: false)", count, count, MaxPlots)
+	}
 
 	memLimit := memLimit()
 	fabricOK := map[string]error{}
@@ -643,9 +651,6 @@ func (e *expander) expand() (*Grid, error) {
 				}
 			}
 		}
-	}
-	if g.Outputs.Plots && len(g.points) > 0 && g.groups[len(g.groups)-1]+1 > MaxPlots {
-		return nil, e.fail(ax.n, "outputs.plots", nil, "%d groups of points would draw %d plots; at most %d (set outputs.plots: false)", g.groups[len(g.groups)-1]+1, g.groups[len(g.groups)-1]+1, MaxPlots)
 	}
 	seen := make(map[string]int, len(g.points))
 	for i, p := range g.points {
@@ -753,12 +758,17 @@ func (e *expander) systems(family *hwarch.SwitchFamily) ([]system, error) {
 		}
 		parsedKinds = append(parsedKinds, k)
 	}
+	counts := map[int64]bool{}
 	for i, w := range devs.items {
 		path := fmt.Sprintf("axes.%s[%d]", AxisDevices, i)
 		n, err := units.ParseInt(path, w.s, 1, int64(t.Soc.DeviceLimit(true)))
 		if err != nil {
 			return nil, e.fail(w.n, path, err, "")
 		}
+		if counts[n] {
+			return nil, e.fail(w.n, path, nil, "%d listed twice", n)
+		}
+		counts[n] = true
 		if err := t.Soc.CheckDevices(int(n), raw.WhatIf); err != nil {
 			hint := ""
 			if !raw.WhatIf {

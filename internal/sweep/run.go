@@ -372,6 +372,11 @@ func (g *Grid) runPoint(i int) (row Row, err error) {
 			err = fmt.Errorf("internal error (a bug in the simulator): %v", r)
 		}
 	}()
+	if g.fail != nil {
+		if err := g.fail(i); err != nil {
+			return row, err
+		}
+	}
 	p, s := &g.points[i], &g.specs[i]
 	params := s.params
 	need, err := cluster.BufferNeed(s.op, s.algo, p.Ranks, s.dtype, []int64{p.Size}, enc.Options{})

@@ -1,0 +1,232 @@
+package sweep
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/neuronsim/neuronsim/internal/strictyaml"
+)
+
+// gridYAML is a Trn2 grid with these axes lines.
+func gridYAML(axes string) string { return "arch: cayman\naxes:\n" + axes }
+
+func mustGrid(t *testing.T, src string) *Grid {
+	t.Helper()
+	g, err := ParseGrid("grid.yaml", []byte(src))
+	require.NoError(t, err)
+	return g
+}
+
+// TestGridExpansion: the points nest in the documented axis order (the
+// size innermost), each resolved (auto topologies to the real one), and
+// each hash is the first 16 hex digits of SHA-256 of the point's
+// canonical encoding.
+func TestGridExpansion(t *testing.T) {
+	g := mustGrid(t, gridYAML(`  devices: [2, 16]
+  ops: [all_reduce, all_gather]
+  models: [aware, free]
+  sizes: [1K, 64K]
+`))
+	pts := g.Points()
+	require.Len(t, pts, 16)
+	var got []string
+	for i, p := range pts {
+		assert.Equal(t, i, p.Index)
+		got = append(got, fmt.Sprintf("%d %s %s %s %d", p.Devices, p.Topology, p.Model, p.Op, p.Size))
+		h := sha256.Sum256([]byte(p.canonical()))
+		assert.Equal(t, hex.EncodeToString(h[:8]), p.Hash)
+		assert.Contains(t, p.canonical(), fmt.Sprintf("format=%d\n", Format))
+	}
+	assert.Equal(t, []string{
+		"2 ring aware all_reduce 1024", "2 ring aware all_reduce 65536", "2 ring aware all_gather 1024", "2 ring aware all_gather 65536",
+		"2 ring free all_reduce 1024", "2 ring free all_reduce 65536", "2 ring free all_gather 1024", "2 ring free all_gather 65536",
+		"16 torus2d aware all_reduce 1024", "16 torus2d aware all_reduce 65536", "16 torus2d aware all_gather 1024", "16 torus2d aware all_gather 65536",
+		"16 torus2d free all_reduce 1024", "16 torus2d free all_reduce 65536", "16 torus2d free all_gather 1024", "16 torus2d free all_gather 65536",
+	}, got)
+	assert.Equal(t, "auto", pts[0].Algo, "the default algorithm")
+	assert.Equal(t, "fp32", pts[0].Dtype, "the default data type")
+	assert.Equal(t, 1, pts[0].RanksPer)
+	assert.Nil(t, pts[0].LinkBW)
+	assert.Len(t, g.Hash(), 16)
+}
+
+// TestGridHashStable: layout, comments, key order and spellings of the
+// same value do not change a grid's hash or its points'; any input does.
+func TestGridHashStable(t *testing.T) {
+	a := mustGrid(t, "arch: cayman\naxes:\n  devices: [2, 4]\n  ops: [all_reduce]\n  sizes: [1K, 1M]\n  link_bw: [50GB/s]\n")
+	b := mustGrid(t, "# the same grid\naxes:\n  link_bw: [\"50e9B/s\"]\n  sizes:\n    - 1024\n    - 1MiB\n  ops: [allr]\n  devices: [2, 4]\narch: trn2\n")
+	assert.Equal(t, a.Hash(), b.Hash())
+	assert.Equal(t, a.Points(), b.Points())
+	for _, other := range []string{
+		"arch: cayman\naxes:\n  devices: [2, 4]\n  ops: [all_reduce]\n  sizes: [1K, 1M]\n  link_bw: [51GB/s]\n",
+		"arch: cayman\naxes:\n  devices: [2, 4]\n  ops: [all_reduce]\n  sizes: [1K, 2M]\n  link_bw: [50GB/s]\n",
+		"arch: cayman\naxes:\n  devices: [2, 4]\n  ops: [all_reduce]\n  sizes: [1K, 1M]\n  link_bw: [50GB/s]\noutputs:\n  plots: false\n",
+		"arch: cayman\nmode: functional\naxes:\n  devices: [2, 4]\n  ops: [all_reduce]\n  sizes: [1K, 1M]\n  link_bw: [50GB/s]\n",
+		"arch: mariana\naxes:\n  devices: [2, 4]\n  ops: [all_reduce]\n  sizes: [1K, 1M]\n  link_bw: [50GB/s]\n",
+	} {
+		assert.NotEqual(t, a.Hash(), mustGrid(t, other).Hash(), other)
+	}
+	// The same point in two grids has the same hash.
+	c := mustGrid(t, "arch: cayman\naxes:\n  devices: [4]\n  ops: [all_reduce]\n  sizes: [1M]\n  link_bw: [50GB/s]\n")
+	assert.Equal(t, a.Points()[3].Hash, c.Points()[0].Hash)
+}
+
+// TestGridSystems: the systems axis takes the named systems' generation,
+// devices and topology; with devices it comes first.
+func TestGridSystems(t *testing.T) {
+	g := mustGrid(t, "arch: sunda\naxes:\n  systems: [trn1-32xl]\n  devices: [2]\n  ops: [all_reduce]\n  sizes: [4K]\n")
+	pts := g.Points()
+	require.Len(t, pts, 2)
+	assert.Equal(t, [3]any{"trn1-32xl", 16, "torus2d"}, [3]any{pts[0].System, pts[0].Devices, pts[0].Topology})
+	assert.Equal(t, [3]any{"", 2, "ring"}, [3]any{pts[1].System, pts[1].Devices, pts[1].Topology})
+	g = mustGrid(t, "axes:\n  systems: [trn1-32xl, trn2-48xl]\n  ops: [all_reduce]\n  sizes: {min: 1K, max: 4K, factor: 2}\n")
+	assert.Equal(t, 6, g.Len())
+	assert.Equal(t, "cayman", g.Points()[3].Arch)
+}
+
+// TestGridErrors: every bad grid is refused at plan time with an error
+// that wraps ErrGrid (and strictyaml's ErrStrict) and names the file, the
+// line, the field and the value.
+func TestGridErrors(t *testing.T) {
+	base := "  devices: [2]\n  ops: [all_reduce]\n  sizes: [1K]\n"
+	tests := []struct {
+		name, src string
+		want      []string
+	}{
+		{"unknown axis", gridYAML(base + "  device_count: [2]\n"), []string{"grid.yaml:6:3", "axes.device_count", `unknown axis "device_count"`, "the axes are systems, devices"}},
+		{"empty axis", gridYAML("  devices: []\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"grid.yaml:3:12", "axes.devices", "empty axis"}},
+		{"empty sizes", gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: []\n"), []string{"axes.sizes", "empty axis"}},
+		{"axis twice", gridYAML(base + "  ops: [all_gather]\n"), []string{"grid.yaml:6:3", `axis "ops" given twice (first at line 4)`}},
+		{"unknown key", "arch: cayman\nshards: 4\naxes:\n" + base, []string{"grid.yaml:2:1", `unknown key "shards"`}},
+		{"no axes", "arch: cayman\n", []string{`missing key "axes"`}},
+		{"no sizes", gridYAML("  devices: [2]\n  ops: [all_reduce]\n"), []string{`missing axis "sizes"`}},
+		{"no ops", gridYAML("  devices: [2]\n  sizes: [1K]\n"), []string{`missing axis "ops"`}},
+		{"no systems", gridYAML("  ops: [all_reduce]\n  sizes: [1K]\n"), []string{`no systems: give the axis "devices"`}},
+		{"devices without arch", "axes:\n" + base, []string{"axes.devices", "need the grid's arch"}},
+		{"device count above get_max_devs", gridYAML("  devices: [2, 32]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"grid.yaml:3:16", "axes.devices[1]", "32 devices", "1..16 devices", "what_if"}},
+		{"device count 0", gridYAML("  devices: [0]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"axes.devices[0]", "0"}},
+		{"device count not a number", gridYAML("  devices: [two]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"axes.devices[0]", "two"}},
+		{"device listed twice", gridYAML("  devices: [2, 2]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"axes.devices[1]", "listed twice"}},
+		{"unknown op", gridYAML("  devices: [2]\n  ops: [all_reduce, broadcast]\n  sizes: [1K]\n"), []string{"grid.yaml:4:21", "axes.ops[1]", `"broadcast"`}},
+		{"unknown algo", gridYAML(base + "  algos: [tree]\n"), []string{"axes.algos[0]", `"tree"`}},
+		{"unknown dtype", gridYAML(base + "  dtypes: [fp64]\n"), []string{"axes.dtypes[0]", `"fp64"`}},
+		{"unknown model", gridYAML(base + "  models: [exact]\n"), []string{"axes.models[0]", `"exact"`, "aware|free"}},
+		{"unknown topology", gridYAML(base + "  topologies: [hypercube]\n"), []string{"axes.topologies[0]", `"hypercube"`}},
+		{"unknown system", "axes:\n  systems: [trn9]\n  ops: [all_reduce]\n  sizes: [1K]\n", []string{"axes.systems[0]", `"trn9"`, "trn2-48xl"}},
+		{"system of another arch", "arch: cayman\naxes:\n  systems: [trn1-32xl]\n  ops: [all_reduce]\n  sizes: [1K]\n", []string{"axes.systems[0]", "trn1-32xl is a sunda system"}},
+		{"topology without devices", "axes:\n  systems: [trn2-48xl]\n  topologies: [ring]\n  ops: [all_reduce]\n  sizes: [1K]\n", []string{"axes.topologies", "devices axis"}},
+		{"impossible topology", gridYAML("  devices: [6]\n  topologies: [torus2d]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"axes.topologies[0]", "impossible system: torus2d of 6 cayman devices"}},
+		{"impossible algorithm", gridYAML("  devices: [6]\n  algos: [rdh]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"axes.sizes[0]", "impossible point", "power-of-two"}},
+		{"mesh refuses permute's op", gridYAML("  devices: [4]\n  algos: [ring]\n  ops: [alltoall]\n  sizes: [1K]\n"), []string{"impossible point", "ring does not implement alltoall"}},
+		{"size not a multiple", gridYAML("  devices: [3]\n  ops: [all_gather]\n  sizes: [1K]\n"), []string{"axes.sizes[0]", "not a multiple of 12 B"}},
+		{"size syntax", gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: [1Q]\n"), []string{"axes.sizes[0]", `"1Q"`}},
+		{"size too large", gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: [2T]\n  dtypes: [fp32]\n") + "mode: functional\n", []string{"axes.sizes[0]", "memory"}},
+		{"range without factor", gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: {min: 1K, max: 1M}\n"), []string{"axes.sizes", "factor or step"}},
+		{"range with both", gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: {min: 1K, max: 1M, factor: 2, step: 1K}\n"), []string{"axes.sizes.step", "not both"}},
+		{"range factor 1", gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: {min: 1K, max: 1M, factor: 1}\n"), []string{"axes.sizes.factor", "1"}},
+		{"range unknown key", gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: {min: 1K, max: 1M, by: 2}\n"), []string{"axes.sizes.by", `unknown key "by"`}},
+		{"range backwards", gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: {min: 1M, max: 1K, factor: 2}\n"), []string{"axes.sizes", "bad sweep"}},
+		{"link_bw without unit", gridYAML(base + "  link_bw: [50]\n"), []string{"axes.link_bw[0]", "no unit"}},
+		{"link_bw zero", gridYAML(base + "  link_bw: [0GB/s]\n"), []string{"axes.link_bw[0]", "positive"}},
+		{"link_latency negative", gridYAML(base + "  link_latency: [-5]\n"), []string{"axes.link_latency[0]", "negative"}},
+		{"link_latency too large", gridYAML(base + "  link_latency: [1e18]\n"), []string{"axes.link_latency[0]", "too large"}},
+		{"link_latency bad unit", gridYAML(base + "  link_latency: [5 parsecs]\n"), []string{"axes.link_latency[0]", "nanoseconds"}},
+		{"ranks per device above NCs", gridYAML(base + "  ranks_per_device: [1, 9]\n"), []string{"axes.ranks_per_device[1]", "8 NeuronCores"}},
+		{"ranks per device 0", gridYAML(base + "  ranks_per_device: [0]\n"), []string{"axes.ranks_per_device[0]"}},
+		{"mode", "arch: cayman\nmode: fast\naxes:\n" + base, []string{"grid.yaml:2:7", "mode", `"fast"`, "timing|functional"}},
+		{"endpoints", "arch: cayman\nendpoints: perfect\naxes:\n" + base, []string{"endpoints", `"perfect"`}},
+		{"ideal without link axes", "arch: cayman\nendpoints: ideal\naxes:\n" + base, []string{"endpoints", "link_bw and link_latency"}},
+		{"switch", "arch: cayman\nswitch: v2\naxes:\n" + base, []string{"switch", `"v2"`}},
+		{"arch", "arch: trn9\naxes:\n" + base, []string{"arch", `"trn9"`}},
+		{"seed in timing mode", "arch: cayman\nseed: 3\naxes:\n" + base, []string{"seed", "applies to mode functional"}},
+		{"seed negative", "arch: cayman\nmode: functional\nseed: -3\naxes:\n" + base, []string{"seed"}},
+		{"axis not a list", gridYAML("  devices: 2\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"axes.devices", "expected a sequence"}},
+		{"axis value a list", gridYAML("  devices: [[2]]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"axes.devices[0]", "expected a single value"}},
+		{"same point twice", gridYAML("  devices: [2]\n  topologies: [auto, ring]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"twice", "auto resolves to ring"}},
+		{"too many values", gridYAML("  devices: [2]\n  ops: [all_reduce]\n  link_latency: [" + seq(MaxAxisValues+1) + "]\n  sizes: [1K]\n"), []string{"axes.link_latency", "at most 1024"}},
+		{"too many points", gridYAML("  devices: [2, 4, 8, 16]\n  ops: [all_reduce, all_gather]\n  models: [aware, free]\n  dtypes: [fp32, bf16]\n  ranks_per_device: [1, 2, 4, 8]\n  link_latency: [" + seq(1000) + "]\n  sizes: [4K]\n"), []string{"more than 100000 points"}},
+		{"too many points by size", gridYAML("  devices: [2, 4, 8, 16]\n  ops: [all_reduce]\n  link_latency: [" + seq(1000) + "]\n  sizes: {min: 4K, max: 1G, step: 32M}\n") + "outputs:\n  plots: false\n", []string{"more than 100000 points"}},
+		{"plots of too many groups", gridYAML("  devices: [2]\n  ops: [all_reduce]\n  models: [aware, free]\n  link_latency: [" + seq(MaxPlots/2+1) + "]\n  sizes: [1K]\n"), []string{"outputs.plots", "plots: false"}},
+		{"yaml syntax", "arch: [cayman\n", []string{"grid.yaml"}},
+		{"alias", "arch: &a cayman\nmode: *a\naxes:\n" + base, []string{"aliases are not supported"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := ParseGrid("grid.yaml", []byte(tc.src))
+			require.Error(t, err, "%v", g)
+			assert.Nil(t, g)
+			assert.ErrorIs(t, err, ErrGrid)
+			assert.ErrorIs(t, err, strictyaml.ErrStrict)
+			assert.True(t, strings.HasPrefix(err.Error(), "grid.yaml"), err.Error())
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+// seq is "0, 1, …, n-1".
+func seq(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprint(&b, i)
+	}
+	return b.String()
+}
+
+// TestLoadGrid: a missing file and one above MaxGridBytes are refused.
+func TestLoadGrid(t *testing.T) {
+	_, err := LoadGrid("testdata/no-such-grid.yaml")
+	require.ErrorIs(t, err, ErrGrid)
+	assert.Contains(t, err.Error(), "no-such-grid.yaml")
+	_, err = ParseGrid("big.yaml", make([]byte, MaxGridBytes+1))
+	require.ErrorIs(t, err, ErrGrid)
+	assert.Contains(t, err.Error(), "larger than")
+}
+
+// FuzzGrid: no input panics the parser, and every error wraps ErrGrid; a
+// grid that parses has points with unique hashes, in index order.
+func FuzzGrid(f *testing.F) {
+	for _, s := range []string{
+		gridYAML("  devices: [2, 4]\n  ops: [all_reduce]\n  sizes: [1K, 1M]\n"),
+		gridYAML("  devices: [3]\n  ops: [all_gather, reduce_scatter]\n  algos: [ring, mesh, auto]\n  sizes: {min: 1K, max: 1M, factor: 4}\n"),
+		"axes:\n  systems: [trn2-48xl]\n  ops: [alltoall]\n  algos: [mesh]\n  sizes: {min: 0, max: 64K, step: 16K}\n",
+		"arch: mariana\nswitch: v1\nmode: functional\nseed: 7\nendpoints: ideal\naxes:\n  devices: [2]\n  ops: [permute]\n  link_bw: [50GB/s]\n  link_latency: [500, 1us]\n  models: [free]\n  ranks_per_device: [2]\n  dtypes: [bf16]\n  sizes: [64]\n",
+		"arch: cayman\nwhat_if: true\naxes:\n  devices: [24]\n  topologies: [ring, chain, star]\n  ops: [all_reduce]\n  sizes: [4K]\noutputs:\n  plots: false\n",
+		"axes: {}\n", "axes:\n  sizes: []\n", "- 1\n", "",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		if len(src) > 4096 {
+			return // keeps each input's expansion (up to MaxPoints points) fast
+		}
+		g, err := ParseGrid("fuzz.yaml", []byte(src))
+		if err != nil {
+			if !errors.Is(err, ErrGrid) {
+				t.Fatalf("error does not wrap ErrGrid: %v", err)
+			}
+			return
+		}
+		seen := map[string]bool{}
+		for i, p := range g.Points() {
+			if p.Index != i || seen[p.Hash] || len(p.Hash) != 16 {
+				t.Fatalf("point %d: index %d, hash %q (seen %v)", i, p.Index, p.Hash, seen[p.Hash])
+			}
+			seen[p.Hash] = true
+		}
+		if g.Len() == 0 || g.Len() > MaxPoints {
+			t.Fatalf("%d points", g.Len())
+		}
+	})
+}

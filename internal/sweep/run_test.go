@@ -1,0 +1,364 @@
+package sweep
+
+import (
+	"bytes"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/neuronsim/neuronsim/internal/output"
+)
+
+const exampleGrid = "../../scenarios/sweeps/example.yaml"
+
+func loadExample(t *testing.T) *Grid {
+	t.Helper()
+	g, err := LoadGrid(exampleGrid)
+	require.NoError(t, err)
+	return g
+}
+
+// tree returns every regular file under dir (relative path → contents),
+// skipping the host/ folder (host times are run-dependent by design).
+func tree(t *testing.T, dir string, skip ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		for _, s := range skip {
+			if rel == s {
+				return filepath.SkipDir
+			}
+		}
+		if d.Type().IsRegular() {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			out[rel] = string(b)
+		}
+		return nil
+	}))
+	return out
+}
+
+func names(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func run(t *testing.T, g *Grid, dir string, s Shard, jobs int) RunStats {
+	t.Helper()
+	st, err := Run(g, RunOptions{Dir: dir, Shard: s, Jobs: jobs})
+	require.NoError(t, err)
+	return st
+}
+
+func merge(t *testing.T, dir string) {
+	t.Helper()
+	_, err := Merge(dir, MergeOptions{})
+	require.NoError(t, err)
+}
+
+// TestDeterminism: the example grid gives byte-identical results and
+// merged outputs (report.json, points.csv, every plot) whether it runs in
+// one shard, in 4 shards, in 4 shards with a task killed and rerun, or in
+// one shard with -j 2. The kill leaves what a SIGKILL between the write
+// and the rename leaves (a partial temporary file), a truncated result
+// (a file system that lost the tail), and a missing one: the rerun runs
+// exactly those two points again, and nothing else.
+func TestDeterminism(t *testing.T) {
+	g := loadExample(t)
+	require.GreaterOrEqual(t, g.Len(), 32)
+	base := t.TempDir()
+	dirs := map[string]string{}
+	for _, name := range []string{"one", "four", "killed", "j2"} {
+		dirs[name] = filepath.Join(base, name)
+	}
+
+	st := run(t, g, dirs["one"], All, 1)
+	assert.Equal(t, RunStats{Points: g.Len(), Ran: g.Len()}, st)
+	merge(t, dirs["one"])
+
+	total := 0
+	for i := range 4 {
+		st := run(t, g, dirs["four"], Shard{Index: i, Count: 4}, 1)
+		assert.Equal(t, st.Points, st.Ran)
+		total += st.Ran
+	}
+	assert.Equal(t, g.Len(), total, "the 4 shards cover the grid once")
+	merge(t, dirs["four"])
+
+	run(t, g, dirs["j2"], All, 2)
+	merge(t, dirs["j2"])
+
+	// Shard 2 of 4 is killed: its points after the first two are lost,
+	// one of those two is truncated, and a temporary file is left.
+	shard2, err := g.Shard(Shard{Index: 2, Count: 4})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(shard2), 3)
+	for _, i := range []int{0, 1, 3} {
+		run(t, g, dirs["killed"], Shard{Index: i, Count: 4}, 1)
+	}
+	killed := Shard{Index: 2, Count: 4}
+	run(t, g, dirs["killed"], killed, 1)
+	for _, i := range shard2[2:] {
+		require.NoError(t, os.Remove(resultPath(dirs["killed"], &g.points[i])))
+	}
+	trunc := resultPath(dirs["killed"], &g.points[shard2[1]])
+	data, err := os.ReadFile(trunc)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(trunc, data[:len(data)/2], 0o644))
+	partial := output.TempName(resultPath(dirs["killed"], &g.points[shard2[2]]), "deadbeef")
+	require.NoError(t, os.WriteFile(partial, data[:len(data)/3], 0o644))
+
+	// Merged now, the killed points are missing: listed, and an error.
+	mst, err := Merge(dirs["killed"], MergeOptions{})
+	require.ErrorIs(t, err, ErrIncomplete)
+	assert.Len(t, mst.Problems, len(shard2)-1)
+	assert.Contains(t, err.Error(), "malformed result file", "the truncated result is not trusted")
+
+	// The rerun runs exactly the lost points.
+	st = run(t, g, dirs["killed"], killed, 1)
+	assert.Equal(t, RunStats{Points: len(shard2), Ran: len(shard2) - 1, Skipped: 1}, st)
+	_, err = os.Stat(partial)
+	assert.ErrorIs(t, err, fs.ErrNotExist, "the rerun removed the temporary file of the point it finished")
+	merge(t, dirs["killed"])
+
+	// And a third run of anything runs nothing.
+	st = run(t, g, dirs["killed"], All, 2)
+	assert.Equal(t, RunStats{Points: g.Len(), Skipped: g.Len()}, st)
+
+	want := tree(t, dirs["one"], HostDir)
+	require.Contains(t, want, filepath.Join(MergedDir, ReportName))
+	require.Contains(t, want, filepath.Join(MergedDir, CSVName))
+	require.Contains(t, want, filepath.Join(MergedDir, PlotName(0)))
+	for _, name := range []string{"four", "killed", "j2"} {
+		got := tree(t, dirs[name], HostDir)
+		assert.Equal(t, names(want), names(got), name)
+		for k, v := range want {
+			assert.True(t, got[k] == v, "%s: %s differs from the one-shard run's", name, k)
+		}
+	}
+	hosts := tree(t, filepath.Join(dirs["one"], HostDir))
+	assert.Len(t, hosts, g.Len(), "a host time per point, kept out of the merged outputs")
+}
+
+// TestOtherGridRefused: a results folder written by one grid refuses a run
+// of another (ErrFolder, naming both hashes) and nothing in it changes;
+// a manifest edited by hand is refused too.
+func TestOtherGridRefused(t *testing.T) {
+	g := loadExample(t)
+	dir := t.TempDir()
+	small := mustGrid(t, gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: [1K]\n"))
+	run(t, g, dir, Shard{Index: 0, Count: 8}, 1)
+	before := tree(t, dir)
+
+	_, err := Run(small, RunOptions{Dir: dir, Shard: All, Jobs: 1})
+	require.ErrorIs(t, err, ErrFolder)
+	assert.Contains(t, err.Error(), g.Hash())
+	assert.Contains(t, err.Error(), small.Hash())
+	assert.Contains(t, err.Error(), "another grid")
+	assert.Equal(t, before, tree(t, dir), "nothing was overwritten")
+
+	// An edited manifest is refused by run and merge, and left alone.
+	man := filepath.Join(dir, ManifestName)
+	edited := strings.Replace(before[ManifestName], `"size": 65536`, `"size": 65540`, 1)
+	require.NotEqual(t, before[ManifestName], edited)
+	require.NoError(t, os.WriteFile(man, []byte(edited), 0o644))
+	_, err = Run(g, RunOptions{Dir: dir, Shard: All, Jobs: 1})
+	require.ErrorIs(t, err, ErrFolder)
+	assert.Contains(t, err.Error(), "does not match its inputs")
+	_, err = Merge(dir, MergeOptions{})
+	require.ErrorIs(t, err, ErrFolder)
+	got, _ := os.ReadFile(man)
+	assert.Equal(t, edited, string(got))
+
+	// A folder that is not one at all.
+	_, err = Merge(t.TempDir(), MergeOptions{})
+	require.ErrorIs(t, err, ErrFolder)
+}
+
+// TestFailedPoints: a point that fails at run time writes its error into
+// its result file; the run ends with ErrIncomplete after the other points
+// ran; merge writes everything else, lists it with its error and fails;
+// the next run retries it (and only it).
+func TestFailedPoints(t *testing.T) {
+	g := mustGrid(t, gridYAML("  devices: [2, 4]\n  ops: [all_reduce]\n  sizes: [1K, 4K]\n"))
+	g.fail = func(i int) error {
+		if i == 2 {
+			return errors.New("injected failure of point 2")
+		}
+		return nil
+	}
+	dir := t.TempDir()
+	st, err := Run(g, RunOptions{Dir: dir, Shard: All, Jobs: 2})
+	require.ErrorIs(t, err, ErrIncomplete)
+	assert.Equal(t, RunStats{Points: 4, Ran: 4, Failed: 1}, st)
+	assert.Contains(t, err.Error(), "injected failure of point 2")
+	r, err := readResult(dir, &g.points[2])
+	require.NoError(t, err)
+	assert.Equal(t, "injected failure of point 2", r.Error)
+	assert.Nil(t, r.Row)
+
+	mst, err := Merge(dir, MergeOptions{})
+	require.ErrorIs(t, err, ErrIncomplete)
+	require.Len(t, mst.Problems, 1)
+	assert.Equal(t, StatusFailed, mst.Problems[0].Status)
+	assert.Contains(t, err.Error(), "point 2 ("+g.points[2].Hash+") failed: injected failure of point 2")
+	csv, err := os.ReadFile(filepath.Join(dir, MergedDir, CSVName))
+	require.NoError(t, err)
+	assert.Contains(t, string(csv), ",failed,,,,,,,injected failure of point 2\n")
+	assert.Equal(t, 5, strings.Count(string(csv), "\n"), "a header and a row per point")
+
+	g.fail = nil
+	st, err = Run(g, RunOptions{Dir: dir, Shard: All, Jobs: 1})
+	require.NoError(t, err)
+	assert.Equal(t, RunStats{Points: 4, Ran: 1, Skipped: 3}, st)
+	merge(t, dir)
+}
+
+// TestResultNotTrusted: a result file is used only when it is exactly
+// this point's: a copy of another point's, one of another format, one
+// with data after it, or one with neither a row nor an error is rerun.
+func TestResultNotTrusted(t *testing.T) {
+	g := mustGrid(t, gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: [1K, 4K]\n"))
+	dir := t.TempDir()
+	run(t, g, dir, All, 1)
+	p0, p1 := resultPath(dir, &g.points[0]), resultPath(dir, &g.points[1])
+	good, err := os.ReadFile(p0)
+	require.NoError(t, err)
+	other, err := os.ReadFile(p1)
+	require.NoError(t, err)
+	for name, data := range map[string]string{
+		"another point's": string(other),
+		"another format":  strings.Replace(string(good), `"format": 1`, `"format": 2`, 1),
+		"trailing data":   string(good) + "{}",
+		"no row":          strings.Replace(string(good), `"row"`, `"rows"`, 1),
+		"empty":           "",
+		"negative time":   strings.Replace(string(good), `"time_us": `, `"time_us": -`, 1),
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.NotEqual(t, string(good), data)
+			require.NoError(t, os.WriteFile(p0, []byte(data), 0o644))
+			_, err := readResult(dir, &g.points[0])
+			require.ErrorIs(t, err, errMalformed)
+			st := run(t, g, dir, All, 1)
+			assert.Equal(t, RunStats{Points: 2, Ran: 1, Skipped: 1}, st)
+			got, _ := os.ReadFile(p0)
+			assert.Equal(t, string(good), string(got), "rerun gives the same bytes")
+		})
+	}
+}
+
+// TestMergeSQLite: --sqlite writes the CSV's rows to table points, with
+// NULL for the results of a point not OK; the file is written atomically
+// (no temporary file is left beside it).
+func TestMergeSQLite(t *testing.T) {
+	g := mustGrid(t, gridYAML("  devices: [2, 4]\n  ops: [all_reduce, all_gather]\n  sizes: [4K, 64K]\n"))
+	dir := t.TempDir()
+	run(t, g, dir, All, 2)
+	require.NoError(t, os.Remove(resultPath(dir, &g.points[5])))
+	db := filepath.Join(t.TempDir(), "points.db")
+	require.NoError(t, os.WriteFile(db, []byte("an older file, replaced whole"), 0o644))
+	_, err := Merge(dir, MergeOptions{SQLite: db})
+	require.ErrorIs(t, err, ErrIncomplete)
+
+	entries, err := os.ReadDir(filepath.Dir(db))
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "only the database, no temporary or journal file")
+
+	conn, err := sql.Open("sqlite", db)
+	require.NoError(t, err)
+	defer conn.Close()
+	var n, ok int
+	require.NoError(t, conn.QueryRow(`SELECT COUNT(*), SUM(status = 'ok') FROM points`).Scan(&n, &ok))
+	assert.Equal(t, g.Len(), n)
+	assert.Equal(t, g.Len()-1, ok)
+	var status string
+	var busbw sql.NullFloat64
+	require.NoError(t, conn.QueryRow(`SELECT status, busbw_GBps FROM points WHERE "index" = 5`).Scan(&status, &busbw))
+	assert.Equal(t, "missing", status)
+	assert.False(t, busbw.Valid)
+
+	f, err := ReadFolder(dir)
+	require.NoError(t, err)
+	var csvBus string
+	for _, rec := range f.Records() {
+		if rec[0] == "3" {
+			csvBus = rec[24]
+		}
+	}
+	var size int64
+	var hash string
+	require.NoError(t, conn.QueryRow(`SELECT size_B, hash, busbw_GBps FROM points WHERE "index" = 3`).Scan(&size, &hash, &busbw))
+	assert.Equal(t, g.points[3].Size, size)
+	assert.Equal(t, g.points[3].Hash, hash)
+	assert.Equal(t, csvBus, fmt.Sprint(busbw.Float64))
+}
+
+// TestMergeOutputs: report.json is a JSON array of nccom-test's reports,
+// one per group in point order, each of the group's sizes; the plots are
+// one per group; outputs.plots: false draws none.
+func TestMergeOutputs(t *testing.T) {
+	for _, plots := range []bool{true, false} {
+		src := gridYAML("  devices: [2]\n  ops: [all_reduce, all_gather]\n  sizes: [4K, 64K, 1M]\n")
+		src += fmt.Sprintf("outputs:\n  plots: %t\n", plots)
+		g := mustGrid(t, src)
+		dir := t.TempDir()
+		run(t, g, dir, All, 1)
+		merge(t, dir)
+		f, err := ReadFolder(dir)
+		require.NoError(t, err)
+		reps := f.Reports()
+		require.Len(t, reps, 2)
+		assert.Equal(t, "all_reduce", reps[0].Op)
+		assert.Equal(t, "all_gather", reps[1].Op)
+		for _, r := range reps {
+			require.Len(t, r.Rows, 3)
+			assert.Equal(t, []int64{4096, 65536, 1 << 20}, []int64{r.Rows[0].Size, r.Rows[1].Size, r.Rows[2].Size})
+		}
+		data, err := os.ReadFile(filepath.Join(dir, MergedDir, ReportName))
+		require.NoError(t, err)
+		assert.True(t, bytes.HasPrefix(data, []byte("[\n{\n  \"results\": [")), string(data[:40]))
+		_, err = os.Stat(filepath.Join(dir, MergedDir, PlotName(1)))
+		if plots {
+			assert.NoError(t, err)
+		} else {
+			assert.ErrorIs(t, err, fs.ErrNotExist)
+		}
+	}
+}
+
+// TestRunBadOptions: -j and the shard are checked before the folder is
+// touched.
+func TestRunBadOptions(t *testing.T) {
+	g := loadExample(t)
+	for _, o := range []RunOptions{
+		{Shard: All, Jobs: 0}, {Shard: All, Jobs: MaxJobs + 1},
+		{Shard: Shard{Index: 4, Count: 4}, Jobs: 1}, {Shard: Shard{Index: -1, Count: 2}, Jobs: 1}, {Shard: Shard{Index: 0, Count: 0}, Jobs: 1},
+	} {
+		dir := filepath.Join(t.TempDir(), "out")
+		o.Dir = dir
+		_, err := Run(g, o)
+		require.ErrorIs(t, err, ErrShard, "%+v", o)
+		_, err = os.Stat(dir)
+		assert.ErrorIs(t, err, fs.ErrNotExist, "nothing created for %+v", o)
+	}
+}
