@@ -123,7 +123,7 @@ points' estimated work. -j runs that many points at once.`,
 				what = fmt.Sprintf("shard %s (%s)", s, s.From)
 			}
 			st, err := sweep.Run(g, sweep.RunOptions{Dir: out, Shard: s, Jobs: jobs.int()})
-			if st.Points > 0 || err == nil {
+			if err == nil || errors.Is(err, sweep.ErrIncomplete) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim: sweep run %s: %s of %s: %d ran, %d skipped (already done), %d failed\n",
 					out, what, units.Plural(int64(st.Points), "point", "points"), st.Ran, st.Skipped, st.Failed)
 			}
