@@ -58,6 +58,11 @@ const (
 	MaxAxisValues = 1024
 	// MaxGridBytes is the largest grid file read.
 	MaxGridBytes = 1 << 20
+	// MaxPlanTransfers bounds the transfers of the schedules a grid's
+	// plan builds, one per distinct collective (op, algorithm, ranks,
+	// size, data type), to check every point and estimate it: about 10 s
+	// of planning at most.
+	MaxPlanTransfers = 1 << 27
 	// MaxPlots is the most plots (groups of points sharing every axis but
 	// the size) a grid with outputs.plots may draw.
 	MaxPlots = 1024
@@ -374,6 +379,11 @@ func known(axis string) bool {
 // errors. Every error wraps ErrGrid and names the file, the line, the
 // field and the value.
 func ParseGrid(file string, data []byte) (*Grid, error) {
+	return parseGrid(file, data, MaxPlanTransfers)
+}
+
+// parseGrid is ParseGrid with a bound on the transfers built.
+func parseGrid(file string, data []byte, maxBuild int64) (*Grid, error) {
 	if len(data) > MaxGridBytes {
 		return nil, fmt.Errorf("sweep: grid %s: larger than %d bytes: %w", file, MaxGridBytes, ErrGrid)
 	}
@@ -384,7 +394,7 @@ func ParseGrid(file string, data []byte) (*Grid, error) {
 		}
 		return nil, err
 	}
-	e := &expander{d: &strictyaml.Decoder{File: file}, raw: &raw}
+	e := &expander{d: &strictyaml.Decoder{File: file}, raw: &raw, budget: maxBuild, maxBuild: maxBuild}
 	g, err := e.expand()
 	if err != nil {
 		return nil, err
@@ -397,6 +407,9 @@ func ParseGrid(file string, data []byte) (*Grid, error) {
 type expander struct {
 	d   *strictyaml.Decoder
 	raw *rawGrid
+	// budget is the transfers the schedules built to check the points may
+	// still hold (maxBuild at the start).
+	budget, maxBuild int64
 }
 
 // fail is a positioned error at node n wrapping ErrGrid (and cause, whose
@@ -556,7 +569,11 @@ func (e *expander) expand() (*Grid, error) {
 
 	memLimit := memLimit()
 	fabricOK := map[string]error{}
-	feats := map[[5]int64]features{}
+	type sched struct {
+		feat    features
+		memNeed uint64
+	}
+	scheds := map[[5]int64]sched{} // by op, algo, ranks, size, dtype
 	for _, sys := range systems {
 		for _, rpd := range rpds {
 			ranks := sys.devices * rpd.v
@@ -612,16 +629,25 @@ func (e *expander) expand() (*Grid, error) {
 										if mode == "timing" {
 											pt.Seed = 0
 										}
-										fk := [5]int64{int64(o), int64(a), int64(ranks), size, int64(t.Size())}
-										f, ok := feats[fk]
+										fk := [5]int64{int64(o), int64(a), int64(ranks), size, int64(t)}
+										sc, ok := scheds[fk]
 										if !ok {
 											sch, err := enc.Build(o, a, ranks, size, t.Size(), enc.Options{})
 											if err != nil {
 												return nil, e.impossible(sz, sys, rpd.v, op.v, algo.v, dt.v, size, err)
 											}
-											f = featuresOf(sch)
-											feats[fk] = f
+											sc.feat = featuresOf(sch)
+											if e.budget -= sc.feat.xfers; e.budget < 0 {
+												return nil, e.fail(ax.n, "axes", nil, "planning the grid builds more than %d transfers (the schedules of its distinct collectives); split the grid", e.maxBuild)
+											}
+											if mode == "functional" {
+												if sc.memNeed, err = cluster.FunctionalMemory(o, a, ranks, t, []int64{size}, enc.Options{}); err != nil {
+													return nil, e.impossible(sz, sys, rpd.v, op.v, algo.v, dt.v, size, err)
+												}
+											}
+											scheds[fk] = sc
 										}
+										f := sc.feat
 										f.gen, f.devices, f.functional, f.model = sys.gen, sys.devices, mode == "functional", m
 										f.engines = collective.Calibrated(sys.gen).Engines
 										if ends == fabric.EndpointsIdeal {
@@ -630,14 +656,10 @@ func (e *expander) expand() (*Grid, error) {
 										sp := spec{gen: sys.gen, family: sys.family, tables: sys.tables, kind: sys.kind, params: p,
 											op: o, algo: a, dtype: t, timing: mode == "timing", feat: f}
 										if !sp.timing {
-											need, err := cluster.FunctionalMemory(o, a, ranks, t, []int64{size}, enc.Options{})
-											if err != nil {
-												return nil, e.impossible(sz, sys, rpd.v, op.v, algo.v, dt.v, size, err)
-											}
-											if err := memLimit.Check(fmt.Sprintf("mode functional: %s of %d B on %d ranks", op.v, size, ranks), need); err != nil {
+											if err := memLimit.Check(fmt.Sprintf("mode functional: %s of %d B on %d ranks", op.v, size, ranks), sc.memNeed); err != nil {
 												return nil, e.fail(sz.n, sz.p, err, "")
 											}
-											sp.memNeed = need
+											sp.memNeed = sc.memNeed
 										}
 										pt.Hash = hashHex(pt.canonical())
 										g.points = append(g.points, pt)
@@ -676,13 +698,14 @@ func (e *expander) impossible(sz sizeVal, sys system, rpd int, op, algo, dtype s
 // (p.Validate), so that a topology the device count cannot have (a 2D torus
 // of 6 devices) is refused before anything runs.
 func (e *expander) checkFabric(cache map[string]error, sys system, p fabric.Params) error {
-	key := fmt.Sprintf("%v/%d/%v/%+v", sys.gen, sys.devices, sys.kind, p)
+	if err := p.Validate(sys.kind); err != nil {
+		return e.fail(sys.n, sys.path, err, "impossible system: %s of %d %s devices", sys.kind, sys.devices, sys.gen)
+	}
+	// The topology's shape does not depend on the link timing or model.
+	key := fmt.Sprintf("%v/%d/%v", sys.gen, sys.devices, sys.kind)
 	err, done := cache[key]
 	if !done {
-		err = p.Validate(sys.kind)
-		if err == nil {
-			_, err = fabric.Build(sys.kind, sys.gen, sys.devices, p)
-		}
+		_, err = fabric.Build(sys.kind, sys.gen, sys.devices, p)
 		cache[key] = err
 	}
 	if err != nil {

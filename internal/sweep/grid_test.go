@@ -184,6 +184,18 @@ func seq(n int) string {
 	return b.String()
 }
 
+// TestPlanBudget: a grid whose schedules hold more transfers than the
+// plan may build is refused, naming the bound.
+func TestPlanBudget(t *testing.T) {
+	src := gridYAML("  devices: [16]\n  ops: [all_reduce]\n  algos: [ring]\n  sizes: [64K, 128K]\n")
+	_, err := parseGrid("grid.yaml", []byte(src), 1000)
+	require.ErrorIs(t, err, ErrGrid)
+	assert.Contains(t, err.Error(), "more than 1000 transfers")
+	g, err := parseGrid("grid.yaml", []byte(src), 1440)
+	require.NoError(t, err, "two schedules of 720 transfers fit in 1440")
+	assert.Equal(t, 2, g.Len())
+}
+
 // TestLoadGrid: a missing file and one above MaxGridBytes are refused.
 func TestLoadGrid(t *testing.T) {
 	_, err := LoadGrid("testdata/no-such-grid.yaml")
@@ -211,7 +223,7 @@ func FuzzGrid(f *testing.F) {
 		if len(src) > 4096 {
 			return // keeps each input's expansion (up to MaxPoints points) fast
 		}
-		g, err := ParseGrid("fuzz.yaml", []byte(src))
+		g, err := parseGrid("fuzz.yaml", []byte(src), 1<<16) // a small budget keeps each input fast
 		if err != nil {
 			if !errors.Is(err, ErrGrid) {
 				t.Fatalf("error does not wrap ErrGrid: %v", err)
