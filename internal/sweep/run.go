@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/output"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
@@ -113,6 +114,13 @@ func Run(g *Grid, opt RunOptions) (RunStats, error) {
 		return st, err
 	}
 	st.Points = len(idx)
+	var peak uint64
+	for _, i := range idx {
+		peak = max(peak, g.specs[i].mem())
+	}
+	if err := memLimit().Check(fmt.Sprintf("-j %d: %d points at once of up to %s each", opt.Jobs, opt.Jobs, memlimit.Human(peak)), peak*uint64(opt.Jobs)); err != nil {
+		return st, fmt.Errorf("sweep: %w; lower -j", err)
+	}
 	if err := g.prepare(opt.Dir); err != nil {
 		return st, err
 	}
@@ -134,10 +142,10 @@ func Run(g *Grid, opt RunOptions) (RunStats, error) {
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				start := time.Now()
+				start, cpu := time.Now(), cpuTime()
 				row, perr := g.runPoint(i)
 				host := time.Since(start)
-				werr := g.writeResult(opt.Dir, i, row, perr, host)
+				werr := g.writeResult(opt.Dir, i, row, perr, hostTime{Seconds: host.Seconds(), CPUSeconds: (cpuTime() - cpu).Seconds()})
 				mu.Lock()
 				st.Ran++
 				if perr != nil {
@@ -332,11 +340,12 @@ func readResult(dir string, p *Point) (*Result, error) {
 // hostTime is DIR/host/<hash>.json: how long the point took on this run's
 // host. It is not an input of anything merged.
 type hostTime struct {
-	Seconds float64 `json:"host_seconds"`
+	Seconds    float64 `json:"host_seconds"` // wall time
+	CPUSeconds float64 `json:"cpu_seconds"`  // the process's CPU time (other workers' too with -j above 1)
 }
 
 // writeResult writes point i's result (its row, or perr) and its host time.
-func (g *Grid) writeResult(dir string, i int, row Row, perr error, host time.Duration) error {
+func (g *Grid) writeResult(dir string, i int, row Row, perr error, host hostTime) error {
 	p := &g.points[i]
 	r := Result{Format: Format, Point: *p}
 	if perr != nil {
@@ -351,7 +360,7 @@ func (g *Grid) writeResult(dir string, i int, row Row, perr error, host time.Dur
 	if err := output.WriteFile(resultPath(dir, p), append(data, '\n')); err != nil {
 		return fmt.Errorf("sweep: point %d: %w", i, err)
 	}
-	h, _ := json.Marshal(hostTime{Seconds: host.Seconds()})
+	h, _ := json.Marshal(host)
 	if err := output.WriteFile(filepath.Join(dir, HostDir, p.Hash+".json"), append(h, '\n')); err != nil {
 		return fmt.Errorf("sweep: point %d: %w", i, err)
 	}

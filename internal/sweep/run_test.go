@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/output"
 )
 
@@ -361,4 +362,21 @@ func TestRunBadOptions(t *testing.T) {
 		_, err = os.Stat(dir)
 		assert.ErrorIs(t, err, fs.ErrNotExist, "nothing created for %+v", o)
 	}
+}
+
+// TestRunMemoryBound: -j workers at once must fit in the memory limit
+// together: a functional point of several GiB refuses -j 256 before the
+// folder is touched.
+func TestRunMemoryBound(t *testing.T) {
+	g, err := ParseGrid("grid.yaml", []byte("arch: cayman\nmode: functional\naxes:\n  devices: [2]\n  ops: [all_reduce]\n  sizes: [256M]\n"))
+	if errors.Is(err, memlimit.ErrTooLarge) {
+		t.Skipf("SKIPPED: this machine's memory limit refuses the point itself: %v", err)
+	}
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "out")
+	_, err = Run(g, RunOptions{Dir: dir, Shard: All, Jobs: MaxJobs})
+	require.ErrorIs(t, err, memlimit.ErrTooLarge)
+	assert.Contains(t, err.Error(), "lower -j")
+	_, err = os.Stat(dir)
+	assert.ErrorIs(t, err, fs.ErrNotExist)
 }
