@@ -3,10 +3,14 @@ package sweep
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestEstimates: on a 100-point grid (testdata/estimate.yaml: 4 to 16 Trn2
@@ -83,5 +87,45 @@ func TestEstimates(t *testing.T) {
 				m.i, p.Devices, p.Op, p.Model, p.Size, est[m.i].HostSeconds*1e3, m.measured, m.ratio)
 		}
 		t.Errorf("%d of %d estimates are not within 2× of the measured host time:%s", len(bad), g.Len(), b.String())
+	}
+}
+
+// TestMemoryEstimates: a timing-mode point's memory estimate covers the
+// heap it grows at its peak (sampled while it runs), and is not more than
+// 4× it (plus the 8 MiB a small point's estimate may round up to).
+func TestMemoryEstimates(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("SKIPPED TestMemoryEstimates under -short or -race: it samples the heap of large points")
+	}
+	g := mustGrid(t, "arch: mariana\nswitch: v1\naxes:\n  devices: [2, 16]\n  ops: [all_reduce]\n  algos: [ring]\n  sizes: [1M, 1G]\n")
+	for i, p := range g.Points() {
+		runtime.GC()
+		var m0 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		done := make(chan uint64)
+		stop := make(chan struct{})
+		go func() {
+			var peak uint64
+			for {
+				var m runtime.MemStats
+				runtime.ReadMemStats(&m)
+				peak = max(peak, m.HeapAlloc)
+				select {
+				case <-stop:
+					done <- peak
+					return
+				case <-time.After(time.Millisecond):
+				}
+			}
+		}()
+		_, err := g.runPoint(i)
+		close(stop)
+		peak := <-done
+		require.NoError(t, err)
+		grown := peak - min(peak, m0.HeapAlloc)
+		est := g.specs[i].mem()
+		t.Logf("%d devices, %d B: heap grew %d MiB, estimate %d MiB", p.Devices, p.Size, grown>>20, est>>20)
+		assert.GreaterOrEqual(t, est, grown, "point %d", i)
+		assert.LessOrEqual(t, est, 4*grown+8<<20, "point %d", i)
 	}
 }

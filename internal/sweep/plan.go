@@ -77,7 +77,7 @@ var (
 
 	memPerDevice   = map[hwarch.Generation]uint64{hwarch.Sunda: 480 << 10, hwarch.Cayman: 1 << 20, hwarch.Mariana: 1 << 20}
 	memPerXfer     = uint64(1 << 10)
-	memBytesPerMem = int64(128) // timing mode: a byte of heap per this many bytes moved (the fabric's chunk records)
+	memBytesPerMem = int64(512) // timing mode: a byte of heap per this many bytes moved (the fabric's chunk records; measured 1/400..1/560)
 )
 
 // work is the point's host-time model in reference nanoseconds, rounded
