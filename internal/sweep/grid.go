@@ -566,6 +566,12 @@ func (e *expander) expand() (*Grid, error) {
 	if g.Outputs.Plots && count > MaxPlots {
 		return nil, e.fail(ax.n, "outputs.plots", nil, "%d groups of points (every combination of the axes but the size) would draw %d plots; at most %d (set outputs.plots: false)", count, count, MaxPlots)
 	}
+	// The sizes of a group: the list's, or the range's before its rounding
+	// to each op's granule (which can only merge sizes).
+	perGroup := e.sizeCount()
+	if count*uint64(perGroup) > MaxPoints {
+		return nil, e.fail(ax.n, "axes", nil, "%d groups × %d sizes: more than %d points; split the grid", count, perGroup, MaxPoints)
+	}
 
 	memLimit := memLimit()
 	fabricOK := map[string]error{}
@@ -950,6 +956,21 @@ func (e *expander) latencies() ([]optPS, error) {
 		out = append(out, optPS{v: &v, n: w.n, p: path, txt: w.s})
 	}
 	return out, nil
+}
+
+// sizeCount is the number of sizes of a group before the rounding of a
+// range to the op's granule: the most any group has (0 for a range in
+// error, which its expansion reports).
+func (e *expander) sizeCount() int {
+	ax := e.raw.Axes.sizes
+	if ax.rng == nil {
+		return len(ax.items)
+	}
+	sizes, err := e.sizes(enc.AllReduce, enc.Uint8, 1) // granule 1: nothing rounded
+	if err != nil {
+		return 0 // the range's error is reported with the op it is expanded for
+	}
+	return len(sizes)
 }
 
 type sizeVal struct {
