@@ -73,15 +73,26 @@ func itoa(i int) string { return strconv.Itoa(i) }
 // skips everything and says so; a shard from Slurm's environment runs that
 // shard; merge of a folder with a missing point lists it and fails after
 // writing what it has.
+//
+// Under the race detector (every point and plot ten times slower) a
+// 12-point grid stands in for the example.
 func TestSweepCLI(t *testing.T) {
 	clearJobEnv(t)
+	grid := exampleGrid
+	if raceEnabled {
+		grid = filepath.Join(t.TempDir(), "small.yaml")
+		require.NoError(t, os.WriteFile(grid, []byte("arch: cayman\naxes:\n  devices: [2, 3, 4]\n  ops: [all_reduce]\n  algos: [ring]\n  models: [aware, free]\n  sizes: [64K, 1M]\n"), 0o644))
+	}
+	g, err := sweep.LoadGrid(grid)
+	require.NoError(t, err)
+	n := itoa(g.Len())
 	dir := filepath.Join(t.TempDir(), "results")
-	_, stderr, err := runCLI2(t, "sweep", "run", exampleGrid, "--out", dir, "-j", "2")
+	_, stderr, err := runCLI2(t, "sweep", "run", grid, "--out", dir, "-j", "2")
 	require.NoError(t, err)
-	assert.Contains(t, stderr, "the whole grid of 48 points: 48 ran, 0 skipped (already done), 0 failed")
-	_, stderr, err = runCLI2(t, "sweep", "run", exampleGrid, "--out", dir)
+	assert.Contains(t, stderr, "the whole grid of "+n+" points: "+n+" ran, 0 skipped (already done), 0 failed")
+	_, stderr, err = runCLI2(t, "sweep", "run", grid, "--out", dir)
 	require.NoError(t, err)
-	assert.Contains(t, stderr, "48 points: 0 ran, 48 skipped (already done), 0 failed")
+	assert.Contains(t, stderr, n+" points: 0 ran, "+n+" skipped (already done), 0 failed")
 
 	db := filepath.Join(dir, "points.db")
 	_, stderr, err = runCLI2(t, "sweep", "merge", dir, "--sqlite", db)
@@ -92,8 +103,6 @@ func TestSweepCLI(t *testing.T) {
 	}
 
 	// Slurm's environment picks the shard; a point of it removed is rerun.
-	g, err := sweep.LoadGrid(exampleGrid)
-	require.NoError(t, err)
 	idx, err := g.Shard(sweep.Shard{Index: 1, Count: 4})
 	require.NoError(t, err)
 	lost := g.Points()[idx[0]]
@@ -105,7 +114,7 @@ func TestSweepCLI(t *testing.T) {
 	t.Setenv("SLURM_ARRAY_TASK_ID", "6")
 	t.Setenv("SLURM_ARRAY_TASK_MIN", "5")
 	t.Setenv("SLURM_ARRAY_TASK_MAX", "8")
-	_, stderr, err = runCLI2(t, "sweep", "run", exampleGrid, "--out", dir)
+	_, stderr, err = runCLI2(t, "sweep", "run", grid, "--out", dir)
 	require.NoError(t, err)
 	assert.Contains(t, stderr, "shard 1/4 (SLURM_ARRAY_TASK_ID) of "+itoa(len(idx))+" points: 1 ran, "+itoa(len(idx)-1)+" skipped")
 	_, _, err = runCLI2(t, "sweep", "merge", dir)
