@@ -14,7 +14,8 @@ import (
 )
 
 // TestEstimates: on a 100-point grid (testdata/estimate.yaml: 4 to 16 Trn2
-// devices, two ops, two models, five sizes; a few to tens of ms each) every
+// devices, two ops, two models, five sizes; a few to tens of ms each), and
+// on 16 functional points (testdata/estimate-functional.yaml), every
 // point's estimated host time, as sweep plan gives it (the model
 // calibrated by Calibrate), is within 2× of its measured host time. Both
 // are CPU time, so other processes on a busy machine do not count; each
@@ -31,12 +32,21 @@ func TestEstimates(t *testing.T) {
 	if !cpuTimeWorks {
 		t.Skip("SKIPPED TestEstimates: no CPU-time clock (getrusage) on this system")
 	}
-	g, err := LoadGrid("testdata/estimate.yaml")
+	for _, tc := range []struct {
+		file   string
+		points int
+	}{{"testdata/estimate.yaml", 100}, {"testdata/estimate-functional.yaml", 16}} {
+		t.Run(tc.file, func(t *testing.T) { checkEstimates(t, tc.file, tc.points) })
+	}
+}
+
+func checkEstimates(t *testing.T, file string, points int) {
+	g, err := LoadGrid(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Len() != 100 {
-		t.Fatalf("testdata/estimate.yaml has %d points, want 100", g.Len())
+	if g.Len() != points {
+		t.Fatalf("%s has %d points, want %d", file, g.Len(), points)
 	}
 	cal, err := Calibrate()
 	if err != nil {

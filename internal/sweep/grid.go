@@ -654,7 +654,7 @@ func (e *expander) expand() (*Grid, error) {
 											scheds[fk] = sc
 										}
 										f := sc.feat
-										f.gen, f.devices, f.functional, f.model = sys.gen, sys.devices, mode == "functional", m
+										f.gen, f.devices, f.functional, f.model, f.dtype = sys.gen, sys.devices, mode == "functional", m, t
 										f.engines = collective.Calibrated(sys.gen).Engines
 										if ends == fabric.EndpointsIdeal {
 											f.engines = collective.Ideal().Engines
