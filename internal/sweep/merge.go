@@ -324,6 +324,20 @@ func Merge(dir string, opt MergeOptions) (MergeStats, error) {
 			}
 		}
 	}
+	// A plot an earlier merge drew for a group with no OK point now would
+	// contradict report.json: it goes.
+	drawn := map[string]bool{}
+	for _, p := range st.Files {
+		drawn[filepath.Base(p)] = true
+	}
+	old, _ := filepath.Glob(filepath.Join(out, "busbw-*.png"))
+	for _, p := range old {
+		if !drawn[filepath.Base(p)] {
+			if err := os.Remove(p); err != nil {
+				return st, fmt.Errorf("sweep: removing the stale plot %s: %w", p, err)
+			}
+		}
+	}
 	if opt.SQLite != "" {
 		if err := writeSQLite(opt.SQLite, f); err != nil {
 			return st, err

@@ -191,7 +191,7 @@ func TestOtherGridRefused(t *testing.T) {
 
 	// An edited manifest is refused by run and merge, and left alone.
 	man := filepath.Join(dir, ManifestName)
-	edited := strings.Replace(before[ManifestName], `"size": 65536`, `"size": 65540`, 1)
+	edited := strings.Replace(before[ManifestName], `"size":65536`, `"size":65540`, 1)
 	require.NotEqual(t, before[ManifestName], edited)
 	require.NoError(t, os.WriteFile(man, []byte(edited), 0o644))
 	_, err = Run(g, RunOptions{Dir: dir, Shard: All, Jobs: 1})
@@ -356,6 +356,23 @@ func TestMergeOutputs(t *testing.T) {
 			assert.ErrorIs(t, err, fs.ErrNotExist)
 		}
 	}
+}
+
+// TestMergeStalePlot: a group whose points are all gone since the last
+// merge loses its plot (it would contradict report.json); the others stay.
+func TestMergeStalePlot(t *testing.T) {
+	g := mustGrid(t, gridYAML("  devices: [2]\n  ops: [all_reduce, all_gather]\n  sizes: [4K, 64K]\n"))
+	dir := t.TempDir()
+	run(t, g, dir, All, 1)
+	merge(t, dir)
+	require.FileExists(t, filepath.Join(dir, MergedDir, PlotName(1)))
+	for _, i := range []int{2, 3} {
+		require.NoError(t, os.Remove(resultPath(dir, &g.points[i])))
+	}
+	_, err := Merge(dir, MergeOptions{})
+	require.ErrorIs(t, err, ErrIncomplete)
+	assert.FileExists(t, filepath.Join(dir, MergedDir, PlotName(0)))
+	assert.NoFileExists(t, filepath.Join(dir, MergedDir, PlotName(1)))
 }
 
 // TestRunBadOptions: -j and the shard are checked before the folder is

@@ -212,9 +212,11 @@ type load struct {
 	shard int
 }
 
-// loads is a min-heap of shards by work, then shard index.
+// loads is a min-heap of shards by work, then shard index
+// (container/heap's Interface).
 type loads []load
 
+// Len, Less, Swap, Push and Pop implement heap.Interface.
 func (h loads) Len() int { return len(h) }
 func (h loads) Less(i, j int) bool {
 	if h[i].work != h[j].work {
