@@ -259,7 +259,7 @@ func (g *Grid) manifestJSON() ([]byte, error) {
 // hash against its inputs and the grid's hash against the points.
 func readManifest(dir string) (*manifest, error) {
 	path := filepath.Join(dir, ManifestName)
-	data, err := readLimited(path, 1<<30)
+	data, err := readLimited(path, 1<<28)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, err
