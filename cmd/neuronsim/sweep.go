@@ -70,6 +70,7 @@ reference point.`,
 
 func newSweepRunCmd() *cobra.Command {
 	var out, shard string
+	var verbose bool
 	count := newInt("--count", 1, sweep.MaxShards)
 	jobs := newIntDefault("-j/--jobs", 1, sweep.MaxJobs, 1)
 	cmd := &cobra.Command{
@@ -122,7 +123,11 @@ points' estimated work. -j runs that many points at once.`,
 			if s.From != "" {
 				what = fmt.Sprintf("shard %s (%s)", s, s.From)
 			}
-			st, err := sweep.Run(g, sweep.RunOptions{Dir: out, Shard: s, Jobs: jobs.int()})
+			opt := sweep.RunOptions{Dir: out, Shard: s, Jobs: jobs.int()}
+			if verbose {
+				opt.Log = cmd.ErrOrStderr()
+			}
+			st, err := sweep.Run(g, opt)
 			if err == nil || errors.Is(err, sweep.ErrIncomplete) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim: sweep run %s: %s of %s: %d ran, %d skipped (already done), %d failed\n",
 					out, what, units.Plural(int64(st.Points), "point", "points"), st.Ran, st.Skipped, st.Failed)
@@ -135,6 +140,7 @@ points' estimated work. -j runs that many points at once.`,
 	fl.StringVar(&shard, "shard", "", "run shard I of N (I from 0), e.g. 0/4")
 	fl.Var(count, "count", "the number of shards of a Kubernetes Indexed Job (its completions), with JOB_COMPLETION_INDEX")
 	fl.VarP(jobs, "jobs", "j", fmt.Sprintf("points run at once, 1..%d", sweep.MaxJobs))
+	fl.BoolVarP(&verbose, "verbose", "v", false, "print a line per point run (its index, hash, wall time and status) on stderr")
 	return cmd
 }
 
