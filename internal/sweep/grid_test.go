@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -194,6 +195,19 @@ func TestPlanBudget(t *testing.T) {
 	g, err := parseGrid("grid.yaml", []byte(src), 1440)
 	require.NoError(t, err, "two schedules of 720 transfers fit in 1440")
 	assert.Equal(t, 2, g.Len())
+}
+
+// TestDocsGrid: the grid of docs/sweeps.md is a valid grid.
+func TestDocsGrid(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/sweeps.md")
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(doc), "```yaml\n")
+	require.True(t, ok, "docs/sweeps.md has a yaml block")
+	src, _, ok := strings.Cut(rest, "```")
+	require.True(t, ok)
+	g, err := ParseGrid("docs/sweeps.md", []byte(src))
+	require.NoError(t, err)
+	assert.Greater(t, g.Len(), 1000)
 }
 
 // TestLoadGrid: a missing file and one above MaxGridBytes are refused.
