@@ -165,6 +165,9 @@ type spec struct {
 	timing  bool
 	feat    features // what the estimates are made from
 	memNeed uint64   // functional mode: cluster.FunctionalMemory
+
+	sysNode *yaml.Node // where the point's system was given, for errors
+	sysPath string
 }
 
 // Grid is a grid file expanded into its points.
@@ -660,7 +663,7 @@ func (e *expander) expand() (*Grid, error) {
 											f.engines = collective.Ideal().Engines
 										}
 										sp := spec{gen: sys.gen, family: sys.family, tables: sys.tables, kind: sys.kind, params: p,
-											op: o, algo: a, dtype: t, timing: mode == "timing", feat: f}
+											op: o, algo: a, dtype: t, timing: mode == "timing", feat: f, sysNode: sys.n, sysPath: sys.path}
 										if !sp.timing {
 											if err := memLimit.Check(fmt.Sprintf("mode functional: %s of %d B on %d ranks", op.v, size, ranks), sc.memNeed); err != nil {
 												return nil, e.fail(sz.n, sz.p, err, "")
@@ -687,8 +690,59 @@ func (e *expander) expand() (*Grid, error) {
 		}
 		seen[p.Hash] = i
 	}
+	if err := e.bringUp(g); err != nil {
+		return nil, err
+	}
 	g.hash = g.computeHash()
 	return g, nil
+}
+
+// bringUp brings every distinct system of the grid up once, through the
+// runtime as a point does (cluster.New), with the largest buffers any of
+// its points needs, so that a system the runtime refuses (more devices
+// than it has routing ids for, buffers past a rank's HBM) is refused
+// before anything runs. The link timing and the model do not change a
+// bring-up: one per generation, switch, devices, topology, ranks per
+// device, endpoints and mode.
+func (e *expander) bringUp(g *Grid) error {
+	type key struct {
+		gen     hwarch.Generation
+		family  hwarch.SwitchFamily
+		devices int
+		kind    fabric.Kind
+		rpd     int
+		ends    fabric.Endpoints
+		timing  bool
+	}
+	first := map[key]int{}
+	need := map[key]uint64{}
+	var order []key
+	for i := range g.points {
+		p, s := &g.points[i], &g.specs[i]
+		k := key{s.gen, s.family, p.Devices, s.kind, p.RanksPer, s.params.Endpoints, s.timing}
+		if _, ok := first[k]; !ok {
+			first[k] = i
+			order = append(order, k)
+		}
+		if s.feat.buffers >= need[k] {
+			need[k] = s.feat.buffers
+		}
+	}
+	for _, k := range order {
+		i := first[k]
+		p, s := &g.points[i], &g.specs[i]
+		params := s.params
+		_, err := cluster.New(cluster.Config{Generation: s.gen, Devices: p.Devices, Switch: s.family, Kind: s.kind, Params: &params,
+			TimingOnly: s.timing, RanksPerDevice: p.RanksPer, BufferBytes: need[k]})
+		if err != nil {
+			where := fmt.Sprintf("%d %s devices on %s", p.Devices, p.Arch, p.Topology)
+			if p.System != "" {
+				where = p.System
+			}
+			return e.fail(s.sysNode, s.sysPath, err, "impossible system: %s with %d ranks per device and %d B of buffers per rank (point %d and the others of that system) cannot be brought up", where, p.RanksPer, need[k], i)
+		}
+	}
+	return nil
 }
 
 // impossible is the error of a point enc.Build or the memory estimate refuses.

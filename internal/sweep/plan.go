@@ -20,6 +20,7 @@ import (
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/runtime/collective"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/sim/fabric"
 )
@@ -32,14 +33,15 @@ type features struct {
 	model      fabric.Model
 	dtype      enc.Dtype
 	ranks      int
-	engines    int   // DMA engines a rank spreads a transfer over
-	xfers      int64 // the schedule's transfers
-	rankSteps  int64 // over the steps, the ranks that send in each
-	bytes      int64 // the bytes the transfers move
+	engines    int    // DMA engines a rank spreads a transfer over
+	xfers      int64  // the schedule's transfers
+	rankSteps  int64  // over the steps, the ranks that send in each
+	bytes      int64  // the bytes the transfers move
+	buffers    uint64 // each rank's buffer area (collective.LayoutOf's End)
 }
 
 func featuresOf(s *enc.Schedule) features {
-	f := features{ranks: s.Ranks}
+	f := features{ranks: s.Ranks, buffers: collective.LayoutOf(s, 0).End}
 	mark := make([]int, s.Ranks)
 	for k, st := range s.Steps {
 		f.xfers += int64(len(st.Xfers))
@@ -66,8 +68,9 @@ func featuresOf(s *enc.Schedule) features {
 // step a rank sends in costs its semaphores and program. A byte moved
 // costs little in timing mode (the fabric moves chunks, not bytes), and a
 // lot in functional mode (generated, copied, reduced and checked; bf16 and
-// fp16 about 1.8× more, converted to reduce): fitted on 48 functional
-// points of 1 to 8 devices, 64 KiB to 4 MiB, within 1.6× for fp32.
+// fp16 about 1.6× more, converted to reduce): fitted on 64 functional
+// points of 1 to 8 devices, 64 KiB to 4 MiB (small sizes cost less a byte,
+// large ones more: within 1.5× on TestEstimates' functional grid).
 var (
 	workBase      = 56e3 // a point: the schedule, the tables, the executor
 	workPerDevice = map[hwarch.Generation]float64{hwarch.Sunda: 171e3, hwarch.Cayman: 1234e3, hwarch.Mariana: 1234e3}
@@ -76,8 +79,8 @@ var (
 	workDescRank  = 10.9                                                                // a descriptor, per rank of the collective
 	workRankStep  = 14.8e3                                                              // a rank's step
 	workPerByte   = map[fabric.Model]float64{fabric.Aware: 0.0105, fabric.Free: 0.0060} // timing mode
-	workPerByteFn = 9.0                                                                 // functional mode
-	workPerByteHF = 16.0                                                                // functional mode, bf16 and fp16 (converted to reduce)
+	workPerByteFn = 8.0                                                                 // functional mode
+	workPerByteHF = 13.0                                                                // functional mode, bf16 and fp16 (converted to reduce)
 
 	memPerDevice   = map[hwarch.Generation]uint64{hwarch.Sunda: 480 << 10, hwarch.Cayman: 1 << 20, hwarch.Mariana: 1 << 20}
 	memPerXfer     = uint64(1 << 10)
