@@ -4,7 +4,8 @@ import "testing"
 
 // BenchmarkParseGrid: expanding and checking a grid of 7,200 points (5
 // device counts × 3 ops × 2 algorithms × 2 models × 12 link latencies ×
-// 10 sizes), each point's schedule built once per distinct collective.
+// 10 sizes), each point's schedule built once per distinct collective and
+// each of the 5 systems brought up once.
 func BenchmarkParseGrid(b *testing.B) {
 	src := []byte(`arch: mariana
 switch: v1
