@@ -168,6 +168,10 @@ type spec struct {
 
 	sysNode *yaml.Node // where the point's system was given, for errors
 	sysPath string
+	// whatIf brings the devices up as what-if ones (cluster.Config.WhatIf):
+	// with the grid's what_if, or for a named system larger than the
+	// driver's 64 devices (trn3-gen2's 144), as fabric sweep --system does.
+	whatIf bool
 }
 
 // Grid is a grid file expanded into its points.
@@ -663,7 +667,8 @@ func (e *expander) expand() (*Grid, error) {
 											f.engines = collective.Ideal().Engines
 										}
 										sp := spec{gen: sys.gen, family: sys.family, tables: sys.tables, kind: sys.kind, params: p,
-											op: o, algo: a, dtype: t, timing: mode == "timing", feat: f, sysNode: sys.n, sysPath: sys.path}
+											op: o, algo: a, dtype: t, timing: mode == "timing", feat: f, sysNode: sys.n, sysPath: sys.path,
+											whatIf: raw.WhatIf || sys.name != "" && sys.devices > hwarch.MaxNeuronDevices}
 										if !sp.timing {
 											if err := memLimit.Check(fmt.Sprintf("mode functional: %s of %d B on %d ranks", op.v, size, ranks), sc.memNeed); err != nil {
 												return nil, e.fail(sz.n, sz.p, err, "")
@@ -699,9 +704,8 @@ func (e *expander) expand() (*Grid, error) {
 
 // bringUp brings every distinct system of the grid up once, through the
 // runtime as a point does (cluster.New), with the largest buffers any of
-// its points needs, so that a system the runtime refuses (more devices
-// than it has routing ids for, buffers past a rank's HBM) is refused
-// before anything runs. The link timing and the model do not change a
+// its points needs, so that a system the runtime refuses (buffers past a
+// rank's HBM, say) is refused before anything runs. The link timing and the model do not change a
 // bring-up: one per generation, switch, devices, topology, ranks per
 // device, endpoints and mode.
 func (e *expander) bringUp(g *Grid) error {
@@ -733,7 +737,7 @@ func (e *expander) bringUp(g *Grid) error {
 		p, s := &g.points[i], &g.specs[i]
 		params := s.params
 		_, err := cluster.New(cluster.Config{Generation: s.gen, Devices: p.Devices, Switch: s.family, Kind: s.kind, Params: &params,
-			TimingOnly: s.timing, RanksPerDevice: p.RanksPer, BufferBytes: need[k]})
+			TimingOnly: s.timing, RanksPerDevice: p.RanksPer, BufferBytes: need[k], WhatIf: s.whatIf})
 		if err != nil {
 			where := fmt.Sprintf("%d %s devices on %s", p.Devices, p.Arch, p.Topology)
 			if p.System != "" {

@@ -124,7 +124,6 @@ func TestGridErrors(t *testing.T) {
 		{"system of another arch", "arch: cayman\naxes:\n  systems: [trn1-32xl]\n  ops: [all_reduce]\n  sizes: [1K]\n", []string{"axes.systems[0]", "trn1-32xl is a sunda system"}},
 		{"topology without devices", "axes:\n  systems: [trn2-48xl]\n  topologies: [ring]\n  ops: [all_reduce]\n  sizes: [1K]\n", []string{"axes.topologies", "devices axis"}},
 		{"impossible topology", gridYAML("  devices: [6]\n  topologies: [torus2d]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"axes.topologies[0]", "impossible system: torus2d of 6 cayman devices"}},
-		{"system the runtime cannot bring up", "axes:\n  systems: [trn2-48xl, trn3-gen2]\n  ops: [all_reduce]\n  algos: [ring]\n  sizes: [576]\n", []string{"grid.yaml:2:24", "axes.systems[1]", "impossible system: trn3-gen2", "cannot be brought up", "routing id"}},
 		{"buffers past HBM", gridYAML("  devices: [2]\n  ops: [all_gather]\n  algos: [ring]\n  sizes: [64G]\n"), []string{"axes.devices[0]", "cannot be brought up"}},
 		{"impossible algorithm", gridYAML("  devices: [6]\n  algos: [rdh]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"axes.sizes[0]", "impossible point", "power-of-two"}},
 		{"mesh refuses permute's op", gridYAML("  devices: [4]\n  algos: [ring]\n  ops: [alltoall]\n  sizes: [1K]\n"), []string{"impossible point", "ring does not implement alltoall"}},

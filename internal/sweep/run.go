@@ -422,7 +422,7 @@ func (g *Grid) runPoint(i int) (row Row, err error) {
 		return row, err
 	}
 	c, err := cluster.New(cluster.Config{Generation: s.gen, Devices: p.Devices, Switch: s.family, Kind: s.kind, Params: &params,
-		TimingOnly: s.timing, RanksPerDevice: p.RanksPer, BufferBytes: need})
+		TimingOnly: s.timing, RanksPerDevice: p.RanksPer, BufferBytes: need, WhatIf: s.whatIf})
 	if err != nil {
 		return row, err
 	}
