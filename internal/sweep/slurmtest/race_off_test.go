@@ -1,0 +1,5 @@
+//go:build !race
+
+package slurmtest
+
+const raceEnabled = false
