@@ -1,7 +1,6 @@
 package plot
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"slices"
@@ -9,8 +8,6 @@ import (
 
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
 
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
 )
@@ -53,32 +50,15 @@ func DevicesPNG(title string, series []DeviceSeries) (png []byte, err error) {
 			err = fmt.Errorf("%w: plot %q: drawing failed: %v", nccom.ErrBadReport, title, p)
 		}
 	}()
-	p := gplot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "devices"
-	p.Y.Label.Text = "busbw (GB/s, 1 GB = 1e9 bytes)"
-	p.X.Scale = gplot.LogScale{}
-	p.X.Tick.Marker = countTicks(counts)
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.Legend.XOffs = vg.Points(8)
-	p.Legend.YOffs = -vg.Points(8)
-	p.Add(plotter.NewGrid())
+	p := busbwPlot(title, "devices", countTicks(counts))
 	for i, s := range series {
 		pts := make(plotter.XYs, len(s.Points))
 		for j, q := range s.Points {
 			pts[j].X, pts[j].Y = float64(q.Devices), q.BusBW
 		}
-		line, points, err := plotter.NewLinePoints(pts)
-		if err != nil {
-			return nil, fmt.Errorf("%w: plot %q: series %d: %v", nccom.ErrBadReport, title, i, err)
+		if err := addLine(p, title, i, pts, s.Label); err != nil {
+			return nil, err
 		}
-		line.Color = plotutil.Color(i)
-		line.Dashes = plotutil.Dashes(i)
-		points.Color = plotutil.Color(i)
-		points.Shape = plotutil.Shape(i)
-		p.Add(line, points)
-		p.Legend.Add(s.Label, line, points)
 	}
 	lo, hi := float64(counts[0]), float64(counts[len(counts)-1])
 	if lo == hi {
@@ -93,15 +73,7 @@ func DevicesPNG(title string, series []DeviceSeries) (png []byte, err error) {
 		p.Y.Max = 1
 	}
 	p.Y.Max *= 1.08 + 0.06*float64(min(len(series), 10)) // headroom for the legend's lines above the data
-	wt, err := p.WriterTo(plotWidth, plotHeight, "png")
-	if err != nil {
-		return nil, fmt.Errorf("nccom: plot %q: %w", title, err)
-	}
-	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
-		return nil, fmt.Errorf("nccom: plot %q: encoding PNG: %w", title, err)
-	}
-	return buf.Bytes(), nil
+	return encodePNG(p, title)
 }
 
 // checkDeviceSeries checks that every series can be drawn and returns

@@ -75,38 +75,20 @@ func PNG(title string, series []Series) (png []byte, err error) {
 		}
 	}()
 
-	p := gplot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "size (bytes)"
-	p.Y.Label.Text = "busbw (GB/s, 1 GB = 1e9 bytes)"
-	p.X.Scale = gplot.LogScale{}
-	p.X.Tick.Marker = pow2Ticks{}
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.Legend.XOffs = vg.Points(8)
-	p.Legend.YOffs = -vg.Points(8)
-	p.Add(plotter.NewGrid())
-
+	p := busbwPlot(title, "size (bytes)", pow2Ticks{})
 	for i, s := range series {
 		pts := make(plotter.XYs, len(s.Report.Rows))
 		for j, r := range s.Report.Rows {
 			pts[j].X = float64(r.Size)
 			pts[j].Y = r.BusBW
 		}
-		line, points, err := plotter.NewLinePoints(pts)
-		if err != nil {
-			return nil, fmt.Errorf("%w: plot %q: series %d: %v", nccom.ErrBadReport, title, i, err)
-		}
-		line.Color = plotutil.Color(i)
-		line.Dashes = plotutil.Dashes(i)
-		points.Color = plotutil.Color(i)
-		points.Shape = plotutil.Shape(i)
-		p.Add(line, points)
 		label := s.Label
 		if label == "" {
 			label = units.Plural(int64(s.Report.Ranks), "rank", "ranks")
 		}
-		p.Legend.Add(label, line, points)
+		if err := addLine(p, title, i, pts, label); err != nil {
+			return nil, err
+		}
 	}
 
 	// Powers of two around the data, with room when there is one size.
@@ -121,7 +103,46 @@ func PNG(title string, series []Series) (png []byte, err error) {
 		p.Y.Max = 1
 	}
 	p.Y.Max *= 1.08 // headroom so the top line does not run along the border
+	return encodePNG(p, title)
+}
 
+// busbwPlot returns an empty plot of bus bandwidth (y, GB/s) against a
+// logarithmic x axis labelled xlabel with ticks marked by ticks, its
+// legend at the top left and a grid: what both of the package's plots
+// start from.
+func busbwPlot(title, xlabel string, ticks gplot.Ticker) *gplot.Plot {
+	p := gplot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xlabel
+	p.Y.Label.Text = "busbw (GB/s, 1 GB = 1e9 bytes)"
+	p.X.Scale = gplot.LogScale{}
+	p.X.Tick.Marker = ticks
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Legend.XOffs = vg.Points(8)
+	p.Legend.YOffs = -vg.Points(8)
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// addLine adds series i's points to p as a line with point markers in the
+// series' own colour, dashes and shape, and its label to the legend.
+func addLine(p *gplot.Plot, title string, i int, pts plotter.XYs, label string) error {
+	line, points, err := plotter.NewLinePoints(pts)
+	if err != nil {
+		return fmt.Errorf("%w: plot %q: series %d: %v", nccom.ErrBadReport, title, i, err)
+	}
+	line.Color = plotutil.Color(i)
+	line.Dashes = plotutil.Dashes(i)
+	points.Color = plotutil.Color(i)
+	points.Shape = plotutil.Shape(i)
+	p.Add(line, points)
+	p.Legend.Add(label, line, points)
+	return nil
+}
+
+// encodePNG renders p at the package's size and returns the PNG's bytes.
+func encodePNG(p *gplot.Plot, title string) ([]byte, error) {
 	wt, err := p.WriterTo(plotWidth, plotHeight, "png")
 	if err != nil {
 		return nil, fmt.Errorf("nccom: plot %q: %w", title, err)
