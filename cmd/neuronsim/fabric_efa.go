@@ -6,7 +6,7 @@ package main
 
 import (
 	"fmt"
-	"strconv"
+	"math"
 
 	"github.com/spf13/cobra"
 
@@ -44,10 +44,10 @@ func (v networkValue) Set(s string) error {
 }
 func (v networkValue) Type() string { return "network" }
 
-// ratioValue is a ratio of at least 1 (a decimal number: 1, 1.5, 4).
+// ratioValue is a ratio (a decimal number: 1, 1.5, 4); its range is
+// checked with the other EFA settings (fabric.EFASettings.Check).
 type ratioValue struct {
 	name string
-	max  float64
 	v    float64
 	set  bool
 	text string
@@ -61,9 +61,6 @@ func (v *ratioValue) Set(s string) error {
 	if err != nil {
 		return err
 	}
-	if f < 1 || f > v.max {
-		return &units.Error{Field: v.name, Value: strconv.Quote(s), Reason: fmt.Sprintf("a ratio from 1 (non-blocking) to %g", v.max), Err: units.ErrRange}
-	}
 	v.v, v.set, v.text = f, true, s
 	return nil
 }
@@ -71,17 +68,24 @@ func (v *ratioValue) Set(s string) error {
 // Type implements pflag.Value.
 func (v *ratioValue) Type() string { return "ratio" }
 
+// The bounds the EFA integer flags read a number within; the ranges of the
+// settings are fabric.EFASettings.Check's.
+const (
+	minFlagInt = math.MinInt32
+	maxFlagInt = math.MaxInt32
+)
+
 func addEFAFlags(cmd *cobra.Command) *efaFlags {
 	defP := fabric.DefaultParams(hwarch.Cayman)
 	def := defP.EFA
 	f := &efaFlags{cmd: cmd,
-		nodes:     newIntDefault("--nodes", 1, hwarch.MaxFabricDevices, 1),
-		ratio:     &ratioValue{name: "--oversubscription", max: fabric.MaxOversubscription},
+		nodes:     newIntDefault("--nodes", minFlagInt, maxFlagInt, 1),
+		ratio:     &ratioValue{name: "--oversubscription"},
 		bw:        newBandwidth("--efa-bw"),
 		latency:   newNS("--efa-latency"),
-		leafPorts: newInt("--leaf-ports", 1, fabric.MaxLeafPorts),
-		spines:    newInt("--spines", 1, fabric.MaxSpines),
-		perNIC:    newInt("--devices-per-nic", 1, hwarch.MaxFabricDevices),
+		leafPorts: newInt("--leaf-ports", minFlagInt, maxFlagInt),
+		spines:    newInt("--spines", minFlagInt, maxFlagInt),
+		perNIC:    newInt("--devices-per-nic", minFlagInt, maxFlagInt),
 	}
 	fl := cmd.Flags()
 	fl.Var(f.nodes, "nodes", "N copies of the system the other flags give (--devices, --topology), joined by the EFA scale-out network: N × devices in all, device index = node × devices + local index (docs/fabric.md §EFA)")
@@ -108,61 +112,50 @@ func (f *efaFlags) total(perNode []int) []int {
 	return out
 }
 
-// check refuses the EFA flags without --nodes > 1 and a node count past
-// hwarch.MaxFabricDevices devices.
-func (f *efaFlags) check(perNode []int) error {
-	if f.count() == 1 {
-		for _, o := range []struct {
-			flag string
-			set  bool
-		}{{"--efa-network", f.networkSet}, {"--oversubscription", f.ratio.set}, {"--efa-bw", f.bw.set}, {"--efa-latency", f.latency.set},
-			{"--leaf-ports", f.leafPorts.set}, {"--spines", f.spines.set}, {"--devices-per-nic", f.perNIC.set}} {
-			if o.set {
-				return fmt.Errorf("%s: one node has no EFA network; it applies with --nodes 2 or more", o.flag)
-			}
-		}
-		return nil
-	}
-	for _, n := range perNode {
-		if f.count() > fabric.MaxNodes(n) {
-			return fmt.Errorf("--nodes %d: %d nodes of %d devices are %d devices, more than the fabric's %d (at most %d nodes)",
-				f.count(), f.count(), n, f.count()*n, hwarch.MaxFabricDevices, fabric.MaxNodes(n))
-		}
-	}
-	return nil
+// efaFlagNames spells the EFA settings as the flags.
+func efaFlagNames(s fabric.EFASetting) string {
+	return [...]string{fabric.SettingNodes: "--nodes", fabric.SettingNetwork: "--efa-network", fabric.SettingOversubscription: "--oversubscription",
+		fabric.SettingBandwidth: "--efa-bw", fabric.SettingLatency: "--efa-latency", fabric.SettingLeafPorts: "--leaf-ports",
+		fabric.SettingSpines: "--spines", fabric.SettingDevicesPerNIC: "--devices-per-nic"}[s]
 }
 
-// apply sets the EFA overrides on p. --efa-latency T sets the NIC latency
-// to (T − 2 × leaf latency − σ − δ) / 2 (rounded down to the picosecond),
-// so that a minimal message between two nodes on one leaf takes T;
-// a T too small for the rest of the path is refused.
-func (f *efaFlags) apply(p *fabric.Params) error {
-	e := &p.EFA
+// settings are the flags given, as the EFA settings.
+func (f *efaFlags) settings() fabric.EFASettings {
+	s := fabric.EFASettings{Nodes: int(f.nodes.v)}
 	if f.networkSet {
-		e.Network = f.network
+		s.Network = &f.network
 	}
 	if f.ratio.set {
-		e.Oversubscription = f.ratio.v
+		s.Oversubscription = &f.ratio.v
 	}
 	if f.bw.set {
-		e.NICBandwidth = f.bw.v
-	}
-	if f.leafPorts.set {
-		e.LeafPorts = f.leafPorts.int()
-	}
-	if f.spines.set {
-		e.Spines = f.spines.int()
-	}
-	if f.perNIC.set {
-		e.DevicesPerNIC = f.perNIC.int()
+		s.Bandwidth = &f.bw.v
 	}
 	if f.latency.set {
-		rest := 2*e.LeafLatency + p.Switch + p.Endpoint
-		if f.latency.v < rest {
-			return fmt.Errorf("--efa-latency %s: below the %s ns the rest of the path takes (2 leaf links of %d ns, a switch's %d ns, the endpoint's %d ns)",
-				f.latency.text, strconv.FormatFloat(float64(rest)/1000, 'f', -1, 64), e.LeafLatency/1000, p.Switch/1000, p.Endpoint/1000)
-		}
-		e.NICLatency = (f.latency.v - rest) / 2
+		s.Latency = &f.latency.v
 	}
-	return nil
+	for _, o := range []struct {
+		v  *intValue
+		to **int
+	}{{f.leafPorts, &s.LeafPorts}, {f.spines, &s.Spines}, {f.perNIC, &s.DevicesPerNIC}} {
+		if o.v.set {
+			n := o.v.int()
+			*o.to = &n
+		}
+	}
+	return s
+}
+
+// check refuses the EFA flags without --nodes 2 or more, a node count past
+// hwarch.MaxFabricDevices devices and every value out of its range
+// (fabric.EFASettings.Check, the checks a scenario's system.efa takes).
+func (f *efaFlags) check(perNode []int) error {
+	return f.settings().Check(perNode, efaFlagNames)
+}
+
+// apply sets the EFA overrides on p (fabric.EFASettings.Apply): --efa-latency
+// T sets the NIC latency so that a minimal message between two nodes on
+// one leaf takes T; a T too small for the rest of the path is refused.
+func (f *efaFlags) apply(p *fabric.Params) error {
+	return f.settings().Apply(p, efaFlagNames)
 }

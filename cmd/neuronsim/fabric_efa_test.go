@@ -77,14 +77,16 @@ func TestFabricEFAFlagErrors(t *testing.T) {
 	}{
 		{[]string{"--efa-bw", "400Gbps"}, "--efa-bw: one node has no EFA network"},
 		{[]string{"--oversubscription", "2"}, "--oversubscription: one node has no EFA network"},
-		{[]string{"--nodes", "2", "--oversubscription", "0.5"}, "--oversubscription \"0.5\": a ratio from 1"},
+		{[]string{"--nodes", "2", "--oversubscription", "0.5"}, "--oversubscription 0.5: a ratio from 1"},
 		{[]string{"--nodes", "2", "--oversubscription", "lots"}, "--oversubscription"},
 		{[]string{"--nodes", "0"}, "--nodes"},
 		{[]string{"--nodes", "2000"}, "--nodes 2000: 2000 nodes of 16 devices are 32000 devices"},
 		{[]string{"--nodes", "2", "--efa-network", "torus"}, "accepted words are rail|fat-tree"},
 		{[]string{"--nodes", "2", "--efa-bw", "0"}, "--efa-bw"},
 		{[]string{"--nodes", "2", "--efa-latency", "100"}, "--efa-latency 100: below the 1800 ns"},
-		{[]string{"--nodes", "2", "--devices-per-nic", "3"}, "EFA.DevicesPerNIC 3 does not divide"},
+		{[]string{"--nodes", "2", "--devices-per-nic", "3"}, "--devices-per-nic 3: does not divide the 16 devices of a node"},
+		{[]string{"--nodes", "2", "--spines", "0"}, "--spines 0"},
+		{[]string{"--nodes", "2", "--oversubscription", "NaN"}, "--oversubscription"},
 		{[]string{"--nodes", "3", "--leaf-ports", "0"}, "--leaf-ports"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {

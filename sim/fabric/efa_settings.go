@@ -1,0 +1,192 @@
+package fabric
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/units"
+)
+
+// EFASetting names one of the settings of EFASettings, so that a caller
+// names it in its own terms (a flag, or a scenario key and its position).
+type EFASetting uint8
+
+// The settings of EFASettings.
+const (
+	SettingNodes EFASetting = iota
+	SettingNetwork
+	SettingOversubscription
+	SettingBandwidth
+	SettingLatency
+	SettingLeafPorts
+	SettingSpines
+	SettingDevicesPerNIC
+)
+
+// EFASettings are the scale-out settings a user gives: the node count and
+// the overrides of the EFA network's parameters — the command line's
+// --nodes and --efa-network, --oversubscription, --efa-bw, --efa-latency,
+// --leaf-ports, --spines, --devices-per-nic, and a scenario's system.nodes
+// and system.efa block. A nil override keeps the generation's value
+// (DefaultEFA). Check and Apply are the one place their values are checked
+// and assembled into Params.
+type EFASettings struct {
+	Nodes            int // 1: one node (no EFA network)
+	Network          *EFANetwork
+	Oversubscription *float64
+	Bandwidth        *uint64 // each NIC's, bytes/s per direction
+	// Latency is the latency of a minimal message between two nodes on one
+	// leaf, HBM to HBM (ps): Apply sets EFAParams.NICLatency from it.
+	Latency       *uint64
+	LeafPorts     *int
+	Spines        *int
+	DevicesPerNIC *int
+}
+
+// EFASettingError is the error of one setting of EFASettings: Setting says
+// which; Err is the whole message (naming the setting as the caller's
+// names function spells it) and wraps units.ErrRange, units.ErrSyntax or
+// ErrParams.
+type EFASettingError struct {
+	Setting EFASetting
+	Err     error
+}
+
+func (e *EFASettingError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the error of the setting.
+func (e *EFASettingError) Unwrap() error { return e.Err }
+
+// overrides lists the settings given besides the node count.
+func (s EFASettings) overrides() []EFASetting {
+	var set []EFASetting
+	for _, o := range []struct {
+		s   EFASetting
+		set bool
+	}{{SettingNetwork, s.Network != nil}, {SettingOversubscription, s.Oversubscription != nil}, {SettingBandwidth, s.Bandwidth != nil},
+		{SettingLatency, s.Latency != nil}, {SettingLeafPorts, s.LeafPorts != nil}, {SettingSpines, s.Spines != nil},
+		{SettingDevicesPerNIC, s.DevicesPerNIC != nil}} {
+		if o.set {
+			set = append(set, o.s)
+		}
+	}
+	return set
+}
+
+// Check checks the settings for systems of nodes of perNode devices each
+// (one system per count): Nodes 1..MaxNodes of every count, no override
+// with one node (one node has no EFA network), each override within the
+// bounds EFAParams.Validate holds (a known network, Oversubscription
+// 1..MaxOversubscription, Bandwidth 1..units.MaxBandwidthBps, Latency at
+// most units.MaxTimePS, LeafPorts 1..MaxLeafPorts, Spines 1..MaxSpines,
+// DevicesPerNIC 1..MaxFabricDevices dividing every node's devices). name
+// spells a setting in the caller's terms; the error is an
+// *EFASettingError.
+func (s EFASettings) Check(perNode []int, name func(EFASetting) string) error {
+	fail := func(set EFASetting, err error) error { return &EFASettingError{Setting: set, Err: err} }
+	nodes := name(SettingNodes)
+	if _, err := units.Int(nodes, int64(s.Nodes), 1, hwarch.MaxFabricDevices); err != nil {
+		return fail(SettingNodes, err)
+	}
+	if s.Nodes == 1 {
+		if set := s.overrides(); len(set) > 0 {
+			return fail(set[0], paramsError("%s: one node has no EFA network; it applies with %s 2 or more", name(set[0]), nodes))
+		}
+		return nil
+	}
+	for _, n := range perNode {
+		if s.Nodes > MaxNodes(n) {
+			return fail(SettingNodes, paramsError("%s %d: %d nodes of %d devices are %d devices, more than the fabric's %d (at most %d nodes)",
+				nodes, s.Nodes, s.Nodes, n, s.Nodes*n, hwarch.MaxFabricDevices, MaxNodes(n)))
+		}
+	}
+	if v := s.Network; v != nil && *v != RailOptimised && *v != FatTree {
+		return fail(SettingNetwork, paramsError("%s %d: not rail (%d) or fat-tree (%d)", name(SettingNetwork), uint8(*v), RailOptimised, FatTree))
+	}
+	if v := s.Oversubscription; v != nil && (math.IsNaN(*v) || *v < 1 || *v > MaxOversubscription) {
+		return fail(SettingOversubscription, &units.Error{Field: name(SettingOversubscription), Value: strconv.FormatFloat(*v, 'g', -1, 64),
+			Reason: fmt.Sprintf("a ratio from 1 (non-blocking) to %d: a leaf's downlink bandwidth over its uplink bandwidth", MaxOversubscription), Err: units.ErrRange})
+	}
+	if v := s.Bandwidth; v != nil {
+		if _, err := units.Uint(name(SettingBandwidth), *v, 1, units.MaxBandwidthBps); err != nil {
+			return fail(SettingBandwidth, err)
+		}
+	}
+	if v := s.Latency; v != nil {
+		if _, err := units.PS(name(SettingLatency), *v); err != nil {
+			return fail(SettingLatency, err)
+		}
+	}
+	for _, c := range []struct {
+		s   EFASetting
+		v   *int
+		max int64
+	}{{SettingLeafPorts, s.LeafPorts, MaxLeafPorts}, {SettingSpines, s.Spines, MaxSpines}, {SettingDevicesPerNIC, s.DevicesPerNIC, hwarch.MaxFabricDevices}} {
+		if c.v == nil {
+			continue
+		}
+		if _, err := units.Int(name(c.s), int64(*c.v), 1, c.max); err != nil {
+			return fail(c.s, err)
+		}
+	}
+	if v := s.DevicesPerNIC; v != nil {
+		for _, n := range perNode {
+			if n%*v != 0 {
+				return fail(SettingDevicesPerNIC, paramsError("%s %d: does not divide the %d devices of a node (every NIC holds as many devices)",
+					name(SettingDevicesPerNIC), *v, n))
+			}
+		}
+	}
+	return nil
+}
+
+// Apply sets the overrides on p.EFA (after Check). Latency T sets the NIC
+// latency to (T − 2 × leaf latency − σ − δ) / 2 (rounded down to the
+// picosecond), so that a minimal message between two nodes on one leaf
+// takes T (EFAParams); a T below the rest of that path is refused, as an
+// *EFASettingError.
+func (s EFASettings) Apply(p *Params, name func(EFASetting) string) error {
+	e := &p.EFA
+	if s.Network != nil {
+		e.Network = *s.Network
+	}
+	if s.Oversubscription != nil {
+		e.Oversubscription = *s.Oversubscription
+	}
+	if s.Bandwidth != nil {
+		e.NICBandwidth = *s.Bandwidth
+	}
+	if s.LeafPorts != nil {
+		e.LeafPorts = *s.LeafPorts
+	}
+	if s.Spines != nil {
+		e.Spines = *s.Spines
+	}
+	if s.DevicesPerNIC != nil {
+		e.DevicesPerNIC = *s.DevicesPerNIC
+	}
+	if s.Latency != nil {
+		t := *s.Latency
+		rest := 2*e.LeafLatency + p.Switch + p.Endpoint
+		if t < rest {
+			return &EFASettingError{Setting: SettingLatency, Err: paramsError("%s %s: below the %s ns the rest of the path takes (2 leaf links of %s ns, a switch's %s ns, the endpoint's %s ns)",
+				name(SettingLatency), nsText(t), nsText(rest), nsText(e.LeafLatency), nsText(p.Switch), nsText(p.Endpoint))}
+		}
+		e.NICLatency = (t - rest) / 2
+	}
+	return nil
+}
+
+// nsText is a time in picoseconds as nanoseconds, without trailing zeros.
+func nsText(ps uint64) string { return strconv.FormatFloat(float64(ps)/1000, 'f', -1, 64) }
+
+// settingError is a refused setting's message; it wraps ErrParams without
+// adding ErrParams' text to the message.
+type settingError struct{ msg string }
+
+func (e *settingError) Error() string { return e.msg }
+func (e *settingError) Unwrap() error { return ErrParams }
+
+func paramsError(format string, a ...any) error { return &settingError{fmt.Sprintf(format, a...)} }
