@@ -28,6 +28,9 @@ import (
 // Config describes a cluster: the system and the ranks on it.
 type Config struct {
 	Generation hwarch.Generation
+	// DeviceID is every device's PCI device id (Inf2 is 0x7264); 0: the
+	// generation's first (fabric.Config.DeviceID).
+	DeviceID uint16
 	Devices    int // every device, all nodes'
 	// Nodes is how many copies of a system of Devices/Nodes devices (of
 	// Kind) the EFA network joins (fabric.Config.Nodes, docs/fabric.md
@@ -122,7 +125,7 @@ func New(cfg Config) (*Cluster, error) {
 		d := DefaultParams(cfg.Generation, tables)
 		p = &d
 	}
-	sys, err := fabric.New(fabric.Config{Generation: cfg.Generation, Devices: cfg.Devices, Nodes: cfg.Nodes, Kind: cfg.Kind, Params: p,
+	sys, err := fabric.New(fabric.Config{Generation: cfg.Generation, DeviceID: cfg.DeviceID, Devices: cfg.Devices, Nodes: cfg.Nodes, Kind: cfg.Kind, Params: p,
 		TimingOnly: cfg.TimingOnly, Ready: !cfg.Boot, Revision: cfg.Revision})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)

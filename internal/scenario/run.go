@@ -12,7 +12,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/cluster"
 	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/output"
@@ -183,9 +182,9 @@ func (p *Parsed) Run(opt Options) (*Summary, error) {
 		return nil, err
 	}
 	params := r.params
-	c, err := buildCluster(cluster.Config{Generation: r.gen, Devices: r.devices, Switch: r.family, Kind: r.kind, Params: &params,
-		TimingOnly: r.timing, RanksPerDevice: r.ranksPer, BufferBytes: r.buffers, Revision: r.revision, Boot: r.boot, Reset: r.reset,
-		WhatIf: r.devices > hwarch.MaxNeuronDevices}) // past the driver's 64 only by system.name (trn3-gen2): brought up the what-if way
+	cfg := r.clusterConfig()
+	cfg.Params = &params
+	c, err := buildCluster(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: system: %w", p.file, err)
 	}
@@ -215,8 +214,12 @@ func (p *Parsed) Run(opt Options) (*Summary, error) {
 		run.traceSystem()
 	}
 	fmt.Fprintf(&run.report, "scenario %s: %s\n", p.Name, p.Description)
+	devices := units.Plural(int64(r.devices), "device", "devices")
+	if so := c.System.Topology().Scale; so != nil {
+		devices += fmt.Sprintf(" (%d nodes of %d over EFA, %s network)", so.Nodes, so.NodeDevices, so.Network)
+	}
 	fmt.Fprintf(&run.report, "system: %s, %s, switch %s, revision %#02x, topology %s, model %s, mode %s\n",
-		r.gen, units.Plural(int64(r.devices), "device", "devices"), r.family, r.revision, c.System.Topology().Kind, params.Model, c.Mode())
+		r.gen, devices, r.family, r.revision, c.System.Topology().Kind, params.Model, c.Mode())
 	var stepErr error
 	for i := range p.Steps {
 		s := &p.Steps[i]

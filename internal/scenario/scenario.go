@@ -39,9 +39,16 @@ type System struct {
 	// Name is a system AWS sells (fabric.Systems: trn1-32xl, trn2-48xl,
 	// trn2-ultraserver, trn3-gen1, trn3-gen2), setting arch, devices,
 	// topology and switch (system_name.go); `system: NAME` alone says the same.
-	Name           string `yaml:"name"`
-	Arch           string `yaml:"arch"`     // sunda|cayman|mariana (or v2|v3|v4, trn1|inf2|trn2|trn3); required unless a restore or name gives the system
-	Devices        *int   `yaml:"devices"`  // 1..get_max_devs (64 with what_if); default 1
+	Name    string `yaml:"name"`
+	Arch    string `yaml:"arch"`    // sunda|cayman|mariana (or v2|v3|v4, trn1|inf2|trn2|trn3); required unless a restore or name gives the system
+	Devices *int   `yaml:"devices"` // per node: 1..get_max_devs (64 with what_if); default 1
+	// Nodes joins that many copies of the system the other keys give (its
+	// devices and topology) over the EFA scale-out network, as the command
+	// line's --nodes: nodes × devices in all, device index = node × devices
+	// + local index (docs/fabric.md §EFA). Default 1.
+	Nodes *int `yaml:"nodes"`
+	// EFA overrides the EFA network's parameters; it needs nodes ≥ 2.
+	EFA            *EFA   `yaml:"efa"`
 	Switch         string `yaml:"switch"`   // v1|none; default v1 on mariana
 	Revision       string `yaml:"revision"` // silicon|emu|qemu|0xNN
 	Topology       string `yaml:"topology"` // auto|torus2d|ultraserver|ring|chain|switch|fully-connected|star|trn3-gen1|trn3-gen2
@@ -129,7 +136,10 @@ func (s *Size) UnmarshalStrict(d *strictyaml.Decoder, n *yaml.Node, path string)
 type resolved struct {
 	system   string // the system's name (system.name), or ""
 	gen      hwarch.Generation
-	devices  int
+	deviceID uint16 // the PCI device id when arch names a product (inf2: 0x7264); 0: the generation's first
+	devices  int    // every node's
+	nodes    int    // joined by EFA (1: one node)
+	efa      fabric.EFASettings
 	family   hwarch.SwitchFamily
 	revision uint8
 	kind     fabric.Kind
@@ -178,6 +188,12 @@ func (sc *Scenario) check(d *strictyaml.Decoder, root *yaml.Node, base *Base) (*
 	if err := r.timingOverrides(d, at, &sys.Timing); err != nil {
 		return nil, err
 	}
+	if err := r.resolveEFA(d, at, sys); err != nil {
+		return nil, err
+	}
+	if base != nil {
+		r.params.EFA = base.System.Params().EFA // the system run on is the snapshot's
+	}
 	if n := sc.Outputs.PcapMax; n != 0 && n < 24 {
 		return nil, d.Errorf(at("outputs.pcap_max"), "outputs.pcap_max", "at least 24 bytes (the pcap file header), not %d", n)
 	}
@@ -197,7 +213,7 @@ func (sc *Scenario) check(d *strictyaml.Decoder, root *yaml.Node, base *Base) (*
 // switch family (and the runtime's tables for them), devices within
 // get_max_devs (or what_if's limit), revision, topology, model, mode.
 func resolveSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *System) (*resolved, error) {
-	r := &resolved{devices: 1, ranksPer: 1, boot: true, reset: true, buffers: 64 << 20}
+	r := &resolved{devices: 1, nodes: 1, ranksPer: 1, boot: true, reset: true, buffers: 64 << 20}
 	named, err := namedSystem(d, at, sys)
 	if err != nil {
 		return nil, err
@@ -205,6 +221,7 @@ func resolveSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *Syste
 	if r.gen, err = hwarch.ParseGeneration(sys.Arch); err != nil {
 		return nil, d.Errorf(at("system.arch"), "system.arch", "expected sunda|cayman|mariana (or v2|v3|v4, trn1|inf2|trn2|trn3), got %q", sys.Arch)
 	}
+	r.deviceID, _ = hwarch.DeviceOfProduct(sys.Arch) // inf2 is a sunda device of its own id
 	r.family = hwarch.DefaultSwitchFamily(r.gen)
 	if sys.Switch != "" {
 		if r.family, err = hwarch.ParseSwitchFamily(sys.Switch); err != nil {
@@ -413,10 +430,23 @@ func (sc *Scenario) takeSystem(d *strictyaml.Decoder, at func(string) *yaml.Node
 			return mismatch("arch", sys.Arch, cfg.Generation.String())
 		}
 	}
+	if sys.Arch != "" {
+		if id, ok := hwarch.DeviceOfProduct(sys.Arch); ok && id != cfg.DeviceID {
+			return mismatch("arch", sys.Arch, fmt.Sprintf("%s (device id %#04x)", hwarch.ProductOfDevice(cfg.DeviceID), cfg.DeviceID))
+		}
+	}
 	sys.Arch = cfg.Generation.String()
-	devs := bs.Topology().Devices
+	if p := hwarch.ProductOfDevice(cfg.DeviceID); p != "" {
+		sys.Arch = strings.ToLower(p) // the snapshot's product: inf2 keeps its device id
+	}
+	nodes, err := takeNodes(d, at, sys, base)
+	if err != nil {
+		return err
+	}
+	sys.Nodes = &nodes
+	devs := bs.Topology().Devices / nodes // per node
 	if sys.Devices != nil && *sys.Devices != devs {
-		return mismatch("devices", fmt.Sprint(*sys.Devices), fmt.Sprint(devs))
+		return mismatch("devices", fmt.Sprint(*sys.Devices), fmt.Sprint(devs)+" per node")
 	}
 	sys.Devices = &devs
 	if sys.Revision != "" {

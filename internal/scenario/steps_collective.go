@@ -65,13 +65,13 @@ func (st *CollectiveStep) memory(r *resolved) (uint64, string, error) {
 	}
 	ranks := r.devices * r.ranksPer
 	op, algo, d := words(st.Op, st.Algo, st.Dtype)
-	need, err := cluster.FunctionalMemory(op, algo, ranks, d, []int64{int64(st.Size)}, st.options())
+	need, err := cluster.FunctionalMemory(op, algo, ranks, d, []int64{int64(st.Size)}, r.options(st.options()))
 	return need, fmt.Sprintf("a functional %s of %s on %d ranks", op, memlimit.Human(uint64(st.Size)), ranks), err
 }
 
 func (st *CollectiveStep) run(run *runner) error {
 	op, algo, d := words(st.Op, st.Algo, st.Dtype)
-	opt := st.options()
+	opt := run.r.options(st.options())
 	sch, err := enc.Build(op, algo, run.c.Ranks(), int64(st.Size), d.Size(), opt)
 	if err != nil {
 		return err
@@ -160,7 +160,7 @@ func (st *SweepStep) memory(r *resolved) (uint64, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
-	need, err := cluster.FunctionalMemory(op, algo, ranks, d, sizes, enc.Options{})
+	need, err := cluster.FunctionalMemory(op, algo, ranks, d, sizes, r.options(enc.Options{}))
 	return need, fmt.Sprintf("a functional %s sweep up to %s on %d ranks", op, memlimit.Human(uint64(sizes[len(sizes)-1])), ranks), err
 }
 
@@ -185,7 +185,7 @@ func (st *SweepStep) run(run *runner) error {
 	if err != nil {
 		return err
 	}
-	need, err := cluster.BufferNeed(op, algo, run.c.Ranks(), d, sizes, enc.Options{})
+	need, err := cluster.BufferNeed(op, algo, run.c.Ranks(), d, sizes, run.r.options(enc.Options{}))
 	if err != nil {
 		return err
 	}
@@ -231,6 +231,7 @@ func words(opS, algoS, dtypeS string) (enc.Op, enc.Algo, enc.Dtype) {
 func buffersFor(d *strictyaml.Decoder, n *yaml.Node, path string, r *resolved, opS, algoS, dtypeS string, sizes []int64, opt enc.Options, what string) error {
 	op, algo, dt := words(opS, algoS, dtypeS)
 	ranks := r.devices * r.ranksPer
+	opt = r.options(opt) // across nodes: a node's ranks the group size
 	var need uint64
 	for _, rep := range cluster.Largest(op, algo, ranks, sizes, opt) {
 		nd, err := cluster.BufferNeed(op, rep.Algo, ranks, dt, []int64{rep.Size}, opt)

@@ -109,6 +109,13 @@ func (run *runner) fits(name string, sys *fabric.System) error {
 	if got := sys.Topology().Devices; got != run.r.devices {
 		return fmt.Errorf("%s holds a system of %s; this scenario's has %d", name, units.Plural(int64(got), "device", "devices"), run.r.devices)
 	}
+	nodes := 1
+	if so := sys.Topology().Scale; so != nil {
+		nodes = so.Nodes
+	}
+	if nodes != run.r.nodes {
+		return fmt.Errorf("%s holds a system of %s; this scenario's has %d", name, units.Plural(int64(nodes), "node", "nodes"), run.r.nodes)
+	}
 	if g := sys.Device(0).Config().Generation; g != run.r.gen {
 		return fmt.Errorf("%s holds a %s system; this scenario's is %s", name, g, run.r.gen)
 	}

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"fmt"
 	"strconv"
 
 	"go.yaml.in/yaml/v3"
@@ -45,6 +46,11 @@ func namedSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *System)
 			return nil, contradicts("arch", sys.Arch, spec.Generation.String())
 		}
 	}
+	if id, ok := hwarch.DeviceOfProduct(sys.Arch); ok {
+		if def, err := hwarch.DefaultDeviceID(spec.Generation); err == nil && id != def {
+			return nil, contradicts("arch", sys.Arch, "of "+hwarch.ProductOfDevice(def))
+		}
+	}
 	if sys.Devices != nil && *sys.Devices != spec.Devices {
 		return nil, contradicts("devices", strconv.Itoa(*sys.Devices), strconv.Itoa(spec.Devices))
 	}
@@ -80,9 +86,14 @@ func checkBaseName(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *Syste
 	}
 	bs := base.System
 	g, n, k := bs.Device(0).Config().Generation, bs.Topology().Devices, bs.Topology().Kind
+	held := fmt.Sprintf("%d %s devices", n, g)
+	if so := bs.Topology().Scale; so != nil {
+		n = so.NodeDevices // a node's: the name is one node's system
+		held = fmt.Sprintf("%d nodes of %d %s devices", so.Nodes, n, g)
+	}
 	if g != spec.Generation || n != spec.Devices || k != spec.Kind {
-		return d.Errorf(at("system.name"), "system.name", "%s (%d %s devices, topology %s), but the snapshot %s holds %d %s devices, topology %s (drop the key or make it agree)",
-			spec.Name, spec.Devices, spec.Generation, spec.Kind, base.From, n, g, k)
+		return d.Errorf(at("system.name"), "system.name", "%s (%d %s devices, topology %s), but the snapshot %s holds %s, topology %s (drop the key or make it agree)",
+			spec.Name, spec.Devices, spec.Generation, spec.Kind, base.From, held, k)
 	}
 	return nil
 }
