@@ -41,6 +41,7 @@ func newFabricCommand() *cobra.Command {
 // generation's value (fabric.DefaultParams, docs/fabric.md).
 type fabricFlags struct {
 	gen      hwarch.Generation
+	device   uint16 // the PCI device id when --arch named a product (inf2: 0x7264); 0: the generation's first
 	family   hwarch.SwitchFamily
 	devices  devicesValue
 	kind     fabric.Kind
@@ -72,7 +73,7 @@ func addFabricFlags(cmd *cobra.Command) *fabricFlags {
 		swLat: newNS("--switch-latency"), chunkB: newSize("--chunk-bytes", minChunkBytes, maxChunkBytes),
 		server: newInt("--server-size", 1, hwarch.MaxNeuronDevices)}
 	fl := cmd.Flags()
-	fl.Var(&f.gen, "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4")
+	fl.Var(archValue{&f.gen, &f.device}, "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4 (a product word also sets the PCI device id: inf2 is 0x7264)")
 	addSwitchFlag(cmd, &f.family)
 	fl.Var(&f.devices, "devices", fmt.Sprintf("number of devices of the system, or a list of counts to run each (2,4,8,16,32); each 1..get_max_devs of the generation and switch (32 for mariana with switch v1, 16 otherwise), up to %d with --what-if (sweep: at most %d ranks, and the host memory --mem-limit allows) (default get_max_devs)", hwarch.MaxFabricDevices, enc.MaxRanks))
 	fl.Var(&f.kind, "topology", fabric.KindWords()+" (auto: what a real system of that shape has; trn3-gen1 is the 64-chip and trn3-gen2 the 144-chip Trn3 UltraServer, docs/fabric.md §Systems)")
@@ -486,8 +487,8 @@ func (s *sweepFlags) plan(f *fabricFlags) (*sweepPlan, error) {
 		return nil, fmt.Errorf("--engines: --endpoints ideal uses one engine per rank")
 	}
 	plan := &sweepPlan{counts: counts, pcapMax: uint64(pcapMax),
-		title: fmt.Sprintf("%s %s, %s (%s model)", f.gen.Product(), sw.Op, sw.Dtype, p.Model),
-		set: cluster.SweepSet{Sweep: sw, Config: cluster.Config{Generation: f.gen, Nodes: f.efa.count(), Switch: family, Params: &p,
+		title: fmt.Sprintf("%s %s, %s (%s model)", f.product(), sw.Op, sw.Dtype, p.Model),
+		set: cluster.SweepSet{Sweep: sw, Config: cluster.Config{Generation: f.gen, DeviceID: f.device, Nodes: f.efa.count(), Switch: family, Params: &p,
 			TimingOnly: timingOnly, RanksPerDevice: s.ranksPerDevice.int(), WhatIf: f.bringUpWhatIf()}}}
 	if s.engines.set {
 		plan.set.Engines = s.engines.int()

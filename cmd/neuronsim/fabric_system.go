@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
 	"github.com/neuronsim/neuronsim/sim/fabric"
 )
@@ -53,6 +54,9 @@ func (s *systemFlag) apply(f *fabricFlags) error {
 	if fl.Changed("arch") && f.gen != spec.Generation {
 		return fmt.Errorf("--arch %s contradicts %s: a %s system; drop --arch or make it agree", f.gen, what, spec.Generation)
 	}
+	if def, _ := hwarch.DefaultDeviceID(spec.Generation); f.device != 0 && f.device != def {
+		return fmt.Errorf("--arch %s contradicts %s: %s devices; drop --arch or make it agree", strings.ToLower(hwarch.ProductOfDevice(f.device)), what, hwarch.ProductOfDevice(def))
+	}
 	if fl.Changed("devices") && !slices.Equal(f.devices.counts, []int{spec.Devices}) {
 		return fmt.Errorf("--devices %s contradicts %s: %d devices; drop --devices or make it agree", f.devices.String(), what, spec.Devices)
 	}
@@ -92,4 +96,13 @@ func (s *systemFlag) label() string {
 		return ""
 	}
 	return s.spec.Name + " (" + strconv.Itoa(s.spec.Devices) + " devices)"
+}
+
+// product is the product the fabric flags' devices are (Trn1, Inf2, Trn2,
+// Trn3): --arch's when it named one, else the generation's first.
+func (f *fabricFlags) product() string {
+	if f.device != 0 {
+		return hwarch.ProductOfDevice(f.device)
+	}
+	return f.gen.Product()
 }

@@ -30,28 +30,40 @@ type systemFlags struct {
 // addSystemFlags registers the shared flags on cmd.
 func addSystemFlags(cmd *cobra.Command) *systemFlags {
 	f := &systemFlags{gen: defaultArch, family: hwarch.SwitchNone, revision: "silicon", cmd: cmd}
-	cmd.Flags().Var((*archFlag)(f), "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4 (a product word also sets the PCI device id: inf2 is 0x7264)")
+	cmd.Flags().Var(archValue{&f.gen, &f.device}, "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4 (a product word also sets the PCI device id: inf2 is 0x7264)")
 	cmd.Flags().Var(&f.devices, "devices", "number of devices of the system: 1..get_max_devs of the generation and switch (32 for mariana with switch v1, 16 otherwise) (default 1)")
 	addSwitchFlag(cmd, &f.family)
 	cmd.Flags().StringVar(&f.revision, "revision", "silicon", "PCI revision: silicon|emu|qemu|0xNN (0xF0 is EMU, 0xFF is QEMU)")
 	return f
 }
 
-// archFlag is a system's --arch: the generation, and the device id when the
-// word names a product (trn1, inf2, trn2, trn3).
-type archFlag systemFlags
+// archValue is an --arch flag: the generation, and the PCI device id when
+// the word names a product (trn1, inf2, trn2, trn3: inf2 is 0x7264, a sunda
+// device of its own); 0 for a generation word (the generation's first id).
+// Every command that builds a system takes it (systemFlags, fabricFlags).
+type archValue struct {
+	gen    *hwarch.Generation
+	device *uint16
+}
 
-func (a *archFlag) Set(s string) error {
+// Set implements pflag.Value.
+func (a archValue) Set(s string) error {
 	if err := a.gen.Set(s); err != nil {
 		return err
 	}
-	a.device, _ = hwarch.DeviceOfProduct(s)
+	*a.device, _ = hwarch.DeviceOfProduct(s)
 	return nil
 }
 
-func (a *archFlag) String() string { return a.gen.String() }
+func (a archValue) String() string {
+	if a.gen == nil {
+		return ""
+	}
+	return a.gen.String()
+}
 
-func (a *archFlag) Type() string { return a.gen.Type() }
+// Type implements pflag.Value.
+func (a archValue) Type() string { return "arch" }
 
 // switchUsage is the help of every --switch flag. Its default is
 // hwarch.DefaultSwitchFamily, which depends on --arch.
@@ -146,7 +158,7 @@ func (f *systemFlags) parseSystemSpec(spec string) error {
 		var err error
 		switch k {
 		case "arch":
-			err = (*archFlag)(f).Set(v)
+			err = archValue{&f.gen, &f.device}.Set(v)
 		case "devices":
 			f.devices.counts, err = parseDeviceCounts("--system devices", v, false)
 			f.devices.text, f.devices.field = v, "--system devices"

@@ -31,7 +31,7 @@ type Config struct {
 	// DeviceID is every device's PCI device id (Inf2 is 0x7264); 0: the
 	// generation's first (fabric.Config.DeviceID).
 	DeviceID uint16
-	Devices    int // every device, all nodes'
+	Devices  int // every device, all nodes'
 	// Nodes is how many copies of a system of Devices/Nodes devices (of
 	// Kind) the EFA network joins (fabric.Config.Nodes, docs/fabric.md
 	// §EFA); 0 is 1. Collectives over several nodes take the node's ranks

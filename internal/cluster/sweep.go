@@ -3,6 +3,8 @@ package cluster
 import (
 	"fmt"
 
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+
 	"github.com/neuronsim/neuronsim/internal/progress"
 	"github.com/neuronsim/neuronsim/runtime/collective"
 	"github.com/neuronsim/neuronsim/runtime/enc"
@@ -29,7 +31,7 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 	ranks := c.Ranks()
 	sw.Options = c.cfg.CollectiveOptions(sw.Options)
 	rep := &nccom.Report{Op: sw.Op.String(), Ranks: ranks, Extra: map[string]any{
-		"arch": c.cfg.Generation.String(), "devices": c.cfg.Devices, "topology": c.System.Topology().Kind.String(),
+		"arch": c.cfg.Generation.String(), "product": hwarch.ProductOfDevice(c.System.Device(0).Config().DeviceID), "devices": c.cfg.Devices, "topology": c.System.Topology().Kind.String(),
 		"model": c.System.Params().Model.String(), "mode": c.Mode(), "switch": c.cfg.Switch.String(),
 	}}
 	if so := c.System.Topology().Scale; so != nil {
