@@ -176,6 +176,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("steps: [{fault: {kind: link_down, to: l1-sw0, in: -1s}}]"))
 	f.Add([]byte("name: x\nsystem: trn3-gen2\n"))
 	f.Add([]byte("name: x\nsystem: {name: trn3-gen1, devices: 32, what_if: true}\n"))
+	f.Add([]byte("name: x\nsystem: {name: trn2-48xl, nodes: 2, efa: {network: fat-tree, oversubscription: 2, bandwidth: 400Gbps, latency_ns: 15000, leaf_ports: 8, spines: 1, devices_per_nic: 2}}\n"))
+	f.Add([]byte("name: x\nsystem: {arch: inf2, devices: 4, nodes: 0, efa: {bandwidth: 50, latency_ns: 100}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse("fuzz.yaml", data)
 		if err == nil && p.Name == "" {

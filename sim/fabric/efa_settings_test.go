@@ -1,0 +1,80 @@
+package fabric_test
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/sim/fabric"
+)
+
+// settingName spells the settings as a test's keys.
+func settingName(s fabric.EFASetting) string {
+	return [...]string{"nodes", "network", "oversubscription", "bandwidth", "latency", "leaf-ports", "spines", "per-nic"}[s]
+}
+
+// TestEFASettings: Check accepts the settings in range and refuses each
+// one out of range, naming it (the *EFASettingError says which, its
+// message names it as the caller spells it); Apply sets every override on
+// the parameters and the latency through the NIC's share.
+func TestEFASettings(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	u := func(v uint64) *uint64 { return &v }
+	i := func(v int) *int { return &v }
+	nw := func(v fabric.EFANetwork) *fabric.EFANetwork { return &v }
+	for _, tc := range []struct {
+		name    string
+		s       fabric.EFASettings
+		setting fabric.EFASetting
+		want    string
+		is      error
+	}{
+		{"nodes 0", fabric.EFASettings{Nodes: 0}, fabric.SettingNodes, "nodes 0: ", units.ErrRange},
+		{"nodes past the fabric", fabric.EFASettings{Nodes: 1025}, fabric.SettingNodes, "nodes 1025: 1025 nodes of 16 devices are 16400 devices", fabric.ErrParams},
+		{"override on one node", fabric.EFASettings{Nodes: 1, Spines: i(2)}, fabric.SettingSpines, "spines: one node has no EFA network; it applies with nodes 2 or more", fabric.ErrParams},
+		{"network", fabric.EFASettings{Nodes: 2, Network: nw(7)}, fabric.SettingNetwork, "network 7: not rail", fabric.ErrParams},
+		{"ratio below 1", fabric.EFASettings{Nodes: 2, Oversubscription: f(0.5)}, fabric.SettingOversubscription, "oversubscription 0.5: a ratio from 1", units.ErrRange},
+		{"ratio NaN", fabric.EFASettings{Nodes: 2, Oversubscription: f(math.NaN())}, fabric.SettingOversubscription, "oversubscription NaN", units.ErrRange},
+		{"ratio past", fabric.EFASettings{Nodes: 2, Oversubscription: f(1025)}, fabric.SettingOversubscription, "oversubscription 1025", units.ErrRange},
+		{"bandwidth 0", fabric.EFASettings{Nodes: 2, Bandwidth: u(0)}, fabric.SettingBandwidth, "bandwidth 0", units.ErrRange},
+		{"bandwidth past", fabric.EFASettings{Nodes: 2, Bandwidth: u(units.MaxBandwidthBps + 1)}, fabric.SettingBandwidth, "bandwidth", units.ErrRange},
+		{"latency past", fabric.EFASettings{Nodes: 2, Latency: u(units.MaxTimePS + 1)}, fabric.SettingLatency, "latency", units.ErrRange},
+		{"leaf ports 0", fabric.EFASettings{Nodes: 2, LeafPorts: i(0)}, fabric.SettingLeafPorts, "leaf-ports 0", units.ErrRange},
+		{"spines past", fabric.EFASettings{Nodes: 2, Spines: i(fabric.MaxSpines + 1)}, fabric.SettingSpines, "spines 257", units.ErrRange},
+		{"per NIC 0", fabric.EFASettings{Nodes: 2, DevicesPerNIC: i(0)}, fabric.SettingDevicesPerNIC, "per-nic 0", units.ErrRange},
+		{"per NIC not dividing", fabric.EFASettings{Nodes: 2, DevicesPerNIC: i(3)}, fabric.SettingDevicesPerNIC, "per-nic 3: does not divide the 16 devices of a node", fabric.ErrParams},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.s.Check([]int{16}, settingName)
+			require.Error(t, err)
+			var se *fabric.EFASettingError
+			require.True(t, errors.As(err, &se), "%v", err)
+			assert.Equal(t, tc.setting, se.Setting)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.ErrorIs(t, err, tc.is)
+		})
+	}
+	for _, s := range []fabric.EFASettings{{Nodes: 1}, {Nodes: 2}, {Nodes: 1024},
+		{Nodes: 3, Network: nw(fabric.FatTree), Oversubscription: f(1024), Bandwidth: u(units.MaxBandwidthBps), Latency: u(20_000_000),
+			LeafPorts: i(fabric.MaxLeafPorts), Spines: i(fabric.MaxSpines), DevicesPerNIC: i(16)}} {
+		assert.NoError(t, s.Check([]int{16}, settingName), "%+v", s)
+	}
+
+	p := fabric.DefaultParams(hwarch.Cayman)
+	s := fabric.EFASettings{Nodes: 3, Network: nw(fabric.FatTree), Oversubscription: f(2), Bandwidth: u(50e9), Latency: u(20_000_000),
+		LeafPorts: i(16), Spines: i(1), DevicesPerNIC: i(2)}
+	require.NoError(t, s.Apply(&p, settingName))
+	want := fabric.DefaultEFA(hwarch.Cayman)
+	want.Network, want.Oversubscription, want.NICBandwidth, want.LeafPorts, want.Spines, want.DevicesPerNIC = fabric.FatTree, 2, 50e9, 16, 1, 2
+	want.NICLatency = (20_000_000 - 2*want.LeafLatency - p.Switch - p.Endpoint) / 2
+	assert.Equal(t, want, p.EFA)
+	err := fabric.EFASettings{Nodes: 2, Latency: u(100_000)}.Apply(&p, settingName)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, fabric.ErrParams)
+	assert.Contains(t, err.Error(), "latency 100: below the 1800 ns the rest of the path takes")
+}
