@@ -54,7 +54,7 @@ func (s *systemFlag) apply(f *fabricFlags) error {
 	if fl.Changed("arch") && f.gen != spec.Generation {
 		return fmt.Errorf("--arch %s contradicts %s: a %s system; drop --arch or make it agree", f.gen, what, spec.Generation)
 	}
-	if def, _ := hwarch.DefaultDeviceID(spec.Generation); f.device != 0 && f.device != def {
+	if def, _ := hwarch.DefaultDeviceID(spec.Generation); f.device != 0 && hwarch.ProductOfDevice(f.device) != hwarch.ProductOfDevice(def) {
 		return fmt.Errorf("--arch %s contradicts %s: %s devices; drop --arch or make it agree", strings.ToLower(hwarch.ProductOfDevice(f.device)), what, hwarch.ProductOfDevice(def))
 	}
 	if fl.Changed("devices") && !slices.Equal(f.devices.counts, []int{spec.Devices}) {

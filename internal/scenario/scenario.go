@@ -431,7 +431,7 @@ func (sc *Scenario) takeSystem(d *strictyaml.Decoder, at func(string) *yaml.Node
 		}
 	}
 	if sys.Arch != "" {
-		if id, ok := hwarch.DeviceOfProduct(sys.Arch); ok && id != cfg.DeviceID {
+		if id, ok := hwarch.DeviceOfProduct(sys.Arch); ok && hwarch.ProductOfDevice(id) != hwarch.ProductOfDevice(cfg.DeviceID) { // trn3: either Trn3 id
 			return mismatch("arch", sys.Arch, fmt.Sprintf("%s (device id %#04x)", hwarch.ProductOfDevice(cfg.DeviceID), cfg.DeviceID))
 		}
 	}

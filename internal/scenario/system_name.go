@@ -47,7 +47,7 @@ func namedSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *System)
 		}
 	}
 	if id, ok := hwarch.DeviceOfProduct(sys.Arch); ok {
-		if def, err := hwarch.DefaultDeviceID(spec.Generation); err == nil && id != def {
+		if def, err := hwarch.DefaultDeviceID(spec.Generation); err == nil && hwarch.ProductOfDevice(id) != hwarch.ProductOfDevice(def) {
 			return nil, contradicts("arch", sys.Arch, "of "+hwarch.ProductOfDevice(def))
 		}
 	}
