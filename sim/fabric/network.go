@@ -161,7 +161,7 @@ func (s *System) storeAndForward(path []int, n int, before, now, start, sent uin
 		size, t := c, sent
 		if j == m-1 {
 			size = uint64(n) - (m-1)*c
-		} else if rest := all - uint64(simkernel.AtRate((j+1)*c, s.engineBW)); rest < sent-start {
+		} else if rest := all - s.chunksRead(j+1, c); rest < sent-start {
 			t = sent - rest
 		} else {
 			t = start
@@ -190,6 +190,16 @@ func (s *System) storeAndForward(path []int, n int, before, now, start, sent uin
 		arrive = max(arrive, t)
 	}
 	return injected, addTime(arrive, s.p.Endpoint)
+}
+
+// chunksRead is how long the engine takes to read k chunks of c bytes:
+// AtRate(k·c, engineBW), from the table New computed when c is the
+// configured chunk.
+func (s *System) chunksRead(k, c uint64) uint64 {
+	if c == uint64(s.p.ChunkBytes) && k < uint64(len(s.readTime)) {
+		return s.readTime[k]
+	}
+	return uint64(simkernel.AtRate(k*c, s.engineBW))
 }
 
 // forward is the forwarding delay of a switch at the far end of a link.

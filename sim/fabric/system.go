@@ -72,6 +72,11 @@ type System struct {
 	// engineBW is the devices' DMA engine bandwidth: the rate at which an
 	// engine reads a write's bytes (docs/fabric.md §Models).
 	engineBW uint64
+	// readTime[k] is AtRate(k·ChunkBytes, engineBW), k < len(readTime): the
+	// time the engine takes to read a write's first k whole chunks, computed
+	// once for the chunks of a descriptor's largest write (udma.MaxTransfer)
+	// so that the aware model does not divide per chunk.
+	readTime []uint64
 }
 
 // state is the fabric's whole mutable state (besides the devices' and the
@@ -174,6 +179,9 @@ func New(cfg Config) (*System, error) {
 	s.cfg = cfg
 	s.cfg.Params = &s.p
 	s.engineBW = cfg.DMA.EngineBandwidth
+	for k := range udma.MaxTransfer/p.ChunkBytes + 1 {
+		s.readTime = append(s.readTime, uint64(simkernel.AtRate(uint64(k)*uint64(p.ChunkBytes), s.engineBW)))
+	}
 	s.st.Links = make([]LinkState, len(topo.Links))
 	for id := range topo.Links {
 		l := &topo.Links[id]
