@@ -2,6 +2,7 @@ package collective
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/neuronsim/neuronsim/hw/isa"
 	"github.com/neuronsim/neuronsim/hw/udma"
@@ -74,6 +75,7 @@ type planner struct {
 // plan builds every rank's descriptors and SP program.
 func (x *Executor) plan(s *enc.Schedule, d enc.Dtype) ([]rankPlan, error) {
 	p := x.newPlanner(s, d)
+	p.presize()
 	p.release()
 	for k, st := range s.Steps {
 		writers, targets := peers(s.Ranks, st)
@@ -114,6 +116,55 @@ func (x *Executor) newPlanner(s *enc.Schedule, d enc.Dtype) *planner {
 		p.ones[r] = LayoutOf(s, x.Ranks[r].Base).Ones
 	}
 	return p
+}
+
+// presize grows every rank's data vrings and SP program to what planning
+// will add to them — each transfer slice's descriptors and arrival signal
+// exactly, one done signal and trigger per engine a step uses, and four
+// records per step and six more for the synchronisation (at least what
+// sync, release and finish add) — so that planning millions of
+// descriptors does not copy them again and again as they grow. It changes
+// no plan: only capacities.
+func (p *planner) presize() {
+	pairs := make([][]int, p.s.Ranks)
+	touched := make([][]int, p.s.Ranks) // per rank and vring: the last step (+1) that used it
+	recs := make([]int, p.s.Ranks)
+	for r := range pairs {
+		pairs[r] = make([]int, len(p.plans[r].vr))
+		touched[r] = make([]int, len(p.plans[r].vr))
+		recs[r] = 6 + 4*len(p.s.Steps)
+	}
+	for k, st := range p.s.Steps {
+		for i, xf := range st.Xfers {
+			r := xf.Src
+			ne := p.x.dataEngines(r)
+			rdh := p.x.crossesRDHDomains(p.s, xf)
+			if rdh {
+				ne = len(p.x.InterRDH)
+			}
+			if ne == 0 {
+				continue
+			}
+			for j, size := range splitEven(xf.Len, p.s.Elem, ne) {
+				v := (i + j) % ne
+				if rdh {
+					v = p.x.InterRDH[v]
+				}
+				pairs[r][v] += int((size+udma.MaxTransfer-1)/udma.MaxTransfer) + 1
+				if touched[r][v] != k+1 {
+					touched[r][v] = k + 1
+					pairs[r][v]++
+					recs[r]++
+				}
+			}
+		}
+	}
+	for r := range pairs {
+		for j, v := range p.plans[r].vr {
+			v.Grow(pairs[r][j])
+		}
+		p.plans[r].prog = slices.Grow(p.plans[r].prog, recs[r])
+	}
 }
 
 // sp appends rec to rank r's SP program.

@@ -2,6 +2,7 @@ package dma
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/neuronsim/neuronsim/hw/udma"
 )
@@ -66,6 +67,15 @@ func (v *Vring) AddEventAccel(src, dst uint64) error {
 	v.pairs = append(v.pairs, pair{src, dst, 4, 0})
 	v.bytes += 4
 	return nil
+}
+
+// Grow makes room for n more descriptor pairs without reallocating (a
+// builder that knows its count up front spares the copies of growing one
+// pair at a time); n ≤ 0 does nothing.
+func (v *Vring) Grow(n int) {
+	if n > 0 {
+		v.pairs = slices.Grow(v.pairs, n)
+	}
 }
 
 // Descriptors returns the number of descriptor pairs.
