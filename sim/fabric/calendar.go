@@ -33,7 +33,12 @@ func (ls *LinkState) book(now, t, d uint64) uint64 {
 	case c[len(c)-1].End <= now:
 		c = c[:0] // all over: book from the start of the same array, not past its end (an allocation each time it fills)
 	default:
-		c = c[sort.Search(len(c), func(i int) bool { return c[i].End > now }):]
+		// Move the spans still to come to the front of the array rather
+		// than slice past the ones over: a slice that only moved forward
+		// would run out of capacity at its end and be copied to a new
+		// array on every few bookings.
+		k := sort.Search(len(c), func(i int) bool { return c[i].End > now })
+		c = c[:copy(c, c[k:])]
 	}
 	if d == 0 {
 		ls.Spans = c
