@@ -49,12 +49,25 @@ func Split(prog []byte) ([]Block, error) {
 	if len(prog) == 0 || len(prog)%isa.RecordSize != 0 {
 		return nil, fmt.Errorf("%w: %d bytes is not a whole number of %d-byte records", ErrBadProgram, len(prog), isa.RecordSize)
 	}
-	var by [isa.TopSP][]byte
+	// Count each engine's bytes first, so that every block is allocated
+	// once at its size rather than grown record by record (a collective's
+	// SP program on 144 ranks is half a million records).
+	var size [isa.TopSP]int
 	for off := 0; off < len(prog); off += isa.RecordSize {
 		e := isa.Engine(prog[off+1])
 		if e >= isa.TopSP {
 			return nil, fmt.Errorf("%w: record at offset %d names engine %d (want 0..4)", ErrBadProgram, off, e)
 		}
+		size[e] += isa.RecordSize
+	}
+	var by [isa.TopSP][]byte
+	for e, n := range size {
+		if n > 0 {
+			by[e] = make([]byte, 0, n)
+		}
+	}
+	for off := 0; off < len(prog); off += isa.RecordSize {
+		e := isa.Engine(prog[off+1])
 		by[e] = append(by[e], prog[off:off+isa.RecordSize]...)
 	}
 	var out []Block
