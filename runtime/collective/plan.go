@@ -129,6 +129,7 @@ func (p *planner) presize() {
 	pairs := make([][]int, p.s.Ranks)
 	touched := make([][]int, p.s.Ranks) // per rank and vring: the last step (+1) that used it
 	recs := make([]int, p.s.Ranks)
+	var cut []int64
 	for r := range pairs {
 		pairs[r] = make([]int, len(p.plans[r].vr))
 		touched[r] = make([]int, len(p.plans[r].vr))
@@ -145,7 +146,8 @@ func (p *planner) presize() {
 			if ne == 0 {
 				continue
 			}
-			for j, size := range splitEven(xf.Len, p.s.Elem, ne) {
+			cut = appendSplitEven(cut[:0], xf.Len, p.s.Elem, ne)
+			for j, size := range cut {
 				v := (i + j) % ne
 				if rdh {
 					v = p.x.InterRDH[v]
@@ -331,18 +333,25 @@ func (p *planner) finish() error {
 // (the rest in the last) gave 27 elements over 7 engines 7 slices but 30
 // elements 6, so a larger message could take less time (issue 13).
 func splitEven(n int64, elem, ways int) []int64 {
+	return appendSplitEven(nil, n, elem, ways)
+}
+
+// appendSplitEven appends splitEven's slices to dst (presize reuses one
+// buffer for every transfer of a run).
+func appendSplitEven(dst []int64, n int64, elem, ways int) []int64 {
 	elems := n / int64(elem)
 	k := min(int64(ways), elems)
 	if k < 1 {
-		return nil
+		return dst
 	}
 	base, extra := elems/k, elems%k
-	out := make([]int64, k)
-	for j := range out {
-		out[j] = base * int64(elem)
-		if int64(j) < extra {
-			out[j] += int64(elem)
+	dst = slices.Grow(dst, int(k))
+	for j := range k {
+		size := base * int64(elem)
+		if j < extra {
+			size += int64(elem)
 		}
+		dst = append(dst, size)
 	}
-	return out
+	return dst
 }
