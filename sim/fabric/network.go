@@ -6,6 +6,7 @@ import (
 	"math/bits"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/sim/dma"
 	"github.com/neuronsim/neuronsim/sim/simkernel"
 )
@@ -17,9 +18,19 @@ type LinkState struct {
 	// order, disjoint; those over before the latest reservation are
 	// dropped.
 	Spans []Span
-	Bytes uint64 // bytes it has carried
-	Busy  uint64 // ps it spent serialising
+	Bytes uint64 // bytes it has carried (saturating at 2^64−1)
+	Busy  uint64 // ps it spent serialising (saturating at units.MaxTimePS)
 	Down  bool   // taken down by a fault
+}
+
+// count adds a write of n bytes that kept the link busy for busy ps to its
+// counters. Both saturate rather than wrap: the free model books a shared
+// link's load, which can exceed the time that passed, so after a long
+// enough run its Busy would pass units.MaxTimePS — the bound a snapshot's
+// loader checks every time against — and is held there instead.
+func (l *LinkState) count(n, busy uint64) {
+	l.Bytes = addTime(l.Bytes, n)
+	l.Busy = min(addTime(l.Busy, busy), units.MaxTimePS)
 }
 
 // Stats count what crossed the fabric.
@@ -115,8 +126,7 @@ func (s *System) cutThrough(path []int, n int, now, start, sent uint64, hops *[]
 		l := &s.topo.Links[id]
 		lat += l.Params.Latency + s.forward(l)
 		bw = min(bw, l.Params.Bandwidth)
-		s.st.Links[id].Bytes += uint64(n)
-		s.st.Links[id].Busy += uint64(simkernel.AtRate(uint64(n), l.Params.Bandwidth))
+		s.st.Links[id].count(uint64(n), uint64(simkernel.AtRate(uint64(n), l.Params.Bandwidth)))
 	}
 	first := path[0]
 	own := uint64(simkernel.AtRate(uint64(n), s.topo.Links[first].Params.Bandwidth))
@@ -176,8 +186,7 @@ func (s *System) storeAndForward(path []int, n int, before, now, start, sent uin
 				busy = uint64(simkernel.AtRate(size, s.topo.Links[id].Params.Bandwidth))
 			}
 			begin := ls.book(now, t, busy)
-			ls.Bytes += size
-			ls.Busy += busy
+			ls.count(size, busy)
 			if hops != nil {
 				*hops = append(*hops, begin)
 			}

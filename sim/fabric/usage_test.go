@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/sim/simkernel"
 )
 
@@ -147,5 +148,33 @@ func BenchmarkCountersOverACollective(b *testing.B) {
 		if _, err := s.topo.Classes(d); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestCountersSaturate: a link whose counters are near their bounds (the
+// free model's Busy is the load offered, which can pass the time that
+// passed) holds Busy at units.MaxTimePS and Bytes at 2^64−1 rather than
+// wrapping or passing the bound, and the system still saves and loads (the
+// loader refuses a Busy past units.MaxTimePS).
+func TestCountersSaturate(t *testing.T) {
+	for _, m := range []Model{Free, Aware} {
+		t.Run(m.String(), func(t *testing.T) {
+			s := starSystem(t, 3, m, 10e9)
+			path, _ := s.path(0, 1)
+			for _, id := range path {
+				s.st.Links[id].Bytes = ^uint64(0) - 10
+				s.st.Links[id].Busy = units.MaxTimePS - 10
+			}
+			s.timing(path, 1<<16, 0, 0, nil)
+			for _, id := range path {
+				assert.Equal(t, ^uint64(0), s.st.Links[id].Bytes, "link %d bytes", id)
+				assert.Equal(t, units.MaxTimePS, s.st.Links[id].Busy, "link %d busy", id)
+			}
+			var b bytes.Buffer
+			require.NoError(t, s.Save(&b))
+			r, err := Load(&b)
+			require.NoError(t, err)
+			assert.Equal(t, s.Counters(), r.Counters())
+		})
 	}
 }
