@@ -44,11 +44,18 @@ import (
 	"github.com/neuronsim/neuronsim/sim/fabric"
 )
 
-// Format is the version of the canonical encoding of a point's inputs (and
-// so of every hash), of the manifest and of the result files. A change to
-// any of them changes it, so that a folder of an older format is refused
-// rather than misread.
-const Format = 1
+// HashFormat is the version of the canonical encoding of a point's inputs
+// and of the grid's hash. A change to the encoding of an existing point
+// changes it (and every hash). A point of one node encodes as it did
+// before the nodes axis; the nodes and EFA lines are added only for a
+// point of several nodes, so the grids of one node keep their hashes.
+const HashFormat = 1
+
+// Format is the version of the manifest and of the result files (their
+// JSON). A change to either changes it, so that a folder of an older
+// format is refused rather than misread. Format 2 added the points'
+// nodes and efa fields.
+const Format = 2
 
 // Bounds of a grid.
 const (
@@ -86,18 +93,21 @@ var (
 
 // Point is one simulation of a grid: one collective of one size on one
 // system. Every field but Index and Hash is an input; Hash is the first 16
-// hex digits of the SHA-256 of their canonical encoding (with Format), so
+// hex digits of the SHA-256 of their canonical encoding (with HashFormat), so
 // two points of any grids with the same inputs have the same hash.
 type Point struct {
 	Index int    `json:"index"` // position in the grid's order, from 0
 	Hash  string `json:"hash"`
 
-	Arch      string `json:"arch"`   // generation: sunda, cayman, mariana
-	Switch    string `json:"switch"` // switch family: v1, none
-	System    string `json:"system"` // the systems axis' name, "" for a devices point
-	Devices   int    `json:"devices"`
+	Arch    string `json:"arch"`    // generation: sunda, cayman, mariana
+	Switch  string `json:"switch"`  // switch family: v1, none
+	System  string `json:"system"`  // the systems axis' name, "" for a devices point
+	Devices int    `json:"devices"` // per node
+	// Nodes is how many copies of the system of Devices devices the EFA
+	// network joins (1: one node, no EFA network).
+	Nodes     int    `json:"nodes"`
 	Topology  string `json:"topology"` // resolved (never auto)
-	Ranks     int    `json:"ranks"`    // Devices × RanksPerDevice
+	Ranks     int    `json:"ranks"`    // Devices × Nodes × RanksPerDevice
 	RanksPer  int    `json:"ranks_per_device"`
 	Model     string `json:"model"`     // aware, free
 	Endpoints string `json:"endpoints"` // real, ideal
@@ -113,6 +123,63 @@ type Point struct {
 	Size        int64   `json:"size"` // bytes, nccom-test's size(B)
 	Mode        string  `json:"mode"` // timing, functional
 	Seed        uint64  `json:"seed"` // functional mode's input seed
+	// EFA are the grid's efa overrides, for a point of several nodes
+	// only (nil for one node, which has no EFA network).
+	EFA *EFA `json:"efa,omitempty"`
+}
+
+// EFA are the overrides of the EFA network's parameters a grid's efa block
+// gives (fabric.EFASettings); nil keeps the generation's value.
+type EFA struct {
+	Network          *string  `json:"network,omitempty"` // rail, fat-tree
+	Oversubscription *float64 `json:"oversubscription,omitempty"`
+	Bandwidth        *uint64  `json:"bandwidth_Bps,omitempty"` // each NIC's, B/s per direction
+	LatencyPS        *uint64  `json:"latency_ps,omitempty"`    // a minimal message between two nodes on one leaf
+	LeafPorts        *int     `json:"leaf_ports,omitempty"`
+	Spines           *int     `json:"spines,omitempty"`
+	DevicesPerNIC    *int     `json:"devices_per_nic,omitempty"`
+}
+
+// efaOf is the settings' overrides as a point's EFA.
+func efaOf(s fabric.EFASettings) *EFA {
+	e := &EFA{Oversubscription: s.Oversubscription, Bandwidth: s.Bandwidth, LatencyPS: s.Latency,
+		LeafPorts: s.LeafPorts, Spines: s.Spines, DevicesPerNIC: s.DevicesPerNIC}
+	if s.Network != nil {
+		n := s.Network.String()
+		e.Network = &n
+	}
+	return e
+}
+
+// lines are the EFA overrides as the canonical encoding's key-value pairs
+// ("default" for an unset one).
+func (e *EFA) lines() [][2]string {
+	var z EFA
+	if e == nil {
+		e = &z
+	}
+	u := func(v *uint64) string {
+		if v == nil {
+			return "default"
+		}
+		return strconv.FormatUint(*v, 10)
+	}
+	i := func(v *int) string {
+		if v == nil {
+			return "default"
+		}
+		return strconv.Itoa(*v)
+	}
+	nw, ov := "default", "default"
+	if e.Network != nil {
+		nw = *e.Network
+	}
+	if e.Oversubscription != nil {
+		ov = strconv.FormatFloat(*e.Oversubscription, 'g', -1, 64)
+	}
+	return [][2]string{{"efa.network", nw}, {"efa.oversubscription", ov}, {"efa.bandwidth", u(e.Bandwidth)},
+		{"efa.latency", u(e.LatencyPS)}, {"efa.leaf_ports", i(e.LeafPorts)}, {"efa.spines", i(e.Spines)},
+		{"efa.devices_per_nic", i(e.DevicesPerNIC)}}
 }
 
 // canonical is the encoding of the point's inputs that its hash covers.
@@ -124,14 +191,22 @@ func (p *Point) canonical() string {
 		return strconv.FormatUint(*v, 10)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "neuronsim sweep point\nformat=%d\n", Format)
-	for _, kv := range [][2]string{
+	fmt.Fprintf(&b, "neuronsim sweep point\nformat=%d\n", HashFormat)
+	kvs := [][2]string{
 		{"arch", p.Arch}, {"switch", p.Switch}, {"system", p.System}, {"devices", strconv.Itoa(p.Devices)},
 		{"topology", p.Topology}, {"ranks_per_device", strconv.Itoa(p.RanksPer)}, {"model", p.Model},
 		{"endpoints", p.Endpoints}, {"link_bw", opt(p.LinkBW)}, {"link_latency", opt(p.LinkLatency)},
 		{"op", p.Op}, {"algo", p.Algo}, {"dtype", p.Dtype}, {"size", strconv.FormatInt(p.Size, 10)},
 		{"mode", p.Mode}, {"seed", strconv.FormatUint(p.Seed, 10)},
-	} {
+	}
+	// Several nodes: the node count and the EFA network's overrides, after
+	// the lines of a point of one node, whose encoding (and hash) is the
+	// one it had before the nodes axis.
+	if p.Nodes != 1 {
+		kvs = append(kvs, [2]string{"nodes", strconv.Itoa(p.Nodes)})
+		kvs = append(kvs, p.EFA.lines()...)
+	}
+	for _, kv := range kvs {
 		b.WriteString(kv[0])
 		b.WriteByte('=')
 		b.WriteString(strconv.Quote(kv[1]))
@@ -165,6 +240,9 @@ type spec struct {
 	timing  bool
 	feat    features // what the estimates are made from
 	memNeed uint64   // functional mode: cluster.FunctionalMemory
+	// opts are the collective's options the cluster's shape decides
+	// (cluster.Config.CollectiveOptions: a node's ranks as the group size).
+	opts enc.Options
 
 	sysNode *yaml.Node // where the point's system was given, for errors
 	sysPath string
@@ -225,8 +303,23 @@ type rawGrid struct {
 	Seed      word       `yaml:"seed"`
 	Endpoints word       `yaml:"endpoints"`
 	WhatIf    bool       `yaml:"what_if"`
+	EFA       *rawEFA    `yaml:"efa"`
 	Axes      rawAxes    `yaml:"axes,required"`
 	Outputs   rawOutputs `yaml:"outputs"`
+}
+
+// rawEFA is the efa block: the EFA network's overrides for the points of
+// several nodes, the keys of a scenario's system.efa (docs/scenarios.md)
+// and the command line's --efa-network, --oversubscription, --efa-bw,
+// --efa-latency, --leaf-ports, --spines and --devices-per-nic.
+type rawEFA struct {
+	Network          word `yaml:"network"`
+	Oversubscription word `yaml:"oversubscription"`
+	Bandwidth        word `yaml:"bandwidth"`
+	LatencyNS        word `yaml:"latency_ns"`
+	LeafPorts        word `yaml:"leaf_ports"`
+	Spines           word `yaml:"spines"`
+	DevicesPerNIC    word `yaml:"devices_per_nic"`
 }
 
 type rawOutputs struct {
@@ -319,6 +412,7 @@ const (
 	AxisSystems        = "systems"
 	AxisDevices        = "devices"
 	AxisTopologies     = "topologies"
+	AxisNodes          = "nodes"
 	AxisRanksPerDevice = "ranks_per_device"
 	AxisModels         = "models"
 	AxisLinkBW         = "link_bw"
@@ -330,7 +424,7 @@ const (
 )
 
 // Axes are the names of the axes a grid may have, in nesting order.
-var Axes = []string{AxisSystems, AxisDevices, AxisTopologies, AxisRanksPerDevice, AxisModels,
+var Axes = []string{AxisSystems, AxisDevices, AxisTopologies, AxisNodes, AxisRanksPerDevice, AxisModels,
 	AxisLinkBW, AxisLinkLatency, AxisOps, AxisAlgos, AxisDtypes, AxisSizes}
 
 type rawAxes struct {
@@ -451,10 +545,11 @@ type system struct {
 	gen     hwarch.Generation
 	family  hwarch.SwitchFamily
 	tables  *rtarch.Tables
-	devices int
+	devices int // per node
 	kind    fabric.Kind
 	n       *yaml.Node // where it was given, for errors
 	path    string
+	nodes   int // in the points' loop: the nodes axis' value
 }
 
 type optPS struct {
@@ -513,6 +608,10 @@ func (e *expander) expand() (*Grid, error) {
 	if err != nil {
 		return nil, err
 	}
+	nodes, efa, err := e.nodes(systems)
+	if err != nil {
+		return nil, err
+	}
 	rpds, err := e.ints(AxisRanksPerDevice, 1, int64(hwarch.MaxNeuronDevices), []int{1})
 	if err != nil {
 		return nil, err
@@ -563,7 +662,7 @@ func (e *expander) expand() (*Grid, error) {
 	// Count before expanding: the product of the axes, the sizes per
 	// combination at most their list's length or nccom's bound.
 	count := uint64(1)
-	for _, k := range []int{len(systems), len(rpds), len(models), len(bws), len(lats), len(ops), len(algos), len(dtypes)} {
+	for _, k := range []int{len(systems), len(nodes), len(rpds), len(models), len(bws), len(lats), len(ops), len(algos), len(dtypes)} {
 		count *= uint64(k)
 		if count > MaxPoints {
 			return nil, e.fail(ax.n, "axes", nil, "more than %d points (the product of the axes); split the grid", MaxPoints)
@@ -586,99 +685,123 @@ func (e *expander) expand() (*Grid, error) {
 		feat    features
 		memNeed uint64
 	}
-	scheds := map[[5]int64]sched{} // by op, algo, ranks, size, dtype
+	// by op, algo, ranks, size, dtype, and the options: the group size
+	// (a node's ranks) and the generation's policy
+	scheds := map[[7]int64]sched{}
 	for _, sys := range systems {
-		for _, rpd := range rpds {
-			ranks := sys.devices * rpd.v
-			geo := hwarch.MustGeometry(sys.gen)
-			if rpd.v > geo.NeuronCores {
-				return nil, e.fail(rpd.n, rpd.p, nil, "%d ranks per device: a %s device has %d NeuronCores", rpd.v, sys.gen, geo.NeuronCores)
-			}
-			for _, model := range models {
-				m, _ := fabric.ParseModel(model.v)
-				for _, bw := range bws {
-					for _, lat := range lats {
-						var p fabric.Params
-						if ends == fabric.EndpointsIdeal {
-							p = cluster.IdealParams(sys.gen, sys.tables, m, *bw.v, *lat.v)
-						} else {
-							p = cluster.DefaultParams(sys.gen, sys.tables)
-							p.Model = m
-							lt := cluster.LinkTiming{}
-							if bw.v != nil {
-								lt.Bandwidth, lt.SetBandwidth = *bw.v, true
+		for _, nv := range nodes {
+			sys := sys
+			sys.nodes = nv.v
+			for _, rpd := range rpds {
+				ranks := sys.devices * nv.v * rpd.v
+				geo := hwarch.MustGeometry(sys.gen)
+				if rpd.v > geo.NeuronCores {
+					return nil, e.fail(rpd.n, rpd.p, nil, "%d ranks per device: a %s device has %d NeuronCores", rpd.v, sys.gen, geo.NeuronCores)
+				}
+				// The cluster's shape decides the collectives' options: over
+				// several nodes a node's ranks are the group size of hier
+				// and of auto's choice (cluster.Config.CollectiveOptions),
+				// as fabric sweep --nodes and a scenario's system.nodes.
+				shape := cluster.Config{Generation: sys.gen, Devices: sys.devices * nv.v, Nodes: nv.v, RanksPerDevice: rpd.v}
+				opts := shape.CollectiveOptions(enc.Options{})
+				var flat int64
+				if opts.Policy.FlatRing {
+					flat = 1
+				}
+				for _, model := range models {
+					m, _ := fabric.ParseModel(model.v)
+					for _, bw := range bws {
+						for _, lat := range lats {
+							var p fabric.Params
+							if ends == fabric.EndpointsIdeal {
+								p = cluster.IdealParams(sys.gen, sys.tables, m, *bw.v, *lat.v)
+							} else {
+								p = cluster.DefaultParams(sys.gen, sys.tables)
+								p.Model = m
+								lt := cluster.LinkTiming{}
+								if bw.v != nil {
+									lt.Bandwidth, lt.SetBandwidth = *bw.v, true
+								}
+								if lat.v != nil {
+									lt.Latency, lt.SetLatency = *lat.v, true
+								}
+								lt.Apply(&p)
 							}
-							if lat.v != nil {
-								lt.Latency, lt.SetLatency = *lat.v, true
+							if nv.v > 1 {
+								if err := efa.s.Apply(&p, efa.name); err != nil {
+									return nil, e.efaError(efa, err)
+								}
 							}
-							lt.Apply(&p)
-						}
-						if err := e.checkFabric(fabricOK, sys, p); err != nil {
-							return nil, err
-						}
-						for _, op := range ops {
-							o, _ := enc.ParseOp(op.v)
-							for _, algo := range algos {
-								a, _ := enc.ParseAlgo(algo.v)
-								for _, dt := range dtypes {
-									t, _ := enc.ParseDtype(dt.v)
-									sizes, err := e.sizes(o, t, ranks)
-									if err != nil {
-										return nil, err
-									}
-									group := len(g.groups)
-									if len(g.points) > 0 {
-										group = g.groups[len(g.groups)-1] + 1
-									}
-									for _, sz := range sizes {
-										size := sz.v
-										if len(g.points) >= MaxPoints {
-											return nil, e.fail(ax.n, "axes", nil, "more than %d points; split the grid", MaxPoints)
+							if err := e.checkFabric(fabricOK, sys, nv.v, p); err != nil {
+								return nil, err
+							}
+							for _, op := range ops {
+								o, _ := enc.ParseOp(op.v)
+								for _, algo := range algos {
+									a, _ := enc.ParseAlgo(algo.v)
+									for _, dt := range dtypes {
+										t, _ := enc.ParseDtype(dt.v)
+										sizes, err := e.sizes(o, t, ranks)
+										if err != nil {
+											return nil, err
 										}
-										pt := Point{Index: len(g.points), Arch: sys.gen.String(), Switch: sys.family.String(), System: sys.name,
-											Devices: sys.devices, Topology: sys.kind.String(), Ranks: ranks, RanksPer: rpd.v, Model: model.v,
-											Endpoints: ends.String(), LinkBW: bw.v, LinkLatency: lat.v, Op: op.v, Algo: algo.v, Dtype: dt.v,
-											Size: size, Mode: mode, Seed: seed}
-										if mode == "timing" {
-											pt.Seed = 0
+										group := len(g.groups)
+										if len(g.points) > 0 {
+											group = g.groups[len(g.groups)-1] + 1
 										}
-										fk := [5]int64{int64(o), int64(a), int64(ranks), size, int64(t)}
-										sc, ok := scheds[fk]
-										if !ok {
-											sch, err := enc.Build(o, a, ranks, size, t.Size(), enc.Options{})
-											if err != nil {
-												return nil, e.impossible(sz, sys, rpd.v, op.v, algo.v, dt.v, size, err)
+										for _, sz := range sizes {
+											size := sz.v
+											if len(g.points) >= MaxPoints {
+												return nil, e.fail(ax.n, "axes", nil, "more than %d points; split the grid", MaxPoints)
 											}
-											sc.feat = featuresOf(sch)
-											if e.budget -= sc.feat.xfers; e.budget < 0 {
-												return nil, e.fail(ax.n, "axes", nil, "planning the grid builds more than %d transfers (the schedules of its distinct collectives); split the grid", e.maxBuild)
+											pt := Point{Index: len(g.points), Arch: sys.gen.String(), Switch: sys.family.String(), System: sys.name,
+												Devices: sys.devices, Nodes: nv.v, Topology: sys.kind.String(), Ranks: ranks, RanksPer: rpd.v, Model: model.v,
+												Endpoints: ends.String(), LinkBW: bw.v, LinkLatency: lat.v, Op: op.v, Algo: algo.v, Dtype: dt.v,
+												Size: size, Mode: mode, Seed: seed}
+											if mode == "timing" {
+												pt.Seed = 0
 											}
-											if mode == "functional" {
-												if sc.memNeed, err = cluster.FunctionalMemory(o, a, ranks, t, []int64{size}, enc.Options{}); err != nil {
+											if nv.v > 1 {
+												pt.EFA = efaOf(efa.s)
+											}
+											fk := [7]int64{int64(o), int64(a), int64(ranks), size, int64(t), int64(opts.GroupSize), flat}
+											sc, ok := scheds[fk]
+											if !ok {
+												sch, err := enc.Build(o, a, ranks, size, t.Size(), opts)
+												if err != nil {
 													return nil, e.impossible(sz, sys, rpd.v, op.v, algo.v, dt.v, size, err)
 												}
+												sc.feat = featuresOf(sch)
+												if e.budget -= sc.feat.xfers; e.budget < 0 {
+													return nil, e.fail(ax.n, "axes", nil, "planning the grid builds more than %d transfers (the schedules of its distinct collectives); split the grid", e.maxBuild)
+												}
+												if mode == "functional" {
+													if sc.memNeed, err = cluster.FunctionalMemory(o, a, ranks, t, []int64{size}, opts); err != nil {
+														return nil, e.impossible(sz, sys, rpd.v, op.v, algo.v, dt.v, size, err)
+													}
+												}
+												scheds[fk] = sc
 											}
-											scheds[fk] = sc
-										}
-										f := sc.feat
-										f.gen, f.devices, f.functional, f.model, f.dtype = sys.gen, sys.devices, mode == "functional", m, t
-										f.engines = collective.Calibrated(sys.gen).Engines
-										if ends == fabric.EndpointsIdeal {
-											f.engines = collective.Ideal().Engines
-										}
-										sp := spec{gen: sys.gen, family: sys.family, tables: sys.tables, kind: sys.kind, params: p,
-											op: o, algo: a, dtype: t, timing: mode == "timing", feat: f, sysNode: sys.n, sysPath: sys.path,
-											whatIf: raw.WhatIf || sys.name != "" && sys.devices > hwarch.MaxNeuronDevices}
-										if !sp.timing {
-											if err := memLimit.Check(fmt.Sprintf("mode functional: %s of %d B on %d ranks", op.v, size, ranks), sc.memNeed); err != nil {
-												return nil, e.fail(sz.n, sz.p, err, "")
+											f := sc.feat
+											f.gen, f.devices, f.functional, f.model, f.dtype = sys.gen, sys.devices*nv.v, mode == "functional", m, t
+											f.engines = collective.Calibrated(sys.gen).Engines
+											if ends == fabric.EndpointsIdeal {
+												f.engines = collective.Ideal().Engines
 											}
-											sp.memNeed = sc.memNeed
+											sp := spec{gen: sys.gen, family: sys.family, tables: sys.tables, kind: sys.kind, params: p,
+												op: o, algo: a, dtype: t, timing: mode == "timing", feat: f, sysNode: sys.n, sysPath: sys.path, opts: opts,
+												whatIf: raw.WhatIf || sys.name != "" && sys.devices > hwarch.MaxNeuronDevices}
+											if !sp.timing {
+												if err := memLimit.Check(fmt.Sprintf("mode functional: %s of %d B on %d ranks", op.v, size, ranks), sc.memNeed); err != nil {
+													return nil, e.fail(sz.n, sz.p, err, "")
+												}
+												sp.memNeed = sc.memNeed
+											}
+											pt.Hash = hashHex(pt.canonical())
+											g.points = append(g.points, pt)
+											g.specs = append(g.specs, sp)
+											g.groups = append(g.groups, group)
 										}
-										pt.Hash = hashHex(pt.canonical())
-										g.points = append(g.points, pt)
-										g.specs = append(g.specs, sp)
-										g.groups = append(g.groups, group)
 									}
 								}
 							}
@@ -713,6 +836,7 @@ func (e *expander) bringUp(g *Grid) error {
 		gen     hwarch.Generation
 		family  hwarch.SwitchFamily
 		devices int
+		nodes   int
 		kind    fabric.Kind
 		rpd     int
 		ends    fabric.Endpoints
@@ -723,7 +847,7 @@ func (e *expander) bringUp(g *Grid) error {
 	var order []key
 	for i := range g.points {
 		p, s := &g.points[i], &g.specs[i]
-		k := key{s.gen, s.family, p.Devices, s.kind, p.RanksPer, s.params.Endpoints, s.timing}
+		k := key{s.gen, s.family, p.Devices, p.Nodes, s.kind, p.RanksPer, s.params.Endpoints, s.timing}
 		if _, ok := first[k]; !ok {
 			first[k] = i
 			order = append(order, k)
@@ -735,18 +859,27 @@ func (e *expander) bringUp(g *Grid) error {
 	for _, k := range order {
 		i := first[k]
 		p, s := &g.points[i], &g.specs[i]
-		params := s.params
-		_, err := cluster.New(cluster.Config{Generation: s.gen, Devices: p.Devices, Switch: s.family, Kind: s.kind, Params: &params,
-			TimingOnly: s.timing, RanksPerDevice: p.RanksPer, BufferBytes: need[k], WhatIf: s.whatIf})
+		_, err := cluster.New(s.config(p, need[k]))
 		if err != nil {
 			where := fmt.Sprintf("%d %s devices on %s", p.Devices, p.Arch, p.Topology)
 			if p.System != "" {
 				where = p.System
 			}
+			if p.Nodes > 1 {
+				where = fmt.Sprintf("%d nodes of %s", p.Nodes, where)
+			}
 			return e.fail(s.sysNode, s.sysPath, err, "impossible system: %s with %d ranks per device and %d B of buffers per rank (point %d and the others of that system) cannot be brought up", where, p.RanksPer, need[k], i)
 		}
 	}
 	return nil
+}
+
+// config is the cluster point p runs on, with buffers of need bytes per
+// rank: p.Nodes copies of its system of p.Devices devices.
+func (s *spec) config(p *Point, need uint64) cluster.Config {
+	params := s.params
+	return cluster.Config{Generation: s.gen, Devices: p.Devices * p.Nodes, Nodes: p.Nodes, Switch: s.family, Kind: s.kind, Params: &params,
+		TimingOnly: s.timing, RanksPerDevice: p.RanksPer, BufferBytes: need, WhatIf: s.whatIf}
 }
 
 // impossible is the error of a point enc.Build or the memory estimate refuses.
@@ -755,25 +888,34 @@ func (e *expander) impossible(sz sizeVal, sys system, rpd int, op, algo, dtype s
 	if sys.name != "" {
 		where = sys.name
 	}
+	if sys.nodes > 1 {
+		where = fmt.Sprintf("%d nodes of %s", sys.nodes, where)
+	}
 	return e.fail(sz.n, sz.p, err, "impossible point: %s %s (%s) of %d B on %s × %d ranks per device", algo, op, dtype, size, where, rpd)
 }
 
 // checkFabric builds the topology of sys once with p's parameters checked
 // (p.Validate), so that a topology the device count cannot have (a 2D torus
 // of 6 devices) is refused before anything runs.
-func (e *expander) checkFabric(cache map[string]error, sys system, p fabric.Params) error {
-	if err := p.Validate(sys.kind); err != nil {
-		return e.fail(sys.n, sys.path, err, "impossible system: %s of %d %s devices", sys.kind, sys.devices, sys.gen)
+func (e *expander) checkFabric(cache map[string]error, sys system, nodes int, p fabric.Params) error {
+	what := fmt.Sprintf("%s of %d %s devices", sys.kind, sys.devices, sys.gen)
+	if nodes > 1 {
+		what = fmt.Sprintf("%d nodes of %s", nodes, what)
 	}
-	// The topology's shape does not depend on the link timing or model.
-	key := fmt.Sprintf("%v/%d/%v", sys.gen, sys.devices, sys.kind)
+	if err := p.Validate(sys.kind); err != nil {
+		return e.fail(sys.n, sys.path, err, "impossible system: %s", what)
+	}
+	// The topology's shape does not depend on the link timing or model
+	// (nor on the EFA network's timing; its shape is the grid's one efa
+	// block on the generation's defaults).
+	key := fmt.Sprintf("%v/%d/%v/%d", sys.gen, sys.devices, sys.kind, nodes)
 	err, done := cache[key]
 	if !done {
-		_, err = fabric.Build(sys.kind, sys.gen, sys.devices, p)
+		_, err = fabric.BuildNodes(sys.kind, sys.gen, sys.devices*nodes, nodes, p)
 		cache[key] = err
 	}
 	if err != nil {
-		return e.fail(sys.n, sys.path, err, "impossible system: %s of %d %s devices", sys.kind, sys.devices, sys.gen)
+		return e.fail(sys.n, sys.path, err, "impossible system: %s", what)
 	}
 	return nil
 }
@@ -884,6 +1026,171 @@ func (e *expander) systems(family *hwarch.SwitchFamily) ([]system, error) {
 		seen[key] = i
 	}
 	return out, nil
+}
+
+// efaBlock is the grid's efa block read into the EFA settings (without
+// the node count), with where each key was given.
+type efaBlock struct {
+	s     fabric.EFASettings
+	at    map[fabric.EFASetting]*yaml.Node
+	nodes *yaml.Node // the nodes value being checked
+	path  string     // its path: axes.nodes[i], or axes with the axis left out
+}
+
+// efaKeys spells the EFA settings as the grid's keys (a node count as the
+// nodes value being checked).
+func (b *efaBlock) name(s fabric.EFASetting) string {
+	if s == fabric.SettingNodes {
+		return b.path
+	}
+	return "efa." + [...]string{fabric.SettingNetwork: "network",
+		fabric.SettingOversubscription: "oversubscription", fabric.SettingBandwidth: "bandwidth",
+		fabric.SettingLatency: "latency_ns", fabric.SettingLeafPorts: "leaf_ports",
+		fabric.SettingSpines: "spines", fabric.SettingDevicesPerNIC: "devices_per_nic"}[s]
+}
+
+// efaError positions an error of fabric.EFASettings at the key it names.
+func (e *expander) efaError(b *efaBlock, err error) error {
+	var se *fabric.EFASettingError
+	if !errors.As(err, &se) {
+		return e.fail(e.raw.Axes.n, "axes", err, "")
+	}
+	path := b.name(se.Setting)
+	n := b.at[se.Setting]
+	if se.Setting == fabric.SettingNodes {
+		n = b.nodes
+	}
+	var ue *units.Error
+	if errors.As(err, &ue) {
+		return e.fail(n, path, err, "")
+	}
+	msg := strings.TrimLeft(strings.TrimPrefix(err.Error(), path), " :")
+	return e.d.ErrorWith(n, path, msg, errors.Join(err, ErrGrid))
+}
+
+// efaSettings reads the efa block: each word parsed (and a time
+// converted) by internal/units; the ranges are fabric.EFASettings.Check's.
+func (e *expander) efaSettings() (*efaBlock, error) {
+	b := &efaBlock{at: map[fabric.EFASetting]*yaml.Node{}}
+	r := e.raw.EFA
+	if r == nil {
+		return b, nil
+	}
+	for _, k := range []struct {
+		set fabric.EFASetting
+		w   word
+	}{{fabric.SettingNetwork, r.Network}, {fabric.SettingOversubscription, r.Oversubscription}, {fabric.SettingBandwidth, r.Bandwidth},
+		{fabric.SettingLatency, r.LatencyNS}, {fabric.SettingLeafPorts, r.LeafPorts}, {fabric.SettingSpines, r.Spines},
+		{fabric.SettingDevicesPerNIC, r.DevicesPerNIC}} {
+		if k.w.n == nil {
+			continue
+		}
+		b.at[k.set] = k.w.n
+		path := b.name(k.set)
+		bad := func(err error) error { return e.fail(k.w.n, path, err, "") }
+		switch k.set {
+		case fabric.SettingNetwork:
+			nw, err := fabric.ParseEFANetwork(k.w.s)
+			if err != nil {
+				return nil, e.fail(k.w.n, path, err, "%q", k.w.s)
+			}
+			b.s.Network = &nw
+		case fabric.SettingOversubscription:
+			v, err := units.ParseFloat(path, k.w.s)
+			if err != nil {
+				return nil, bad(err)
+			}
+			b.s.Oversubscription = &v
+		case fabric.SettingBandwidth:
+			v, err := units.ParseBandwidth(path, k.w.s)
+			if err != nil {
+				return nil, bad(err)
+			}
+			b.s.Bandwidth = &v
+		case fabric.SettingLatency:
+			f, err := units.ParseFloat(path, k.w.s)
+			if err != nil {
+				return nil, bad(err)
+			}
+			ps, err := units.NanosecondsToPS(path, f)
+			if err != nil {
+				return nil, bad(err)
+			}
+			b.s.Latency = &ps
+		default:
+			v, err := units.ParseInt(path, k.w.s, math.MinInt32, math.MaxInt32)
+			if err != nil {
+				return nil, bad(err)
+			}
+			n := int(v)
+			switch k.set {
+			case fabric.SettingLeafPorts:
+				b.s.LeafPorts = &n
+			case fabric.SettingSpines:
+				b.s.Spines = &n
+			default:
+				b.s.DevicesPerNIC = &n
+			}
+		}
+	}
+	return b, nil
+}
+
+// nodes reads the nodes axis (default 1) and the efa block, and checks
+// both for every system's devices per node through
+// fabric.EFASettings.Check, as fabric sweep --nodes and a scenario's
+// system.nodes and system.efa are: each count 1..the fabric's devices, the
+// efa keys each in range and refused when every point has one node (one
+// node has no EFA network).
+func (e *expander) nodes(systems []system) ([]intVal, *efaBlock, error) {
+	vals, err := e.ints(AxisNodes, math.MinInt32, math.MaxInt32, []int{1})
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := e.efaSettings()
+	if err != nil {
+		return nil, nil, err
+	}
+	var perNode []int
+	seen := map[int]bool{}
+	for _, s := range systems {
+		if !seen[s.devices] {
+			seen[s.devices] = true
+			perNode = append(perNode, s.devices)
+		}
+	}
+	several := false
+	for _, v := range vals {
+		several = several || v.v > 1
+	}
+	for _, v := range vals {
+		b.nodes, b.path = v.n, v.p
+		if e.raw.Axes.lists[AxisNodes] == nil {
+			b.path = "axes." + AxisNodes
+		}
+		s := b.s
+		s.Nodes = v.v
+		if v.v == 1 && several {
+			// The overrides apply to the other counts' points.
+			s = fabric.EFASettings{Nodes: 1}
+		}
+		if err := s.Check(perNode, b.name); err != nil {
+			if v.v == 1 && !several {
+				var se *fabric.EFASettingError
+				if errors.As(err, &se) && se.Setting != fabric.SettingNodes {
+					// Name where the node count comes from.
+					where := fmt.Sprintf("axes.%s is [1]", AxisNodes)
+					if e.raw.Axes.lists[AxisNodes] == nil {
+						where = fmt.Sprintf("axes.%s is left out (1)", AxisNodes)
+					}
+					n := b.at[se.Setting]
+					return nil, nil, e.d.ErrorWith(n, b.name(se.Setting), fmt.Sprintf("every point has one node (%s), which has no EFA network; the efa block applies to points of 2 or more nodes", where), errors.Join(err, ErrGrid))
+				}
+			}
+			return nil, nil, e.efaError(b, err)
+		}
+	}
+	return vals, b, nil
 }
 
 type intVal struct {

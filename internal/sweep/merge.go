@@ -139,6 +139,16 @@ func (gr *group) report(i int) *nccom.Report {
 	if p.System != "" {
 		rep.Extra["system"] = p.System
 	}
+	if p.Nodes > 1 {
+		// Several nodes: the node count and the EFA network's overrides
+		// ("default": the generation's), as fabric sweep --nodes' report
+		// has nodes and efa_network. A group of one node has none, as
+		// before the nodes axis.
+		rep.Extra["nodes"] = p.Nodes
+		for _, kv := range p.EFA.lines() {
+			rep.Extra[strings.ReplaceAll(kv[0], ".", "_")] = kv[1]
+		}
+	}
 	if p.Mode == "functional" {
 		rep.Extra["seed"] = p.Seed
 	}
@@ -156,6 +166,9 @@ func (gr *group) title() string {
 	sys := p.System
 	if sys == "" {
 		sys = fmt.Sprintf("%s × %d %s", p.Topology, p.Devices, p.Arch)
+	}
+	if p.Nodes > 1 {
+		sys = fmt.Sprintf("%d nodes of %s", p.Nodes, sys)
 	}
 	s := fmt.Sprintf("%s %s %s on %s, %s, %s model", p.Op, p.Algo, p.Dtype, sys, units.Plural(int64(p.Ranks), "rank", "ranks"), p.Model)
 	if p.LinkBW != nil {
@@ -198,7 +211,7 @@ func (f *Folder) ReportJSON() ([]byte, error) {
 // Columns are points.csv's header (and the SQLite table's columns): the
 // index and hash, every axis, then the results.
 var Columns = []string{
-	"index", "hash", "system", "arch", "switch", "devices", "topology", "ranks_per_device", "ranks",
+	"index", "hash", "system", "arch", "switch", "devices", "nodes", "topology", "ranks_per_device", "ranks",
 	"model", "endpoints", "link_bw_Bps", "link_latency_ps", "op", "algo", "dtype", "size_B", "mode", "seed",
 	"status", "count_elems", "time_ps", "time_avg_us", "algbw_GBps", "busbw_GBps", "algorithm", "error",
 }
@@ -217,7 +230,7 @@ func (f *Folder) Records() [][]string {
 	var out [][]string
 	for _, r := range f.Results {
 		p := r.Point
-		rec := []string{strconv.Itoa(p.Index), p.Hash, p.System, p.Arch, p.Switch, strconv.Itoa(p.Devices), p.Topology,
+		rec := []string{strconv.Itoa(p.Index), p.Hash, p.System, p.Arch, p.Switch, strconv.Itoa(p.Devices), strconv.Itoa(p.Nodes), p.Topology,
 			strconv.Itoa(p.RanksPer), strconv.Itoa(p.Ranks), p.Model, p.Endpoints, opt(p.LinkBW), opt(p.LinkLatency),
 			p.Op, p.Algo, p.Dtype, strconv.FormatInt(p.Size, 10), p.Mode, strconv.FormatUint(p.Seed, 10), string(r.Status)}
 		if r.Row != nil {

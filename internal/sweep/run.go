@@ -294,7 +294,7 @@ func readManifest(dir string) (*manifest, error) {
 // computeHash is the grid's hash from its outputs and points.
 func (g *Grid) computeHash() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "neuronsim sweep grid\nformat=%d\nplots=%t\n", Format, g.Outputs.Plots)
+	fmt.Fprintf(&b, "neuronsim sweep grid\nformat=%d\nplots=%t\n", HashFormat, g.Outputs.Plots)
 	for _, p := range g.points {
 		b.WriteString(p.Hash)
 		b.WriteByte('\n')
@@ -416,18 +416,17 @@ func (g *Grid) runPoint(i int) (row Row, err error) {
 		}
 	}
 	p, s := &g.points[i], &g.specs[i]
-	params := s.params
-	need, err := cluster.BufferNeed(s.op, s.algo, p.Ranks, s.dtype, []int64{p.Size}, enc.Options{})
+	need, err := cluster.BufferNeed(s.op, s.algo, p.Ranks, s.dtype, []int64{p.Size}, s.opts)
 	if err != nil {
 		return row, err
 	}
-	c, err := cluster.New(cluster.Config{Generation: s.gen, Devices: p.Devices, Switch: s.family, Kind: s.kind, Params: &params,
-		TimingOnly: s.timing, RanksPerDevice: p.RanksPer, BufferBytes: need, WhatIf: s.whatIf})
+	cfg := s.config(p, need)
+	c, err := cluster.New(cfg)
 	if err != nil {
 		return row, err
 	}
 	defer c.Exec.Release()
-	sch, err := enc.Build(s.op, s.algo, p.Ranks, p.Size, s.dtype.Size(), enc.Options{})
+	sch, err := enc.Build(s.op, s.algo, p.Ranks, p.Size, s.dtype.Size(), s.opts)
 	if err != nil {
 		return row, err
 	}
@@ -439,7 +438,7 @@ func (g *Grid) runPoint(i int) (row Row, err error) {
 		}
 		timePS = res.TimePS
 	} else {
-		res, err := c.Check(sch, s.dtype, p.Seed, enc.Options{})
+		res, err := c.Check(sch, s.dtype, p.Seed, s.opts)
 		if err != nil {
 			return row, err
 		}

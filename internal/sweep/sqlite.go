@@ -20,7 +20,7 @@ const SQLiteTable = "points"
 
 // sqliteTypes are Columns' SQL types.
 var sqliteTypes = map[string]string{
-	"index": "INTEGER", "devices": "INTEGER", "ranks_per_device": "INTEGER", "ranks": "INTEGER",
+	"index": "INTEGER", "devices": "INTEGER", "nodes": "INTEGER", "ranks_per_device": "INTEGER", "ranks": "INTEGER",
 	"link_bw_Bps": "INTEGER", "link_latency_ps": "INTEGER", "size_B": "INTEGER", "seed": "INTEGER",
 	"count_elems": "INTEGER", "time_ps": "INTEGER",
 	"time_avg_us": "REAL", "algbw_GBps": "REAL", "busbw_GBps": "REAL",
@@ -97,7 +97,7 @@ func sqliteValues(r *PointResult) []any {
 	if p.System == "" {
 		sys = nil
 	}
-	vals := []any{p.Index, p.Hash, sys, p.Arch, p.Switch, p.Devices, p.Topology, p.RanksPer, p.Ranks,
+	vals := []any{p.Index, p.Hash, sys, p.Arch, p.Switch, p.Devices, p.Nodes, p.Topology, p.RanksPer, p.Ranks,
 		p.Model, p.Endpoints, opt(p.LinkBW), opt(p.LinkLatency), p.Op, p.Algo, p.Dtype, p.Size, p.Mode, int64(p.Seed), string(r.Status)} // the grid bounds the seed to 2^63-1
 	if r.Row != nil {
 		vals = append(vals, r.Row.Count, int64(r.Row.TimePS), r.Row.TimeUS, r.Row.AlgBW, r.Row.BusBW, r.Row.Algorithm, nil)
