@@ -43,7 +43,7 @@ func TestGridExpansion(t *testing.T) {
 		got = append(got, fmt.Sprintf("%d %s %s %s %d", p.Devices, p.Topology, p.Model, p.Op, p.Size))
 		h := sha256.Sum256([]byte(p.canonical()))
 		assert.Equal(t, hex.EncodeToString(h[:8]), p.Hash)
-		assert.Contains(t, p.canonical(), fmt.Sprintf("format=%d\n", Format))
+		assert.Contains(t, p.canonical(), fmt.Sprintf("format=%d\n", HashFormat))
 	}
 	assert.Equal(t, []string{
 		"2 ring aware all_reduce 1024", "2 ring aware all_reduce 65536", "2 ring aware all_gather 1024", "2 ring aware all_gather 65536",

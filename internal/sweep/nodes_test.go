@@ -1,0 +1,139 @@
+package sweep
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/neuronsim/neuronsim/internal/strictyaml"
+	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/sim/fabric"
+)
+
+// TestExistingGridHashes: the nodes axis leaves the hashes of the grids of
+// one node as they were: the example grid's hash and its first point's
+// (before the nodes axis: 5dabcd65c6d168e0 and b762762fdbfff9d0), so a
+// results folder's points keep their names.
+func TestExistingGridHashes(t *testing.T) {
+	g, err := LoadGrid("../../scenarios/sweeps/example.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, "5dabcd65c6d168e0", g.Hash())
+	assert.Equal(t, "b762762fdbfff9d0", g.Points()[0].Hash)
+	for _, p := range g.Points() {
+		assert.Equal(t, 1, p.Nodes)
+		assert.Nil(t, p.EFA)
+		assert.NotContains(t, p.canonical(), "nodes")
+	}
+	// nodes: [1] is the default: the same grid.
+	src := "arch: cayman\naxes:\n  devices: [2]\n  ops: [all_reduce]\n  sizes: [64K]\n"
+	one := mustGrid(t, src)
+	assert.Equal(t, one.Hash(), mustGrid(t, strings.Replace(src, "axes:\n", "axes:\n  nodes: [1]\n", 1)).Hash())
+}
+
+// TestGridNodes: the nodes axis nests after the systems; a point of N
+// nodes has its system's devices per node, N × the ranks, the efa block's
+// overrides (and they, with the count, in its hash), and the collective
+// options of a node's ranks; its estimate counts every node's devices.
+func TestGridNodes(t *testing.T) {
+	src := "axes:\n  systems: [trn2-48xl]\n  nodes: [1, 2]\n  ops: [all_reduce]\n  algos: [auto]\n  sizes: [64K, 1M]\n"
+	efa := "efa:\n  network: fat-tree\n  bandwidth: 400Gbps\n  latency_ns: 20000\n"
+	g := mustGrid(t, src+efa)
+	pts := g.Points()
+	require.Len(t, pts, 4)
+	for i, want := range []struct{ nodes, ranks int }{{1, 16}, {1, 16}, {2, 32}, {2, 32}} {
+		p, s := pts[i], g.specs[i]
+		assert.Equal(t, [3]int{16, want.nodes, want.ranks}, [3]int{p.Devices, p.Nodes, p.Ranks}, "point %d", i)
+		assert.Equal(t, 16*want.nodes, s.feat.devices, "point %d: the estimate's devices are every node's", i)
+		cfg := s.config(&p, 0)
+		assert.Equal(t, [2]int{32 / 2 * want.nodes, want.nodes}, [2]int{cfg.Devices, cfg.Nodes})
+		if want.nodes == 1 {
+			assert.Nil(t, p.EFA, "one node has no EFA network")
+			assert.Zero(t, s.opts.GroupSize)
+			continue
+		}
+		require.NotNil(t, p.EFA)
+		assert.Equal(t, "fat-tree", *p.EFA.Network)
+		assert.Equal(t, uint64(50e9), *p.EFA.Bandwidth)
+		assert.Equal(t, uint64(20e6), *p.EFA.LatencyPS)
+		assert.Equal(t, 16, s.opts.GroupSize, "a node's ranks")
+		assert.Equal(t, fabric.FatTree, s.params.EFA.Network, "applied")
+		assert.Equal(t, uint64(50e9), s.params.EFA.NICBandwidth, "applied")
+		assert.Contains(t, p.canonical(), "nodes=\"2\"\n")
+	}
+	assert.Greater(t, g.specs[2].feat.work(), g.specs[0].feat.work(), "twice the devices cost more")
+	// The one-node points are the same without the efa block; the others
+	// are not, and differ by any override.
+	plain := mustGrid(t, src)
+	assert.Equal(t, plain.Points()[0].Hash, pts[0].Hash)
+	assert.NotEqual(t, plain.Points()[2].Hash, pts[2].Hash)
+	other := mustGrid(t, src+strings.Replace(efa, "20000", "21000", 1))
+	assert.NotEqual(t, other.Points()[2].Hash, pts[2].Hash)
+	// Seen from a results folder: the manifest's points read back.
+	dir := t.TempDir()
+	require.NoError(t, g.prepare(dir))
+	m, err := readManifest(dir)
+	require.NoError(t, err)
+	assert.Equal(t, pts, m.Points)
+}
+
+// TestGridNodesErrors: a bad node count or efa block is refused by
+// fabric.EFASettings.Check (or Apply), positioned at its value.
+func TestGridNodesErrors(t *testing.T) {
+	base := "axes:\n  systems: [trn2-48xl]\n  ops: [all_reduce]\n  sizes: [1M]\n"
+	with := func(nodes, efa string) string {
+		s := base
+		if nodes != "" {
+			s = strings.Replace(s, "axes:\n", "axes:\n  nodes: "+nodes+"\n", 1)
+		}
+		if efa != "" {
+			s += "efa:\n" + efa
+		}
+		return s
+	}
+	tests := []struct {
+		name, src string
+		is        error
+		want      []string
+	}{
+		{"nodes 0", with("[0]", ""), units.ErrRange, []string{"grid.yaml:2:11", "axes.nodes[0]", "0"}},
+		{"nodes 0 among others", with("[2, 0]", ""), units.ErrRange, []string{"grid.yaml:2:14", "axes.nodes[1]"}},
+		{"nodes negative", with("[-2]", ""), units.ErrRange, []string{"grid.yaml:2:11", "axes.nodes[0]"}},
+		{"nodes not a number", with("[two]", ""), units.ErrSyntax, []string{"grid.yaml:2:11", "axes.nodes[0]", "two"}},
+		{"nodes twice", with("[2, 2]", ""), ErrGrid, []string{"grid.yaml:2:14", "axes.nodes[1]", "listed twice"}},
+		{"nodes past the fabric", with("[2000]", ""), fabric.ErrParams, []string{"grid.yaml:2:11", "axes.nodes[0]: 2000", "more than the fabric's"}},
+		{"efa key with the axis left out", with("", "  spines: 2\n"), fabric.ErrParams, []string{"grid.yaml:6:11", "efa.spines", "every point has one node", "left out"}},
+		{"efa key with one node", with("[1]", "  network: rail\n"), fabric.ErrParams, []string{"grid.yaml:7:12", "efa.network", "every point has one node", "[1]"}},
+		{"bandwidth without a unit", with("[2]", "  bandwidth: 400\n"), units.ErrSyntax, []string{"grid.yaml:7:14", "efa.bandwidth", "400"}},
+		{"bandwidth of a bad unit", with("[2]", "  bandwidth: 400Gbs\n"), units.ErrSyntax, []string{"grid.yaml:7:14", "efa.bandwidth", "400Gbs"}},
+		{"bandwidth zero", with("[2]", "  bandwidth: 0Gbps\n"), units.ErrRange, []string{"grid.yaml:7:14", "efa.bandwidth"}},
+		{"network unknown", with("[2]", "  network: torus\n"), fabric.ErrUnknownEFANetwork, []string{"grid.yaml:7:12", "efa.network", `"torus"`}},
+		{"oversubscription below 1", with("[2]", "  oversubscription: 0.5\n"), units.ErrRange, []string{"grid.yaml:7:21", "efa.oversubscription", "0.5"}},
+		{"leaf_ports 0", with("[2]", "  leaf_ports: 0\n"), units.ErrRange, []string{"grid.yaml:7:15", "efa.leaf_ports"}},
+		{"spines too many", with("[2]", "  spines: 100000\n"), units.ErrRange, []string{"grid.yaml:7:11", "efa.spines"}},
+		{"devices_per_nic not dividing", with("[2]", "  devices_per_nic: 3\n"), fabric.ErrParams, []string{"grid.yaml:7:20", "efa.devices_per_nic: 3", "does not divide the 16 devices"}},
+		{"latency below the path", with("[2]", "  latency_ns: 1\n"), fabric.ErrParams, []string{"grid.yaml:7:15", "efa.latency_ns: 1: below", "below"}},
+		{"latency negative", with("[2]", "  latency_ns: -1\n"), units.ErrRange, []string{"grid.yaml:7:15", "efa.latency_ns"}},
+		{"latency not a number", with("[2]", "  latency_ns: 5us\n"), units.ErrSyntax, []string{"grid.yaml:7:15", "efa.latency_ns", "5us"}},
+		{"unknown efa key", with("[2]", "  nics: 2\n"), strictyaml.ErrStrict, []string{"grid.yaml:7:3", `unknown key "nics"`}},
+		{"efa key a list", with("[2]", "  spines: [2]\n"), strictyaml.ErrStrict, []string{"grid.yaml:7:11", "efa.spines", "expected a single value"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := ParseGrid("grid.yaml", []byte(tc.src))
+			require.Error(t, err, "%v", g)
+			assert.ErrorIs(t, err, ErrGrid)
+			assert.ErrorIs(t, err, tc.is)
+			assert.True(t, strings.HasPrefix(err.Error(), "grid.yaml:"), err.Error())
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+			var se *fabric.EFASettingError
+			if errors.Is(tc.is, fabric.ErrParams) {
+				assert.True(t, errors.As(err, &se), "the error is fabric.EFASettings': %v", err)
+			}
+		})
+	}
+}
