@@ -49,7 +49,7 @@ func TestSweepPlanCLI(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, out, "grid "+g.Hash()+": 48 points in 24 groups\n")
 	for _, p := range g.Points() {
-		assert.Regexp(t, regexp.MustCompile(`(?m)^`+strconv.Itoa(p.Index)+` +`+p.Hash+` +cayman +[0-9]+ +ring +`), out)
+		assert.Regexp(t, regexp.MustCompile(`(?m)^`+strconv.Itoa(p.Index)+` +`+p.Hash+` +cayman +[0-9]+ +1 +ring +`), out)
 	}
 	assert.Regexp(t, `total: 48 points, estimated host time [0-9.]+ s with one worker, peak memory .* per worker`, out)
 

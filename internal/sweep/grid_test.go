@@ -230,6 +230,8 @@ func FuzzGrid(f *testing.F) {
 		"axes:\n  systems: [trn2-48xl]\n  ops: [alltoall]\n  algos: [mesh]\n  sizes: {min: 0, max: 64K, step: 16K}\n",
 		"arch: mariana\nswitch: v1\nmode: functional\nseed: 7\nendpoints: ideal\naxes:\n  devices: [2]\n  ops: [permute]\n  link_bw: [50GB/s]\n  link_latency: [500, 1us]\n  models: [free]\n  ranks_per_device: [2]\n  dtypes: [bf16]\n  sizes: [64]\n",
 		"arch: cayman\nwhat_if: true\naxes:\n  devices: [24]\n  topologies: [ring, chain, star]\n  ops: [all_reduce]\n  sizes: [4K]\noutputs:\n  plots: false\n",
+		"axes:\n  systems: [trn2-48xl]\n  nodes: [1, 2]\n  ops: [all_reduce]\n  algos: [auto, hier]\n  sizes: [64K]\nefa:\n  network: fat-tree\n  oversubscription: 2\n  bandwidth: 400Gbps\n  latency_ns: 20000\n  leaf_ports: 8\n  spines: 2\n  devices_per_nic: 2\n",
+		"arch: sunda\naxes:\n  devices: [2]\n  nodes: [2]\n  ops: [all_gather]\n  sizes: [4K]\nefa:\n  bandwidth: 400\n",
 		"axes: {}\n", "axes:\n  sizes: []\n", "- 1\n", "",
 	} {
 		f.Add(s)
