@@ -137,3 +137,12 @@ func TestGridNodesErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestNodesExampleGrid: scenarios/sweeps/nodes.yaml (docs/sweeps.md) is a
+// valid grid of one and two nodes.
+func TestNodesExampleGrid(t *testing.T) {
+	g, err := LoadGrid("../../scenarios/sweeps/nodes.yaml")
+	require.NoError(t, err)
+	require.Equal(t, 8, g.Len())
+	assert.Equal(t, [2]int{1, 2}, [2]int{g.Points()[0].Nodes, g.Points()[7].Nodes})
+}
