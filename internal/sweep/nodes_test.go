@@ -2,6 +2,8 @@ package sweep
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -145,4 +147,37 @@ func TestNodesExampleGrid(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 8, g.Len())
 	assert.Equal(t, [2]int{1, 2}, [2]int{g.Points()[0].Nodes, g.Points()[7].Nodes})
+}
+
+// TestFormatOneFolder: a results folder written before the nodes axis
+// (format 1: no nodes fields) goes on being used: its points, of one node,
+// have the same hashes, so a run skips every point done and merge writes
+// the outputs a new folder gets; a format-1 file holding a nodes field is
+// refused (it was never written).
+func TestFormatOneFolder(t *testing.T) {
+	g := mustGrid(t, "arch: cayman\naxes:\n  devices: [2, 4]\n  ops: [all_reduce]\n  sizes: [1K, 64K]\noutputs:\n  plots: false\n")
+	newDir, oldDir := t.TempDir(), t.TempDir()
+	run(t, g, newDir, All, 1)
+	merge(t, newDir)
+	// The folder format 1 wrote: the same files without the nodes fields.
+	for rel, data := range tree(t, newDir, HostDir, MergedDir) {
+		old := strings.NewReplacer(`"format":2`, `"format":1`, `"format": 2`, `"format": 1`, `"nodes":1,`, "", "  \"nodes\": 1,\n", "").Replace(data)
+		require.NotContains(t, old, `"nodes"`, rel)
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(oldDir, rel)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(oldDir, rel), []byte(old), 0o644))
+	}
+	st := run(t, g, oldDir, All, 1)
+	assert.Equal(t, RunStats{Points: 4, Skipped: 4}, st)
+	merge(t, oldDir)
+	want, got := tree(t, filepath.Join(newDir, MergedDir)), tree(t, filepath.Join(oldDir, MergedDir))
+	assert.Equal(t, want, got)
+
+	// A format-1 manifest with a nodes field is refused.
+	m := filepath.Join(oldDir, ManifestName)
+	data, err := os.ReadFile(m)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(m, []byte(strings.Replace(string(data), `"devices":2,`, `"devices":2,"nodes":1,`, 1)), 0o644))
+	_, err = Run(g, RunOptions{Dir: oldDir, Shard: All, Jobs: 1})
+	require.ErrorIs(t, err, ErrFolder)
+	assert.Contains(t, err.Error(), "format 1 has no nodes or efa fields")
 }

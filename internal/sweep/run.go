@@ -272,11 +272,16 @@ func readManifest(dir string) (*manifest, error) {
 	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("sweep: %s: not a sweep manifest: %v: %w", path, err, ErrFolder)
 	}
-	if m.Format != Format {
-		return nil, fmt.Errorf("sweep: %s: format %d; this neuronsim reads format %d: %w", path, m.Format, Format, ErrFolder)
+	if m.Format != Format && m.Format != formatOneNode {
+		return nil, fmt.Errorf("sweep: %s: format %d; this neuronsim reads formats %d and %d: %w", path, m.Format, formatOneNode, Format, ErrFolder)
 	}
 	if len(m.Points) > MaxPoints {
 		return nil, fmt.Errorf("sweep: %s: %d points; at most %d: %w", path, len(m.Points), MaxPoints, ErrFolder)
+	}
+	for i := range m.Points {
+		if err := upgradePoint(m.Format, &m.Points[i]); err != nil {
+			return nil, fmt.Errorf("sweep: %s: point %d: %v: %w", path, i, err, ErrFolder)
+		}
 	}
 	g := &Grid{Outputs: m.Outputs, points: m.Points}
 	for i := range m.Points {
@@ -324,6 +329,26 @@ func resultPath(dir string, p *Point) string {
 	return filepath.Join(dir, PointsDir, p.Hash+".json")
 }
 
+// formatOneNode is the format of the manifests and result files written
+// before the nodes axis: their points have no nodes (one node) and no efa
+// fields. They are read as points of one node, whose hashes are the same
+// in both formats (HashFormat), so a results folder of format 1 goes on
+// being run and merged; the result files written into it are of Format.
+const formatOneNode = 1
+
+// upgradePoint reads a point of a file of format f as a point of Format:
+// format 1's points, which have no nodes field, are of one node.
+func upgradePoint(f int, p *Point) error {
+	if f != formatOneNode {
+		return nil
+	}
+	if p.Nodes != 0 || p.EFA != nil {
+		return fmt.Errorf("format %d has no nodes or efa fields", formatOneNode)
+	}
+	p.Nodes = 1
+	return nil
+}
+
 // errMalformed marks a result file that cannot be trusted.
 var errMalformed = errors.New("malformed result file")
 
@@ -350,9 +375,13 @@ func readResult(dir string, p *Point) (*Result, error) {
 	if dec.More() {
 		return nil, fmt.Errorf("%s: data after the result: %w", path, errMalformed)
 	}
+	if r.Format != Format && r.Format != formatOneNode {
+		return nil, fmt.Errorf("%s: format %d, not %d (or %d): %w", path, r.Format, Format, formatOneNode, errMalformed)
+	}
+	if err := upgradePoint(r.Format, &r.Point); err != nil {
+		return nil, fmt.Errorf("%s: %v: %w", path, err, errMalformed)
+	}
 	switch {
-	case r.Format != Format:
-		return nil, fmt.Errorf("%s: format %d, not %d: %w", path, r.Format, Format, errMalformed)
 	case !reflect.DeepEqual(r.Point, *p):
 		return nil, fmt.Errorf("%s: the result of another point: %w", path, errMalformed)
 	case (r.Row == nil) == (r.Error == ""):
