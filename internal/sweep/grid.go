@@ -35,6 +35,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/strictyaml"
 	"github.com/neuronsim/neuronsim/internal/units"
 	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
@@ -559,254 +560,53 @@ type optPS struct {
 	txt string
 }
 
+// fixedFields are a grid's fixed (non-axis) settings, read and checked.
+type fixedFields struct {
+	mode   string // timing or functional
+	ends   fabric.Endpoints
+	seed   uint64
+	family *hwarch.SwitchFamily // nil: each system's own
+}
+
+// axisValues are a grid's axes, read and checked, each with its default
+// when absent (sizes are read per op, dtype and rank count: expander.sizes).
+type axisValues struct {
+	systems            []system
+	nodes              []intVal
+	efa                *efaBlock
+	rpds               []intVal
+	models             []strVal
+	bws, lats          []optPS
+	ops, algos, dtypes []strVal
+}
+
+// expand turns the decoded grid into its points, in the axes' nesting
+// order, refusing a grid of too many points or any impossible point before
+// anything runs; then brings every distinct system up once (bringUp).
 func (e *expander) expand() (*Grid, error) {
-	raw := e.raw
-	ax := raw.Axes
 	g := &Grid{Outputs: Outputs{Plots: true}}
-	if raw.Outputs.Plots != nil {
-		g.Outputs.Plots = *raw.Outputs.Plots
+	if e.raw.Outputs.Plots != nil {
+		g.Outputs.Plots = *e.raw.Outputs.Plots
 	}
-
-	mode := "timing"
-	if raw.Mode.n != nil {
-		switch raw.Mode.s {
-		case "timing", "functional":
-			mode = raw.Mode.s
-		default:
-			return nil, e.fail(raw.Mode.n, "mode", nil, "%q: accepted words are timing|functional", raw.Mode.s)
-		}
-	}
-	ends := fabric.EndpointsReal
-	if raw.Endpoints.n != nil {
-		v, err := fabric.ParseEndpoints(raw.Endpoints.s)
-		if err != nil {
-			return nil, e.fail(raw.Endpoints.n, "endpoints", err, "%q", raw.Endpoints.s)
-		}
-		ends = v
-	}
-	var seed uint64 = 1
-	if raw.Seed.n != nil {
-		v, err := units.ParseInt("seed", raw.Seed.s, 0, math.MaxInt64)
-		if err != nil {
-			return nil, e.fail(raw.Seed.n, "seed", err, "")
-		}
-		seed = uint64(v)
-	}
-	if mode == "timing" && raw.Seed.n != nil {
-		return nil, e.fail(raw.Seed.n, "seed", nil, "mode timing moves no data; seed applies to mode functional")
-	}
-	var family *hwarch.SwitchFamily
-	if raw.Switch.n != nil {
-		v, err := hwarch.ParseSwitchFamily(raw.Switch.s)
-		if err != nil {
-			return nil, e.fail(raw.Switch.n, "switch", err, "%q", raw.Switch.s)
-		}
-		family = &v
-	}
-
-	systems, err := e.systems(family)
+	fx, err := e.fixed()
 	if err != nil {
 		return nil, err
 	}
-	nodes, efa, err := e.nodes(systems)
+	av, err := e.axes(fx)
 	if err != nil {
 		return nil, err
 	}
-	rpds, err := e.ints(AxisRanksPerDevice, 1, int64(hwarch.MaxNeuronDevices), []int{1})
-	if err != nil {
+	if err := e.checkCount(g, av); err != nil {
 		return nil, err
 	}
-	models, err := e.words(AxisModels, []string{"aware"}, func(s string) (string, error) {
-		m, err := fabric.ParseModel(s)
-		return m.String(), err
-	})
-	if err != nil {
-		return nil, err
-	}
-	bws, err := e.bandwidths()
-	if err != nil {
-		return nil, err
-	}
-	lats, err := e.latencies()
-	if err != nil {
-		return nil, err
-	}
-	if ends == fabric.EndpointsIdeal && (bws[0].v == nil || lats[0].v == nil) {
-		return nil, e.fail(raw.Endpoints.n, "endpoints", nil, "ideal (the α-β parity mode) needs the axes %s and %s, the model's B and α", AxisLinkBW, AxisLinkLatency)
-	}
-	ops, err := e.words(AxisOps, nil, func(s string) (string, error) {
-		o, err := enc.ParseOp(s)
-		return o.String(), err
-	})
-	if err != nil {
-		return nil, err
-	}
-	algos, err := e.words(AxisAlgos, []string{"auto"}, func(s string) (string, error) {
-		a, err := enc.ParseAlgo(s)
-		return a.String(), err
-	})
-	if err != nil {
-		return nil, err
-	}
-	dtypes, err := e.words(AxisDtypes, []string{"fp32"}, func(s string) (string, error) {
-		t, err := enc.ParseDtype(s)
-		return t.String(), err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if !ax.sizes.set {
-		return nil, e.fail(ax.n, "axes", nil, "missing axis %q (a list of sizes, or {min, max, factor|step})", AxisSizes)
-	}
-
-	// Count before expanding: the product of the axes, the sizes per
-	// combination at most their list's length or nccom's bound.
-	count := uint64(1)
-	for _, k := range []int{len(systems), len(nodes), len(rpds), len(models), len(bws), len(lats), len(ops), len(algos), len(dtypes)} {
-		count *= uint64(k)
-		if count > MaxPoints {
-			return nil, e.fail(ax.n, "axes", nil, "more than %d points (the product of the axes); split the grid", MaxPoints)
-		}
-	}
-	// Every combination of the axes but the size is a group, and a plot.
-	if g.Outputs.Plots && count > MaxPlots {
-		return nil, e.fail(ax.n, "outputs.plots", nil, "%d groups of points (every combination of the axes but the size) would draw %d plots; at most %d (set outputs.plots: false)", count, count, MaxPlots)
-	}
-	// The sizes of a group: the list's, or the range's before its rounding
-	// to each op's granule (which can only merge sizes).
-	perGroup := e.sizeCount()
-	if count*uint64(perGroup) > MaxPoints {
-		return nil, e.fail(ax.n, "axes", nil, "%d groups × %d sizes: more than %d points; split the grid", count, perGroup, MaxPoints)
-	}
-
-	memLimit := memLimit()
-	fabricOK := map[string]error{}
-	type sched struct {
-		feat    features
-		memNeed uint64
-	}
-	// by op, algo, ranks, size, dtype, and the options: the group size
-	// (a node's ranks) and the generation's policy
-	scheds := map[[7]int64]sched{}
-	for _, sys := range systems {
-		for _, nv := range nodes {
+	b := &pointBuilder{e: e, g: g, fx: fx, av: av, memLimit: memLimit(), fabricOK: map[string]error{}, scheds: map[[7]int64]sched{}}
+	for _, sys := range av.systems {
+		for _, nv := range av.nodes {
 			sys := sys
 			sys.nodes = nv.v
-			for _, rpd := range rpds {
-				ranks := sys.devices * nv.v * rpd.v
-				geo := hwarch.MustGeometry(sys.gen)
-				if rpd.v > geo.NeuronCores {
-					return nil, e.fail(rpd.n, rpd.p, nil, "%d ranks per device: a %s device has %d NeuronCores", rpd.v, sys.gen, geo.NeuronCores)
-				}
-				// The cluster's shape decides the collectives' options: over
-				// several nodes a node's ranks are the group size of hier
-				// and of auto's choice (cluster.Config.CollectiveOptions),
-				// as fabric sweep --nodes and a scenario's system.nodes.
-				shape := cluster.Config{Generation: sys.gen, Devices: sys.devices * nv.v, Nodes: nv.v, RanksPerDevice: rpd.v}
-				opts := shape.CollectiveOptions(enc.Options{})
-				var flat int64
-				if opts.Policy.FlatRing {
-					flat = 1
-				}
-				for _, model := range models {
-					m, _ := fabric.ParseModel(model.v)
-					for _, bw := range bws {
-						for _, lat := range lats {
-							var p fabric.Params
-							if ends == fabric.EndpointsIdeal {
-								p = cluster.IdealParams(sys.gen, sys.tables, m, *bw.v, *lat.v)
-							} else {
-								p = cluster.DefaultParams(sys.gen, sys.tables)
-								p.Model = m
-								lt := cluster.LinkTiming{}
-								if bw.v != nil {
-									lt.Bandwidth, lt.SetBandwidth = *bw.v, true
-								}
-								if lat.v != nil {
-									lt.Latency, lt.SetLatency = *lat.v, true
-								}
-								lt.Apply(&p)
-							}
-							if nv.v > 1 {
-								if err := efa.s.Apply(&p, efa.name); err != nil {
-									return nil, e.efaError(efa, err)
-								}
-							}
-							if err := e.checkFabric(fabricOK, sys, nv.v, p); err != nil {
-								return nil, err
-							}
-							for _, op := range ops {
-								o, _ := enc.ParseOp(op.v)
-								for _, algo := range algos {
-									a, _ := enc.ParseAlgo(algo.v)
-									for _, dt := range dtypes {
-										t, _ := enc.ParseDtype(dt.v)
-										sizes, err := e.sizes(o, t, ranks)
-										if err != nil {
-											return nil, err
-										}
-										group := len(g.groups)
-										if len(g.points) > 0 {
-											group = g.groups[len(g.groups)-1] + 1
-										}
-										for _, sz := range sizes {
-											size := sz.v
-											if len(g.points) >= MaxPoints {
-												return nil, e.fail(ax.n, "axes", nil, "more than %d points; split the grid", MaxPoints)
-											}
-											pt := Point{Index: len(g.points), Arch: sys.gen.String(), Switch: sys.family.String(), System: sys.name,
-												Devices: sys.devices, Nodes: nv.v, Topology: sys.kind.String(), Ranks: ranks, RanksPer: rpd.v, Model: model.v,
-												Endpoints: ends.String(), LinkBW: bw.v, LinkLatency: lat.v, Op: op.v, Algo: algo.v, Dtype: dt.v,
-												Size: size, Mode: mode, Seed: seed}
-											if mode == "timing" {
-												pt.Seed = 0
-											}
-											if nv.v > 1 {
-												pt.EFA = efaOf(efa.s)
-											}
-											fk := [7]int64{int64(o), int64(a), int64(ranks), size, int64(t), int64(opts.GroupSize), flat}
-											sc, ok := scheds[fk]
-											if !ok {
-												sch, err := enc.Build(o, a, ranks, size, t.Size(), opts)
-												if err != nil {
-													return nil, e.impossible(sz, sys, rpd.v, op.v, algo.v, dt.v, size, err)
-												}
-												sc.feat = featuresOf(sch)
-												if e.budget -= sc.feat.xfers; e.budget < 0 {
-													return nil, e.fail(ax.n, "axes", nil, "planning the grid builds more than %d transfers (the schedules of its distinct collectives); split the grid", e.maxBuild)
-												}
-												if mode == "functional" {
-													if sc.memNeed, err = cluster.FunctionalMemory(o, a, ranks, t, []int64{size}, opts); err != nil {
-														return nil, e.impossible(sz, sys, rpd.v, op.v, algo.v, dt.v, size, err)
-													}
-												}
-												scheds[fk] = sc
-											}
-											f := sc.feat
-											f.gen, f.devices, f.functional, f.model, f.dtype = sys.gen, sys.devices*nv.v, mode == "functional", m, t
-											f.engines = collective.Calibrated(sys.gen).Engines
-											if ends == fabric.EndpointsIdeal {
-												f.engines = collective.Ideal().Engines
-											}
-											sp := spec{gen: sys.gen, family: sys.family, tables: sys.tables, kind: sys.kind, params: p,
-												op: o, algo: a, dtype: t, timing: mode == "timing", feat: f, sysNode: sys.n, sysPath: sys.path, opts: opts,
-												whatIf: raw.WhatIf || sys.name != "" && sys.devices > hwarch.MaxNeuronDevices}
-											if !sp.timing {
-												if err := memLimit.Check(fmt.Sprintf("mode functional: %s of %d B on %d ranks", op.v, size, ranks), sc.memNeed); err != nil {
-													return nil, e.fail(sz.n, sz.p, err, "")
-												}
-												sp.memNeed = sc.memNeed
-											}
-											pt.Hash = hashHex(pt.canonical())
-											g.points = append(g.points, pt)
-											g.specs = append(g.specs, sp)
-											g.groups = append(g.groups, group)
-										}
-									}
-								}
-							}
-						}
-					}
+			for _, rpd := range av.rpds {
+				if err := b.shape(sys, rpd); err != nil {
+					return nil, err
 				}
 			}
 		}
@@ -814,7 +614,7 @@ func (e *expander) expand() (*Grid, error) {
 	seen := make(map[string]int, len(g.points))
 	for i, p := range g.points {
 		if j, dup := seen[p.Hash]; dup {
-			return nil, e.fail(ax.n, "axes", nil, "points %d and %d are the same simulation (a value listed twice?)", j, i)
+			return nil, e.fail(e.raw.Axes.n, "axes", nil, "points %d and %d are the same simulation (a value listed twice?)", j, i)
 		}
 		seen[p.Hash] = i
 	}
@@ -823,6 +623,303 @@ func (e *expander) expand() (*Grid, error) {
 	}
 	g.hash = g.computeHash()
 	return g, nil
+}
+
+// fixed reads the grid's fixed fields: mode, endpoints, seed, switch.
+func (e *expander) fixed() (fixedFields, error) {
+	raw := e.raw
+	fx := fixedFields{mode: "timing", ends: fabric.EndpointsReal, seed: 1}
+	if raw.Mode.n != nil {
+		switch raw.Mode.s {
+		case "timing", "functional":
+			fx.mode = raw.Mode.s
+		default:
+			return fx, e.fail(raw.Mode.n, "mode", nil, "%q: accepted words are timing|functional", raw.Mode.s)
+		}
+	}
+	if raw.Endpoints.n != nil {
+		v, err := fabric.ParseEndpoints(raw.Endpoints.s)
+		if err != nil {
+			return fx, e.fail(raw.Endpoints.n, "endpoints", err, "%q", raw.Endpoints.s)
+		}
+		fx.ends = v
+	}
+	if raw.Seed.n != nil {
+		v, err := units.ParseInt("seed", raw.Seed.s, 0, math.MaxInt64)
+		if err != nil {
+			return fx, e.fail(raw.Seed.n, "seed", err, "")
+		}
+		fx.seed = uint64(v)
+	}
+	if fx.mode == "timing" && raw.Seed.n != nil {
+		return fx, e.fail(raw.Seed.n, "seed", nil, "mode timing moves no data; seed applies to mode functional")
+	}
+	if raw.Switch.n != nil {
+		v, err := hwarch.ParseSwitchFamily(raw.Switch.s)
+		if err != nil {
+			return fx, e.fail(raw.Switch.n, "switch", err, "%q", raw.Switch.s)
+		}
+		fx.family = &v
+	}
+	return fx, nil
+}
+
+// axes reads every axis, in the order of the grid's nesting.
+func (e *expander) axes(fx fixedFields) (av axisValues, err error) {
+	if av.systems, err = e.systems(fx.family); err != nil {
+		return av, err
+	}
+	if av.nodes, av.efa, err = e.nodes(av.systems); err != nil {
+		return av, err
+	}
+	if av.rpds, err = e.ints(AxisRanksPerDevice, 1, int64(hwarch.MaxNeuronDevices), []int{1}); err != nil {
+		return av, err
+	}
+	if av.models, err = e.words(AxisModels, []string{"aware"}, func(s string) (string, error) {
+		m, err := fabric.ParseModel(s)
+		return m.String(), err
+	}); err != nil {
+		return av, err
+	}
+	if av.bws, err = e.bandwidths(); err != nil {
+		return av, err
+	}
+	if av.lats, err = e.latencies(); err != nil {
+		return av, err
+	}
+	if fx.ends == fabric.EndpointsIdeal && (av.bws[0].v == nil || av.lats[0].v == nil) {
+		return av, e.fail(e.raw.Endpoints.n, "endpoints", nil, "ideal (the α-β parity mode) needs the axes %s and %s, the model's B and α", AxisLinkBW, AxisLinkLatency)
+	}
+	if av.ops, err = e.words(AxisOps, nil, func(s string) (string, error) {
+		o, err := enc.ParseOp(s)
+		return o.String(), err
+	}); err != nil {
+		return av, err
+	}
+	if av.algos, err = e.words(AxisAlgos, []string{"auto"}, func(s string) (string, error) {
+		a, err := enc.ParseAlgo(s)
+		return a.String(), err
+	}); err != nil {
+		return av, err
+	}
+	if av.dtypes, err = e.words(AxisDtypes, []string{"fp32"}, func(s string) (string, error) {
+		t, err := enc.ParseDtype(s)
+		return t.String(), err
+	}); err != nil {
+		return av, err
+	}
+	if !e.raw.Axes.sizes.set {
+		return av, e.fail(e.raw.Axes.n, "axes", nil, "missing axis %q (a list of sizes, or {min, max, factor|step})", AxisSizes)
+	}
+	return av, nil
+}
+
+// checkCount refuses a grid of too many points or plots before expanding
+// it: the product of the axes, the sizes per combination at most their
+// list's length or nccom's bound.
+func (e *expander) checkCount(g *Grid, av axisValues) error {
+	ax := e.raw.Axes
+	count := uint64(1)
+	for _, k := range []int{len(av.systems), len(av.nodes), len(av.rpds), len(av.models), len(av.bws), len(av.lats), len(av.ops), len(av.algos), len(av.dtypes)} {
+		count *= uint64(k)
+		if count > MaxPoints {
+			return e.fail(ax.n, "axes", nil, "more than %d points (the product of the axes); split the grid", MaxPoints)
+		}
+	}
+	// Every combination of the axes but the size is a group, and a plot.
+	if g.Outputs.Plots && count > MaxPlots {
+		return e.fail(ax.n, "outputs.plots", nil, "%d groups of points (every combination of the axes but the size) would draw %d plots; at most %d (set outputs.plots: false)", count, count, MaxPlots)
+	}
+	// The sizes of a group: the list's, or the range's before its rounding
+	// to each op's granule (which can only merge sizes).
+	if perGroup := e.sizeCount(); count*uint64(perGroup) > MaxPoints {
+		return e.fail(ax.n, "axes", nil, "%d groups × %d sizes: more than %d points; split the grid", count, perGroup, MaxPoints)
+	}
+	return nil
+}
+
+// sched is what planning keeps of one distinct schedule: its features for
+// the estimates and, in functional mode, the memory it needs.
+type sched struct {
+	feat    features
+	memNeed uint64
+}
+
+// pointBuilder appends a grid's points, one level of the axes' nesting per
+// method: the cluster's shape (system, nodes, ranks per device), its fabric
+// (model, link bandwidth, link latency), the collective (op, algo, dtype)
+// and its sizes.
+type pointBuilder struct {
+	e        *expander
+	g        *Grid
+	fx       fixedFields
+	av       axisValues
+	memLimit memlimit.Limit
+	fabricOK map[string]error
+	// scheds by op, algo, ranks, size, dtype, and the options: the group
+	// size (a node's ranks) and the generation's policy
+	scheds map[[7]int64]sched
+}
+
+// shapeOf is one cluster shape of the grid: a system on some nodes with
+// some ranks per device, and the collective options that shape gives.
+type shapeOf struct {
+	sys   system
+	rpd   int
+	ranks int
+	opts  enc.Options
+	flat  int64 // 1: the policy's flat ring (part of a schedule's key)
+}
+
+// shape adds the points of one system, node count and ranks per device.
+func (b *pointBuilder) shape(sys system, rpd intVal) error {
+	geo := hwarch.MustGeometry(sys.gen)
+	if rpd.v > geo.NeuronCores {
+		return b.e.fail(rpd.n, rpd.p, nil, "%d ranks per device: a %s device has %d NeuronCores", rpd.v, sys.gen, geo.NeuronCores)
+	}
+	// The cluster's shape decides the collectives' options: over several
+	// nodes a node's ranks are the group size of hier and of auto's choice
+	// (cluster.Config.CollectiveOptions), as fabric sweep --nodes and a
+	// scenario's system.nodes.
+	cfg := cluster.Config{Generation: sys.gen, Devices: sys.devices * sys.nodes, Nodes: sys.nodes, RanksPerDevice: rpd.v}
+	sh := shapeOf{sys: sys, rpd: rpd.v, ranks: sys.devices * sys.nodes * rpd.v, opts: cfg.CollectiveOptions(enc.Options{})}
+	if sh.opts.Policy.FlatRing {
+		sh.flat = 1
+	}
+	for _, model := range b.av.models {
+		for _, bw := range b.av.bws {
+			for _, lat := range b.av.lats {
+				p, err := b.params(sys, model.v, bw, lat)
+				if err != nil {
+					return err
+				}
+				if err := b.collectives(sh, model.v, p, bw, lat); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// params returns the fabric parameters of a system in model m with the
+// link timing of bw and lat (the parity mode's, with ideal endpoints) and,
+// over several nodes, the grid's EFA settings, checked once per system
+// and parameters.
+func (b *pointBuilder) params(sys system, model string, bw, lat optPS) (fabric.Params, error) {
+	m, _ := fabric.ParseModel(model)
+	var p fabric.Params
+	if b.fx.ends == fabric.EndpointsIdeal {
+		p = cluster.IdealParams(sys.gen, sys.tables, m, *bw.v, *lat.v)
+	} else {
+		p = cluster.DefaultParams(sys.gen, sys.tables)
+		p.Model = m
+		lt := cluster.LinkTiming{}
+		if bw.v != nil {
+			lt.Bandwidth, lt.SetBandwidth = *bw.v, true
+		}
+		if lat.v != nil {
+			lt.Latency, lt.SetLatency = *lat.v, true
+		}
+		lt.Apply(&p)
+	}
+	if sys.nodes > 1 {
+		if err := b.av.efa.s.Apply(&p, b.av.efa.name); err != nil {
+			return p, b.e.efaError(b.av.efa, err)
+		}
+	}
+	return p, b.e.checkFabric(b.fabricOK, sys, sys.nodes, p)
+}
+
+// collectives adds the points of every op, algorithm and dtype on one
+// shape and fabric: a group (a plot) each, a point per size.
+func (b *pointBuilder) collectives(sh shapeOf, model string, p fabric.Params, bw, lat optPS) error {
+	g := b.g
+	for _, op := range b.av.ops {
+		for _, algo := range b.av.algos {
+			for _, dt := range b.av.dtypes {
+				o, _ := enc.ParseOp(op.v)
+				t, _ := enc.ParseDtype(dt.v)
+				sizes, err := b.e.sizes(o, t, sh.ranks)
+				if err != nil {
+					return err
+				}
+				group := len(g.groups)
+				if len(g.points) > 0 {
+					group = g.groups[len(g.groups)-1] + 1
+				}
+				for _, sz := range sizes {
+					pt := Point{Index: len(g.points), Arch: sh.sys.gen.String(), Switch: sh.sys.family.String(), System: sh.sys.name,
+						Devices: sh.sys.devices, Nodes: sh.sys.nodes, Topology: sh.sys.kind.String(), Ranks: sh.ranks, RanksPer: sh.rpd, Model: model,
+						Endpoints: b.fx.ends.String(), LinkBW: bw.v, LinkLatency: lat.v, Op: op.v, Algo: algo.v, Dtype: dt.v,
+						Size: sz.v, Mode: b.fx.mode, Seed: b.fx.seed}
+					if err := b.add(sh, pt, p, sz, group); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// add completes point pt (size sz of group group on shape sh with fabric
+// parameters p) — its seed, EFA settings, schedule features, memory check
+// and hash — and appends it with its spec.
+func (b *pointBuilder) add(sh shapeOf, pt Point, p fabric.Params, sz sizeVal, group int) error {
+	e, g, sys := b.e, b.g, sh.sys
+	if len(g.points) >= MaxPoints {
+		return e.fail(e.raw.Axes.n, "axes", nil, "more than %d points; split the grid", MaxPoints)
+	}
+	if pt.Mode == "timing" {
+		pt.Seed = 0
+	}
+	if sys.nodes > 1 {
+		pt.EFA = efaOf(b.av.efa.s)
+	}
+	o, _ := enc.ParseOp(pt.Op)
+	a, _ := enc.ParseAlgo(pt.Algo)
+	t, _ := enc.ParseDtype(pt.Dtype)
+	m, _ := fabric.ParseModel(pt.Model)
+	functional := pt.Mode == "functional"
+	fk := [7]int64{int64(o), int64(a), int64(sh.ranks), pt.Size, int64(t), int64(sh.opts.GroupSize), sh.flat}
+	sc, ok := b.scheds[fk]
+	if !ok {
+		sch, err := enc.Build(o, a, sh.ranks, pt.Size, t.Size(), sh.opts)
+		if err != nil {
+			return e.impossible(sz, sys, sh.rpd, pt.Op, pt.Algo, pt.Dtype, pt.Size, err)
+		}
+		sc.feat = featuresOf(sch)
+		if e.budget -= sc.feat.xfers; e.budget < 0 {
+			return e.fail(e.raw.Axes.n, "axes", nil, "planning the grid builds more than %d transfers (the schedules of its distinct collectives); split the grid", e.maxBuild)
+		}
+		if functional {
+			if sc.memNeed, err = cluster.FunctionalMemory(o, a, sh.ranks, t, []int64{pt.Size}, sh.opts); err != nil {
+				return e.impossible(sz, sys, sh.rpd, pt.Op, pt.Algo, pt.Dtype, pt.Size, err)
+			}
+		}
+		b.scheds[fk] = sc
+	}
+	f := sc.feat
+	f.gen, f.devices, f.functional, f.model, f.dtype = sys.gen, sys.devices*sys.nodes, functional, m, t
+	f.engines = collective.Calibrated(sys.gen).Engines
+	if b.fx.ends == fabric.EndpointsIdeal {
+		f.engines = collective.Ideal().Engines
+	}
+	sp := spec{gen: sys.gen, family: sys.family, tables: sys.tables, kind: sys.kind, params: p,
+		op: o, algo: a, dtype: t, timing: !functional, feat: f, sysNode: sys.n, sysPath: sys.path, opts: sh.opts,
+		whatIf: e.raw.WhatIf || sys.name != "" && sys.devices > hwarch.MaxNeuronDevices}
+	if functional {
+		if err := b.memLimit.Check(fmt.Sprintf("mode functional: %s of %d B on %d ranks", pt.Op, pt.Size, sh.ranks), sc.memNeed); err != nil {
+			return e.fail(sz.n, sz.p, err, "")
+		}
+		sp.memNeed = sc.memNeed
+	}
+	pt.Hash = hashHex(pt.canonical())
+	g.points = append(g.points, pt)
+	g.specs = append(g.specs, sp)
+	g.groups = append(g.groups, group)
+	return nil
 }
 
 // bringUp brings every distinct system of the grid up once, through the
