@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
 	"github.com/neuronsim/neuronsim/sim/fabric"
@@ -101,10 +100,10 @@ func WithoutLinkUsage(rep *nccom.Report) *nccom.Report {
 // model's utilisation is the load offered, and may pass 100 %).
 func (u LinkUsage) WriteTable(w io.Writer, model string) error {
 	head := [...]string{"size(B)", "bottleneck", "util(%)", "mean(%)", "next", "util(%)"}
-	cells := [][len(head)]string{head}
+	cells := [][]string{head[:]}
 	pct := func(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) }
 	for _, s := range u {
-		line := [len(head)]string{strconv.FormatInt(s.Size, 10), "-", "-", "-", "-", "-"}
+		line := []string{strconv.FormatInt(s.Size, 10), "-", "-", "-", "-", "-"}
 		if s.Bottleneck != "" {
 			c := s.Classes[0]
 			line[1], line[2], line[3] = c.Class, pct(c.Utilisation), pct(c.Mean)
@@ -114,26 +113,13 @@ func (u LinkUsage) WriteTable(w io.Writer, model string) error {
 		}
 		cells = append(cells, line)
 	}
-	var width [len(head)]int
-	for _, line := range cells {
-		for c, cell := range line {
-			width[c] = max(width[c], len([]rune(cell)))
-		}
-	}
 	bw := bufio.NewWriter(w)
 	note := ""
 	if model == fabric.Free.String() {
 		note = " (the load offered: may pass 100)"
 	}
 	fmt.Fprintf(bw, "# link utilisation (%s model): bottleneck = the busiest class of link; util = its busiest link's busy time / the collective's time%s; mean = over the class's links; next = the next busiest class\n", model, note)
-	for _, line := range cells {
-		for c, cell := range line {
-			bw.WriteString("    ")
-			bw.WriteString(strings.Repeat(" ", width[c]-len([]rune(cell))))
-			bw.WriteString(cell)
-		}
-		bw.WriteByte('\n')
-	}
+	nccom.WriteColumns(bw, cells)
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("cluster: writing the link table: %w", err)
 	}

@@ -160,10 +160,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cells := make([][len(columns)]string, 0, len(r.Rows)+1)
-	cells = append(cells, columns)
+	cells := make([][]string, 0, len(r.Rows)+1)
+	cells = append(cells, columns[:])
 	for _, row := range r.Rows {
-		cells = append(cells, [len(columns)]string{
+		cells = append(cells, []string{
 			strconv.FormatInt(row.Size, 10),
 			strconv.FormatInt(row.Count, 10),
 			row.Type,
@@ -173,17 +173,32 @@ func (r *Report) WriteTable(w io.Writer) error {
 			row.Algorithm,
 		})
 	}
-	var width [len(columns)]int
-	for _, line := range cells {
-		for c, cell := range line {
-			width[c] = max(width[c], len([]rune(cell)))
-		}
-	}
 
 	bw := bufio.NewWriter(w)
 	fmt.Fprintln(bw, UnitComment)
 	for _, kv := range md {
 		fmt.Fprintf(bw, "# %s: %s\n", kv[0], kv[1])
+	}
+	WriteColumns(bw, cells)
+	fmt.Fprintf(bw, "Avg bus bandwidth:\t%.4fGB/s\n", r.AvgBusBW())
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("nccom: writing table: %w", err)
+	}
+	return nil
+}
+
+// WriteColumns writes cells as nccom-test's table does: each column right
+// aligned to its widest cell (in runes), every cell after four spaces, a
+// line per row. Rows may differ in length.
+func WriteColumns(bw *bufio.Writer, cells [][]string) {
+	var width []int
+	for _, line := range cells {
+		for c, cell := range line {
+			if c == len(width) {
+				width = append(width, 0)
+			}
+			width[c] = max(width[c], len([]rune(cell)))
+		}
 	}
 	for _, line := range cells {
 		for c, cell := range line {
@@ -193,9 +208,4 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		bw.WriteByte('\n')
 	}
-	fmt.Fprintf(bw, "Avg bus bandwidth:\t%.4fGB/s\n", r.AvgBusBW())
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("nccom: writing table: %w", err)
-	}
-	return nil
 }
