@@ -315,7 +315,7 @@ func newSweepK8sCommand() *cobra.Command {
 				}
 			}
 			if manifest != "" {
-				name, _ := sweepjobs.JobName(g.Hash())
+				name, _ := sweepjobs.JobName(g.Hash(), k.Out)
 				fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: an Indexed Job of %s (%s). Run it:\n  kubectl apply -f %s\n  kubectl wait --for=condition=complete --timeout=24h job/%s\n",
 					manifest, units.Plural(int64(k.Shards), "shard", "shards"), units.Plural(int64(k.Points), "point", "points"), shellWord(manifest), name)
 				if merge != "" {

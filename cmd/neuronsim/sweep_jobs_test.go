@@ -56,7 +56,7 @@ func TestSweepSlurmCommand(t *testing.T) {
 	s := string(b)
 	for _, want := range []string{
 		"#SBATCH --array=0-3%2\n",
-		"#SBATCH --job-name=neuronsim-sweep-" + hash[:12] + "\n",
+		"#SBATCH --job-name=" + mustJobName(t, hash, filepath.Join(filepath.Dir(grid), "out")) + "\n",
 		"#SBATCH --time=0-01:30:00\n",
 		"#SBATCH --partition=cpu\n",
 		"grid=" + strings.ReplaceAll("'"+grid+"'", "it's", `it'\''s`) + "\n",
@@ -175,7 +175,7 @@ func TestSweepK8sCommand(t *testing.T) {
 		"--shards", "3", "--parallelism", "2", "-o", manifest, "--merge", merge)
 	require.NoError(t, err)
 	assert.Contains(t, out, "kubectl wait --for=condition=complete", "with -o it says what to type next")
-	name := "neuronsim-sweep-" + hash[:12]
+	name := mustJobName(t, hash, "/results/r1")
 	assert.Contains(t, out, "job/"+name)
 
 	b, err := os.ReadFile(manifest)
@@ -272,4 +272,12 @@ func TestSweepK8sRefuses(t *testing.T) {
 			assert.Empty(t, ents, "a refused command writes no file")
 		})
 	}
+}
+
+// mustJobName is the jobs' name of a grid of hash run into out.
+func mustJobName(t *testing.T, hash, out string) string {
+	t.Helper()
+	name, err := sweepjobs.JobName(hash, out)
+	require.NoError(t, err)
+	return name
 }

@@ -175,13 +175,13 @@ func (k *K8s) check() error {
 	if _, err := units.Int("--cpus-per-task", int64(k.CPUs), 1, MaxCPUsPerTask); err != nil {
 		return err
 	}
-	_, err := JobName(k.GridHash)
+	_, err := JobName(k.GridHash, k.Out)
 	return err
 }
 
 // names returns the Job's name and the labels every object carries.
 func (k *K8s) names() (string, map[string]string) {
-	name, _ := JobName(k.GridHash)
+	name, _ := JobName(k.GridHash, k.Out)
 	return name, map[string]string{"app.kubernetes.io/name": "neuronsim-sweep", "app.kubernetes.io/instance": name}
 }
 

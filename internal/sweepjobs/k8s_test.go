@@ -80,11 +80,11 @@ func TestK8sManifest(t *testing.T) {
 		want any
 	}{
 		{cm, []any{"kind"}, "ConfigMap"},
-		{cm, []any{"metadata", "name"}, "neuronsim-sweep-0123456789ab-grid"},
+		{cm, []any{"metadata", "name"}, "neuronsim-sweep-0123456789ab-967f968b-grid"},
 		{cm, []any{"data", GridFileName}, exampleGrid},
 		{j, []any{"apiVersion"}, "batch/v1"},
 		{j, []any{"kind"}, "Job"},
-		{j, []any{"metadata", "name"}, "neuronsim-sweep-0123456789ab"},
+		{j, []any{"metadata", "name"}, "neuronsim-sweep-0123456789ab-967f968b"},
 		{j, []any{"metadata", "annotations", "neuronsim/grid-hash"}, "0123456789abcdef"},
 		{j, []any{"spec", "completionMode"}, "Indexed"},
 		{j, []any{"spec", "completions"}, 6},
@@ -98,7 +98,7 @@ func TestK8sManifest(t *testing.T) {
 		{j, []any{"spec", "template", "spec", "containers", 0, "volumeMounts", 1, "mountPath"}, GridMountDir},
 		{j, []any{"spec", "template", "spec", "containers", 0, "volumeMounts", 1, "readOnly"}, true},
 		{j, []any{"spec", "template", "spec", "volumes", 0, "persistentVolumeClaim", "claimName"}, "sweeps"},
-		{j, []any{"spec", "template", "spec", "volumes", 1, "configMap", "name"}, "neuronsim-sweep-0123456789ab-grid"},
+		{j, []any{"spec", "template", "spec", "volumes", 1, "configMap", "name"}, "neuronsim-sweep-0123456789ab-967f968b-grid"},
 	} {
 		if got := at(t, c.doc, c.path...); got != c.want {
 			t.Errorf("%v = %#v, want %#v", c.path, got, c.want)
@@ -134,7 +134,7 @@ func TestK8sMergeManifest(t *testing.T) {
 		want any
 	}{
 		{[]any{"kind"}, "Job"},
-		{[]any{"metadata", "name"}, "neuronsim-sweep-0123456789ab-merge"},
+		{[]any{"metadata", "name"}, "neuronsim-sweep-0123456789ab-967f968b-merge"},
 		{[]any{"spec", "completions"}, 1},
 		{[]any{"spec", "backoffLimit"}, 0},
 		{[]any{"spec", "template", "spec", "containers", 0, "args", 0}, "sweep"},

@@ -74,7 +74,7 @@ func (s *Slurm) check() error {
 			return err
 		}
 	}
-	_, err := JobName(s.GridHash)
+	_, err := JobName(s.GridHash, s.Out)
 	return err
 }
 
@@ -105,7 +105,7 @@ func (s *Slurm) Script() ([]byte, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	name, _ := JobName(s.GridHash)
+	name, _ := JobName(s.GridHash, s.Out)
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	p("#!/bin/bash\n")

@@ -50,7 +50,7 @@ func TestSlurmScriptGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "slurm.sbatch", got)
-	for _, want := range []string{"#SBATCH --array=0-3%2\n", "#SBATCH --cpus-per-task=2\n", "#SBATCH --partition=cpu\n", "#SBATCH --time=0-01:30:00\n", "#SBATCH --job-name=neuronsim-sweep-0123456789ab\n"} {
+	for _, want := range []string{"#SBATCH --array=0-3%2\n", "#SBATCH --cpus-per-task=2\n", "#SBATCH --partition=cpu\n", "#SBATCH --time=0-01:30:00\n", "#SBATCH --job-name=neuronsim-sweep-0123456789ab-f9e862c8\n"} {
 		if !bytes.Contains(got, []byte(want)) {
 			t.Errorf("the script lacks %q", want)
 		}
@@ -224,7 +224,11 @@ func TestSlurmScriptQuoting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.HasPrefix(merge, []byte("#!/bin/bash\n#SBATCH --job-name=neuronsim-sweep-0123456789ab-merge\n")) {
+	name, err := JobName(s.GridHash, s.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(merge, []byte("#!/bin/bash\n#SBATCH --job-name="+name+"-merge\n")) {
 		t.Errorf("the merge job's script starts\n%s", merge)
 	}
 	// The merge job's script, run, merges out.
@@ -328,8 +332,21 @@ func TestSlurmTime(t *testing.T) {
 	}
 }
 
+// TestJobName: the jobs' name carries the grid's hash and its output
+// folder's, so one grid run into two folders gives two names (the script
+// refuses to submit only beside jobs writing its own folder).
 func TestJobName(t *testing.T) {
-	if got, err := JobName("FEDCBA9876543210"); err != nil || got != "neuronsim-sweep-fedcba987654" {
-		t.Errorf("JobName = %q, %v", got, err)
+	for _, tc := range []struct{ hash, out, want string }{
+		{"FEDCBA9876543210", "/shared/runs/example", "neuronsim-sweep-fedcba987654-f9e862c8"},
+		{"FEDCBA9876543210", "/results/example", "neuronsim-sweep-fedcba987654-967f968b"},
+	} {
+		if got, err := JobName(tc.hash, tc.out); err != nil || got != tc.want {
+			t.Errorf("JobName(%q, %q) = %q, %v; want %q", tc.hash, tc.out, got, err, tc.want)
+		}
+	}
+	for _, bad := range [][2]string{{"short", "/out"}, {"0123456789a-bcdef", "/out"}, {"0123456789abcdef", ""}} {
+		if got, err := JobName(bad[0], bad[1]); err == nil {
+			t.Errorf("JobName(%q, %q) = %q, want an error", bad[0], bad[1], got)
+		}
 	}
 }

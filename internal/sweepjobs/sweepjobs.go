@@ -15,6 +15,8 @@
 package sweepjobs
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -87,10 +89,13 @@ func safeName(field, s string, max int) error {
 	return nil
 }
 
-// JobName is the name both jobs of a sweep are given: "neuronsim-sweep-"
-// and the first 12 characters of the grid's hash, so the jobs of two grids
-// are told apart in squeue and kubectl.
-func JobName(gridHash string) (string, error) {
+// JobName is the name both jobs of a sweep are given: "neuronsim-sweep-",
+// the first 12 characters of the grid's hash and the first 8 hex digits of
+// the SHA-256 of its output directory, so the jobs of two grids — and of one
+// grid run into two folders — are told apart in squeue and kubectl, and a
+// script refusing to submit beside a sweep still running refuses only the
+// one writing the same folder (39 characters: a valid Kubernetes name).
+func JobName(gridHash, out string) (string, error) {
 	h := strings.ToLower(gridHash)
 	if len(h) < 12 {
 		return "", invalid("grid hash", gridHash, "shorter than 12 characters")
@@ -101,5 +106,9 @@ func JobName(gridHash string) (string, error) {
 			return "", invalid("grid hash", gridHash, "holds %q (want letters and digits)", c)
 		}
 	}
-	return "neuronsim-sweep-" + h, nil
+	if out == "" {
+		return "", invalid("--out", out, "empty")
+	}
+	sum := sha256.Sum256([]byte(out))
+	return "neuronsim-sweep-" + h + "-" + hex.EncodeToString(sum[:4]), nil
 }
