@@ -56,35 +56,34 @@ func alphaBetaStep(m fabric.Model, n int, size int64) float64 {
 
 // TestParityRingAllReduce: in the parity mode a ring all-reduce of S bytes
 // on n NPUs behind one switch takes 2(n−1)·(2α + S/(nB) + δ) + γ
-// contention free and 2(n−1)·(2α + 2S/(nB) + δ) + γ contention aware —
-// within 0.5 % for n = 2 … 32 and S ≥ 16 MiB; below that the time is less
-// than the formula says (by up to 17 % at 64 KiB on 2 ranks), though never
-// less than the bare α-β time. This is the brief's formula NOT met for
-// S < 16 MiB, pinned here as it is (docs/fabric.md §Parity mode).
+// contention free and 2(n−1)·(2α + 2S/(nB) + δ) + γ contention aware,
+// within 0.5 % for every n = 2 … 32 and S = 64 KiB … 256 MiB (the largest
+// size only without -short).
 //
 // δ and γ are what the executor's protocol leaves, which the parity mode
 // keeps because they are messages, not endpoint costs: δ, per step, is the
 // credit a rank grants its writer before the writer may send — a 4-byte
 // write over the same two links, on the critical path: 2α, plus the SP
-// records that wait for it and trigger the step's DMA; γ, once per
-// collective, is the release (rank 0's go) and the finish (every rank to
-// rank 0). The test fits δ and γ (least squares of T − 2(n−1)·(2α +
-// kS/(nB)) against 2(n−1) over the runs of S ≥ 16 MiB) and holds them to
-// that explanation (2α < δ < 2α + 250 ns, 2α < γ < 6α + 2δ: measured
-// δ = 2α + 122 ns free, 2α + 89 ns aware; γ = 3.8 µs free, 4.7 µs aware,
-// of which the release and finish explain 4α + 2δ ≈ 4.2 µs — the aware
-// model's last 0.5 µs is not accounted for). Below 16 MiB
-// the synchronisation is partly hidden behind the data (the credit of one
-// step overlaps the previous step's data on the other ranks), so the
-// per-step cost is not the sum 2α + kS/(nB) + δ: each run there is held
-// between the bare 2(n−1)(2α + kS/(nB)) and the formula.
+// records that wait for the step's arrivals and grant it (≈ 55 ns) and
+// those that wait for it and trigger the step's data (≈ 54 ns); γ, once
+// per collective, is the release (rank 0's go, 2α), the finish (every rank
+// to rank 0, 2α) and their records. The test fits δ and γ by least squares
+// of the relative error (the claim is relative; the host's poll of rank 0
+// is within 1/1000 of the time spent, so a long run's absolute error is
+// larger) and holds them to that explanation (2α < δ < 2α + 250 ns, 4α < γ
+// < 4α + 500 ns: measured δ = 2α + 109 ns and γ = 4α + 180 ns in both
+// models). With the host's default BAR cost (800 ns a read) the times
+// jittered by up to 0.8 µs with the phase of the poll, and a fit over the
+// large sizes only gave γ = 3.8 µs free, 4.7 µs aware — 18.6 % over the
+// time at 64 KiB on 2 ranks; the parity mode's host accesses cost 1 ns
+// (fabric.IdealMMIO).
 func TestParityRingAllReduce(t *testing.T) {
 	sizes := []int64{64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20}
 	if testing.Short() {
 		sizes = sizes[:6]
 	}
 	ranks := []int{2, 4, 8, 16, 32}
-	const large = 16 << 20
+	alpha := parityAlpha / 1000.0 // ns
 	for _, m := range []fabric.Model{fabric.Free, fabric.Aware} {
 		t.Run(m.String(), func(t *testing.T) {
 			type run struct {
@@ -93,36 +92,29 @@ func TestParityRingAllReduce(t *testing.T) {
 				got  float64
 			}
 			var runs []run
-			var sx, sy, sxx, sxy, k float64
+			// Weighted least squares of y = T − 2(n−1)·(2α + kS/(nB)) against
+			// x = 2(n−1), weight 1/T²: the relative error.
+			var sw, sx, sy, sxx, sxy float64
 			for _, n := range ranks {
 				for _, size := range sizes {
 					got := parityRingAllReduce(t, m, n, size)
 					runs = append(runs, run{n, size, got})
-					if size >= large {
-						x, y := 2*float64(n-1), got-2*float64(n-1)*alphaBetaStep(m, n, size)
-						sx, sy, sxx, sxy, k = sx+x, sy+y, sxx+x*x, sxy+x*y, k+1
-					}
+					x, y, w := 2*float64(n-1), got-2*float64(n-1)*alphaBetaStep(m, n, size), 1/(got*got)
+					sw, sx, sy, sxx, sxy = sw+w, sx+w*x, sy+w*y, sxx+w*x*x, sxy+w*x*y
 				}
 			}
-			require.Greater(t, k, 2.0, "runs large enough to fit δ and γ")
-			delta := (k*sxy - sx*sy) / (k*sxx - sx*sx)
-			gamma := (sy - delta*sx) / k
-			t.Logf("%s: δ = %.1f ns per step (2α + %.1f ns), γ = %.1f ns per collective", m, delta, delta-2*parityAlpha/1000, gamma)
-			assert.Greater(t, delta, 2*parityAlpha/1000.0, "δ holds the credit's 2α")
-			assert.Less(t, delta, 2*parityAlpha/1000.0+250, "δ beyond the credit is the SP's records")
-			assert.Greater(t, gamma, 2*parityAlpha/1000.0, "γ holds at least the release's or the finish's 2α")
-			assert.Less(t, gamma, 6*parityAlpha/1000.0+2*delta, "γ is a few control writes' worth, not a step's data")
+			delta := (sw*sxy - sx*sy) / (sw*sxx - sx*sx)
+			gamma := (sy - delta*sx) / sw
+			t.Logf("%s: δ = %.1f ns per step (2α + %.1f ns), γ = %.1f ns per collective (4α + %.1f ns)", m, delta, delta-2*alpha, gamma, gamma-4*alpha)
+			assert.Greater(t, delta, 2*alpha, "δ holds the credit's 2α")
+			assert.Less(t, delta, 2*alpha+250, "δ beyond the credit is the SP's records")
+			assert.Greater(t, gamma, 4*alpha, "γ holds the release's and the finish's 2α each")
+			assert.Less(t, gamma, 4*alpha+500, "γ beyond the release and finish is their records")
 			for _, r := range runs {
 				want := 2*float64(r.n-1)*(alphaBetaStep(m, r.n, r.size)+delta) + gamma
-				bare := 2 * float64(r.n-1) * alphaBetaStep(m, r.n, r.size)
 				what := fmt.Sprintf("%s ring all-reduce, n = %d, S = %d", m, r.n, r.size)
-				t.Logf("%s n=%2d S=%9d: %12.1f ns, formula %12.1f (%+.3f %%), bare α-β %+.2f %%", m, r.n, r.size, r.got, want, 100*(r.got-want)/want, 100*(r.got-bare)/bare)
-				if r.size >= large {
-					assert.InEpsilon(t, want, r.got, 0.005, what)
-					continue
-				}
-				assert.Greater(t, r.got, bare, what+": never below the bare α-β time")
-				assert.Less(t, r.got, want*1.005, what+": never above the formula")
+				t.Logf("%s n=%2d S=%9d: %12.1f ns, formula %12.1f (%+.3f %%)", m, r.n, r.size, r.got, want, 100*(r.got-want)/want)
+				assert.InEpsilon(t, want, r.got, 0.005, what)
 			}
 		})
 	}

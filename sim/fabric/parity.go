@@ -3,6 +3,9 @@ package fabric
 import (
 	"errors"
 	"fmt"
+	"time"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 )
 
 // Endpoints says what a system's devices add to the network's time
@@ -71,6 +74,24 @@ func (e *Endpoints) Type() string { return "endpoints" }
 func (p Params) WithIdealEndpoints() Params {
 	p.Endpoints, p.Endpoint, p.Switch = EndpointsIdeal, 0, 0
 	return p
+}
+
+// IdealMMIO is the host's BAR access cost in the parity mode: 1 ns a read
+// or write, the least a device takes (sim.DeviceConfig's zero means the
+// generation's default, 800 ns a read on Trn3). The host's PCIe is not
+// network: with the default, the host learns a collective is done only to
+// within one read, and its start costs a few accesses, which made the
+// parity mode's times jitter by up to 0.8 µs with the phase of the poll
+// (docs/fabric.md §Parity mode).
+var IdealMMIO = hwarch.MMIOLatency{Read: time.Nanosecond, Write: time.Nanosecond}
+
+// mmio is the BAR access cost of the system's devices: IdealMMIO with
+// ideal endpoints, else the zero value (the generation's default).
+func (p *Params) mmio() hwarch.MMIOLatency {
+	if p.Endpoints == EndpointsIdeal {
+		return IdealMMIO
+	}
+	return hwarch.MMIOLatency{}
 }
 
 // validateEndpoints checks the endpoint mode: ideal endpoints leave no

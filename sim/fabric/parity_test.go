@@ -10,6 +10,7 @@ import (
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/hw/udma"
 	"github.com/neuronsim/neuronsim/sim"
+	"github.com/neuronsim/neuronsim/sim/bar"
 	"github.com/neuronsim/neuronsim/sim/dma"
 )
 
@@ -167,6 +168,30 @@ func TestParityMessageOfManyWrites(t *testing.T) {
 				one = 3*500*ns + dma.TransferTime(piece, 50<<30)
 			}
 			assert.Equal(t, at+one, uint64(l))
+		})
+	}
+}
+
+// TestParityHostAccesses: in the parity mode every device's BAR accesses
+// cost IdealMMIO (1 ns), so the host learns a collective is done to the ns
+// rather than to one 800 ns read; with real endpoints they keep the
+// generation's default.
+func TestParityHostAccesses(t *testing.T) {
+	g := hwarch.Mariana
+	for _, c := range []struct {
+		name string
+		p    Params
+		want hwarch.MMIOLatency
+	}{
+		{"ideal", parityParams(g, Aware), IdealMMIO},
+		{"real", DefaultParams(g), bar.DefaultMMIOLatency(g)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := New(Config{Generation: g, Devices: 4, Kind: KindStar, Params: &c.p, TimingOnly: true, Ready: true})
+			require.NoError(t, err)
+			for i := range s.Devices() {
+				assert.Equal(t, c.want, s.Device(i).Config().MMIO, "device %d", i)
+			}
 		})
 	}
 }

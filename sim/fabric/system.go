@@ -277,7 +277,7 @@ func (s *System) addDevices() error {
 		}
 		d, err := sim.NewWiredDevice(sim.DeviceConfig{
 			Name: s.topo.Nodes[i].Name, Generation: cfg.Generation, DeviceID: cfg.DeviceID, Revision: cfg.Revision,
-			RoutingID: uint32(rid), DMA: cfg.DMA, TimingOnly: cfg.TimingOnly, Ready: cfg.Ready,
+			RoutingID: uint32(rid), DMA: cfg.DMA, TimingOnly: cfg.TimingOnly, Ready: cfg.Ready, MMIO: s.p.mmio(),
 		}, sim.Wiring{Host: s.hostOf(i), Engine: s.engine, Lock: &s.mu})
 		if err != nil {
 			return fmt.Errorf("fabric: device %d: %w", i, err)
