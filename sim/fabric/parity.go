@@ -25,7 +25,8 @@ const (
 	// write is one chunk whatever its size, and there is no endpoint (δ) or
 	// switch forwarding delay (Params.Validate refuses them): a write of m
 	// bytes over h links of latency α and bandwidth B lands h·α + m/B after
-	// it starts in the free model, h·(α + m/B) in the aware one.
+	// it starts in the free model, h·(α + m/B) in the aware one. The
+	// host's BAR accesses cost IdealMMIO.
 	EndpointsIdeal
 )
 
