@@ -134,15 +134,12 @@ func (f *fabricFlags) params(t *rtarch.Tables) (fabric.Params, error) {
 				return fabric.Params{}, fmt.Errorf("%s: --endpoints ideal has none (one chunk per message, no endpoint or switch delay)", o.flag)
 			}
 		}
-		p := cluster.IdealParams(f.gen, t, f.model, f.linkBW.v, f.linkLat.v)
-		if f.server.set {
-			p.ServerSize = f.server.int()
-		}
-		return p, f.efa.apply(&p)
 	}
-	p := cluster.DefaultParams(f.gen, t)
-	p.Model = f.model
-	cluster.LinkTiming{Latency: f.linkLat.v, SetLatency: f.linkLat.set, Bandwidth: f.linkBW.v, SetBandwidth: f.linkBW.set}.Apply(&p)
+	p, err := cluster.RunParams(f.gen, t, f.model, f.ends,
+		cluster.LinkTiming{Latency: f.linkLat.v, SetLatency: f.linkLat.set, Bandwidth: f.linkBW.v, SetBandwidth: f.linkBW.set})
+	if err != nil {
+		return p, err
+	}
 	if f.endpoint.set {
 		p.Endpoint = f.endpoint.v
 	}

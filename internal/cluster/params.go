@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"errors"
+
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/sim/fabric"
@@ -36,4 +38,25 @@ func (o LinkTiming) Apply(p *fabric.Params) {
 			l.Bandwidth = o.Bandwidth
 		}
 	}
+}
+
+// ErrIdealNeedsLinks is returned by RunParams for the parity mode without
+// both link overrides: its α-β model needs B and α.
+var ErrIdealNeedsLinks = errors.New("ideal endpoints (the α-β parity mode) need the link bandwidth and latency, the model's B and α")
+
+// RunParams are the fabric parameters a run of model m starts from, before
+// its other overrides: with ideal endpoints IdealParams with lt's bandwidth
+// and latency (both must be set), otherwise DefaultParams with lt applied.
+// The command line, scenarios and sweep grids all build them so.
+func RunParams(g hwarch.Generation, t *arch.Tables, m fabric.Model, ends fabric.Endpoints, lt LinkTiming) (fabric.Params, error) {
+	if ends == fabric.EndpointsIdeal {
+		if !lt.SetBandwidth || !lt.SetLatency {
+			return fabric.Params{}, ErrIdealNeedsLinks
+		}
+		return IdealParams(g, t, m, lt.Bandwidth, lt.Latency), nil
+	}
+	p := DefaultParams(g, t)
+	p.Model = m
+	lt.Apply(&p)
+	return p, nil
 }

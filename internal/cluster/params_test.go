@@ -73,3 +73,26 @@ func TestIdealParamsEveryLink(t *testing.T) {
 	assert.Equal(t, 7, kinds)
 	assert.Equal(t, fabric.Aware, p.Model)
 }
+
+// TestRunParams: real endpoints are DefaultParams in the model with the
+// link overrides applied; ideal endpoints are IdealParams with the
+// overrides' B and α, and are refused without either.
+func TestRunParams(t *testing.T) {
+	tables := arch.MustFor(hwarch.Cayman, arch.Options{})
+	lt := LinkTiming{Latency: 700_000, SetLatency: true, Bandwidth: 40e9, SetBandwidth: true}
+	got, err := RunParams(hwarch.Cayman, tables, fabric.Free, fabric.EndpointsReal, lt)
+	require.NoError(t, err)
+	want := DefaultParams(hwarch.Cayman, tables)
+	want.Model = fabric.Free
+	lt.Apply(&want)
+	assert.Equal(t, want, got)
+
+	got, err = RunParams(hwarch.Cayman, tables, fabric.Aware, fabric.EndpointsIdeal, lt)
+	require.NoError(t, err)
+	assert.Equal(t, IdealParams(hwarch.Cayman, tables, fabric.Aware, 40e9, 700_000), got)
+
+	for _, half := range []LinkTiming{{Latency: 1, SetLatency: true}, {Bandwidth: 1, SetBandwidth: true}, {}} {
+		_, err := RunParams(hwarch.Cayman, tables, fabric.Aware, fabric.EndpointsIdeal, half)
+		assert.ErrorIs(t, err, ErrIdealNeedsLinks, "%+v", half)
+	}
+}

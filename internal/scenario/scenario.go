@@ -309,8 +309,6 @@ func (r *resolved) resolveRanks(d *strictyaml.Decoder, at func(string) *yaml.Nod
 // that does not apply to the system (a server size without switches,
 // chunks in the free model).
 func (r *resolved) timingOverrides(d *strictyaml.Decoder, at func(string) *yaml.Node, t *Timing) error {
-	r.params = cluster.DefaultParams(r.gen, r.tables)
-	r.params.Model = r.model
 	field := func(name string) (*yaml.Node, string) { return at("system.timing." + name), "system.timing." + name }
 	ns := func(name string, v *float64) (uint64, bool, error) {
 		if v == nil {
@@ -334,8 +332,11 @@ func (r *resolved) timingOverrides(d *strictyaml.Decoder, at func(string) *yaml.
 			return d.ValueError(n, path, err)
 		}
 	}
+	if r.params, err = cluster.RunParams(r.gen, r.tables, r.model, fabric.EndpointsReal,
+		cluster.LinkTiming{Latency: lat, SetLatency: hasLat, Bandwidth: bw, SetBandwidth: bw != 0}); err != nil {
+		return err
+	}
 	p := &r.params
-	cluster.LinkTiming{Latency: lat, SetLatency: hasLat, Bandwidth: bw, SetBandwidth: bw != 0}.Apply(p)
 	if ps, ok, err := ns("endpoint_delay_ns", t.EndpointNS); err != nil {
 		return err
 	} else if ok {

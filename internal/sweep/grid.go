@@ -808,20 +808,18 @@ func (b *pointBuilder) shape(sys system, rpd intVal) error {
 // and parameters.
 func (b *pointBuilder) params(sys system, model string, bw, lat optPS) (fabric.Params, error) {
 	m, _ := fabric.ParseModel(model)
-	var p fabric.Params
-	if b.fx.ends == fabric.EndpointsIdeal {
-		p = cluster.IdealParams(sys.gen, sys.tables, m, *bw.v, *lat.v)
-	} else {
-		p = cluster.DefaultParams(sys.gen, sys.tables)
-		p.Model = m
-		lt := cluster.LinkTiming{}
-		if bw.v != nil {
-			lt.Bandwidth, lt.SetBandwidth = *bw.v, true
-		}
-		if lat.v != nil {
-			lt.Latency, lt.SetLatency = *lat.v, true
-		}
-		lt.Apply(&p)
+	lt := cluster.LinkTiming{}
+	if bw.v != nil {
+		lt.Bandwidth, lt.SetBandwidth = *bw.v, true
+	}
+	if lat.v != nil {
+		lt.Latency, lt.SetLatency = *lat.v, true
+	}
+	// axes checked that ideal endpoints have both the link_bw and
+	// link_latency axes, so RunParams cannot refuse.
+	p, err := cluster.RunParams(sys.gen, sys.tables, m, b.fx.ends, lt)
+	if err != nil {
+		return p, err
 	}
 	if sys.nodes > 1 {
 		if err := b.av.efa.s.Apply(&p, b.av.efa.name); err != nil {
