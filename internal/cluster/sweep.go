@@ -39,21 +39,8 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 	}
 	usage := make(LinkUsage, 0, len(sw.Sizes))
 	for i, size := range sw.Sizes {
-		sch, err := enc.Build(sw.Op, sw.Algo, ranks, size, sw.Dtype.Size(), sw.Options)
-		if err != nil {
-			return nil, err
-		}
-		var res collective.Result
 		before := c.System.Counters()
-		if c.cfg.TimingOnly {
-			res, err = c.Run(sch, sw.Dtype)
-		} else {
-			res, err = c.Check(sch, sw.Dtype, sw.Seed+uint64(i), sw.Options)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%d devices, %d ranks, %d bytes: %w", c.cfg.Devices, ranks, size, err)
-		}
-		row, err := nccom.NewRow(sw.Op.String(), ranks, size, sw.Dtype.Size(), sw.Dtype.String(), res.TimePS, sch.Algo.String())
+		row, res, err := c.Collective(sw.Op, sw.Algo, sw.Dtype, size, sw.Seed+uint64(i), sw.Options)
 		if err != nil {
 			return nil, err
 		}
@@ -72,6 +59,31 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 	rep.Extra[LinkUsageKey] = usage
 	sw.Progress.Done()
 	return rep, nil
+}
+
+// Collective runs one collective of size bytes on every rank — timing
+// only, or functionally with the random inputs of seed checked against the
+// CPU reference (Check), as the cluster's mode says — and returns
+// nccom-test's row of it and the run's result. opt are the schedule's
+// options as they are (Sweep gives it CollectiveOptions'); a failed run's
+// error names the devices, ranks and size.
+func (c *Cluster) Collective(op enc.Op, algo enc.Algo, d enc.Dtype, size int64, seed uint64, opt enc.Options) (nccom.Row, collective.Result, error) {
+	ranks := c.Ranks()
+	sch, err := enc.Build(op, algo, ranks, size, d.Size(), opt)
+	if err != nil {
+		return nccom.Row{}, collective.Result{}, err
+	}
+	var res collective.Result
+	if c.cfg.TimingOnly {
+		res, err = c.Run(sch, d)
+	} else {
+		res, err = c.Check(sch, d, seed, opt)
+	}
+	if err != nil {
+		return nccom.Row{}, res, fmt.Errorf("%d devices, %d ranks, %d bytes: %w", c.cfg.Devices, ranks, size, err)
+	}
+	row, err := nccom.NewRow(op.String(), ranks, size, d.Size(), d.String(), res.TimePS, sch.Algo.String())
+	return row, res, err
 }
 
 // Mode is "timing" or "functional".

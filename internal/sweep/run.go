@@ -27,7 +27,6 @@ import (
 	"github.com/neuronsim/neuronsim/internal/cluster"
 	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/output"
-	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
 )
 
@@ -455,27 +454,9 @@ func (g *Grid) runPoint(i int) (row Row, err error) {
 		return row, err
 	}
 	defer c.Exec.Release()
-	sch, err := enc.Build(s.op, s.algo, p.Ranks, p.Size, s.dtype.Size(), s.opts)
+	nr, res, err := c.Collective(s.op, s.algo, s.dtype, p.Size, p.Seed, s.opts)
 	if err != nil {
 		return row, err
 	}
-	var timePS uint64
-	if s.timing {
-		res, err := c.Run(sch, s.dtype)
-		if err != nil {
-			return row, err
-		}
-		timePS = res.TimePS
-	} else {
-		res, err := c.Check(sch, s.dtype, p.Seed, s.opts)
-		if err != nil {
-			return row, err
-		}
-		timePS = res.TimePS
-	}
-	nr, err := nccom.NewRow(p.Op, p.Ranks, p.Size, s.dtype.Size(), p.Dtype, timePS, sch.Algo.String())
-	if err != nil {
-		return row, err
-	}
-	return Row{Count: nr.Count, TimePS: timePS, TimeUS: nr.TimeUS, AlgBW: nr.AlgBW, BusBW: nr.BusBW, Algorithm: nr.Algorithm}, nil
+	return Row{Count: nr.Count, TimePS: res.TimePS, TimeUS: nr.TimeUS, AlgBW: nr.AlgBW, BusBW: nr.BusBW, Algorithm: nr.Algorithm}, nil
 }
