@@ -28,14 +28,7 @@ func (d *Decoder) structure(n *yaml.Node, path string, v reflect.Value) error {
 	if len(n.Content)%2 != 0 {
 		return d.Errorf(n, path, "mapping has a key without a value")
 	}
-	seen := make(map[string]*yaml.Node, len(n.Content)/2)
-	for i := 0; i < len(n.Content); i += 2 {
-		k, val := n.Content[i], n.Content[i+1]
-		name, err := d.key(k, path)
-		if err != nil {
-			return err
-		}
-		sub := joinKey(path, name)
+	seen, err := d.eachKey(n, path, func(k, val *yaml.Node, name, sub string) error {
 		f, ok := info.byName[name]
 		if !ok {
 			if len(info.names) == 0 {
@@ -43,13 +36,10 @@ func (d *Decoder) structure(n *yaml.Node, path string, v reflect.Value) error {
 			}
 			return d.Errorf(k, sub, "unknown key %s; expected one of: %s", quote(name), strings.Join(info.names, ", "))
 		}
-		if first := seen[name]; first != nil {
-			return d.Errorf(k, sub, "duplicate key %s (first at line %d, column %d)", quote(name), first.Line, first.Column)
-		}
-		seen[name] = k
-		if err := d.value(val, sub, v.Field(info.fields[f].index)); err != nil {
-			return err
-		}
+		return d.value(val, sub, v.Field(info.fields[f].index))
+	})
+	if err != nil {
+		return err
 	}
 	var missing []string
 	for _, f := range info.fields {
@@ -90,18 +80,7 @@ func (d *Decoder) mapping(n *yaml.Node, path string, v reflect.Value) error {
 	if v.IsNil() {
 		v.Set(reflect.MakeMapWithSize(t, len(n.Content)/2))
 	}
-	seen := make(map[string]*yaml.Node, len(n.Content)/2)
-	for i := 0; i < len(n.Content); i += 2 {
-		k, val := n.Content[i], n.Content[i+1]
-		name, err := d.key(k, path)
-		if err != nil {
-			return err
-		}
-		sub := joinKey(path, name)
-		if first := seen[name]; first != nil {
-			return d.Errorf(k, sub, "duplicate key %s (first at line %d, column %d)", quote(name), first.Line, first.Column)
-		}
-		seen[name] = k
+	_, err := d.eachKey(n, path, func(_, val *yaml.Node, name, sub string) error {
 		elem := reflect.New(t.Elem()).Elem()
 		if err := d.value(val, sub, elem); err != nil {
 			return err
@@ -109,8 +88,34 @@ func (d *Decoder) mapping(n *yaml.Node, path string, v reflect.Value) error {
 		kv := reflect.New(t.Key()).Elem()
 		kv.SetString(name)
 		v.SetMapIndex(kv, elem)
+		return nil
+	})
+	return err
+}
+
+// eachKey calls fn for every key k of mapping n (its content already
+// checked to pair keys with values) with its value, its text and its path,
+// in order, refusing a key that is not a string and a key given twice
+// (naming where it was first) before fn sees it; it returns each key's
+// node by text. The first error ends it.
+func (d *Decoder) eachKey(n *yaml.Node, path string, fn func(k, val *yaml.Node, name, sub string) error) (map[string]*yaml.Node, error) {
+	seen := make(map[string]*yaml.Node, len(n.Content)/2)
+	for i := 0; i < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		name, err := d.key(k, path)
+		if err != nil {
+			return nil, err
+		}
+		sub := joinKey(path, name)
+		if first := seen[name]; first != nil {
+			return nil, d.Errorf(k, sub, "duplicate key %s (first at line %d, column %d)", quote(name), first.Line, first.Column)
+		}
+		seen[name] = k
+		if err := fn(k, val, name, sub); err != nil {
+			return nil, err
+		}
 	}
-	return nil
+	return seen, nil
 }
 
 // key returns the text of a mapping key, which must be a non-null scalar.
