@@ -70,6 +70,32 @@ type HostMemory interface {
 	HostWrite(pa uint64, p []byte) error
 }
 
+// LazyHostMemory is implemented by a backend whose host memory can hold a
+// buffer that is filled when it is read instead of written up front (a
+// simulated device does: its host-memory model). A runtime that would
+// write millions of DMA descriptors before starting the device — a
+// collective on a thousand devices — hands over a function that produces
+// them, and the device's reads call it: the host then holds only what the
+// device has not read yet.
+//
+// What the device reads is what fill returns. fill must return the bytes
+// the host would have written before the device started: the same bytes for
+// an offset whenever it is asked, so a lazy buffer changes no result and no
+// time, only the host memory held. It may refuse, with an error, a range it
+// no longer holds (a descriptor ring is read once, in order, and what was
+// read may be let go) or cannot produce; that error is the read's (a DMA
+// engine halts its queue on it, with a ring-address error). fill is called
+// with off, the offset in the buffer, and p, at most the rest of it; it runs
+// inside the device's read, on the goroutine that is driving the device (in
+// a Sleep or a BAR access), and must not call the device.
+//
+// HostWrite to a lazy buffer is refused; HostRead of it calls fill;
+// HostFree releases it as any buffer. A backend that snapshots its host
+// memory does not store a lazy buffer's bytes (they were never written).
+type LazyHostMemory interface {
+	HostAllocLazy(size, align uint64, fill func(off uint64, p []byte) error) (pa uint64, err error)
+}
+
 // Sleep waits d as the device sees time: on the device's clock when it has
 // one, else on the wall clock.
 func Sleep(dev Device, d time.Duration) error {
