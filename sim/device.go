@@ -156,8 +156,9 @@ type DeviceState struct {
 // the events that fall due.
 //
 // Device implements the runtime's ndl.Device and its optional ndl.Sleeper,
-// ndl.Clock and ndl.HostMemory without importing it (internal/ndlcontract
-// asserts all four and runs the ndl contract against it). It is safe for
+// ndl.Clock, ndl.HostMemory and ndl.LazyHostMemory without importing it
+// (internal/ndlcontract asserts all five and runs the ndl contract against
+// it). It is safe for
 // concurrent use: accesses are serialised.
 type Device struct {
 	mu      *sync.Mutex // its own, or the system's (Wiring.Lock)

@@ -278,7 +278,7 @@ func (b *deviceBus) CopyDMA(dst, src uint64, n int) error {
 }
 
 // Host memory, as the runtime's allocator of DMA buffers sees it (the
-// optional ndl.HostMemory interface).
+// optional ndl.HostMemory and ndl.LazyHostMemory interfaces).
 
 // HostAlloc allocates a zeroed host buffer and returns its physical
 // address. A device whose host port is not the host-memory model (a
@@ -289,6 +289,20 @@ func (d *Device) HostAlloc(size, align uint64) (uint64, error) {
 		return 0, err
 	}
 	return h.Alloc(size, align)
+}
+
+// HostAllocLazy allocates a lazy host buffer (HostMemory.AllocLazy: the
+// device's reads of it — its DMA engines' descriptor and data fetches, and
+// HostRead — call fill; the engines' run on the goroutine driving the
+// device, under the device's lock, so fill must not call the device;
+// HostWrite to it is refused with ErrHostLazy) and returns its physical
+// address: the runtime's ndl.LazyHostMemory. ErrNoHostModel as HostAlloc.
+func (d *Device) HostAllocLazy(size, align uint64, fill func(off uint64, p []byte) error) (uint64, error) {
+	h, err := d.hostModel("host alloc lazy")
+	if err != nil {
+		return 0, err
+	}
+	return h.AllocLazy(size, align, fill)
 }
 
 // HostFree frees a host buffer; ErrNoHostModel as HostAlloc.

@@ -19,10 +19,6 @@ import (
 func hostCopy(t *testing.T, h dev, dst uint64, n int) (eng, q int) {
 	t.Helper()
 	d, geo := h.d, h.geo
-	eng, q, err := udma.H2TEngine(geo, 0)
-	require.NoError(t, err)
-	base, err := udma.EngineBAR0(geo, eng)
-	require.NoError(t, err)
 	alloc := func(size uint64) uint64 {
 		pa, err := d.HostAlloc(size, udma.RingAlign)
 		require.NoError(t, err)
@@ -44,6 +40,20 @@ func hostCopy(t *testing.T, h dev, dst uint64, n int) (eng, q int) {
 	require.NoError(t, err)
 	udma.Descriptor{LenCtrl: lc, Addr: dst}.Put(b[:])
 	require.NoError(t, d.HostWrite(s2m, b[:]))
+	return startHostQueue(t, h, m2s, s2m, ring, 1)
+}
+
+// startHostQueue programs the driver's host-to-device queue of NC 0 with
+// its M2S and S2M rings of ring descriptors at host addresses m2s and s2m,
+// and rings both doorbells for pairs descriptor pairs; it returns the
+// engine and queue.
+func startHostQueue(t *testing.T, h dev, m2s, s2m uint64, ring, pairs uint32) (eng, q int) {
+	t.Helper()
+	geo := h.geo
+	eng, q, err := udma.H2TEngine(geo, 0)
+	require.NoError(t, err)
+	base, err := udma.EngineBAR0(geo, eng)
+	require.NoError(t, err)
 	h.write(base+udma.M2S+udma.ChangeState, udma.ChangeNormal)
 	h.write(base+udma.S2M+udma.ChangeState, udma.ChangeNormal)
 	for _, hf := range []struct{ half, sw, ring uint64 }{{udma.M2S, udma.QSwCtrlM2S, m2s}, {udma.S2M, udma.QSwCtrlS2M, s2m}} {
@@ -54,8 +64,8 @@ func hostCopy(t *testing.T, h dev, dst uint64, n int) (eng, q int) {
 		h.write(base+udma.QueueReg(hf.half, q, udma.QLength), ring)
 		h.write(base+udma.QueueReg(hf.half, q, udma.QCfg), udma.QCfgDriver)
 	}
-	h.write(base+udma.QueueReg(udma.S2M, q, udma.QTailInc), 1)
-	h.write(base+udma.QueueReg(udma.M2S, q, udma.QTailInc), 1)
+	h.write(base+udma.QueueReg(udma.S2M, q, udma.QTailInc), pairs)
+	h.write(base+udma.QueueReg(udma.M2S, q, udma.QTailInc), pairs)
 	return eng, q
 }
 

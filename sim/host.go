@@ -25,6 +25,13 @@ import (
 // pointer together with the bump region. Only when none of these holds the
 // buffer is the window exhausted. Alloc and Free take O(log n) time in the
 // number of buffers and free extents.
+//
+// Lazy buffers: AllocLazy places a buffer as Alloc does, but its bytes are
+// never stored: a read of it calls the function it was given, which produces
+// them (the bytes the host would have written up front, runtime/ndl's
+// LazyHostMemory), and a write into it is refused with ErrHostLazy. A
+// descriptor ring that millions of descriptors pass through then holds none
+// of them in host memory.
 const (
 	HostMemoryBase  = 0x1_0000_0000   // first host physical address handed out
 	HostMemoryLimit = 0x100_0000_0000 // first address past the model (1 TiB)
@@ -58,9 +65,18 @@ var (
 	// ErrHostRange: an access that does not lie inside one live buffer.
 	ErrHostRange = errors.New("host address not in an allocated buffer")
 	// ErrHostBadRequest: a size of 0 or past the window, or an alignment
-	// that is not a power of two in [1, MaxHostAlign].
+	// that is not a power of two in [1, MaxHostAlign], or a lazy buffer
+	// without a fill function.
 	ErrHostBadRequest = errors.New("bad host allocation request")
+	// ErrHostLazy: a write into a lazy buffer, whose bytes only its fill
+	// function produces.
+	ErrHostLazy = errors.New("host buffer is lazy (filled when read, never written)")
 )
+
+// HostFill produces the bytes of a lazy buffer (AllocLazy): it fills p with
+// the len(p) bytes at offset off of the buffer, or returns an error, which
+// becomes the read's. It is called without the host memory's lock held.
+type HostFill func(off uint64, p []byte) error
 
 // HostExtent is the host address range [Base, Base+Size).
 type HostExtent struct {
@@ -72,7 +88,10 @@ type HostExtent struct {
 func (e HostExtent) End() uint64 { return e.Base + e.Size }
 
 // HostState is the whole mutable state of a HostMemory. Restore accepts only
-// a state the allocator could have reached (see Restore).
+// a state the allocator could have reached (see Restore). A lazy buffer is
+// one of Blocks like any other, without bytes in Memory (none were ever
+// written) and without its fill function: restored, it is a plain buffer of
+// zeros.
 type HostState struct {
 	Memory MemoryState
 	Blocks []HostExtent // live buffers, ascending by Base
@@ -84,10 +103,12 @@ type HostState struct {
 type HostMemory struct {
 	mu     sync.Mutex
 	mem    Memory
-	blocks *extent.Tree // live buffers
-	free   *extent.Tree // free extents below next, coalesced, with alignment classes
-	hint   uint64       // base of the buffer last checked (0: none)
-	hintSz uint64       // its size
+	blocks *extent.Tree        // live buffers
+	free   *extent.Tree        // free extents below next, coalesced, with alignment classes
+	hint   uint64              // base of the buffer last checked (0: none)
+	hintSz uint64              // its size
+	hintLz HostFill            // its fill function when it is lazy, else nil
+	lazy   map[uint64]HostFill // the live lazy buffers' fill functions, by base
 	next   uint64
 }
 
@@ -112,6 +133,29 @@ func hostAlignClass(align uint64) (int, bool) {
 // MaxHostBuffers live buffers, with ErrHostNoMemory. See the allocation
 // policy above.
 func (h *HostMemory) Alloc(size, align uint64) (uint64, error) {
+	return h.alloc(size, align, nil)
+}
+
+// AllocLazy returns a lazy buffer of size bytes at a multiple of align: it
+// is placed, bounded and refused exactly as Alloc's buffers are (and counts
+// towards MaxHostBuffers), but its bytes are never stored. Read of a range
+// inside it calls fill with the range's offset from the buffer's base and a
+// slice of the range's length (fill is called without the host memory's
+// lock, so it may use the host memory, though not to write this buffer);
+// its error is the read's, wrapped. A fill that returns nil has filled p.
+// Write into it is refused with ErrHostLazy; Check takes it as any buffer;
+// Free releases it and forgets fill. A nil fill is refused with
+// ErrHostBadRequest. State keeps the buffer live without bytes: after
+// Restore it is a plain buffer of zeros.
+func (h *HostMemory) AllocLazy(size, align uint64, fill HostFill) (uint64, error) {
+	if fill == nil {
+		return 0, fmt.Errorf("sim host memory: alloc lazy %d bytes: no fill function: %w", size, ErrHostBadRequest)
+	}
+	return h.alloc(size, align, fill)
+}
+
+// alloc places a buffer for Alloc (fill nil) and AllocLazy.
+func (h *HostMemory) alloc(size, align uint64, fill HostFill) (uint64, error) {
 	class, ok := hostAlignClass(align)
 	if !ok {
 		return 0, fmt.Errorf("sim host memory: alloc %d bytes: alignment %d is not a power of two in [1, %d]: %w",
@@ -134,6 +178,12 @@ func (h *HostMemory) Alloc(size, align uint64) (uint64, error) {
 			size, a, h.free.Best(class), HostMemoryLimit-h.next, h.next, ErrHostNoMemory)
 	}
 	h.blocks.Insert(base, base+size)
+	if fill != nil {
+		if h.lazy == nil {
+			h.lazy = make(map[uint64]HostFill)
+		}
+		h.lazy[base] = fill
+	}
 	return base, nil
 }
 
@@ -165,7 +215,8 @@ func (h *HostMemory) place(size, a uint64, class int) (uint64, bool) {
 	return 0, false
 }
 
-// Free releases a buffer Alloc returned; its bytes read as zeros again.
+// Free releases a buffer Alloc or AllocLazy returned; its bytes read as
+// zeros again (a lazy buffer's fill is forgotten).
 func (h *HostMemory) Free(base uint64) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -175,43 +226,72 @@ func (h *HostMemory) Free(base uint64) error {
 	}
 	h.blocks.Delete(base)
 	if h.hint == base {
-		h.hint, h.hintSz = 0, 0
+		h.hint, h.hintSz, h.hintLz = 0, 0, nil
 	}
-	_ = h.mem.Fill(base, b.Len(), 0) // inside the window, so inside the address space
+	if _, lazy := h.lazy[base]; lazy {
+		delete(h.lazy, base) // it stored no bytes
+	} else {
+		_ = h.mem.Fill(base, b.Len(), 0) // inside the window, so inside the address space
+	}
 	h.free.Add(b.Start, b.End)
 	return nil
 }
 
-// check requires [pa, pa+n) to lie inside one live buffer.
+// check requires [pa, pa+n) to lie inside one live buffer, which it leaves
+// in the hint (h.hint its base, h.hintLz its fill when it is lazy).
 func (h *HostMemory) check(pa uint64, n int) error {
 	if h.hint != 0 && pa >= h.hint && pa-h.hint <= h.hintSz && uint64(n) <= h.hintSz-(pa-h.hint) {
 		return nil
 	}
 	if b, ok := h.blocks.Floor(pa); ok {
 		if size := b.Len(); pa-b.Start <= size && uint64(n) <= size-(pa-b.Start) {
-			h.hint, h.hintSz = b.Start, size
+			h.hint, h.hintSz, h.hintLz = b.Start, size, h.lazy[b.Start]
 			return nil
 		}
 	}
 	return fmt.Errorf("sim host memory: [%#x, +%d): %w", pa, n, ErrHostRange)
 }
 
-// Read copies host memory at pa into p. The range must lie in a live buffer.
+// Read copies host memory at pa into p. The range must lie in a live buffer;
+// in a lazy one, the buffer's fill produces the bytes (see AllocLazy).
 func (h *HostMemory) Read(pa uint64, p []byte) error {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if err := h.check(pa, len(p)); err != nil {
+		h.mu.Unlock()
 		return err
 	}
-	return h.mem.Read(pa, p)
+	if fill := h.hintLz; fill != nil {
+		base := h.hint
+		h.mu.Unlock()
+		return readLazy(fill, base, pa, p)
+	}
+	err := h.mem.Read(pa, p)
+	h.mu.Unlock()
+	return err
 }
 
-// Write copies p into host memory at pa. The range must lie in a live buffer.
+// readLazy reads [pa, pa+len(p)) of the lazy buffer at base through its
+// fill, with no lock held.
+func readLazy(fill HostFill, base, pa uint64, p []byte) error {
+	if len(p) == 0 {
+		return nil
+	}
+	if err := fill(pa-base, p); err != nil {
+		return fmt.Errorf("sim host memory: read [%#x, +%d) of the lazy buffer at %#x (offset %d): %w", pa, len(p), base, pa-base, err)
+	}
+	return nil
+}
+
+// Write copies p into host memory at pa. The range must lie in a live buffer
+// that is not lazy (ErrHostLazy).
 func (h *HostMemory) Write(pa uint64, p []byte) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err := h.check(pa, len(p)); err != nil {
 		return err
+	}
+	if h.hintLz != nil {
+		return fmt.Errorf("sim host memory: write [%#x, +%d) into the lazy buffer at %#x: %w", pa, len(p), h.hint, ErrHostLazy)
 	}
 	return h.mem.Write(pa, p)
 }
@@ -240,7 +320,8 @@ func extents(t *extent.Tree) []HostExtent {
 	return out
 }
 
-// State returns a deep copy of the host memory.
+// State returns a deep copy of the host memory. A lazy buffer is a live
+// block without bytes (and without its fill: see HostState).
 func (h *HostMemory) State() HostState {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -254,7 +335,9 @@ func (h *HostMemory) State() HostState {
 // [HostMemoryBase, Next) exactly, with no two free extents adjacent; memory
 // outside the live buffers all zeros. Anything else is refused with an error
 // naming the field and wrapping ErrInvalidState, and the host memory keeps
-// its state.
+// its state. Every restored buffer is a plain one: lazy buffers live before
+// are forgotten with their fill functions, and one a state lists (it was
+// lazy when the state was taken) reads as zeros.
 func (h *HostMemory) Restore(s HostState) error {
 	if err := validateHostState(s); err != nil {
 		return fmt.Errorf("sim host memory: restore: %w: %w", err, ErrInvalidState)
@@ -271,7 +354,7 @@ func (h *HostMemory) Restore(s HostState) error {
 	if err := h.mem.Restore(s.Memory); err != nil {
 		return fmt.Errorf("sim host memory: restore: %w", err)
 	}
-	h.blocks, h.free, h.next, h.hint, h.hintSz = blocks, free, s.Next, 0, 0
+	h.blocks, h.free, h.next, h.hint, h.hintSz, h.hintLz, h.lazy = blocks, free, s.Next, 0, 0, nil, nil
 	return nil
 }
 

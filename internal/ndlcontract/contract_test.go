@@ -14,14 +14,17 @@ import (
 	"github.com/neuronsim/neuronsim/sim"
 )
 
-// The simulated device implements ndl.Device and all three optional
+// The simulated device implements ndl.Device and all four optional
 // interfaces; the contract below checks it at run time too, and fails if it
-// gains one more.
+// gains one more. The remote backend does not fill lazy buffers (a fill
+// function cannot cross the connection): its contract declares no
+// ndl.LazyHostMemory, so it fails if it gains it.
 var (
-	_ ndl.Device     = (*sim.Device)(nil)
-	_ ndl.Sleeper    = (*sim.Device)(nil)
-	_ ndl.Clock      = (*sim.Device)(nil)
-	_ ndl.HostMemory = (*sim.Device)(nil)
+	_ ndl.Device         = (*sim.Device)(nil)
+	_ ndl.Sleeper        = (*sim.Device)(nil)
+	_ ndl.Clock          = (*sim.Device)(nil)
+	_ ndl.HostMemory     = (*sim.Device)(nil)
+	_ ndl.LazyHostMemory = (*sim.Device)(nil)
 )
 
 // config is one simulated device under test and what the contract expects
@@ -75,13 +78,14 @@ func newDevice(t *testing.T, cfg sim.DeviceConfig) *sim.Device {
 	return d
 }
 
-// The in-process backend: the simulated device is the ndl.Device. Its host
-// memory errors are the host-memory model's.
+// The in-process backend: the simulated device is the ndl.Device, with lazy
+// host buffers. Its host memory errors are the host-memory model's.
 func TestInProcessBackendContract(t *testing.T) {
 	for _, c := range configs(t) {
 		t.Run(c.name, func(t *testing.T) {
 			want := c.want
 			want.HostFreeErr, want.HostAccessErr = sim.ErrHostBadFree, sim.ErrHostRange
+			want.LazyHostMemory, want.HostLazyErr = true, sim.ErrHostLazy
 			ndltest.RunContract(t, func(t *testing.T) ndl.Device { return newDevice(t, c.cfg) }, want)
 		})
 	}

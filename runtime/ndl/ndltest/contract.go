@@ -1,6 +1,7 @@
 // Package ndltest is the contract every ndl backend keeps: RunContract runs
 // one suite of checks against any implementation of ndl.Device and of the
-// optional interfaces it declares (ndl.Sleeper, ndl.Clock, ndl.HostMemory),
+// optional interfaces it declares (ndl.Sleeper, ndl.Clock, ndl.HostMemory,
+// ndl.LazyHostMemory),
 // so the in-process simulated device, the remote client and the kernel
 // backend are held to the same behaviour, and a backend that gains or loses
 // an optional interface without saying so fails.
@@ -40,14 +41,19 @@ type Capabilities struct {
 	// BARs is the size each PCI BAR 0..5 must report (0: absent, and every
 	// access to it fails with ndl.ErrBadBAR).
 	BARs [6]uint64
-	// Sleeper, Clock and HostMemory say whether the backend implements
-	// ndl.Sleeper, ndl.Clock and ndl.HostMemory.
-	Sleeper, Clock, HostMemory bool
+	// Sleeper, Clock, HostMemory and LazyHostMemory say whether the
+	// backend implements ndl.Sleeper, ndl.Clock, ndl.HostMemory and
+	// ndl.LazyHostMemory (which is checked only with ndl.HostMemory, whose
+	// HostRead, HostWrite and HostFree reach its buffers).
+	Sleeper, Clock, HostMemory, LazyHostMemory bool
 	// HostFreeErr and HostAccessErr are the sentinels the backend's errors
 	// wrap for HostFree of an address that is not an allocated buffer's
 	// base, and for HostRead/HostWrite of a range outside every allocated
 	// buffer. Required when HostMemory is set.
 	HostFreeErr, HostAccessErr error
+	// HostLazyErr is the sentinel the backend's error wraps for HostWrite
+	// into a lazy buffer. Required when LazyHostMemory is set.
+	HostLazyErr error
 }
 
 // check is one part of the contract. run returns nil when dev keeps it, or
@@ -74,6 +80,7 @@ var checks = []check{
 	{"sleeper", func(c Capabilities) bool { return c.Sleeper }, checkSleeper},
 	{"clock", func(c Capabilities) bool { return c.Clock }, checkClock},
 	{"host-memory", func(c Capabilities) bool { return c.HostMemory }, checkHostMemory},
+	{"lazy-host-memory", func(c Capabilities) bool { return c.LazyHostMemory }, checkLazyHostMemory},
 }
 
 // RunContract runs the contract against the backend open returns, one
@@ -126,10 +133,14 @@ func checkInterfaces(dev ndl.Device, want Capabilities) error {
 	_, sleeper := dev.(ndl.Sleeper)
 	_, clock := dev.(ndl.Clock)
 	_, host := dev.(ndl.HostMemory)
+	_, lazy := dev.(ndl.LazyHostMemory)
 	for _, i := range []struct {
 		name      string
 		has, want bool
-	}{{"ndl.Sleeper", sleeper, want.Sleeper}, {"ndl.Clock", clock, want.Clock}, {"ndl.HostMemory", host, want.HostMemory}} {
+	}{
+		{"ndl.Sleeper", sleeper, want.Sleeper}, {"ndl.Clock", clock, want.Clock}, {"ndl.HostMemory", host, want.HostMemory},
+		{"ndl.LazyHostMemory", lazy, want.LazyHostMemory},
+	} {
 		switch {
 		case i.has && !i.want:
 			f.add("%T implements %s but the backend's capabilities do not declare it", dev, i.name)
@@ -139,6 +150,9 @@ func checkInterfaces(dev ndl.Device, want Capabilities) error {
 	}
 	if want.HostMemory && (want.HostFreeErr == nil || want.HostAccessErr == nil) {
 		f.add("capabilities declare ndl.HostMemory without the sentinels of its errors (HostFreeErr, HostAccessErr)")
+	}
+	if want.LazyHostMemory && (!want.HostMemory || want.HostLazyErr == nil) {
+		f.add("capabilities declare ndl.LazyHostMemory without ndl.HostMemory or without the sentinel of a write into a lazy buffer (HostLazyErr)")
 	}
 	return f.err()
 }
@@ -522,6 +536,105 @@ func checkHostMemory(dev ndl.Device, want Capabilities) error {
 			f.add("HostAlloc(%d, %d) = %#x, want it refused", r.size, r.align, pa)
 		}
 	}
+	return f.err()
+}
+
+// lazyFill is the fill function of the lazy-host-memory check: byte i of the
+// buffer is lazyByte(i), unless err is set, which it returns; it records
+// every call.
+type lazyFill struct {
+	calls []lazyCall
+	err   error
+}
+
+// lazyCall is one call of a fill function: the offset and length asked.
+type lazyCall struct {
+	off uint64
+	n   int
+}
+
+func lazyByte(i uint64) byte { return byte(i*13) ^ byte(i>>8) ^ 0x5A }
+
+func (l *lazyFill) fill(off uint64, p []byte) error {
+	l.calls = append(l.calls, lazyCall{off, len(p)})
+	if l.err != nil {
+		return l.err
+	}
+	for i := range p {
+		p[i] = lazyByte(off + uint64(i))
+	}
+	return nil
+}
+
+// errLazyGone is the lazy-host-memory check's fill error.
+var errLazyGone = errors.New("ndltest: fill no longer holds this range")
+
+func checkLazyHostMemory(dev ndl.Device, want Capabilities) error {
+	lz, ok := dev.(ndl.LazyHostMemory)
+	h, hok := dev.(ndl.HostMemory)
+	switch {
+	case !ok:
+		return fmt.Errorf("%T does not implement ndl.LazyHostMemory", dev)
+	case !hok || want.HostAccessErr == nil || want.HostFreeErr == nil || want.HostLazyErr == nil:
+		return errors.New("capabilities declare ndl.LazyHostMemory without ndl.HostMemory and its sentinels (HostFreeErr, HostAccessErr, HostLazyErr)")
+	}
+	var f failures
+	const size, align = 8192, 4096
+	var l lazyFill
+	a, err := lz.HostAllocLazy(size, align, l.fill)
+	if err != nil {
+		return fmt.Errorf("HostAllocLazy(%d, %d): %w", size, align, err)
+	}
+	if a%align != 0 {
+		f.add("HostAllocLazy(%d, %d) = %#x, not %d-aligned", size, align, a, align)
+	}
+	for _, r := range []struct{ off, n uint64 }{{0, size}, {0, 16}, {4000, 100}, {size - 1, 1}, {64, 4096}} {
+		l.calls = nil
+		got := make([]byte, r.n)
+		f.ok(fmt.Sprintf("HostRead of [+%d, +%d) of a lazy buffer", r.off, r.n), h.HostRead(a+r.off, got))
+		for i := range got {
+			if got[i] != lazyByte(r.off+uint64(i)) {
+				f.add("HostRead of [+%d, +%d) of a lazy buffer: byte %d is %#x, want fill's %#x", r.off, r.n, i, got[i], lazyByte(r.off+uint64(i)))
+				break
+			}
+		}
+		var asked uint64
+		for _, c := range l.calls {
+			if c.off < r.off || c.off+uint64(c.n) > r.off+r.n {
+				f.add("HostRead of [+%d, +%d) called fill for [+%d, +%d), outside the range read", r.off, r.n, c.off, c.off+uint64(c.n))
+			}
+			asked += uint64(c.n)
+		}
+		if asked < r.n {
+			f.add("HostRead of [+%d, +%d) asked fill for %d bytes, fewer than it read", r.off, r.n, asked)
+		}
+	}
+	one := make([]byte, 1)
+	f.want("HostRead of a lazy buffer past its end", h.HostRead(a+size-50, make([]byte, 100)), want.HostAccessErr)
+	f.want("HostWrite into a lazy buffer", h.HostWrite(a+64, one), want.HostLazyErr)
+	l.err = errLazyGone
+	f.want("HostRead of a lazy buffer whose fill fails", h.HostRead(a, one), errLazyGone)
+	l.err, l.calls = nil, nil
+	f.ok("HostFree of a lazy buffer", h.HostFree(a))
+	f.want("HostRead of a freed lazy buffer", h.HostRead(a, one), want.HostAccessErr)
+	f.want("HostFree of a freed lazy buffer", h.HostFree(a), want.HostFreeErr)
+	if len(l.calls) != 0 {
+		f.add("fill called %d times after its buffer was freed", len(l.calls))
+	}
+	// A plain buffer in the freed one's place is zeroed, as every new one.
+	b, err := h.HostAlloc(size, align)
+	if err != nil {
+		return errors.Join(append(f, fmt.Errorf("HostAlloc(%d, %d) after freeing a lazy buffer: %w", size, align, err))...)
+	}
+	got := make([]byte, size)
+	f.ok("HostRead of a buffer allocated after a lazy one was freed", h.HostRead(b, got))
+	if i := slices.IndexFunc(got, func(c byte) bool { return c != 0 }); i >= 0 {
+		f.add("a buffer allocated after a lazy one was freed: byte %d is %#x, want 0", i, got[i])
+	}
+	if len(l.calls) != 0 {
+		f.add("fill called for a plain buffer allocated after its own was freed")
+	}
+	f.ok("HostFree", h.HostFree(b))
 	return f.err()
 }
 

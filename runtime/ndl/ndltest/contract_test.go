@@ -22,13 +22,14 @@ type ref struct {
 	closed bool
 	ps     uint64
 	host   map[uint64][]byte
+	lazy   map[uint64]func(off uint64, p []byte) error // the lazy buffers' fill functions, by base
 	next   uint64
 }
 
 func newRef() *ref {
 	geo := hwarch.MustGeometry(hwarch.Cayman)
 	r := &ref{id: hwarch.PCIIdentity{Vendor: hwarch.VendorAmazon, Device: hwarch.DeviceTrn2, Revision: 1},
-		words: map[[2]uint64]uint32{}, host: map[uint64][]byte{}, next: 1 << 20}
+		words: map[[2]uint64]uint32{}, host: map[uint64][]byte{}, lazy: map[uint64]func(uint64, []byte) error{}, next: 1 << 20}
 	r.bars[0], r.bars[4] = geo.BAR0.MinimumBAR0, 1<<20
 	return r
 }
@@ -36,11 +37,13 @@ func newRef() *ref {
 var (
 	errFree   = errors.New("ref: not a buffer")
 	errAccess = errors.New("ref: not in a buffer")
+	errLazy   = errors.New("ref: a lazy buffer")
 )
 
 func refWant() Capabilities {
 	r := newRef()
-	return Capabilities{Identity: r.id, BARs: r.bars, Sleeper: true, Clock: true, HostMemory: true, HostFreeErr: errFree, HostAccessErr: errAccess}
+	return Capabilities{Identity: r.id, BARs: r.bars, Sleeper: true, Clock: true, HostMemory: true, LazyHostMemory: true,
+		HostFreeErr: errFree, HostAccessErr: errAccess, HostLazyErr: errLazy}
 }
 
 func (r *ref) Identity() hwarch.PCIIdentity { return r.id }
@@ -131,26 +134,43 @@ func (r *ref) HostFree(pa uint64) error {
 		return errFree
 	}
 	delete(r.host, pa)
+	delete(r.lazy, pa)
 	return nil
 }
 
-func (r *ref) buf(pa uint64, n int) ([]byte, error) {
+func (r *ref) HostAllocLazy(size, align uint64, fill func(off uint64, p []byte) error) (uint64, error) {
+	pa, err := r.HostAlloc(size, align)
+	if err == nil {
+		r.lazy[pa] = fill
+	}
+	return pa, err
+}
+
+// buf returns the bytes of [pa, pa+n) and the base of the buffer holding
+// them.
+func (r *ref) buf(pa uint64, n int) ([]byte, uint64, error) {
 	for base, b := range r.host {
 		if pa >= base && pa-base <= uint64(len(b)) && uint64(n) <= uint64(len(b))-(pa-base) {
-			return b[pa-base:][:n], nil
+			return b[pa-base:][:n], base, nil
 		}
 	}
-	return nil, errAccess
+	return nil, 0, errAccess
 }
 
 func (r *ref) HostRead(pa uint64, p []byte) error {
-	b, err := r.buf(pa, len(p))
+	b, base, err := r.buf(pa, len(p))
+	if fill := r.lazy[base]; err == nil && fill != nil {
+		return fill(pa-base, p)
+	}
 	copy(p, b)
 	return err
 }
 
 func (r *ref) HostWrite(pa uint64, p []byte) error {
-	b, err := r.buf(pa, len(p))
+	b, base, err := r.buf(pa, len(p))
+	if err == nil && r.lazy[base] != nil {
+		return errLazy
+	}
 	copy(b, p)
 	return err
 }
@@ -200,6 +220,11 @@ type (
 	doubleFree  struct{ *ref } // HostFree of anything succeeds
 	staleRead   struct{ *ref } // HostRead of a freed buffer succeeds
 	zeroRefused struct{ *ref } // a zero-length WriteBAR fails
+	// eager stores a lazy buffer's bytes as a plain buffer's: reads give
+	// zeros and writes succeed.
+	eager     struct{ *ref }
+	lostFill  struct{ *ref } // a lazy buffer's fill error is dropped (the read succeeds)
+	staleFill struct{ *ref } // HostFree keeps the lazy buffer's fill, which a new buffer at its address reads through
 )
 
 func (d forgetful) Read32(int, uint64) (uint32, error) { return 0, nil }
@@ -241,6 +266,24 @@ func (d staleRead) HostRead(pa uint64, p []byte) error {
 	}
 	return d.ref.HostRead(pa, p)
 }
+func (d eager) HostAllocLazy(size, align uint64, _ func(uint64, []byte) error) (uint64, error) {
+	return d.ref.HostAlloc(size, align)
+}
+func (d lostFill) HostRead(pa uint64, p []byte) error {
+	if err := d.ref.HostRead(pa, p); err != nil && !errors.Is(err, errAccess) {
+		return nil
+	}
+	return d.ref.HostRead(pa, p)
+}
+func (d staleFill) HostFree(pa uint64) error {
+	fill := d.lazy[pa]
+	err := d.ref.HostFree(pa)
+	if fill != nil {
+		d.ref.next = pa // the next buffer takes the freed one's place
+		d.lazy[pa] = fill
+	}
+	return err
+}
 func (d zeroRefused) WriteBAR(b int, off uint64, src []uint32) error {
 	if len(src) == 0 {
 		return errors.New("zero-length write")
@@ -273,6 +316,11 @@ func TestContractCatchesBrokenBackends(t *testing.T) {
 		{"clock goes back", func() ndl.Device { return backwards{newRef()} }, nil, "clock"},
 		{"double free accepted", func() ndl.Device { return doubleFree{newRef()} }, nil, "host-memory"},
 		{"freed buffer readable", func() ndl.Device { return staleRead{newRef()} }, nil, "host-memory"},
+		{"undeclared lazy host memory", func() ndl.Device { return newRef() }, func(c *Capabilities) { c.LazyHostMemory = false }, "interfaces"},
+		{"lazy host memory without its sentinel", func() ndl.Device { return newRef() }, func(c *Capabilities) { c.HostLazyErr = nil }, "interfaces"},
+		{"lazy buffer stored", func() ndl.Device { return eager{newRef()} }, nil, "lazy-host-memory"},
+		{"fill error lost", func() ndl.Device { return lostFill{newRef()} }, nil, "lazy-host-memory"},
+		{"fill kept past free", func() ndl.Device { return staleFill{newRef()} }, nil, "lazy-host-memory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
