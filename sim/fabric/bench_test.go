@@ -12,39 +12,61 @@ import (
 )
 
 // BenchmarkBookWrites books 64 KiB writes (16 chunks of 4 KiB) of 7
-// engines reading at 23 GB/s over a 4-hop path of 256 GB/s links, in the
-// aware model: each chunk leaves gaps the other engines' chunks fill, the
-// calendar's common case, with the present moving on as the engines do.
-// One op is one write.
+// engines reading at 23 GB/s, in each model, over a 4-link path of 256 GB/s
+// links (a Trn2 torus, 2 hops each way) and a 2-link one (a Trn3 Gen2
+// UltraServer's devices of one server, through its first-level switch):
+// each chunk leaves gaps the other engines' chunks fill, the calendar's
+// common case, with the present moving on as the engines do. One op is one
+// write.
 func BenchmarkBookWrites(b *testing.B) {
+	paths := []struct {
+		links    int
+		gen      hwarch.Generation
+		kind     Kind
+		devices  int
+		src, dst int
+	}{
+		{4, hwarch.Cayman, KindTorus2D, 16, 0, 10},
+		{2, hwarch.Mariana, KindTrn3Gen2, Gen2Servers * Gen2ServerSize, 0, 1},
+	}
 	for _, m := range []Model{Aware, Free} {
-		b.Run(m.String(), func(b *testing.B) {
-			p := DefaultParams(hwarch.Cayman)
-			p.Model = m
-			s, err := New(Config{Generation: hwarch.Cayman, Devices: 16, Kind: KindTorus2D, Params: &p, Ready: true, TimingOnly: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			path, err := s.path(0, 10)
-			if err != nil {
-				b.Fatal(err)
-			}
-			const n = 64 << 10
-			dur := 50*ns + dma.TransferTime(n, 23e9)
-			var clock [7]uint64
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				e := i % len(clock)
-				start := clock[e]
-				clock[e] = start + dur
-				if now := uint64(s.engine.Now()); start > now {
-					s.engine.RunUntil(sim.Time(start)) // the present moves on: spans over are dropped
+		for _, pc := range paths {
+			b.Run(fmt.Sprintf("%s/links=%d", m, pc.links), func(b *testing.B) {
+				p := DefaultParams(pc.gen)
+				p.Model = m
+				s, err := New(Config{Generation: pc.gen, Devices: pc.devices, Kind: pc.kind, Params: &p, Ready: true, TimingOnly: true})
+				if err != nil {
+					b.Fatal(err)
 				}
-				s.timing(path, n, start, start+dur, nil)
-				i++
-			}
-		})
+				path, err := s.path(pc.src, pc.dst)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(path) != pc.links {
+					b.Fatalf("path %d → %d has %d links, want %d", pc.src, pc.dst, len(path), pc.links)
+				}
+				benchBook(b, s, path)
+			})
+		}
+	}
+}
+
+// benchBook is BenchmarkBookWrites on one system's path.
+func benchBook(b *testing.B, s *System, path []int) {
+	const n = 64 << 10
+	dur := 50*ns + dma.TransferTime(n, 23e9)
+	var clock [7]uint64
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		e := i % len(clock)
+		start := clock[e]
+		clock[e] = start + dur
+		if now := uint64(s.engine.Now()); start > now {
+			s.engine.RunUntil(sim.Time(start)) // the present moves on: spans over are dropped
+		}
+		s.timing(path, n, start, start+dur, nil)
+		i++
 	}
 }
 
