@@ -27,7 +27,71 @@ const MaxSpans = 1 << 14
 // earlier one's chunks; it never moves them (their times were already
 // given to their engines).
 func (ls *LinkState) book(now, t, d uint64) uint64 {
+	c := current(ls.Spans, now)
+	ls.Spans = c
+	if d == 0 {
+		return t
+	}
+	ls.Spans, t = place(c, firstEnding(c, 0, t), t, d)
+	return t
+}
+
+// bookRun books a write's chunks on the link one after another, as book
+// would one call each in order: chunk j arrives at at[j] and takes d ps,
+// but the last chunk last ps. It returns when the last of them has crossed
+// the link and replaces at[j] by when chunk j has (its begin plus its
+// length) plus delay.
+//
+// Most chunks need no search: one that comes after every span begins at
+// its arrival (a new span, or the last one's continuation), and one that
+// could not end before the last span begins (a busy link's queue) begins
+// at that span's end and extends it. Any other searches the spans after its arrival from
+// where the previous chunk's search found them (its arrivals come in
+// order), not from the calendar's start.
+func (ls *LinkState) bookRun(now uint64, at []uint64, d, last, delay uint64) (crossed uint64) {
 	c := ls.Spans
+	k := 0 // every span before k ends by the arrival being booked
+	var prev uint64
+	for j, t := range at {
+		if len(c) > 0 && c[0].End <= now {
+			c, k = current(c, now), 0 // the spans still to come moved to the front
+		}
+		if t < prev {
+			k = 0 // arrivals out of order (a later chunk crossed earlier): search from the start
+		}
+		prev = t
+		dj := d
+		if j == len(at)-1 {
+			dj = last
+		}
+		begin := t
+		switch n := len(c); {
+		case dj == 0: // book's empty booking: it crosses at its arrival
+		case n == 0 || c[n-1].End < t && n < MaxSpans:
+			c = append(c, Span{t, addTime(t, dj)})
+			k = max(n-1, 0)
+		case c[n-1].End <= t || addTime(t, dj) > c[n-1].Begin:
+			// At or after the last span's end, or too late to end before
+			// the last span begins (so before any): it extends that span.
+			// The spans before k are as they were.
+			begin = max(t, c[n-1].End)
+			c[n-1].End = addTime(begin, dj)
+		default:
+			i := firstEnding(c, k, t)
+			c, begin = place(c, i, t, dj)
+			k = max(i-1, 0) // the span before i may now end after t; none before it does
+		}
+		end := addTime(begin, dj)
+		crossed = max(crossed, end)
+		at[j] = addTime(end, delay)
+	}
+	ls.Spans = c
+	return crossed
+}
+
+// current returns the spans of c that end after now, forgetting those over
+// (book's first step), in c's array.
+func current(c []Span, now uint64) []Span {
 	switch {
 	case len(c) == 0 || c[0].End > now: // nothing over (the common case: no search)
 	case c[len(c)-1].End <= now:
@@ -40,23 +104,34 @@ func (ls *LinkState) book(now, t, d uint64) uint64 {
 		k := sort.Search(len(c), func(i int) bool { return c[i].End > now })
 		c = c[:copy(c, c[k:])]
 	}
-	if d == 0 {
-		ls.Spans = c
-		return t
+	return c
+}
+
+// firstEnding returns the index of the first span of c that ends after t,
+// given that every span before k ends by t: len(c) when none does (a
+// FIFO's case: no search), else found a few steps on from k or by binary
+// search.
+func firstEnding(c []Span, k int, t uint64) int {
+	if len(c) == 0 || c[len(c)-1].End <= t {
+		return len(c)
 	}
-	// i: the first span ending after t; every earlier one is over by t.
-	// A write that comes after every booked span (a FIFO's case) needs no
-	// search.
-	i := len(c)
-	if i > 0 && c[i-1].End > t {
-		i = sort.Search(len(c), func(i int) bool { return c[i].End > t })
+	for stop := min(k+4, len(c)); k < stop; k++ {
+		if c[k].End > t {
+			return k
+		}
 	}
+	return k + sort.Search(len(c)-k, func(i int) bool { return c[k+i].End > t })
+}
+
+// place books d > 0 ps at the earliest time at or after t when c is idle
+// for d, i being the first span of c that ends after t, and returns the
+// spans and that time.
+func place(c []Span, i int, t, d uint64) ([]Span, uint64) {
 	begin := t
 	if len(c) >= MaxSpans {
 		begin = max(t, c[len(c)-1].End)
 		c[len(c)-1].End = addTime(begin, d)
-		ls.Spans = c
-		return begin
+		return c, begin
 	}
 	for ; i < len(c); i++ {
 		if addTime(begin, d) <= c[i].Begin {
@@ -76,8 +151,7 @@ func (ls *LinkState) book(now, t, d uint64) uint64 {
 	default:
 		c = slices.Insert(c, i, Span{begin, end})
 	}
-	ls.Spans = c
-	return begin
+	return c, begin
 }
 
 // addTime adds two times, saturating instead of wrapping (a time past

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/units"
@@ -162,29 +163,61 @@ func (s *System) cutThrough(path []int, n int, now, start, sent uint64, hops *[]
 // far would still be crossing — so the message's last write lands
 // Σ (before + n)/B_i + L_i after the message started, the store and
 // forward of the whole message.
+//
+// The chunks are booked link by link, each link's all before the next
+// link's (bookRun): chunk j's time on link i depends on its time on link
+// i−1 and on what link i holds when it comes, which is chunk j−1's
+// booking and no other of this write's when the path's links are
+// distinct, so the times are those of booking chunk by chunk
+// (storeAndForwardChunks, which a capture's hops, chunk-major, and a path
+// through a link twice keep).
 func (s *System) storeAndForward(path []int, n int, before, now, start, sent uint64, hops *[]uint64) (injected, lands uint64) {
+	if hops != nil || !distinct(path) {
+		return s.storeAndForwardChunks(path, n, before, now, start, sent, hops)
+	}
 	c := s.p.chunk(n)
-	m := (uint64(n) + c - 1) / c
-	all := uint64(simkernel.AtRate(uint64(n), s.engineBW))
+	at := s.readyTimes(n, c, start, sent)
+	if len(at) == 0 {
+		return 0, addTime(0, s.p.Endpoint)
+	}
+	lastSize := uint64(n) - uint64(len(at)-1)*c
+	var crossed uint64
+	for i, id := range path {
+		d, last := s.busyOf(id, c), s.busyOf(id, lastSize)
+		delay := s.hopDelay[id]
+		if i+1 < len(path) && before > 0 {
+			delay = addTime(delay, uint64(simkernel.AtRate(before, s.topo.Links[path[i+1]].Params.Bandwidth)))
+		}
+		ls := &s.st.Links[id]
+		crossed = ls.bookRun(now, at, d, last, delay)
+		ls.count(uint64(n), addTime(mulTime(uint64(len(at)-1), d), last))
+		if i == 0 {
+			injected = crossed
+		}
+	}
+	// The last chunk to arrive is the last to cross the last link (its
+	// delay is every chunk's).
+	return injected, addTime(addTime(crossed, s.hopDelay[path[len(path)-1]]), s.p.Endpoint)
+}
+
+// storeAndForwardChunks is storeAndForward booking chunk by chunk, each
+// on every link of the path before the next chunk, with each chunk's start
+// time on each link appended to hops when it is not nil.
+func (s *System) storeAndForwardChunks(path []int, n int, before, now, start, sent uint64, hops *[]uint64) (injected, lands uint64) {
+	c := s.p.chunk(n)
+	at := s.readyTimes(n, c, start, sent)
 	var arrive uint64
-	for j := uint64(0); j < m; j++ {
-		size, t := c, sent
-		if j == m-1 {
-			size = uint64(n) - (m-1)*c
-		} else if rest := all - s.chunksRead(j+1, c); rest < sent-start {
-			t = sent - rest
-		} else {
-			t = start
+	for j, t := range at {
+		size := c
+		if j == len(at)-1 {
+			size = uint64(n) - uint64(j)*c
 		}
 		for i, id := range path {
 			ls := &s.st.Links[id]
 			if i > 0 && before > 0 {
 				t = addTime(t, uint64(simkernel.AtRate(before, s.topo.Links[id].Params.Bandwidth)))
 			}
-			busy := s.chunkTime[id]
-			if size != uint64(s.p.ChunkBytes) {
-				busy = uint64(simkernel.AtRate(size, s.topo.Links[id].Params.Bandwidth))
-			}
+			busy := s.busyOf(id, size)
 			begin := ls.book(now, t, busy)
 			ls.count(size, busy)
 			if hops != nil {
@@ -199,6 +232,59 @@ func (s *System) storeAndForward(path []int, n int, before, now, start, sent uin
 		arrive = max(arrive, t)
 	}
 	return injected, addTime(arrive, s.p.Endpoint)
+}
+
+// readyTimes returns when each of the ⌈n/c⌉ chunks of a write read from
+// start until sent is ready to leave its source (storeAndForward), in a
+// buffer of the system's that the next call reuses.
+func (s *System) readyTimes(n int, c, start, sent uint64) []uint64 {
+	m := (uint64(n) + c - 1) / c
+	if uint64(cap(s.ready)) < m {
+		s.ready = make([]uint64, m)
+	}
+	at := s.ready[:m]
+	all := s.chunksRead(1, uint64(n)) // the whole write's read
+	if uint64(n) == m*c {
+		all = s.chunksRead(m, c) // the same, from the table for whole chunks
+	}
+	for j := range at {
+		t := sent
+		if j+1 < len(at) {
+			if rest := all - s.chunksRead(uint64(j)+1, c); rest < sent-start {
+				t = sent - rest
+			} else {
+				t = start
+			}
+		}
+		at[j] = t
+	}
+	return at
+}
+
+// busyOf is how long link id serialises a chunk of size bytes.
+func (s *System) busyOf(id int, size uint64) uint64 {
+	if size == uint64(s.p.ChunkBytes) {
+		return s.chunkTime[id]
+	}
+	return uint64(simkernel.AtRate(size, s.topo.Links[id].Params.Bandwidth))
+}
+
+// distinct reports whether no link occurs twice in path.
+func distinct(path []int) bool {
+	for i, id := range path {
+		if slices.Contains(path[:i], id) {
+			return false
+		}
+	}
+	return true
+}
+
+// mulTime is k·d, saturating instead of wrapping (as addTime).
+func mulTime(k, d uint64) uint64 {
+	if hi, lo := bits.Mul64(k, d); hi == 0 {
+		return lo
+	}
+	return ^uint64(0)
 }
 
 // chunksRead is how long the engine takes to read k chunks of c bytes:

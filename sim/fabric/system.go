@@ -77,6 +77,9 @@ type System struct {
 	// once for the chunks of a descriptor's largest write (udma.MaxTransfer)
 	// so that the aware model does not divide per chunk.
 	readTime []uint64
+	// ready is storeAndForward's buffer of a write's chunk times, reused
+	// by every write (no state: each write fills it before reading it).
+	ready []uint64
 }
 
 // state is the fabric's whole mutable state (besides the devices' and the
