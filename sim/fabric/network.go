@@ -243,22 +243,38 @@ func (s *System) readyTimes(n int, c, start, sent uint64) []uint64 {
 		s.ready = make([]uint64, m)
 	}
 	at := s.ready[:m]
-	all := s.chunksRead(1, uint64(n)) // the whole write's read
-	if uint64(n) == m*c {
-		all = s.chunksRead(m, c) // the same, from the table for whole chunks
+	if m == 0 {
+		return at
 	}
-	for j := range at {
-		t := sent
-		if j+1 < len(at) {
-			if rest := all - s.chunksRead(uint64(j)+1, c); rest < sent-start {
-				t = sent - rest
-			} else {
-				t = start
-			}
+	// Chunk j is ready once the engine has read its first j+1 chunks: the
+	// rest of the write's read, all − AtRate((j+1)·c), before sent. The
+	// last is ready at sent.
+	if c == uint64(s.p.ChunkBytes) && m < uint64(len(s.readTime)) {
+		read := s.readTime[:m+1] // read[k] = AtRate(k·c)
+		all := read[m]           // the whole write's read, when its chunks are all whole
+		if uint64(n) != m*c {
+			all = uint64(simkernel.AtRate(uint64(n), s.engineBW))
 		}
-		at[j] = t
+		for j := range at {
+			at[j] = readyAt(all-read[j+1], start, sent)
+		}
+	} else {
+		all := uint64(simkernel.AtRate(uint64(n), s.engineBW))
+		for j := range at {
+			at[j] = readyAt(all-s.chunksRead(uint64(j)+1, c), start, sent)
+		}
 	}
+	at[m-1] = sent
 	return at
+}
+
+// readyAt is when a chunk the engine reads rest ps before the write's last
+// byte is ready: rest before sent, but not before start.
+func readyAt(rest, start, sent uint64) uint64 {
+	if rest < sent-start {
+		return sent - rest
+	}
+	return start
 }
 
 // busyOf is how long link id serialises a chunk of size bytes.
