@@ -49,12 +49,13 @@ func (ls *LinkState) book(now, t, d uint64) uint64 {
 // where the previous chunk's search found them (its arrivals come in
 // order), not from the calendar's start.
 func (ls *LinkState) bookRun(now uint64, at []uint64, d, last, delay uint64) (crossed uint64) {
-	c := ls.Spans
-	k := 0 // every span before k ends by the arrival being booked
-	var prev uint64
+	c := current(ls.Spans, now)
+	k := 0          // every span before k ends by the arrival being booked
+	over := false   // a chunk arrived so early that its span is over by now
+	var prev uint64 // the previous chunk's arrival
 	for j, t := range at {
-		if len(c) > 0 && c[0].End <= now {
-			c, k = current(c, now), 0 // the spans still to come moved to the front
+		if over {
+			c, k, over = current(c, now), 0, false // book forgets it before the next booking
 		}
 		if t < prev {
 			k = 0 // arrivals out of order (a later chunk crossed earlier): search from the start
@@ -82,6 +83,7 @@ func (ls *LinkState) bookRun(now uint64, at []uint64, d, last, delay uint64) (cr
 			k = max(i-1, 0) // the span before i may now end after t; none before it does
 		}
 		end := addTime(begin, dj)
+		over = over || end <= now && dj > 0
 		crossed = max(crossed, end)
 		at[j] = addTime(end, delay)
 	}

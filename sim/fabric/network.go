@@ -121,26 +121,29 @@ func (s *System) timingAfter(path []int, n int, before, start, sent uint64, hops
 // first idle time from start on), so a device never injects faster than
 // its links.
 func (s *System) cutThrough(path []int, n int, now, start, sent uint64, hops *[]uint64) (injected, lands uint64) {
-	var lat uint64
+	var lat, own, slowest uint64 // slowest: n at the path's slowest bandwidth
 	bw := ^uint64(0)
-	for _, id := range path {
-		l := &s.topo.Links[id]
-		lat += l.Params.Latency + s.forward(l)
-		bw = min(bw, l.Params.Bandwidth)
-		s.st.Links[id].count(uint64(n), uint64(simkernel.AtRate(uint64(n), l.Params.Bandwidth)))
+	for i, id := range path {
+		lat += s.hopDelay[id]
+		busy := s.busyOf(id, uint64(n))
+		if b := s.topo.Links[id].Params.Bandwidth; b < bw || i == 0 {
+			bw, slowest = b, busy
+		}
+		if i == 0 {
+			own = busy
+		}
+		s.st.Links[id].count(uint64(n), busy)
 	}
-	first := path[0]
-	own := uint64(simkernel.AtRate(uint64(n), s.topo.Links[first].Params.Bandwidth))
-	begin := s.st.Links[first].book(now, start, own)
+	begin := s.st.Links[path[0]].book(now, start, own)
 	if hops != nil {
 		t := begin
 		for _, id := range path {
 			*hops = append(*hops, t)
-			t += s.topo.Links[id].Params.Latency + s.forward(&s.topo.Links[id])
+			t += s.hopDelay[id]
 		}
 	}
 	injected = max(sent, addTime(begin, own))
-	return injected, addTime(max(sent, addTime(begin, uint64(simkernel.AtRate(uint64(n), bw)))), lat+s.p.Endpoint)
+	return injected, addTime(max(sent, addTime(begin, slowest)), lat+s.p.Endpoint)
 }
 
 // storeAndForward is the contention-aware model: m = ⌈n/c⌉ chunks, all of
