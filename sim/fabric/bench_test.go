@@ -21,23 +21,18 @@ import (
 func BenchmarkBookWrites(b *testing.B) {
 	paths := []struct {
 		links    int
-		gen      hwarch.Generation
-		kind     Kind
-		devices  int
+		sys      timingSystem
 		src, dst int
 	}{
-		{4, hwarch.Cayman, KindTorus2D, 16, 0, 10},
-		{2, hwarch.Mariana, KindTrn3Gen2, Gen2Servers * Gen2ServerSize, 0, 1},
+		{4, timingSystem{hwarch.Cayman, KindTorus2D, 16}, 0, 10},
+		{2, timingSystem{hwarch.Mariana, KindTrn3Gen2, Gen2Servers * Gen2ServerSize}, 0, 1},
 	}
 	for _, m := range []Model{Aware, Free} {
 		for _, pc := range paths {
 			b.Run(fmt.Sprintf("%s/links=%d", m, pc.links), func(b *testing.B) {
-				p := DefaultParams(pc.gen)
+				p := DefaultParams(pc.sys.gen)
 				p.Model = m
-				s, err := New(Config{Generation: pc.gen, Devices: pc.devices, Kind: pc.kind, Params: &p, Ready: true, TimingOnly: true})
-				if err != nil {
-					b.Fatal(err)
-				}
+				s := pc.sys.build(b, p)
 				path, err := s.path(pc.src, pc.dst)
 				if err != nil {
 					b.Fatal(err)

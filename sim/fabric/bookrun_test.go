@@ -26,6 +26,24 @@ func randomCalendar(rng *rand.Rand, n int, from, scale uint64) []Span {
 	return c
 }
 
+// timingSystem is a timing-only system of a generation, kind and size,
+// its devices ready, for tests and benchmarks.
+type timingSystem struct {
+	gen     hwarch.Generation
+	kind    Kind
+	devices int
+}
+
+// build builds the system with parameters p.
+func (ts timingSystem) build(tb testing.TB, p Params) *System {
+	tb.Helper()
+	s, err := New(Config{Generation: ts.gen, Devices: ts.devices, Kind: ts.kind, Params: &p, Ready: true, TimingOnly: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
 // sameLinks reports how two links' states differ, "" when they do not
 // (an empty calendar is one whether or not it has an array).
 func sameLinks(a, b *LinkState) string {
@@ -104,25 +122,20 @@ func TestBookRunMatchesBook(t *testing.T) {
 // other writes, with the present moving on.
 func TestStoreAndForwardMatchesChunks(t *testing.T) {
 	systems := []struct {
-		name    string
-		gen     hwarch.Generation
-		kind    Kind
-		devices int
-		tweak   func(Params) Params
+		name  string
+		sys   timingSystem
+		tweak func(Params) Params
 	}{
-		{"trn2-torus", hwarch.Cayman, KindTorus2D, 16, func(p Params) Params { return p }},
-		{"trn3-gen1", hwarch.Mariana, KindTrn3Gen1, Gen1Servers * Gen1ServerSize, func(p Params) Params { return p }},
-		{"inf2-chain-chunk-256", hwarch.Sunda, KindChain, 6, func(p Params) Params { p.ChunkBytes = 256; return p }},
-		{"trn2-torus-ideal", hwarch.Cayman, KindTorus2D, 16, Params.WithIdealEndpoints},
+		{"trn2-torus", timingSystem{hwarch.Cayman, KindTorus2D, 16}, func(p Params) Params { return p }},
+		{"trn3-gen1", timingSystem{hwarch.Mariana, KindTrn3Gen1, Gen1Servers * Gen1ServerSize}, func(p Params) Params { return p }},
+		{"inf2-chain-chunk-256", timingSystem{hwarch.Sunda, KindChain, 6}, func(p Params) Params { p.ChunkBytes = 256; return p }},
+		{"trn2-torus-ideal", timingSystem{hwarch.Cayman, KindTorus2D, 16}, Params.WithIdealEndpoints},
 	}
 	for si, sc := range systems {
 		t.Run(sc.name, func(t *testing.T) {
 			var sys [2]*System
 			for k := range sys {
-				p := sc.tweak(DefaultParams(sc.gen))
-				s, err := New(Config{Generation: sc.gen, Devices: sc.devices, Kind: sc.kind, Params: &p, Ready: true, TimingOnly: true})
-				require.NoError(t, err)
-				sys[k] = s
+				sys[k] = sc.sys.build(t, sc.tweak(DefaultParams(sc.sys.gen)))
 			}
 			fast, ref := sys[0], sys[1]
 			rng := rand.New(rand.NewPCG(16, uint64(si)))

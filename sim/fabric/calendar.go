@@ -45,10 +45,13 @@ func (ls *LinkState) book(now, t, d uint64) uint64 {
 // Most chunks need no search: one that comes after every span begins at
 // its arrival (a new span, or the last one's continuation), and one that
 // could not end before the last span begins (a busy link's queue) begins
-// at that span's end and extends it. Any other searches the spans after its arrival from
-// where the previous chunk's search found them (its arrivals come in
-// order), not from the calendar's start.
+// at that span's end and extends it. Any other searches the spans after
+// its arrival from where the previous chunk's search found them (its
+// arrivals come in order), not from the calendar's start.
 func (ls *LinkState) bookRun(now uint64, at []uint64, d, last, delay uint64) (crossed uint64) {
+	if len(at) == 0 {
+		return 0
+	}
 	c := current(ls.Spans, now)
 	k := 0          // every span before k ends by the arrival being booked
 	over := false   // a chunk arrived so early that its span is over by now

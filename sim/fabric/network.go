@@ -169,11 +169,11 @@ func (s *System) cutThrough(path []int, n int, now, start, sent uint64, hops *[]
 //
 // The chunks are booked link by link, each link's all before the next
 // link's (bookRun): chunk j's time on link i depends on its time on link
-// i−1 and on what link i holds when it comes, which is chunk j−1's
-// booking and no other of this write's when the path's links are
-// distinct, so the times are those of booking chunk by chunk
-// (storeAndForwardChunks, which a capture's hops, chunk-major, and a path
-// through a link twice keep).
+// i−1 and on what link i holds when it comes — the other writes' spans and
+// chunks 0..j−1 of this one, booked there in the same order either way
+// when no link is on the path twice — so the times, spans and counters
+// are those of booking chunk by chunk (storeAndForwardChunks, which a
+// capture's hops, chunk-major, and a path through a link twice keep).
 func (s *System) storeAndForward(path []int, n int, before, now, start, sent uint64, hops *[]uint64) (injected, lands uint64) {
 	if hops != nil || !distinct(path) {
 		return s.storeAndForwardChunks(path, n, before, now, start, sent, hops)
