@@ -136,3 +136,44 @@ func BenchmarkMemoryCopy64KiB(b *testing.B) {
 		}
 	}
 }
+
+// benchPending is the queue depth of BenchmarkEngineStepPending: about the
+// events a system of many devices keeps pending (a completion per busy DMA
+// queue and core engine).
+const benchPending = 2048
+
+// rescheduler is a handler that schedules one event for each it receives,
+// at a scattered time ahead, so the queue stays benchPending deep.
+type rescheduler struct {
+	id HandlerID
+	n  uint64
+}
+
+func (h *rescheduler) HandleEvent(e *Engine, arg uint64) {
+	h.n++
+	_ = e.After(Time(1+(h.n*7919)%5000), h.id, arg)
+}
+
+// BenchmarkEngineStepPending is one event's host cost (pop, dispatch,
+// schedule) with benchPending events pending.
+func BenchmarkEngineStepPending(b *testing.B) {
+	e := NewEngine()
+	h := &rescheduler{}
+	id, err := e.Register("resched", h)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h.id = id
+	for i := range benchPending {
+		if err := e.After(benchDelay(i)*5, id, uint64(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		e.Step()
+	}
+	if e.Pending() != benchPending {
+		b.Fatalf("%d events pending, want %d", e.Pending(), benchPending)
+	}
+}
