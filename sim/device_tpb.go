@@ -35,11 +35,9 @@ func (e *coreEnv) Fetch(addr uint64, p []byte) error { return (*deviceBus)(e.d).
 
 // Doorbell rings a DMA queue: S2M tail_inc, then M2S.
 func (e *coreEnv) Doorbell(engine, queue int, n uint32) error {
-	if engine < 0 || engine >= e.d.geo.DMAEngines || queue < 0 || queue >= udma.Queues {
+	if err := e.d.dma.Doorbell(engine, queue, n); err != nil { // no such engine or queue
 		return fmt.Errorf("sim device %s: doorbell of DMA engine %d queue %d: %w", e.d.cfg.Name, engine, queue, udma.ErrEngine)
 	}
-	e.d.dma.WriteReg(engine, udma.QueueReg(udma.S2M, queue, udma.QTailInc), n)
-	e.d.dma.WriteReg(engine, udma.QueueReg(udma.M2S, queue, udma.QTailInc), n)
 	return nil
 }
 
@@ -87,8 +85,7 @@ func (d *Device) newCores() error {
 			return fmt.Errorf("sim device %s: NC %d: %w", d.cfg.Name, nc, err)
 		}
 		d.cores[nc] = c
-		core := c
-		if d.hCore[nc], err = d.register(fmt.Sprintf("tpb%d", nc), HandlerFunc(func(_ *Engine, arg uint64) { core.Fire(arg) })); err != nil {
+		if d.hCore[nc], err = d.register(fmt.Sprintf("tpb%d", nc), c); err != nil { // the core's Fire
 			return err
 		}
 	}

@@ -28,7 +28,7 @@ func (d *Device) registerHandlers() error {
 	if d.hDone, err = d.register("fw-reset-done", HandlerFunc(func(_ *Engine, seq uint64) { d.resetDone(seq) })); err != nil {
 		return err
 	}
-	d.hDMA, err = d.register("dma-done", HandlerFunc(func(_ *Engine, arg uint64) { d.dma.Fire(arg) }))
+	d.hDMA, err = d.register("dma-done", d.dma) // the controller's Fire
 	return err
 }
 

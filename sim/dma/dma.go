@@ -143,10 +143,11 @@ type Controller struct {
 	clock      Scheduler
 	st         State
 	trace      Tracer
-	buf        []byte                    // payload bounce buffer, reused
-	dstBuf     []byte                    // destination bytes of a local reduce, reused
-	pref       []*prefetch               // per engine, queue and half: descriptors fetched in a burst (not state: dropped on Restore)
-	desc       [udma.DescriptorSize]byte // descriptor fetch buffer, reused
+	buf        []byte                                          // payload bounce buffer, reused
+	dstBuf     []byte                                          // destination bytes of a local reduce, reused
+	pref       []*queueFetch                                   // per engine and queue: descriptors fetched in a burst (not state: dropped on Restore)
+	burst      [prefetchDescriptors * udma.DescriptorSize]byte // descriptor fetch buffer, reused
+	times      timeMemo                                        // transfer times of the last sizes
 }
 
 // Options configure a Controller.
@@ -173,6 +174,7 @@ func New(geo *hwarch.Geometry, bus Bus, clock Scheduler, opts Options) *Controll
 	c.copier, _ = bus.(Copier)
 	c.fabric, _ = bus.(Fabric)
 	c.st.Engines = make([]EngineState, geo.DMAEngines)
+	c.pref = make([]*queueFetch, geo.DMAEngines*udma.Queues)
 	for e := range c.st.Engines {
 		c.resetEngine(e)
 	}
@@ -279,7 +281,7 @@ func (c *Controller) Restore(s State) error {
 	}
 	c.st = s
 	c.st = c.State() // a deep copy, so the caller's s stays its own
-	c.pref = nil     // fetched again from the restored memory
+	clear(c.pref)    // fetched again from the restored memory
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package dma
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -19,59 +20,77 @@ func fireArg(e, q int, epoch uint32) uint64 {
 // change those — and never past the ring's end.
 const prefetchDescriptors = 16
 
-// prefetch is one ring half's fetched descriptors: ring indices
+// prefetch is one ring half's fetched descriptors, decoded: ring indices
 // [start, start+n) at phase phase of the ring at base, length length, for
-// queue epoch epoch.
+// queue epoch epoch, the one at start in desc[next].
 type prefetch struct {
 	base          uint64
 	length, start uint32
-	n             uint32
+	n, next       uint32
 	phase         uint8
 	epoch         uint32
-	buf           [prefetchDescriptors * udma.DescriptorSize]byte
-	next          uint32 // index in buf of descriptor start
+}
+
+// queueFetch is one queue's prefetch state: both halves' headers side by
+// side (a kick reads both), then their descriptors.
+type queueFetch struct {
+	half [2]prefetch // M2S, S2M
+	desc [2][prefetchDescriptors]udma.Descriptor
 }
 
 // readDescriptor fetches the descriptor at a half's head, from the half's
-// prefetched burst when it holds it (pf may be nil: no prefetching).
-func (c *Controller) readDescriptor(h *HalfState, pf *prefetch, epoch uint32) (udma.Descriptor, error) {
+// prefetched burst when it holds it (pf and desc are the half's prefetch
+// state).
+func (c *Controller) readDescriptor(h *HalfState, pf *prefetch, desc *[prefetchDescriptors]udma.Descriptor, epoch uint32) (udma.Descriptor, error) {
 	base := h.base()
-	if pf != nil {
-		if pf.n == 0 || pf.base != base || pf.length != h.Length || pf.start != h.Head || pf.phase != h.HeadRing || pf.epoch != epoch {
-			k := min(prefetchDescriptors, h.Avail, h.Length-h.Head)
-			*pf = prefetch{base: base, length: h.Length, start: h.Head, phase: h.HeadRing, epoch: epoch}
-			if k > 1 && c.bus.ReadDMA(base+uint64(h.Head)*udma.DescriptorSize, pf.buf[:k*udma.DescriptorSize]) == nil {
+	if pf.n == 0 || pf.base != base || pf.length != h.Length || pf.start != h.Head || pf.phase != h.HeadRing || pf.epoch != epoch {
+		k := min(prefetchDescriptors, h.Avail, h.Length-h.Head)
+		*pf = prefetch{base: base, length: h.Length, start: h.Head, phase: h.HeadRing, epoch: epoch}
+		if k > 1 {
+			b := c.burst[:k*udma.DescriptorSize]
+			if c.bus.ReadDMA(base+uint64(h.Head)*udma.DescriptorSize, b) == nil {
+				for i := range desc[:k] {
+					desc[i] = decode(b[i*udma.DescriptorSize:])
+				}
 				pf.n = k
 			}
 		}
-		if pf.n > 0 {
-			d, err := udma.Decode(pf.buf[pf.next*udma.DescriptorSize:])
-			pf.next++
-			pf.n--
-			pf.start++
-			return d, err
-		}
 	}
-	// c.desc, not a local array: a slice passed to the Bus interface
+	if pf.n > 0 {
+		d := desc[pf.next]
+		pf.next++
+		pf.n--
+		pf.start++
+		return d, nil
+	}
+	// c.burst, not a local array: a slice passed to the Bus interface
 	// escapes, which would cost an allocation per descriptor.
-	b := c.desc[:]
+	b := c.burst[:udma.DescriptorSize]
 	if err := c.bus.ReadDMA(base+uint64(h.Head)*udma.DescriptorSize, b); err != nil {
 		return udma.Descriptor{}, err
 	}
-	return udma.Decode(b)
+	return decode(b), nil
 }
 
-// prefetchOf returns the prefetch state of engine e queue q's half (0 M2S,
-// 1 S2M), made on first use.
-func (c *Controller) prefetchOf(e, q, half int) *prefetch {
-	i := (e*udma.Queues+q)*2 + half
-	if c.pref == nil {
-		c.pref = make([]*prefetch, len(c.st.Engines)*udma.Queues*2)
+// decode is udma.Decode of a slice known to hold a whole descriptor.
+func decode(b []byte) udma.Descriptor {
+	_ = b[udma.DescriptorSize-1]
+	return udma.Descriptor{
+		LenCtrl: binary.LittleEndian.Uint32(b[0:]),
+		Meta:    binary.LittleEndian.Uint32(b[4:]),
+		Addr:    binary.LittleEndian.Uint64(b[8:]),
 	}
-	if c.pref[i] == nil {
-		c.pref[i] = new(prefetch)
+}
+
+// fetchOf returns engine e queue q's prefetch state, made on first use.
+func (c *Controller) fetchOf(e, q int) *queueFetch {
+	i := e*udma.Queues + q
+	f := c.pref[i]
+	if f == nil {
+		f = new(queueFetch)
+		c.pref[i] = f
 	}
-	return c.pref[i]
+	return f
 }
 
 // errorBits turns a bus error into queue status bits.
@@ -95,12 +114,13 @@ func (c *Controller) kick(e, q int) {
 	if es.State != udma.StateNormal || qs.InFlight || qs.Status&udma.StatusHalted != 0 || qs.M2S.Avail == 0 || qs.S2M.Avail == 0 {
 		return
 	}
-	tx, err := c.readDescriptor(&qs.M2S, c.prefetchOf(e, q, 0), qs.Epoch)
+	f := c.fetchOf(e, q)
+	tx, err := c.readDescriptor(&qs.M2S, &f.half[0], &f.desc[0], qs.Epoch)
 	if err != nil {
 		c.fail(e, q, errorBits(err, true))
 		return
 	}
-	rx, err := c.readDescriptor(&qs.S2M, c.prefetchOf(e, q, 1), qs.Epoch)
+	rx, err := c.readDescriptor(&qs.S2M, &f.half[1], &f.desc[1], qs.Epoch)
 	if err != nil {
 		c.fail(e, q, errorBits(err, true))
 		return
@@ -130,13 +150,15 @@ func (c *Controller) kick(e, q int) {
 		c.fail(e, q, errorBits(err, false))
 		return
 	}
-	red, err := udma.DecodeReduce(rx.Meta)
-	if err != nil || (red.Op != udma.ReduceNone && n%red.Dtype.Size() != 0) {
-		c.fail(e, q, udma.ErrReduce)
-		return
+	var red udma.Reduce // a plain write: the S2M word of nearly every pair
+	if rx.Meta != 0 {
+		if red, err = udma.DecodeReduce(rx.Meta); err != nil || (red.Op != udma.ReduceNone && n%red.Dtype.Size() != 0) {
+			c.fail(e, q, udma.ErrReduce)
+			return
+		}
 	}
 	t := Transfer{Src: tx.Addr, Dst: rx.Addr, Len: n, SrcC: srcC, DstC: dstC, Reduce: red}
-	start, finish := c.finishTime(&es.BusyUntil, t)
+	start, finish := c.finishTime(&es.BusyUntil, uint64(n), srcC, dstC)
 	if dstC == Remote {
 		injected, lands, err := c.fabric.Reserve(e, q, t.Dst, n, simkernel.Time(start), simkernel.Time(finish))
 		if err != nil {
@@ -157,8 +179,9 @@ func (c *Controller) kick(e, q int) {
 	c.clock.Schedule(simkernel.Time(finish), fireArg(e, q, qs.Epoch))
 }
 
-// finishTime reserves the engine and the shared paths for a transfer and
-// returns when it completes (docs/timing-model.md §DMA):
+// finishTime reserves the engine and the shared paths for an n-byte
+// transfer between classes src and dst and returns when it completes
+// (docs/timing-model.md §DMA):
 //
 //	start  = max(now, engine free)
 //	finish = max(start + fixed + n/engine BW, each shared path's free time
@@ -166,24 +189,55 @@ func (c *Controller) kick(e, q int) {
 //
 // With an ideal timing (Timing.Ideal) finish = start: no engine, HBM or
 // host-link time at all.
-func (c *Controller) finishTime(busyUntil *uint64, t Transfer) (start, finish uint64) {
+func (c *Controller) finishTime(busyUntil *uint64, n uint64, src, dst Class) (start, finish uint64) {
 	start = max(uint64(c.clock.Now()), *busyUntil)
 	if c.timing.Ideal {
 		return start, start
 	}
-	n := uint64(t.Len)
-	finish = start + c.timing.FixedCost + TransferTime(n, c.timing.EngineBandwidth)
-	share := func(free *uint64, bw uint64) {
-		*free = max(*free, start) + TransferTime(n, bw)
-		finish = max(finish, *free)
+	tt := c.times.of(n, &c.timing)
+	finish = start + c.timing.FixedCost + tt.engine
+	if src == HBM || dst == HBM {
+		finish = share(&c.st.HBMFree, start, finish, tt.hbm)
 	}
-	if t.SrcC == HBM || t.DstC == HBM {
-		share(&c.st.HBMFree, c.timing.HBMBandwidth)
-	}
-	if t.SrcC == Host || t.DstC == Host {
-		share(&c.st.HostFree, c.timing.HostBandwidth)
+	if src == Host || dst == Host {
+		finish = share(&c.st.HostFree, start, finish, tt.host)
 	}
 	return start, finish
+}
+
+// share books a shared path, free from *free, for d picoseconds of a
+// transfer that starts at start, and returns the transfer's finish time (at
+// least finish) once the path has carried it.
+func share(free *uint64, start, finish, d uint64) uint64 {
+	*free = max(*free, start) + d
+	return max(finish, *free)
+}
+
+// transferTimes is TransferTime of n bytes at each of a timing's
+// bandwidths.
+type transferTimes struct {
+	n, engine, hbm, host uint64
+}
+
+// timeMemo remembers the transfer times of the last two transfer sizes:
+// nearly every pair of a queue has one size (a whole 64 KiB, or a few bytes
+// of a semaphore write), and the division costs more than the rest of the
+// timing. The zero timeMemo holds n = 0, whose times are 0.
+type timeMemo [2]transferTimes
+
+// of returns the times of n bytes under timing t, which must be the one
+// every earlier call gave.
+func (m *timeMemo) of(n uint64, t *Timing) *transferTimes {
+	switch n {
+	case m[0].n:
+		return &m[0]
+	case m[1].n:
+		m[0], m[1] = m[1], m[0]
+		return &m[0]
+	}
+	m[1] = m[0]
+	m[0] = transferTimes{n, TransferTime(n, t.EngineBandwidth), TransferTime(n, t.HBMBandwidth), TransferTime(n, t.HostBandwidth)}
+	return &m[0]
 }
 
 // Fire completes the transfer a completion event was scheduled for: the
@@ -218,6 +272,10 @@ func (c *Controller) Fire(arg uint64) {
 	qs.S2M.advanceHead()
 	c.kick(e, q)
 }
+
+// HandleEvent is Fire as an event handler of the kernel's engine, so that a
+// device registers the controller itself for its completion events.
+func (c *Controller) HandleEvent(_ *simkernel.Engine, arg uint64) { c.Fire(arg) }
 
 // advanceHead retires the descriptor at the head, the phase advancing on a
 // wrap.

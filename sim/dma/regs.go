@@ -1,6 +1,8 @@
 package dma
 
 import (
+	"fmt"
+
 	"github.com/neuronsim/neuronsim/hw/udma"
 )
 
@@ -154,6 +156,20 @@ func (c *Controller) fail(e, q int, bits uint32) {
 	qs := &c.st.Engines[e].Queues[q]
 	qs.Status |= bits | udma.StatusHalted
 	qs.InFlight = false
+}
+
+// Doorbell rings queue q of engine e as an NC's dma_trigger does: n
+// written to the S2M half's tail_inc, then to the M2S half's — exactly the
+// two register writes, without decoding their offsets. An engine or queue
+// the controller does not have is an error wrapping udma.ErrEngine, and
+// nothing is rung.
+func (c *Controller) Doorbell(e, q int, n uint32) error {
+	if e < 0 || e >= len(c.st.Engines) || q < 0 || q >= udma.Queues {
+		return fmt.Errorf("dma: doorbell of engine %d queue %d: %w", e, q, udma.ErrEngine)
+	}
+	c.doorbell(e, q, udma.S2M, n)
+	c.doorbell(e, q, udma.M2S, n)
+	return nil
 }
 
 // doorbell is a write of n to a half's tail_inc.

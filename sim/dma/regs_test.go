@@ -388,3 +388,56 @@ func TestEngineBAR0Places(t *testing.T) {
 		assert.ErrorIs(t, err, udma.ErrEngine)
 	}
 }
+
+// TestDoorbell: Controller.Doorbell does what the two tail_inc writes do,
+// S2M then M2S, in every state a queue can be rung in — the same state and
+// the same completions, drained or not — and refuses an engine or queue the
+// controller does not have, changing nothing.
+func TestDoorbell(t *testing.T) {
+	type setup func(r *rig) *drvQueue
+	ready := func(pairs int) setup {
+		return func(r *rig) *drvQueue {
+			d := r.setupQueue(2, 5, r.host, 32)
+			src, dst := r.alloc(r.hbm, 64, 64), r.alloc(r.hbm, 64, 64)
+			for range pairs {
+				d.push(src, dst, 64)
+			}
+			return d
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		setup setup
+		n     uint32
+	}{
+		{"three-pairs", ready(3), 3},
+		{"one-of-three", ready(3), 1},
+		{"zero", ready(3), 0},
+		{"overrun", ready(1), 33},
+		{"disabled-engine", func(r *rig) *drvQueue { d := ready(2)(r); r.disable(2); return d }, 2},
+		{"queue-not-enabled", func(r *rig) *drvQueue {
+			d := ready(2)(r)
+			r.c.WriteReg(2, udma.QueueReg(udma.M2S, 5, udma.QCfg), 0)
+			return d
+		}, 2},
+		{"no-ring", func(r *rig) *drvQueue { return &drvQueue{r: r, e: 2, q: 5} }, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			regs, direct := newRig(t, rigOpts{}), newRig(t, rigOpts{})
+			dr, dd := tc.setup(regs), tc.setup(direct)
+			dr.ring(tc.n, tc.n)
+			require.NoError(t, direct.c.Doorbell(dd.e, dd.q, tc.n))
+			assert.Equal(t, regs.c.State(), direct.c.State())
+			assert.Equal(t, regs.clk.heap, direct.clk.heap)
+			regs.mustDrain()
+			direct.mustDrain()
+			assert.Equal(t, regs.c.State(), direct.c.State())
+		})
+	}
+	r := newRig(t, rigOpts{})
+	before := r.c.State()
+	for _, eq := range [][2]int{{-1, 0}, {34, 0}, {0, -1}, {0, 16}} {
+		assert.ErrorIs(t, r.c.Doorbell(eq[0], eq[1], 1), udma.ErrEngine, fmt.Sprint(eq))
+	}
+	assert.Equal(t, before, r.c.State())
+}

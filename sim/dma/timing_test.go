@@ -410,3 +410,16 @@ func TestIdealTiming(t *testing.T) {
 	require.ErrorIs(t, err, units.ErrRange)
 	assert.Contains(t, err.Error(), "ideal engines take no time")
 }
+
+// TestTimeMemo: the memo of transfer times answers what TransferTime
+// computes, whatever the order of the sizes asked (the last two are
+// remembered, older ones computed again).
+func TestTimeMemo(t *testing.T) {
+	tm := DefaultTiming(hwarch.Mariana)
+	var m timeMemo
+	for i, n := range []uint64{0, 65536, 4, 65536, 4, 4, 100, 65536, 1, 1 << 16, 0, 3} {
+		got := *m.of(n, &tm)
+		want := transferTimes{n, TransferTime(n, tm.EngineBandwidth), TransferTime(n, tm.HBMBandwidth), TransferTime(n, tm.HostBandwidth)}
+		assert.Equal(t, want, got, "call %d: %d bytes", i, n)
+	}
+}

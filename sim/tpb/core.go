@@ -146,6 +146,10 @@ func (c *Core) Fire(arg uint64) {
 	c.settle()
 }
 
+// HandleEvent is Fire as an event handler of the kernel's engine, so that a
+// device registers the core itself for its completion events.
+func (c *Core) HandleEvent(_ *simkernel.Engine, arg uint64) { c.Fire(arg) }
+
 // fire completes the record an event names, if the event is current.
 func (c *Core) fire(arg uint64) {
 	e, epoch := int(arg&0xFF), arg>>8
