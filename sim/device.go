@@ -174,18 +174,19 @@ type Device struct {
 	bar4Buf []byte // scratch of the BAR4 bulk path
 	pci     *pciConfig
 
-	engine  *Engine
-	regs    *Memory // backing of plain register and SRAM windows, by BAR0 offset
-	hbm     *Memory // device memory, by device address
-	hbmSize []uint64
-	host    HostPort    // where host-window DMA goes
-	hostMem *HostMemory // host as the host-memory model; nil when it is another port
-	dma     *dma.Controller
-	cores   []*tpb.Core
-	hCore   []HandlerID
-	bounce  []byte     // DMA bounce buffer, reused
-	fabric  dma.Fabric // the system's port for this device; nil: a device alone
-	st      DeviceState
+	engine   *Engine
+	regs     *Memory // backing of plain register and SRAM windows, by BAR0 offset
+	hbm      *Memory // device memory, by device address
+	hbmSize  []uint64
+	hbmApart bool        // no HBM address is in another window decode knows (hbmApart)
+	host     HostPort    // where host-window DMA goes
+	hostMem  *HostMemory // host as the host-memory model; nil when it is another port
+	dma      *dma.Controller
+	cores    []*tpb.Core
+	hCore    []HandlerID
+	bounce   []byte     // DMA bounce buffer, reused
+	fabric   dma.Fabric // the system's port for this device; nil: a device alone
+	st       DeviceState
 
 	hBoot, hAck, hDone, hDMA HandlerID
 }
@@ -246,6 +247,7 @@ func NewWiredDevice(cfg DeviceConfig, w Wiring) (*Device, error) {
 			d.hbmSize[ch] = bar4.ChannelSize(ch)
 		}
 	}
+	d.hbmApart = hbmApart(geo, d.hbmSize)
 	d.dma = dma.New(geo, (*deviceBus)(d), (*deviceClock)(d), dma.Options{Timing: cfg.DMA, TimingOnly: cfg.TimingOnly})
 	if err := d.registerHandlers(); err != nil {
 		return nil, err

@@ -52,24 +52,26 @@ func (d *Device) decode(addr uint64, n int) (target, error) {
 	if n <= 0 || end < addr {
 		return target{}, fmt.Errorf("sim device %s: DMA range [%#x, +%d): %w", d.cfg.Name, addr, n, dma.ErrNoMemory)
 	}
+	if d.hbmApart { // HBM first, the usual case: the order below would give the same
+		if t, ok, err := d.hbmTarget(addr, end, n); ok {
+			return t, err
+		}
+	}
 	if pa, ok := d.geo.IsHostAddress(addr); ok {
 		if err := d.host.Check(pa, n); err != nil {
 			return target{}, fmt.Errorf("sim device %s: DMA host address %#x: %w: %w", d.cfg.Name, addr, dma.ErrNoMemory, err)
 		}
 		return target{dma.Host, targetHost, pa}, nil
 	}
-	if _, _, ok := d.geo.NeighbourWindow(addr); ok {
-		return d.remote(addr, n)
-	}
 	if _, _, ok := hwarch.DecodeFabricAddress(addr); ok {
 		return d.remote(addr, n)
 	}
-	for ch, c := range d.geo.HBM {
-		if addr >= c.Base && addr-c.Base < d.hbmSize[ch] {
-			if end-c.Base > d.hbmSize[ch] {
-				return target{}, fmt.Errorf("sim device %s: DMA range [%#x, +%d) runs past HBM channel %d: %w", d.cfg.Name, addr, n, ch, dma.ErrNoMemory)
-			}
-			return target{dma.HBM, targetHBM, addr}, nil
+	if _, _, ok := d.geo.NeighbourWindow(addr); ok {
+		return d.remote(addr, n)
+	}
+	if !d.hbmApart {
+		if t, ok, err := d.hbmTarget(addr, end, n); ok {
+			return t, err
 		}
 	}
 	w, rel, ok := d.atlas.LookupDevice(addr)
@@ -93,6 +95,46 @@ func (d *Device) decode(addr uint64, n int) (target, error) {
 	return target{dma.OnChip, targetWords, off}, nil
 }
 
+// hbmTarget resolves a range [addr, end) of n bytes that starts in an HBM
+// channel (ok), or reports that it does not start in one.
+func (d *Device) hbmTarget(addr, end uint64, n int) (t target, ok bool, err error) {
+	for ch, c := range d.geo.HBM {
+		if addr >= c.Base && addr-c.Base < d.hbmSize[ch] {
+			if end-c.Base > d.hbmSize[ch] {
+				return target{}, true, fmt.Errorf("sim device %s: DMA range [%#x, +%d) runs past HBM channel %d: %w", d.cfg.Name, addr, n, ch, dma.ErrNoMemory)
+			}
+			return target{dma.HBM, targetHBM, addr}, true, nil
+		}
+	}
+	return target{}, false, nil
+}
+
+// hbmApart reports whether no address of an HBM channel (of the sizes
+// given) is also in the host window, a neighbour window or the fabric
+// window, so that decode may try the channels first.
+func hbmApart(geo *hwarch.Geometry, sizes []uint64) bool {
+	for ch, c := range geo.HBM {
+		lo, hi := c.Base, c.Base+sizes[ch] // [lo, hi)
+		switch {
+		case sizes[ch] == 0:
+			continue
+		case hi < lo: // runs past the top of the address space
+			return false
+		case hi > hwarch.FabricWindowBit: // every fabric address has the bit set
+			return false
+		}
+		if b := geo.HostAddressBit; b != 0 && b<<1 != 0 && lo < b<<1 && hi > b { // the host window is [b, 2b)
+			return false
+		}
+		for _, w := range geo.NeighbourWindows {
+			if lo < w+hwarch.NeighbourWindowSize && hi > w {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // remote classes a range in a neighbour or fabric window: the fabric
 // resolves it when the write is reserved. A range must not run out of its
 // window; a device alone has no fabric (dma.ErrNeighbour).
@@ -101,11 +143,14 @@ func (d *Device) remote(addr uint64, n int) (target, error) {
 		return target{}, fmt.Errorf("sim device %s: DMA address %#x in a neighbour or fabric window of a device with no fabric: %w", d.cfg.Name, addr, dma.ErrNeighbour)
 	}
 	last := addr + uint64(n) - 1
+	if d0, _, ok := hwarch.DecodeFabricAddress(addr); ok { // the usual case: one bit test, before the window search
+		if d1, _, ok := hwarch.DecodeFabricAddress(last); ok && d0 == d1 {
+			return target{class: dma.Remote}, nil
+		}
+	}
 	s0, _, nb0 := d.geo.NeighbourWindow(addr)
 	s1, _, nb1 := d.geo.NeighbourWindow(last)
-	d0, _, fb0 := hwarch.DecodeFabricAddress(addr)
-	d1, _, fb1 := hwarch.DecodeFabricAddress(last)
-	if !(nb0 && nb1 && s0 == s1) && !(fb0 && fb1 && d0 == d1) {
+	if !(nb0 && nb1 && s0 == s1) {
 		return target{}, fmt.Errorf("sim device %s: DMA range [%#x, +%d) runs out of its neighbour or fabric window: %w", d.cfg.Name, addr, n, dma.ErrNoMemory)
 	}
 	return target{class: dma.Remote}, nil
@@ -154,18 +199,17 @@ func (d *Device) Land(addr uint64, p []byte, r udma.Reduce) error {
 	if t.class == dma.Remote {
 		return fmt.Errorf("sim device %s: a landing write at %#x is not in the device's own memory: %w", d.cfg.Name, addr, dma.ErrNoMemory)
 	}
-	bus := (*deviceBus)(d)
 	if r.Op == udma.ReduceNone {
-		return bus.WriteDMA(addr, p)
+		return d.writeTarget(addr, t, p)
 	}
 	cur := make([]byte, len(p))
-	if err := bus.ReadDMA(addr, cur); err != nil {
+	if err := d.readTarget(addr, t, cur); err != nil {
 		return err
 	}
 	if err := dma.Combine(r, cur, p); err != nil {
 		return err
 	}
-	return bus.WriteDMA(addr, cur)
+	return d.writeTarget(addr, t, cur)
 }
 
 // ErrNotReady is returned by Land when the device is not ready (booting, in
@@ -194,10 +238,15 @@ func (d *Device) hostAccess(addr uint64, p []byte, write bool) (ok bool, err err
 	} else {
 		err = d.host.Read(pa, p)
 	}
+	return true, d.hostErr(addr, err)
+}
+
+// hostErr wraps a host port's error for device address addr.
+func (d *Device) hostErr(addr uint64, err error) error {
 	if err != nil {
-		err = fmt.Errorf("sim device %s: DMA host address %#x: %w: %w", d.cfg.Name, addr, dma.ErrNoMemory, err)
+		return fmt.Errorf("sim device %s: DMA host address %#x: %w: %w", d.cfg.Name, addr, dma.ErrNoMemory, err)
 	}
-	return true, err
+	return nil
 }
 
 // ReadDMA implements dma.Bus.
@@ -210,11 +259,16 @@ func (b *deviceBus) ReadDMA(addr uint64, p []byte) error {
 	if err != nil {
 		return err
 	}
+	return d.readTarget(addr, t, p)
+}
+
+// readTarget reads p at device address addr, which decode resolved to t.
+func (d *Device) readTarget(addr uint64, t target, p []byte) error {
 	switch t.kind {
 	case targetHBM:
 		return d.hbm.Read(t.addr, p)
 	case targetHost:
-		return d.host.Read(t.addr, p)
+		return d.hostErr(addr, d.host.Read(t.addr, p))
 	case targetRegs:
 		return d.regs.Read(t.addr, p)
 	}
@@ -235,11 +289,16 @@ func (b *deviceBus) WriteDMA(addr uint64, p []byte) error {
 	if err != nil {
 		return err
 	}
+	return d.writeTarget(addr, t, p)
+}
+
+// writeTarget writes p at device address addr, which decode resolved to t.
+func (d *Device) writeTarget(addr uint64, t target, p []byte) error {
 	switch t.kind {
 	case targetHBM:
 		return d.hbm.Write(t.addr, p)
 	case targetHost:
-		return d.host.Write(t.addr, p)
+		return d.hostErr(addr, d.host.Write(t.addr, p))
 	case targetRegs:
 		return d.regs.Write(t.addr, p)
 	}
@@ -271,10 +330,10 @@ func (b *deviceBus) CopyDMA(dst, src uint64, n int) error {
 		d.bounce = make([]byte, max(n, 64*1024))
 	}
 	p := d.bounce[:n]
-	if err := b.ReadDMA(src, p); err != nil {
+	if err := d.readTarget(src, s, p); err != nil { // decoded already: no second decode
 		return err
 	}
-	return b.WriteDMA(dst, p)
+	return d.writeTarget(dst, t, p)
 }
 
 // Host memory, as the runtime's allocator of DMA buffers sees it (the

@@ -1,0 +1,85 @@
+package sim
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+)
+
+// TestHBMApart: every device's HBM channels are apart from its host,
+// neighbour and fabric windows (so its DMA decode tries HBM first), and a
+// geometry whose channel reaches into one of them is not.
+func TestHBMApart(t *testing.T) {
+	forEachDevice(t, func(t *testing.T, g hwarch.Generation, rev uint8) {
+		h := newDev(t, DeviceConfig{Generation: g, Revision: rev, Ready: true})
+		assert.True(t, h.d.hbmApart)
+	})
+	geo := *hwarch.MustGeometry(hwarch.Mariana)
+	sizes := make([]uint64, len(geo.HBM))
+	for ch, c := range geo.HBM {
+		sizes[ch] = c.ActiveSize
+	}
+	require.True(t, hbmApart(&geo, sizes))
+	last := len(geo.HBM) - 1
+	top := geo.HBM[last].Base + sizes[last]
+	for _, tc := range []struct {
+		name   string
+		modify func(g *hwarch.Geometry, sizes []uint64)
+	}{
+		{"host-window-inside", func(g *hwarch.Geometry, _ []uint64) { g.HostAddressBit = top - 1 }},
+		{"neighbour-window-inside", func(g *hwarch.Geometry, _ []uint64) {
+			g.NeighbourWindows = []uint64{top - 1}
+		}},
+		{"neighbour-window-over-all", func(g *hwarch.Geometry, _ []uint64) { g.NeighbourWindows = []uint64{0} }},
+		{"past-the-fabric-bit", func(_ *hwarch.Geometry, sizes []uint64) { sizes[last] = hwarch.FabricWindowBit }},
+		{"past-the-top", func(_ *hwarch.Geometry, sizes []uint64) { sizes[last] = ^uint64(0) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := geo
+			g.HBM = append(g.HBM[:0:0], geo.HBM...)
+			s := append([]uint64(nil), sizes...)
+			tc.modify(&g, s)
+			assert.False(t, hbmApart(&g, s))
+		})
+	}
+}
+
+// TestDecodeHBMFirst: the DMA decode with HBM tried first resolves every
+// kind of address — HBM edges and overruns, host memory, neighbour and
+// fabric windows, on-chip windows, unmapped space — to the same target or
+// the same error as the decode in its full order.
+func TestDecodeHBMFirst(t *testing.T) {
+	forEachDevice(t, func(t *testing.T, g hwarch.Generation, rev uint8) {
+		h := newDev(t, DeviceConfig{Generation: g, Revision: rev, Ready: true})
+		d := h.d
+		pa, err := d.HostAlloc(1<<16, 4096)
+		require.NoError(t, err)
+		addrs := []uint64{d.geo.HostAddress(pa), d.geo.HostAddress(pa + 1<<16 - 4), 1 << 62, 1<<62 | 1<<48, ^uint64(0) - 3}
+		for ch, c := range d.geo.HBM {
+			addrs = append(addrs, c.Base, c.Base+d.hbmSize[ch]-4, c.Base+d.hbmSize[ch], c.Base+c.WindowSize-4)
+		}
+		for _, w := range d.geo.NeighbourWindows {
+			addrs = append(addrs, w, w+hwarch.NeighbourWindowSize-4)
+		}
+		for _, w := range d.atlas.Windows() {
+			addrs = append(addrs, w.DeviceAddr, w.DeviceAddr+w.Size-4)
+		}
+		require.True(t, d.hbmApart)
+		for _, addr := range addrs {
+			for _, n := range []int{4, 1 << 16} {
+				d.hbmApart = true
+				fast, fastErr := d.decode(addr, n)
+				d.hbmApart = false
+				full, fullErr := d.decode(addr, n)
+				d.hbmApart = true
+				where := fmt.Sprintf("[%#x, +%d)", addr, n)
+				assert.Equal(t, full, fast, where)
+				assert.Equal(t, fmt.Sprint(fullErr), fmt.Sprint(fastErr), where)
+			}
+		}
+	})
+}
