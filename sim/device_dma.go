@@ -32,7 +32,7 @@ type deviceBus Device
 // target is where a DMA range lands.
 type target struct {
 	class dma.Class
-	kind  uint8  // targetHBM, targetHost, targetRegs (bulk), targetWords (register semantics)
+	kind  uint8  // targetHBM, targetHost, targetRegs (bulk), targetWords (register semantics), targetRemote
 	addr  uint64 // HBM device address, host physical address, or register-BAR offset
 }
 
@@ -41,6 +41,7 @@ const (
 	targetHost
 	targetRegs
 	targetWords
+	targetRemote // another device's memory: reached only by a write through the fabric
 )
 
 // decode resolves a whole range [addr, addr+n) to one memory: the host
@@ -145,7 +146,7 @@ func (d *Device) remote(addr uint64, n int) (target, error) {
 	last := addr + uint64(n) - 1
 	if d0, _, ok := hwarch.DecodeFabricAddress(addr); ok { // the usual case: one bit test, before the window search
 		if d1, _, ok := hwarch.DecodeFabricAddress(last); ok && d0 == d1 {
-			return target{class: dma.Remote}, nil
+			return target{class: dma.Remote, kind: targetRemote}, nil
 		}
 	}
 	s0, _, nb0 := d.geo.NeighbourWindow(addr)
@@ -153,7 +154,7 @@ func (d *Device) remote(addr uint64, n int) (target, error) {
 	if !(nb0 && nb1 && s0 == s1) {
 		return target{}, fmt.Errorf("sim device %s: DMA range [%#x, +%d) runs out of its neighbour or fabric window: %w", d.cfg.Name, addr, n, dma.ErrNoMemory)
 	}
-	return target{class: dma.Remote}, nil
+	return target{class: dma.Remote, kind: targetRemote}, nil
 }
 
 // AttachFabric joins the device to a system's fabric: its DMA writes into
@@ -241,6 +242,13 @@ func (d *Device) hostAccess(addr uint64, p []byte, write bool) (ok bool, err err
 	return true, d.hostErr(addr, err)
 }
 
+// remoteAccess refuses a plain read or write of a neighbour or fabric
+// address (an instruction fetch from one, say): another device's memory is
+// reached only by a DMA write the fabric carries.
+func (d *Device) remoteAccess(addr uint64, n int) error {
+	return fmt.Errorf("sim device %s: DMA range [%#x, +%d) is another device's memory, reached only by a write through the fabric: %w", d.cfg.Name, addr, n, dma.ErrNeighbour)
+}
+
 // hostErr wraps a host port's error for device address addr.
 func (d *Device) hostErr(addr uint64, err error) error {
 	if err != nil {
@@ -265,6 +273,8 @@ func (b *deviceBus) ReadDMA(addr uint64, p []byte) error {
 // readTarget reads p at device address addr, which decode resolved to t.
 func (d *Device) readTarget(addr uint64, t target, p []byte) error {
 	switch t.kind {
+	case targetRemote:
+		return d.remoteAccess(addr, len(p))
 	case targetHBM:
 		return d.hbm.Read(t.addr, p)
 	case targetHost:
@@ -295,6 +305,8 @@ func (b *deviceBus) WriteDMA(addr uint64, p []byte) error {
 // writeTarget writes p at device address addr, which decode resolved to t.
 func (d *Device) writeTarget(addr uint64, t target, p []byte) error {
 	switch t.kind {
+	case targetRemote:
+		return d.remoteAccess(addr, len(p))
 	case targetHBM:
 		return d.hbm.Write(t.addr, p)
 	case targetHost:

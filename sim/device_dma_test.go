@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/hw/udma"
+	"github.com/neuronsim/neuronsim/sim/dma"
 )
 
 // TestHBMApart: every device's HBM channels are apart from its host,
@@ -83,3 +85,43 @@ func TestDecodeHBMFirst(t *testing.T) {
 		}
 	})
 }
+
+// TestRemoteOnlyByFabric: on a device with a fabric, a plain DMA read,
+// write or copy of a neighbour or fabric address (an instruction fetch from
+// one) is refused with dma.ErrNeighbour and touches nothing: another
+// device's memory is reached only by a write the fabric carries.
+func TestRemoteOnlyByFabric(t *testing.T) {
+	h := newDev(t, DeviceConfig{Generation: hwarch.Mariana, Ready: true})
+	d := h.d
+	d.AttachFabric(nopFabric{})
+	hbm := d.geo.HBM[0].Base
+	want := []byte{0xAB, 0xCD, 0xEF, 0x01}
+	require.NoError(t, d.hbm.Write(hbm, want))
+	bus := (*deviceBus)(d)
+	for _, remote := range []uint64{hwarch.FabricWindowBit | 5<<hwarch.DeviceAddressBits | 0x1000, d.geo.NeighbourWindows[1] + 0x40} {
+		for _, tc := range []struct {
+			name string
+			do   func() error
+		}{
+			{"read", func() error { return bus.ReadDMA(remote, make([]byte, 4)) }},
+			{"write", func() error { return bus.WriteDMA(remote, []byte{1, 2, 3, 4}) }},
+			{"copy-from", func() error { return bus.CopyDMA(hbm+0x100, remote, 4) }},
+			{"copy-to", func() error { return bus.CopyDMA(remote, hbm, 4) }},
+		} {
+			t.Run(fmt.Sprintf("%s/%#x", tc.name, remote), func(t *testing.T) {
+				assert.ErrorIs(t, tc.do(), dma.ErrNeighbour)
+				got := make([]byte, 4)
+				require.NoError(t, d.hbm.Read(hbm, got))
+				assert.Equal(t, want, got, "HBM untouched")
+				require.NoError(t, d.hbm.Read(hbm+0x100, got))
+				assert.Equal(t, make([]byte, 4), got, "HBM untouched")
+			})
+		}
+	}
+}
+
+// nopFabric is an attached fabric that carries nothing.
+type nopFabric struct{}
+
+func (nopFabric) Reserve(int, int, uint64, int, Time, Time) (Time, Time, error) { return 0, 0, nil }
+func (nopFabric) Post(int, int, uint64, int, []byte, udma.Reduce, Time) error   { return nil }
