@@ -21,32 +21,61 @@ import (
 // node and device: 64 KiB per device at 16,384).
 const DeviceHostBytes = 1 << 20
 
-// A descriptor pair and an SP record as the run holds them: the pair in
-// the plan (runtime/dma.Vring, 32 bytes) and twice in the queue's ring in
-// host memory (two 16-byte descriptors, the ring rounded up to a power of
-// two); the record in the plan, in its bytes on their way to the device
+// A descriptor pair and an SP record as a staged run holds them: the pair
+// in the plan (runtime/dma.Vring, 32 bytes) and twice in the queue's ring
+// in host memory (two 16-byte descriptors, the ring rounded up to a power
+// of two); the record in the plan, in its bytes on their way to the device
 // and in device memory.
 const (
 	pairHostBytes   = 32 + 2*2*udma.DescriptorSize
 	recordHostBytes = 3 * isa.RecordSize
 )
 
+// fedQueueHostBytes bounds what one fed queue of a streamed run holds: the
+// descriptor pairs planned and not yet read, and the last ones read
+// (runtime/dma keeps 64), in a vring of 32 bytes a pair whose array is
+// compacted once half of it is let go. Measured: at most 138 pairs on any
+// queue of a 1 GiB ring all-reduce on 144 devices (110,626 on all 1,152
+// queues together, of its 8.1 million); 1,024 pairs are counted.
+const fedQueueHostBytes = 1024 * 32
+
 // TimingMemory estimates the host memory, in bytes, that running the
 // largest of the sizes timing-only on a cluster of devices devices (ranks
 // ranks, each spreading its transfers over engines DMA engines; 0: the
 // calibrated 7) holds at its peak, so that a run that would exhaust the
 // host is refused before it starts (the command line's --mem-limit). No
-// payload is held in timing-only mode, but the executor plans every
-// descriptor of a run before it starts (runtime/collective): a ring
-// all-reduce on n ranks has 2(n−1) steps of n transfers, so its
-// descriptors grow as n², whatever the size below 64 KiB × engines per
-// transfer. Per run it counts the schedule's transfers, every descriptor
-// pair (each slice of a transfer in 64 KiB pieces, its arrival signal, an
-// engine's done signal per step, the control queue's go, credit and finish
-// writes) and every SP record, as pairHostBytes and recordHostBytes; per
-// device DeviceHostBytes. The sum is doubled for the Go collector's
-// headroom, as FunctionalMemory's.
+// payload is held in timing-only mode. The executor streams the run on the
+// simulated devices (runtime/collective, docs/collectives.md §On devices):
+// it holds the schedule, every rank's SP program (records of 64 bytes: in
+// the plan until the rank is loaded, then in device memory, which the
+// simulator keeps in host memory; one rank's twice more on its way there)
+// and, while the devices run, only the descriptors planned and not yet
+// read (fedQueueHostBytes per queue of every rank: its data engines' and
+// its control queue). A ring all-reduce on n ranks has 2(n−1) steps of n
+// transfers, so its SP records grow as n² — a 1 GiB ring all-reduce on
+// 1,024 devices has 23 million, 1.4 GiB — but its descriptors (70 million
+// there) are no longer all held. The sum is doubled for the Go collector's
+// headroom, as FunctionalMemory's; per device DeviceHostBytes.
+// StagedTimingMemory is the estimate of a staged run.
 func TimingMemory(op enc.Op, algo enc.Algo, devices, ranks, engines int, d enc.Dtype, sizes []int64, opt enc.Options) (uint64, error) {
+	return timingMemory(op, algo, devices, ranks, engines, d, sizes, opt, false)
+}
+
+// StagedTimingMemory is TimingMemory for an executor that runs staged
+// (collective.Executor.Staged, or devices without lazy host memory): every
+// descriptor of a run planned and written into the rings before it
+// starts. Per run it counts the schedule's transfers, every descriptor
+// pair (each slice of a transfer in 64 KiB pieces, its arrival signal, an
+// engine's done signal per step, the control queue's go, credit and
+// finish writes) and every SP record, as pairHostBytes and
+// recordHostBytes, doubled for the collector; per device DeviceHostBytes.
+// A 1 GiB ring all-reduce on 1,024 devices needs about 28 GiB so.
+func StagedTimingMemory(op enc.Op, algo enc.Algo, devices, ranks, engines int, d enc.Dtype, sizes []int64, opt enc.Options) (uint64, error) {
+	return timingMemory(op, algo, devices, ranks, engines, d, sizes, opt, true)
+}
+
+// timingMemory is TimingMemory (staged false) and StagedTimingMemory.
+func timingMemory(op enc.Op, algo enc.Algo, devices, ranks, engines int, d enc.Dtype, sizes []int64, opt enc.Options, staged bool) (uint64, error) {
 	if engines <= 0 {
 		engines = collective.Calibrated(hwarch.Mariana).Engines
 	}
@@ -56,11 +85,22 @@ func TimingMemory(op enc.Op, algo enc.Algo, devices, ranks, engines int, d enc.D
 		if err != nil {
 			return 0, err
 		}
-		pairs, records, xfers := runCounts(sch, engines)
-		live := xfers*uint64(unsafe.Sizeof(enc.Xfer{})) + pairs*pairHostBytes + records*recordHostBytes
+		c := runCounts(sch, engines)
+		live := c.xfers * uint64(unsafe.Sizeof(enc.Xfer{}))
+		if staged {
+			live += c.pairs*pairHostBytes + c.records*recordHostBytes
+		} else {
+			live += (c.records+2*c.rankRecords)*isa.RecordSize + uint64(ranks)*uint64(engines+1)*fedQueueHostBytes
+		}
 		peak = max(peak, 2*live)
 	}
 	return peak + uint64(devices)*DeviceHostBytes, nil
+}
+
+// counts is what the executor plans for a run (runCounts).
+type counts struct {
+	pairs, records, xfers uint64
+	rankRecords           uint64 // the most records of one rank
 }
 
 // runCounts counts what the executor plans for schedule s with engines
@@ -70,33 +110,37 @@ func TimingMemory(op enc.Op, algo enc.Algo, devices, ranks, engines int, d enc.D
 // transfer into it from another rank, the go and finish writes — SP
 // records — per rank and step at most three waits and a trigger per engine
 // used and of the control queue, and the release and finish — and the
-// schedule's transfers.
-func runCounts(s *enc.Schedule, engines int) (pairs, records, xfers uint64) {
+// schedule's transfers, and the most records of one rank.
+func runCounts(s *enc.Schedule, engines int) counts {
+	var c counts
 	elem := int64(s.Elem)
 	slices := make([]int64, s.Ranks) // this step's slices by source rank
+	recs := make([]uint64, s.Ranks)  // records by rank
 	for _, st := range s.Steps {
 		clear(slices)
 		for _, xf := range st.Xfers {
-			xfers++
+			c.xfers++
 			ways := min(int64(engines), xf.Len/elem)
 			if ways < 1 {
 				continue
 			}
 			slice := (xf.Len/elem + ways - 1) / ways * elem // the largest slice
-			pairs += uint64(ways) * (uint64((slice+udma.MaxTransfer-1)/udma.MaxTransfer) + 1)
+			c.pairs += uint64(ways) * (uint64((slice+udma.MaxTransfer-1)/udma.MaxTransfer) + 1)
 			slices[xf.Src] += ways
 			if xf.Src != xf.Dst {
-				pairs++ // the credit its destination grants
+				c.pairs++ // the credit its destination grants
 			}
 		}
-		for _, n := range slices {
+		for r, n := range slices {
 			used := uint64(min(n, int64(engines)))
-			pairs += used
-			records += 3 + used + 1
+			c.pairs += used
+			recs[r] += 3 + used + 1
 		}
 	}
-	ranks := uint64(s.Ranks)
-	pairs += 2 * ranks // go and finish
-	records += 4 * ranks
-	return pairs, records, xfers
+	for _, n := range recs {
+		c.records += n + 4
+		c.rankRecords = max(c.rankRecords, n+4)
+	}
+	c.pairs += 2 * uint64(s.Ranks) // go and finish
+	return c
 }

@@ -14,10 +14,10 @@ import (
 )
 
 // benchCluster builds a timing-only what-if Trn3 cluster for op/algo at
-// size on n devices of kind, after checking that the run's planned
-// descriptors fit the host (cluster.TimingMemory against memlimit's
-// default, 3/4 of physical memory): a run that does not is skipped, naming
-// its estimate, rather than run out of memory.
+// size on n devices of kind, after checking that the streamed run fits the
+// host (cluster.TimingMemory against memlimit's default, 3/4 of physical
+// memory): a run that does not is skipped, naming its estimate, rather
+// than run out of memory.
 func benchCluster(b *testing.B, n int, kind fabric.Kind, op enc.Op, algo enc.Algo, size int64) (*cluster.Cluster, *enc.Schedule) {
 	b.Helper()
 	engines := collective.Calibrated(hwarch.Mariana).Engines
@@ -87,8 +87,8 @@ func BenchmarkAllReduce1GiB(b *testing.B) {
 // the switch topology (issue 16: within 2×): a recursive halving-doubling
 // all-reduce of 1 MiB, whose 2·log2(n) steps keep the descriptors of a run
 // to n·log n (a ring's are n²). Everything the executor does per run is
-// in it: planning, staging the rings, the devices' and the fabric's
-// events, polling.
+// in it: both planning passes, loading the programs, feeding the rings as
+// the engines read them, the devices' and the fabric's events, polling.
 func BenchmarkDescriptorCost(b *testing.B) {
 	for _, n := range []int{2, 16, 128, 1024} {
 		b.Run(fmt.Sprintf("devices=%d", n), func(b *testing.B) {

@@ -42,15 +42,43 @@ func TestRunCounts(t *testing.T) {
 			c.Exec.Engines = tc.engines
 			res, err := c.Run(s, enc.Float32)
 			require.NoError(t, err)
-			pairs, records, xfers := runCounts(s, tc.engines)
-			assert.GreaterOrEqual(t, pairs, uint64(res.Descriptors), "planned %d descriptor pairs", res.Descriptors)
-			assert.LessOrEqual(t, float64(pairs), 1.5*float64(res.Descriptors), "planned %d descriptor pairs", res.Descriptors)
-			assert.Positive(t, records)
+			cnt := runCounts(s, tc.engines)
+			assert.GreaterOrEqual(t, cnt.pairs, uint64(res.Descriptors), "planned %d descriptor pairs", res.Descriptors)
+			assert.LessOrEqual(t, float64(cnt.pairs), 1.5*float64(res.Descriptors), "planned %d descriptor pairs", res.Descriptors)
+			assert.Positive(t, cnt.rankRecords)
+			assert.GreaterOrEqual(t, cnt.records, uint64(tc.ranks)*cnt.rankRecords/2, "a rank's records are about a share of all")
 			n := 0
 			for _, st := range s.Steps {
 				n += len(st.Xfers)
 			}
-			assert.Equal(t, uint64(n), xfers)
+			assert.Equal(t, uint64(n), cnt.xfers)
 		})
+	}
+}
+
+// TestTimingMemory: a streamed run's estimate of a 1 GiB ring all-reduce
+// on 1,024 devices fits a 24 GiB host's default limit (3/4 of it), where
+// the staged estimate (every descriptor planned and written up front) does
+// not; and a streamed run never needs more than a staged one.
+func TestTimingMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds 1,024-rank schedules")
+	}
+	for _, tc := range []struct {
+		devices              int
+		size                 int64
+		streamMax, stagedMin uint64
+	}{
+		{1024, 1 << 30, 8 << 30, 20 << 30},
+		{144, 1 << 30, 1 << 30, 1 << 30},
+	} {
+		streamed, err := TimingMemory(enc.AllReduce, enc.Ring, tc.devices, tc.devices, 0, enc.Float32, []int64{tc.size}, enc.Options{})
+		require.NoError(t, err)
+		staged, err := StagedTimingMemory(enc.AllReduce, enc.Ring, tc.devices, tc.devices, 0, enc.Float32, []int64{tc.size}, enc.Options{})
+		require.NoError(t, err)
+		t.Logf("%d devices: streamed %d MiB, staged %d MiB", tc.devices, streamed>>20, staged>>20)
+		assert.Less(t, streamed, tc.streamMax, "%d devices streamed", tc.devices)
+		assert.Greater(t, staged, tc.stagedMin, "%d devices staged", tc.devices)
+		assert.Less(t, streamed, staged, "%d devices", tc.devices)
 	}
 }

@@ -10,7 +10,14 @@
 //
 // Executor.Run plans every rank's descriptors and SP program from the
 // schedule (plan.go), stages them (stage.go), starts the ranks and times
-// rank 0 on the device's clock. Nothing is driven from the host while the
+// rank 0 on the device's clock. On devices whose backend has lazy host
+// memory (ndl.LazyHostMemory: the simulated ones) the run is streamed: the
+// programs and each queue's count are planned first, and the descriptors
+// are planned again, a step at a time, as the engines fetch them from fed
+// queues (runtime/dma.OpenFedQueue) — the same bytes at the same device
+// times as a staged run, which writes every descriptor into the rings
+// before the devices start (Executor.Staged; the only way on remote and
+// kernel devices). Nothing is driven from the host while the
 // collective runs: each rank's SP engine releases its DMA queues step by
 // step with dma_trigger and waits on semaphores between steps:
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
@@ -103,6 +104,13 @@ type Executor struct {
 	// (internal/cluster with ideal endpoints) polls every 1 ns, so that a
 	// 10 µs collective is measured to 0.01 %, not 1 %.
 	PollResolution time.Duration
+	// Staged makes Run plan every descriptor and write it into the rings
+	// before the devices start even when every rank's backend has lazy
+	// host memory, where Run would stream them (docs/collectives.md §On
+	// devices): for tests and comparisons. The results are the same.
+	// Devices without lazy host memory (remote, kernel) are always run
+	// staged.
+	Staged bool
 
 	queues   map[[2]int]*dma.Queue // (rank, engine<<8 | queue) → the open queue
 	capacity map[[2]int]int        // its ring's descriptors
@@ -127,20 +135,131 @@ var ErrSemaphoreRange = errors.New("schedule too long for the collectives' semap
 // ranks' buffers must already hold the inputs; the outputs are in place
 // when it returns. A queue that halts or a rank that does not finish
 // within Timeout is an error wrapping ErrRun naming the rank.
+//
+// When every rank's backend has lazy host memory (and Staged is not set)
+// the run is streamed: the SP programs and each queue's descriptor count
+// are planned first, then the descriptors are planned again, a step at a
+// time, as the devices read their rings (runStreamed). Otherwise every
+// descriptor is planned and written into the rings before the devices
+// start. Both give the same result.
 func (x *Executor) Run(s *enc.Schedule, d enc.Dtype) (Result, error) {
 	if err := x.check(s, d); err != nil {
 		return Result{}, err
 	}
-	plans, err := x.plan(s, d)
+	if !x.Staged && x.lazy() {
+		return x.runStreamed(s, d)
+	}
+	plans, err := x.plan(s, d, planAll)
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Steps: len(s.Steps)}
-	res.Bytes, _ = s.Traffic()
-	blocks, err := x.load(s, plans, &res)
+	res := x.result(s)
+	blocks, err := x.load(s, plans, &res, x.stageDumped)
 	if err != nil {
 		return res, err
 	}
+	return x.execute(s, blocks, res)
+}
+
+// runStreamed runs s with the descriptors fed to the queues as the devices
+// read them. The first pass plans the SP programs and counts every queue's
+// descriptors (counting vrings); the queues are opened fed by a second
+// planner in planDescriptors mode, which plans the next stage whenever a
+// queue reads past what it has planned; each rank's program is loaded and
+// let go. When the run has succeeded the fed queues let go of their feeds
+// (and so of the planner: every pair was read); after a failure those still
+// holding pairs are written out (materialise), so that an engine still
+// fetching from them, and a snapshot of the system, see what a staged ring
+// holds. Their lazy rings stay for the next streamed run, as a staged run's rings
+// do, so that both take the same register accesses and start at the same
+// device time; a staged run that finds them opens its queues afresh, and
+// Release frees them.
+func (x *Executor) runStreamed(s *enc.Schedule, d enc.Dtype) (Result, error) {
+	plans, err := x.plan(s, d, planPrograms)
+	if err != nil {
+		return Result{}, err
+	}
+	feed := x.newPlanner(s, d, planDescriptors)
+	var mu sync.Mutex
+	more := func() (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return feed.next()
+	}
+	res := x.result(s)
+	blocks, err := x.load(s, plans, &res, func(r int, p rankPlan) (int, error) {
+		return x.stageFed(r, p, feed.plans[r], more)
+	})
+	if err != nil {
+		return res, err
+	}
+	if res, err = x.execute(s, blocks, res); err != nil {
+		return res, x.materialise(err)
+	}
+	x.unfeed()
+	return res, nil
+}
+
+// MaxMaterialise bounds the descriptor pairs a failed streamed run writes
+// out (materialise): 4 Mi pairs, 256 MiB of rings.
+const MaxMaterialise = 4 << 20
+
+// materialise is what a streamed run that failed does before it returns
+// err: the engines may still fetch from its queues (a collective left
+// running past the timeout goes on), and a snapshot of the system does not
+// hold a lazy ring's bytes, so every fed queue still holding pairs is
+// turned into a written one (dma.Queue.Materialise: the rest planned and
+// written into plain rings) — at most MaxMaterialise pairs in all; past
+// that the queues stay fed (the engines read on from the planner, but a
+// snapshot taken now would not continue the run), and the error says so.
+func (x *Executor) materialise(err error) error {
+	keys := x.sortedQueues()
+	left := 0
+	for _, key := range keys {
+		left += x.queues[key].Unread()
+	}
+	if left > MaxMaterialise {
+		return fmt.Errorf("%w (its %d descriptor pairs not yet read stay fed, past the %d written out for a snapshot)", err, left, MaxMaterialise)
+	}
+	for _, key := range keys {
+		if qu := x.queues[key]; qu.Unread() > 0 {
+			if e := qu.Materialise(); e != nil {
+				return fmt.Errorf("%w (and its queue %q could not be written out: %v)", err, qu.Name, e)
+			}
+		}
+	}
+	return err
+}
+
+// sortedQueues returns the keys of the executor's queues in order.
+func (x *Executor) sortedQueues() [][2]int {
+	keys := make([][2]int, 0, len(x.queues))
+	for k := range x.queues {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b [2]int) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	return keys
+}
+
+// lazy reports whether every rank's backend has lazy host memory.
+func (x *Executor) lazy() bool {
+	for _, rk := range x.Ranks {
+		if !rk.Runner.DMA.Lazy() {
+			return false
+		}
+	}
+	return len(x.Ranks) > 0
+}
+
+// result is a run's result before it runs: its steps and traffic.
+func (x *Executor) result(s *enc.Schedule) Result {
+	res := Result{Steps: len(s.Steps)}
+	res.Bytes, _ = s.Traffic()
+	return res
+}
+
+// execute starts the loaded ranks, times rank 0 and collects every rank.
+func (x *Executor) execute(s *enc.Schedule, blocks [][]program.Block, res Result) (Result, error) {
 	elapsed, err := x.launch(blocks)
 	if err != nil {
 		return res, err
@@ -182,14 +301,16 @@ func (x *Executor) check(s *enc.Schedule, d enc.Dtype) error {
 	return nil
 }
 
-// load stages every rank's plan (semaphores to 0, descriptors into the
-// rings, counted in res.Descriptors) and loads its SP program, and returns
-// the programs' blocks by rank. A device that does not answer is named as
-// such.
-func (x *Executor) load(s *enc.Schedule, plans []rankPlan, res *Result) ([][]program.Block, error) {
+// load stages every rank's plan with stage (semaphores to 0, its queues
+// ready with its descriptors, counted in res.Descriptors) and loads its SP
+// program, and returns the programs' blocks by rank. Each rank's plan and
+// its program's bytes are let go once loaded (the blocks keep their
+// engines and device addresses). A device that does not answer is named
+// as such.
+func (x *Executor) load(s *enc.Schedule, plans []rankPlan, res *Result, stage func(r int, p rankPlan) (int, error)) ([][]program.Block, error) {
 	blocks := make([][]program.Block, s.Ranks)
 	for r := range x.Ranks {
-		n, err := x.stage(r, plans[r])
+		n, err := stage(r, plans[r])
 		if err != nil {
 			if down := x.silentDevice(s); down != nil {
 				return nil, down
@@ -197,11 +318,15 @@ func (x *Executor) load(s *enc.Schedule, plans []rankPlan, res *Result) ([][]pro
 			return nil, fmt.Errorf("%w: %w", err, ErrRun)
 		}
 		res.Descriptors += n
-		if blocks[r], err = x.Ranks[r].Runner.Load(plans[r].program()); err != nil {
+		if blocks[r], err = x.Ranks[r].Runner.Load(plans[r].prog); err != nil {
 			if down := x.silentDevice(s); down != nil {
 				return nil, down
 			}
 			return nil, fmt.Errorf("enc: rank %d: %w: %w", r, err, ErrRun)
+		}
+		plans[r] = rankPlan{}
+		for i := range blocks[r] {
+			blocks[r][i].Bytes = nil
 		}
 	}
 	return blocks, nil
@@ -298,12 +423,7 @@ func (x *Executor) diagnose(s *enc.Schedule, err error) error {
 	if err := x.silentDevice(s); err != nil {
 		return err
 	}
-	keys := make([][2]int, 0, len(x.queues))
-	for k := range x.queues {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b [2]int) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
-	for _, key := range keys {
+	for _, key := range x.sortedQueues() {
 		r, q := key[0], x.queues[key]
 		if st, e := q.Status(); e == nil && st&udma.StatusHalted != 0 {
 			why := ""

@@ -11,28 +11,35 @@ import (
 )
 
 // Planning a run: every rank's descriptors and SP program, built from the
-// schedule before anything touches a device (docs/collectives.md §On
-// devices, "The SP program"). A planner goes through the schedule once:
-// release (go), then per step the synchronisation before it, its sends and
-// their triggers, then the finish; the semaphore counts it accumulates are
-// what the programs wait for.
+// schedule (docs/collectives.md §On devices, "The SP program"). A planner
+// goes through the schedule once, stage by stage (next): release (go), then
+// per step the synchronisation before it, its sends and their triggers,
+// then the finish; the semaphore counts it accumulates are what the
+// programs wait for. What it keeps is its mode's: a staged run plans
+// everything before anything touches a device; a streamed run plans twice
+// with the same planner — first the SP programs and every queue's count,
+// then the descriptors, a stage at a time as the devices read them.
+
+// planMode is what a planner keeps of what it plans.
+type planMode int
+
+const (
+	// planAll keeps every descriptor and SP record (the staged run).
+	planAll planMode = iota
+	// planPrograms keeps the SP programs and counts the descriptors in
+	// counting vrings (the streamed run's first pass).
+	planPrograms
+	// planDescriptors keeps the descriptors and no SP record (the streamed
+	// run's second pass, which feeds the queues).
+	planDescriptors
+)
 
 // rankPlan is what one rank runs.
 type rankPlan struct {
 	vr   []*dma.Vring // per engine: the collectives queue's descriptors
 	rdh  []*dma.Vring // the inter-RDH engines' vrings (members of vr)
 	ctl  *dma.Vring   // control queue
-	prog []isa.Record // the SP program
-}
-
-// program returns the rank's SP program as the records' bytes.
-func (p *rankPlan) program() []byte {
-	out := make([]byte, 0, len(p.prog)*isa.RecordSize)
-	for i := range p.prog {
-		b := p.prog[i].Bytes()
-		out = append(out, b[:]...)
-	}
-	return out
+	prog []byte       // the SP program: its records' bytes
 }
 
 // reduceOf is the DMA reduce word of a reducing transfer in d.
@@ -59,6 +66,8 @@ const maxSemValue = 1<<16 - 1
 // planner builds the plans of one run.
 type planner struct {
 	x     *Executor
+	mode  planMode
+	stage int // the next stage next plans: 0 release, 1+k step k, then the finish
 	s     *enc.Schedule
 	red   udma.Reduce
 	plans []rankPlan
@@ -70,46 +79,79 @@ type planner struct {
 	// err is the first error adding a descriptor; once set, nothing more
 	// is added (it is reported after the step, or at the end).
 	err error
+	// before is sends' buffer: per rank and engine, the descriptors before
+	// the step.
+	before [][]int
+	// writers, targets and seen are peers' buffers.
+	writers, targets [][]int
+	seen             map[[2]int]bool
 }
 
-// plan builds every rank's descriptors and SP program.
-func (x *Executor) plan(s *enc.Schedule, d enc.Dtype) ([]rankPlan, error) {
-	p := x.newPlanner(s, d)
+// plan builds every rank's plan — what mode keeps of it — through the
+// whole schedule.
+func (x *Executor) plan(s *enc.Schedule, d enc.Dtype, mode planMode) ([]rankPlan, error) {
+	p := x.newPlanner(s, d, mode)
 	p.presize()
-	p.release()
-	for k, st := range s.Steps {
-		writers, targets := peers(s.Ranks, st)
+	for more := true; more; {
+		var err error
+		if more, err = p.next(); err != nil {
+			return nil, err
+		}
+	}
+	return p.plans, nil
+}
+
+// next plans the run's next stage — the release, a step (the
+// synchronisation before it and its sends), the finish — and reports
+// whether one is left.
+func (p *planner) next() (bool, error) {
+	n := len(p.s.Steps)
+	switch k := p.stage - 1; {
+	case p.stage == 0:
+		p.release()
+	case k < n:
+		st := p.s.Steps[k]
+		writers, targets := p.peers(st)
 		if k > 0 {
 			p.sync(writers, targets)
 		}
 		p.sends(st)
 		if p.err != nil {
-			return nil, fmt.Errorf("enc: step %d: %w", k, p.err)
+			return false, fmt.Errorf("enc: step %d: %w", k, p.err)
 		}
+	case k == n:
+		if err := p.finish(); err != nil {
+			return false, err
+		}
+		if p.err != nil {
+			return false, fmt.Errorf("enc: %w", p.err)
+		}
+	default:
+		return false, nil
 	}
-	if err := p.finish(); err != nil {
-		return nil, err
-	}
-	if p.err != nil {
-		return nil, fmt.Errorf("enc: %w", p.err)
-	}
-	return p.plans, nil
+	p.stage++
+	return p.stage <= n+1, nil
 }
 
 // newPlanner returns a planner with every rank's empty vrings: one per
 // DMA engine the executor uses, and the control queue's.
-func (x *Executor) newPlanner(s *enc.Schedule, d enc.Dtype) *planner {
+func (x *Executor) newPlanner(s *enc.Schedule, d enc.Dtype, mode planMode) *planner {
 	n := s.Ranks
-	p := &planner{x: x, s: s, red: reduceOf(d), plans: make([]rankPlan, n), engs: make([][]int, n), ones: make([]uint64, n),
-		arrivals: make([]int, n), done: make([]int, n), credits: make([]int, n)}
+	p := &planner{x: x, mode: mode, s: s, red: reduceOf(d), plans: make([]rankPlan, n), engs: make([][]int, n), ones: make([]uint64, n),
+		arrivals: make([]int, n), done: make([]int, n), credits: make([]int, n), before: make([][]int, n)}
+	newVring := dma.NewVring
+	if mode == planPrograms {
+		newVring = dma.NewCountingVring
+	}
 	for r := range p.plans {
 		pl := &p.plans[r]
 		p.engs[r] = x.engines(r)
 		pl.vr = make([]*dma.Vring, len(p.engs[r]))
+		p.before[r] = make([]int, len(p.engs[r]))
 		for j, e := range p.engs[r] {
-			pl.vr[j] = dma.NewVring(fmt.Sprintf("cc.r%d.e%d", r, e))
+			pl.vr[j] = newVring(fmt.Sprintf("cc.r%d.e%d", r, e))
 		}
-		pl.ctl = dma.NewVring(fmt.Sprintf("cc.r%d.ctl", r))
+		pl.ctl = newVring(fmt.Sprintf("cc.r%d.ctl", r))
 		for _, rel := range x.InterRDH {
 			pl.rdh = append(pl.rdh, pl.vr[rel])
 		}
@@ -124,8 +166,12 @@ func (x *Executor) newPlanner(s *enc.Schedule, d enc.Dtype) *planner {
 // records per step and six more for the synchronisation (at least what
 // sync, release and finish add) — so that planning millions of
 // descriptors does not copy them again and again as they grow. It changes
-// no plan: only capacities.
+// no plan: only capacities. A planner that feeds queues step by step holds
+// only what is in flight, and is not presized.
 func (p *planner) presize() {
+	if p.mode == planDescriptors {
+		return
+	}
 	pairs := make([][]int, p.s.Ranks)
 	touched := make([][]int, p.s.Ranks) // per rank and vring: the last step (+1) that used it
 	recs := make([]int, p.s.Ranks)
@@ -165,12 +211,21 @@ func (p *planner) presize() {
 		for j, v := range p.plans[r].vr {
 			v.Grow(pairs[r][j])
 		}
-		p.plans[r].prog = slices.Grow(p.plans[r].prog, recs[r])
+		p.plans[r].prog = slices.Grow(p.plans[r].prog, recs[r]*isa.RecordSize)
 	}
 }
 
-// sp appends rec to rank r's SP program.
-func (p *planner) sp(r int, rec isa.Record) { p.plans[r].prog = append(p.plans[r].prog, rec) }
+// sp appends rec to rank r's SP program, as its bytes (a planner that
+// keeps no program drops it).
+func (p *planner) sp(r int, rec isa.Record) {
+	if p.mode == planDescriptors {
+		return
+	}
+	pl := &p.plans[r]
+	n := len(pl.prog)
+	pl.prog = slices.Grow(pl.prog, isa.RecordSize)[:n+isa.RecordSize]
+	rec.Encode(pl.prog[n:])
+}
 
 // signal adds to v a 4-byte write of rank from's control word to the INCR
 // register of semaphore sem of rank to.
@@ -197,18 +252,27 @@ func (p *planner) release() {
 }
 
 // peers returns, per rank, the other ranks that write into it in st
-// (writers) and those it writes to (targets), each once, in transfer order.
-func peers(n int, st enc.Step) (writers, targets [][]int) {
-	writers, targets = make([][]int, n), make([][]int, n)
-	seen := map[[2]int]bool{}
+// (writers) and those it writes to (targets), each once, in transfer
+// order. The slices and the set are the planner's, reused step after step
+// (a ring on 1,024 ranks has 2,046 steps, each planned twice when
+// streamed).
+func (p *planner) peers(st enc.Step) (writers, targets [][]int) {
+	n := p.s.Ranks
+	if p.writers == nil {
+		p.writers, p.targets, p.seen = make([][]int, n), make([][]int, n), map[[2]int]bool{}
+	}
+	for r := range n {
+		p.writers[r], p.targets[r] = p.writers[r][:0], p.targets[r][:0]
+	}
+	clear(p.seen)
 	for _, xf := range st.Xfers {
-		if xf.Src != xf.Dst && !seen[[2]int{xf.Src, xf.Dst}] {
-			seen[[2]int{xf.Src, xf.Dst}] = true
-			writers[xf.Dst] = append(writers[xf.Dst], xf.Src)
-			targets[xf.Src] = append(targets[xf.Src], xf.Dst)
+		if xf.Src != xf.Dst && !p.seen[[2]int{xf.Src, xf.Dst}] {
+			p.seen[[2]int{xf.Src, xf.Dst}] = true
+			p.writers[xf.Dst] = append(p.writers[xf.Dst], xf.Src)
+			p.targets[xf.Src] = append(p.targets[xf.Src], xf.Dst)
 		}
 	}
-	return writers, targets
+	return p.writers, p.targets
 }
 
 // sync is what every rank does before a step other than the first: wait
@@ -238,9 +302,8 @@ func (p *planner) sync(writers, targets [][]int) {
 // sends adds a step's transfers to their sources' engines, then, on every
 // engine that got descriptors, its done increment and a trigger of them.
 func (p *planner) sends(st enc.Step) {
-	before := make([][]int, p.s.Ranks)
+	before := p.before
 	for r := range before {
-		before[r] = make([]int, len(p.engs[r]))
 		for j, v := range p.plans[r].vr {
 			before[r][j] = v.Descriptors()
 		}
@@ -317,11 +380,20 @@ func (p *planner) finish() error {
 	if n > 1 {
 		p.sp(0, waitRec(SemFinished, n-1))
 	}
+	if p.mode == planDescriptors {
+		return nil
+	}
 	for r := range n {
 		if len(p.plans[r].prog) == 0 {
 			p.sp(r, isa.Record{Opcode: isa.OpNop, Engine: isa.SP})
 		}
-		p.plans[r].prog[len(p.plans[r].prog)-1].Flags |= isa.FlagLast // the engine stops after it
+		last := p.plans[r].prog[len(p.plans[r].prog)-isa.RecordSize:]
+		rec, err := isa.Decode(last)
+		if err != nil {
+			return err
+		}
+		rec.Flags |= isa.FlagLast // the engine stops after it
+		rec.Encode(last)
 	}
 	return nil
 }

@@ -51,7 +51,7 @@ func TestSlicesGrowWithSize(t *testing.T) {
 		for elems := int64(1); elems <= 200; elems++ {
 			s, err := enc.Build(enc.Permute, enc.Ring, 2, elems*4, 4, enc.Options{})
 			require.NoError(t, err)
-			plans, err := x.plan(s, enc.Float32)
+			plans, err := x.plan(s, enc.Float32, planAll)
 			require.NoError(t, err)
 			desc := 0
 			var bytes []uint64

@@ -27,6 +27,13 @@ var (
 	ErrTimeout      = errors.New("DMA did not complete in time")
 	ErrQueueError   = errors.New("DMA queue halted on an error")
 	ErrNotDevice    = errors.New("address is not in device memory reachable through BAR4")
+	// ErrNoLazyHostMemory: a fed queue needs a backend whose host memory
+	// holds lazy buffers (ndl.LazyHostMemory).
+	ErrNoLazyHostMemory = errors.New("the device backend has no lazy host memory for fed DMA rings")
+	// ErrFed marks what a fed queue refuses: a dump, a declaration past its
+	// ring's end, a ring slot read after it was let go, a feed that ran dry
+	// or failed.
+	ErrFed = errors.New("fed DMA queue")
 )
 
 // Reserved queues (driver-facts §4.1): 15 is every engine's collectives
@@ -48,6 +55,7 @@ const PollInterval = time.Microsecond
 type DMA struct {
 	dev  *bringup.Device
 	host ndl.HostMemory
+	lazy ndl.LazyHostMemory // the same backend, when it holds lazy buffers; else nil
 	geo  *hwarch.Geometry
 
 	mu      sync.Mutex
@@ -64,7 +72,8 @@ func New(dev *bringup.Device) (*DMA, error) {
 	if !ok {
 		return nil, fmt.Errorf("dma: %s: %w", dev.Identity, ErrNoHostMemory)
 	}
-	m := &DMA{dev: dev, host: host, geo: dev.Geometry, engines: map[int]bool{}, queues: map[string]*Queue{}, used: map[[2]int]string{}}
+	lazy, _ := dev.Dev.(ndl.LazyHostMemory)
+	m := &DMA{dev: dev, host: host, lazy: lazy, geo: dev.Geometry, engines: map[int]bool{}, queues: map[string]*Queue{}, used: map[[2]int]string{}}
 	pa, err := host.HostAlloc(64, 64)
 	if err != nil {
 		return nil, fmt.Errorf("dma: marker word: %w", err)
@@ -81,6 +90,10 @@ func (m *DMA) Device() *bringup.Device { return m.dev }
 
 // Host returns the backend's host memory.
 func (m *DMA) Host() ndl.HostMemory { return m.host }
+
+// Lazy reports whether the backend's host memory holds lazy buffers
+// (ndl.LazyHostMemory), so that the layer can open fed queues.
+func (m *DMA) Lazy() bool { return m.lazy != nil }
 
 func le32(v uint32) []byte { return []byte{byte(v), byte(v >> 8), byte(v >> 16), byte(v >> 24)} }
 

@@ -21,6 +21,7 @@ type ring struct {
 // Queue is one DMA queue pair the runtime owns.
 type Queue struct {
 	m       *DMA
+	fed     *fedRings // the feed of a fed queue (OpenFedQueue); nil for one written by Dump
 	Name    string
 	Engine  int
 	Index   int
@@ -33,6 +34,11 @@ type Queue struct {
 // count descriptors in host memory, as the driver's queue init does: q_sw_ctrl
 // reset, base lo/hi, length, cfg enable.
 func (m *DMA) OpenQueue(name string, eng, q int, count uint32) (*Queue, error) {
+	return m.open(name, eng, q, count, nil)
+}
+
+// open opens a queue (fed by fed when it is not nil).
+func (m *DMA) open(name string, eng, q int, count uint32, fed *fedRings) (*Queue, error) {
 	if q < 0 || q >= udma.Queues {
 		return nil, fmt.Errorf("dma: queue %q: engine %d queue %d: %w", name, eng, q, udma.ErrEngine)
 	}
@@ -50,8 +56,9 @@ func (m *DMA) OpenQueue(name string, eng, q int, count uint32) (*Queue, error) {
 	}
 	m.used[[2]int{eng, q}] = name
 	m.mu.Unlock()
-	qu := &Queue{m: m, Name: name, Engine: eng, Index: q}
+	qu := &Queue{m: m, Name: name, Engine: eng, Index: q, fed: fed}
 	if err := qu.init(count); err != nil {
+		_ = qu.freeRings() // init's error is the one to report
 		m.mu.Lock()
 		delete(m.used, [2]int{eng, q})
 		m.mu.Unlock()
@@ -68,8 +75,15 @@ func (qu *Queue) init(count uint32) error {
 	if err := m.InitEngine(qu.Engine); err != nil {
 		return err
 	}
-	for _, r := range []*ring{&qu.tx, &qu.rx} {
-		pa, err := m.host.HostAlloc(uint64(count)*udma.DescriptorSize, udma.RingAlign)
+	for i, r := range []*ring{&qu.tx, &qu.rx} {
+		size := uint64(count) * udma.DescriptorSize
+		var pa uint64
+		var err error
+		if qu.fed != nil {
+			pa, err = m.lazy.HostAllocLazy(size, udma.RingAlign, qu.fed.fill(qu.Name, i == 0))
+		} else {
+			pa, err = m.host.HostAlloc(size, udma.RingAlign)
+		}
 		if err != nil {
 			return fmt.Errorf("dma: queue %q ring: %w", qu.Name, err)
 		}
@@ -139,17 +153,18 @@ func (qu *Queue) Free() uint32 { return qu.tx.count - qu.pending }
 
 // Dump writes a vring's descriptors into the queue's rings at their tails
 // (vring_dump_to_pring), with the right phases, and returns how many pairs
-// it wrote. Nothing is written unless all fit.
+// it wrote. Nothing is written unless all fit. A fed queue takes no dump,
+// nor does a counting vring make one.
 func (qu *Queue) Dump(v *Vring) (int, error) {
-	if err := qu.Sync(); err != nil {
+	if qu.fed != nil {
+		return 0, fmt.Errorf("dma: queue %q is fed: it takes no vring dump: %w", qu.Name, ErrFed)
+	}
+	if v.count {
+		return 0, fmt.Errorf("dma: queue %q: vring %q only counts its pairs: there are none to dump", qu.Name, v.Name)
+	}
+	n, err := qu.room(v.Name, len(v.live()))
+	if err != nil || n == 0 {
 		return 0, err
-	}
-	n := uint32(len(v.pairs))
-	if n > qu.Free() {
-		return 0, fmt.Errorf("dma: queue %q: vring %q needs %d descriptors, %d free: %w", qu.Name, v.Name, n, qu.Free(), ErrRingFull)
-	}
-	if n == 0 {
-		return 0, nil
 	}
 	if err := qu.fill(&qu.tx, v, true); err != nil {
 		return 0, err
@@ -158,6 +173,18 @@ func (qu *Queue) Dump(v *Vring) (int, error) {
 		return 0, err
 	}
 	return int(n), nil
+}
+
+// room syncs the queue and checks that n more pairs fit its rings (what
+// for names them in the error).
+func (qu *Queue) room(what string, n int) (uint32, error) {
+	if err := qu.Sync(); err != nil {
+		return 0, err
+	}
+	if n < 0 || uint64(n) > uint64(qu.Free()) {
+		return 0, fmt.Errorf("dma: queue %q: vring %q needs %d descriptors, %d free: %w", qu.Name, what, n, qu.Free(), ErrRingFull)
+	}
+	return uint32(n), nil
 }
 
 // fillChunk is the most descriptors fill encodes before it writes them to
@@ -177,32 +204,52 @@ func (qu *Queue) fill(r *ring, v *Vring, tx bool) error {
 	pb := fillBufs.Get().(*[fillChunk * udma.DescriptorSize]byte)
 	defer fillBufs.Put(pb)
 	buf := pb[:]
+	pairs := v.live()
 	tail, phase := r.tail, r.phase
-	for i := 0; i < len(v.pairs); {
-		k := min(len(v.pairs)-i, fillChunk, int(r.count-tail))
+	for i := 0; i < len(pairs); {
+		k := min(len(pairs)-i, fillChunk, int(r.count-tail))
 		b := buf[:k*udma.DescriptorSize]
-		for j, p := range v.pairs[i : i+k] {
-			d := udma.Descriptor{Addr: p.dst, Meta: p.reduce}
-			flags := uint32(0)
-			if tx {
-				d.Addr, d.Meta, flags = p.src, udma.DefaultMetaCtrl, udma.FlagFirst|udma.FlagLast
-			}
-			lc, err := udma.LenCtrl(p.len, phase, flags)
-			if err != nil {
-				return err
-			}
-			d.LenCtrl = lc
-			d.Put(b[j*udma.DescriptorSize:])
+		if err := encodeHalf(b, pairs[i:i+k], phase, tx); err != nil {
+			return err
 		}
 		if err := qu.m.host.HostWrite(r.pa+uint64(tail)*udma.DescriptorSize, b); err != nil {
 			return fmt.Errorf("dma: queue %q ring: %w", qu.Name, err)
 		}
 		i += k
-		if tail += uint32(k); tail == r.count {
-			tail, phase = 0, (phase+1)%4
-		}
+		tail, phase = r.advance(tail, phase, uint32(k))
 	}
 	r.tail, r.phase = tail, phase
+	return nil
+}
+
+// advance returns the slot and phase n descriptors past tail at phase
+// phase, n at most up to the ring's end (the phase turns there).
+func (r *ring) advance(tail uint32, phase uint8, n uint32) (uint32, uint8) {
+	if tail += n; tail == r.count {
+		return 0, (phase + 1) % 4
+	}
+	return tail, phase
+}
+
+// encodeHalf encodes one half of pairs into b, one descriptor each, at
+// ring id phase: the M2S half (source, meta_ctrl, FIRST|LAST) when tx, else
+// the S2M half (destination, reduce word). It is what a ring holds, whether
+// written before the device starts (Dump) or produced as the device reads
+// it (a fed queue).
+func encodeHalf(b []byte, pairs []pair, phase uint8, tx bool) error {
+	for j, p := range pairs {
+		d := udma.Descriptor{Addr: p.dst, Meta: p.reduce}
+		flags := uint32(0)
+		if tx {
+			d.Addr, d.Meta, flags = p.src, udma.DefaultMetaCtrl, udma.FlagFirst|udma.FlagLast
+		}
+		lc, err := udma.LenCtrl(p.len, phase, flags)
+		if err != nil {
+			return err
+		}
+		d.LenCtrl = lc
+		d.Put(b[j*udma.DescriptorSize:])
+	}
 	return nil
 }
 
@@ -297,19 +344,30 @@ func (qu *Queue) Close() error {
 			first = err
 		}
 	}
-	for _, r := range []*ring{&qu.tx, &qu.rx} {
-		if r.count == 0 {
-			continue
-		}
-		if err := m.host.HostFree(r.pa); err != nil && first == nil {
-			first = fmt.Errorf("dma: queue %q ring: %w", qu.Name, err)
-		}
-		r.count = 0
+	if err := qu.freeRings(); err != nil && first == nil {
+		first = err
 	}
 	m.mu.Lock()
 	delete(m.used, [2]int{qu.Engine, qu.Index})
 	delete(m.queues, qu.Name)
 	m.mu.Unlock()
+	return first
+}
+
+// freeRings frees the rings' host memory (once) and lets go of a fed
+// queue's feed.
+func (qu *Queue) freeRings() error {
+	var first error
+	for _, r := range []*ring{&qu.tx, &qu.rx} {
+		if r.count == 0 {
+			continue
+		}
+		if err := qu.m.host.HostFree(r.pa); err != nil && first == nil {
+			first = fmt.Errorf("dma: queue %q ring: %w", qu.Name, err)
+		}
+		r.count = 0
+	}
+	qu.fed = nil
 	return first
 }
 

@@ -1,0 +1,91 @@
+package collective
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/runtime/bringup"
+	"github.com/neuronsim/neuronsim/runtime/enc"
+	"github.com/neuronsim/neuronsim/runtime/program"
+)
+
+// TestPlanModesAgree: the one planner in its three modes plans the same
+// run — the staged run's descriptors and programs (planAll), the streamed
+// run's first pass (planPrograms: the same programs, byte for byte, and
+// every queue's count and bytes in counting vrings) and its second
+// (planDescriptors, stage by stage: the same descriptors per queue and no
+// program) — over the algorithms and the inter-RDH engines.
+func TestPlanModesAgree(t *testing.T) {
+	geo := hwarch.MustGeometry(hwarch.Mariana)
+	for _, tc := range []struct {
+		op    enc.Op
+		algo  enc.Algo
+		ranks int
+		size  int64
+	}{
+		{enc.AllReduce, enc.Ring, 4, 1 << 20},
+		{enc.AllReduce, enc.RDH, 8, 1 << 20},
+		{enc.AllGather, enc.Mesh, 4, 96 << 10},
+		{enc.ReduceScatter, enc.Ring, 3, 60},
+	} {
+		t.Run(fmt.Sprintf("%s/%s/%d/%d", tc.op, tc.algo, tc.ranks, tc.size), func(t *testing.T) {
+			ranks := make([]Rank, tc.ranks)
+			for d := range ranks {
+				ranks[d] = Rank{Device: d, Base: 1 << 20, Runner: &program.Runner{Dev: &bringup.Device{Geometry: geo}}}
+			}
+			x := &Executor{Ranks: ranks, Engines: 7, InterRDH: []int{4, 5}, InterRDHFolds: 2}
+			s, err := enc.Build(tc.op, tc.algo, tc.ranks, tc.size, 4, enc.Options{})
+			require.NoError(t, err)
+			all, err := x.plan(s, enc.Float32, planAll)
+			require.NoError(t, err)
+			counted, err := x.plan(s, enc.Float32, planPrograms)
+			require.NoError(t, err)
+			fed := x.newPlanner(s, enc.Float32, planDescriptors)
+			stages := 0
+			for more := true; more; stages++ {
+				more, err = fed.next()
+				require.NoError(t, err)
+			}
+			assert.Equal(t, len(s.Steps)+2, stages, "release, the steps, the finish")
+			more, err := fed.next()
+			require.NoError(t, err)
+			assert.False(t, more, "nothing after the finish")
+			for r := range all {
+				require.NotEmpty(t, all[r].prog)
+				assert.Equal(t, all[r].prog, counted[r].prog, "rank %d program", r)
+				assert.Empty(t, fed.plans[r].prog, "rank %d", r)
+				vrings := func(p rankPlan) [][2]uint64 {
+					var out [][2]uint64
+					for _, v := range append(p.vr, p.ctl) {
+						out = append(out, [2]uint64{uint64(v.Descriptors()), v.Bytes()})
+					}
+					return out
+				}
+				assert.Equal(t, vrings(all[r]), vrings(counted[r]), "rank %d counts", r)
+				assert.Equal(t, vrings(all[r]), vrings(fed.plans[r]), "rank %d descriptors", r)
+			}
+		})
+	}
+}
+
+// TestRingSize: a ring holds its queue's descriptors and one more, a power
+// of two from udma.MinRing; a queue a ring cannot hold is refused.
+func TestRingSize(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want uint32
+		ok   bool
+	}{{0, 32, true}, {31, 32, true}, {32, 64, true}, {1<<23 - 1, 1 << 23, true}, {1 << 23, 0, false}, {1 << 40, 0, false}} {
+		got, err := ringSize(tc.n)
+		if !tc.ok {
+			assert.ErrorIs(t, err, ErrRun, "%d", tc.n)
+			continue
+		}
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, got, "%d", tc.n)
+	}
+}
