@@ -37,8 +37,8 @@ func checkSweepRanks(devices, ranksPerDevice int) error {
 
 // checkTimingMemory refuses, before anything is built, a timing-only
 // sweep whose largest run would hold more host memory than the limit
-// (cluster.TimingMemory: every descriptor of a run is planned before it
-// starts, n² of them for a ring on n ranks). Functional mode's memory is
+// (cluster.TimingMemory: the SP programs, n² records for a ring on n
+// ranks, and the descriptors streamed to the rings). Functional mode's memory is
 // checked with its payloads (sweepFlags.sizes).
 func checkTimingMemory(sw cluster.Sweep, devices, ranks, engines int, sizes []int64, limit memlimit.Limit) error {
 	need, err := cluster.TimingMemory(sw.Op, sw.Algo, devices, ranks, engines, sw.Dtype, sizes, sw.Options)
