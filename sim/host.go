@@ -105,16 +105,109 @@ type HostMemory struct {
 	mem    Memory
 	blocks *extent.Tree        // live buffers
 	free   *extent.Tree        // free extents below next, coalesced, with alignment classes
-	hint   uint64              // base of the buffer last checked (0: none)
-	hintSz uint64              // its size
-	hintLz HostFill            // its fill function when it is lazy, else nil
+	cache  hostCache           // live buffers recently found, by page
 	lazy   map[uint64]HostFill // the live lazy buffers' fill functions, by base
 	next   uint64
 }
 
 // NewHostMemory returns an empty host memory.
 func NewHostMemory() *HostMemory {
-	return &HostMemory{blocks: extent.New(0, 0), free: extent.New(hostGranuleShift, hostClasses), next: HostMemoryBase}
+	return &HostMemory{blocks: extent.New(0, 0), free: extent.New(hostGranuleShift, hostClasses), cache: newHostCache(),
+		next: HostMemoryBase}
+}
+
+// Buffer cache: every access must lie inside one live buffer, and the
+// buffer tree's search costs a walk through memory the caches of the CPU
+// seldom hold when the accesses of many DMA queues, each reading its own
+// ring, interleave. hostCache remembers the buffers found lately, two to a
+// set, the set chosen by a hash of the 4 KiB page of the address accessed:
+// a queue reading its ring sequentially finds its buffer there until it
+// reaches the next page. It holds only live buffers: Free removes the freed
+// buffer from every set one of its pages hashes to (Alloc changes no live
+// buffer, so it removes nothing), and Restore empties it. It grows with the
+// number of live buffers (two sets for each: fewer leave many sets with more
+// buffers in use than ways when the rings of as many queues are read in
+// turn), up to hostCacheMaxSets sets.
+const (
+	hostCachePageShift = 12                 // log2 of the page a set is chosen by
+	hostCacheMinSets   = 64                 // sets of a new cache
+	hostCacheMaxSets   = 1 << 16            // the most sets (4 MiB of cache)
+	hostCacheHash      = 0x9E3779B97F4A7C15 // odd multiplier (2^64 / golden ratio): spreads pages that ascend by a stride
+)
+
+// hostBuffer is one live buffer as the cache holds it: [base, end), and its
+// fill function when it is lazy. The zero value holds no address.
+type hostBuffer struct {
+	base, end uint64
+	fill      HostFill
+}
+
+// holds reports whether [pa, pa+n) lies inside the buffer and does not
+// start at its end.
+func (b *hostBuffer) holds(pa uint64, n int) bool {
+	return pa-b.base < b.end-b.base && uint64(n) <= b.end-pa
+}
+
+// hostCacheSet is a set of the cache: two buffers, the one found last
+// first, padded to a cache line of the CPU.
+type hostCacheSet struct {
+	way [2]hostBuffer
+	_   [16]byte
+}
+
+// hostCache is the buffer cache.
+type hostCache struct {
+	sets  []hostCacheSet
+	shift uint // 64 - log2(len(sets))
+}
+
+// newHostCache returns an empty cache of hostCacheMinSets sets.
+func newHostCache() hostCache { return newHostCacheOf(hostCacheMinSets) }
+
+// hostCacheSets returns the sets of a cache for a host memory of buffers
+// live buffers: two for each, a power of two in [hostCacheMinSets,
+// hostCacheMaxSets].
+func hostCacheSets(buffers int) int {
+	n := hostCacheMinSets
+	for n < 2*buffers && n < hostCacheMaxSets {
+		n *= 2
+	}
+	return n
+}
+
+// newHostCacheOf returns an empty cache of n sets, a power of two.
+func newHostCacheOf(n int) hostCache {
+	return hostCache{sets: make([]hostCacheSet, n), shift: uint(64 - bits.TrailingZeros(uint(n)))}
+}
+
+// set returns the set of the page of pa.
+func (c *hostCache) set(pa uint64) *[2]hostBuffer {
+	return &c.sets[(pa>>hostCachePageShift)*hostCacheHash>>c.shift].way
+}
+
+// remove takes the buffer [base, end) out of every set one of its pages
+// hashes to (every set, when it has more pages than the cache has sets).
+// That is every set where an access finds it: only an access to one of its
+// pages finds it (holds), and such an access looks in that page's set.
+func (c *hostCache) remove(base, end uint64) {
+	drop := func(s *[2]hostBuffer) {
+		if s[1].base == base {
+			s[1] = hostBuffer{}
+		}
+		if s[0].base == base {
+			s[0], s[1] = s[1], hostBuffer{}
+		}
+	}
+	first, last := base>>hostCachePageShift, (end-1)>>hostCachePageShift
+	if last-first >= uint64(len(c.sets)) {
+		for i := range c.sets {
+			drop(&c.sets[i].way)
+		}
+		return
+	}
+	for pg := first; pg <= last; pg++ {
+		drop(c.set(pg << hostCachePageShift))
+	}
 }
 
 // hostAlignClass checks align and returns its class in the free tree (0
@@ -178,6 +271,9 @@ func (h *HostMemory) alloc(size, align uint64, fill HostFill) (uint64, error) {
 			size, a, h.free.Best(class), HostMemoryLimit-h.next, h.next, ErrHostNoMemory)
 	}
 	h.blocks.Insert(base, base+size)
+	if n := hostCacheSets(h.blocks.Len()); n > len(h.cache.sets) {
+		h.cache = newHostCacheOf(n) // grown for one more buffer (it never shrinks: Restore makes a new one)
+	}
 	if fill != nil {
 		if h.lazy == nil {
 			h.lazy = make(map[uint64]HostFill)
@@ -225,9 +321,7 @@ func (h *HostMemory) Free(base uint64) error {
 		return fmt.Errorf("sim host memory: free %#x: %w", base, ErrHostBadFree)
 	}
 	h.blocks.Delete(base)
-	if h.hint == base {
-		h.hint, h.hintSz, h.hintLz = 0, 0, nil
-	}
+	h.cache.remove(b.Start, b.End)
 	if _, lazy := h.lazy[base]; lazy {
 		delete(h.lazy, base) // it stored no bytes
 	} else {
@@ -237,18 +331,38 @@ func (h *HostMemory) Free(base uint64) error {
 	return nil
 }
 
-// check requires [pa, pa+n) to lie inside one live buffer, which it leaves
-// in the hint (h.hint its base, h.hintLz its fill when it is lazy).
-func (h *HostMemory) check(pa uint64, n int) error {
-	if h.hint != 0 && pa >= h.hint && pa-h.hint <= h.hintSz && uint64(n) <= h.hintSz-(pa-h.hint) {
-		return nil
+// find returns the live buffer that holds [pa, pa+n), from the cache when
+// it is there. An access may also end at a buffer's end, or start there
+// when it is empty.
+func (h *HostMemory) find(pa uint64, n int) (hostBuffer, bool) {
+	if s := h.cache.set(pa); s[0].holds(pa, n) {
+		return s[0], true
 	}
-	if b, ok := h.blocks.Floor(pa); ok {
-		if size := b.Len(); pa-b.Start <= size && uint64(n) <= size-(pa-b.Start) {
-			h.hint, h.hintSz, h.hintLz = b.Start, size, h.lazy[b.Start]
-			return nil
-		}
+	return h.findMiss(pa, n)
+}
+
+// findMiss is find for a buffer that is not the first of its set: the
+// second, or one the tree holds, which becomes the first of the set.
+func (h *HostMemory) findMiss(pa uint64, n int) (hostBuffer, bool) {
+	s := h.cache.set(pa)
+	if s[1].holds(pa, n) {
+		s[0], s[1] = s[1], s[0]
+		return s[0], true
 	}
+	e, ok := h.blocks.Floor(pa)
+	if !ok || pa-e.Start > e.Len() || uint64(n) > e.Len()-(pa-e.Start) {
+		return hostBuffer{}, false
+	}
+	b := hostBuffer{base: e.Start, end: e.End}
+	if h.lazy != nil {
+		b.fill = h.lazy[e.Start]
+	}
+	s[0], s[1] = b, s[0]
+	return b, true
+}
+
+// errRange is the error of an access [pa, pa+n) that lies in no live buffer.
+func errRange(pa uint64, n int) error {
 	return fmt.Errorf("sim host memory: [%#x, +%d): %w", pa, n, ErrHostRange)
 }
 
@@ -256,14 +370,14 @@ func (h *HostMemory) check(pa uint64, n int) error {
 // in a lazy one, the buffer's fill produces the bytes (see AllocLazy).
 func (h *HostMemory) Read(pa uint64, p []byte) error {
 	h.mu.Lock()
-	if err := h.check(pa, len(p)); err != nil {
+	b, ok := h.find(pa, len(p))
+	if !ok {
 		h.mu.Unlock()
-		return err
+		return errRange(pa, len(p))
 	}
-	if fill := h.hintLz; fill != nil {
-		base := h.hint
+	if b.fill != nil {
 		h.mu.Unlock()
-		return readLazy(fill, base, pa, p)
+		return readLazy(b.fill, b.base, pa, p)
 	}
 	err := h.mem.Read(pa, p)
 	h.mu.Unlock()
@@ -286,21 +400,29 @@ func readLazy(fill HostFill, base, pa uint64, p []byte) error {
 // that is not lazy (ErrHostLazy).
 func (h *HostMemory) Write(pa uint64, p []byte) error {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if err := h.check(pa, len(p)); err != nil {
-		return err
+	b, ok := h.find(pa, len(p))
+	switch {
+	case !ok:
+		h.mu.Unlock()
+		return errRange(pa, len(p))
+	case b.fill != nil:
+		h.mu.Unlock()
+		return fmt.Errorf("sim host memory: write [%#x, +%d) into the lazy buffer at %#x: %w", pa, len(p), b.base, ErrHostLazy)
 	}
-	if h.hintLz != nil {
-		return fmt.Errorf("sim host memory: write [%#x, +%d) into the lazy buffer at %#x: %w", pa, len(p), h.hint, ErrHostLazy)
-	}
-	return h.mem.Write(pa, p)
+	err := h.mem.Write(pa, p)
+	h.mu.Unlock()
+	return err
 }
 
 // Check reports whether [pa, pa+n) lies in a live buffer.
 func (h *HostMemory) Check(pa uint64, n int) error {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.check(pa, n)
+	_, ok := h.find(pa, n)
+	h.mu.Unlock()
+	if !ok {
+		return errRange(pa, n)
+	}
+	return nil
 }
 
 // Live returns the number of live buffers.
@@ -354,7 +476,8 @@ func (h *HostMemory) Restore(s HostState) error {
 	if err := h.mem.Restore(s.Memory); err != nil {
 		return fmt.Errorf("sim host memory: restore: %w", err)
 	}
-	h.blocks, h.free, h.next, h.hint, h.hintSz, h.hintLz, h.lazy = blocks, free, s.Next, 0, 0, nil, nil
+	h.blocks, h.free, h.next, h.lazy = blocks, free, s.Next, nil
+	h.cache = newHostCacheOf(hostCacheSets(len(s.Blocks)))
 	return nil
 }
 
