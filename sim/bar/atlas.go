@@ -8,6 +8,7 @@ package bar
 import (
 	"fmt"
 	"sort"
+	"sync"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/hw/isa"
@@ -113,14 +114,36 @@ type Atlas struct {
 	devSegs  []segment // by device address
 }
 
-// NewAtlas builds the BAR0 atlas of a generation from its geometry: per NC
-// the SBUF and PSUM windows and the synchronisation block; every TOP_SP with
-// its synchronisation block; the APB blocks; the MISC RAM and the QEMU reset
-// register.
+// sharedAtlases holds the atlas of each generation's shared geometry (the
+// one hwarch.GeometryOf returns), built the first time it is asked for.
+var sharedAtlases [hwarch.NumGenerations]struct {
+	once  sync.Once
+	atlas *Atlas
+	err   error
+}
+
+// NewAtlas returns the BAR0 atlas of a generation built from its geometry:
+// per NC the SBUF and PSUM windows and the synchronisation block; every
+// TOP_SP with its synchronisation block; the APB blocks; the MISC RAM and
+// the QEMU reset register. The atlas depends on the geometry alone (not on
+// the mode), and it is immutable: for a generation's shared geometry
+// (hwarch.GeometryOf's, which must not be modified) it is built once and
+// every call returns that one, so the devices of a system share it; any
+// other geometry (a Clone, say) gets an atlas of its own.
 func NewAtlas(geo *hwarch.Geometry) (*Atlas, error) {
 	if geo == nil || !geo.Generation.Valid() {
 		return nil, fmt.Errorf("bar atlas: %w", hwarch.ErrUnknownGeneration)
 	}
+	if shared, err := hwarch.GeometryOf(geo.Generation); err == nil && shared == geo {
+		s := &sharedAtlases[geo.Generation]
+		s.once.Do(func() { s.atlas, s.err = buildAtlas(geo) })
+		return s.atlas, s.err
+	}
+	return buildAtlas(geo)
+}
+
+// buildAtlas builds the atlas of geo for NewAtlas.
+func buildAtlas(geo *hwarch.Geometry) (*Atlas, error) {
 	m := geo.BAR0
 	a := &Atlas{gen: geo.Generation}
 	for nc := 0; nc < geo.NeuronCores; nc++ {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -464,6 +465,47 @@ func TestAtlasPriorities(t *testing.T) {
 			}
 			assert.Equal(t, want, a.priority[i], "%s %s", g, w.Name)
 		}
+	}
+}
+
+// TestNewAtlasShared: every device of a generation's shared geometry gets
+// the one atlas, built once, whoever asks first and however many ask at
+// once; a clone of the geometry gets an atlas of its own, the same windows
+// while it is unchanged, and changing it changes neither the shared atlas
+// nor what NewAtlas returns for the shared geometry.
+func TestNewAtlasShared(t *testing.T) {
+	for _, g := range hwarch.Generations() {
+		t.Run(g.String(), func(t *testing.T) {
+			geo := hwarch.MustGeometry(g)
+			clone := geo.Clone()
+			own, err := NewAtlas(clone) // before the shared one: it has no part in it
+			require.NoError(t, err)
+			got := make([]*Atlas, 8)
+			var wg sync.WaitGroup
+			for i := range got {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					a, err := NewAtlas(geo)
+					assert.NoError(t, err)
+					got[i] = a
+				}()
+			}
+			wg.Wait()
+			shared := mustAtlas(t, g)
+			for i, a := range got {
+				assert.Same(t, shared, a, "call %d", i)
+			}
+			assert.NotSame(t, shared, own)
+			assert.Equal(t, shared.Windows(), own.Windows())
+
+			clone.NeuronCores = 1
+			fewer, err := NewAtlas(clone)
+			require.NoError(t, err)
+			assert.Less(t, len(fewer.Windows()), len(shared.Windows()))
+			assert.Equal(t, own.Windows(), shared.Windows(), "the shared atlas is unchanged")
+			assert.Same(t, shared, mustAtlas(t, g))
+		})
 	}
 }
 
