@@ -599,7 +599,7 @@ func (e *expander) expand() (*Grid, error) {
 	if err := e.checkCount(g, av); err != nil {
 		return nil, err
 	}
-	b := &pointBuilder{e: e, g: g, fx: fx, av: av, memLimit: memLimit(), fabricOK: map[string]error{}, scheds: map[[7]int64]sched{}}
+	b := &pointBuilder{e: e, g: g, fx: fx, av: av, memLimit: memLimit(), fabricOK: map[string]error{}, scheds: map[[7]int64]sched{}, timingMem: map[timingKey]uint64{}}
 	for _, sys := range av.systems {
 		for _, nv := range av.nodes {
 			sys := sys
@@ -738,6 +738,30 @@ func (e *expander) checkCount(g *Grid, av axisValues) error {
 	return nil
 }
 
+// timingKey is what a timing-mode point's memory depends on: its
+// schedule's key (pointBuilder.scheds), its engines per rank and its
+// devices.
+type timingKey struct {
+	sched            [7]int64
+	engines, devices int
+}
+
+// timingMemory is cluster.TimingMemory of a timing-mode point — what the
+// command line's timing sweeps are checked against — once per distinct
+// schedule, engine count and device count.
+func (b *pointBuilder) timingMemory(fk [7]int64, o enc.Op, a enc.Algo, engines, devices, ranks int, t enc.Dtype, size int64, opts enc.Options) (uint64, error) {
+	k := timingKey{fk, engines, devices}
+	if need, ok := b.timingMem[k]; ok {
+		return need, nil
+	}
+	need, err := cluster.TimingMemory(o, a, devices, ranks, engines, t, []int64{size}, opts)
+	if err != nil {
+		return 0, err
+	}
+	b.timingMem[k] = need
+	return need, nil
+}
+
 // sched is what planning keeps of one distinct schedule: its features for
 // the estimates and, in functional mode, the memory it needs.
 type sched struct {
@@ -759,6 +783,9 @@ type pointBuilder struct {
 	// scheds by op, algo, ranks, size, dtype, and the options: the group
 	// size (a node's ranks) and the generation's policy
 	scheds map[[7]int64]sched
+	// timingMem: cluster.TimingMemory of a timing-mode point, by its
+	// schedule's key, its engines per rank and its devices
+	timingMem map[timingKey]uint64
 }
 
 // shapeOf is one cluster shape of the grid: a system on some nodes with
@@ -907,11 +934,17 @@ func (b *pointBuilder) add(sh shapeOf, pt Point, p fabric.Params, sz sizeVal, gr
 	sp := spec{gen: sys.gen, family: sys.family, tables: sys.tables, kind: sys.kind, params: p,
 		op: o, algo: a, dtype: t, timing: !functional, feat: f, sysNode: sys.n, sysPath: sys.path, opts: sh.opts,
 		whatIf: e.raw.WhatIf || sys.name != "" && sys.devices > hwarch.MaxNeuronDevices}
-	if functional {
-		if err := b.memLimit.Check(fmt.Sprintf("mode functional: %s of %d B on %d ranks", pt.Op, pt.Size, sh.ranks), sc.memNeed); err != nil {
-			return e.fail(sz.n, sz.p, err, "")
+	sp.memNeed = sc.memNeed
+	mode := "functional"
+	if !functional {
+		mode = "timing"
+		var err error
+		if sp.memNeed, err = b.timingMemory(fk, o, a, f.engines, f.devices, sh.ranks, t, pt.Size, sh.opts); err != nil {
+			return e.impossible(sz, sys, sh.rpd, pt.Op, pt.Algo, pt.Dtype, pt.Size, err)
 		}
-		sp.memNeed = sc.memNeed
+	}
+	if err := b.memLimit.Check(fmt.Sprintf("mode %s: %s of %d B on %d ranks", mode, pt.Op, pt.Size, sh.ranks), sp.memNeed); err != nil {
+		return e.fail(sz.n, sz.p, err, "")
 	}
 	pt.Hash = hashHex(pt.canonical())
 	g.points = append(g.points, pt)

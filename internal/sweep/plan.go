@@ -84,7 +84,7 @@ var (
 
 	memPerDevice   = map[hwarch.Generation]uint64{hwarch.Sunda: 480 << 10, hwarch.Cayman: 1 << 20, hwarch.Mariana: 1 << 20}
 	memPerXfer     = uint64(1 << 10)
-	memBytesPerMem = int64(512) // timing mode: a byte of heap per this many bytes moved (the fabric's chunk records; measured 1/400..1/560)
+	memBytesPerMem = int64(512) // functional mode: a byte of heap per this many bytes moved besides the payloads (the fabric's chunk records; measured 1/400..1/560)
 )
 
 // work is the point's host-time model in reference nanoseconds, rounded
@@ -104,11 +104,17 @@ func (f features) work() uint64 {
 	return uint64(math.Min(math.Round(w), math.MaxInt64))
 }
 
-// mem is the point's host-memory estimate in bytes: in timing mode what the
-// devices, the transfers and the fabric's records hold, doubled for the Go
-// collector's headroom (as cluster.FunctionalMemory counts it); in
-// functional mode cluster.FunctionalMemory on top.
+// mem is the point's host-memory estimate in bytes: in timing mode
+// cluster.TimingMemory (what the command line's timing sweeps are checked
+// against: the devices, the schedule, the SP programs and the descriptors a
+// streamed run holds); in functional mode what the devices, the transfers
+// and the fabric's records hold, doubled for the Go collector's headroom
+// (as cluster.FunctionalMemory counts it), and cluster.FunctionalMemory on
+// top.
 func (s *spec) mem() uint64 {
+	if s.timing {
+		return s.memNeed // cluster.TimingMemory
+	}
 	f := s.feat
 	live := memPerDevice[f.gen]*uint64(f.devices) + memPerXfer*uint64(f.xfers) + uint64(f.bytes/memBytesPerMem)
 	return 2*live + s.memNeed
