@@ -95,6 +95,7 @@ type Core struct {
 	fires     []uint64 // Fire calls that arrived re-entrantly
 	scratch   scratch
 	recordBuf [isa.RecordSize]byte
+	decoded   [NumEngines]decodedRecord // each engine's Raw decoded and checked
 }
 
 // ErrConfig marks an invalid Config.
@@ -210,6 +211,7 @@ func (c *Core) Reset() {
 	}
 	c.st.PE = PEState{}
 	c.scratch = scratch{}
+	c.decoded = [NumEngines]decodedRecord{}
 }
 
 // Stats returns the counters of every engine.

@@ -20,7 +20,6 @@ func (c *Core) advance(e int) {
 	if es.InFlight || es.Status&StatusRunning == 0 || es.RunStall&1 == 0 {
 		return
 	}
-	now := uint64(c.env.Now())
 	if !es.Fetched {
 		if err := c.env.Fetch(es.PC, c.recordBuf[:]); err != nil {
 			c.fail(e, ErrFetch)
@@ -28,27 +27,52 @@ func (c *Core) advance(e int) {
 		}
 		es.Raw = c.recordBuf
 		es.Fetched = true
+		c.decoded[e].valid = false
 	}
-	r, _ := isa.Decode(es.Raw[:])
-	if code := c.check(e, es.Raw[:], &r); code != ErrNone {
+	r, code := c.record(e)
+	if code != ErrNone {
 		c.fail(e, code)
 		return
 	}
 	if !c.waitHolds(r.Wait) {
 		if es.Status&StatusWaiting == 0 {
 			es.Status |= StatusWaiting
-			es.WaitSince = now
+			es.WaitSince = uint64(c.env.Now())
 		}
 		return
 	}
 	c.stopWaiting(e)
-	start := max(now, es.BusyUntil)
-	end := start + c.duration(e, &r)
+	start := max(uint64(c.env.Now()), es.BusyUntil)
+	end := start + c.duration(e, r)
 	if end < start { // an absurdly slow clock: saturate rather than wrap
 		end = ^uint64(0)
 	}
 	es.Start, es.End, es.BusyUntil, es.InFlight = start, end, end, true
 	c.env.Schedule(simkernel.Time(end), fireArg(e, es.Epoch))
+}
+
+// decodedRecord is engine e's fetched record decoded and checked, kept from
+// its fetch until the next so that a record is decoded and checked once
+// however often its wait is re-examined. It is derived from
+// EngineState.Raw (the check depends only on the record and the core's
+// configuration), so it is not part of the state: Restore drops it.
+type decodedRecord struct {
+	rec   isa.Record
+	code  uint32 // check's verdict
+	valid bool   // rec and code are those of the engine's Raw
+}
+
+// record returns engine e's fetched record decoded and check's verdict on
+// it, decoding and checking Raw only the first time after a fetch or a
+// restore.
+func (c *Core) record(e int) (*isa.Record, uint32) {
+	d := &c.decoded[e]
+	if !d.valid {
+		raw := c.st.Engines[e].Raw[:]
+		d.rec, _ = isa.Decode(raw)
+		d.code, d.valid = c.check(e, raw, &d.rec), true
+	}
+	return &d.rec, d.code
 }
 
 // stopWaiting ends a wait in progress, counting its time.
@@ -62,7 +86,7 @@ func (c *Core) stopWaiting(e int) {
 	if now > es.WaitSince {
 		es.WaitPS += now - es.WaitSince
 		if c.tr != nil {
-			r, _ := isa.Decode(es.Raw[:])
+			r, _ := c.record(e)
 			c.tr.Slice(c.tracks[e], "wait", es.WaitSince, now, map[string]string{
 				"mode": r.Wait.Mode.String(), "index": strconv.Itoa(int(r.Wait.Index)), "value": strconv.Itoa(int(r.Wait.Value)),
 			})
@@ -73,7 +97,8 @@ func (c *Core) stopWaiting(e int) {
 // complete finishes engine e's record in flight (its completion time is now).
 func (c *Core) complete(e int) {
 	es := &c.st.Engines[e]
-	r, _ := isa.Decode(es.Raw[:])
+	rp, _ := c.record(e)
+	r := *rp // a copy: the record's effect may call back into the device
 	// The record stays in flight while it executes: a doorbell may call back
 	// into the device, and a start or halt written meanwhile then treats it
 	// as the record in flight it is; a reset drops it.

@@ -14,10 +14,23 @@ import (
 
 // execute applies record r and returns an Err* code.
 func (c *Core) execute(r *isa.Record) uint32 {
-	defer c.scratch.trim()
 	switch r.Opcode {
 	case isa.OpNop, isa.OpBarrier, isa.OpSem, isa.OpCtrlPollSem:
 		return ErrNone
+	case isa.OpDMATrigger:
+		if c.env.Doorbell(int(r.Aux), int(r.Imm0), r.Imm1) != nil {
+			return ErrDoorbell
+		}
+		return ErrNone
+	}
+	defer c.scratch.trim()
+	return c.compute(r)
+}
+
+// compute applies a record of a compute opcode (one that works on the
+// on-chip memories through the scratch buffers) and returns an Err* code.
+func (c *Core) compute(r *isa.Record) uint32 {
+	switch r.Opcode {
 	case isa.OpLoadStationary:
 		return c.loadStationary(r)
 	case isa.OpMultiplyMoving:
@@ -38,11 +51,6 @@ func (c *Core) execute(r *isa.Record) uint32 {
 		return c.reciprocal(r)
 	case isa.OpTensorReduce:
 		return c.reduce(r)
-	case isa.OpDMATrigger:
-		if c.env.Doorbell(int(r.Aux), int(r.Imm0), r.Imm1) != nil {
-			return ErrDoorbell
-		}
-		return ErrNone
 	}
 	return ErrUnsupported
 }

@@ -98,6 +98,7 @@ func (c *Core) Restore(s CoreState) error {
 	}
 	c.st = s.clone()
 	c.scratch = scratch{}
+	c.decoded = [NumEngines]decodedRecord{}
 	return nil
 }
 

@@ -203,3 +203,40 @@ func TestReentrantDevice(t *testing.T) {
 	require.Equal(t, *ref.sync, *h.sync)
 	require.Len(t, h.env.doorbells, 1)
 }
+
+// TestRestoreDropsDecodedRecord: the core keeps each engine's fetched record
+// decoded between its fetch and its completion; a Restore that replaces the
+// fetched record must be acted on as restored, not as decoded before.
+func TestRestoreDropsDecodedRecord(t *testing.T) {
+	sp := int(isa.SP)
+	trigger := rec(isa.OpDMATrigger, isa.SP)
+	trigger.Aux, trigger.Imm0, trigger.Imm1, trigger.Flags = 0, 1, 7, isa.FlagLast
+	otherWait := rec(isa.OpNop, isa.SP)
+	otherWait.Wait, otherWait.Flags = isa.Sync{Mode: isa.WaitSemGE, Index: 6, Value: 1}, isa.FlagLast
+	rung := Picoseconds(DMATriggerCycles, DefaultClocks(hwarch.Mariana)[sp]) // the trigger's completion
+	for _, tc := range []struct {
+		name       string
+		restored   isa.Record
+		wantBells  []doorbell
+		wantStatus uint32
+	}{
+		{"a trigger without a wait replaces the wait", trigger, []doorbell{{0, 1, 7, rung}}, StatusDone},
+		{"a wait that does not hold replaces one that does", otherWait, nil, StatusRunning | StatusWaiting},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, hwarch.Mariana)
+			wait := rec(isa.OpNop, isa.SP)
+			wait.Wait = isa.Sync{Mode: isa.WaitSemGE, Index: 5, Value: 1}
+			h.launch(sp, wait)
+			require.Equal(t, uint32(StatusRunning|StatusWaiting), h.core.ReadReg(sp, RegStatus))
+			s := h.core.State()
+			s.Engines[sp].Raw = tc.restored.Bytes()
+			require.NoError(t, h.core.Restore(s))
+			h.sync.Semaphores[5] = 1 // the wait decoded before the restore now holds
+			h.core.SyncChanged()
+			h.run()
+			require.Equal(t, tc.wantBells, h.env.doorbells)
+			require.Equal(t, tc.wantStatus, h.core.ReadReg(sp, RegStatus))
+		})
+	}
+}
