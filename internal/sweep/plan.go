@@ -86,17 +86,17 @@ func featuresOf(s *enc.Schedule) features {
 // checked against the CPU reference): workPerBufFn, workPerBufHF.
 var (
 	// Fitted by TestFitEstimates on 2026-12-02: 832 points.
-	workBase      = 9013.0
-	workPerDevice = map[hwarch.Generation]float64{hwarch.Sunda: 52.9e3, hwarch.Cayman: 82.8e3, hwarch.Mariana: 85.9e3}
-	workPerRank   = 17.3e3
-	workPerDesc   = 946.1
-	workDescRank  = 4.287
-	workRankStep  = 7641.0
-	workPerByte   = map[fabric.Model]float64{fabric.Aware: 0.004289, fabric.Free: 0.002281}
-	workPerByteFn = 1.956
-	workPerByteHF = 0.8677
-	workPerBufFn  = 2.119
-	workPerBufHF  = 5.771
+	workBase      = 0.0
+	workPerDevice = map[hwarch.Generation]float64{hwarch.Sunda: 45.2e3, hwarch.Cayman: 77.7e3, hwarch.Mariana: 120.4e3}
+	workPerRank   = 23.3e3
+	workPerDesc   = 989.6
+	workDescRank  = 4.037
+	workRankStep  = 6247.0
+	workPerByte   = map[fabric.Model]float64{fabric.Aware: 0.004149, fabric.Free: 0.002626}
+	workPerByteFn = 1.466
+	workPerByteHF = 2.537
+	workPerBufFn  = 2.558
+	workPerBufHF  = 4.534
 )
 
 // The constants of the memory model (spec.mem).
