@@ -33,6 +33,7 @@ type workTerm struct {
 var workTerms = []workTerm{
 	{"workBase", func() float64 { return workBase }, func(features) float64 { return 1 }},
 	perDevice(hwarch.Sunda), perDevice(hwarch.Cayman), perDevice(hwarch.Mariana),
+	devPair(hwarch.Sunda), devPair(hwarch.Cayman), devPair(hwarch.Mariana),
 	{"workPerRank", func() float64 { return workPerRank }, func(f features) float64 { return float64(f.ranks) }},
 	{"workPerDesc", func() float64 { return workPerDesc }, func(f features) float64 { return descsOf(f) }},
 	{"workDescRank", func() float64 { return workDescRank }, func(f features) float64 { return descsOf(f) * float64(f.ranks) }},
@@ -47,6 +48,11 @@ var workTerms = []workTerm{
 func perDevice(g hwarch.Generation) workTerm {
 	return workTerm{fmt.Sprintf("workPerDevice[hwarch.%s]", genName(g)), func() float64 { return workPerDevice[g] },
 		func(f features) float64 { return when(f.gen == g, float64(f.devices)) }}
+}
+
+func devPair(g hwarch.Generation) workTerm {
+	return workTerm{fmt.Sprintf("workDevPair[hwarch.%s]", genName(g)), func() float64 { return workDevPair[g] },
+		func(f features) float64 { return when(f.gen == g, float64(f.devices)*float64(f.devices)) }}
 }
 
 func perByte(m fabric.Model) workTerm {

@@ -73,7 +73,9 @@ func featuresOf(s *enc.Schedule) features {
 //
 // workBase is a point's own: the schedule, the tables, the executor.
 // Bringing a device up through the runtime (workPerDevice) is most of a
-// small point, and each rank adds its queues and buffers (workPerRank). A
+// small point, and more than in proportion to the devices (workDevPair, by
+// generation, per device squared: measured, a point of 16 devices costs more than four of
+// 4), and each rank adds its queues and buffers (workPerRank). A
 // transfer is cut into a descriptor per DMA engine of its rank
 // (collective.Calibrated's engines; one with ideal endpoints): workPerDesc,
 // and workDescRank per rank, the ranks whose events share the fabric's
@@ -86,17 +88,18 @@ func featuresOf(s *enc.Schedule) features {
 // checked against the CPU reference): workPerBufFn, workPerBufHF.
 var (
 	// Fitted by TestFitEstimates on 2026-12-02: 832 points.
-	workBase      = 0.0
-	workPerDevice = map[hwarch.Generation]float64{hwarch.Sunda: 45.2e3, hwarch.Cayman: 77.7e3, hwarch.Mariana: 120.4e3}
-	workPerRank   = 23.3e3
-	workPerDesc   = 989.6
-	workDescRank  = 4.037
-	workRankStep  = 6247.0
-	workPerByte   = map[fabric.Model]float64{fabric.Aware: 0.004149, fabric.Free: 0.002626}
-	workPerByteFn = 1.466
-	workPerByteHF = 2.537
-	workPerBufFn  = 2.558
-	workPerBufHF  = 4.534
+	workBase      = 126.2
+	workPerDevice = map[hwarch.Generation]float64{hwarch.Sunda: 26.4e3, hwarch.Cayman: 67.7e3, hwarch.Mariana: 72.5e3}
+	workDevPair   = map[hwarch.Generation]float64{hwarch.Sunda: 400.8, hwarch.Cayman: 4486.0, hwarch.Mariana: 3638.0}
+	workPerRank   = 24.9e3
+	workPerDesc   = 874.4
+	workDescRank  = 4.651
+	workRankStep  = 4888.0
+	workPerByte   = map[fabric.Model]float64{fabric.Aware: 0.003889, fabric.Free: 0.002273}
+	workPerByteFn = 1.075
+	workPerByteHF = 2.259
+	workPerBufFn  = 2.763
+	workPerBufHF  = 4.576
 )
 
 // The constants of the memory model (spec.mem).
@@ -110,7 +113,7 @@ var (
 // to a whole number so that sharding by it is exact.
 func (f features) work() uint64 {
 	descs := float64(f.xfers) * float64(f.engines)
-	w := workBase + workPerDevice[f.gen]*float64(f.devices) + workPerRank*float64(f.ranks) +
+	w := workBase + workPerDevice[f.gen]*float64(f.devices) + workDevPair[f.gen]*float64(f.devices)*float64(f.devices) + workPerRank*float64(f.ranks) +
 		descs*(workPerDesc+workDescRank*float64(f.ranks)) + workRankStep*float64(f.rankSteps)
 	switch {
 	case f.functional && (f.dtype == enc.BFloat16 || f.dtype == enc.Float16):
