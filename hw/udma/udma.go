@@ -92,11 +92,17 @@ func Decode(b []byte) (Descriptor, error) {
 	if len(b) < DescriptorSize {
 		return Descriptor{}, fmt.Errorf("udma: descriptor needs %d bytes, got %d", DescriptorSize, len(b))
 	}
+	return DecodeWhole((*[DescriptorSize]byte)(b)), nil
+}
+
+// DecodeWhole is Decode of bytes that are a whole descriptor, which cannot
+// fail (a DMA engine decoding the descriptors of a burst it fetched).
+func DecodeWhole(b *[DescriptorSize]byte) Descriptor {
 	return Descriptor{
 		LenCtrl: binary.LittleEndian.Uint32(b[0:]),
 		Meta:    binary.LittleEndian.Uint32(b[4:]),
 		Addr:    binary.LittleEndian.Uint64(b[8:]),
-	}, nil
+	}
 }
 
 // ErrRing marks a ring that breaks the ring rules.

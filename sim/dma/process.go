@@ -1,7 +1,6 @@
 package dma
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -72,14 +71,10 @@ func (c *Controller) readDescriptor(h *HalfState, pf *prefetch, desc *[prefetchD
 	return decode(b), nil
 }
 
-// decode is udma.Decode of a slice known to hold a whole descriptor.
+// decode is udma.DecodeWhole of a slice that starts with a whole
+// descriptor.
 func decode(b []byte) udma.Descriptor {
-	_ = b[udma.DescriptorSize-1]
-	return udma.Descriptor{
-		LenCtrl: binary.LittleEndian.Uint32(b[0:]),
-		Meta:    binary.LittleEndian.Uint32(b[4:]),
-		Addr:    binary.LittleEndian.Uint64(b[8:]),
-	}
+	return udma.DecodeWhole((*[udma.DescriptorSize]byte)(b[:udma.DescriptorSize]))
 }
 
 // fetchOf returns engine e queue q's prefetch state, made on first use.
