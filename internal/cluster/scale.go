@@ -86,25 +86,46 @@ func StagedTimingMemory(op enc.Op, algo enc.Algo, devices, ranks, engines int, d
 
 // timingMemory is TimingMemory (staged false) and StagedTimingMemory.
 func timingMemory(op enc.Op, algo enc.Algo, devices, ranks, engines int, d enc.Dtype, sizes []int64, opt enc.Options, staged bool) (uint64, error) {
-	if engines <= 0 {
-		engines = collective.Calibrated(hwarch.Mariana).Engines
-	}
 	var peak uint64
 	for _, rep := range Largest(op, algo, ranks, sizes, opt) {
 		sch, err := enc.Build(op, rep.Algo, ranks, rep.Size, d.Size(), opt)
 		if err != nil {
 			return 0, err
 		}
-		c := runCounts(sch, engines)
-		live := c.xfers * uint64(unsafe.Sizeof(enc.Xfer{}))
-		if staged {
-			live += c.pairs*pairHostBytes + c.records*recordHostBytes
-		} else {
-			live += (c.records+2*c.rankRecords)*isa.RecordSize + uint64(ranks)*uint64(engines+1)*fedQueueHostBytes
-		}
-		peak = max(peak, 2*live)
+		peak = max(peak, scheduleMemory(sch, engines, staged))
 	}
-	return peak + uint64(devices)*DeviceHostBytes + RunHostBytes, nil
+	return peak + FixedTimingMemory(devices), nil
+}
+
+// ScheduleTimingMemory is the part of TimingMemory that running the built
+// schedule s timing-only holds (engines per rank; 0: the calibrated 7):
+// its transfers, SP programs and fed queues, doubled for the collector.
+// TimingMemory of one size is it plus FixedTimingMemory, for a caller that
+// has built the schedule already (a sweep grid's point).
+func ScheduleTimingMemory(s *enc.Schedule, engines int) uint64 {
+	return scheduleMemory(s, engines, false)
+}
+
+// FixedTimingMemory is the part of TimingMemory that does not depend on
+// the schedule: DeviceHostBytes per device and RunHostBytes once.
+func FixedTimingMemory(devices int) uint64 {
+	return uint64(devices)*DeviceHostBytes + RunHostBytes
+}
+
+// scheduleMemory is what running s holds, streamed or staged, doubled for
+// the collector.
+func scheduleMemory(s *enc.Schedule, engines int, staged bool) uint64 {
+	if engines <= 0 {
+		engines = collective.Calibrated(hwarch.Mariana).Engines
+	}
+	c := runCounts(s, engines)
+	live := c.xfers * uint64(unsafe.Sizeof(enc.Xfer{}))
+	if staged {
+		live += c.pairs*pairHostBytes + c.records*recordHostBytes
+	} else {
+		live += (c.records+2*c.rankRecords)*isa.RecordSize + uint64(s.Ranks)*uint64(engines+1)*fedQueueHostBytes
+	}
+	return 2 * live
 }
 
 // counts is what the executor plans for a run (runCounts).

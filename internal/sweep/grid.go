@@ -599,7 +599,7 @@ func (e *expander) expand() (*Grid, error) {
 	if err := e.checkCount(g, av); err != nil {
 		return nil, err
 	}
-	b := &pointBuilder{e: e, g: g, fx: fx, av: av, memLimit: memLimit(), fabricOK: map[string]error{}, scheds: map[[7]int64]sched{}, timingMem: map[timingKey]uint64{}}
+	b := &pointBuilder{e: e, g: g, fx: fx, av: av, memLimit: memLimit(), fabricOK: map[string]error{}, scheds: map[[7]int64]sched{}}
 	for _, sys := range av.systems {
 		for _, nv := range av.nodes {
 			sys := sys
@@ -738,35 +738,32 @@ func (e *expander) checkCount(g *Grid, av axisValues) error {
 	return nil
 }
 
-// timingKey is what a timing-mode point's memory depends on: its
-// schedule's key (pointBuilder.scheds), its engines per rank and its
-// devices.
-type timingKey struct {
-	sched            [7]int64
-	engines, devices int
-}
-
 // timingMemory is cluster.TimingMemory of a timing-mode point — what the
-// command line's timing sweeps are checked against — once per distinct
-// schedule, engine count and device count.
-func (b *pointBuilder) timingMemory(fk [7]int64, o enc.Op, a enc.Algo, engines, devices, ranks int, t enc.Dtype, size int64, opts enc.Options) (uint64, error) {
-	k := timingKey{fk, engines, devices}
-	if need, ok := b.timingMem[k]; ok {
-		return need, nil
+// command line's timing sweeps are checked against — from the part of its
+// schedule for its engines per rank (sched.timing), which the schedule's
+// first point computed when it built the schedule; a point of another
+// engine count builds the schedule again, within the grid's budget.
+func (b *pointBuilder) timingMemory(sc sched, engines, devices int, build func() (*enc.Schedule, features, error)) (uint64, error) {
+	part, ok := sc.timing[engines]
+	if !ok {
+		sch, _, err := build()
+		if err != nil {
+			return 0, err
+		}
+		part = cluster.ScheduleTimingMemory(sch, engines)
+		sc.timing[engines] = part
 	}
-	need, err := cluster.TimingMemory(o, a, devices, ranks, engines, t, []int64{size}, opts)
-	if err != nil {
-		return 0, err
-	}
-	b.timingMem[k] = need
-	return need, nil
+	return part + cluster.FixedTimingMemory(devices), nil
 }
 
 // sched is what planning keeps of one distinct schedule: its features for
-// the estimates and, in functional mode, the memory it needs.
+// the estimates and, in functional mode, the memory it needs; in timing
+// mode, the part of its memory the schedule holds, by engines per rank
+// (cluster.ScheduleTimingMemory).
 type sched struct {
 	feat    features
 	memNeed uint64
+	timing  map[int]uint64
 }
 
 // pointBuilder appends a grid's points, one level of the axes' nesting per
@@ -783,9 +780,6 @@ type pointBuilder struct {
 	// scheds by op, algo, ranks, size, dtype, and the options: the group
 	// size (a node's ranks) and the generation's policy
 	scheds map[[7]int64]sched
-	// timingMem: cluster.TimingMemory of a timing-mode point, by its
-	// schedule's key, its engines per rank and its devices
-	timingMem map[timingKey]uint64
 }
 
 // shapeOf is one cluster shape of the grid: a system on some nodes with
@@ -907,30 +901,43 @@ func (b *pointBuilder) add(sh shapeOf, pt Point, p fabric.Params, sz sizeVal, gr
 	t, _ := enc.ParseDtype(pt.Dtype)
 	m, _ := fabric.ParseModel(pt.Model)
 	functional := pt.Mode == "functional"
+	engines := collective.Calibrated(sys.gen).Engines
+	if b.fx.ends == fabric.EndpointsIdeal {
+		engines = collective.Ideal().Engines
+	}
+	// build builds the point's schedule and its features, within the
+	// grid's budget.
+	build := func() (*enc.Schedule, features, error) {
+		sch, err := enc.Build(o, a, sh.ranks, pt.Size, t.Size(), sh.opts)
+		if err != nil {
+			return nil, features{}, e.impossible(sz, sys, sh.rpd, pt.Op, pt.Algo, pt.Dtype, pt.Size, err)
+		}
+		f := featuresOf(sch)
+		if e.budget -= f.xfers; e.budget < 0 {
+			return nil, features{}, e.fail(e.raw.Axes.n, "axes", nil, "planning the grid builds more than %d transfers (the schedules of its distinct collectives); split the grid", e.maxBuild)
+		}
+		return sch, f, nil
+	}
 	fk := [7]int64{int64(o), int64(a), int64(sh.ranks), pt.Size, int64(t), int64(sh.opts.GroupSize), sh.flat}
 	sc, ok := b.scheds[fk]
 	if !ok {
-		sch, err := enc.Build(o, a, sh.ranks, pt.Size, t.Size(), sh.opts)
+		sch, feat, err := build()
 		if err != nil {
-			return e.impossible(sz, sys, sh.rpd, pt.Op, pt.Algo, pt.Dtype, pt.Size, err)
+			return err
 		}
-		sc.feat = featuresOf(sch)
-		if e.budget -= sc.feat.xfers; e.budget < 0 {
-			return e.fail(e.raw.Axes.n, "axes", nil, "planning the grid builds more than %d transfers (the schedules of its distinct collectives); split the grid", e.maxBuild)
-		}
+		sc.feat, sc.timing = feat, map[int]uint64{}
 		if functional {
 			if sc.memNeed, err = cluster.FunctionalMemory(o, a, sh.ranks, t, []int64{pt.Size}, sh.opts); err != nil {
 				return e.impossible(sz, sys, sh.rpd, pt.Op, pt.Algo, pt.Dtype, pt.Size, err)
 			}
+		} else {
+			sc.timing[engines] = cluster.ScheduleTimingMemory(sch, engines)
 		}
 		b.scheds[fk] = sc
 	}
 	f := sc.feat
 	f.gen, f.devices, f.functional, f.model, f.dtype = sys.gen, sys.devices*sys.nodes, functional, m, t
-	f.engines = collective.Calibrated(sys.gen).Engines
-	if b.fx.ends == fabric.EndpointsIdeal {
-		f.engines = collective.Ideal().Engines
-	}
+	f.engines = engines
 	sp := spec{gen: sys.gen, family: sys.family, tables: sys.tables, kind: sys.kind, params: p,
 		op: o, algo: a, dtype: t, timing: !functional, feat: f, sysNode: sys.n, sysPath: sys.path, opts: sh.opts,
 		whatIf: e.raw.WhatIf || sys.name != "" && sys.devices > hwarch.MaxNeuronDevices}
@@ -939,8 +946,8 @@ func (b *pointBuilder) add(sh shapeOf, pt Point, p fabric.Params, sz sizeVal, gr
 	if !functional {
 		mode = "timing"
 		var err error
-		if sp.memNeed, err = b.timingMemory(fk, o, a, f.engines, f.devices, sh.ranks, t, pt.Size, sh.opts); err != nil {
-			return e.impossible(sz, sys, sh.rpd, pt.Op, pt.Algo, pt.Dtype, pt.Size, err)
+		if sp.memNeed, err = b.timingMemory(sc, engines, f.devices, build); err != nil {
+			return err
 		}
 	}
 	if err := b.memLimit.Check(fmt.Sprintf("mode %s: %s of %d B on %d ranks", mode, pt.Op, pt.Size, sh.ranks), sp.memNeed); err != nil {
