@@ -118,7 +118,7 @@ func recheckEstimate(t *testing.T, g *Grid, i int, all []time.Duration) (float64
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := time.Duration(float64(g.specs[i].feat.work()) * cal.Scale * float64(time.Second))
+		want := time.Duration(g.Estimates(cal)[i].HostSeconds * float64(time.Second))
 		d, err := g.bestCPUTime(i, 2)
 		if err != nil {
 			t.Fatalf("point %d: %v", i, err)

@@ -64,8 +64,8 @@ func featuresOf(s *enc.Schedule) features {
 // models) and the reference points, each point's CPU time the best of 2
 // or 3 runs as a sweep runs them (no collection between), with the
 // reference points' total work held to their total time (Calibrate scales
-// every estimate by that ratio); TestEstimates keeps them honest. The block's first line says when and on how many points.
-// To refit them (after a change to what a point costs the host), run
+// every estimate by that ratio); TestEstimates keeps them honest. The
+// block's first line says when and on how many points. To refit them (after a change to what a point costs the host), run
 //
 //	NEURONSIM_FIT_ESTIMATES=1 go test ./internal/sweep/ -run TestFitEstimates -count=1 -v
 //
@@ -74,8 +74,9 @@ func featuresOf(s *enc.Schedule) features {
 // workBase is a point's own: the schedule, the tables, the executor.
 // Bringing a device up through the runtime (workPerDevice) is most of a
 // small point, and more than in proportion to the devices (workDevPair, by
-// generation, per device squared: measured, a point of 16 devices costs more than four of
-// 4), and each rank adds its queues and buffers (workPerRank). A
+// generation, per device squared: measured, a point of 16 devices costs
+// more than four of 4), and each rank adds its queues and buffers
+// (workPerRank). A
 // transfer is cut into a descriptor per DMA engine of its rank
 // (collective.Calibrated's engines; one with ideal endpoints): workPerDesc,
 // and workDescRank per rank, the ranks whose events share the fabric's
