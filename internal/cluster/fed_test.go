@@ -28,7 +28,7 @@ func TestFedQueueOnDevice(t *testing.T) {
 	dst := src + pairs*chunk
 	qu, err := m.OpenFedQueue("fed", 0, 3, 512)
 	require.NoError(t, err)
-	defer qu.Close()
+	require.Equal(t, uint32(512), qu.Count(), "the rings' length")
 	for run, seed := range []byte{1, 2} {
 		data := bytes.Repeat([]byte{seed, 0x5a, seed ^ 0xff, 7}, pairs*chunk/4)
 		require.NoError(t, m.WriteDevice(src, data))
@@ -61,4 +61,6 @@ func TestFedQueueOnDevice(t *testing.T) {
 	err = m.Host().HostRead(pa, make([]byte, udma.DescriptorSize))
 	require.ErrorIs(t, err, dma.ErrFed)
 	assert.ErrorContains(t, err, `fed queue "fed": pair 112 read after it was let go`)
+	require.NoError(t, qu.Close())
+	assert.Zero(t, qu.Count(), "a closed queue has no rings")
 }

@@ -112,8 +112,7 @@ type Executor struct {
 	// staged.
 	Staged bool
 
-	queues   map[[2]int]*dma.Queue // (rank, engine<<8 | queue) → the open queue
-	capacity map[[2]int]int        // its ring's descriptors
+	queues map[[2]int]*dma.Queue // (rank, engine<<8 | queue) → the open queue
 }
 
 // Result is what a run did.
@@ -458,6 +457,5 @@ func (x *Executor) Release() {
 	for key, q := range x.queues {
 		_ = q.Close() // the queue may belong to a device that no longer knows it
 		delete(x.queues, key)
-		delete(x.capacity, key)
 	}
 }

@@ -42,7 +42,7 @@ func (x *Executor) stage(r int, p rankPlan, place placeFunc) (int, error) {
 		}
 	}
 	if x.queues == nil {
-		x.queues, x.capacity = map[[2]int]*dma.Queue{}, map[[2]int]int{}
+		x.queues = map[[2]int]*dma.Queue{}
 	}
 	engs := x.engines(r)
 	total := 0
@@ -132,22 +132,19 @@ func (x *Executor) queueFor(key [2]int, n int, fed bool, open func(size uint32) 
 		if err != nil {
 			return nil, err
 		}
-		if st&(udma.StatusHalted|udma.StatusBusy) != 0 || qu.Fed() != fed {
-			x.capacity[key] = 0
+		if st&(udma.StatusHalted|udma.StatusBusy) != 0 || qu.Fed() != fed || qu.Count() < need {
+			if err := qu.Close(); err != nil {
+				return nil, err
+			}
+			delete(x.queues, key)
+			qu = nil
 		}
-	}
-	if qu != nil && x.capacity[key] < int(need) {
-		if err := qu.Close(); err != nil {
-			return nil, err
-		}
-		delete(x.queues, key)
-		qu = nil
 	}
 	if qu == nil {
 		if qu, err = open(need); err != nil {
 			return nil, err
 		}
-		x.queues[key], x.capacity[key] = qu, int(need)
+		x.queues[key] = qu
 	}
 	return qu, nil
 }

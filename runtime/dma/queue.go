@@ -151,6 +151,10 @@ func (m *DMA) Queue(name string) (*Queue, bool) {
 // Free returns the descriptor pairs that can be written now.
 func (qu *Queue) Free() uint32 { return qu.tx.count - qu.pending }
 
+// Count returns the length of the queue's rings, in descriptors: what it
+// was opened with (OpenQueue, OpenFedQueue); 0 once Close has freed them.
+func (qu *Queue) Count() uint32 { return qu.tx.count }
+
 // Dump writes a vring's descriptors into the queue's rings at their tails
 // (vring_dump_to_pring), with the right phases, and returns how many pairs
 // it wrote. Nothing is written unless all fit. A fed queue takes no dump,
