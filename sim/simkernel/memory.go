@@ -199,86 +199,72 @@ func (m *Memory) Write(addr uint64, p []byte) error {
 
 // ReadU32 returns the little-endian 32-bit value at addr (any alignment).
 func (m *Memory) ReadU32(addr uint64) (uint32, error) {
-	if err := checkRange("read", addr, 4); err != nil {
-		return 0, err
-	}
-	if off := addr & pageMask; off <= PageSize-4 {
-		pg := m.page(addr >> pageShift)
-		if pg == nil {
-			return 0, nil
-		}
-		return binary.LittleEndian.Uint32(pg[off:]), nil
-	}
 	var b [4]byte
-	_ = m.Read(addr, b[:]) // range already checked
-	return binary.LittleEndian.Uint32(b[:]), nil
+	err := m.readWord(addr, b[:])
+	return binary.LittleEndian.Uint32(b[:]), err
 }
 
 // WriteU32 stores v little-endian at addr (any alignment).
 func (m *Memory) WriteU32(addr uint64, v uint32) error {
-	if err := checkRange("write", addr, 4); err != nil {
-		return err
-	}
-	if off := addr & pageMask; off <= PageSize-4 {
-		pn := addr >> pageShift
-		pg := m.page(pn)
-		if pg == nil {
-			if v == 0 {
-				return nil
-			}
-			if err := m.need("write", addr, 1); err != nil {
-				return err
-			}
-			pg = m.alloc(pn)
-		}
-		binary.LittleEndian.PutUint32(pg[off:], v)
-		return nil
-	}
 	var b [4]byte
 	binary.LittleEndian.PutUint32(b[:], v)
-	return m.Write(addr, b[:])
+	return m.writeWord(addr, b[:])
 }
 
 // ReadU64 returns the little-endian 64-bit value at addr (any alignment).
 func (m *Memory) ReadU64(addr uint64) (uint64, error) {
-	if err := checkRange("read", addr, 8); err != nil {
-		return 0, err
-	}
-	if off := addr & pageMask; off <= PageSize-8 {
-		pg := m.page(addr >> pageShift)
-		if pg == nil {
-			return 0, nil
-		}
-		return binary.LittleEndian.Uint64(pg[off:]), nil
-	}
 	var b [8]byte
-	_ = m.Read(addr, b[:]) // range already checked
-	return binary.LittleEndian.Uint64(b[:]), nil
+	err := m.readWord(addr, b[:])
+	return binary.LittleEndian.Uint64(b[:]), err
 }
 
 // WriteU64 stores v little-endian at addr (any alignment).
 func (m *Memory) WriteU64(addr uint64, v uint64) error {
-	if err := checkRange("write", addr, 8); err != nil {
-		return err
-	}
-	if off := addr & pageMask; off <= PageSize-8 {
-		pn := addr >> pageShift
-		pg := m.page(pn)
-		if pg == nil {
-			if v == 0 {
-				return nil
-			}
-			if err := m.need("write", addr, 1); err != nil {
-				return err
-			}
-			pg = m.alloc(pn)
-		}
-		binary.LittleEndian.PutUint64(pg[off:], v)
-		return nil
-	}
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], v)
-	return m.Write(addr, b[:])
+	return m.writeWord(addr, b[:])
+}
+
+// readWord is Read of a word (the ReadU32 and ReadU64 it serves): a word
+// inside one page is copied from it without Read's loop, and one of a
+// page never written reads as zeros. On a range error w is left zero.
+func (m *Memory) readWord(addr uint64, w []byte) error {
+	if err := checkRange("read", addr, uint64(len(w))); err != nil {
+		return err
+	}
+	if off := addr & pageMask; off <= PageSize-uint64(len(w)) {
+		if pg := m.page(addr >> pageShift); pg != nil {
+			copy(w, pg[off:])
+		}
+		return nil
+	}
+	return m.Read(addr, w)
+}
+
+// writeWord is Write of a word (for WriteU32 and WriteU64): a word inside
+// one page is stored in it directly, and a zero word in a page never
+// written allocates nothing, as Write would not.
+func (m *Memory) writeWord(addr uint64, w []byte) error {
+	if err := checkRange("write", addr, uint64(len(w))); err != nil {
+		return err
+	}
+	off := addr & pageMask
+	if off > PageSize-uint64(len(w)) {
+		return m.Write(addr, w)
+	}
+	pn := addr >> pageShift
+	pg := m.page(pn)
+	if pg == nil {
+		if allZero(w) {
+			return nil
+		}
+		if err := m.need("write", addr, 1); err != nil {
+			return err
+		}
+		pg = m.alloc(pn)
+	}
+	copy(pg[off:], w)
+	return nil
 }
 
 // Fill sets the n bytes starting at addr to b. Filling with zero allocates
