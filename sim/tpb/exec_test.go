@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
@@ -17,26 +18,32 @@ import (
 // compared bit for bit, narrower outputs against the reference converted
 // with the same rounding.
 
-// refAct is the reference activation function.
-func refAct(f uint8, x float32) float32 {
-	switch f {
-	case isa.ActRelu:
-		if x > 0 || x != x {
-			return x
+// TestActFn holds each activation function to values known without it:
+// exact ones, the function's limits at ±∞, and NaN passed through (the
+// opcode tests below take actFn as their reference, so this is where the
+// functions themselves are checked).
+func TestActFn(t *testing.T) {
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	for _, tc := range []struct {
+		fn      uint8
+		x, want float32
+	}{
+		{isa.ActIdentity, 1.5, 1.5}, {isa.ActIdentity, -inf, -inf}, {isa.ActIdentity, nan, nan},
+		{isa.ActRelu, -2, 0}, {isa.ActRelu, 3, 3}, {isa.ActRelu, -inf, 0}, {isa.ActRelu, nan, nan},
+		{isa.ActExp, 0, 1}, {isa.ActExp, 1, float32(math.E)}, {isa.ActExp, -inf, 0}, {isa.ActExp, inf, inf}, {isa.ActExp, nan, nan},
+		{isa.ActTanh, 0, 0}, {isa.ActTanh, 20, 1}, {isa.ActTanh, -inf, -1}, {isa.ActTanh, nan, nan},
+		{isa.ActSigmoid, 0, 0.5}, {isa.ActSigmoid, inf, 1}, {isa.ActSigmoid, -inf, 0}, {isa.ActSigmoid, nan, nan},
+		{isa.ActSquare, 3, 9}, {isa.ActSquare, -1.5, 2.25}, {isa.ActSquare, -inf, inf}, {isa.ActSquare, nan, nan},
+		{isa.ActSqrt, 4, 2}, {isa.ActSqrt, 2.25, 1.5}, {isa.ActSqrt, 0, 0}, {isa.ActSqrt, -1, nan}, {isa.ActSqrt, inf, inf},
+		{isa.NumActFuncs, 7.25, 7.25}, // a byte no function has is the identity
+	} {
+		got := actFn(tc.fn, tc.x)
+		if tc.want != tc.want {
+			assert.True(t, got != got, "%s(%v) = %v, want NaN", isa.ActName(tc.fn), tc.x, got)
+			continue
 		}
-		return 0
-	case isa.ActExp:
-		return float32(math.Exp(float64(x)))
-	case isa.ActTanh:
-		return float32(math.Tanh(float64(x)))
-	case isa.ActSigmoid:
-		return float32(1 / (1 + math.Exp(-float64(x))))
-	case isa.ActSquare:
-		return float32(x * x)
-	case isa.ActSqrt:
-		return float32(math.Sqrt(float64(x)))
+		assert.Equal(t, math.Float32bits(tc.want), math.Float32bits(got), "%s(%v) = %v, want %v", isa.ActName(tc.fn), tc.x, got, tc.want)
 	}
-	return x
 }
 
 // refALU is the reference fp32 ALU.
@@ -103,7 +110,7 @@ func TestActivation(t *testing.T) {
 						h.mustRun(int(isa.ACT), r)
 						want := make([]float32, len(x))
 						for i, v := range x {
-							want[i] = refAct(fn, float32(v*scale)+bias)
+							want[i] = actFn(fn, float32(v*scale)+bias)
 							if acc {
 								want[i] = old[i] + want[i]
 							}
