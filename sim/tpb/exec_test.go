@@ -46,23 +46,32 @@ func TestActFn(t *testing.T) {
 	}
 }
 
-// refALU is the reference fp32 ALU.
-func refALU(op uint8, a, b float32) float32 {
-	switch op {
-	case isa.ALUAdd:
-		return a + b
-	case isa.ALUSubtract:
-		return a - b
-	case isa.ALUMultiply:
-		return float32(a * b)
-	case isa.ALUMax:
-		return float32(math.Max(float64(a), float64(b)))
-	case isa.ALUMin:
-		return float32(math.Min(float64(a), float64(b)))
-	case isa.ALUDivide:
-		return a / b
+// TestALUF32 holds each fp32 ALU op to values known without it: exact
+// sums and products, IEEE division by zero, max and min ordering −0 below
+// +0 and propagating NaN (the opcode tests below take aluF32 as their
+// reference, so this is where the ops themselves are checked).
+func TestALUF32(t *testing.T) {
+	inf, nan, negZero := float32(math.Inf(1)), float32(math.NaN()), float32(math.Copysign(0, -1))
+	for _, tc := range []struct {
+		op         uint8
+		a, b, want float32
+	}{
+		{isa.ALUBypass, 1.25, 7, 1.25},
+		{isa.ALUAdd, 1.5, 2.25, 3.75}, {isa.ALUAdd, inf, -inf, nan},
+		{isa.ALUSubtract, 1, 3, -2},
+		{isa.ALUMultiply, 1.5, 4, 6}, {isa.ALUMultiply, 0, inf, nan},
+		{isa.ALUMax, negZero, 0, 0}, {isa.ALUMax, 0, negZero, 0}, {isa.ALUMax, nan, 1, nan}, {isa.ALUMax, -3, -2, -2},
+		{isa.ALUMin, 0, negZero, negZero}, {isa.ALUMin, negZero, 0, negZero}, {isa.ALUMin, 1, nan, nan}, {isa.ALUMin, -3, -2, -3},
+		{isa.ALUDivide, 3, 4, 0.75}, {isa.ALUDivide, 1, 0, inf}, {isa.ALUDivide, -1, 0, -inf}, {isa.ALUDivide, 0, 0, nan},
+		{isa.NumALUOps, 5.5, 1, 5.5}, // a byte no op has is the bypass
+	} {
+		got := aluF32(tc.op, tc.a, tc.b)
+		if tc.want != tc.want {
+			assert.True(t, got != got, "%s(%v, %v) = %v, want NaN", isa.ALUName(tc.op), tc.a, tc.b, got)
+			continue
+		}
+		assert.Equal(t, math.Float32bits(tc.want), math.Float32bits(got), "%s(%v, %v) = %v, want %v", isa.ALUName(tc.op), tc.a, tc.b, got, tc.want)
 	}
-	return a
 }
 
 // refInt32 is the reference int32 ALU (Go's int32 arithmetic wraps).
@@ -148,7 +157,7 @@ func TestTensorTensor(t *testing.T) {
 						h.mustRun(int(eng), r)
 						want := make([]float32, len(x))
 						for i := range x {
-							want[i] = refALU(op, x[i], y[i])
+							want[i] = aluF32(op, x[i], y[i])
 						}
 						require.Equal(t, encoded(d.Dtype, want), h.raw(d))
 					})
@@ -206,7 +215,7 @@ func TestTensorScalar(t *testing.T) {
 						h.mustRun(int(eng), r)
 						want := make([]float32, len(x))
 						for i := range x {
-							want[i] = refALU(op, x[i], imm)
+							want[i] = aluF32(op, x[i], imm)
 						}
 						require.Equal(t, encoded(d.Dtype, want), h.raw(d))
 					})
@@ -289,7 +298,7 @@ func TestReciprocalAndReduce(t *testing.T) {
 						for p := range want {
 							acc := x[p*70]
 							for _, v := range x[p*70+1 : (p+1)*70] {
-								acc = refALU(op, acc, v)
+								acc = aluF32(op, acc, v)
 							}
 							want[p] = acc
 						}
