@@ -62,64 +62,70 @@ func intSyntax(s string) string {
 	return ""
 }
 
+// integer returns the text of an integer scalar, refused as no integer
+// when it is quoted, tagged otherwise or has a leading zero (intSyntax).
+func (d *Decoder) integer(n *yaml.Node, path string) (string, error) {
+	s, err := d.unquoted(n, path, "an integer")
+	if err != nil {
+		return "", err
+	}
+	if hint := intSyntax(s); hint != "" {
+		return "", d.Errorf(n, path, "expected an integer, got %s%s", describe(n), hint)
+	}
+	return s, nil
+}
+
+// integerErr is the decoder's error for an integer scalar s that strconv
+// refused with err: out of range for v's kind, naming its range (lo to
+// hi), or no integer at all.
+func (d *Decoder) integerErr(n *yaml.Node, path, s string, v reflect.Value, err error, lo, hi any) error {
+	if errors.Is(err, strconv.ErrRange) {
+		return d.Errorf(n, path, "%s is out of range for %s (%d to %d)", clip(s), v.Kind(), lo, hi)
+	}
+	return d.Errorf(n, path, "expected an integer, got %s", describe(n))
+}
+
 func (d *Decoder) signed(n *yaml.Node, path string, v reflect.Value) error {
-	const what = "an integer"
-	s, err := d.unquoted(n, path, what)
+	s, err := d.integer(n, path)
 	if err != nil {
 		return err
 	}
-	if hint := intSyntax(s); hint != "" {
-		return d.Errorf(n, path, "expected %s, got %s%s", what, describe(n), hint)
-	}
-	bits := v.Type().Bits()
 	x, err := strconv.ParseInt(s, 0, 64)
 	if err == nil && v.OverflowInt(x) {
 		err = strconv.ErrRange
 	}
 	if err != nil {
-		if errors.Is(err, strconv.ErrRange) {
-			lo, hi := int64(-1)<<(bits-1), int64(uint64(1)<<(bits-1)-1)
-			return d.Errorf(n, path, "%s is out of range for %s (%d to %d)", clip(s), v.Kind(), lo, hi)
-		}
-		return d.Errorf(n, path, "expected %s, got %s", what, describe(n))
+		bits := v.Type().Bits()
+		return d.integerErr(n, path, s, v, err, int64(-1)<<(bits-1), int64(uint64(1)<<(bits-1)-1))
 	}
 	v.SetInt(x)
 	return nil
 }
 
 func (d *Decoder) unsigned(n *yaml.Node, path string, v reflect.Value) error {
-	const what = "an integer"
-	s, err := d.unquoted(n, path, what)
+	s, err := d.integer(n, path)
 	if err != nil {
 		return err
 	}
-	if hint := intSyntax(s); hint != "" {
-		return d.Errorf(n, path, "expected %s, got %s%s", what, describe(n), hint)
-	}
-	bits := v.Type().Bits()
-	rangeErr := func() error {
-		return d.Errorf(n, path, "%s is out of range for %s (0 to %d)", clip(s), v.Kind(), ^uint64(0)>>(64-bits))
-	}
 	if strings.HasPrefix(s, "-") {
+		// A negative integer is out of range (but -0 is 0); anything else
+		// after a minus is no integer.
 		x, err := strconv.ParseInt(s, 0, 64)
 		switch {
 		case err == nil && x == 0:
 			v.SetUint(0)
 			return nil
-		case err == nil || errors.Is(err, strconv.ErrRange):
-			return rangeErr()
+		case err == nil:
+			err = strconv.ErrRange
 		}
-		return d.Errorf(n, path, "expected %s, got %s", what, describe(n))
+		return d.integerErr(n, path, s, v, err, 0, ^uint64(0)>>(64-v.Type().Bits()))
 	}
 	x, err := strconv.ParseUint(strings.TrimPrefix(s, "+"), 0, 64)
 	if err == nil && v.OverflowUint(x) {
 		err = strconv.ErrRange
 	}
 	if err != nil {
-		if errors.Is(err, strconv.ErrRange) {
-			return rangeErr()
-		}
-		return d.Errorf(n, path, "expected %s, got %s", what, describe(n))
+		return d.integerErr(n, path, s, v, err, 0, ^uint64(0)>>(64-v.Type().Bits()))
 	}
 	v.SetUint(x)
 	return nil
