@@ -11,6 +11,7 @@ import (
 	"github.com/neuronsim/neuronsim/internal/cluster"
 	"github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/runtime/enc"
+	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
 	"github.com/neuronsim/neuronsim/sim/fabric"
 )
 
@@ -114,18 +115,27 @@ func TestEFAAutoChoice(t *testing.T) {
 	require.NoError(t, err)
 	p := cluster.DefaultParams(spec.Generation, tables)
 	p.Model = fabric.Free
-	res, err := cluster.RunSweeps(cluster.SweepSet{
-		Config:  cluster.Config{Generation: spec.Generation, Nodes: 2, Switch: switchOf(spec.Generation), Params: &p, TimingOnly: true},
-		Systems: []cluster.SweepSystem{{Devices: 32, Kind: spec.Kind, Sizes: []int64{1 << 20, enc.DefaultFlatRingMin}}},
-		Sweep:   cluster.Sweep{Op: enc.AllReduce, Algo: enc.Auto, Dtype: enc.Float32},
-	})
-	require.NoError(t, err)
-	rep := res.Reports[0]
+	sweep := func(nodes int, algo enc.Algo, sizes ...int64) *nccom.Report {
+		res, err := cluster.RunSweeps(cluster.SweepSet{
+			Config:  cluster.Config{Generation: spec.Generation, Nodes: nodes, Switch: switchOf(spec.Generation), Params: &p, TimingOnly: true},
+			Systems: []cluster.SweepSystem{{Devices: 16 * nodes, Kind: spec.Kind, Sizes: sizes}},
+			Sweep:   cluster.Sweep{Op: enc.AllReduce, Algo: algo, Dtype: enc.Float32},
+		})
+		require.NoError(t, err)
+		return res.Reports[0]
+	}
+	rep := sweep(2, enc.Auto, 1<<20, enc.DefaultFlatRingMin)
 	require.Len(t, rep.Rows, 2)
 	assert.Equal(t, "hier", rep.Rows[0].Algorithm)
 	assert.Equal(t, "ring", rep.Rows[1].Algorithm)
 	assert.Equal(t, 2, rep.Extra["nodes"])
 	assert.Equal(t, "rail", rep.Extra["efa_network"])
+	// A ring across the nodes is one ring where the runtime runs a channel
+	// per NIC: the report says what its time is worth; a report of no such
+	// ring (hierarchical, or a ring inside one node) says nothing of it.
+	assert.Equal(t, cluster.FlatRingNote, rep.Extra[cluster.FlatRingKey])
+	assert.NotContains(t, sweep(2, enc.Auto, 1<<20).Extra, cluster.FlatRingKey)
+	assert.NotContains(t, sweep(1, enc.Ring, 1<<20).Extra, cluster.FlatRingKey)
 }
 
 // TestEFAAcrossSpines: a hierarchical all-reduce and all-gather of random

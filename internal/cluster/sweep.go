@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"slices"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 
@@ -57,9 +58,22 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 		sw.Progress.Step()
 	}
 	rep.Extra[LinkUsageKey] = usage
+	if c.System.Topology().Scale != nil && slices.ContainsFunc(rep.Rows, func(r nccom.Row) bool { return r.Algorithm == enc.Ring.String() }) {
+		rep.Extra[FlatRingKey] = FlatRingNote
+	}
 	sw.Progress.Done()
 	return rep, nil
 }
+
+// FlatRingKey is the report's Extra key of FlatRingNote, set when a ring
+// ran over several nodes.
+const FlatRingKey = "flat_ring"
+
+// FlatRingNote says what a flat ring's row across nodes is worth: the
+// model runs it as one ring, the Neuron runtime as one channel per EFA NIC
+// (trainium-facts §5.1), so where the NICs are the bottleneck its time is
+// up to the NIC count above the runtime's (docs/fabric.md §EFA).
+const FlatRingNote = "one ring across the nodes, where the runtime runs one channel per EFA NIC: where the NICs are the bottleneck, this time is up to the NIC count above the runtime's (docs/fabric.md §EFA)"
 
 // Collective runs one collective of size bytes on every rank — timing
 // only, or functionally with the random inputs of seed checked against the

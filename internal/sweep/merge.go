@@ -11,12 +11,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/neuronsim/neuronsim/internal/cluster"
 	"github.com/neuronsim/neuronsim/internal/output"
 	"github.com/neuronsim/neuronsim/internal/plot"
 	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
 )
 
@@ -156,6 +159,9 @@ func (gr *group) report(i int) *nccom.Report {
 		if r.Status == StatusOK {
 			rep.Rows = append(rep.Rows, r.Row.nccom(&r.Point))
 		}
+	}
+	if p.Nodes > 1 && slices.ContainsFunc(rep.Rows, func(r nccom.Row) bool { return r.Algorithm == enc.Ring.String() }) {
+		rep.Extra[cluster.FlatRingKey] = cluster.FlatRingNote // as fabric sweep's report says it
 	}
 	return rep
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/neuronsim/neuronsim/internal/cluster"
 	"github.com/neuronsim/neuronsim/internal/strictyaml"
 	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/sim/fabric"
@@ -181,4 +182,37 @@ func TestFormatOneFolder(t *testing.T) {
 	_, err = Run(g, RunOptions{Dir: oldDir, Shard: All, Jobs: 1})
 	require.ErrorIs(t, err, ErrFolder)
 	assert.Contains(t, err.Error(), "format 1 has no nodes or efa fields")
+}
+
+// TestMergedFlatRingNote: a merged group of several nodes with a ring row
+// carries cluster.FlatRingNote, as fabric sweep's report does (the model's
+// flat ring is one ring, the runtime's one channel per EFA NIC); a group
+// of one node, or of no ring row, does not.
+func TestMergedFlatRingNote(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		nodes int
+		algos []string
+		want  bool
+	}{
+		{"ring across nodes", 2, []string{"hier", "ring"}, true},
+		{"hier across nodes", 2, []string{"hier", "hier"}, false},
+		{"ring in one node", 1, []string{"ring"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gr := group{first: Point{Op: "all_reduce", Ranks: 32, Nodes: tc.nodes, Dtype: "fp32"}}
+			for i, a := range tc.algos {
+				p := gr.first
+				p.Size = int64(1024 << i)
+				gr.results = append(gr.results, PointResult{Point: p, Status: StatusOK, Row: &Row{Count: 256, TimeUS: 1, Algorithm: a}})
+			}
+			rep := gr.report(0)
+			require.Len(t, rep.Rows, len(tc.algos))
+			if tc.want {
+				assert.Equal(t, cluster.FlatRingNote, rep.Extra[cluster.FlatRingKey])
+			} else {
+				assert.NotContains(t, rep.Extra, cluster.FlatRingKey)
+			}
+		})
+	}
 }
