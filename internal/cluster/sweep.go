@@ -58,16 +58,28 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 		sw.Progress.Step()
 	}
 	rep.Extra[LinkUsageKey] = usage
-	if c.System.Topology().Scale != nil && slices.ContainsFunc(rep.Rows, func(r nccom.Row) bool { return r.Algorithm == enc.Ring.String() }) {
-		rep.Extra[FlatRingKey] = FlatRingNote
+	if so := c.System.Topology().Scale; so != nil {
+		NoteFlatRing(rep, so.Nodes)
 	}
 	sw.Progress.Done()
 	return rep, nil
 }
 
 // FlatRingKey is the report's Extra key of FlatRingNote, set when a ring
-// ran over several nodes.
+// ran over several nodes (NoteFlatRing).
 const FlatRingKey = "flat_ring"
+
+// NoteFlatRing adds FlatRingNote to the Extra of rep, a report of a
+// collective over nodes nodes, when it ran over several and one of its rows
+// is a ring: fabric sweep's reports and sweep merge's grouped ones.
+func NoteFlatRing(rep *nccom.Report, nodes int) {
+	if nodes > 1 && slices.ContainsFunc(rep.Rows, func(r nccom.Row) bool { return r.Algorithm == enc.Ring.String() }) {
+		if rep.Extra == nil {
+			rep.Extra = map[string]any{}
+		}
+		rep.Extra[FlatRingKey] = FlatRingNote
+	}
+}
 
 // FlatRingNote says what a flat ring's row across nodes is worth: the
 // model runs it as one ring, the Neuron runtime as one channel per EFA NIC

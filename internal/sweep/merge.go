@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -19,7 +18,6 @@ import (
 	"github.com/neuronsim/neuronsim/internal/output"
 	"github.com/neuronsim/neuronsim/internal/plot"
 	"github.com/neuronsim/neuronsim/internal/units"
-	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
 )
 
@@ -160,9 +158,7 @@ func (gr *group) report(i int) *nccom.Report {
 			rep.Rows = append(rep.Rows, r.Row.nccom(&r.Point))
 		}
 	}
-	if p.Nodes > 1 && slices.ContainsFunc(rep.Rows, func(r nccom.Row) bool { return r.Algorithm == enc.Ring.String() }) {
-		rep.Extra[cluster.FlatRingKey] = cluster.FlatRingNote // as fabric sweep's report says it
-	}
+	cluster.NoteFlatRing(rep, p.Nodes) // as fabric sweep's report has it
 	return rep
 }
 
