@@ -227,6 +227,7 @@ type sweepFlags struct {
 	factor             *intValue
 	step               *sizeValue
 	chunks, groupSize  *intValue
+	channels           *intValue
 	ranksPerDevice     *intValue
 	engines            *intValue
 	jsonFile, plotFile string
@@ -259,6 +260,7 @@ list sweeps each count (a table per count; with --json a report per count);
 		step:           newSize("-i/--stepbytes", 1, math.MaxInt64),
 		chunks:         newIntDefault("--chunks", 1, enc.MaxChunks, 1),
 		groupSize:      newInt("--group-size", 1, enc.MaxRanks),
+		channels:       newIntDefault("--channels", 1, enc.MaxChannels, 1),
 		ranksPerDevice: newIntDefault("--ranks-per-device", 1, maxOfGenerations(func(g *hwarch.Geometry) int { return g.NeuronCores }), 1),
 		engines:        newInt("--engines", 1, maxOfGenerations(func(g *hwarch.Geometry) int { return g.DMAEnginesPerNC }))}
 	fl := cmd.Flags()
@@ -272,6 +274,7 @@ list sweeps each count (a table per count; with --json a report per count);
 	fl.Var(s.dtype.setter("--dtype"), "dtype", "the same as -d/--datatype (giving both with different types is an error)")
 	fl.StringVar(&s.mode, "mode", "timing", "timing (no payloads) or functional (real data, checked against the CPU reference)")
 	fl.Var(s.chunks, "chunks", fmt.Sprintf("k: split each collective into k pieces run one after another, 1..%d", enc.MaxChunks))
+	fl.Var(s.channels, "channels", fmt.Sprintf("with --nodes: the flat ring's channels, rings side by side each crossing between nodes through its own pair of ranks, as the runtime runs one per EFA NIC (8 on trn1.32xlarge, 16 on trn2.48xlarge); must divide a node's ranks, 1..%d (docs/fabric.md §EFA)", enc.MaxChannels))
 	fl.Var(s.groupSize, "group-size", "ranks per node for --algo hier (required with it without --nodes, whose nodes give it; it must divide the ranks)")
 	fl.Var(s.ranksPerDevice, "ranks-per-device", "NeuronCores of each device taking part, 1..the generation's NeuronCores (rank r is NC r mod k of device r/k)")
 	fl.Var(s.engines, "engines", "DMA engines each rank spreads its transfers over, 1..a NeuronCore's DMA engines (16) (default: the generation's calibrated count: 5 on sunda, 7 on cayman and mariana)")
@@ -548,6 +551,14 @@ func (s *sweepFlags) collective(gen hwarch.Generation, nodes int) (sw cluster.Sw
 	case sw.Algo != enc.Hier && s.groupSize.set:
 		return sw, false, fmt.Errorf("--group-size %d: it applies to --algo hier only, not %s", s.groupSize.v, sw.Algo)
 	}
+	if k := s.channels.int(); k > 1 {
+		switch {
+		case nodes <= 1:
+			return sw, false, fmt.Errorf("--channels %d: channels are the flat ring's across nodes; give --nodes", k)
+		case sw.Algo != enc.Ring && sw.Algo != enc.Auto:
+			return sw, false, fmt.Errorf("--channels %d: it applies to --algo ring (and auto's flat ring), not %s", k, sw.Algo)
+		}
+	}
 	switch s.mode {
 	case "timing":
 		timingOnly = true
@@ -555,7 +566,7 @@ func (s *sweepFlags) collective(gen hwarch.Generation, nodes int) (sw cluster.Sw
 	default:
 		return sw, false, fmt.Errorf("--mode %q: accepted words are timing|functional", s.mode)
 	}
-	sw.Options = enc.Options{Chunks: s.chunks.int(), GroupSize: s.groupSize.int()}
+	sw.Options = enc.Options{Chunks: s.chunks.int(), GroupSize: s.groupSize.int(), Channels: s.channels.int()}
 	return sw, timingOnly, nil
 }
 

@@ -14,8 +14,10 @@ import (
 // TestFabricSweepNodes: --nodes 2 on two trn2.48xlarge (--devices 16)
 // sweeps 32 ranks over the EFA network, the automatic choice hierarchical
 // (a node's 16 ranks its group) and --algo ring the flat ring; on trn1 the
-// automatic choice is the flat ring from 64 MiB on; the report names the
-// nodes and the network; functional mode checks the data.
+// automatic choice is the flat ring from 64 MiB on; --channels runs the
+// flat ring as that many rings side by side (auto's too, where it takes
+// the flat ring); the report names the nodes and the network; functional
+// mode checks the data.
 func TestFabricSweepNodes(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -24,6 +26,8 @@ func TestFabricSweepNodes(t *testing.T) {
 	}{
 		{"trn2-auto", []string{"--arch", "cayman", "--devices", "16", "--nodes", "2", "-b", "64K", "-e", "16M", "-f", "16"}, []string{"hier", "hier", "hier"}},
 		{"trn2-flat-ring", []string{"--arch", "cayman", "--devices", "16", "--nodes", "2", "--algo", "ring", "-b", "64K", "-e", "1M", "-f", "16"}, []string{"ring", "ring"}},
+		{"trn2-flat-ring-channels", []string{"--arch", "cayman", "--devices", "16", "--nodes", "2", "--algo", "ring", "--channels", "16", "--mode", "functional", "-b", "64K", "-e", "64K"}, []string{"ring"}},
+		{"trn1-auto-flat-channels", []string{"--arch", "trn1", "--devices", "16", "--nodes", "2", "--model", "free", "--channels", "8", "-b", "1M", "-e", "64M", "-f", "64"}, []string{"hier", "ring"}},
 		{"system-trn2-48xl", []string{"--system", "trn2-48xl", "--nodes", "2", "-b", "64K", "-e", "64K"}, []string{"hier"}},
 		{"trn2-hier-no-group-size", []string{"--arch", "cayman", "--devices", "16", "--nodes", "2", "--algo", "hier", "-b", "64K", "-e", "64K"}, []string{"hier"}},
 		{"trn1-auto-flat", []string{"--arch", "trn1", "--devices", "16", "--nodes", "2", "--model", "free", "-b", "1M", "-e", "64M", "-f", "64"}, []string{"hier", "ring"}},

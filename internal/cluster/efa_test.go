@@ -33,8 +33,10 @@ func efaCluster(t *testing.T, name string, nodes int, timingOnly bool, buf uint6
 // two trn2.48xlarge instances joined by EFA (32 devices) equals the CPU
 // reference, hierarchical (intra-node reduce-scatter, inter-node
 // all-reduce over the rails, intra-node all-gather) and as a flat ring over
-// every device, with nothing dropped; Auto picks Hier there. All-gather and
-// reduce-scatter across the nodes (hierarchical) check too.
+// every device (one ring, and channels of it: 16, one per NIC, and fewer),
+// with nothing dropped; Auto picks Hier there. All-gather and
+// reduce-scatter across the nodes (hierarchical, and channelled rings)
+// check too.
 func TestEFAAllReduce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a 32-device system")
@@ -43,17 +45,23 @@ func TestEFAAllReduce(t *testing.T) {
 	opt := cfg.CollectiveOptions(enc.Options{})
 	require.Equal(t, 16, opt.GroupSize, "a node's ranks")
 	for _, tc := range []struct {
-		op   enc.Op
-		algo enc.Algo
-		want enc.Algo
+		op       enc.Op
+		algo     enc.Algo
+		channels int
+		want     enc.Algo
 	}{
-		{enc.AllReduce, enc.Hier, enc.Hier},
-		{enc.AllReduce, enc.Ring, enc.Ring},
-		{enc.AllReduce, enc.Auto, enc.Hier},
-		{enc.AllGather, enc.Auto, enc.Hier},
-		{enc.ReduceScatter, enc.Auto, enc.Hier},
+		{enc.AllReduce, enc.Hier, 0, enc.Hier},
+		{enc.AllReduce, enc.Ring, 0, enc.Ring},
+		{enc.AllReduce, enc.Ring, 16, enc.Ring}, // the flat ring of one channel per NIC
+		{enc.AllGather, enc.Ring, 4, enc.Ring},
+		{enc.ReduceScatter, enc.Ring, 8, enc.Ring},
+		{enc.AllReduce, enc.Auto, 0, enc.Hier},
+		{enc.AllGather, enc.Auto, 0, enc.Hier},
+		{enc.ReduceScatter, enc.Auto, 0, enc.Hier},
 	} {
-		t.Run(fmt.Sprintf("%s-%s", tc.op, tc.algo), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s-%s-c%d", tc.op, tc.algo, tc.channels), func(t *testing.T) {
+			opt := opt
+			opt.Channels = tc.channels
 			s, err := enc.Build(tc.op, tc.algo, c.Ranks(), 32*4*1024, 4, opt)
 			require.NoError(t, err)
 			require.Equal(t, tc.want, s.Algo)
@@ -177,4 +185,42 @@ func TestEFAAcrossSpines(t *testing.T) {
 		}
 	}
 	assert.Positive(t, spine, "the writes between nodes crossed the spines")
+}
+
+// TestEFAFlatRingChannels: on two trn2.48xlarge (aware model, timing
+// only), a 256 MiB flat-ring all-reduce of one channel is held to the
+// NICs it crosses between the nodes; 16 channels, one per NIC, cross
+// through all of them and finish in well under half the time, the
+// bottleneck moving off the NICs. The report says which it ran: the
+// channel count, or the note that one ring is an upper bound.
+func TestEFAFlatRingChannels(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 32-device system")
+	}
+	spec, err := fabric.LookupSystem("trn2-48xl")
+	require.NoError(t, err)
+	run := func(channels int) *nccom.Report {
+		res, err := cluster.RunSweeps(cluster.SweepSet{
+			Config:  cluster.Config{Generation: spec.Generation, Nodes: 2, Switch: switchOf(spec.Generation), TimingOnly: true},
+			Systems: []cluster.SweepSystem{{Devices: 32, Kind: spec.Kind, Sizes: []int64{256 << 20}}},
+			Sweep:   cluster.Sweep{Op: enc.AllReduce, Algo: enc.Ring, Dtype: enc.Float32, Options: enc.Options{Channels: channels}},
+		})
+		require.NoError(t, err)
+		return res.Reports[0]
+	}
+	one, all := run(1), run(16)
+	require.Len(t, one.Rows, 1)
+	require.Len(t, all.Rows, 1)
+	t.Logf("256 MiB flat ring on 2 × trn2.48xlarge: 1 channel %.0f µs, 16 channels %.0f µs", one.Rows[0].TimeUS, all.Rows[0].TimeUS)
+	assert.Less(t, all.Rows[0].TimeUS, one.Rows[0].TimeUS/2, "16 channels use the 16 NICs")
+	bottleneck := func(rep *nccom.Report) string {
+		u, ok := rep.Extra[cluster.LinkUsageKey].(cluster.LinkUsage)
+		require.True(t, ok)
+		return u[0].Bottleneck
+	}
+	assert.Equal(t, "efa-nic", bottleneck(one))
+	assert.NotEqual(t, "efa-nic", bottleneck(all))
+	assert.Equal(t, cluster.FlatRingNote, one.Extra[cluster.FlatRingKey])
+	assert.NotContains(t, all.Extra, cluster.FlatRingKey)
+	assert.Equal(t, 16, all.Extra[cluster.ChannelsKey])
 }

@@ -59,7 +59,7 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 	}
 	rep.Extra[LinkUsageKey] = usage
 	if so := c.System.Topology().Scale; so != nil {
-		NoteFlatRing(rep, so.Nodes)
+		NoteFlatRing(rep, so.Nodes, sw.Options.Channels)
 	}
 	sw.Progress.Done()
 	return rep, nil
@@ -69,23 +69,35 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 // ran over several nodes (NoteFlatRing).
 const FlatRingKey = "flat_ring"
 
-// NoteFlatRing adds FlatRingNote to the Extra of rep, a report of a
-// collective over nodes nodes, when it ran over several and one of its rows
-// is a ring: fabric sweep's reports and sweep merge's grouped ones.
-func NoteFlatRing(rep *nccom.Report, nodes int) {
-	if nodes > 1 && slices.ContainsFunc(rep.Rows, func(r nccom.Row) bool { return r.Algorithm == enc.Ring.String() }) {
-		if rep.Extra == nil {
-			rep.Extra = map[string]any{}
-		}
-		rep.Extra[FlatRingKey] = FlatRingNote
+// NoteFlatRing notes in the Extra of rep, a report of a collective over
+// nodes nodes with channels channels (enc.Options.Channels), how its rings
+// across nodes ran, when it ran over several nodes and one of its rows is
+// a ring: FlatRingNote for one channel, the channel count under
+// ChannelsKey for more. fabric sweep's reports and sweep merge's grouped
+// ones take it.
+func NoteFlatRing(rep *nccom.Report, nodes, channels int) {
+	if nodes <= 1 || !slices.ContainsFunc(rep.Rows, func(r nccom.Row) bool { return r.Algorithm == enc.Ring.String() }) {
+		return
 	}
+	if rep.Extra == nil {
+		rep.Extra = map[string]any{}
+	}
+	if channels > 1 {
+		rep.Extra[ChannelsKey] = channels
+		return
+	}
+	rep.Extra[FlatRingKey] = FlatRingNote
 }
+
+// ChannelsKey is the report's Extra key of a flat ring's channel count,
+// when it ran more than one (NoteFlatRing).
+const ChannelsKey = "channels"
 
 // FlatRingNote says what a flat ring's row across nodes is worth: the
 // model runs it as one ring, the Neuron runtime as one channel per EFA NIC
 // (trainium-facts §5.1), so where the NICs are the bottleneck its time is
 // up to the NIC count above the runtime's (docs/fabric.md §EFA).
-const FlatRingNote = "one ring across the nodes, where the runtime runs one channel per EFA NIC: where the NICs are the bottleneck, this time is up to the NIC count above the runtime's (docs/fabric.md §EFA)"
+const FlatRingNote = "one ring across the nodes, where the runtime runs one channel per EFA NIC: where the NICs are the bottleneck, this time is up to the NIC count above the runtime's (--channels runs them; docs/fabric.md §EFA)"
 
 // Collective runs one collective of size bytes on every rank — timing
 // only, or functionally with the random inputs of seed checked against the

@@ -23,6 +23,18 @@ type Options struct {
 	// chooses by it too (Policy.ChooseIn: Hier, or a flat Ring, over
 	// several nodes); the other algorithms ignore it.
 	GroupSize int
+	// Channels is how many rings a Ring all-reduce, all-gather or
+	// reduce-scatter runs side by side — the runtime's flat ring across
+	// nodes runs one channel per EFA NIC (trainium-facts §5.1). Every
+	// channel goes round every rank carrying 1/Channels of each block (cut
+	// by element), all in the ring's steps; channel c enters each group of
+	// GroupSize ranks at its local rank c·GroupSize/Channels and leaves it
+	// from the one before, so each channel crosses from group to group
+	// between its own pair of local ranks (docs/collectives.md §Ring). 0
+	// means 1, today's single ring. More than one needs GroupSize ≥ 1
+	// dividing the ranks, and Channels dividing GroupSize; at most
+	// MaxChannels. The other algorithms and ops ignore it.
+	Channels int
 	// Peers is Permute's target of each rank: rank i's input goes to rank
 	// Peers[i]'s output. It must be one cycle through all ranks (a circular
 	// permutation). Nil means the ring shift i → (i+1) mod r. Other ops
@@ -84,6 +96,20 @@ func Build(op Op, algo Algo, ranks int, size int64, elem int, opt Options) (*Sch
 	if err := algo.check(op, ranks, opt.GroupSize); err != nil {
 		return fail(name, "%v", err)
 	}
+	channels := max(opt.Channels, 1)
+	if opt.Channels < 0 || opt.Channels > MaxChannels {
+		return fail(name, "Channels %d outside 1..%d", opt.Channels, MaxChannels)
+	}
+	if channels > 1 && algo == Ring && op != Permute && ranks > 1 {
+		switch g := opt.GroupSize; {
+		case g < 1 || g > ranks || ranks%g != 0:
+			return fail(name, "%d channels need Options.GroupSize, the ranks of a node, dividing the %d ranks (GroupSize %d)", channels, ranks, g)
+		case g%channels != 0:
+			return fail(name, "%d channels do not divide a node's %d ranks (GroupSize): each channel enters a node at its own local rank", channels, g)
+		}
+	} else {
+		channels = 1
+	}
 	var peers []int
 	if op == Permute {
 		var err error
@@ -97,7 +123,7 @@ func Build(op Op, algo Algo, ranks int, size int64, elem int, opt Options) (*Sch
 		InputBytes:  op.InputBytes(size, ranks),
 		OutputBytes: op.OutputBytes(size, ranks),
 	}
-	b := &builder{op: op, algo: algo, r: ranks, elem: int64(elem), group: opt.GroupSize, peers: peers}
+	b := &builder{op: op, algo: algo, r: ranks, elem: int64(elem), group: opt.GroupSize, channels: channels, peers: peers}
 	// The unit a piece is cut from: the whole message, or each rank block
 	// for the ops that split by rank.
 	unit := size
@@ -199,13 +225,14 @@ func outAt(_ int, off int64) (Buffer, int64) { return Output, off }
 
 // builder accumulates the steps of a schedule.
 type builder struct {
-	op     Op
-	algo   Algo
-	r      int
-	elem   int64
-	stride int64 // rank block length for the ops that split by rank
-	group  int
-	peers  []int
+	op       Op
+	algo     Algo
+	r        int
+	elem     int64
+	stride   int64 // rank block length for the ops that split by rank
+	group    int
+	channels int // Ring's channels (Options.Channels), 1 for every other algorithm
+	peers    []int
 
 	steps []Step
 	n     int // transfers so far

@@ -64,6 +64,9 @@ const (
 	MaxSize = 1 << 60
 	// MaxChunks is the largest Options.Chunks Build accepts.
 	MaxChunks = 1 << 16
+	// MaxChannels is the largest Options.Channels Build accepts: more
+	// than any node has EFA NICs (a Trn3 Gen2 UltraServer's 144 chips).
+	MaxChannels = 256
 	// MaxXfers is the most transfers a built schedule may hold; Build
 	// refuses larger schedules (ring and mesh schedules grow with the square
 	// of the rank count) rather than exhaust memory.

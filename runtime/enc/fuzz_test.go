@@ -27,11 +27,14 @@ func FuzzBuild(f *testing.F) {
 		{5, 0, 6, 48, 4, 1, 0, 2},
 		{1, 5, 8, 0, 4, 1, 2, 0},
 		{0, 6, 0, -1, 3, 0, 0, 0},
+		{1, 1, 8, 8 * 16, 4, 2*9 + 1, 4, 0}, // a ring of 2 channels over 2 groups of 4
+		{3, 1, 12, 12 * 24, 4, 3*9 + 1, 6, 0},
 	} {
 		f.Add(s.op, s.algo, s.ranks, s.size, s.elem, s.chunks, s.group, s.shift)
 	}
 	f.Fuzz(func(t *testing.T, op, algo, ranks uint8, size int64, elem, chunks, group, shift uint8) {
-		opt := Options{Chunks: int(chunks%9) - 1, GroupSize: int(group % 17)}
+		// chunks' low part is Chunks (−1..7), its high part Channels (0..4).
+		opt := Options{Chunks: int(chunks%9) - 1, GroupSize: int(group % 17), Channels: int(chunks / 9 % 5)}
 		r := int(ranks)
 		if shift > 0 && r > 0 {
 			opt.Peers = make([]int, r)

@@ -116,11 +116,15 @@ func single(blk []seg) [][]seg {
 	return out
 }
 
-// rings returns the ring of all ranks over blk; with dual, two rings: the
-// first halves of the blocks travelling up (+1) and the second halves down
-// (−1), as KangaRing runs them.
+// rings returns the ring of all ranks over blk (blk[i]: rank i's block);
+// with dual, two rings: the first halves of the blocks travelling up (+1)
+// and the second halves down (−1), as KangaRing runs them; with channels,
+// the channel rings (channelRings).
 func (b *builder) rings(blk []seg, dual bool) []ring {
 	members := allRanks(b.r)
+	if b.channels > 1 && !dual {
+		return b.channelRings(blk)
+	}
 	if !dual {
 		return []ring{{members, single(blk), +1}}
 	}
@@ -131,6 +135,37 @@ func (b *builder) rings(blk []seg, dual bool) []ring {
 		up[i], down[i] = h[:1], h[1:]
 	}
 	return []ring{{members, up, +1}, {members, down, -1}}
+}
+
+// channelRings returns the b.channels rings of a channelled Ring
+// (Options.Channels): channel c carries part c of every block of blk (cut
+// by element) up every rank, visiting each group of b.group ranks from
+// its local rank c·b.group/b.channels round to the one before it, so it
+// crosses to the next group between its own pair of local ranks. A
+// member's block in channel c is part c of its rank's block, as the
+// reduce-scatter and all-gather need (member k ends with block k).
+func (b *builder) channelRings(blk []seg) []ring {
+	k := b.channels
+	parts := make([][]seg, len(blk))
+	for i, s := range blk {
+		parts[i] = split(s, k, b.elem)
+	}
+	out := make([]ring, k)
+	for c := range k {
+		first := c * b.group / k
+		members := make([]int, 0, b.r)
+		for node := 0; node < b.r; node += b.group {
+			for x := range b.group {
+				members = append(members, node+(first+x)%b.group)
+			}
+		}
+		blocks := make([][]seg, len(members))
+		for pos, rank := range members {
+			blocks[pos] = parts[rank][c : c+1 : c+1]
+		}
+		out[c] = ring{members, blocks, +1}
+	}
+	return out
 }
 
 // rsAcc locates, for a ring reduce-scatter of piece p, where each rank
