@@ -124,13 +124,7 @@ func TestEFAAutoChoice(t *testing.T) {
 	p := cluster.DefaultParams(spec.Generation, tables)
 	p.Model = fabric.Free
 	sweep := func(nodes int, algo enc.Algo, sizes ...int64) *nccom.Report {
-		res, err := cluster.RunSweeps(cluster.SweepSet{
-			Config:  cluster.Config{Generation: spec.Generation, Nodes: nodes, Switch: switchOf(spec.Generation), Params: &p, TimingOnly: true},
-			Systems: []cluster.SweepSystem{{Devices: 16 * nodes, Kind: spec.Kind, Sizes: sizes}},
-			Sweep:   cluster.Sweep{Op: enc.AllReduce, Algo: algo, Dtype: enc.Float32},
-		})
-		require.NoError(t, err)
-		return res.Reports[0]
+		return timingSweep(t, spec, nodes, &p, cluster.Sweep{Op: enc.AllReduce, Algo: algo, Dtype: enc.Float32}, sizes...)
 	}
 	rep := sweep(2, enc.Auto, 1<<20, enc.DefaultFlatRingMin)
 	require.Len(t, rep.Rows, 2)
@@ -192,7 +186,7 @@ func TestEFAAcrossSpines(t *testing.T) {
 // NICs it crosses between the nodes; 16 channels, one per NIC, cross
 // through all of them and finish in well under half the time, the
 // bottleneck moving off the NICs. The report says which it ran: the
-// channel count, or the note that one ring is an upper bound.
+// channel count, or the note on what one ring's time is worth.
 func TestEFAFlatRingChannels(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a 32-device system")
@@ -200,13 +194,7 @@ func TestEFAFlatRingChannels(t *testing.T) {
 	spec, err := fabric.LookupSystem("trn2-48xl")
 	require.NoError(t, err)
 	run := func(channels int) *nccom.Report {
-		res, err := cluster.RunSweeps(cluster.SweepSet{
-			Config:  cluster.Config{Generation: spec.Generation, Nodes: 2, Switch: switchOf(spec.Generation), TimingOnly: true},
-			Systems: []cluster.SweepSystem{{Devices: 32, Kind: spec.Kind, Sizes: []int64{256 << 20}}},
-			Sweep:   cluster.Sweep{Op: enc.AllReduce, Algo: enc.Ring, Dtype: enc.Float32, Options: enc.Options{Channels: channels}},
-		})
-		require.NoError(t, err)
-		return res.Reports[0]
+		return timingSweep(t, spec, 2, nil, cluster.Sweep{Op: enc.AllReduce, Algo: enc.Ring, Dtype: enc.Float32, Options: enc.Options{Channels: channels}}, 256<<20)
 	}
 	one, all := run(1), run(16)
 	require.Len(t, one.Rows, 1)
@@ -223,4 +211,18 @@ func TestEFAFlatRingChannels(t *testing.T) {
 	assert.Equal(t, cluster.FlatRingNote, one.Extra[cluster.FlatRingKey])
 	assert.NotContains(t, all.Extra, cluster.FlatRingKey)
 	assert.Equal(t, 16, all.Extra[cluster.ChannelsKey])
+}
+
+// timingSweep runs sw timing-only over sizes on nodes copies of the
+// system spec joined by EFA (params nil: the generation's) and returns
+// its report.
+func timingSweep(t *testing.T, spec fabric.SystemSpec, nodes int, params *fabric.Params, sw cluster.Sweep, sizes ...int64) *nccom.Report {
+	t.Helper()
+	res, err := cluster.RunSweeps(cluster.SweepSet{
+		Config:  cluster.Config{Generation: spec.Generation, Nodes: nodes, Switch: switchOf(spec.Generation), Params: params, TimingOnly: true},
+		Systems: []cluster.SweepSystem{{Devices: spec.Devices * nodes, Kind: spec.Kind, Sizes: sizes}},
+		Sweep:   sw,
+	})
+	require.NoError(t, err)
+	return res.Reports[0]
 }

@@ -35,7 +35,9 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 		"arch": c.cfg.Generation.String(), "product": hwarch.ProductOfDevice(c.System.Device(0).Config().DeviceID), "devices": c.cfg.Devices, "topology": c.System.Topology().Kind.String(),
 		"model": c.System.Params().Model.String(), "mode": c.Mode(), "switch": c.cfg.Switch.String(),
 	}}
+	nodes := 1
 	if so := c.System.Topology().Scale; so != nil {
+		nodes = so.Nodes
 		rep.Extra["nodes"], rep.Extra["efa_network"] = so.Nodes, so.Network.String()
 	}
 	usage := make(LinkUsage, 0, len(sw.Sizes))
@@ -58,9 +60,7 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 		sw.Progress.Step()
 	}
 	rep.Extra[LinkUsageKey] = usage
-	if so := c.System.Topology().Scale; so != nil {
-		NoteFlatRing(rep, so.Nodes, sw.Options.Channels)
-	}
+	NoteFlatRing(rep, nodes, sw.Options.Channels)
 	sw.Progress.Done()
 	return rep, nil
 }

@@ -121,10 +121,10 @@ func single(blk []seg) [][]seg {
 // and the second halves down (−1), as KangaRing runs them; with channels,
 // the channel rings (channelRings).
 func (b *builder) rings(blk []seg, dual bool) []ring {
-	members := allRanks(b.r)
 	if b.channels > 1 && !dual {
 		return b.channelRings(blk)
 	}
+	members := allRanks(b.r)
 	if !dual {
 		return []ring{{members, single(blk), +1}}
 	}
