@@ -20,9 +20,9 @@ import (
 // choice; docs/collectives.md).
 const (
 	SemGo       = 248 // rank 0 releases the others: 1
-	SemArrivals = 249 // slices landed in this rank (cumulative)
-	SemDone     = 250 // this rank's engines done with a step's sends (cumulative)
-	SemCredits  = 251 // credits from the ranks this rank writes to (cumulative)
+	SemArrivals = 249 // slices landed in this rank since its last wait on them
+	SemDone     = 250 // this rank's engines done with their sends since its last wait on them
+	SemCredits  = 251 // credits from the ranks this rank writes to, since its last wait on them
 	SemFinished = 252 // rank 0: ranks that finished
 )
 
@@ -126,8 +126,9 @@ type Result struct {
 // ErrRun marks a collective that could not run to completion.
 var ErrRun = errors.New("collective failed")
 
-// ErrSemaphoreRange marks a schedule whose cumulative semaphore counts pass
-// what a record's wait value holds (65535).
+// ErrSemaphoreRange marks a schedule with a wait for more counts of one
+// semaphore at once (a step's arrivals into one rank, say) than a
+// record's wait value holds (65535).
 var ErrSemaphoreRange = errors.New("schedule too long for the collectives' semaphores")
 
 // Run executes s with data type d on the ranks and returns its time. The
@@ -403,13 +404,44 @@ func (x *Executor) poll(r0 *program.Runner, blocks []program.Block) error {
 }
 
 // wait collects every rank's result once rank 0 is done: an engine that
-// stopped on an error is ErrRun naming the rank.
+// stopped on an error is ErrRun naming the rank, and so is a rank whose
+// collective semaphores are not all back at zero (Settled).
 func (x *Executor) wait(s *enc.Schedule, blocks [][]program.Block) error {
 	for r := range s.Ranks {
 		run := *x.Ranks[r].Runner
 		run.MaxPolls = 1000
 		if _, err := run.Wait(blocks[r]); err != nil {
 			return fmt.Errorf("enc: rank %d (device %d): %w: %w", r, x.Ranks[r].Device, err, ErrRun)
+		}
+	}
+	return x.Settled(s)
+}
+
+// collectiveSems is every semaphore a run counts on.
+var collectiveSems = [...]int{SemGo, SemArrivals, SemDone, SemCredits, SemFinished}
+
+// Settled checks that the collective semaphores of every rank of s are
+// zero, as a run that succeeded leaves them: each wait of a rank's program
+// takes what it waited for, so once the programs have ended every count
+// sent has been taken, and one left over is a write the plan did not count
+// (a duplicate, or one of another run). Run checks it after every run; a
+// count left over is ErrRun naming the rank, the semaphore and its value.
+func (x *Executor) Settled(s *enc.Schedule) error {
+	if s.Ranks > len(x.Ranks) {
+		return fmt.Errorf("enc: %d ranks, the executor has %d: %w", s.Ranks, len(x.Ranks), ErrRun)
+	}
+	for r := range s.Ranks {
+		run := x.Ranks[r].Runner
+		b := run.Dev.Geometry.BAR0
+		for _, sem := range collectiveSems {
+			v, err := run.Dev.CSR.Read(run.Dev.VA(b.TPBWindow(run.NC) + b.SemReadOffset + 4*uint64(sem)))
+			if err != nil {
+				return fmt.Errorf("enc: %s: rank %d (device %d) semaphore %d: %w: %w", s.Op, r, x.Ranks[r].Device, sem, err, ErrRun)
+			}
+			if v != 0 {
+				return fmt.Errorf("enc: %s: rank %d (device %d): semaphore %d is %d after the run, not 0: writes landed that no wait took: %w",
+					s.Op, r, x.Ranks[r].Device, sem, int32(v), ErrRun)
+			}
 		}
 	}
 	return nil

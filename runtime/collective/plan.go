@@ -49,9 +49,14 @@ func reduceOf(d enc.Dtype) udma.Reduce {
 	return udma.Reduce{Op: udma.ReduceAdd, Dtype: dt}
 }
 
-// waitRec is an SP nop that waits until semaphore sem ≥ v.
-func waitRec(sem, v int) isa.Record {
-	return isa.Record{Opcode: isa.OpNop, Engine: isa.SP, Wait: isa.Sync{Mode: isa.WaitSemGE, Index: uint8(sem), Value: uint16(v)}}
+// takeRec is an SP nop that waits until semaphore sem ≥ v and then takes
+// v from it (its signal slot decrements by v): the wait consumes what it
+// waited for, so a semaphore counts only what no wait has taken yet and
+// a run leaves every one of them at zero. v is at most maxSemValue.
+func takeRec(sem, v int) isa.Record {
+	return isa.Record{Opcode: isa.OpNop, Engine: isa.SP,
+		Wait:   isa.Sync{Mode: isa.WaitSemGE, Index: uint8(sem), Value: uint16(v)},
+		Signal: isa.Sync{Mode: isa.SignalSemDecr, Index: uint8(sem), Value: uint16(v)}}
 }
 
 // triggerRec is an SP dma_trigger of n descriptor pairs on queue q of DMA
@@ -73,9 +78,10 @@ type planner struct {
 	plans []rankPlan
 	engs  [][]int  // per rank: its DMA engine ids (Executor.engines)
 	ones  []uint64 // per rank: the device address of its control word
-	// Cumulative semaphore counts per rank: slices landed, engine-steps
-	// done, credits received.
-	arrivals, done, credits []int
+	// Per rank, what its semaphores will have counted since its last
+	// wait on them (the next wait's value): slices landed, engine-steps
+	// done.
+	arrivals, done []int
 	// err is the first error adding a descriptor; once set, nothing more
 	// is added (it is reported after the step, or at the end).
 	err error
@@ -138,7 +144,7 @@ func (p *planner) next() (bool, error) {
 func (x *Executor) newPlanner(s *enc.Schedule, d enc.Dtype, mode planMode) *planner {
 	n := s.Ranks
 	p := &planner{x: x, mode: mode, s: s, red: reduceOf(d), plans: make([]rankPlan, n), engs: make([][]int, n), ones: make([]uint64, n),
-		arrivals: make([]int, n), done: make([]int, n), credits: make([]int, n), before: make([][]int, n)}
+		arrivals: make([]int, n), done: make([]int, n), before: make([][]int, n)}
 	newVring := dma.NewVring
 	if mode == planPrograms {
 		newVring = dma.NewCountingVring
@@ -244,7 +250,7 @@ func (p *planner) release() {
 	n := p.s.Ranks
 	for r := 1; r < n; r++ {
 		p.signal(p.plans[0].ctl, 0, r, SemGo)
-		p.sp(r, waitRec(SemGo, 1))
+		p.take(r, SemGo, 1)
 	}
 	if n > 1 {
 		p.sp(0, triggerRec(p.engs[0][0], ControlQueue, n-1))
@@ -280,12 +286,7 @@ func (p *planner) peers(st enc.Step) (writers, targets [][]int) {
 // writers, wait for credits from this step's targets.
 func (p *planner) sync(writers, targets [][]int) {
 	for r := range p.s.Ranks {
-		if p.arrivals[r] > 0 {
-			p.sp(r, waitRec(SemArrivals, p.arrivals[r]))
-		}
-		if p.done[r] > 0 {
-			p.sp(r, waitRec(SemDone, p.done[r]))
-		}
+		p.takePending(r)
 		for _, w := range writers[r] {
 			p.signal(p.plans[r].ctl, r, w, SemCredits)
 		}
@@ -293,8 +294,7 @@ func (p *planner) sync(writers, targets [][]int) {
 			p.sp(r, triggerRec(p.engs[r][0], ControlQueue, len(writers[r])))
 		}
 		if len(targets[r]) > 0 {
-			p.credits[r] += len(targets[r])
-			p.sp(r, waitRec(SemCredits, p.credits[r]))
+			p.take(r, SemCredits, len(targets[r]))
 		}
 	}
 }
@@ -354,31 +354,47 @@ func (p *planner) send(i int, xf enc.Xfer) {
 	}
 }
 
+// take has rank r wait until semaphore sem has counted v more and take
+// them (takeRec). A count a record's wait cannot hold is
+// ErrSemaphoreRange, naming the rank, the semaphore and the count.
+func (p *planner) take(r, sem, v int) {
+	if p.err != nil {
+		return
+	}
+	if v > maxSemValue {
+		p.err = fmt.Errorf("rank %d would wait for %d counts of semaphore %d at once (at most %d): %w", r, v, sem, maxSemValue, ErrSemaphoreRange)
+		return
+	}
+	p.sp(r, takeRec(sem, v))
+}
+
+// takePending has rank r wait for and take what its arrivals and done
+// semaphores have counted since its last wait on them, if anything.
+func (p *planner) takePending(r int) {
+	if p.arrivals[r] > 0 {
+		p.take(r, SemArrivals, p.arrivals[r])
+		p.arrivals[r] = 0
+	}
+	if p.done[r] > 0 {
+		p.take(r, SemDone, p.done[r])
+		p.done[r] = 0
+	}
+}
+
 // finish is the end: every rank waits for its last arrivals and sends,
 // then tells rank 0, which finishes once all have; every program's last
-// record carries the last flag. Counts a record's wait cannot hold are
-// ErrSemaphoreRange.
+// record carries the last flag.
 func (p *planner) finish() error {
 	n := p.s.Ranks
 	for r := range n {
-		for _, c := range [...]struct{ sem, v int }{{SemArrivals, p.arrivals[r]}, {SemDone, p.done[r]}, {SemCredits, p.credits[r]}} {
-			if c.v > maxSemValue {
-				return fmt.Errorf("enc: rank %d needs semaphore %d to reach %d: %w", r, c.sem, c.v, ErrSemaphoreRange)
-			}
-		}
-		if p.arrivals[r] > 0 {
-			p.sp(r, waitRec(SemArrivals, p.arrivals[r]))
-		}
-		if p.done[r] > 0 {
-			p.sp(r, waitRec(SemDone, p.done[r]))
-		}
+		p.takePending(r)
 		if r > 0 {
 			p.signal(p.plans[r].ctl, r, 0, SemFinished)
 			p.sp(r, triggerRec(p.engs[r][0], ControlQueue, 1))
 		}
 	}
 	if n > 1 {
-		p.sp(0, waitRec(SemFinished, n-1))
+		p.take(0, SemFinished, n-1)
 	}
 	if p.mode == planDescriptors {
 		return nil

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/hw/isa"
 	"github.com/neuronsim/neuronsim/runtime/bringup"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/runtime/program"
@@ -88,4 +89,29 @@ func TestRingSize(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, tc.want, got, "%d", tc.n)
 	}
+}
+
+// TestTakeRange: a wait takes what it waited for (its signal slot
+// decrements the semaphore by the wait's value), up to what a record's
+// wait value holds; a wait for more is ErrSemaphoreRange naming the rank,
+// the count and the semaphore, and adds no record.
+func TestTakeRange(t *testing.T) {
+	geo := hwarch.MustGeometry(hwarch.Mariana)
+	ranks := []Rank{{Device: 0, Runner: &program.Runner{Dev: &bringup.Device{Geometry: geo}}}, {Device: 1, Runner: &program.Runner{Dev: &bringup.Device{Geometry: geo}}}}
+	x := &Executor{Ranks: ranks}
+	s, err := enc.Build(enc.AllReduce, enc.Ring, 2, 1<<10, 4, enc.Options{})
+	require.NoError(t, err)
+	p := x.newPlanner(s, enc.Float32, planPrograms)
+	p.take(1, SemArrivals, maxSemValue)
+	require.NoError(t, p.err)
+	require.Len(t, p.plans[1].prog, isa.RecordSize)
+	rec, err := isa.Decode(p.plans[1].prog)
+	require.NoError(t, err)
+	assert.Equal(t, isa.Sync{Mode: isa.WaitSemGE, Index: SemArrivals, Value: maxSemValue}, rec.Wait)
+	assert.Equal(t, isa.Sync{Mode: isa.SignalSemDecr, Index: SemArrivals, Value: maxSemValue}, rec.Signal)
+
+	p.take(1, SemCredits, maxSemValue+1)
+	require.ErrorIs(t, p.err, ErrSemaphoreRange)
+	assert.EqualError(t, p.err, "rank 1 would wait for 65536 counts of semaphore 251 at once (at most 65535): "+ErrSemaphoreRange.Error())
+	assert.Len(t, p.plans[1].prog, isa.RecordSize, "no record for the refused wait")
 }
