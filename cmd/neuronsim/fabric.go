@@ -260,7 +260,7 @@ list sweeps each count (a table per count; with --json a report per count);
 		step:           newSize("-i/--stepbytes", 1, math.MaxInt64),
 		chunks:         newIntDefault("--chunks", 1, enc.MaxChunks, 1),
 		groupSize:      newInt("--group-size", 1, enc.MaxRanks),
-		channels:       newIntDefault("--channels", 1, enc.MaxChannels, 1),
+		channels:       newInt("--channels", 1, enc.MaxChannels),
 		ranksPerDevice: newIntDefault("--ranks-per-device", 1, maxOfGenerations(func(g *hwarch.Geometry) int { return g.NeuronCores }), 1),
 		engines:        newInt("--engines", 1, maxOfGenerations(func(g *hwarch.Geometry) int { return g.DMAEnginesPerNC }))}
 	fl := cmd.Flags()
@@ -274,7 +274,7 @@ list sweeps each count (a table per count; with --json a report per count);
 	fl.Var(s.dtype.setter("--dtype"), "dtype", "the same as -d/--datatype (giving both with different types is an error)")
 	fl.StringVar(&s.mode, "mode", "timing", "timing (no payloads) or functional (real data, checked against the CPU reference)")
 	fl.Var(s.chunks, "chunks", fmt.Sprintf("k: split each collective into k pieces run one after another, 1..%d", enc.MaxChunks))
-	fl.Var(s.channels, "channels", fmt.Sprintf("with --nodes: the flat ring's channels, rings side by side each crossing between nodes through its own pair of ranks, as the runtime runs one per EFA NIC (8 on trn1.32xlarge, 16 on trn2.48xlarge); must divide a node's ranks, 1..%d (docs/fabric.md §EFA)", enc.MaxChannels))
+	fl.Var(s.channels, "channels", fmt.Sprintf("with --nodes: the flat ring's channels, rings side by side each crossing between nodes through its own pair of ranks; must divide a node's ranks, 1..%d (default: one per EFA NIC of a node, as the runtime runs them: 8 on trn1.32xlarge, 16 on trn2.48xlarge; docs/fabric.md §EFA)", enc.MaxChannels))
 	fl.Var(s.groupSize, "group-size", "ranks per node for --algo hier (required with it without --nodes, whose nodes give it; it must divide the ranks)")
 	fl.Var(s.ranksPerDevice, "ranks-per-device", "NeuronCores of each device taking part, 1..the generation's NeuronCores (rank r is NC r mod k of device r/k)")
 	fl.Var(s.engines, "engines", "DMA engines each rank spreads its transfers over, 1..a NeuronCore's DMA engines (16) (default: the generation's calibrated count: 5 on sunda, 7 on cayman and mariana)")
@@ -551,7 +551,7 @@ func (s *sweepFlags) collective(gen hwarch.Generation, nodes int) (sw cluster.Sw
 	case sw.Algo != enc.Hier && s.groupSize.set:
 		return sw, false, fmt.Errorf("--group-size %d: it applies to --algo hier only, not %s", s.groupSize.v, sw.Algo)
 	}
-	if k := s.channels.int(); k > 1 {
+	if k := s.channels.int(); s.channels.set {
 		switch {
 		case nodes <= 1:
 			return sw, false, fmt.Errorf("--channels %d: channels are the flat ring's across nodes; give --nodes", k)

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,25 +15,28 @@ import (
 // TestFabricSweepNodes: --nodes 2 on two trn2.48xlarge (--devices 16)
 // sweeps 32 ranks over the EFA network, the automatic choice hierarchical
 // (a node's 16 ranks its group) and --algo ring the flat ring; on trn1 the
-// automatic choice is the flat ring from 64 MiB on; --channels runs the
-// flat ring as that many rings side by side (auto's too, where it takes
-// the flat ring); the report names the nodes and the network; functional
-// mode checks the data.
+// automatic choice is the flat ring from 64 MiB on; the flat ring runs one
+// channel per EFA NIC of a node unless --channels gives another count
+// (auto's too, where it takes the flat ring), and fewer than the NICs get
+// the flat_ring note; the report names the nodes, the network and the
+// channels; functional mode checks the data.
 func TestFabricSweepNodes(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		args  []string
 		algos []string
+		lines []string // in the output, beside the nodes and devices
 	}{
-		{"trn2-auto", []string{"--arch", "cayman", "--devices", "16", "--nodes", "2", "-b", "64K", "-e", "16M", "-f", "16"}, []string{"hier", "hier", "hier"}},
-		{"trn2-flat-ring", []string{"--arch", "cayman", "--devices", "16", "--nodes", "2", "--algo", "ring", "-b", "64K", "-e", "1M", "-f", "16"}, []string{"ring", "ring"}},
-		{"trn2-flat-ring-channels", []string{"--arch", "cayman", "--devices", "16", "--nodes", "2", "--algo", "ring", "--channels", "16", "--mode", "functional", "-b", "64K", "-e", "64K"}, []string{"ring"}},
-		{"trn1-auto-flat-channels", []string{"--arch", "trn1", "--devices", "16", "--nodes", "2", "--model", "free", "--channels", "8", "-b", "1M", "-e", "64M", "-f", "64"}, []string{"hier", "ring"}},
-		{"system-trn2-48xl", []string{"--system", "trn2-48xl", "--nodes", "2", "-b", "64K", "-e", "64K"}, []string{"hier"}},
-		{"trn2-hier-no-group-size", []string{"--arch", "cayman", "--devices", "16", "--nodes", "2", "--algo", "hier", "-b", "64K", "-e", "64K"}, []string{"hier"}},
-		{"trn1-auto-flat", []string{"--arch", "trn1", "--devices", "16", "--nodes", "2", "--model", "free", "-b", "1M", "-e", "64M", "-f", "64"}, []string{"hier", "ring"}},
+		{"trn2-auto", []string{"--arch", "cayman", "--devices", "16", "--nodes", "2", "-b", "64K", "-e", "16M", "-f", "16"}, []string{"hier", "hier", "hier"}, nil},
+		{"trn2-flat-ring", []string{"--arch", "cayman", "--devices", "16", "--nodes", "2", "--algo", "ring", "-b", "64K", "-e", "1M", "-f", "16"}, []string{"ring", "ring"}, []string{"# channels: 16"}},
+		{"trn2-flat-ring-one-channel", []string{"--arch", "cayman", "--devices", "16", "--nodes", "2", "--algo", "ring", "--channels", "1", "-b", "64K", "-e", "64K"}, []string{"ring"}, []string{"# channels: 1", "# flat_ring: fewer ring channels"}},
+		{"trn2-flat-ring-channels", []string{"--arch", "cayman", "--devices", "16", "--nodes", "2", "--algo", "ring", "--channels", "16", "--mode", "functional", "-b", "64K", "-e", "64K"}, []string{"ring"}, []string{"# channels: 16"}},
+		{"trn1-auto-flat-channels", []string{"--arch", "trn1", "--devices", "16", "--nodes", "2", "--model", "free", "--channels", "4", "-b", "1M", "-e", "64M", "-f", "64"}, []string{"hier", "ring"}, []string{"# channels: 4", "# flat_ring:"}},
+		{"system-trn2-48xl", []string{"--system", "trn2-48xl", "--nodes", "2", "-b", "64K", "-e", "64K"}, []string{"hier"}, nil},
+		{"trn2-hier-no-group-size", []string{"--arch", "cayman", "--devices", "16", "--nodes", "2", "--algo", "hier", "-b", "64K", "-e", "64K"}, []string{"hier"}, nil},
+		{"trn1-auto-flat", []string{"--arch", "trn1", "--devices", "16", "--nodes", "2", "--model", "free", "-b", "1M", "-e", "64M", "-f", "64"}, []string{"hier", "ring"}, []string{"# channels: 8"}},
 		{"trn2-functional-fat-tree", []string{"--arch", "cayman", "--devices", "16", "--nodes", "2", "--efa-network", "fat-tree", "--oversubscription", "2",
-			"--efa-bw", "400Gbps", "--efa-latency", "10000", "--leaf-ports", "8", "--spines", "1", "--mode", "functional", "-b", "64K", "-e", "64K"}, []string{"hier"}},
+			"--efa-bw", "400Gbps", "--efa-latency", "10000", "--leaf-ports", "8", "--spines", "1", "--mode", "functional", "-b", "64K", "-e", "64K"}, []string{"hier"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			js := filepath.Join(t.TempDir(), "r.json")
@@ -50,6 +54,12 @@ func TestFabricSweepNodes(t *testing.T) {
 			}
 			assert.Contains(t, out, "# nodes: 2")
 			assert.Contains(t, out, "# devices: 32")
+			for _, l := range tc.lines {
+				assert.Contains(t, out, l)
+			}
+			if !slices.Contains(tc.algos, "ring") {
+				assert.NotContains(t, out, "# channels:", "no ring across the nodes")
+			}
 		})
 	}
 }

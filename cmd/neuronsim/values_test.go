@@ -60,6 +60,7 @@ func TestFabricSweepRefusesBadValues(t *testing.T) {
 		{[]string{"--channels", "0"}, []string{"--channels", "1..256"}},
 		{[]string{"--channels", "257"}, []string{"--channels", "1..256"}},
 		{[]string{"--channels", "4"}, []string{"--channels 4", "give --nodes"}},
+		{[]string{"--channels", "1"}, []string{"--channels 1", "give --nodes"}},
 		{[]string{"--arch", "cayman", "--devices", "16", "--nodes", "2", "--algo", "mesh", "--channels", "4"}, []string{"--channels 4", "--algo ring", "not mesh"}},
 		{[]string{"--arch", "cayman", "--devices", "16", "--nodes", "2", "--algo", "ring", "--channels", "3"}, []string{"3 channels do not divide a node's 16 ranks"}},
 		{[]string{"--algo", "hier"}, []string{"--group-size"}},

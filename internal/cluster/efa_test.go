@@ -26,6 +26,7 @@ func efaCluster(t *testing.T, name string, nodes int, timingOnly bool, buf uint6
 	c, err := cluster.New(cfg)
 	require.NoError(t, err)
 	require.NotNil(t, c.System.Topology().Scale, "a system of nodes")
+	require.Equal(t, c.System.Topology().Scale.NICs, cfg.NodeNICs(), "the NICs the network built, per node")
 	return c, cfg
 }
 
@@ -111,6 +112,15 @@ func TestEFAAutoChoice(t *testing.T) {
 			got := cluster.Largest(enc.AllReduce, enc.Auto, cfg.Devices, []int64{tc.size}, opt)
 			require.Len(t, got, 1)
 			assert.Equal(t, tc.want, got[0].Algo)
+			// The flat ring's channels: one per EFA NIC of a node (8 on
+			// trn1.32xlarge, 2 devices a NIC; 16 on trn2.48xlarge).
+			nics := map[hwarch.Generation]int{hwarch.Sunda: 8, hwarch.Cayman: 16}[tc.g]
+			if tc.nodes == 1 {
+				nics = 0
+			}
+			assert.Equal(t, nics, cfg.NodeNICs())
+			assert.Equal(t, nics, opt.Channels)
+			assert.Equal(t, 3, cfg.CollectiveOptions(enc.Options{Channels: 3}).Channels, "an explicit count stays")
 		})
 	}
 	if testing.Short() {
@@ -132,12 +142,19 @@ func TestEFAAutoChoice(t *testing.T) {
 	assert.Equal(t, "ring", rep.Rows[1].Algorithm)
 	assert.Equal(t, 2, rep.Extra["nodes"])
 	assert.Equal(t, "rail", rep.Extra["efa_network"])
-	// A ring across the nodes is one ring where the runtime runs a channel
-	// per NIC: the report says what its time is worth; a report of no such
-	// ring (hierarchical, or a ring inside one node) says nothing of it.
-	assert.Equal(t, cluster.FlatRingNote, rep.Extra[cluster.FlatRingKey])
-	assert.NotContains(t, sweep(2, enc.Auto, 1<<20).Extra, cluster.FlatRingKey)
-	assert.NotContains(t, sweep(1, enc.Ring, 1<<20).Extra, cluster.FlatRingKey)
+	// A ring across the nodes runs one channel per NIC, as the runtime's,
+	// and the report names them; fewer (--channels) and the report says
+	// what its time is worth; a report of no such ring (hierarchical, or a
+	// ring inside one node) says nothing of either.
+	assert.Equal(t, 8, rep.Extra[cluster.ChannelsKey])
+	assert.NotContains(t, rep.Extra, cluster.FlatRingKey)
+	one := timingSweep(t, spec, 2, &p, cluster.Sweep{Op: enc.AllReduce, Algo: enc.Ring, Dtype: enc.Float32, Options: enc.Options{Channels: 1}}, 1<<20)
+	assert.Equal(t, 1, one.Extra[cluster.ChannelsKey])
+	assert.Equal(t, cluster.FlatRingNote, one.Extra[cluster.FlatRingKey])
+	for _, rep := range []*nccom.Report{sweep(2, enc.Auto, 1<<20), sweep(1, enc.Ring, 1<<20)} {
+		assert.NotContains(t, rep.Extra, cluster.FlatRingKey)
+		assert.NotContains(t, rep.Extra, cluster.ChannelsKey)
+	}
 }
 
 // TestEFAAcrossSpines: a hierarchical all-reduce and all-gather of random

@@ -35,9 +35,9 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 		"arch": c.cfg.Generation.String(), "product": hwarch.ProductOfDevice(c.System.Device(0).Config().DeviceID), "devices": c.cfg.Devices, "topology": c.System.Topology().Kind.String(),
 		"model": c.System.Params().Model.String(), "mode": c.Mode(), "switch": c.cfg.Switch.String(),
 	}}
-	nodes := 1
+	nodes, nics := 1, 0
 	if so := c.System.Topology().Scale; so != nil {
-		nodes = so.Nodes
+		nodes, nics = so.Nodes, so.NICs
 		rep.Extra["nodes"], rep.Extra["efa_network"] = so.Nodes, so.Network.String()
 	}
 	usage := make(LinkUsage, 0, len(sw.Sizes))
@@ -60,7 +60,7 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 		sw.Progress.Step()
 	}
 	rep.Extra[LinkUsageKey] = usage
-	NoteFlatRing(rep, nodes, sw.Options.Channels)
+	NoteFlatRing(rep, nodes, sw.Options.Channels, nics)
 	sw.Progress.Done()
 	return rep, nil
 }
@@ -70,34 +70,36 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 const FlatRingKey = "flat_ring"
 
 // NoteFlatRing notes in the Extra of rep, a report of a collective over
-// nodes nodes with channels channels (enc.Options.Channels), how its rings
-// across nodes ran, when it ran over several nodes and one of its rows is
-// a ring: FlatRingNote for one channel, the channel count under
-// ChannelsKey for more. fabric sweep's reports and sweep merge's grouped
-// ones take it.
-func NoteFlatRing(rep *nccom.Report, nodes, channels int) {
+// nodes nodes of nics EFA NICs each with channels channels
+// (enc.Options.Channels), how its rings across nodes ran, when it ran over
+// several nodes and one of its rows is a ring: the channel count under
+// ChannelsKey, and FlatRingNote too when they were fewer than the NICs
+// (the runtime runs one per NIC). fabric sweep's reports and sweep merge's
+// grouped ones take it.
+func NoteFlatRing(rep *nccom.Report, nodes, channels, nics int) {
 	if nodes <= 1 || !slices.ContainsFunc(rep.Rows, func(r nccom.Row) bool { return r.Algorithm == enc.Ring.String() }) {
 		return
 	}
 	if rep.Extra == nil {
 		rep.Extra = map[string]any{}
 	}
-	if channels > 1 {
-		rep.Extra[ChannelsKey] = channels
-		return
+	channels = max(channels, 1)
+	rep.Extra[ChannelsKey] = channels
+	if channels < nics {
+		rep.Extra[FlatRingKey] = FlatRingNote
 	}
-	rep.Extra[FlatRingKey] = FlatRingNote
 }
 
-// ChannelsKey is the report's Extra key of a flat ring's channel count,
-// when it ran more than one (NoteFlatRing).
+// ChannelsKey is the report's Extra key of a flat ring's channel count
+// across nodes (NoteFlatRing).
 const ChannelsKey = "channels"
 
-// FlatRingNote says what a flat ring's row across nodes is worth: the
-// model runs it as one ring, the Neuron runtime as one channel per EFA NIC
-// (trainium-facts §5.1), so where the NICs are the bottleneck its time is
-// up to the NIC count above the runtime's (docs/fabric.md §EFA).
-const FlatRingNote = "one ring across the nodes, where the runtime runs one channel per EFA NIC: where the NICs are the bottleneck, this time is up to the NIC count above the runtime's (--channels runs them; docs/fabric.md §EFA)"
+// FlatRingNote says what a flat ring's row across nodes is worth when it
+// ran fewer channels than a node has EFA NICs (--channels below the
+// default): the Neuron runtime runs one per NIC (trainium-facts §5.1), so
+// where the NICs are the bottleneck its time is up to NICs/channels above
+// the runtime's (docs/fabric.md §EFA).
+const FlatRingNote = "fewer ring channels across the nodes than a node has EFA NICs, where the runtime runs one per NIC: where the NICs are the bottleneck, this time is up to NICs/channels above the runtime's (the default --channels runs one per NIC; docs/fabric.md §EFA)"
 
 // Collective runs one collective of size bytes on every rank — timing
 // only, or functionally with the random inputs of seed checked against the

@@ -127,6 +127,10 @@ type Point struct {
 	// EFA are the grid's efa overrides, for a point of several nodes
 	// only (nil for one node, which has no EFA network).
 	EFA *EFA `json:"efa,omitempty"`
+	// Channels is a point of several nodes' flat ring channels: one per
+	// EFA NIC of a node (cluster.Config.NodeNICs, as the runtime runs
+	// them); 0 for one node.
+	Channels int `json:"channels,omitempty"`
 }
 
 // EFA are the overrides of the EFA network's parameters a grid's efa block
@@ -206,6 +210,7 @@ func (p *Point) canonical() string {
 	if p.Nodes != 1 {
 		kvs = append(kvs, [2]string{"nodes", strconv.Itoa(p.Nodes)})
 		kvs = append(kvs, p.EFA.lines()...)
+		kvs = append(kvs, [2]string{"channels", strconv.Itoa(p.Channels)})
 	}
 	for _, kv := range kvs {
 		b.WriteString(kv[0])
@@ -599,7 +604,7 @@ func (e *expander) expand() (*Grid, error) {
 	if err := e.checkCount(g, av); err != nil {
 		return nil, err
 	}
-	b := &pointBuilder{e: e, g: g, fx: fx, av: av, memLimit: memLimit(), fabricOK: map[string]error{}, scheds: map[[7]int64]sched{}}
+	b := &pointBuilder{e: e, g: g, fx: fx, av: av, memLimit: memLimit(), fabricOK: map[string]error{}, scheds: map[[8]int64]sched{}}
 	for _, sys := range av.systems {
 		for _, nv := range av.nodes {
 			sys := sys
@@ -778,8 +783,8 @@ type pointBuilder struct {
 	memLimit memlimit.Limit
 	fabricOK map[string]error
 	// scheds by op, algo, ranks, size, dtype, and the options: the group
-	// size (a node's ranks) and the generation's policy
-	scheds map[[7]int64]sched
+	// size (a node's ranks), the generation's policy and the channels
+	scheds map[[8]int64]sched
 }
 
 // shapeOf is one cluster shape of the grid: a system on some nodes with
@@ -792,18 +797,25 @@ type shapeOf struct {
 	flat  int64 // 1: the policy's flat ring (part of a schedule's key)
 }
 
+// options returns the collectives' options the shape gives, as fabric
+// sweep --nodes and a scenario's system.nodes have them
+// (cluster.Config.CollectiveOptions): over several nodes a node's ranks are
+// the group size of hier and of auto's choice, and the flat ring runs one
+// channel per EFA NIC of a node — as the fabric parameters p have them
+// (their EFA's devices per NIC), the generation's without p.
+func (sh shapeOf) options(p *fabric.Params) enc.Options {
+	cfg := cluster.Config{Generation: sh.sys.gen, Devices: sh.sys.devices * sh.sys.nodes, Nodes: sh.sys.nodes, RanksPerDevice: sh.rpd, Params: p}
+	return cfg.CollectiveOptions(enc.Options{})
+}
+
 // shape adds the points of one system, node count and ranks per device.
 func (b *pointBuilder) shape(sys system, rpd intVal) error {
 	geo := hwarch.MustGeometry(sys.gen)
 	if rpd.v > geo.NeuronCores {
 		return b.e.fail(rpd.n, rpd.p, nil, "%d ranks per device: a %s device has %d NeuronCores", rpd.v, sys.gen, geo.NeuronCores)
 	}
-	// The cluster's shape decides the collectives' options: over several
-	// nodes a node's ranks are the group size of hier and of auto's choice
-	// (cluster.Config.CollectiveOptions), as fabric sweep --nodes and a
-	// scenario's system.nodes.
-	cfg := cluster.Config{Generation: sys.gen, Devices: sys.devices * sys.nodes, Nodes: sys.nodes, RanksPerDevice: rpd.v}
-	sh := shapeOf{sys: sys, rpd: rpd.v, ranks: sys.devices * sys.nodes * rpd.v, opts: cfg.CollectiveOptions(enc.Options{})}
+	sh := shapeOf{sys: sys, rpd: rpd.v, ranks: sys.devices * sys.nodes * rpd.v}
+	sh.opts = sh.options(nil)
 	if sh.opts.Policy.FlatRing {
 		sh.flat = 1
 	}
@@ -893,8 +905,9 @@ func (b *pointBuilder) add(sh shapeOf, pt Point, p fabric.Params, sz sizeVal, gr
 	if pt.Mode == "timing" {
 		pt.Seed = 0
 	}
+	opts := sh.options(&p)
 	if sys.nodes > 1 {
-		pt.EFA = efaOf(b.av.efa.s)
+		pt.EFA, pt.Channels = efaOf(b.av.efa.s), opts.Channels
 	}
 	o, _ := enc.ParseOp(pt.Op)
 	a, _ := enc.ParseAlgo(pt.Algo)
@@ -908,7 +921,7 @@ func (b *pointBuilder) add(sh shapeOf, pt Point, p fabric.Params, sz sizeVal, gr
 	// build builds the point's schedule and its features, within the
 	// grid's budget.
 	build := func() (*enc.Schedule, features, error) {
-		sch, err := enc.Build(o, a, sh.ranks, pt.Size, t.Size(), sh.opts)
+		sch, err := enc.Build(o, a, sh.ranks, pt.Size, t.Size(), opts)
 		if err != nil {
 			return nil, features{}, e.impossible(sz, sys, sh.rpd, pt.Op, pt.Algo, pt.Dtype, pt.Size, err)
 		}
@@ -918,7 +931,7 @@ func (b *pointBuilder) add(sh shapeOf, pt Point, p fabric.Params, sz sizeVal, gr
 		}
 		return sch, f, nil
 	}
-	fk := [7]int64{int64(o), int64(a), int64(sh.ranks), pt.Size, int64(t), int64(sh.opts.GroupSize), sh.flat}
+	fk := [8]int64{int64(o), int64(a), int64(sh.ranks), pt.Size, int64(t), int64(opts.GroupSize), sh.flat, int64(opts.Channels)}
 	sc, ok := b.scheds[fk]
 	if !ok {
 		sch, feat, err := build()
@@ -927,7 +940,7 @@ func (b *pointBuilder) add(sh shapeOf, pt Point, p fabric.Params, sz sizeVal, gr
 		}
 		sc.feat, sc.timing = feat, map[int]uint64{}
 		if functional {
-			if sc.memNeed, err = cluster.FunctionalMemory(o, a, sh.ranks, t, []int64{pt.Size}, sh.opts); err != nil {
+			if sc.memNeed, err = cluster.FunctionalMemory(o, a, sh.ranks, t, []int64{pt.Size}, opts); err != nil {
 				return e.impossible(sz, sys, sh.rpd, pt.Op, pt.Algo, pt.Dtype, pt.Size, err)
 			}
 		} else {
@@ -939,7 +952,7 @@ func (b *pointBuilder) add(sh shapeOf, pt Point, p fabric.Params, sz sizeVal, gr
 	f.gen, f.devices, f.functional, f.model, f.dtype = sys.gen, sys.devices*sys.nodes, functional, m, t
 	f.engines = engines
 	sp := spec{gen: sys.gen, family: sys.family, tables: sys.tables, kind: sys.kind, params: p,
-		op: o, algo: a, dtype: t, timing: !functional, feat: f, sysNode: sys.n, sysPath: sys.path, opts: sh.opts,
+		op: o, algo: a, dtype: t, timing: !functional, feat: f, sysNode: sys.n, sysPath: sys.path, opts: opts,
 		whatIf: e.raw.WhatIf || sys.name != "" && sys.devices > hwarch.MaxNeuronDevices}
 	sp.memNeed = sc.memNeed
 	mode := "functional"

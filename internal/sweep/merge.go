@@ -158,7 +158,7 @@ func (gr *group) report(i int) *nccom.Report {
 			rep.Rows = append(rep.Rows, r.Row.nccom(&r.Point))
 		}
 	}
-	cluster.NoteFlatRing(rep, p.Nodes, 1) // as fabric sweep's report has it (a grid has no channels axis)
+	cluster.NoteFlatRing(rep, p.Nodes, p.Channels, p.Channels) // as fabric sweep's report has it: a grid runs one channel per NIC
 	return rep
 }
 

@@ -62,6 +62,9 @@ func TestGridNodes(t *testing.T) {
 		assert.Equal(t, uint64(50e9), *p.EFA.Bandwidth)
 		assert.Equal(t, uint64(20e6), *p.EFA.LatencyPS)
 		assert.Equal(t, 16, s.opts.GroupSize, "a node's ranks")
+		assert.Equal(t, 16, s.opts.Channels, "one flat-ring channel per EFA NIC of a node")
+		assert.Equal(t, 16, p.Channels)
+		assert.Contains(t, p.canonical(), "channels=\"16\"\n")
 		assert.Equal(t, fabric.FatTree, s.params.EFA.Network, "applied")
 		assert.Equal(t, uint64(50e9), s.params.EFA.NICBandwidth, "applied")
 		assert.Contains(t, p.canonical(), "nodes=\"2\"\n")
@@ -74,6 +77,12 @@ func TestGridNodes(t *testing.T) {
 	assert.NotEqual(t, plain.Points()[2].Hash, pts[2].Hash)
 	other := mustGrid(t, src+strings.Replace(efa, "20000", "21000", 1))
 	assert.NotEqual(t, other.Points()[2].Hash, pts[2].Hash)
+	// Fewer NICs (two devices on each): fewer channels, another point.
+	pairs := mustGrid(t, src+efa+"  devices_per_nic: 2\n")
+	assert.Equal(t, 8, pairs.Points()[2].Channels)
+	assert.Equal(t, 8, pairs.specs[2].opts.Channels)
+	assert.NotEqual(t, pairs.Points()[2].Hash, pts[2].Hash)
+	assert.Zero(t, pairs.Points()[0].Channels, "one node: no channels")
 	// Seen from a results folder: the manifest's points read back.
 	dir := t.TempDir()
 	require.NoError(t, g.prepare(dir))
@@ -185,9 +194,10 @@ func TestFormatOneFolder(t *testing.T) {
 }
 
 // TestMergedFlatRingNote: a merged group of several nodes with a ring row
-// carries cluster.FlatRingNote, as fabric sweep's report does (the model's
-// flat ring is one ring, the runtime's one channel per EFA NIC); a group
-// of one node, or of no ring row, does not.
+// names the flat ring's channels, as fabric sweep's report does — a grid
+// runs one per EFA NIC of a node (Point.Channels), so never the note of
+// fewer (cluster.FlatRingNote); a group of one node, or of no ring row,
+// names neither.
 func TestMergedFlatRingNote(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -201,6 +211,9 @@ func TestMergedFlatRingNote(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gr := group{first: Point{Op: "all_reduce", Ranks: 32, Nodes: tc.nodes, Dtype: "fp32"}}
+			if tc.nodes > 1 {
+				gr.first.Channels = 16
+			}
 			for i, a := range tc.algos {
 				p := gr.first
 				p.Size = int64(1024 << i)
@@ -208,10 +221,11 @@ func TestMergedFlatRingNote(t *testing.T) {
 			}
 			rep := gr.report(0)
 			require.Len(t, rep.Rows, len(tc.algos))
+			assert.NotContains(t, rep.Extra, cluster.FlatRingKey)
 			if tc.want {
-				assert.Equal(t, cluster.FlatRingNote, rep.Extra[cluster.FlatRingKey])
+				assert.Equal(t, 16, rep.Extra[cluster.ChannelsKey])
 			} else {
-				assert.NotContains(t, rep.Extra, cluster.FlatRingKey)
+				assert.NotContains(t, rep.Extra, cluster.ChannelsKey)
 			}
 		})
 	}

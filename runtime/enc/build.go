@@ -107,6 +107,7 @@ func Build(op Op, algo Algo, ranks int, size int64, elem int, opt Options) (*Sch
 		case g%channels != 0:
 			return fail(name, "%d channels do not divide a node's %d ranks (GroupSize): each channel enters a node at its own local rank", channels, g)
 		}
+		name += fmt.Sprintf(" in %d channels", channels)
 	} else {
 		channels = 1
 	}
@@ -259,7 +260,7 @@ func (b *builder) add(st int, x Xfer) {
 		}
 	}
 	if b.n >= MaxXfers {
-		b.err = fmt.Errorf("the schedule would hold more than %d transfers (use fewer ranks or chunks)", MaxXfers)
+		b.err = fmt.Errorf("the schedule would hold more than %d transfers (use fewer ranks, chunks or channels)", MaxXfers)
 		return
 	}
 	b.n++
