@@ -181,10 +181,7 @@ func (p *Parsed) Run(opt Options) (*Summary, error) {
 	if err := run.precheck(opt); err != nil {
 		return nil, err
 	}
-	params := r.params
-	cfg := r.clusterConfig()
-	cfg.Params = &params
-	c, err := buildCluster(cfg)
+	c, err := buildCluster(r.clusterConfig())
 	if err != nil {
 		return nil, fmt.Errorf("%s: system: %w", p.file, err)
 	}
@@ -219,7 +216,7 @@ func (p *Parsed) Run(opt Options) (*Summary, error) {
 		devices += fmt.Sprintf(" (%d nodes of %d over EFA, %s network)", so.Nodes, so.NodeDevices, so.Network)
 	}
 	fmt.Fprintf(&run.report, "system: %s, %s, switch %s, revision %#02x, topology %s, model %s, mode %s\n",
-		r.gen, devices, r.family, r.revision, c.System.Topology().Kind, params.Model, c.Mode())
+		r.gen, devices, r.family, r.revision, c.System.Topology().Kind, r.params.Model, c.Mode())
 	var stepErr error
 	for i := range p.Steps {
 		s := &p.Steps[i]

@@ -24,6 +24,7 @@ type CollectiveStep struct {
 	Size        Size   `yaml:"size,required"`
 	Dtype       string `yaml:"dtype"`        // default fp32
 	Chunks      *int   `yaml:"chunks"`       // 1..enc.MaxChunks; default 1
+	Channels    *int   `yaml:"channels"`     // the flat ring's across nodes; default one per EFA NIC of a node
 	ExpectError string `yaml:"expect_error"` // the run must fail with this in its error
 }
 
@@ -41,20 +42,53 @@ func (st *CollectiveStep) check(c *checkContext) error {
 	if st.Chunks != nil && (*st.Chunks < 1 || *st.Chunks > enc.MaxChunks) {
 		return c.errorf("chunks", "1..%d pieces, not %d", enc.MaxChunks, *st.Chunks)
 	}
-	chunks := 0
-	if st.Chunks != nil {
-		chunks = *st.Chunks
+	if err := c.channels(st.Channels, st.Algo); err != nil {
+		return err
 	}
-	return buffersFor(c.d, c.at("size"), c.p+".size", r, st.Op, st.Algo, st.Dtype, []int64{int64(st.Size)}, enc.Options{Chunks: chunks}, "it")
+	return buffersFor(c.d, c.at("size"), c.p+".size", r, st.Op, st.Algo, st.Dtype, []int64{int64(st.Size)}, st.options(), "it")
 }
 
-// options are the collective's build options (chunks default to 1).
+// options are the collective's build options (chunks default to 1; the
+// channels, unset, to the system's: stepChannels).
 func (st *CollectiveStep) options() enc.Options {
-	opt := enc.Options{Chunks: 1}
+	opt := enc.Options{Chunks: 1, Channels: stepChannels(st.Channels)}
 	if st.Chunks != nil {
 		opt.Chunks = *st.Chunks
 	}
 	return opt
+}
+
+// stepChannels is a step's channels as enc.Options has them: 0, unset,
+// takes one per EFA NIC of a node (cluster.Config.CollectiveOptions).
+func stepChannels(ch *int) int {
+	if ch == nil {
+		return 0
+	}
+	return *ch
+}
+
+// channels checks a step's channels, if given: 1..enc.MaxChannels rings,
+// on a system of several nodes (they are the flat ring's across nodes),
+// for the ring or auto's choice, dividing a node's ranks (each channel
+// enters a node at its own local rank).
+func (c *checkContext) channels(ch *int, algoS string) error {
+	if ch == nil {
+		return nil
+	}
+	r, k := c.r, *ch
+	_, algo, _ := words("", algoS, "")
+	node := r.devices / max(r.nodes, 1) * r.ranksPer
+	switch {
+	case k < 1 || k > enc.MaxChannels:
+		return c.errorf("channels", "1..%d rings side by side, not %d", enc.MaxChannels, k)
+	case r.nodes <= 1:
+		return c.errorf("channels", "channels are the flat ring's across nodes, and system.nodes is %d", max(r.nodes, 1))
+	case algo != enc.Ring && algo != enc.Auto:
+		return c.errorf("channels", "channels are the flat ring's: algo ring or auto, not %s", algo)
+	case node%k != 0:
+		return c.errorf("channels", "%d channels do not divide a node's %d ranks: each channel enters a node at its own local rank", k, node)
+	}
+	return nil
 }
 
 // memory is what a functional collective holds (cluster.FunctionalMemory);
@@ -120,6 +154,9 @@ type SweepStep struct {
 	Max    Size   `yaml:"max,required"`
 	Factor *int64 `yaml:"factor"` // at least 2
 	Step   *Size  `yaml:"step"`   // at least 1 byte; not with factor; default (max-min)/10
+	// Channels are the flat ring's across nodes; default one per EFA NIC
+	// of a node.
+	Channels *int `yaml:"channels"`
 }
 
 // Kind implements Action.
@@ -141,11 +178,20 @@ func (st *SweepStep) check(c *checkContext) error {
 	if st.Factor != nil && st.Step != nil {
 		return c.errorf("step", "give one of factor and step, not both")
 	}
+	if err := c.channels(st.Channels, st.Algo); err != nil {
+		return err
+	}
 	sizes, err := st.sizes(c.r)
 	if err != nil {
 		return c.d.Errorf(c.at("max"), c.p, "%v", err)
 	}
-	return buffersFor(c.d, c.at("max"), c.p+".max", c.r, st.Op, st.Algo, st.Dtype, sizes, enc.Options{}, "the sweep's largest size")
+	return buffersFor(c.d, c.at("max"), c.p+".max", c.r, st.Op, st.Algo, st.Dtype, sizes, st.options(), "the sweep's largest size")
+}
+
+// options are the sweep's build options: its channels, unset to the
+// system's (stepChannels).
+func (st *SweepStep) options() enc.Options {
+	return enc.Options{Channels: stepChannels(st.Channels)}
 }
 
 // memory is what a functional sweep holds at its largest size
@@ -160,7 +206,7 @@ func (st *SweepStep) memory(r *resolved) (uint64, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
-	need, err := cluster.FunctionalMemory(op, algo, ranks, d, sizes, r.options(enc.Options{}))
+	need, err := cluster.FunctionalMemory(op, algo, ranks, d, sizes, r.options(st.options()))
 	return need, fmt.Sprintf("a functional %s sweep up to %s on %d ranks", op, memlimit.Human(uint64(sizes[len(sizes)-1])), ranks), err
 }
 
@@ -185,14 +231,14 @@ func (st *SweepStep) run(run *runner) error {
 	if err != nil {
 		return err
 	}
-	need, err := cluster.BufferNeed(op, algo, run.c.Ranks(), d, sizes, run.r.options(enc.Options{}))
+	need, err := cluster.BufferNeed(op, algo, run.c.Ranks(), d, sizes, run.r.options(st.options()))
 	if err != nil {
 		return err
 	}
 	if need > run.r.buffers {
 		return fmt.Errorf("the sweep's largest size needs %d bytes of buffers per rank; system.buffer_bytes is %d", need, run.r.buffers)
 	}
-	rep, err := run.c.Sweep(cluster.Sweep{Op: op, Algo: algo, Dtype: d, Sizes: sizes, Seed: run.p.System.Seed})
+	rep, err := run.c.Sweep(cluster.Sweep{Op: op, Algo: algo, Dtype: d, Sizes: sizes, Seed: run.p.System.Seed, Options: st.options()})
 	if err != nil {
 		return err
 	}

@@ -128,10 +128,12 @@ func (r *resolved) resolveEFA(d *strictyaml.Decoder, at func(string) *yaml.Node,
 	return nil
 }
 
-// clusterConfig is the cluster the scenario runs on, as its collectives see
-// it (the ranks of a node, the generation's policy: CollectiveOptions).
+// clusterConfig is the cluster the scenario runs on, with its fabric
+// parameters, as its collectives see it too (the ranks and EFA NICs of a
+// node, the generation's policy: CollectiveOptions).
 func (r *resolved) clusterConfig() cluster.Config {
-	return cluster.Config{Generation: r.gen, Devices: r.devices, Nodes: r.nodes, Switch: r.family, Kind: r.kind,
+	params := r.params
+	return cluster.Config{Generation: r.gen, Devices: r.devices, Nodes: r.nodes, Switch: r.family, Kind: r.kind, Params: &params,
 		TimingOnly: r.timing, RanksPerDevice: r.ranksPer, BufferBytes: r.buffers, Revision: r.revision, Boot: r.boot, Reset: r.reset,
 		DeviceID: r.deviceID,
 		// Past the driver's 64 devices a node only by system.name
@@ -141,7 +143,9 @@ func (r *resolved) clusterConfig() cluster.Config {
 
 // options are a collective's build options with what the system's shape
 // decides (cluster.Config.CollectiveOptions): across nodes, a node's ranks
-// as the group size of the hierarchical algorithm and of Auto's choice.
+// as the group size of the hierarchical algorithm and of Auto's choice, and
+// one flat-ring channel per EFA NIC of a node unless the step gives its
+// channels.
 func (r *resolved) options(opt enc.Options) enc.Options {
 	return r.clusterConfig().CollectiveOptions(opt)
 }

@@ -10,6 +10,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/sim/fabric"
 )
 
@@ -102,27 +103,63 @@ func TestSystemNodesEFARefusals(t *testing.T) {
 
 // TestSweepOverNodes: a sweep on 2 × trn2.48xlarge over EFA runs 32
 // ranks, the automatic choice hierarchical (a node's 16 ranks its group)
-// and algo ring the flat ring, as fabric sweep --nodes 2 does; the report
-// names the nodes.
+// and algo ring the flat ring — one channel per EFA NIC of a node (16), or
+// the step's channels —, as fabric sweep --nodes 2 does; the report names
+// the nodes and the channels; a collective step takes channels too, and
+// system.efa.devices_per_nic sets how many NICs, so channels, a node has.
 func TestSweepOverNodes(t *testing.T) {
 	if raceEnabled {
 		t.Skip("a 32-device system")
 	}
 	doc := "name: x\nsystem: {name: trn2-48xl, nodes: 2, reset: false, boot: false, buffer_bytes: 4M}\nsteps:\n" +
 		"  - sweep: {op: all_reduce, min: 64K, max: 64K}\n  - sweep: {op: all_reduce, algo: ring, min: 64K, max: 64K}\n" +
-		"  - collective: {op: all_reduce, algo: hier, size: 64K}\n"
+		"  - sweep: {op: all_reduce, algo: ring, min: 64K, max: 64K, channels: 4}\n" +
+		"  - collective: {op: all_reduce, algo: hier, size: 64K}\n  - collective: {op: all_reduce, algo: ring, size: 64K, channels: 2}\n"
 	p, err := Parse("x.yaml", []byte(doc))
 	require.NoError(t, err)
 	sum, err := p.Run(Options{OutDir: t.TempDir()})
 	require.NoError(t, err)
 	assert.Equal(t, 32, sum.Devices)
-	require.Len(t, sum.Sweeps, 2)
-	for i, algo := range []string{"hier", "ring"} {
+	require.Len(t, sum.Sweeps, 3)
+	for i, want := range []struct {
+		algo     string
+		channels any
+	}{{"hier", nil}, {"ring", 16}, {"ring", 4}} {
 		rep := sum.Sweeps[i]
 		assert.Equal(t, 32, rep.Ranks)
 		assert.Equal(t, 2, rep.Extra["nodes"])
 		require.Len(t, rep.Rows, 1)
-		assert.Equal(t, algo, rep.Rows[0].Algorithm)
+		assert.Equal(t, want.algo, rep.Rows[0].Algorithm)
+		assert.Equal(t, want.channels, rep.Extra["channels"], "sweep %d", i)
+	}
+	assert.Equal(t, 16, p.sys.options(enc.Options{}).Channels)
+	pairs, err := Parse("x.yaml", []byte(strings.Replace(doc, "nodes: 2,", "nodes: 2, efa: {devices_per_nic: 2},", 1)))
+	require.NoError(t, err)
+	assert.Equal(t, 8, pairs.sys.options(enc.Options{}).Channels, "8 NICs of 2 devices")
+}
+
+// TestStepChannelsRefused: a step's channels out of range, on one node,
+// for an algorithm other than the ring's, or not dividing a node's ranks
+// are refused at their position, naming the key.
+func TestStepChannelsRefused(t *testing.T) {
+	const two = "name: x\nsystem: {name: trn2-48xl, nodes: 2, buffer_bytes: 4M}\nsteps:\n"
+	for _, tc := range []struct {
+		name, doc, token, want string
+	}{
+		{"zero", two + "  - sweep: {op: all_reduce, min: 64K, max: 64K, channels: 0}\n", "0}", "sweep.channels: 1..256 rings side by side, not 0"},
+		{"too many", two + "  - collective: {op: all_reduce, size: 64K, channels: 257}\n", "257", "collective.channels: 1..256 rings side by side, not 257"},
+		{"one node", "name: x\nsystem: {arch: cayman, devices: 16}\nsteps:\n  - collective: {op: all_reduce, size: 64K, channels: 2}\n", "2}", "channels are the flat ring's across nodes, and system.nodes is 1"},
+		{"hier", two + "  - sweep: {op: all_reduce, algo: hier, min: 64K, max: 64K, channels: 2}\n", "2}", "algo ring or auto, not hier"},
+		{"not dividing", two + "  - collective: {op: all_reduce, algo: ring, size: 64K, channels: 3}\n", "3}", "3 channels do not divide a node's 16 ranks"},
+		{"text", two + "  - collective: {op: all_reduce, size: 64K, channels: many}\n", "many", "channels"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("x.yaml", []byte(tc.doc))
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrStrict)
+			assert.True(t, strings.HasPrefix(err.Error(), posOf(t, tc.doc, tc.token)), "%v at %s", err, posOf(t, tc.doc, tc.token))
+			assert.Contains(t, err.Error(), tc.want)
+		})
 	}
 }
 
