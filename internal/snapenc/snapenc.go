@@ -596,74 +596,11 @@ func (d *decoder) value(v reflect.Value, ti *typeInfo, depth int) {
 		}
 		d.elements(v, v.Len(), ti.elem, depth)
 	case reflect.Slice:
-		n, isNil := d.count(true, ti.elem.min, "elements")
-		if d.err != nil {
-			return
-		}
-		if isNil {
-			v.SetZero()
-			return
-		}
-		if !d.charge(n, ti.elem.size, strconv.FormatInt(n, 10)+" elements") {
-			return
-		}
-		s := reflect.MakeSlice(v.Type(), int(n), int(n))
-		if ti.elem.kind == reflect.Uint8 {
-			d.read(s.Bytes())
-		} else {
-			d.elements(s, int(n), ti.elem, depth)
-		}
-		if d.err == nil {
-			v.Set(s)
-		}
+		d.slice(v, ti, depth)
 	case reflect.Map:
-		n, isNil := d.count(true, ti.key.min+ti.elem.min, "entries")
-		if d.err != nil {
-			return
-		}
-		if isNil {
-			v.SetZero()
-			return
-		}
-		if !d.charge(n, 2*(ti.key.size+ti.elem.size), strconv.FormatInt(n, 10)+" entries") {
-			return
-		}
-		t := v.Type()
-		m := reflect.MakeMapWithSize(t, int(n))
-		key, prev := reflect.New(t.Key()).Elem(), reflect.New(t.Key()).Elem()
-		val := reflect.New(t.Elem()).Elem()
-		d.path = append(d.path, pathElem{entry: true})
-		for i := range int(n) {
-			d.path[len(d.path)-1].index = i
-			d.value(key, ti.key, depth+1)
-			if d.err == nil && i > 0 && !ascending(prev, key) {
-				d.fail("key %v is not above the previous key %v (keys are strictly ascending)", key, prev)
-			}
-			val.SetZero()
-			d.value(val, ti.elem, depth+1)
-			if d.err != nil {
-				return
-			}
-			m.SetMapIndex(key, val)
-			prev.Set(key)
-		}
-		d.path = d.path[:len(d.path)-1]
-		v.Set(m)
+		d.mapValue(v, ti, depth)
 	case reflect.Pointer:
-		switch b := d.byte(); {
-		case d.err != nil:
-		case b == 0:
-			v.SetZero()
-		case b == 1:
-			if !d.charge(1, ti.elem.size, "a pointed-to value") {
-				return
-			}
-			p := reflect.New(v.Type().Elem())
-			d.value(p.Elem(), ti.elem, depth+1)
-			v.Set(p)
-		default:
-			d.fail("pointer byte %d (want 0 or 1)", b)
-		}
+		d.pointer(v, ti, depth)
 	case reflect.Struct:
 		d.path = append(d.path, pathElem{})
 		for _, f := range ti.fields {
@@ -676,6 +613,87 @@ func (d *decoder) value(v reflect.Value, ti *typeInfo, depth int) {
 		d.path = d.path[:len(d.path)-1]
 	default:
 		d.fail("%v: %v", v.Type(), ErrType)
+	}
+}
+
+// slice decodes a slice: its count (or nil), charged against the budget
+// before it is made, then its elements.
+func (d *decoder) slice(v reflect.Value, ti *typeInfo, depth int) {
+	n, isNil := d.count(true, ti.elem.min, "elements")
+	if d.err != nil {
+		return
+	}
+	if isNil {
+		v.SetZero()
+		return
+	}
+	if !d.charge(n, ti.elem.size, strconv.FormatInt(n, 10)+" elements") {
+		return
+	}
+	s := reflect.MakeSlice(v.Type(), int(n), int(n))
+	if ti.elem.kind == reflect.Uint8 {
+		d.read(s.Bytes())
+	} else {
+		d.elements(s, int(n), ti.elem, depth)
+	}
+	if d.err == nil {
+		v.Set(s)
+	}
+}
+
+// mapValue decodes a map: its count (or nil), charged against the budget,
+// then its entries, whose keys must be strictly ascending.
+func (d *decoder) mapValue(v reflect.Value, ti *typeInfo, depth int) {
+	n, isNil := d.count(true, ti.key.min+ti.elem.min, "entries")
+	if d.err != nil {
+		return
+	}
+	if isNil {
+		v.SetZero()
+		return
+	}
+	if !d.charge(n, 2*(ti.key.size+ti.elem.size), strconv.FormatInt(n, 10)+" entries") {
+		return
+	}
+	t := v.Type()
+	m := reflect.MakeMapWithSize(t, int(n))
+	key, prev := reflect.New(t.Key()).Elem(), reflect.New(t.Key()).Elem()
+	val := reflect.New(t.Elem()).Elem()
+	d.path = append(d.path, pathElem{entry: true})
+	for i := range int(n) {
+		d.path[len(d.path)-1].index = i
+		d.value(key, ti.key, depth+1)
+		if d.err == nil && i > 0 && !ascending(prev, key) {
+			d.fail("key %v is not above the previous key %v (keys are strictly ascending)", key, prev)
+		}
+		val.SetZero()
+		d.value(val, ti.elem, depth+1)
+		if d.err != nil {
+			return
+		}
+		m.SetMapIndex(key, val)
+		prev.Set(key)
+	}
+	d.path = d.path[:len(d.path)-1]
+	v.Set(m)
+}
+
+// pointer decodes a pointer: a byte, 0 for nil or 1 for a pointed-to
+// value (charged against the budget) that follows.
+func (d *decoder) pointer(v reflect.Value, ti *typeInfo, depth int) {
+	switch b := d.byte(); {
+	case d.err != nil:
+	case b == 0:
+		v.SetZero()
+	case b == 1:
+		if !d.charge(1, ti.elem.size, "a pointed-to value") {
+			return
+		}
+		p := reflect.New(v.Type().Elem())
+		d.value(p.Elem(), ti.elem, depth+1)
+		v.Set(p)
+	default:
+		d.fail("pointer byte %d (want 0 or 1)", b)
 	}
 }
 

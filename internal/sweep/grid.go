@@ -1069,39 +1069,21 @@ func (e *expander) checkFabric(cache map[string]error, sys system, nodes int, p 
 }
 
 // systems returns the system dimension: the systems axis' named systems,
-// then the devices axis' counts on the grid's arch with each topology.
+// then the devices axis' counts on the grid's arch with each topology,
+// none twice.
 func (e *expander) systems(family *hwarch.SwitchFamily) ([]system, error) {
-	raw := e.raw
-	ax := raw.Axes
-	var out []system
 	famOf := func(g hwarch.Generation) hwarch.SwitchFamily {
 		if family != nil {
 			return *family
 		}
 		return hwarch.DefaultSwitchFamily(g)
 	}
-	if l := ax.lists[AxisSystems]; l != nil {
-		for i, w := range l.items {
-			path := fmt.Sprintf("axes.%s[%d]", AxisSystems, i)
-			s, err := fabric.LookupSystem(w.s)
-			if err != nil {
-				return nil, e.fail(w.n, path, err, "%q", w.s)
-			}
-			if raw.Arch.n != nil {
-				if g, err := hwarch.ParseGeneration(raw.Arch.s); err == nil && g != s.Generation {
-					return nil, e.fail(w.n, path, nil, "%s is a %s system; the grid's arch is %s (leave arch out for a grid of systems only)", s.Name, s.Generation, g)
-				}
-			}
-			fam := famOf(s.Generation)
-			t, err := rtarch.For(s.Generation, rtarch.Options{Switch: fam})
-			if err != nil {
-				return nil, e.fail(w.n, path, err, "%s", s.Name)
-			}
-			out = append(out, system{name: s.Name, gen: s.Generation, family: fam, tables: t, devices: s.Devices, kind: s.Kind, n: w.n, path: path})
-		}
+	out, err := e.namedSystems(famOf)
+	if err != nil {
+		return nil, err
 	}
-	devs := ax.lists[AxisDevices]
-	topos := ax.lists[AxisTopologies]
+	ax := e.raw.Axes
+	devs, topos := ax.lists[AxisDevices], ax.lists[AxisTopologies]
 	if devs == nil {
 		if topos != nil {
 			return nil, e.fail(topos.n, "axes."+AxisTopologies, nil, "topologies apply to the devices axis, which is missing (a named system has its topology)")
@@ -1111,6 +1093,59 @@ func (e *expander) systems(family *hwarch.SwitchFamily) ([]system, error) {
 		}
 		return out, nil
 	}
+	counted, err := e.countedSystems(famOf, devs, topos)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, counted...)
+	seen := map[string]int{}
+	for i, s := range out {
+		key := fmt.Sprintf("%s/%v/%d/%v", s.name, s.gen, s.devices, s.kind)
+		if j, dup := seen[key]; dup {
+			return nil, e.fail(s.n, s.path, nil, "%d %s devices on %s twice (systems %d and %d; topology auto resolves to %s)", s.devices, s.gen, s.kind, j, i, s.kind)
+		}
+		seen[key] = i
+	}
+	return out, nil
+}
+
+// namedSystems returns the systems axis' systems of the catalogue
+// (fabric.LookupSystem), each of the grid's arch if it has one, with its
+// switch family's runtime tables.
+func (e *expander) namedSystems(famOf func(hwarch.Generation) hwarch.SwitchFamily) ([]system, error) {
+	raw := e.raw
+	l := raw.Axes.lists[AxisSystems]
+	if l == nil {
+		return nil, nil
+	}
+	var out []system
+	for i, w := range l.items {
+		path := fmt.Sprintf("axes.%s[%d]", AxisSystems, i)
+		s, err := fabric.LookupSystem(w.s)
+		if err != nil {
+			return nil, e.fail(w.n, path, err, "%q", w.s)
+		}
+		if raw.Arch.n != nil {
+			if g, err := hwarch.ParseGeneration(raw.Arch.s); err == nil && g != s.Generation {
+				return nil, e.fail(w.n, path, nil, "%s is a %s system; the grid's arch is %s (leave arch out for a grid of systems only)", s.Name, s.Generation, g)
+			}
+		}
+		fam := famOf(s.Generation)
+		t, err := rtarch.For(s.Generation, rtarch.Options{Switch: fam})
+		if err != nil {
+			return nil, e.fail(w.n, path, err, "%s", s.Name)
+		}
+		out = append(out, system{name: s.Name, gen: s.Generation, family: fam, tables: t, devices: s.Devices, kind: s.Kind, n: w.n, path: path})
+	}
+	return out, nil
+}
+
+// countedSystems returns the devices axis' counts on the grid's arch, each
+// with every topology of the topologies axis (auto, resolved, without
+// one): each count within what the runtime's tables allow (what_if past
+// the driver's limit), none twice.
+func (e *expander) countedSystems(famOf func(hwarch.Generation) hwarch.SwitchFamily, devs, topos *list) ([]system, error) {
+	raw := e.raw
 	if raw.Arch.n == nil {
 		return nil, e.fail(devs.n, "axes."+AxisDevices, nil, "device counts need the grid's arch (sunda|cayman|mariana)")
 	}
@@ -1135,6 +1170,7 @@ func (e *expander) systems(family *hwarch.SwitchFamily) ([]system, error) {
 		}
 		parsedKinds = append(parsedKinds, k)
 	}
+	var out []system
 	counts := map[int64]bool{}
 	for i, w := range devs.items {
 		path := fmt.Sprintf("axes.%s[%d]", AxisDevices, i)
@@ -1164,14 +1200,6 @@ func (e *expander) systems(family *hwarch.SwitchFamily) ([]system, error) {
 			}
 			out = append(out, system{gen: gen, family: fam, tables: t, devices: int(n), kind: kind, n: kinds[j].n, path: kp})
 		}
-	}
-	seen := map[string]int{}
-	for i, s := range out {
-		key := fmt.Sprintf("%s/%v/%d/%v", s.name, s.gen, s.devices, s.kind)
-		if j, dup := seen[key]; dup {
-			return nil, e.fail(s.n, s.path, nil, "%d %s devices on %s twice (systems %d and %d; topology auto resolves to %s)", s.devices, s.gen, s.kind, j, i, s.kind)
-		}
-		seen[key] = i
 	}
 	return out, nil
 }

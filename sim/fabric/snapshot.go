@@ -627,93 +627,31 @@ func Load(r io.Reader) (*System, error) { return LoadWith(r, LoadOptions{}) }
 // a limit of o, or whose state cannot exist is refused with an error
 // wrapping ErrSnapshot that names what is wrong, and nothing is built.
 func LoadWith(r io.Reader, o LoadOptions) (*System, error) {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("fabric snapshot: "+format+": %w", append(args, ErrSnapshot)...)
-	}
 	limit := o.MaxBytes
 	if limit < 0 {
-		return nil, bad("a limit of %d bytes", limit)
+		return nil, badSnapshot("a limit of %d bytes", limit)
 	}
 	if limit == 0 {
 		limit = DefaultMaxSnapshotBytes
 	}
 	var hdr [snapshotHeader]byte
-	if _, err := io.ReadFull(r, hdr[:12]); err != nil {
-		return nil, bad("header: %v", err)
-	}
-	if !bytes.Equal(hdr[:8], snapshotMagic[:]) {
-		return nil, bad("not a neuronsim snapshot (magic % x)", hdr[:8])
-	}
-	switch v := binary.LittleEndian.Uint32(hdr[8:]); v {
-	case SnapshotVersion:
-	case 1:
-		return nil, bad("version 1 (gob-encoded, written by neuronsim before format version 2) is no longer read: it cannot be decoded safely; this build reads version %d, so save the system again with this build", SnapshotVersion)
-	case 2:
-		return nil, bad("version 2 (whose host memory state kept its buffers in a map) is no longer read; this build reads version %d, so save the system again with this build", SnapshotVersion)
-	case 3:
-		return nil, bad("version 3 (links with one free time, before their busy spans) is no longer read; this build reads version %d, so save the system again with this build", SnapshotVersion)
-	case 4:
-		return nil, bad("version 4 (before the device id, the firmware boot count and the function-level reset counter were kept: an Inf2 system came back as Trn1) is no longer read; this build reads version %d, so save the system again with this build", SnapshotVersion)
-	case 5:
-		return nil, bad("version 5 (before the endpoint mode, Params.Endpoints, and the ideal DMA timing, dma.Timing.Ideal, were kept) is no longer read; this build reads version %d, so save the system again with this build", SnapshotVersion)
-	case 6:
-		return nil, bad("version 6 (before the fabric parameters kept the Trn3 Gen1 inter-rack links) is no longer read; this build reads version %d, so save the system again with this build", SnapshotVersion)
-	case 7:
-		return nil, bad("version 7 (before the nodes of a system and their EFA scale-out network, Snapshot.Nodes and Params.EFA, were kept) is no longer read; this build reads version %d, so save the system again with this build", SnapshotVersion)
-	default:
-		return nil, bad("version %d; this build reads version %d", v, SnapshotVersion)
-	}
-	if _, err := io.ReadFull(r, hdr[12:]); err != nil {
-		return nil, bad("header: %v", err)
-	}
-	if res := binary.LittleEndian.Uint32(hdr[12:]); res != 0 {
-		return nil, bad("reserved header word %#x (must be 0)", res)
-	}
-	n, size := binary.LittleEndian.Uint64(hdr[16:]), binary.LittleEndian.Uint64(hdr[24:])
-	if n > uint64(limit) {
-		return nil, fmt.Errorf("fabric snapshot: payload of %d bytes, over the limit of %d bytes (LoadOptions.MaxBytes): %w: %w", n, limit, ErrSnapshotLimit, ErrSnapshot)
-	}
-	if size > uint64(limit) {
-		return nil, fmt.Errorf("fabric snapshot: the header declares %d bytes decoded, over the limit of %d bytes (LoadOptions.MaxBytes): %w: %w", size, limit, ErrSnapshotLimit, ErrSnapshot)
-	}
-	layout, err := snapshotLayout()
+	n, size, err := readSnapshotHeader(r, &hdr, limit)
 	if err != nil {
-		return nil, bad("%v", err)
-	}
-	if got := binary.LittleEndian.Uint64(hdr[32:]); got != layout {
-		return nil, bad("layout fingerprint %#016x, this build's is %#016x: the file was written by a build whose state types differ", got, layout)
+		return nil, err
 	}
 	payload, err := io.ReadAll(io.LimitReader(r, int64(n)+1))
 	if err != nil {
-		return nil, bad("payload: %v", err)
+		return nil, badSnapshot("payload: %v", err)
 	}
 	if uint64(len(payload)) != n {
-		return nil, bad("payload of %d bytes, the header says %d (truncated or trailing data)", len(payload), n)
+		return nil, badSnapshot("payload of %d bytes, the header says %d (truncated or trailing data)", len(payload), n)
 	}
 	if sum := snapshotSum(hdr[:], payload); !bytes.Equal(sum[:], hdr[sumOffset:]) {
-		return nil, bad("checksum mismatch (the file is corrupted)")
+		return nil, badSnapshot("checksum mismatch (the file is corrupted)")
 	}
-	if size == 0 {
-		return nil, bad("the header declares an empty encoding")
-	}
-	// DecodeAll stops at the decoder's memory limit: the declared length (or
-	// the window, for a small snapshot), then the length is checked exactly.
-	zr, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxWindow(snapshotWindow), zstd.WithDecoderMaxMemory(max(size, snapshotWindow)))
+	raw, err := decompressSnapshot(payload, size)
 	if err != nil {
-		return nil, bad("%v", err)
-	}
-	// Room for the declared length, up to 64 times the payload (far above
-	// what zstd makes of state; past that the buffer grows as bytes come).
-	raw, err := zr.DecodeAll(payload, make([]byte, 0, min(size, 64*n+1<<20)))
-	zr.Close()
-	switch {
-	case errors.Is(err, zstd.ErrDecoderSizeExceeded):
-		return nil, bad("the payload decompresses to more than the %d bytes its header declares", size)
-	case err != nil:
-		return nil, bad("decompressing: %v", err)
-	case uint64(len(raw)) != size:
-		return nil, bad("the payload decompresses to %d bytes, its header declares %d", len(raw), size)
+		return nil, err
 	}
 	payload = nil
 	var snap Snapshot
@@ -729,4 +667,98 @@ func LoadWith(r io.Reader, o LoadOptions) (*System, error) {
 			snap.Devices, int64(snap.Devices)*deviceBuildBytes>>20, limit, ErrSnapshotLimit, ErrSnapshot)
 	}
 	return Restore(&snap)
+}
+
+// badSnapshot is a refusal of a snapshot file, wrapping ErrSnapshot.
+func badSnapshot(format string, args ...any) error {
+	return fmt.Errorf("fabric snapshot: "+format+": %w", append(args, ErrSnapshot)...)
+}
+
+// readSnapshotHeader reads a snapshot's header into hdr and checks it —
+// the magic, this build's version (an older one named with why it is no
+// longer read), the reserved word, the payload's length n and decoded
+// size within limit, this build's layout fingerprint — and returns n and
+// the size.
+func readSnapshotHeader(r io.Reader, hdr *[snapshotHeader]byte, limit int64) (n, size uint64, err error) {
+	if _, err := io.ReadFull(r, hdr[:12]); err != nil {
+		return 0, 0, badSnapshot("header: %v", err)
+	}
+	if !bytes.Equal(hdr[:8], snapshotMagic[:]) {
+		return 0, 0, badSnapshot("not a neuronsim snapshot (magic % x)", hdr[:8])
+	}
+	if err := checkSnapshotVersion(binary.LittleEndian.Uint32(hdr[8:])); err != nil {
+		return 0, 0, err
+	}
+	if _, err := io.ReadFull(r, hdr[12:]); err != nil {
+		return 0, 0, badSnapshot("header: %v", err)
+	}
+	if res := binary.LittleEndian.Uint32(hdr[12:]); res != 0 {
+		return 0, 0, badSnapshot("reserved header word %#x (must be 0)", res)
+	}
+	n, size = binary.LittleEndian.Uint64(hdr[16:]), binary.LittleEndian.Uint64(hdr[24:])
+	if n > uint64(limit) {
+		return 0, 0, fmt.Errorf("fabric snapshot: payload of %d bytes, over the limit of %d bytes (LoadOptions.MaxBytes): %w: %w", n, limit, ErrSnapshotLimit, ErrSnapshot)
+	}
+	if size > uint64(limit) {
+		return 0, 0, fmt.Errorf("fabric snapshot: the header declares %d bytes decoded, over the limit of %d bytes (LoadOptions.MaxBytes): %w: %w", size, limit, ErrSnapshotLimit, ErrSnapshot)
+	}
+	layout, err := snapshotLayout()
+	if err != nil {
+		return 0, 0, badSnapshot("%v", err)
+	}
+	if got := binary.LittleEndian.Uint64(hdr[32:]); got != layout {
+		return 0, 0, badSnapshot("layout fingerprint %#016x, this build's is %#016x: the file was written by a build whose state types differ", got, layout)
+	}
+	return n, size, nil
+}
+
+// checkSnapshotVersion accepts SnapshotVersion and refuses any other,
+// saying why an older one is no longer read.
+func checkSnapshotVersion(v uint32) error {
+	why := map[uint32]string{
+		1: "version 1 (gob-encoded, written by neuronsim before format version 2) is no longer read: it cannot be decoded safely",
+		2: "version 2 (whose host memory state kept its buffers in a map) is no longer read",
+		3: "version 3 (links with one free time, before their busy spans) is no longer read",
+		4: "version 4 (before the device id, the firmware boot count and the function-level reset counter were kept: an Inf2 system came back as Trn1) is no longer read",
+		5: "version 5 (before the endpoint mode, Params.Endpoints, and the ideal DMA timing, dma.Timing.Ideal, were kept) is no longer read",
+		6: "version 6 (before the fabric parameters kept the Trn3 Gen1 inter-rack links) is no longer read",
+		7: "version 7 (before the nodes of a system and their EFA scale-out network, Snapshot.Nodes and Params.EFA, were kept) is no longer read",
+	}
+	switch w, old := why[v]; {
+	case v == SnapshotVersion:
+		return nil
+	case old:
+		return badSnapshot("%s; this build reads version %d, so save the system again with this build", w, SnapshotVersion)
+	default:
+		return badSnapshot("version %d; this build reads version %d", v, SnapshotVersion)
+	}
+}
+
+// decompressSnapshot decodes a snapshot's zstd payload, which must give
+// exactly the size its header declares (a size already within the limit).
+func decompressSnapshot(payload []byte, size uint64) ([]byte, error) {
+	if size == 0 {
+		return nil, badSnapshot("the header declares an empty encoding")
+	}
+	// DecodeAll stops at the decoder's memory limit: the declared length (or
+	// the window, for a small snapshot), then the length is checked exactly.
+	zr, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderMaxWindow(snapshotWindow), zstd.WithDecoderMaxMemory(max(size, snapshotWindow)))
+	if err != nil {
+		return nil, badSnapshot("%v", err)
+	}
+	// Room for the declared length, up to 64 times the payload (far above
+	// what zstd makes of state; past that the buffer grows as bytes come).
+	n := uint64(len(payload))
+	raw, err := zr.DecodeAll(payload, make([]byte, 0, min(size, 64*n+1<<20)))
+	zr.Close()
+	switch {
+	case errors.Is(err, zstd.ErrDecoderSizeExceeded):
+		return nil, badSnapshot("the payload decompresses to more than the %d bytes its header declares", size)
+	case err != nil:
+		return nil, badSnapshot("decompressing: %v", err)
+	case uint64(len(raw)) != size:
+		return nil, badSnapshot("the payload decompresses to %d bytes, its header declares %d", len(raw), size)
+	}
+	return raw, nil
 }
