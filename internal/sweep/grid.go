@@ -27,6 +27,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -127,9 +128,10 @@ type Point struct {
 	// EFA are the grid's efa overrides, for a point of several nodes
 	// only (nil for one node, which has no EFA network).
 	EFA *EFA `json:"efa,omitempty"`
-	// Channels is a point of several nodes' flat ring channels: one per
+	// Channels are the flat ring's channels of a point of several nodes
+	// with algo ring or auto: the channels axis' value, by default one per
 	// EFA NIC of a node (cluster.Config.NodeNICs, as the runtime runs
-	// them); 0 for one node.
+	// them); 0 for the points they do not apply to.
 	Channels int `json:"channels,omitempty"`
 }
 
@@ -143,6 +145,21 @@ type EFA struct {
 	LeafPorts        *int     `json:"leaf_ports,omitempty"`
 	Spines           *int     `json:"spines,omitempty"`
 	DevicesPerNIC    *int     `json:"devices_per_nic,omitempty"`
+}
+
+// nodeNICs is the EFA NICs of one node of a point of several nodes, as
+// its cluster has them (cluster.Config.NodeNICs: the generation's devices
+// per NIC or the efa block's), 0 for a point of one node.
+func (p *Point) nodeNICs() int {
+	g, err := hwarch.ParseGeneration(p.Arch)
+	if err != nil || p.Nodes <= 1 {
+		return 0
+	}
+	params := fabric.Params{EFA: fabric.DefaultEFA(g)}
+	if p.EFA != nil && p.EFA.DevicesPerNIC != nil {
+		params.EFA.DevicesPerNIC = *p.EFA.DevicesPerNIC
+	}
+	return cluster.Config{Generation: g, Devices: p.Devices * p.Nodes, Nodes: p.Nodes, Params: &params}.NodeNICs()
 }
 
 // efaOf is the settings' overrides as a point's EFA.
@@ -425,13 +442,14 @@ const (
 	AxisLinkLatency    = "link_latency"
 	AxisOps            = "ops"
 	AxisAlgos          = "algos"
+	AxisChannels       = "channels"
 	AxisDtypes         = "dtypes"
 	AxisSizes          = "sizes"
 )
 
 // Axes are the names of the axes a grid may have, in nesting order.
 var Axes = []string{AxisSystems, AxisDevices, AxisTopologies, AxisNodes, AxisRanksPerDevice, AxisModels,
-	AxisLinkBW, AxisLinkLatency, AxisOps, AxisAlgos, AxisDtypes, AxisSizes}
+	AxisLinkBW, AxisLinkLatency, AxisOps, AxisAlgos, AxisChannels, AxisDtypes, AxisSizes}
 
 type rawAxes struct {
 	lists map[string]*list
@@ -583,6 +601,7 @@ type axisValues struct {
 	models             []strVal
 	bws, lats          []optPS
 	ops, algos, dtypes []strVal
+	channels           []intVal // 0: one per EFA NIC of a node (nics)
 }
 
 // expand turns the decoded grid into its points, in the axes' nesting
@@ -615,6 +634,9 @@ func (e *expander) expand() (*Grid, error) {
 				}
 			}
 		}
+	}
+	if l := e.raw.Axes.lists[AxisChannels]; l != nil && !slices.ContainsFunc(g.points, func(p Point) bool { return p.Channels > 0 }) {
+		return nil, e.fail(l.n, "axes."+AxisChannels, nil, "no point runs a flat ring across nodes (2 nodes or more, algo ring or auto): the channels apply to none")
 	}
 	seen := make(map[string]int, len(g.points))
 	for i, p := range g.points {
@@ -707,6 +729,9 @@ func (e *expander) axes(fx fixedFields) (av axisValues, err error) {
 	}); err != nil {
 		return av, err
 	}
+	if av.channels, err = e.channels(); err != nil {
+		return av, err
+	}
 	if av.dtypes, err = e.words(AxisDtypes, []string{"fp32"}, func(s string) (string, error) {
 		t, err := enc.ParseDtype(s)
 		return t.String(), err
@@ -725,7 +750,7 @@ func (e *expander) axes(fx fixedFields) (av axisValues, err error) {
 func (e *expander) checkCount(g *Grid, av axisValues) error {
 	ax := e.raw.Axes
 	count := uint64(1)
-	for _, k := range []int{len(av.systems), len(av.nodes), len(av.rpds), len(av.models), len(av.bws), len(av.lats), len(av.ops), len(av.algos), len(av.dtypes)} {
+	for _, k := range []int{len(av.systems), len(av.nodes), len(av.rpds), len(av.models), len(av.bws), len(av.lats), len(av.ops), len(av.algos), len(av.channels), len(av.dtypes)} {
 		count *= uint64(k)
 		if count > MaxPoints {
 			return e.fail(ax.n, "axes", nil, "more than %d points (the product of the axes); split the grid", MaxPoints)
@@ -868,30 +893,68 @@ func (b *pointBuilder) collectives(sh shapeOf, model string, p fabric.Params, bw
 	g := b.g
 	for _, op := range b.av.ops {
 		for _, algo := range b.av.algos {
-			for _, dt := range b.av.dtypes {
-				o, _ := enc.ParseOp(op.v)
-				t, _ := enc.ParseDtype(dt.v)
-				sizes, err := b.e.sizes(o, t, sh.ranks)
-				if err != nil {
-					return err
-				}
-				group := len(g.groups)
-				if len(g.points) > 0 {
-					group = g.groups[len(g.groups)-1] + 1
-				}
-				for _, sz := range sizes {
-					pt := Point{Index: len(g.points), Arch: sh.sys.gen.String(), Switch: sh.sys.family.String(), System: sh.sys.name,
-						Devices: sh.sys.devices, Nodes: sh.sys.nodes, Topology: sh.sys.kind.String(), Ranks: sh.ranks, RanksPer: sh.rpd, Model: model,
-						Endpoints: b.fx.ends.String(), LinkBW: bw.v, LinkLatency: lat.v, Op: op.v, Algo: algo.v, Dtype: dt.v,
-						Size: sz.v, Mode: b.fx.mode, Seed: b.fx.seed}
-					if err := b.add(sh, pt, p, sz, group); err != nil {
+			chs, err := b.channelsOf(sh, p, algo.v)
+			if err != nil {
+				return err
+			}
+			for _, ch := range chs {
+				for _, dt := range b.av.dtypes {
+					o, _ := enc.ParseOp(op.v)
+					t, _ := enc.ParseDtype(dt.v)
+					sizes, err := b.e.sizes(o, t, sh.ranks)
+					if err != nil {
 						return err
+					}
+					group := len(g.groups)
+					if len(g.points) > 0 {
+						group = g.groups[len(g.groups)-1] + 1
+					}
+					for _, sz := range sizes {
+						pt := Point{Index: len(g.points), Arch: sh.sys.gen.String(), Switch: sh.sys.family.String(), System: sh.sys.name,
+							Devices: sh.sys.devices, Nodes: sh.sys.nodes, Topology: sh.sys.kind.String(), Ranks: sh.ranks, RanksPer: sh.rpd, Model: model,
+							Endpoints: b.fx.ends.String(), LinkBW: bw.v, LinkLatency: lat.v, Op: op.v, Algo: algo.v, Dtype: dt.v,
+							Size: sz.v, Mode: b.fx.mode, Seed: b.fx.seed, Channels: ch}
+						if err := b.add(sh, pt, p, sz, group); err != nil {
+							return err
+						}
 					}
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// channelsOf returns the flat-ring channels of the points of algorithm
+// algo on shape sh with fabric parameters p, one per value of the channels
+// axis, nics resolved to a node's EFA NICs (cluster.Config.NodeNICs): over
+// several nodes with algo ring or auto. Points the channels do not apply
+// to — of one node, or of another algorithm — run once, with none (0). A
+// count that does not divide a node's ranks, or two values that come to
+// the same count, are refused naming the value.
+func (b *pointBuilder) channelsOf(sh shapeOf, p fabric.Params, algo string) ([]int, error) {
+	if sh.sys.nodes <= 1 || algo != enc.Ring.String() && algo != enc.Auto.String() {
+		return []int{0}, nil
+	}
+	nics := sh.options(&p).Channels
+	node := sh.ranks / sh.sys.nodes
+	var out []int
+	seen := map[int]string{}
+	for _, c := range b.av.channels {
+		k := c.v
+		if k == 0 {
+			k = nics
+		}
+		if node%k != 0 {
+			return nil, b.e.fail(c.n, c.p, nil, "%d channels do not divide a node's %d ranks (%s): each channel enters a node at its own local rank", k, node, sh.sys.describe())
+		}
+		if prev, dup := seen[k]; dup {
+			return nil, b.e.fail(c.n, c.p, nil, "%d channels twice on %s (%s and %s: a node has %d EFA NICs)", k, sh.sys.describe(), prev, c.p, nics)
+		}
+		seen[k] = c.p
+		out = append(out, k)
+	}
+	return out, nil
 }
 
 // add completes point pt (size sz of group group on shape sh with fabric
@@ -907,7 +970,10 @@ func (b *pointBuilder) add(sh shapeOf, pt Point, p fabric.Params, sz sizeVal, gr
 	}
 	opts := sh.options(&p)
 	if sys.nodes > 1 {
-		pt.EFA, pt.Channels = efaOf(b.av.efa.s), opts.Channels
+		pt.EFA = efaOf(b.av.efa.s)
+	}
+	if pt.Channels > 0 {
+		opts.Channels = pt.Channels
 	}
 	o, _ := enc.ParseOp(pt.Op)
 	a, _ := enc.ParseAlgo(pt.Algo)
@@ -1032,14 +1098,20 @@ func (s *spec) config(p *Point, need uint64) cluster.Config {
 
 // impossible is the error of a point enc.Build or the memory estimate refuses.
 func (e *expander) impossible(sz sizeVal, sys system, rpd int, op, algo, dtype string, size int64, err error) error {
-	where := fmt.Sprintf("%d %s devices", sys.devices, sys.gen)
-	if sys.name != "" {
-		where = sys.name
+	return e.fail(sz.n, sz.p, err, "impossible point: %s %s (%s) of %d B on %s × %d ranks per device", algo, op, dtype, size, sys.describe(), rpd)
+}
+
+// describe names the system in an error: its name or its devices, and
+// its nodes.
+func (s system) describe() string {
+	where := fmt.Sprintf("%d %s devices", s.devices, s.gen)
+	if s.name != "" {
+		where = s.name
 	}
-	if sys.nodes > 1 {
-		where = fmt.Sprintf("%d nodes of %s", sys.nodes, where)
+	if s.nodes > 1 {
+		where = fmt.Sprintf("%d nodes of %s", s.nodes, where)
 	}
-	return e.fail(sz.n, sz.p, err, "impossible point: %s %s (%s) of %d B on %s × %d ranks per device", algo, op, dtype, size, where, rpd)
+	return where
 }
 
 // checkFabric builds the topology of sys once with p's parameters checked
@@ -1398,6 +1470,38 @@ func (e *expander) ints(axis string, lo, hi int64, def []int) ([]intVal, error) 
 		}
 		seen[v] = true
 		out = append(out, intVal{v: int(v), n: w.n, p: path})
+	}
+	return out, nil
+}
+
+// channelsNICs is the channels axis' word for one flat-ring channel per
+// EFA NIC of a node, the default.
+const channelsNICs = "nics"
+
+// channels reads the channels axis: nics (0), or 1..enc.MaxChannels rings.
+func (e *expander) channels() ([]intVal, error) {
+	words, err := e.words(AxisChannels, []string{channelsNICs}, func(s string) (string, error) {
+		if s == channelsNICs {
+			return s, nil
+		}
+		n, err := units.ParseInt("", s, 1, enc.MaxChannels)
+		if ue := (*units.Error)(nil); errors.As(err, &ue) {
+			ue.Reason += fmt.Sprintf(" (or %s, one per EFA NIC of a node)", channelsNICs)
+		}
+		if err != nil {
+			return "", err
+		}
+		return strconv.FormatInt(n, 10), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]intVal, len(words))
+	for i, w := range words {
+		out[i] = intVal{n: w.n, p: w.p}
+		if w.v != channelsNICs {
+			out[i].v, _ = strconv.Atoi(w.v)
+		}
 	}
 	return out, nil
 }

@@ -158,7 +158,7 @@ func (gr *group) report(i int) *nccom.Report {
 			rep.Rows = append(rep.Rows, r.Row.nccom(&r.Point))
 		}
 	}
-	cluster.NoteFlatRing(rep, p.Nodes, p.Channels, p.Channels) // as fabric sweep's report has it: a grid runs one channel per NIC
+	cluster.NoteFlatRing(rep, p.Nodes, p.Channels, p.nodeNICs()) // as fabric sweep's report has it
 	return rep
 }
 
@@ -214,13 +214,13 @@ func (f *Folder) ReportJSON() ([]byte, error) {
 // index and hash, every axis, then the results.
 var Columns = []string{
 	"index", "hash", "system", "arch", "switch", "devices", "nodes", "topology", "ranks_per_device", "ranks",
-	"model", "endpoints", "link_bw_Bps", "link_latency_ps", "op", "algo", "dtype", "size_B", "mode", "seed",
+	"model", "endpoints", "link_bw_Bps", "link_latency_ps", "op", "algo", "channels", "dtype", "size_B", "mode", "seed",
 	"status", "count_elems", "time_ps", "time_avg_us", "algbw_GBps", "busbw_GBps", "algorithm", "error",
 }
 
 // Records returns a row of Columns per point, in point order; an unset
-// link parameter (each link kind's default) and the results of a point
-// not OK are empty.
+// link parameter (each link kind's default), the channels of a point they
+// do not apply to and the results of a point not OK are empty.
 func (f *Folder) Records() [][]string {
 	opt := func(v *uint64) string {
 		if v == nil {
@@ -232,9 +232,13 @@ func (f *Folder) Records() [][]string {
 	var out [][]string
 	for _, r := range f.Results {
 		p := r.Point
+		channels := "" // the points channels do not apply to
+		if p.Channels > 0 {
+			channels = strconv.Itoa(p.Channels)
+		}
 		rec := []string{strconv.Itoa(p.Index), p.Hash, p.System, p.Arch, p.Switch, strconv.Itoa(p.Devices), strconv.Itoa(p.Nodes), p.Topology,
 			strconv.Itoa(p.RanksPer), strconv.Itoa(p.Ranks), p.Model, p.Endpoints, opt(p.LinkBW), opt(p.LinkLatency),
-			p.Op, p.Algo, p.Dtype, strconv.FormatInt(p.Size, 10), p.Mode, strconv.FormatUint(p.Seed, 10), string(r.Status)}
+			p.Op, p.Algo, channels, p.Dtype, strconv.FormatInt(p.Size, 10), p.Mode, strconv.FormatUint(p.Seed, 10), string(r.Status)}
 		if r.Row != nil {
 			rec = append(rec, strconv.FormatInt(r.Row.Count, 10), strconv.FormatUint(r.Row.TimePS, 10), fl(r.Row.TimeUS),
 				fl(r.Row.AlgBW), fl(r.Row.BusBW), r.Row.Algorithm, "")

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,12 +153,18 @@ func TestGridNodesErrors(t *testing.T) {
 }
 
 // TestNodesExampleGrid: scenarios/sweeps/nodes.yaml (docs/sweeps.md) is a
-// valid grid of one and two nodes.
+// valid grid of one and two nodes: 4 points of one node, and of two nodes
+// auto and ring each with one channel and with 16 (one per NIC).
 func TestNodesExampleGrid(t *testing.T) {
 	g, err := LoadGrid("../../scenarios/sweeps/nodes.yaml")
 	require.NoError(t, err)
-	require.Equal(t, 8, g.Len())
-	assert.Equal(t, [2]int{1, 2}, [2]int{g.Points()[0].Nodes, g.Points()[7].Nodes})
+	require.Equal(t, 12, g.Len())
+	assert.Equal(t, [2]int{1, 2}, [2]int{g.Points()[0].Nodes, g.Points()[11].Nodes})
+	var channels []int
+	for _, p := range g.Points() {
+		channels = append(channels, p.Channels)
+	}
+	assert.Equal(t, []int{0, 0, 0, 0, 1, 1, 16, 16, 1, 1, 16, 16}, channels)
 }
 
 // TestFormatOneFolder: a results folder written before the nodes axis
@@ -226,6 +233,83 @@ func TestMergedFlatRingNote(t *testing.T) {
 				assert.Equal(t, 16, rep.Extra[cluster.ChannelsKey])
 			} else {
 				assert.NotContains(t, rep.Extra, cluster.ChannelsKey)
+			}
+		})
+	}
+}
+
+// TestGridChannels: the channels axis nests inside the algorithms: points
+// of several nodes with algo ring or auto run each value (nics, the
+// default, resolved to a node's EFA NICs), the others once with none; the
+// channels are in a point's hash, its group and its merged report, which
+// carries the flat_ring note when they are fewer than the NICs.
+func TestGridChannels(t *testing.T) {
+	src := "axes:\n  systems: [trn2-48xl]\n  nodes: [1, 2]\n  ops: [all_reduce]\n  algos: [hier, ring]\n  channels: [1, nics]\n  sizes: [1M]\n"
+	g, err := ParseGrid("grid.yaml", []byte(strings.Replace(src, "hier, ", "", 1)))
+	require.NoError(t, err)
+	var got []string
+	for _, p := range g.Points() {
+		got = append(got, fmt.Sprintf("%d/%s/%d", p.Nodes, p.Algo, p.Channels))
+	}
+	assert.Equal(t, []string{"1/ring/0", "2/ring/1", "2/ring/16"}, got, "one node: the ring once, with no channels")
+	g = mustGrid(t, strings.Replace(src, "nodes: [1, 2]", "nodes: [2]", 1))
+	got = got[:0]
+	for i, p := range g.Points() {
+		got = append(got, fmt.Sprintf("%s/%d/%d", p.Algo, p.Channels, g.specs[i].opts.Channels))
+	}
+	assert.Equal(t, []string{"hier/0/16", "ring/1/1", "ring/16/16"}, got, "hier once; the ring per value")
+	pts := g.Points()
+	assert.NotEqual(t, pts[1].Hash, pts[2].Hash)
+	assert.Contains(t, pts[1].canonical(), "channels=\"1\"\n")
+	// The default axis is [nics]: the same points as a grid that names it.
+	def := mustGrid(t, strings.Replace(strings.Replace(src, "nodes: [1, 2]", "nodes: [2]", 1), "  channels: [1, nics]\n", "", 1))
+	assert.Equal(t, pts[2].Hash, def.Points()[1].Hash)
+	// Merged, each channel count is a group; fewer than the NICs get the note.
+	for _, p := range pts[1:] {
+		gr := group{first: p}
+		gr.results = append(gr.results, PointResult{Point: p, Status: StatusOK, Row: &Row{Count: 256, TimeUS: 1, Algorithm: "ring"}})
+		rep := gr.report(0)
+		assert.Equal(t, p.Channels, rep.Extra[cluster.ChannelsKey])
+		if p.Channels < 16 {
+			assert.Equal(t, cluster.FlatRingNote, rep.Extra[cluster.FlatRingKey])
+		} else {
+			assert.NotContains(t, rep.Extra, cluster.FlatRingKey)
+		}
+	}
+	// Two devices a NIC: nics is 8.
+	pairs := mustGrid(t, strings.Replace(src, "nodes: [1, 2]", "nodes: [2]", 1)+"efa:\n  devices_per_nic: 2\n")
+	assert.Equal(t, 8, pairs.Points()[2].Channels)
+	assert.Equal(t, 16, pairs.Points()[2].Devices)
+}
+
+// TestGridChannelsErrors: a bad channels value, one that does not divide
+// a node's ranks, two values of one count, and an axis no point uses are
+// refused at their position.
+func TestGridChannelsErrors(t *testing.T) {
+	with := func(nodes, algos, channels string) string {
+		return "axes:\n  systems: [trn2-48xl]\n  nodes: " + nodes + "\n  ops: [all_reduce]\n  algos: " + algos + "\n  channels: " + channels + "\n  sizes: [1M]\n"
+	}
+	for _, tc := range []struct {
+		name, src string
+		is        error
+		want      []string
+	}{
+		{"zero", with("[2]", "[ring]", "[0]"), units.ErrRange, []string{"grid.yaml:6:14", "axes.channels[0]", "or nics"}},
+		{"too many", with("[2]", "[ring]", "[257]"), units.ErrRange, []string{"grid.yaml:6:14", "axes.channels[0]"}},
+		{"a word", with("[2]", "[ring]", "[nic]"), units.ErrSyntax, []string{"grid.yaml:6:14", "axes.channels[0]", `"nic"`}},
+		{"twice", with("[2]", "[ring]", "[4, 4]"), ErrGrid, []string{"grid.yaml:6:17", "axes.channels[1]", "listed twice"}},
+		{"nics and its count", with("[2]", "[ring]", "[16, nics]"), ErrGrid, []string{"grid.yaml:6:18", "axes.channels[1]", "16 channels twice on 2 nodes of trn2-48xl", "16 EFA NICs"}},
+		{"not dividing", with("[2]", "[auto]", "[3]"), ErrGrid, []string{"grid.yaml:6:14", "axes.channels[0]", "3 channels do not divide a node's 16 ranks (2 nodes of trn2-48xl)"}},
+		{"one node", with("[1]", "[ring]", "[4]"), ErrGrid, []string{"grid.yaml:6:13", "axes.channels", "the channels apply to none"}},
+		{"hier only", with("[2]", "[hier]", "[4]"), ErrGrid, []string{"grid.yaml:6:13", "axes.channels", "apply to none"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := ParseGrid("grid.yaml", []byte(tc.src))
+			require.Error(t, err, "%v", g)
+			assert.ErrorIs(t, err, ErrGrid)
+			assert.ErrorIs(t, err, tc.is)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
 			}
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -307,14 +308,18 @@ func (p *Plan) WriteJSON(w io.Writer) error {
 func (p *Plan) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "grid %s: %s in %s\n", p.Grid, units.Plural(int64(p.Points), "point", "points"), units.Plural(int64(p.Groups), "group", "groups"))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\thash\tsystem\tdevices\tnodes\ttopology\tranks\tmodel\tlink_bw\tlink_latency\top\talgo\tdtype\tsize(B)\tmode\thost(ms)\tmem")
+	fmt.Fprintln(tw, "#\thash\tsystem\tdevices\tnodes\ttopology\tranks\tmodel\tlink_bw\tlink_latency\top\talgo\tchannels\tdtype\tsize(B)\tmode\thost(ms)\tmem")
 	for _, it := range p.Items {
 		sys := it.System
 		if sys == "" {
 			sys = it.Arch
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%.1f\t%s\n", it.Index, it.Hash, sys, it.Devices, it.Nodes, it.Topology,
-			it.Ranks, it.Model, optText(it.LinkBW, "B/s"), optText(it.LinkLatency, "ps"), it.Op, it.Algo, it.Dtype, it.Size, it.Mode,
+		channels := "-" // the points channels do not apply to
+		if it.Channels > 0 {
+			channels = strconv.Itoa(it.Channels)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%.1f\t%s\n", it.Index, it.Hash, sys, it.Devices, it.Nodes, it.Topology,
+			it.Ranks, it.Model, optText(it.LinkBW, "B/s"), optText(it.LinkLatency, "ps"), it.Op, it.Algo, channels, it.Dtype, it.Size, it.Mode,
 			it.HostSeconds*1e3, memlimit.Human(it.MemBytes))
 	}
 	if err := tw.Flush(); err != nil {

@@ -14,14 +14,15 @@ import (
 )
 
 // SQLiteTable is the table the database holds: one row per point, the
-// columns of Columns (numbers as INTEGER or REAL, an unset link parameter
-// and the results of a point not OK as NULL).
+// columns of Columns (numbers as INTEGER or REAL, an unset link parameter,
+// the channels of a point they do not apply to and the results of a point
+// not OK as NULL).
 const SQLiteTable = "points"
 
 // sqliteTypes are Columns' SQL types.
 var sqliteTypes = map[string]string{
 	"index": "INTEGER", "devices": "INTEGER", "nodes": "INTEGER", "ranks_per_device": "INTEGER", "ranks": "INTEGER",
-	"link_bw_Bps": "INTEGER", "link_latency_ps": "INTEGER", "size_B": "INTEGER", "seed": "INTEGER",
+	"link_bw_Bps": "INTEGER", "link_latency_ps": "INTEGER", "channels": "INTEGER", "size_B": "INTEGER", "seed": "INTEGER",
 	"count_elems": "INTEGER", "time_ps": "INTEGER",
 	"time_avg_us": "REAL", "algbw_GBps": "REAL", "busbw_GBps": "REAL",
 }
@@ -97,8 +98,12 @@ func sqliteValues(r *PointResult) []any {
 	if p.System == "" {
 		sys = nil
 	}
+	channels := any(p.Channels)
+	if p.Channels == 0 { // the points channels do not apply to
+		channels = nil
+	}
 	vals := []any{p.Index, p.Hash, sys, p.Arch, p.Switch, p.Devices, p.Nodes, p.Topology, p.RanksPer, p.Ranks,
-		p.Model, p.Endpoints, opt(p.LinkBW), opt(p.LinkLatency), p.Op, p.Algo, p.Dtype, p.Size, p.Mode, int64(p.Seed), string(r.Status)} // the grid bounds the seed to 2^63-1
+		p.Model, p.Endpoints, opt(p.LinkBW), opt(p.LinkLatency), p.Op, p.Algo, channels, p.Dtype, p.Size, p.Mode, int64(p.Seed), string(r.Status)} // the grid bounds the seed to 2^63-1
 	if r.Row != nil {
 		vals = append(vals, r.Row.Count, int64(r.Row.TimePS), r.Row.TimeUS, r.Row.AlgBW, r.Row.BusBW, r.Row.Algorithm, nil)
 	} else {
