@@ -170,6 +170,11 @@ func ceilLog2(n int) int {
 	return bits.Len(uint(n - 1))
 }
 
+// groupDivides reports whether group, Options.GroupSize (the ranks of a
+// node), splits ranks into whole groups: what Hier and the channels of a
+// ring need.
+func groupDivides(group, ranks int) bool { return group >= 1 && group <= ranks && ranks%group == 0 }
+
 // check reports why algo a cannot run op over ranks ranks with the given
 // group size (nil when it can).
 func (a Algo) check(op Op, ranks, group int) error {
@@ -200,7 +205,7 @@ func (a Algo) check(op Op, ranks, group int) error {
 		if group < 1 {
 			return fmt.Errorf("hier needs Options.GroupSize (ranks per node) ≥ 1, got %d", group)
 		}
-		if group > ranks || ranks%group != 0 {
+		if !groupDivides(group, ranks) {
 			return fmt.Errorf("hier group size %d does not divide %d ranks", group, ranks)
 		}
 	default:

@@ -102,7 +102,7 @@ func Build(op Op, algo Algo, ranks int, size int64, elem int, opt Options) (*Sch
 	}
 	if channels > 1 && algo == Ring && op != Permute && ranks > 1 {
 		switch g := opt.GroupSize; {
-		case g < 1 || g > ranks || ranks%g != 0:
+		case !groupDivides(g, ranks):
 			return fail(name, "%d channels need Options.GroupSize, the ranks of a node, dividing the %d ranks (GroupSize %d)", channels, ranks, g)
 		case g%channels != 0:
 			return fail(name, "%d channels do not divide a node's %d ranks (GroupSize): each channel enters a node at its own local rank", channels, g)
