@@ -77,7 +77,7 @@ func (c *checkContext) channels(ch *int, algoS string) error {
 	}
 	r, k := c.r, *ch
 	_, algo, _ := words("", algoS, "")
-	node := r.devices / max(r.nodes, 1) * r.ranksPer
+	node := r.clusterConfig().NodeRanks() // 0 for one node, refused first
 	switch {
 	case k < 1 || k > enc.MaxChannels:
 		return c.errorf("channels", "1..%d rings side by side, not %d", enc.MaxChannels, k)

@@ -813,24 +813,21 @@ type pointBuilder struct {
 }
 
 // shapeOf is one cluster shape of the grid: a system on some nodes with
-// some ranks per device, and the collective options that shape gives.
+// some ranks per device.
 type shapeOf struct {
 	sys   system
 	rpd   int
 	ranks int
-	opts  enc.Options
 	flat  int64 // 1: the policy's flat ring (part of a schedule's key)
 }
 
-// options returns the collectives' options the shape gives, as fabric
-// sweep --nodes and a scenario's system.nodes have them
-// (cluster.Config.CollectiveOptions): over several nodes a node's ranks are
-// the group size of hier and of auto's choice, and the flat ring runs one
-// channel per EFA NIC of a node — as the fabric parameters p have them
-// (their EFA's devices per NIC), the generation's without p.
-func (sh shapeOf) options(p *fabric.Params) enc.Options {
-	cfg := cluster.Config{Generation: sh.sys.gen, Devices: sh.sys.devices * sh.sys.nodes, Nodes: sh.sys.nodes, RanksPerDevice: sh.rpd, Params: p}
-	return cfg.CollectiveOptions(enc.Options{})
+// config is the shape's cluster as its collectives see it, with fabric
+// parameters p (nil: the generation's): its CollectiveOptions are a
+// point's options, as fabric sweep --nodes and a scenario's system.nodes
+// have them — over several nodes a node's ranks the group size of hier
+// and of auto's choice, and the flat ring's channels.
+func (sh shapeOf) config(p *fabric.Params) cluster.Config {
+	return cluster.Config{Generation: sh.sys.gen, Devices: sh.sys.devices * sh.sys.nodes, Nodes: sh.sys.nodes, RanksPerDevice: sh.rpd, Params: p}
 }
 
 // shape adds the points of one system, node count and ranks per device.
@@ -840,8 +837,7 @@ func (b *pointBuilder) shape(sys system, rpd intVal) error {
 		return b.e.fail(rpd.n, rpd.p, nil, "%d ranks per device: a %s device has %d NeuronCores", rpd.v, sys.gen, geo.NeuronCores)
 	}
 	sh := shapeOf{sys: sys, rpd: rpd.v, ranks: sys.devices * sys.nodes * rpd.v}
-	sh.opts = sh.options(nil)
-	if sh.opts.Policy.FlatRing {
+	if cluster.PolicyFor(sys.gen).FlatRing {
 		sh.flat = 1
 	}
 	for _, model := range b.av.models {
@@ -936,7 +932,7 @@ func (b *pointBuilder) channelsOf(sh shapeOf, p fabric.Params, algo string) ([]i
 	if sh.sys.nodes <= 1 || algo != enc.Ring.String() && algo != enc.Auto.String() {
 		return []int{0}, nil
 	}
-	nics := sh.options(&p).Channels
+	nics := sh.config(&p).NodeNICs()
 	node := sh.ranks / sh.sys.nodes
 	var out []int
 	seen := map[int]string{}
@@ -968,13 +964,10 @@ func (b *pointBuilder) add(sh shapeOf, pt Point, p fabric.Params, sz sizeVal, gr
 	if pt.Mode == "timing" {
 		pt.Seed = 0
 	}
-	opts := sh.options(&p)
 	if sys.nodes > 1 {
 		pt.EFA = efaOf(b.av.efa.s)
 	}
-	if pt.Channels > 0 {
-		opts.Channels = pt.Channels
-	}
+	opts := sh.config(&p).CollectiveOptions(enc.Options{Channels: pt.Channels})
 	o, _ := enc.ParseOp(pt.Op)
 	a, _ := enc.ParseAlgo(pt.Algo)
 	t, _ := enc.ParseDtype(pt.Dtype)

@@ -3,6 +3,7 @@ package collective
 import (
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/runtime/enc"
+	"github.com/neuronsim/neuronsim/runtime/program"
 )
 
 // crossesRDHDomains reports whether a transfer of an RDH schedule goes
@@ -77,4 +78,11 @@ func (x *Executor) semAddr(from, to, sem int) (uint64, error) {
 	geo, b := run.Dev.Geometry, run.Dev.Geometry.BAR0
 	a := geo.TPBDeviceBases[run.NC] + geo.PSUMDeviceDelta - b.PSUMOffset + b.SemIncrOffset + 4*uint64(sem)
 	return x.reach(from, to, a)
+}
+
+// semVA is the BAR virtual address of semaphore sem of a rank's NeuronCore
+// in the register bank at bank (the geometry's SemReadOffset,
+// SemSetOffset or SemIncrOffset) of its TPB window.
+func semVA(run *program.Runner, bank uint64, sem int) uint64 {
+	return run.Dev.VA(run.Dev.Geometry.BAR0.TPBWindow(run.NC) + bank + 4*uint64(sem))
 }

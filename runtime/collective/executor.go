@@ -432,9 +432,8 @@ func (x *Executor) Settled(s *enc.Schedule) error {
 	}
 	for r := range s.Ranks {
 		run := x.Ranks[r].Runner
-		b := run.Dev.Geometry.BAR0
 		for _, sem := range collectiveSems {
-			v, err := run.Dev.CSR.Read(run.Dev.VA(b.TPBWindow(run.NC) + b.SemReadOffset + 4*uint64(sem)))
+			v, err := run.Dev.CSR.Read(semVA(run, run.Dev.Geometry.BAR0.SemReadOffset, sem))
 			if err != nil {
 				return fmt.Errorf("enc: %s: rank %d (device %d) semaphore %d: %w: %w", s.Op, r, x.Ranks[r].Device, sem, err, ErrRun)
 			}
@@ -473,8 +472,7 @@ func (x *Executor) diagnose(s *enc.Schedule, err error) error {
 func (x *Executor) silentDevice(s *enc.Schedule) error {
 	for r := range s.Ranks {
 		run := x.Ranks[r].Runner
-		b := run.Dev.Geometry.BAR0
-		if v, e := run.Dev.CSR.Read(run.Dev.VA(b.TPBWindow(run.NC) + b.SemReadOffset + 4*SemGo)); e == nil && v == hwarch.NotReady {
+		if v, e := run.Dev.CSR.Read(semVA(run, run.Dev.Geometry.BAR0.SemReadOffset, SemGo)); e == nil && v == hwarch.NotReady {
 			return fmt.Errorf("enc: %s: rank %d: device %d does not answer (%#x: in reset or not ready): %w",
 				s.Op, r, x.Ranks[r].Device, v, ErrRun)
 		}

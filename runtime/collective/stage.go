@@ -37,7 +37,7 @@ func (x *Executor) stage(r int, p rankPlan, place placeFunc) (int, error) {
 	up, m := run.Dev, run.DMA
 	b := up.Geometry.BAR0
 	for _, sem := range collectiveSems {
-		if err := up.CSR.Write(up.VA(b.TPBWindow(run.NC)+b.SemSetOffset+4*uint64(sem)), 0); err != nil {
+		if err := up.CSR.Write(semVA(run, b.SemSetOffset, sem), 0); err != nil {
 			return 0, fmt.Errorf("enc: rank %d semaphore %d: %w", r, sem, err)
 		}
 	}
