@@ -132,18 +132,51 @@ func Build(op Op, algo Algo, ranks int, size int64, elem int, opt Options) (*Sch
 		unit = size / int64(ranks)
 		b.stride = unit
 	}
-	for _, p := range split(seg{0, unit}, chunks, b.elem) {
+	pieces := split(seg{0, unit}, chunks, b.elem)
+	// Count first, holding only each step's last transfer, so that a
+	// schedule past MaxXfers is refused before its transfers are
+	// allocated; then build into one array of exactly the transfers.
+	b.counting = true
+	if err := b.pieces(pieces); err != nil {
+		return fail(name, "%v", err)
+	}
+	b.presize()
+	if err := b.pieces(pieces); err != nil {
+		return fail(name, "%v", err)
+	}
+	if b.n != b.counted {
+		return fail(name, "internal error: %d transfers built, %d counted", b.n, b.counted)
+	}
+	s.Steps = slices.DeleteFunc(b.steps, func(st Step) bool { return len(st.Xfers) == 0 })
+	s.ScratchBytes = scratchUsed(s.Steps)
+	return s, nil
+}
+
+// pieces adds the steps of every non-empty piece, in order.
+func (b *builder) pieces(ps []seg) error {
+	for _, p := range ps {
 		if p.len == 0 {
 			continue
 		}
 		b.piece(p)
 		if b.err != nil {
-			return fail(name, "%v", b.err)
+			return b.err
 		}
 	}
-	s.Steps = slices.DeleteFunc(b.steps, func(st Step) bool { return len(st.Xfers) == 0 })
-	s.ScratchBytes = scratchUsed(s.Steps)
-	return s, nil
+	return nil
+}
+
+// presize ends the counting pass: it gives every step a slice of one
+// array of the counted transfers, with room for exactly its own, and
+// starts the builder over to add them.
+func (b *builder) presize() {
+	all := make([]Xfer, b.n)
+	off := 0
+	for i, c := range b.counts {
+		b.steps[i].Xfers = all[off : off : off+c]
+		off += c
+	}
+	b.counting, b.counted, b.n, b.used, b.counts = false, b.n, 0, 0, nil
 }
 
 // permutePeers checks Permute's targets, or makes the default ring shift.
@@ -236,8 +269,17 @@ type builder struct {
 	peers    []int
 
 	steps []Step
+	used  int // steps a transfer has been added to so far: the next piece's first step
 	n     int // transfers so far
 	err   error
+
+	// counting is the first pass of Build: each step holds only its last
+	// transfer (what add needs to extend it) and counts says how many it
+	// would hold; counted is that pass's total, which the second must
+	// reach exactly.
+	counting bool
+	counts   []int
+	counted  int
 }
 
 // add appends x to step st (creating steps as needed). Zero-length transfers
@@ -248,8 +290,10 @@ func (b *builder) add(st int, x Xfer) {
 		return
 	}
 	for len(b.steps) <= st {
-		b.steps = append(b.steps, Step{Xfers: make([]Xfer, 0, b.r)})
+		b.steps = append(b.steps, Step{Xfers: make([]Xfer, 0, 1)})
+		b.counts = append(b.counts, 0)
 	}
+	b.used = max(b.used, st+1)
 	xs := b.steps[st].Xfers
 	if n := len(xs); n > 0 {
 		l := &xs[n-1]
@@ -259,12 +303,20 @@ func (b *builder) add(st int, x Xfer) {
 			return
 		}
 	}
-	if b.n >= MaxXfers {
+	switch {
+	case b.counting && b.n >= MaxXfers:
 		b.err = fmt.Errorf("the schedule would hold more than %d transfers (use fewer ranks, chunks or channels)", MaxXfers)
 		return
+	case b.counting:
+		b.counts[st]++
+		b.steps[st].Xfers = append(xs[:0], x)
+	case len(xs) == cap(xs) || b.n >= b.counted:
+		b.err = fmt.Errorf("internal error: step %d takes more transfers than the counting pass gave it", st)
+		return
+	default:
+		b.steps[st].Xfers = append(xs, x)
 	}
 	b.n++
-	b.steps[st].Xfers = append(xs, x)
 }
 
 // move adds a transfer of segment s from rank src (located by from) to rank
@@ -292,7 +344,7 @@ func (b *builder) agOwn(rank int, off int64) (Buffer, int64) {
 
 // piece appends the steps of one piece of the message.
 func (b *builder) piece(p seg) {
-	base := len(b.steps)
+	base := b.used
 	if b.r == 1 {
 		b.move(base, 0, inAt, 0, outAt, p, false)
 		return

@@ -290,7 +290,7 @@ func TestBuildErrors(t *testing.T) {
 		{"peers repeat", Permute, Ring, 4, 64, 4, Options{Peers: []int{1, 1, 3, 0}}, "not a permutation"},
 		{"peers two cycles", Permute, Ring, 4, 64, 4, Options{Peers: []int{1, 0, 3, 2}}, "not one cycle"},
 		{"peers identity", Permute, Ring, 2, 64, 4, Options{Peers: []int{0, 1}}, "not one cycle"},
-		{"too large", AllToAll, Mesh, 4096, 4096 * 4, 4, Options{}, "transfers"},
+		{"too large", AllToAll, Mesh, 4096, 4096 * 8, 4, Options{Chunks: 2}, "more than 16777216 transfers"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,7 +2,9 @@ package enc
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -102,4 +104,32 @@ func TestRingChannelsRefused(t *testing.T) {
 	ch1, err := Build(AllReduce, Ring, 8, 8*64, 4, Options{Channels: 1})
 	require.NoError(t, err)
 	assert.Equal(t, one.Steps, ch1.Steps, "one channel is the ring")
+}
+
+// TestChannelledRingTransfers: a flat-ring all-reduce of r ranks in k
+// channels holds 3(r − 1)·r·k transfers (docs/fabric.md §EFA), and one
+// past MaxXfers is refused by Build's counting pass before the transfers
+// are allocated: what it allocates is a small part of what the schedule
+// would hold.
+func TestChannelledRingTransfers(t *testing.T) {
+	for _, tc := range []struct{ ranks, group, channels int }{{16, 4, 1}, {16, 4, 4}, {32, 16, 8}, {48, 16, 16}} {
+		s, err := Build(AllReduce, Ring, tc.ranks, 64<<20, 4, Options{GroupSize: tc.group, Channels: tc.channels})
+		require.NoError(t, err)
+		n := 0
+		for _, st := range s.Steps {
+			n += len(st.Xfers)
+			assert.Equal(t, len(st.Xfers), cap(st.Xfers), "a step's transfers fill the room the counting pass gave them")
+		}
+		assert.Equal(t, 3*(tc.ranks-1)*tc.ranks*tc.channels, n, "%+v", tc)
+	}
+	// 53 trn1.32xlarge nodes of 16 ranks in 8 channels: 3·847·848·8 =
+	// 17,238,144 transfers, past MaxXfers; 52 nodes' 16,593,408 are not.
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := Build(AllReduce, Ring, 53*16, 256<<20, 4, Options{GroupSize: 16, Channels: 8})
+	runtime.ReadMemStats(&after)
+	require.ErrorIs(t, err, ErrBadCollective)
+	assert.Contains(t, err.Error(), fmt.Sprintf("ring all_reduce of 848 ranks in 8 channels: the schedule would hold more than %d transfers", MaxXfers))
+	held := uint64(MaxXfers) * uint64(unsafe.Sizeof(Xfer{}))
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, held/64, "refused before allocating the transfers")
 }

@@ -67,8 +67,11 @@ const (
 	// MaxChannels is the largest Options.Channels Build accepts: more
 	// than any node has EFA NICs (a Trn3 Gen2 UltraServer's 144 chips).
 	MaxChannels = 256
-	// MaxXfers is the most transfers a built schedule may hold; Build
-	// refuses larger schedules (ring and mesh schedules grow with the square
-	// of the rank count) rather than exhaust memory.
-	MaxXfers = 1 << 22
+	// MaxXfers is the most transfers a built schedule may hold (56 bytes
+	// each: at most 0.9 GiB); Build refuses larger schedules (ring and mesh
+	// schedules grow with the square of the rank count, a flat ring's also
+	// with its channels) rather than exhaust memory, counting them in a
+	// first pass that holds one transfer a step, so a refused schedule is
+	// never allocated.
+	MaxXfers = 1 << 24
 )
