@@ -222,32 +222,58 @@ var Columns = []string{
 // link parameter (each link kind's default), the channels of a point they
 // do not apply to and the results of a point not OK are empty.
 func (f *Folder) Records() [][]string {
-	opt := func(v *uint64) string {
-		if v == nil {
-			return ""
-		}
-		return strconv.FormatUint(*v, 10)
-	}
-	fl := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	var out [][]string
-	for _, r := range f.Results {
-		p := r.Point
-		channels := "" // the points channels do not apply to
-		if p.Channels > 0 {
-			channels = strconv.Itoa(p.Channels)
-		}
-		rec := []string{strconv.Itoa(p.Index), p.Hash, p.System, p.Arch, p.Switch, strconv.Itoa(p.Devices), strconv.Itoa(p.Nodes), p.Topology,
-			strconv.Itoa(p.RanksPer), strconv.Itoa(p.Ranks), p.Model, p.Endpoints, opt(p.LinkBW), opt(p.LinkLatency),
-			p.Op, p.Algo, channels, p.Dtype, strconv.FormatInt(p.Size, 10), p.Mode, strconv.FormatUint(p.Seed, 10), string(r.Status)}
-		if r.Row != nil {
-			rec = append(rec, strconv.FormatInt(r.Row.Count, 10), strconv.FormatUint(r.Row.TimePS, 10), fl(r.Row.TimeUS),
-				fl(r.Row.AlgBW), fl(r.Row.BusBW), r.Row.Algorithm, "")
-		} else {
-			rec = append(rec, "", "", "", "", "", "", r.Error)
+	for i := range f.Results {
+		vals := rowValues(&f.Results[i])
+		rec := make([]string, len(vals))
+		for j, v := range vals {
+			switch v := v.(type) {
+			case nil:
+			case string:
+				rec[j] = v
+			case int:
+				rec[j] = strconv.Itoa(v)
+			case int64:
+				rec[j] = strconv.FormatInt(v, 10)
+			case uint64:
+				rec[j] = strconv.FormatUint(v, 10)
+			case float64:
+				rec[j] = strconv.FormatFloat(v, 'g', -1, 64)
+			default: // rowValues gives only the types above (TestRowValues)
+				rec[j] = fmt.Sprint(v)
+			}
 		}
 		out = append(out, rec)
 	}
 	return out
+}
+
+// rowValues are a point's values in Columns' order, for points.csv and
+// the SQLite table alike: numbers as int, int64, uint64 or float64, text
+// as string, and nil where there is none (an unset link parameter, the
+// channels of a point they do not apply to, the results of a point not
+// OK, an error of one that is).
+func rowValues(r *PointResult) []any {
+	p := &r.Point
+	opt := func(v *uint64) any {
+		if v == nil {
+			return nil
+		}
+		return *v
+	}
+	var sys, channels any
+	if p.System != "" {
+		sys = p.System
+	}
+	if p.Channels > 0 { // else a point channels do not apply to
+		channels = p.Channels
+	}
+	vals := []any{p.Index, p.Hash, sys, p.Arch, p.Switch, p.Devices, p.Nodes, p.Topology, p.RanksPer, p.Ranks,
+		p.Model, p.Endpoints, opt(p.LinkBW), opt(p.LinkLatency), p.Op, p.Algo, channels, p.Dtype, p.Size, p.Mode, p.Seed, string(r.Status)}
+	if r.Row != nil {
+		return append(vals, r.Row.Count, r.Row.TimePS, r.Row.TimeUS, r.Row.AlgBW, r.Row.BusBW, r.Row.Algorithm, nil)
+	}
+	return append(vals, nil, nil, nil, nil, nil, nil, r.Error)
 }
 
 // CSV returns DIR/merged/points.csv.

@@ -411,3 +411,41 @@ func TestRunMemoryBound(t *testing.T) {
 	_, err = os.Stat(dir)
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 }
+
+// TestRowValues: points.csv's records and the SQLite table's values are
+// one row of Columns, of the types Records formats, empty or NULL where a
+// point has none; an unsigned number past SQLite's INTEGER is refused
+// naming its column, not wrapped.
+func TestRowValues(t *testing.T) {
+	bw := uint64(50 << 30)
+	ok := PointResult{Point: Point{Index: 3, Hash: "h", Arch: "mariana", Devices: 4, Nodes: 2, Channels: 8, Size: 4096, Seed: 7, LinkBW: &bw},
+		Status: StatusOK, Row: &Row{Count: 1024, TimePS: 1 << 40, TimeUS: 1.5, AlgBW: 2.25, BusBW: 3, Algorithm: "ring"}}
+	failed := PointResult{Point: Point{Index: 4, Seed: 1 << 63}, Status: StatusFailed, Error: "no"}
+	for _, r := range []PointResult{ok, failed} {
+		vals := rowValues(&r)
+		require.Len(t, vals, len(Columns))
+		for i, v := range vals {
+			switch v.(type) {
+			case nil, string, int, int64, uint64, float64:
+			default:
+				t.Errorf("column %s holds a %T", Columns[i], v)
+			}
+		}
+	}
+	f := &Folder{Results: []PointResult{ok, failed}}
+	recs := f.Records()
+	col := func(name string) int { return slices.Index(Columns, name) }
+	assert.Equal(t, []string{"", "53687091200", "8", "7", "1099511627776", "1.5", "ring", ""},
+		[]string{recs[0][col("system")], recs[0][col("link_bw_Bps")], recs[0][col("channels")], recs[0][col("seed")],
+			recs[0][col("time_ps")], recs[0][col("time_avg_us")], recs[0][col("algorithm")], recs[0][col("error")]})
+	assert.Equal(t, []string{"", "", "9223372036854775808", "no"},
+		[]string{recs[1][col("channels")], recs[1][col("time_ps")], recs[1][col("seed")], recs[1][col("error")]})
+
+	vals, err := sqliteValues(&ok)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1<<40), vals[col("time_ps")])
+	assert.Nil(t, vals[col("system")])
+	_, err = sqliteValues(&failed)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "column seed: 9223372036854775808 exceeds SQLite's INTEGER")
+}

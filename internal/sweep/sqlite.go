@@ -6,6 +6,7 @@ package sweep
 import (
 	"database/sql"
 	"fmt"
+	"math"
 	"strings"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
@@ -75,7 +76,11 @@ func writeSQLite(path string, f *Folder) (err error) {
 	}
 	defer stmt.Close()
 	for _, r := range f.Results {
-		if _, err := stmt.Exec(sqliteValues(&r)...); err != nil {
+		vals, err := sqliteValues(&r)
+		if err == nil {
+			_, err = stmt.Exec(vals...)
+		}
+		if err != nil {
 			return fmt.Errorf("sweep: --sqlite %s: point %d: %w", path, r.Index, err)
 		}
 	}
@@ -85,29 +90,18 @@ func writeSQLite(path string, f *Folder) (err error) {
 	return nil
 }
 
-// sqliteValues are a point's values in Columns' order.
-func sqliteValues(r *PointResult) []any {
-	p := &r.Point
-	opt := func(v *uint64) any {
-		if v == nil {
-			return nil
+// sqliteValues are a point's values in Columns' order (rowValues), an
+// unsigned number as SQLite's 64-bit INTEGER: one past 2^63 − 1 is
+// refused naming its column, not wrapped.
+func sqliteValues(r *PointResult) ([]any, error) {
+	vals := rowValues(r)
+	for i, v := range vals {
+		if u, ok := v.(uint64); ok {
+			if u > math.MaxInt64 {
+				return nil, fmt.Errorf("column %s: %d exceeds SQLite's INTEGER (at most 2^63 − 1)", Columns[i], u)
+			}
+			vals[i] = int64(u)
 		}
-		return int64(*v) // below 2^62: bandwidths ≤ 1e15, latencies ≤ MaxTimePS
 	}
-	sys := any(p.System)
-	if p.System == "" {
-		sys = nil
-	}
-	channels := any(p.Channels)
-	if p.Channels == 0 { // the points channels do not apply to
-		channels = nil
-	}
-	vals := []any{p.Index, p.Hash, sys, p.Arch, p.Switch, p.Devices, p.Nodes, p.Topology, p.RanksPer, p.Ranks,
-		p.Model, p.Endpoints, opt(p.LinkBW), opt(p.LinkLatency), p.Op, p.Algo, channels, p.Dtype, p.Size, p.Mode, int64(p.Seed), string(r.Status)} // the grid bounds the seed to 2^63-1
-	if r.Row != nil {
-		vals = append(vals, r.Row.Count, int64(r.Row.TimePS), r.Row.TimeUS, r.Row.AlgBW, r.Row.BusBW, r.Row.Algorithm, nil)
-	} else {
-		vals = append(vals, nil, nil, nil, nil, nil, nil, r.Error)
-	}
-	return vals
+	return vals, nil
 }
