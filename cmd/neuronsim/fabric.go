@@ -507,6 +507,11 @@ func (s *sweepFlags) plan(f *fabricFlags) (*sweepPlan, error) {
 		}
 		cfg := plan.set.Config
 		cfg.Devices = sys.Devices
+		if s.channels.set {
+			if err := cfg.CheckChannels(s.channels.int(), sw.Algo); err != nil {
+				return nil, fmt.Errorf("--channels %d: %w", s.channels.int(), err)
+			}
+		}
 		swn := sw
 		swn.Options = cfg.CollectiveOptions(sw.Options) // over nodes: the group size of a node
 		ranks := sys.Devices * s.ranksPerDevice.int()
@@ -550,14 +555,6 @@ func (s *sweepFlags) collective(gen hwarch.Generation, nodes int) (sw cluster.Sw
 		return sw, false, fmt.Errorf("--algo hier needs --group-size (ranks per node), or --nodes")
 	case sw.Algo != enc.Hier && s.groupSize.set:
 		return sw, false, fmt.Errorf("--group-size %d: it applies to --algo hier only, not %s", s.groupSize.v, sw.Algo)
-	}
-	if k := s.channels.int(); s.channels.set {
-		switch {
-		case nodes <= 1:
-			return sw, false, fmt.Errorf("--channels %d: channels are the flat ring's across nodes; give --nodes", k)
-		case sw.Algo != enc.Ring && sw.Algo != enc.Auto:
-			return sw, false, fmt.Errorf("--channels %d: it applies to --algo ring (and auto's flat ring), not %s", k, sw.Algo)
-		}
 	}
 	switch s.mode {
 	case "timing":

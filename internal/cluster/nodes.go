@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"errors"
+	"fmt"
+
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/sim/fabric"
@@ -31,6 +34,36 @@ func (cfg Config) NodeNICs() int {
 		return 0
 	}
 	return cfg.Devices / cfg.Nodes / e.DevicesPerNIC
+}
+
+// ChannelsApply reports whether flat-ring channels (enc.Options.Channels)
+// are those of a collective of algo on the cluster: they are the flat
+// ring's across nodes, so the cluster has several nodes and algo is ring
+// or auto (whose choice across nodes may be the flat ring). Every surface
+// that takes channels — fabric sweep's --channels, a scenario step's, a
+// sweep grid's axis — asks it.
+func (cfg Config) ChannelsApply(algo enc.Algo) bool {
+	return cfg.Nodes > 1 && (algo == enc.Ring || algo == enc.Auto)
+}
+
+// CheckChannels says why k flat-ring channels cannot be those of a
+// collective of algo on the cluster — outside 1..enc.MaxChannels, not
+// applying to it (ChannelsApply), or not dividing a node's ranks (each
+// channel enters a node at its own local rank); nil when they can. The
+// caller wraps it in where the count came from and its own sentinel.
+func (cfg Config) CheckChannels(k int, algo enc.Algo) error {
+	node := cfg.NodeRanks()
+	switch {
+	case k < 1 || k > enc.MaxChannels:
+		return fmt.Errorf("1..%d rings side by side, not %d", enc.MaxChannels, k)
+	case cfg.Nodes <= 1:
+		return errors.New("channels are the flat ring's across nodes, and the system has one node")
+	case !cfg.ChannelsApply(algo):
+		return fmt.Errorf("channels are the flat ring's: algo ring or auto, not %s", algo)
+	case node%k != 0:
+		return fmt.Errorf("%d channels do not divide a node's %d ranks: each channel enters a node at its own local rank", k, node)
+	}
+	return nil
 }
 
 // PolicyFor returns the algorithm policy of a generation's runtime

@@ -67,26 +67,15 @@ func stepChannels(ch *int) int {
 	return *ch
 }
 
-// channels checks a step's channels, if given: 1..enc.MaxChannels rings,
-// on a system of several nodes (they are the flat ring's across nodes),
-// for the ring or auto's choice, dividing a node's ranks (each channel
-// enters a node at its own local rank).
+// channels checks a step's channels, if given, on the step's system
+// (cluster.Config.CheckChannels).
 func (c *checkContext) channels(ch *int, algoS string) error {
 	if ch == nil {
 		return nil
 	}
-	r, k := c.r, *ch
 	_, algo, _ := words("", algoS, "")
-	node := r.clusterConfig().NodeRanks() // 0 for one node, refused first
-	switch {
-	case k < 1 || k > enc.MaxChannels:
-		return c.errorf("channels", "1..%d rings side by side, not %d", enc.MaxChannels, k)
-	case r.nodes <= 1:
-		return c.errorf("channels", "channels are the flat ring's across nodes, and system.nodes is %d", max(r.nodes, 1))
-	case algo != enc.Ring && algo != enc.Auto:
-		return c.errorf("channels", "channels are the flat ring's: algo ring or auto, not %s", algo)
-	case node%k != 0:
-		return c.errorf("channels", "%d channels do not divide a node's %d ranks: each channel enters a node at its own local rank", k, node)
+	if err := c.r.clusterConfig().CheckChannels(*ch, algo); err != nil {
+		return c.errorf("channels", "%v", err)
 	}
 	return nil
 }

@@ -148,7 +148,7 @@ func TestStepChannelsRefused(t *testing.T) {
 	}{
 		{"zero", two + "  - sweep: {op: all_reduce, min: 64K, max: 64K, channels: 0}\n", "0}", "sweep.channels: 1..256 rings side by side, not 0"},
 		{"too many", two + "  - collective: {op: all_reduce, size: 64K, channels: 257}\n", "257", "collective.channels: 1..256 rings side by side, not 257"},
-		{"one node", "name: x\nsystem: {arch: cayman, devices: 16}\nsteps:\n  - collective: {op: all_reduce, size: 64K, channels: 2}\n", "2}", "channels are the flat ring's across nodes, and system.nodes is 1"},
+		{"one node", "name: x\nsystem: {arch: cayman, devices: 16}\nsteps:\n  - collective: {op: all_reduce, size: 64K, channels: 2}\n", "2}", "channels are the flat ring's across nodes, and the system has one node"},
 		{"hier", two + "  - sweep: {op: all_reduce, algo: hier, min: 64K, max: 64K, channels: 2}\n", "2}", "algo ring or auto, not hier"},
 		{"not dividing", two + "  - collective: {op: all_reduce, algo: ring, size: 64K, channels: 3}\n", "3}", "3 channels do not divide a node's 16 ranks"},
 		{"text", two + "  - collective: {op: all_reduce, size: 64K, channels: many}\n", "many", "channels"},

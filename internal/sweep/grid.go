@@ -928,12 +928,13 @@ func (b *pointBuilder) collectives(sh shapeOf, model string, p fabric.Params, bw
 // to — of one node, or of another algorithm — run once, with none (0). A
 // count that does not divide a node's ranks, or two values that come to
 // the same count, are refused naming the value.
-func (b *pointBuilder) channelsOf(sh shapeOf, p fabric.Params, algo string) ([]int, error) {
-	if sh.sys.nodes <= 1 || algo != enc.Ring.String() && algo != enc.Auto.String() {
+func (b *pointBuilder) channelsOf(sh shapeOf, p fabric.Params, algoS string) ([]int, error) {
+	cfg := sh.config(&p)
+	algo, _ := enc.ParseAlgo(algoS)
+	if !cfg.ChannelsApply(algo) {
 		return []int{0}, nil
 	}
-	nics := sh.config(&p).NodeNICs()
-	node := sh.ranks / sh.sys.nodes
+	nics := cfg.NodeNICs()
 	var out []int
 	seen := map[int]string{}
 	for _, c := range b.av.channels {
@@ -941,8 +942,8 @@ func (b *pointBuilder) channelsOf(sh shapeOf, p fabric.Params, algo string) ([]i
 		if k == 0 {
 			k = nics
 		}
-		if node%k != 0 {
-			return nil, b.e.fail(c.n, c.p, nil, "%d channels do not divide a node's %d ranks (%s): each channel enters a node at its own local rank", k, node, sh.sys.describe())
+		if err := cfg.CheckChannels(k, algo); err != nil {
+			return nil, b.e.fail(c.n, c.p, nil, "%v (%s)", err, sh.sys.describe())
 		}
 		if prev, dup := seen[k]; dup {
 			return nil, b.e.fail(c.n, c.p, nil, "%d channels twice on %s (%s and %s: a node has %d EFA NICs)", k, sh.sys.describe(), prev, c.p, nics)

@@ -299,7 +299,7 @@ func TestGridChannelsErrors(t *testing.T) {
 		{"a word", with("[2]", "[ring]", "[nic]"), units.ErrSyntax, []string{"grid.yaml:6:14", "axes.channels[0]", `"nic"`}},
 		{"twice", with("[2]", "[ring]", "[4, 4]"), ErrGrid, []string{"grid.yaml:6:17", "axes.channels[1]", "listed twice"}},
 		{"nics and its count", with("[2]", "[ring]", "[16, nics]"), ErrGrid, []string{"grid.yaml:6:18", "axes.channels[1]", "16 channels twice on 2 nodes of trn2-48xl", "16 EFA NICs"}},
-		{"not dividing", with("[2]", "[auto]", "[3]"), ErrGrid, []string{"grid.yaml:6:14", "axes.channels[0]", "3 channels do not divide a node's 16 ranks (2 nodes of trn2-48xl)"}},
+		{"not dividing", with("[2]", "[auto]", "[3]"), ErrGrid, []string{"grid.yaml:6:14", "axes.channels[0]", "3 channels do not divide a node's 16 ranks: each channel enters a node at its own local rank (2 nodes of trn2-48xl)"}},
 		{"one node", with("[1]", "[ring]", "[4]"), ErrGrid, []string{"grid.yaml:6:13", "axes.channels", "the channels apply to none"}},
 		{"hier only", with("[2]", "[hier]", "[4]"), ErrGrid, []string{"grid.yaml:6:13", "axes.channels", "apply to none"}},
 	} {
