@@ -11,6 +11,7 @@ import (
 	"github.com/neuronsim/neuronsim/internal/cluster"
 	"github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/runtime/collective"
+	"github.com/neuronsim/neuronsim/runtime/dmem"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/sim"
 	"github.com/neuronsim/neuronsim/sim/fabric"
@@ -208,5 +209,31 @@ func TestSwitchingPaths(t *testing.T) {
 		intact, err := c.Devices[i].DMA.QueuesIntact()
 		require.NoError(t, err)
 		assert.True(t, intact, "device %d", i)
+	}
+}
+
+// TestRunsGiveBackProgramMemory: every run's SP programs hold device
+// memory only while it runs, so that a sweep of many sizes on one system
+// holds what its largest needs, not the sum of them all (each run's
+// programs were left allocated: megabytes a rank a run at a thousand
+// ranks, and resident pages of the host).
+func TestRunsGiveBackProgramMemory(t *testing.T) {
+	c := newTimingCluster(t, hwarch.Mariana, 4, fabric.KindSwitch, nil, 16<<20)
+	used := func() []dmem.ChannelStats {
+		var all []dmem.ChannelStats
+		for i := range c.Devices {
+			r, err := c.Runner(i, 0)
+			require.NoError(t, err)
+			all = append(all, r.Mem.Stats()...)
+		}
+		return all
+	}
+	before := used()
+	for _, tc := range []struct {
+		algo enc.Algo
+		size int64
+	}{{enc.Ring, 1 << 20}, {enc.RDH, 4 << 20}, {enc.Ring, 8 << 20}, {enc.Ring, 1 << 20}} {
+		runTime(t, c, enc.AllReduce, tc.algo, tc.size)
+		assert.Equal(t, before, used(), "device memory after a %s all-reduce of %d bytes", tc.algo, tc.size)
 	}
 }

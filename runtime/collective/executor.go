@@ -258,8 +258,26 @@ func (x *Executor) result(s *enc.Schedule) Result {
 	return res
 }
 
-// execute starts the loaded ranks, times rank 0 and collects every rank.
+// execute starts the loaded ranks, times rank 0 and collects every rank,
+// then gives back the device memory of the programs (program.Runner.Unload):
+// all of it once the run has succeeded; after a failure, that of the
+// blocks known to be at rest (the others may still fetch from theirs).
 func (x *Executor) execute(s *enc.Schedule, blocks [][]program.Block, res Result) (Result, error) {
+	res, err := x.executeLoaded(s, blocks, res)
+	if err != nil {
+		x.unload(blocks)
+		return res, err
+	}
+	for r := range blocks {
+		if err := x.Ranks[r].Runner.Unload(blocks[r]); err != nil {
+			return res, fmt.Errorf("enc: rank %d (device %d): %w: %w", r, x.Ranks[r].Device, err, ErrRun)
+		}
+	}
+	return res, nil
+}
+
+// executeLoaded is execute but for unloading the programs.
+func (x *Executor) executeLoaded(s *enc.Schedule, blocks [][]program.Block, res Result) (Result, error) {
 	elapsed, err := x.launch(blocks)
 	if err != nil {
 		return res, err
@@ -275,6 +293,16 @@ func (x *Executor) execute(s *enc.Schedule, blocks [][]program.Block, res Result
 		return res, err
 	}
 	return res, nil
+}
+
+// unload gives back the device memory of each rank's blocks known to be
+// at rest (program.Runner.UnloadIdle: not started, or seen done), on the
+// way out of a failed run (its error is the one returned), reading no
+// register: a failed run leaves the devices' time where it failed.
+func (x *Executor) unload(blocks [][]program.Block) {
+	for r := range blocks {
+		_ = x.Ranks[r].Runner.UnloadIdle(blocks[r])
+	}
 }
 
 // check refuses a schedule the ranks cannot run: an invalid one, one of
@@ -312,6 +340,7 @@ func (x *Executor) load(s *enc.Schedule, plans []rankPlan, res *Result, stage fu
 	for r := range x.Ranks {
 		n, err := stage(r, plans[r])
 		if err != nil {
+			x.unload(blocks[:r])
 			if down := x.silentDevice(s); down != nil {
 				return nil, down
 			}
@@ -319,6 +348,7 @@ func (x *Executor) load(s *enc.Schedule, plans []rankPlan, res *Result, stage fu
 		}
 		res.Descriptors += n
 		if blocks[r], err = x.Ranks[r].Runner.Load(plans[r].prog); err != nil {
+			x.unload(blocks[:r]) // loaded, not started
 			if down := x.silentDevice(s); down != nil {
 				return nil, down
 			}

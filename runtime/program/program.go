@@ -4,7 +4,8 @@
 // runtime's validators (ib_final_inst_validity_check) before anything is
 // staged, the blocks are staged in device memory by DMA, and the engines are
 // pointed at them and started over CSR. Run then polls the engines' status
-// registers until each is done or has stopped on an error.
+// registers until each is done or has stopped on an error, and gives the
+// blocks' device memory back (Unload).
 package program
 
 import (
@@ -26,6 +27,8 @@ var (
 	ErrBadProgram  = errors.New("bad program")
 	ErrEngineFault = errors.New("an engine stopped on an error")
 	ErrTimeout     = errors.New("the program did not finish in time")
+	// ErrRunning is Unload's refusal of blocks an engine is still running.
+	ErrRunning = errors.New("an engine is still running the block")
 )
 
 // Validator is the runtime's block check (runtime/isa's
@@ -39,7 +42,12 @@ type Validator interface {
 type Block struct {
 	Engine isa.Engine
 	Bytes  []byte
-	Addr   uint64 // device address once staged
+	Addr   uint64      // device address once staged
+	Handle dmem.Handle // the device memory it is staged in (0: not staged, or unloaded)
+	// idle: no engine runs from it — loaded and not started, or its
+	// engine seen at rest by Wait or Done since Start — so that Unload
+	// need not read the engine's status again.
+	idle bool
 }
 
 // Split cuts a program into per-engine blocks by each record's engine byte,
@@ -144,7 +152,9 @@ func (r *Runner) engineVA(e isa.Engine, off uint64) (uint64, error) {
 }
 
 // Load validates and stages a program and returns its blocks (with their
-// device addresses). Nothing is staged unless every block validates.
+// device addresses and the handles of the device memory they hold until
+// Unload). Nothing is staged unless every block validates, and a block
+// that cannot be staged gives back the memory of those staged before it.
 func (r *Runner) Load(prog []byte) ([]Block, error) {
 	blocks, valid, err := Validate(prog, r.Validator)
 	if err != nil {
@@ -153,33 +163,105 @@ func (r *Runner) Load(prog []byte) ([]Block, error) {
 		}
 		return nil, err
 	}
-	host := r.DMA.Host()
-	geo := r.Dev.Geometry
 	for i := range blocks {
-		b := &blocks[i]
-		h, err := r.Mem.Alloc(dmem.Request{Size: uint64(len(b.Bytes)), Align: 64, Channel: dmem.Any, NC: r.NC, Name: "program." + b.Engine.String()})
-		if err != nil {
+		if err := r.stage(&blocks[i]); err != nil {
+			_ = r.free(blocks[:i]) // not started: nothing runs from them
 			return nil, err
 		}
-		blk, err := r.Mem.Info(h)
-		if err != nil {
-			return nil, err
-		}
-		pa, err := host.HostAlloc(uint64(len(b.Bytes)), 64)
-		if err != nil {
-			return nil, err
-		}
-		if err := host.HostWrite(pa, b.Bytes); err != nil {
-			return nil, err
-		}
-		_, err = r.DMA.Copy(r.NC, blk.Addr, geo.HostAddress(pa), uint64(len(b.Bytes)))
-		_ = host.HostFree(pa)
-		if err != nil {
-			return nil, fmt.Errorf("program: staging the %s block: %w", b.Engine, err)
-		}
-		b.Addr = blk.Addr
 	}
 	return blocks, nil
+}
+
+// stage allocates device memory for b and copies its bytes there by DMA
+// from a host buffer, setting b.Addr and b.Handle; a failure after the
+// allocation gives it back.
+func (r *Runner) stage(b *Block) error {
+	h, err := r.Mem.Alloc(dmem.Request{Size: uint64(len(b.Bytes)), Align: 64, Channel: dmem.Any, NC: r.NC, Name: "program." + b.Engine.String()})
+	if err != nil {
+		return err
+	}
+	blk, err := r.Mem.Info(h)
+	if err == nil {
+		err = r.copyIn(blk.Addr, b.Bytes)
+	}
+	if err != nil {
+		_ = r.Mem.Free(h)
+		return fmt.Errorf("program: staging the %s block: %w", b.Engine, err)
+	}
+	b.Addr, b.Handle, b.idle = blk.Addr, h, true
+	return nil
+}
+
+// copyIn copies p to device address addr by DMA from a host buffer
+// allocated for it and freed after.
+func (r *Runner) copyIn(addr uint64, p []byte) error {
+	host := r.DMA.Host()
+	pa, err := host.HostAlloc(uint64(len(p)), 64)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = host.HostFree(pa) }()
+	if err := host.HostWrite(pa, p); err != nil {
+		return err
+	}
+	_, err = r.DMA.Copy(r.NC, addr, r.Dev.Geometry.HostAddress(pa), uint64(len(p)))
+	return err
+}
+
+// Unload gives back the device memory of loaded blocks once none of
+// their engines is running (a program done, stopped on an error, or never
+// started): a run's blocks held it until now, and a run after run on the
+// same core would otherwise take ever more of it. An engine still running
+// (its status RUNNING bit) is ErrRunning and nothing is freed: it may still
+// fetch records from its block. The status is read only of blocks started
+// and not seen at rest since by Wait or Done (which know it already), so
+// unloading a finished run costs no register access. Blocks unloaded
+// already (Handle 0) are passed over; each freed block's Handle becomes 0.
+func (r *Runner) Unload(blocks []Block) error {
+	for _, b := range blocks {
+		if b.Handle == 0 || b.idle {
+			continue
+		}
+		st, err := r.read(b.Engine, isa.EngineRegStatus)
+		if err != nil {
+			return fmt.Errorf("program: unloading the %s block: %w", b.Engine, err)
+		}
+		if st&isa.StatusRunning != 0 {
+			return fmt.Errorf("program: unloading the %s block (status %#x): %w", b.Engine, st, ErrRunning)
+		}
+	}
+	return r.free(blocks)
+}
+
+// UnloadIdle is Unload of only the blocks known to be at rest — loaded and
+// not started, or seen at rest by Wait or Done since Start — without
+// reading any register (so without spending device time): the others keep
+// their device memory. It is the way out of a failed run whose engines
+// may still be running.
+func (r *Runner) UnloadIdle(blocks []Block) error {
+	for i := range blocks {
+		if blocks[i].idle {
+			if err := r.free(blocks[i : i+1]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// free gives back the device memory of blocks, setting their handles to 0.
+func (r *Runner) free(blocks []Block) error {
+	for i := range blocks {
+		b := &blocks[i]
+		if b.Handle == 0 {
+			continue
+		}
+		if err := r.Mem.Free(b.Handle); err != nil {
+			return fmt.Errorf("program: unloading the %s block: %w", b.Engine, err)
+		}
+		b.Handle = 0
+	}
+	return nil
 }
 
 func (r *Runner) write(e isa.Engine, off uint64, v uint32) error {
@@ -201,7 +283,8 @@ func (r *Runner) read(e isa.Engine, off uint64) (uint32, error) {
 // Start points every block's engine at it and starts it: PC, then
 // release_run_stall, then START_CTRL.
 func (r *Runner) Start(blocks []Block) error {
-	for _, b := range blocks {
+	for i, b := range blocks {
+		blocks[i].idle = false
 		for _, w := range []struct {
 			off uint64
 			v   uint32
@@ -212,6 +295,18 @@ func (r *Runner) Start(blocks []Block) error {
 			if err := r.write(b.Engine, w.off, w.v); err != nil {
 				return fmt.Errorf("program: starting %s: %w", b.Engine, err)
 			}
+		}
+	}
+	return nil
+}
+
+// Halt asks the engines of the blocks to stop (START_CTRL = halt): each
+// stops once the record it has in flight, if any, completes — at once
+// when it is waiting on a semaphore. An engine at rest is left as it is.
+func (r *Runner) Halt(blocks []Block) error {
+	for _, b := range blocks {
+		if err := r.write(b.Engine, arch.NXStartCtrlOffset, isa.StartHalt); err != nil {
+			return fmt.Errorf("program: halting %s: %w", b.Engine, err)
 		}
 	}
 	return nil
@@ -241,6 +336,7 @@ func (r *Runner) Wait(blocks []Block) (Result, error) {
 			}
 		}
 		if finished {
+			setIdle(blocks)
 			break
 		}
 		if i >= maxPolls {
@@ -267,7 +363,15 @@ func (r *Runner) Done(blocks []Block) (bool, error) {
 			return false, nil
 		}
 	}
+	setIdle(blocks)
 	return true, nil
+}
+
+// setIdle notes that no engine runs from blocks any more.
+func setIdle(blocks []Block) {
+	for i := range blocks {
+		blocks[i].idle = true
+	}
 }
 
 // collect reads every engine's counters.
@@ -301,16 +405,26 @@ func (r *Runner) collect(blocks []Block) (Result, error) {
 	return res, fault
 }
 
-// Run loads, starts and waits for a program.
+// Run loads, starts and waits for a program, then unloads it. A program
+// that did not finish in time (ErrTimeout) keeps its device memory: its
+// engines may still be fetching from it.
 func (r *Runner) Run(prog []byte) (Result, error) {
 	blocks, err := r.Load(prog)
 	if err != nil {
 		return Result{}, err
 	}
 	if err := r.Start(blocks); err != nil {
+		_ = r.Unload(blocks)
 		return Result{}, err
 	}
-	return r.Wait(blocks)
+	res, err := r.Wait(blocks)
+	if errors.Is(err, ErrTimeout) {
+		return res, err
+	}
+	if uerr := r.Unload(blocks); uerr != nil && err == nil {
+		err = uerr
+	}
+	return res, err
 }
 
 // Semaphores reads the NC's 256 semaphores through csr_read.
