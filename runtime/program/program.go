@@ -217,6 +217,9 @@ func (r *Runner) copyIn(addr uint64, p []byte) error {
 // and not seen at rest since by Wait or Done (which know it already), so
 // unloading a finished run costs no register access. Blocks unloaded
 // already (Handle 0) are passed over; each freed block's Handle becomes 0.
+// The blocks must be those Load returned (not a copy taken before an
+// earlier Unload): a handle freed once is reissued by the allocator, and a
+// stale copy of it names another block.
 func (r *Runner) Unload(blocks []Block) error {
 	for _, b := range blocks {
 		if b.Handle == 0 || b.idle {
