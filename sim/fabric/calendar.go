@@ -56,7 +56,8 @@ func (ls *LinkState) bookRun(now uint64, at []uint64, d, last, delay uint64) (cr
 	k := 0          // every span before k ends by the arrival being booked
 	over := false   // a chunk arrived so early that its span is over by now
 	var prev uint64 // the previous chunk's arrival
-	for j, t := range at {
+	for j := 0; j < len(at); j++ {
+		t := at[j]
 		if over {
 			c, k, over = current(c, now), 0, false // book forgets it before the next booking
 		}
@@ -89,9 +90,40 @@ func (ls *LinkState) bookRun(now uint64, at []uint64, d, last, delay uint64) (cr
 		over = over || end <= now && dj > 0
 		crossed = max(crossed, end)
 		at[j] = addTime(end, delay)
+		if j+2 < len(at) && at[j+1] >= t && at[j+1] <= end && dj > 0 && !over && c[len(c)-1].End == end {
+			var e uint64
+			j, prev, e = extendRun(c, at, j, prev, d, delay)
+			crossed = max(crossed, e)
+		}
 	}
 	ls.Spans = c
 	return crossed
+}
+
+// extendRun books, after chunk j has ended the link's last span (at its
+// crossing time, past the present), the chunks that follow it in order
+// while each arrives by the time that span ends — a busy link's queue,
+// most of what a link books — without bookRun's case analysis: each
+// begins at the span's end and extends it by d. That is the time book
+// gives it: no gap at or after its arrival holds d, since none held chunk
+// j, of the same length, arriving no later (book gives the earliest fit),
+// and it arrives before the span ends. The last chunk, of another length,
+// is left to bookRun. It returns the last chunk booked, its arrival and
+// when it crossed (TestBookRunMatchesBook covers every path).
+func extendRun(c []Span, at []uint64, j int, prev, d, delay uint64) (int, uint64, uint64) {
+	last := &c[len(c)-1]
+	end := last.End
+	for ; j+1 < len(at)-1; j++ {
+		t := at[j+1]
+		if t < prev || t > end {
+			break
+		}
+		prev = t
+		end = addTime(end, d)
+		at[j+1] = addTime(end, delay)
+	}
+	last.End = end
+	return j, prev, end
 }
 
 // current returns the spans of c that end after now, forgetting those over
