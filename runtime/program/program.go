@@ -51,8 +51,11 @@ type Block struct {
 }
 
 // Split cuts a program into per-engine blocks by each record's engine byte,
-// keeping the records' order. A size that is not a multiple of 64, or an
-// engine byte past SP, is ErrBadProgram.
+// keeping the records' order. A program whose records are all one
+// engine's is that engine's block as it is: its Bytes is prog (capacity
+// cut to its length), not a copy — a collective's SP program is tens of
+// megabytes on a thousand ranks. A size that is not a multiple of 64, or
+// an engine byte past SP, is ErrBadProgram.
 func Split(prog []byte) ([]Block, error) {
 	if len(prog) == 0 || len(prog)%isa.RecordSize != 0 {
 		return nil, fmt.Errorf("%w: %d bytes is not a whole number of %d-byte records", ErrBadProgram, len(prog), isa.RecordSize)
@@ -67,6 +70,9 @@ func Split(prog []byte) ([]Block, error) {
 			return nil, fmt.Errorf("%w: record at offset %d names engine %d (want 0..4)", ErrBadProgram, off, e)
 		}
 		size[e] += isa.RecordSize
+	}
+	if e := isa.Engine(prog[1]); size[e] == len(prog) {
+		return []Block{{Engine: e, Bytes: prog[:len(prog):len(prog)]}}, nil
 	}
 	var by [isa.TopSP][]byte
 	for e, n := range size {

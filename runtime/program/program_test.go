@@ -29,6 +29,17 @@ func TestSplit(t *testing.T) {
 	assert.Equal(t, byte(isa.OpBarrier), blocks[0].Bytes[64], "order kept")
 	assert.Equal(t, isa.DVE, blocks[1].Engine)
 
+	// One engine's records: the program is its block, not a copy, and an
+	// append to the block cannot reach past the program.
+	sp := append(rec(isa.OpNop, isa.SP), rec(isa.OpSem, isa.SP)...)
+	blocks, err = Split(sp)
+	require.NoError(t, err)
+	require.Len(t, blocks, 1)
+	assert.Equal(t, isa.SP, blocks[0].Engine)
+	assert.Equal(t, sp, blocks[0].Bytes)
+	assert.Same(t, &sp[0], &blocks[0].Bytes[0], "the program itself")
+	assert.Equal(t, len(sp), cap(blocks[0].Bytes))
+
 	for _, bad := range [][]byte{nil, make([]byte, 63), append(rec(isa.OpNop, isa.PE), 1), rec(isa.OpNop, isa.TopSP)} {
 		_, err := Split(bad)
 		assert.True(t, errors.Is(err, ErrBadProgram), "%d bytes", len(bad))
