@@ -237,3 +237,45 @@ func TestRunsGiveBackProgramMemory(t *testing.T) {
 		assert.Equal(t, before, used(), "device memory after a %s all-reduce of %d bytes", tc.algo, tc.size)
 	}
 }
+
+// TestFailedRunGivesBackProgramMemoryOnRelease: a run that gives up while
+// its collective is still running keeps the programs' device memory (the
+// engines still fetch from it); Release gives it back once they have
+// stopped, and a later run on the same engines once it has ended.
+func TestFailedRunGivesBackProgramMemoryOnRelease(t *testing.T) {
+	c := newTimingCluster(t, hwarch.Mariana, 4, fabric.KindSwitch, nil, 16<<20)
+	used := func() (blocks int) {
+		for i := range c.Devices {
+			r, err := c.Runner(i, 0)
+			require.NoError(t, err)
+			for _, st := range r.Mem.Stats() {
+				blocks += st.Blocks
+			}
+		}
+		return blocks
+	}
+	before := used()
+	s, err := enc.Build(enc.AllReduce, enc.Ring, 4, 8<<20, 4, enc.Options{})
+	require.NoError(t, err)
+	c.Exec.Timeout = 5 * time.Microsecond // give up with the collective running
+	_, err = c.Run(s, enc.Float32)
+	require.ErrorIs(t, err, collective.ErrRun)
+	assert.Greater(t, used(), before, "the running programs keep their memory")
+
+	c.System.Advance(10 * sim.Millisecond) // the collective runs to its end
+	c.Exec.Release()
+	assert.Equal(t, before, used(), "stopped: Release gives them back")
+
+	// Given up again, and its queues given back while it runs (as Recover
+	// does): the programs wait for ever and Release keeps them; the next
+	// run, on the same engines, gives them back.
+	_, err = c.Run(s, enc.Float32)
+	require.ErrorIs(t, err, collective.ErrRun)
+	c.Exec.Release()
+	c.System.Advance(10 * sim.Millisecond)
+	c.Exec.Release()
+	assert.Greater(t, used(), before, "waiting for ever: kept")
+	c.Exec.Timeout = 0
+	runTime(t, c, enc.AllReduce, enc.Ring, 1<<20)
+	assert.Equal(t, before, used(), "superseded by a run that ended: given back")
+}

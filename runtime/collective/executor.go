@@ -113,6 +113,9 @@ type Executor struct {
 	Staged bool
 
 	queues map[[2]int]*dma.Queue // (rank, engine<<8 | queue) → the open queue
+	// left holds, by rank, the program blocks of failed runs that may still
+	// have been running when the run gave up: Release unloads those at rest.
+	left map[int][]program.Block
 }
 
 // Result is what a run did.
@@ -273,6 +276,12 @@ func (x *Executor) execute(s *enc.Schedule, blocks [][]program.Block, res Result
 			return res, fmt.Errorf("enc: rank %d (device %d): %w: %w", r, x.Ranks[r].Device, err, ErrRun)
 		}
 	}
+	for r, old := range x.left { // a failed run's blocks on the engines this one ran are no longer fetched
+		if r < len(blocks) {
+			_ = x.Ranks[r].Runner.UnloadSuperseded(old, blocks[r])
+		}
+		x.keepLeft(r)
+	}
 	return res, nil
 }
 
@@ -298,10 +307,19 @@ func (x *Executor) executeLoaded(s *enc.Schedule, blocks [][]program.Block, res 
 // unload gives back the device memory of each rank's blocks known to be
 // at rest (program.Runner.UnloadIdle: not started, or seen done), on the
 // way out of a failed run (its error is the one returned), reading no
-// register: a failed run leaves the devices' time where it failed.
+// register: a failed run leaves the devices' time where it failed. The
+// blocks still holding memory are kept for Release.
 func (x *Executor) unload(blocks [][]program.Block) {
 	for r := range blocks {
 		_ = x.Ranks[r].Runner.UnloadIdle(blocks[r])
+		for _, b := range blocks[r] {
+			if b.Handle != 0 {
+				if x.left == nil {
+					x.left = map[int][]program.Block{}
+				}
+				x.left[r] = append(x.left[r], b)
+			}
+		}
 	}
 }
 
@@ -511,11 +529,33 @@ func (x *Executor) silentDevice(s *enc.Schedule) error {
 }
 
 // Release gives back every queue the executor opened (a queue of a device
-// that was reset is forgotten as it is). The next Run opens them afresh;
-// call it after a device reset, once the ranks' runners are up again.
+// that was reset is forgotten as it is), and the device memory of failed
+// runs' programs whose engines have stopped since (program.Runner.Unload,
+// reading the status of each; those still running are kept for the next
+// Release). The next Run opens the queues afresh; call it after a device
+// reset, once the ranks' runners are up again.
 func (x *Executor) Release() {
 	for key, q := range x.queues {
 		_ = q.Close() // the queue may belong to a device that no longer knows it
 		delete(x.queues, key)
 	}
+	for r, blocks := range x.left {
+		for i := range blocks {
+			if r < len(x.Ranks) {
+				_ = x.Ranks[r].Runner.Unload(blocks[i : i+1]) // still running, or a device that does not answer: kept
+			}
+		}
+		x.keepLeft(r)
+	}
+}
+
+// keepLeft keeps of rank r's left blocks those still holding device
+// memory.
+func (x *Executor) keepLeft(r int) {
+	kept := slices.DeleteFunc(x.left[r], func(b program.Block) bool { return b.Handle == 0 })
+	if len(kept) == 0 || r >= len(x.Ranks) {
+		delete(x.left, r)
+		return
+	}
+	x.left[r] = kept
 }

@@ -46,8 +46,9 @@ type Block struct {
 	Handle dmem.Handle // the device memory it is staged in (0: not staged, or unloaded)
 	// idle: no engine runs from it — loaded and not started, or its
 	// engine seen at rest by Wait or Done since Start — so that Unload
-	// need not read the engine's status again.
-	idle bool
+	// need not read the engine's status again; ran: started and seen at
+	// rest since (UnloadSuperseded).
+	idle, ran bool
 }
 
 // Split cuts a program into per-engine blocks by each record's engine byte,
@@ -258,6 +259,30 @@ func (r *Runner) UnloadIdle(blocks []Block) error {
 	return nil
 }
 
+// UnloadSuperseded is Unload of the blocks of old whose engine has since
+// run a block of by to its end (started, then seen at rest by Wait or
+// Done): an engine runs one block at a time, so an earlier block on it is
+// no longer fetched. It reads no register; the other blocks of old keep
+// their memory. It is how a run that succeeded gives back the blocks a
+// failed run before it left on the same engines (their engines were still
+// running then, or waiting on a semaphore that would never come).
+func (r *Runner) UnloadSuperseded(old, by []Block) error {
+	for i := range old {
+		if old[i].Handle == 0 {
+			continue
+		}
+		for _, b := range by {
+			if b.Engine == old[i].Engine && b.ran {
+				if err := r.free(old[i : i+1]); err != nil {
+					return err
+				}
+				break
+			}
+		}
+	}
+	return nil
+}
+
 // free gives back the device memory of blocks, setting their handles to 0.
 func (r *Runner) free(blocks []Block) error {
 	for i := range blocks {
@@ -293,7 +318,7 @@ func (r *Runner) read(e isa.Engine, off uint64) (uint32, error) {
 // release_run_stall, then START_CTRL.
 func (r *Runner) Start(blocks []Block) error {
 	for i, b := range blocks {
-		blocks[i].idle = false
+		blocks[i].idle, blocks[i].ran = false, false
 		for _, w := range []struct {
 			off uint64
 			v   uint32
@@ -376,10 +401,11 @@ func (r *Runner) Done(blocks []Block) (bool, error) {
 	return true, nil
 }
 
-// setIdle notes that no engine runs from blocks any more.
+// setIdle notes that the blocks' engines, started on them, have been seen
+// at rest: none runs from them any more.
 func setIdle(blocks []Block) {
 	for i := range blocks {
-		blocks[i].idle = true
+		blocks[i].idle, blocks[i].ran = true, true
 	}
 }
 
