@@ -540,8 +540,8 @@ func (x *Executor) Release() {
 		delete(x.queues, key)
 	}
 	for r, blocks := range x.left {
-		for i := range blocks {
-			if r < len(x.Ranks) {
+		if r < len(x.Ranks) {
+			for i := range blocks {
 				_ = x.Ranks[r].Runner.Unload(blocks[i : i+1]) // still running, or a device that does not answer: kept
 			}
 		}

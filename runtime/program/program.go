@@ -44,12 +44,27 @@ type Block struct {
 	Bytes  []byte
 	Addr   uint64      // device address once staged
 	Handle dmem.Handle // the device memory it is staged in (0: not staged, or unloaded)
-	// idle: no engine runs from it — loaded and not started, or its
-	// engine seen at rest by Wait or Done since Start — so that Unload
-	// need not read the engine's status again; ran: started and seen at
-	// rest since (UnloadSuperseded).
-	idle, ran bool
+	// run is what the runner knows of the block's engine, so that Unload
+	// need not read its status again.
+	run blockRun
 }
+
+// blockRun is what a runner knows of whether an engine runs from a block.
+type blockRun uint8
+
+const (
+	// runMaybe: started (or not made by Load), not seen at rest since — an
+	// engine may be running it.
+	runMaybe blockRun = iota
+	// runLoaded: loaded and not started: nothing runs from it.
+	runLoaded
+	// runEnded: started, then its engine seen at rest by Wait or Done.
+	runEnded
+)
+
+// idle reports whether no engine runs from b (loaded and not started, or
+// run to its end).
+func (b *Block) idle() bool { return b.run != runMaybe }
 
 // Split cuts a program into per-engine blocks by each record's engine byte,
 // keeping the records' order. A program whose records are all one
@@ -195,7 +210,7 @@ func (r *Runner) stage(b *Block) error {
 		_ = r.Mem.Free(h)
 		return fmt.Errorf("program: staging the %s block: %w", b.Engine, err)
 	}
-	b.Addr, b.Handle, b.idle = blk.Addr, h, true
+	b.Addr, b.Handle, b.run = blk.Addr, h, runLoaded
 	return nil
 }
 
@@ -229,7 +244,7 @@ func (r *Runner) copyIn(addr uint64, p []byte) error {
 // stale copy of it names another block.
 func (r *Runner) Unload(blocks []Block) error {
 	for _, b := range blocks {
-		if b.Handle == 0 || b.idle {
+		if b.Handle == 0 || b.idle() {
 			continue
 		}
 		st, err := r.read(b.Engine, isa.EngineRegStatus)
@@ -250,7 +265,7 @@ func (r *Runner) Unload(blocks []Block) error {
 // may still be running.
 func (r *Runner) UnloadIdle(blocks []Block) error {
 	for i := range blocks {
-		if blocks[i].idle {
+		if blocks[i].idle() {
 			if err := r.free(blocks[i : i+1]); err != nil {
 				return err
 			}
@@ -272,7 +287,7 @@ func (r *Runner) UnloadSuperseded(old, by []Block) error {
 			continue
 		}
 		for _, b := range by {
-			if b.Engine == old[i].Engine && b.ran {
+			if b.Engine == old[i].Engine && b.run == runEnded {
 				if err := r.free(old[i : i+1]); err != nil {
 					return err
 				}
@@ -318,7 +333,7 @@ func (r *Runner) read(e isa.Engine, off uint64) (uint32, error) {
 // release_run_stall, then START_CTRL.
 func (r *Runner) Start(blocks []Block) error {
 	for i, b := range blocks {
-		blocks[i].idle, blocks[i].ran = false, false
+		blocks[i].run = runMaybe
 		for _, w := range []struct {
 			off uint64
 			v   uint32
@@ -405,7 +420,7 @@ func (r *Runner) Done(blocks []Block) (bool, error) {
 // at rest: none runs from them any more.
 func setIdle(blocks []Block) {
 	for i := range blocks {
-		blocks[i].idle, blocks[i].ran = true, true
+		blocks[i].run = runEnded
 	}
 }
 

@@ -90,6 +90,8 @@ func (ls *LinkState) bookRun(now uint64, at []uint64, d, last, delay uint64) (cr
 		over = over || end <= now && dj > 0
 		crossed = max(crossed, end)
 		at[j] = addTime(end, delay)
+		// extendRun's own first test, made here too so that a chunk it would
+		// not take costs no call (the torus's gap-filling chunks).
 		if j+2 < len(at) && at[j+1] >= t && at[j+1] <= end && dj > 0 && !over && c[len(c)-1].End == end {
 			var e uint64
 			j, prev, e = extendRun(c, at, j, prev, d, delay)
