@@ -17,14 +17,14 @@ import (
 // system (the default), of a remote system, or /dev/neuronN.
 type targetFlags struct {
 	sys    *systemFlags
-	device int
+	device *intValue
 	remote string
 	kernel string
 }
 
 func addTargetFlags(cmd *cobra.Command) *targetFlags {
-	t := &targetFlags{sys: addSystemFlags(cmd)}
-	cmd.Flags().IntVar(&t.device, "device", 0, "device index in the system (/dev/neuronN for --kernel)")
+	t := &targetFlags{sys: addSystemFlags(cmd), device: newDeviceIndex()}
+	cmd.Flags().Var(t.device, "device", "device index in the system (/dev/neuronN for --kernel)")
 	cmd.Flags().StringVar(&t.remote, "remote", "", "use a device that neuronsim serve exports at `ADDR` (unix:PATH or tcp:HOST:PORT)")
 	cmd.Flags().StringVar(&t.kernel, "kernel", "", "use the kernel driver: a /dev/neuronN path, or \"auto\" for /dev/neuron<device>")
 	cmd.MarkFlagsMutuallyExclusive("remote", "kernel")
@@ -40,7 +40,7 @@ func (t *targetFlags) open() (*bringup.Device, func(), error) {
 		if err := t.sys.notWith("--remote"); err != nil {
 			return nil, nil, err
 		}
-		dev, done, err := openServedDevice(t.remote, t.device)
+		dev, done, err := openServedDevice(t.remote, t.device.int())
 		if err != nil {
 			return nil, nil, err
 		}
@@ -56,7 +56,7 @@ func (t *targetFlags) open() (*bringup.Device, func(), error) {
 		}
 		path := t.kernel
 		if path == "auto" {
-			path = fmt.Sprintf("/dev/neuron%d", t.device)
+			path = fmt.Sprintf("/dev/neuron%d", t.device.int())
 		}
 		k, err := ndl.OpenKernel(path)
 		if err != nil {
@@ -73,14 +73,14 @@ func (t *targetFlags) open() (*bringup.Device, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if t.device < 0 || t.device >= s.Devices {
-		return nil, nil, fmt.Errorf("--device %d: the system has %s (--devices)", t.device, units.Plural(int64(s.Devices), "device", "devices"))
+	if dev := t.device.int(); dev >= s.Devices {
+		return nil, nil, fmt.Errorf("--device %d: the system has %s (--devices)", dev, units.Plural(int64(s.Devices), "device", "devices"))
 	}
 	sys, err := buildSystem(s)
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := openRegisters(sys[t.device].Dev, bringup.Options{Switch: s.Switch})
+	d, err := openRegisters(sys[t.device.int()].Dev, bringup.Options{Switch: s.Switch})
 	if err != nil {
 		return nil, nil, err
 	}

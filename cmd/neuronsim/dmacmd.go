@@ -28,7 +28,7 @@ func newDMACommand() *cobra.Command {
 
 func newDMACopyCommand() *cobra.Command {
 	var from, to, size, kernel string
-	var core int
+	core := newCoreIndex()
 	var timingOnly bool
 	cmd := &cobra.Command{
 		Use:   "copy --from host|device --to host|device --size N [--core N] [--timing-only] | copy --kernel /dev/neuronN --size N [--core N]",
@@ -53,11 +53,11 @@ func newDMACopyCommand() *cobra.Command {
 	cmd.Flags().StringVar(&from, "from", "host", "source: host or device")
 	cmd.Flags().StringVar(&to, "to", "device", "destination: host or device")
 	cmd.Flags().StringVar(&size, "size", "1MiB", "bytes to copy, "+sizeUnits)
-	cmd.Flags().IntVar(&core, "core", 0, "NeuronCore whose H2T queue copies")
+	cmd.Flags().Var(core, "core", "NeuronCore whose H2T queue copies")
 	cmd.Flags().BoolVar(&timingOnly, "timing-only", false, "move no payload (sweeps larger than host memory)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if kernel != "" {
-			return kernelCopyCommand(cmd, tf, kernel, size, core)
+			return kernelCopyCommand(cmd, tf, kernel, size, core.int())
 		}
 		sz, err := units.ParseBytesIn("--size", size, 1, maxCopyBytes)
 		if err != nil {
@@ -77,12 +77,12 @@ func newDMACopyCommand() *cobra.Command {
 			return err
 		}
 		defer sys.close()
-		if err := sys.checkCore(core); err != nil {
+		if err := sys.checkCore(core.int()); err != nil {
 			return err
 		}
-		res, err := sys.st.Copy(stack.CopyRequest{From: sides[from], To: sides[to], Size: n, NC: core, Payload: !timingOnly})
+		res, err := sys.st.Copy(stack.CopyRequest{From: sides[from], To: sides[to], Size: n, NC: core.int(), Payload: !timingOnly})
 		if res.Done {
-			printCopy(cmd.OutOrStdout(), sys.st.Up.Geometry.Generation, res, from, to, n, core, timingOnly)
+			printCopy(cmd.OutOrStdout(), sys.st.Up.Geometry.Generation, res, from, to, n, core.int(), timingOnly)
 		}
 		if err != nil {
 			return err

@@ -21,14 +21,14 @@ import (
 type dmaTargetFlags struct {
 	sys    *systemFlags
 	remote string
-	device int
+	device *intValue
 }
 
 func addDMATargetFlags(cmd *cobra.Command) *dmaTargetFlags {
-	t := &dmaTargetFlags{sys: addSystemFlags(cmd)}
+	t := &dmaTargetFlags{sys: addSystemFlags(cmd), device: newDeviceIndex()}
 	cmd.Flags().Lookup("devices").Usage = "number of devices of the system; this command works on a system of one device, so only 1 (default 1)"
 	cmd.Flags().StringVar(&t.remote, "remote", "", "use a device that neuronsim serve exports at `ADDR` (unix:PATH or tcp:HOST:PORT) instead of a fresh one")
-	cmd.Flags().IntVar(&t.device, "device", 0, "with --remote: the served device's index")
+	cmd.Flags().Var(t.device, "device", "with --remote: the served device's index")
 	return t
 }
 
@@ -56,7 +56,7 @@ func openDMASystem(t *dmaTargetFlags, timingOnly bool) (*dmaSystem, error) {
 		if err := t.sys.notWith("--remote"); err != nil {
 			return nil, err
 		}
-		d, done, err := openServedDevice(t.remote, t.device)
+		d, done, err := openServedDevice(t.remote, t.device.int())
 		if err != nil {
 			return nil, err
 		}
@@ -105,7 +105,7 @@ func newDVECommand() *cobra.Command {
 }
 
 func newDVELoadCommand() *cobra.Command {
-	var core int
+	core := newCoreIndex()
 	var dir string
 	cmd := &cobra.Command{
 		Use:   "load [--arch A] [--core N] [--tables DIR]",
@@ -120,7 +120,7 @@ func newDVELoadCommand() *cobra.Command {
 		Args: cobra.NoArgs,
 	}
 	tf := addDMATargetFlags(cmd)
-	cmd.Flags().IntVar(&core, "core", 0, "NeuronCore to load")
+	cmd.Flags().Var(core, "core", "NeuronCore to load")
 	cmd.Flags().StringVar(&dir, "tables", "", "directory of opcode.bin, control_fast.bin, [control_slow.bin,] datapath.bin, [param_ram.bin] (default: the built-in tables)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		sys, err := openDMASystem(tf, false)
@@ -128,10 +128,10 @@ func newDVELoadCommand() *cobra.Command {
 			return err
 		}
 		defer sys.close()
-		if err := sys.checkCore(core); err != nil {
+		if err := sys.checkCore(core.int()); err != nil {
 			return err
 		}
-		return dveLoad(cmd.OutOrStdout(), sys.st, core, dir)
+		return dveLoad(cmd.OutOrStdout(), sys.st, core.int(), dir)
 	}
 	return cmd
 }

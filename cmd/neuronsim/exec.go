@@ -72,7 +72,7 @@ func parseTile(s string, output bool) (tileSpec, error) {
 // execFlags are exec's flags.
 type execFlags struct {
 	tf                  *dmaTargetFlags
-	core                int
+	core                *intValue
 	inputs, outputs     []string
 	tracePath, traceMax string
 }
@@ -93,7 +93,8 @@ func newExecCommand() *cobra.Command {
 		Args: cobra.ExactArgs(1),
 	}
 	f.tf = addDMATargetFlags(cmd)
-	cmd.Flags().IntVar(&f.core, "core", 0, "NeuronCore to run on")
+	f.core = newCoreIndex()
+	cmd.Flags().Var(f.core, "core", "NeuronCore to run on")
 	cmd.Flags().StringArrayVar(&f.inputs, "input", nil, "SPACE[START:COUNT,OFFSET]=FILE written before the run (repeatable)")
 	cmd.Flags().StringArrayVar(&f.outputs, "output", nil, "SPACE[START:COUNT,OFFSET]:BYTES=FILE read after the run (repeatable)")
 	cmd.Flags().StringVar(&f.tracePath, "trace", "", "write a Chrome/Perfetto trace-event JSON file")
@@ -113,7 +114,7 @@ func newExecCommand() *cobra.Command {
 			return err
 		}
 		defer sys.close()
-		if err := sys.checkCore(f.core); err != nil {
+		if err := sys.checkCore(f.core.int()); err != nil {
 			return err
 		}
 		var rec *trace.Recorder
@@ -125,7 +126,7 @@ func newExecCommand() *cobra.Command {
 			rec.SetMaxBytes(traceBytes)
 			sys.sim.SetTrace(rec)
 		}
-		req := stack.ExecRequest{NC: f.core, Program: prog, Inputs: make([]stack.Input, len(ins)), Outputs: make([]stack.Tile, len(outs))}
+		req := stack.ExecRequest{NC: f.core.int(), Program: prog, Inputs: make([]stack.Input, len(ins)), Outputs: make([]stack.Tile, len(outs))}
 		for i, t := range ins {
 			req.Inputs[i] = stack.Input{Tile: t.Tile, Data: t.data}
 		}

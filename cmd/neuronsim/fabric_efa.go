@@ -6,7 +6,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/spf13/cobra"
 
@@ -68,24 +67,20 @@ func (v *ratioValue) Set(s string) error {
 // Type implements pflag.Value.
 func (v *ratioValue) Type() string { return "ratio" }
 
-// The bounds the EFA integer flags read a number within; the ranges of the
-// settings are fabric.EFASettings.Check's.
-const (
-	minFlagInt = math.MinInt32
-	maxFlagInt = math.MaxInt32
-)
-
 func addEFAFlags(cmd *cobra.Command) *efaFlags {
 	defP := fabric.DefaultParams(hwarch.Cayman)
 	def := defP.EFA
 	f := &efaFlags{cmd: cmd,
-		nodes:     newIntDefault("--nodes", minFlagInt, maxFlagInt, 1),
+		// The flags read within the settings' own ranges, so that a number
+		// too large for any says so; fabric.EFASettings.Check (which a
+		// scenario's system.efa also takes) checks them again with the rest.
+		nodes:     newIntDefault("--nodes", 1, hwarch.MaxFabricDevices, 1),
 		ratio:     &ratioValue{name: "--oversubscription"},
 		bw:        newBandwidth("--efa-bw"),
 		latency:   newNS("--efa-latency"),
-		leafPorts: newInt("--leaf-ports", minFlagInt, maxFlagInt),
-		spines:    newInt("--spines", minFlagInt, maxFlagInt),
-		perNIC:    newInt("--devices-per-nic", minFlagInt, maxFlagInt),
+		leafPorts: newInt("--leaf-ports", 1, fabric.MaxLeafPorts),
+		spines:    newInt("--spines", 1, fabric.MaxSpines),
+		perNIC:    newInt("--devices-per-nic", 1, hwarch.MaxFabricDevices),
 	}
 	fl := cmd.Flags()
 	fl.Var(f.nodes, "nodes", "N copies of the system the other flags give (--devices, --topology), joined by the EFA scale-out network: N × devices in all, device index = node × devices + local index (docs/fabric.md §EFA)")

@@ -93,7 +93,11 @@ func TestFabricEFAFlagErrors(t *testing.T) {
 		{[]string{"--oversubscription", "2"}, "--oversubscription: one node has no EFA network"},
 		{[]string{"--nodes", "2", "--oversubscription", "0.5"}, "--oversubscription 0.5: a ratio from 1"},
 		{[]string{"--nodes", "2", "--oversubscription", "lots"}, "--oversubscription"},
-		{[]string{"--nodes", "0"}, "--nodes"},
+		{[]string{"--nodes", "0"}, "--nodes 0: must be in 1..16384"},
+		{[]string{"--nodes", "99999999999999999999"}, `--nodes "99999999999999999999": must be in 1..16384`}, // its own range, not an int's
+		{[]string{"--nodes", "2", "--spines", "4294967296"}, "--spines 4294967296: must be in 1..256"},
+		{[]string{"--nodes", "2", "--leaf-ports", "-1"}, "--leaf-ports -1: must be in 1..4096"},
+		{[]string{"--nodes", "2", "--devices-per-nic", "16385"}, "--devices-per-nic 16385: must be in 1..16384"},
 		{[]string{"--nodes", "2000"}, "--nodes 2000: 2000 nodes of 16 devices are 32000 devices"},
 		{[]string{"--nodes", "2", "--efa-network", "torus"}, "accepted words are rail|fat-tree"},
 		{[]string{"--nodes", "2", "--efa-bw", "0"}, "--efa-bw"},

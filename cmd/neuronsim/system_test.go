@@ -109,6 +109,8 @@ func TestCSRErrorsInTheSeedsWords(t *testing.T) {
 		{[]string{"write", "0xD0000000", "0x100000000"}, "wider than 32 bits"},
 		{[]string{"read", "zz"}, `ADDR "zz"`},
 		{[]string{"read", "0", "--device", "1"}, "the system has 1 device"},
+		{[]string{"read", "0", "--device", "-1"}, "--device -1: must be in 0..16383"},
+		{[]string{"read", "0", "--device", "99999999999999999999"}, `--device "99999999999999999999": must be in 0..16383`},
 		{[]string{"read", "0", "--count", "0"}, "--count 0"},
 	}
 	for _, tt := range tests {

@@ -142,6 +142,20 @@ func (v *intValue) Set(s string) error {
 // Type implements pflag.Value.
 func (v *intValue) Type() string { return "int" }
 
+// newDeviceIndex is a --device flag: a device's index, 0 unless given, at
+// most the largest index of any system (hwarch.MaxFabricDevices − 1); the
+// command checks it against the system it opens.
+func newDeviceIndex() *intValue {
+	return newIntDefault("--device", 0, hwarch.MaxFabricDevices-1, 0)
+}
+
+// newCoreIndex is a --core flag: a NeuronCore's index, 0 unless given, at
+// most the largest of any generation; the command checks it against the
+// device it opens.
+func newCoreIndex() *intValue {
+	return newIntDefault("--core", 0, maxOfGenerations(func(g *hwarch.Geometry) int { return g.NeuronCores })-1, 0)
+}
+
 // int returns the value (or the default) as an int; the ranges of the flags
 // fit an int.
 func (v *intValue) int() int { return int(v.v) }
