@@ -84,15 +84,18 @@ func StagedTimingMemory(op enc.Op, algo enc.Algo, devices, ranks, engines int, d
 	return timingMemory(op, algo, devices, ranks, engines, d, sizes, opt, true)
 }
 
-// timingMemory is TimingMemory (staged false) and StagedTimingMemory.
+// timingMemory is TimingMemory (staged false) and StagedTimingMemory. It
+// counts each largest schedule with enc.Count, never building it: a
+// schedule too large for the host is refused by the estimate without
+// first being allocated for it.
 func timingMemory(op enc.Op, algo enc.Algo, devices, ranks, engines int, d enc.Dtype, sizes []int64, opt enc.Options, staged bool) (uint64, error) {
 	var peak uint64
 	for _, rep := range Largest(op, algo, ranks, sizes, opt) {
-		sch, err := enc.Build(op, rep.Algo, ranks, rep.Size, d.Size(), opt)
-		if err != nil {
+		ct := newCounter(ranks, d.Size(), engines)
+		if _, _, err := enc.Count(op, rep.Algo, ranks, rep.Size, d.Size(), opt, ct.add); err != nil {
 			return 0, err
 		}
-		peak = max(peak, scheduleMemory(sch, engines, staged))
+		peak = max(peak, ct.memory(staged))
 	}
 	return peak + FixedTimingMemory(devices), nil
 }
@@ -115,15 +118,18 @@ func FixedTimingMemory(devices int) uint64 {
 // scheduleMemory is what running s holds, streamed or staged, doubled for
 // the collector.
 func scheduleMemory(s *enc.Schedule, engines int, staged bool) uint64 {
-	if engines <= 0 {
-		engines = collective.Calibrated(hwarch.Mariana).Engines
-	}
-	c := runCounts(s, engines)
+	return countSchedule(s, engines).memory(staged)
+}
+
+// memory is what running the schedule counted holds, streamed or staged,
+// doubled for the collector.
+func (ct *counter) memory(staged bool) uint64 {
+	c := ct.counts()
 	live := c.xfers * uint64(unsafe.Sizeof(enc.Xfer{}))
 	if staged {
 		live += c.pairs*pairHostBytes + c.records*recordHostBytes
 	} else {
-		live += (c.records+2*c.rankRecords)*isa.RecordSize + uint64(s.Ranks)*uint64(engines+1)*fedQueueHostBytes
+		live += (c.records+2*c.rankRecords)*isa.RecordSize + uint64(ct.ranks)*uint64(ct.engines+1)*fedQueueHostBytes
 	}
 	return 2 * live
 }
@@ -134,44 +140,86 @@ type counts struct {
 	rankRecords           uint64 // the most records of one rank
 }
 
-// runCounts counts what the executor plans for schedule s with engines
-// data engines per rank (runtime/collective's planner): descriptor pairs —
-// each slice of a transfer in 64 KiB pieces and its arrival signal, per
-// rank and step a done signal of every engine it used and a credit per
+// counter counts what the executor plans for a schedule with engines
+// data engines per rank (runtime/collective's planner), from its transfers
+// given one at a time in any order with their step's index (add): descriptor
+// pairs — each slice of a transfer in 64 KiB pieces and its arrival signal,
+// per rank and step a done signal of every engine it used and a credit per
 // transfer into it from another rank, the go and finish writes — SP
 // records — per rank and step at most three waits and a trigger per engine
 // used and of the control queue, and the release and finish — and the
 // schedule's transfers, and the most records of one rank.
-func runCounts(s *enc.Schedule, engines int) counts {
-	var c counts
-	elem := int64(s.Elem)
-	slices := make([]int64, s.Ranks) // this step's slices by source rank
-	recs := make([]uint64, s.Ranks)  // records by rank
-	for _, st := range s.Steps {
-		clear(slices)
-		for _, xf := range st.Xfers {
-			c.xfers++
-			ways := min(int64(engines), xf.Len/elem)
-			if ways < 1 {
-				continue
-			}
-			slice := (xf.Len/elem + ways - 1) / ways * elem // the largest slice
-			c.pairs += uint64(ways) * (uint64((slice+udma.MaxTransfer-1)/udma.MaxTransfer) + 1)
-			slices[xf.Src] += ways
-			if xf.Src != xf.Dst {
-				c.pairs++ // the credit its destination grants
-			}
+type counter struct {
+	ranks, engines int
+	elem           int64
+	c              counts
+	// used[step][rank] is the engines rank's transfers of the step use
+	// (their slices, at most engines); nil for a step with no transfer.
+	used [][]uint8
+}
+
+// newCounter is a counter for a schedule of ranks ranks and elements of
+// elem bytes; engines ≤ 0 is the calibrated 7.
+func newCounter(ranks, elem, engines int) *counter {
+	if engines <= 0 {
+		engines = collective.Calibrated(hwarch.Mariana).Engines
+	}
+	return &counter{ranks: ranks, engines: engines, elem: int64(elem)}
+}
+
+// add counts transfer xf of step st.
+func (ct *counter) add(st int, xf enc.Xfer) {
+	for len(ct.used) <= st {
+		ct.used = append(ct.used, nil)
+	}
+	if ct.used[st] == nil {
+		ct.used[st] = make([]uint8, ct.ranks)
+	}
+	ct.c.xfers++
+	ways := min(int64(ct.engines), xf.Len/ct.elem)
+	if ways < 1 {
+		return
+	}
+	slice := (xf.Len/ct.elem + ways - 1) / ways * ct.elem // the largest slice
+	ct.c.pairs += uint64(ways) * (uint64((slice+udma.MaxTransfer-1)/udma.MaxTransfer) + 1)
+	u := &ct.used[st][xf.Src]
+	*u = uint8(min(int64(*u)+ways, int64(ct.engines)))
+	if xf.Src != xf.Dst {
+		ct.c.pairs++ // the credit its destination grants
+	}
+}
+
+// counts returns what the transfers added so far make.
+func (ct *counter) counts() counts {
+	c := ct.c
+	recs := make([]uint64, ct.ranks) // records by rank
+	for _, used := range ct.used {
+		if used == nil {
+			continue
 		}
-		for r, n := range slices {
-			used := uint64(min(n, int64(engines)))
-			c.pairs += used
-			recs[r] += 3 + used + 1
+		for r, n := range used {
+			c.pairs += uint64(n)
+			recs[r] += 3 + uint64(n) + 1
 		}
 	}
 	for _, n := range recs {
 		c.records += n + 4
 		c.rankRecords = max(c.rankRecords, n+4)
 	}
-	c.pairs += 2 * uint64(s.Ranks) // go and finish
+	c.pairs += 2 * uint64(ct.ranks) // go and finish
 	return c
 }
+
+// countSchedule is a counter of every transfer of the built schedule s.
+func countSchedule(s *enc.Schedule, engines int) *counter {
+	ct := newCounter(s.Ranks, s.Elem, engines)
+	for i, st := range s.Steps {
+		for _, xf := range st.Xfers {
+			ct.add(i, xf)
+		}
+	}
+	return ct
+}
+
+// runCounts counts what the executor plans for schedule s (counter).
+func runCounts(s *enc.Schedule, engines int) counts { return countSchedule(s, engines).counts() }

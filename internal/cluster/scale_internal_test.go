@@ -11,26 +11,30 @@ import (
 	"github.com/neuronsim/neuronsim/runtime/enc"
 )
 
+// countCase is a collective and the data engines a rank spreads it over.
+type countCase struct {
+	op      enc.Op
+	algo    enc.Algo
+	ranks   int
+	size    int64
+	engines int
+	opt     enc.Options
+}
+
 // TestRunCounts: the descriptor pairs TimingMemory counts for a run bound
 // what the executor really planned (collective.Result.Descriptors) from
 // above, within 1.5×, for every collective the sweeps run, small transfers
 // (one slice per element) and transfers past 64 KiB per engine alike.
 func TestRunCounts(t *testing.T) {
-	for _, tc := range []struct {
-		op      enc.Op
-		algo    enc.Algo
-		ranks   int
-		size    int64
-		engines int
-	}{
-		{enc.AllReduce, enc.Ring, 8, 8 << 10, 7},
-		{enc.AllReduce, enc.Ring, 8, 16 << 20, 7},
-		{enc.AllReduce, enc.Ring, 16, 1 << 20, 1},
-		{enc.AllGather, enc.Ring, 8, 4 << 20, 7},
-		{enc.ReduceScatter, enc.Ring, 8, 4 << 20, 3},
-		{enc.AllReduce, enc.RDH, 16, 1 << 20, 7},
-		{enc.AllReduce, enc.Mesh, 8, 64 << 10, 7},
-		{enc.AllReduce, enc.Ring, 8, 64, 7},
+	for _, tc := range []countCase{
+		{enc.AllReduce, enc.Ring, 8, 8 << 10, 7, enc.Options{}},
+		{enc.AllReduce, enc.Ring, 8, 16 << 20, 7, enc.Options{}},
+		{enc.AllReduce, enc.Ring, 16, 1 << 20, 1, enc.Options{}},
+		{enc.AllGather, enc.Ring, 8, 4 << 20, 7, enc.Options{}},
+		{enc.ReduceScatter, enc.Ring, 8, 4 << 20, 3, enc.Options{}},
+		{enc.AllReduce, enc.RDH, 16, 1 << 20, 7, enc.Options{}},
+		{enc.AllReduce, enc.Mesh, 8, 64 << 10, 7, enc.Options{}},
+		{enc.AllReduce, enc.Ring, 8, 64, 7, enc.Options{}},
 	} {
 		t.Run(fmt.Sprintf("%s/%s/%d/%d/%d", tc.op, tc.algo, tc.ranks, tc.size, tc.engines), func(t *testing.T) {
 			s, err := enc.Build(tc.op, tc.algo, tc.ranks, tc.size, 4, enc.Options{})
@@ -80,5 +84,32 @@ func TestTimingMemory(t *testing.T) {
 		assert.Less(t, streamed, tc.streamMax, "%d devices streamed", tc.devices)
 		assert.Greater(t, staged, tc.stagedMin, "%d devices staged", tc.devices)
 		assert.Less(t, streamed, staged, "%d devices", tc.devices)
+	}
+}
+
+// TestCountedEstimateIsBuilt: TimingMemory and StagedTimingMemory, which
+// count each schedule with enc.Count and never build it, give what the
+// built schedule gives (scheduleMemory), for ring, mesh, RDH, hierarchical
+// and channelled flat-ring collectives of every op the sweeps run.
+func TestCountedEstimateIsBuilt(t *testing.T) {
+	for _, tc := range []countCase{
+		{enc.AllReduce, enc.Ring, 8, 16 << 20, 7, enc.Options{}},
+		{enc.AllReduce, enc.Ring, 32, 64 << 20, 7, enc.Options{GroupSize: 16, Channels: 8}},
+		{enc.AllGather, enc.Ring, 8, 4 << 20, 3, enc.Options{Chunks: 3}},
+		{enc.ReduceScatter, enc.Mesh, 8, 4 << 20, 7, enc.Options{}},
+		{enc.AllReduce, enc.RDH, 16, 1 << 20, 7, enc.Options{}},
+		{enc.AllReduce, enc.Hier, 32, 8 << 20, 7, enc.Options{GroupSize: 16}},
+		{enc.AllToAll, enc.Mesh, 16, 16 << 10, 1, enc.Options{}},
+		{enc.AllReduce, enc.Ring, 8, 64, 16, enc.Options{}},
+	} {
+		t.Run(fmt.Sprintf("%s/%s/%d/%d/%+v", tc.op, tc.algo, tc.ranks, tc.size, tc.opt), func(t *testing.T) {
+			s, err := enc.Build(tc.op, tc.algo, tc.ranks, tc.size, 4, tc.opt)
+			require.NoError(t, err)
+			for _, staged := range []bool{false, true} {
+				got, err := timingMemory(tc.op, tc.algo, tc.ranks, tc.ranks, tc.engines, enc.Float32, []int64{tc.size}, tc.opt, staged)
+				require.NoError(t, err)
+				assert.Equal(t, scheduleMemory(s, tc.engines, staged)+FixedTimingMemory(tc.ranks), got, "staged %v", staged)
+			}
+		})
 	}
 }

@@ -135,11 +135,12 @@ func (c *Cluster) Mode() string {
 }
 
 // BufferNeed returns the per-rank buffer bytes the largest of the sizes
-// needs (collective.LayoutOf's End), checking that every size builds.
+// needs (collective.LayoutOf's End), checking that every size builds
+// (enc.Count: Build's checks, the schedule not built).
 func BufferNeed(op enc.Op, algo enc.Algo, ranks int, d enc.Dtype, sizes []int64, opt enc.Options) (uint64, error) {
 	var need uint64
 	for _, size := range sizes {
-		sch, err := enc.Build(op, algo, ranks, size, d.Size(), opt)
+		sch, _, err := enc.Count(op, algo, ranks, size, d.Size(), opt, nil) // the schedule's sizes, not its steps
 		if err != nil {
 			return 0, err
 		}
@@ -159,12 +160,13 @@ func BufferNeed(op enc.Op, algo enc.Algo, ranks int, d enc.Dtype, sizes []int64,
 // input per rank). The sum is doubled for the Go collector's headroom
 // (GOGC=100 lets the heap grow to twice what is live).
 //
-// Only the largest size of each algorithm the sweep uses is built (see
-// Largest): what a schedule holds grows with its size.
+// Only the largest size of each algorithm the sweep uses is counted (see
+// Largest; enc.Count, never building the schedule): what a schedule holds
+// grows with its size.
 func FunctionalMemory(op enc.Op, algo enc.Algo, ranks int, d enc.Dtype, sizes []int64, opt enc.Options) (uint64, error) {
 	var peak uint64
 	for _, rep := range Largest(op, algo, ranks, sizes, opt) {
-		sch, err := enc.Build(op, rep.Algo, ranks, rep.Size, d.Size(), opt)
+		sch, _, err := enc.Count(op, rep.Algo, ranks, rep.Size, d.Size(), opt, nil) // the schedule's sizes, not its steps
 		if err != nil {
 			return 0, err
 		}

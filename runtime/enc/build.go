@@ -56,8 +56,73 @@ type Options struct {
 // One rank: every op is a local copy of the input to the output, one step
 // per chunk. Size 0: no steps.
 func Build(op Op, algo Algo, ranks int, size int64, elem int, opt Options) (*Schedule, error) {
-	fail := func(name string, format string, a ...any) (*Schedule, error) {
-		return nil, fmt.Errorf("enc: %s: "+format+": %w", append([]any{name}, append(a, ErrBadCollective)...)...)
+	b, s, pieces, name, err := prepare(op, algo, ranks, size, elem, opt)
+	if err != nil {
+		return nil, err
+	}
+	// Count first, holding only each step's last transfer, so that a
+	// schedule past MaxXfers is refused before its transfers are
+	// allocated; then build into one array of exactly the transfers.
+	b.counting = true
+	if err := b.pieces(pieces); err != nil {
+		return nil, buildError(name, "%v", err)
+	}
+	b.presize()
+	if err := b.pieces(pieces); err != nil {
+		return nil, buildError(name, "%v", err)
+	}
+	if b.n != b.counted {
+		return nil, buildError(name, "internal error: %d transfers built, %d counted", b.n, b.counted)
+	}
+	s.Steps = slices.DeleteFunc(b.steps, func(st Step) bool { return len(st.Xfers) == 0 })
+	s.ScratchBytes = scratchUsed(s.Steps)
+	return s, nil
+}
+
+// Count is Build's first pass alone: it checks the request as Build does,
+// and instead of the schedule it returns the schedule without its steps
+// (Steps nil, every other field — ScratchBytes too — as Build's) and the
+// number of its transfers, calling visit (if not nil) with each of them
+// and its step's index, holding one transfer a step. Transfers come in no
+// particular order, and an index only tells steps apart: Build's steps are
+// the indices with transfers, in increasing order. Its errors are Build's
+// for the same request, a schedule past MaxXfers too. A caller can so
+// measure what a schedule holds (a host-memory estimate, the buffers it
+// needs) without allocating it.
+func Count(op Op, algo Algo, ranks int, size int64, elem int, opt Options, visit func(step int, x Xfer)) (*Schedule, int, error) {
+	b, s, pieces, name, err := prepare(op, algo, ranks, size, elem, opt)
+	if err != nil {
+		return nil, 0, err
+	}
+	b.counting = true
+	b.visit = func(st int, x Xfer) {
+		s.ScratchBytes = max(s.ScratchBytes, scratchOf(x))
+		if visit != nil {
+			visit(st, x)
+		}
+	}
+	if err := b.pieces(pieces); err != nil {
+		return nil, 0, buildError(name, "%v", err)
+	}
+	for st, step := range b.steps {
+		if len(step.Xfers) > 0 {
+			b.visit(st, step.Xfers[0])
+		}
+	}
+	return s, b.n, nil
+}
+
+// buildError is an error of Build or Count about the collective name.
+func buildError(name string, format string, a ...any) error {
+	return fmt.Errorf("enc: %s: "+format+": %w", append([]any{name}, append(a, ErrBadCollective)...)...)
+}
+
+// prepare checks a request of Build or Count and returns the builder for
+// it, the schedule with everything but its steps, the pieces to build and
+// the collective's name for errors.
+func prepare(op Op, algo Algo, ranks int, size int64, elem int, opt Options) (*builder, *Schedule, []seg, string, error) {
+	fail := func(name string, format string, a ...any) (*builder, *Schedule, []seg, string, error) {
+		return nil, nil, nil, "", buildError(name, format, a...)
 	}
 	if !op.valid() {
 		return fail("build", "op %v: %w", op, ErrUnknownOp)
@@ -133,23 +198,7 @@ func Build(op Op, algo Algo, ranks int, size int64, elem int, opt Options) (*Sch
 		b.stride = unit
 	}
 	pieces := split(seg{0, unit}, chunks, b.elem)
-	// Count first, holding only each step's last transfer, so that a
-	// schedule past MaxXfers is refused before its transfers are
-	// allocated; then build into one array of exactly the transfers.
-	b.counting = true
-	if err := b.pieces(pieces); err != nil {
-		return fail(name, "%v", err)
-	}
-	b.presize()
-	if err := b.pieces(pieces); err != nil {
-		return fail(name, "%v", err)
-	}
-	if b.n != b.counted {
-		return fail(name, "internal error: %d transfers built, %d counted", b.n, b.counted)
-	}
-	s.Steps = slices.DeleteFunc(b.steps, func(st Step) bool { return len(st.Xfers) == 0 })
-	s.ScratchBytes = scratchUsed(s.Steps)
-	return s, nil
+	return b, s, pieces, name, nil
 }
 
 // pieces adds the steps of every non-empty piece, in order.
@@ -216,13 +265,20 @@ func scratchUsed(steps []Step) int64 {
 	var n int64
 	for _, st := range steps {
 		for _, x := range st.Xfers {
-			if x.DstBuf == Scratch {
-				n = max(n, x.DstOff+x.Len)
-			}
-			if x.SrcBuf == Scratch {
-				n = max(n, x.SrcOff+x.Len)
-			}
+			n = max(n, scratchOf(x))
 		}
+	}
+	return n
+}
+
+// scratchOf is the scratch length transfer x touches.
+func scratchOf(x Xfer) int64 {
+	var n int64
+	if x.DstBuf == Scratch {
+		n = x.DstOff + x.Len
+	}
+	if x.SrcBuf == Scratch {
+		n = max(n, x.SrcOff+x.Len)
 	}
 	return n
 }
@@ -280,6 +336,7 @@ type builder struct {
 	counting bool
 	counts   []int
 	counted  int
+	visit    func(step int, x Xfer) // Count's: each transfer of the counting pass once it is whole
 }
 
 // add appends x to step st (creating steps as needed). Zero-length transfers
@@ -309,6 +366,9 @@ func (b *builder) add(st int, x Xfer) {
 		return
 	case b.counting:
 		b.counts[st]++
+		if len(xs) > 0 && b.visit != nil {
+			b.visit(st, xs[0]) // no later transfer can extend it now
+		}
 		b.steps[st].Xfers = append(xs[:0], x)
 	case len(xs) == cap(xs) || b.n >= b.counted:
 		b.err = fmt.Errorf("internal error: step %d takes more transfers than the counting pass gave it", st)

@@ -68,10 +68,12 @@ const (
 	// than any node has EFA NICs (a Trn3 Gen2 UltraServer's 144 chips).
 	MaxChannels = 256
 	// MaxXfers is the most transfers a built schedule may hold (56 bytes
-	// each: at most 0.9 GiB); Build refuses larger schedules (ring and mesh
+	// each: at most 3.5 GiB); Build refuses larger schedules (ring and mesh
 	// schedules grow with the square of the rank count, a flat ring's also
 	// with its channels) rather than exhaust memory, counting them in a
 	// first pass that holds one transfer a step, so a refused schedule is
-	// never allocated.
-	MaxXfers = 1 << 24
+	// never allocated. Below it, what a run may hold is the host-memory
+	// estimates' to refuse (internal/cluster's TimingMemory counts a
+	// schedule with Count, never building it).
+	MaxXfers = 1 << 26
 )

@@ -43,6 +43,9 @@ func FuzzBuild(f *testing.F) {
 			}
 		}
 		s, err := Build(Op(op%7), Algo(algo%7), r, size, int(elem%10), opt)
+		if s == nil || len(s.Steps) < 4096 { // Count's transfers are Build's (a schedule of a size to compare)
+			requireCountIsBuild(t, Op(op%7), Algo(algo%7), r, size, int(elem%10), opt)
+		}
 		if err != nil {
 			require.ErrorIs(t, err, ErrBadCollective)
 			require.Nil(t, s)
