@@ -435,7 +435,7 @@ func (so *ScaleOut) hop(x, dst int) int32 {
 	dn, dl := dst/nd, dst%nd
 	n := so.Nodes * nd
 	baseHop := func(m, from int) int32 { // node m's own path from base node from towards local dl
-		id := so.Base.next[from][dl]
+		id := so.Base.next.hop(from, dl)
 		if id < 0 {
 			return -1
 		}

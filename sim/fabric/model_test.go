@@ -83,7 +83,7 @@ func TestDisconnectedRefused(t *testing.T) {
 	// A hand-made topology with a one-way link: joined, but no way back.
 	one := &Topology{Kind: KindStar, Devices: 2, Nodes: []Node{{Name: "neuron0"}, {Name: "neuron1"}}}
 	one.link(0, 1, "link", LinkParams{Bandwidth: 1e9})
-	one.route()
+	one.route(nil)
 	assert.ErrorIs(t, one.Connected(), ErrDisconnected)
 }
 

@@ -101,8 +101,9 @@ func (t *Topology) trn3Gen2(n int, p Params) error {
 // second-level switches: the shortest-path table sends it all through the
 // first (reached first); a write from device a to device b of another
 // server takes l2-sw<(a+b) mod 2> instead, as an address-routed fabric
-// would by a bit of the pair. Paths inside a server are left alone.
-func (t *Topology) spreadGen2() {
+// would by a bit of the pair. Paths inside a server are left alone. It
+// returns the change as route's adjust of a block of columns.
+func (t *Topology) spreadGen2() func(lo int, col [][]int32) {
 	up := make([][]int32, t.Devices) // up[d][i]: d's link to l2-sw<i>
 	for d := range t.Devices {
 		for _, id := range t.Nodes[d].Ports {
@@ -111,13 +112,15 @@ func (t *Topology) spreadGen2() {
 			}
 		}
 	}
-	for a := range t.Devices {
-		if len(up[a]) == 0 {
-			continue
-		}
-		for b := range t.Devices {
-			if a/Gen2ServerSize != b/Gen2ServerSize {
-				t.next[a][b] = up[a][(a+b)%len(up[a])]
+	return func(lo int, col [][]int32) {
+		for a := range t.Devices {
+			if len(up[a]) == 0 {
+				continue
+			}
+			for i := range col[a] {
+				if b := lo + i; b < t.Devices && a/Gen2ServerSize != b/Gen2ServerSize {
+					col[a][i] = up[a][(a+b)%len(up[a])]
+				}
 			}
 		}
 	}

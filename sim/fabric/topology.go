@@ -128,10 +128,9 @@ type Topology struct {
 	// Scale is the EFA network of a system of several nodes (BuildNodes),
 	// or nil for one node.
 	Scale *ScaleOut
-	// next[src][dst] is the link a packet at node src takes towards device
-	// dst (-1: none; src == dst needs none); nil with Scale, whose rules
+	// next is the next-hop table (route); empty with Scale, whose rules
 	// give the next hop (ScaleOut.hop).
-	next [][]int32
+	next routes
 }
 
 // hop is the link a packet at node x takes towards device dst (-1: none).
@@ -139,7 +138,7 @@ func (t *Topology) hop(x, dst int) int32 {
 	if t.Scale != nil {
 		return t.Scale.hop(x, dst)
 	}
-	return t.next[x][dst]
+	return t.next.hop(x, dst)
 }
 
 // ErrTopology marks a topology that cannot be built as asked.
@@ -199,10 +198,11 @@ func Build(k Kind, g hwarch.Generation, n int, p Params) (*Topology, error) {
 	if len(t.Neighbours) == 0 && g != hwarch.Sunda && (k == KindTorus2D || k == KindUltraServer) {
 		return nil, fmt.Errorf("fabric %s: no neighbour table: %w", k, ErrTopology)
 	}
-	t.route()
+	var adjust func(lo int, col [][]int32)
 	if k == KindTrn3Gen2 {
-		t.spreadGen2()
+		adjust = t.spreadGen2()
 	}
+	t.route(adjust)
 	return t, nil
 }
 
@@ -320,15 +320,31 @@ func (t *Topology) switched(n int, p Params) error {
 
 // route fills the next-hop table by breadth-first search from every device
 // backwards, taking ports in order: deterministic shortest paths. Inside a
-// server the in-server switch is preferred (it is reached first).
-func (t *Topology) route() {
+// server the in-server switch is preferred (it is reached first). adjust,
+// if not nil, may then change the links of the destinations [lo, lo+k) of
+// a block of columns (col[x][i] is node x's link towards device lo+i),
+// before a table of runs (routes) compresses them.
+func (t *Topology) route(adjust func(lo int, col [][]int32)) {
+	if t.Devices <= denseRoutes {
+		t.routeIn(adjust, t.Devices, false)
+	} else {
+		t.routeIn(adjust, routeBlock, true)
+	}
+}
+
+// routeIn is route into a table of runs, block destinations at a time,
+// or into a dense one (one block of every device).
+func (t *Topology) routeIn(adjust func(lo int, col [][]int32), block int, runs bool) {
 	nn := len(t.Nodes)
-	t.next = make([][]int32, nn)
-	for i := range t.next {
-		t.next[i] = make([]int32, t.Devices)
-		for j := range t.next[i] {
-			t.next[i][j] = -1
-		}
+	t.next = routes{}
+	if runs {
+		t.next.runs = make([][]hopRun, nn)
+	} else {
+		block = t.Devices
+	}
+	col := make([][]int32, nn)
+	for i := range col {
+		col[i] = make([]int32, block)
 	}
 	// in[x] lists the links into node x, in link order.
 	in := make([][]int, nn)
@@ -337,24 +353,45 @@ func (t *Topology) route() {
 	}
 	dist := make([]int, nn)
 	queue := make([]int, 0, nn) // reused: each node enters it once per destination
-	for dst := range t.Devices {
-		for i := range dist {
-			dist[i] = -1
-		}
-		dist[dst] = 0
-		queue = append(queue[:0], dst)
-		for head := 0; head < len(queue); head++ {
-			x := queue[head]
-			for _, id := range in[x] {
-				from := t.Links[id].From
-				if dist[from] >= 0 {
-					continue
-				}
-				dist[from] = dist[x] + 1
-				t.next[from][dst] = int32(id)
-				queue = append(queue, from)
+	for lo := 0; lo < t.Devices; lo += block {
+		k := min(block, t.Devices-lo)
+		for i := range col {
+			for j := range col[i][:k] {
+				col[i][j] = -1
 			}
 		}
+		for dst := lo; dst < lo+k; dst++ {
+			for i := range dist {
+				dist[i] = -1
+			}
+			dist[dst] = 0
+			queue = append(queue[:0], dst)
+			for head := 0; head < len(queue); head++ {
+				x := queue[head]
+				for _, id := range in[x] {
+					from := t.Links[id].From
+					if dist[from] >= 0 {
+						continue
+					}
+					dist[from] = dist[x] + 1
+					col[from][dst-lo] = int32(id)
+					queue = append(queue, from)
+				}
+			}
+		}
+		if adjust != nil {
+			adjust(lo, col)
+		}
+		if t.next.runs == nil {
+			t.next.dense = col // one block: the whole table
+			return
+		}
+		for x := range col {
+			t.next.runs[x] = appendRuns(t.next.runs[x], lo, col[x][:k])
+		}
+	}
+	for x := range t.next.runs {
+		t.next.runs[x] = slices.Clip(t.next.runs[x])
 	}
 }
 
@@ -416,14 +453,24 @@ func (t *Topology) Connected() error {
 		return fmt.Errorf("fabric %s: %d devices fall into %d groups with no link between them: %s%s: %w",
 			t.Kind, t.Devices, len(groups), t.DescribeGroups(groups), why, ErrDisconnected)
 	}
-	if t.next == nil {
+	if !t.next.built() {
 		return nil
 	}
 	for a := range t.Devices {
-		for b, id := range t.next[a] {
-			if id < 0 && a != b {
-				return fmt.Errorf("fabric %s: no path from %s to %s: %w", t.Kind, t.Nodes[a].Name, t.Nodes[b].Name, ErrDisconnected)
+		missing := -1 // the first device a has no path to
+		t.next.each(a, t.Devices, func(lo, hi int, id int32) {
+			if id >= 0 || missing >= 0 {
+				return
 			}
+			if b := lo; b != a || b+1 < hi { // a run of no link but a itself
+				if b == a {
+					b++
+				}
+				missing = b
+			}
+		})
+		if missing >= 0 {
+			return fmt.Errorf("fabric %s: no path from %s to %s: %w", t.Kind, t.Nodes[a].Name, t.Nodes[missing].Name, ErrDisconnected)
 		}
 	}
 	return nil
