@@ -321,9 +321,9 @@ func (t *Topology) switched(n int, p Params) error {
 // route fills the next-hop table by breadth-first search from every device
 // backwards, taking ports in order: deterministic shortest paths. Inside a
 // server the in-server switch is preferred (it is reached first). adjust,
-// if not nil, may then change the links of the destinations [lo, lo+k) of
-// a block of columns (col[x][i] is node x's link towards device lo+i),
-// before a table of runs (routes) compresses them.
+// if not nil, may then change each block of columns routed: col[x][i] is
+// node x's link towards device lo+i (entries at and past the device count
+// are unused), before a table of runs (routes) compresses them.
 func (t *Topology) route(adjust func(lo int, col [][]int32)) {
 	if t.Devices <= denseRoutes {
 		t.routeIn(adjust, t.Devices, false)
