@@ -100,25 +100,35 @@ func timingMemory(op enc.Op, algo enc.Algo, devices, ranks, engines int, d enc.D
 	return peak + FixedTimingMemory(devices), nil
 }
 
-// ScheduleTimingMemory is the part of TimingMemory that running the built
-// schedule s timing-only holds (engines per rank; 0: the calibrated 7):
-// its transfers, SP programs and fed queues, doubled for the collector.
-// TimingMemory of one size is it plus FixedTimingMemory, for a caller that
-// has built the schedule already (a sweep grid's point).
-func ScheduleTimingMemory(s *enc.Schedule, engines int) uint64 {
-	return scheduleMemory(s, engines, false)
+// CountTimingMemory is the part of TimingMemory that running the
+// collective's schedule timing-only holds (engines per rank; 0: the
+// calibrated 7) — its transfers, SP programs and fed queues, doubled for
+// the collector; TimingMemory of one size is it plus FixedTimingMemory —
+// found by counting the schedule (enc.Count), never building it, for a
+// caller that measures the schedule itself too (a sweep grid's point). It
+// returns the schedule without its steps. visit, if
+// not nil, sees each transfer as enc.Count gives it (a caller's own
+// measures of the schedule, from the same pass). Errors are enc.Count's.
+func CountTimingMemory(op enc.Op, algo enc.Algo, ranks int, size int64, elem int, opt enc.Options, engines int, visit func(step int, x enc.Xfer)) (*enc.Schedule, uint64, error) {
+	ct := newCounter(ranks, elem, engines)
+	add := ct.add
+	if visit != nil {
+		add = func(st int, x enc.Xfer) {
+			ct.add(st, x)
+			visit(st, x)
+		}
+	}
+	head, _, err := enc.Count(op, algo, ranks, size, elem, opt, add)
+	if err != nil {
+		return nil, 0, err
+	}
+	return head, ct.memory(false), nil
 }
 
 // FixedTimingMemory is the part of TimingMemory that does not depend on
 // the schedule: DeviceHostBytes per device and RunHostBytes once.
 func FixedTimingMemory(devices int) uint64 {
 	return uint64(devices)*DeviceHostBytes + RunHostBytes
-}
-
-// scheduleMemory is what running s holds, streamed or staged, doubled for
-// the collector.
-func scheduleMemory(s *enc.Schedule, engines int, staged bool) uint64 {
-	return countSchedule(s, engines).memory(staged)
 }
 
 // memory is what running the schedule counted holds, streamed or staged,
@@ -209,17 +219,3 @@ func (ct *counter) counts() counts {
 	c.pairs += 2 * uint64(ct.ranks) // go and finish
 	return c
 }
-
-// countSchedule is a counter of every transfer of the built schedule s.
-func countSchedule(s *enc.Schedule, engines int) *counter {
-	ct := newCounter(s.Ranks, s.Elem, engines)
-	for i, st := range s.Steps {
-		for _, xf := range st.Xfers {
-			ct.add(i, xf)
-		}
-	}
-	return ct
-}
-
-// runCounts counts what the executor plans for schedule s (counter).
-func runCounts(s *enc.Schedule, engines int) counts { return countSchedule(s, engines).counts() }

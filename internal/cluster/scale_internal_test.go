@@ -87,9 +87,9 @@ func TestTimingMemory(t *testing.T) {
 	}
 }
 
-// TestCountedEstimateIsBuilt: TimingMemory and StagedTimingMemory, which
-// count each schedule with enc.Count and never build it, give what the
-// built schedule gives (scheduleMemory), for ring, mesh, RDH, hierarchical
+// TestCountedEstimateIsBuilt: TimingMemory, StagedTimingMemory and
+// CountTimingMemory, which count each schedule with enc.Count and never
+// build it, give what the built schedule gives (scheduleMemory), for ring, mesh, RDH, hierarchical
 // and channelled flat-ring collectives of every op the sweeps run.
 func TestCountedEstimateIsBuilt(t *testing.T) {
 	for _, tc := range []countCase{
@@ -110,6 +110,34 @@ func TestCountedEstimateIsBuilt(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, scheduleMemory(s, tc.engines, staged)+FixedTimingMemory(tc.ranks), got, "staged %v", staged)
 			}
+			var visited int
+			head, part, err := CountTimingMemory(tc.op, tc.algo, tc.ranks, tc.size, 4, tc.opt, tc.engines, func(int, enc.Xfer) { visited++ })
+			require.NoError(t, err)
+			assert.Equal(t, scheduleMemory(s, tc.engines, false), part)
+			assert.Equal(t, int(countSchedule(s, tc.engines).c.xfers), visited, "the visitor sees every transfer")
+			want := *s
+			want.Steps = nil
+			assert.Equal(t, &want, head)
 		})
 	}
 }
+
+// scheduleMemory is what running s holds, streamed or staged, doubled for
+// the collector.
+func scheduleMemory(s *enc.Schedule, engines int, staged bool) uint64 {
+	return countSchedule(s, engines).memory(staged)
+}
+
+// countSchedule is a counter of every transfer of the built schedule s.
+func countSchedule(s *enc.Schedule, engines int) *counter {
+	ct := newCounter(s.Ranks, s.Elem, engines)
+	for i, st := range s.Steps {
+		for _, xf := range st.Xfers {
+			ct.add(i, xf)
+		}
+	}
+	return ct
+}
+
+// runCounts counts what the executor plans for schedule s (counter).
+func runCounts(s *enc.Schedule, engines int) counts { return countSchedule(s, engines).counts() }

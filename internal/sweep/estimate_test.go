@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/neuronsim/neuronsim/runtime/enc"
 )
 
 // TestEstimates: on a 100-point grid (testdata/estimate.yaml: 4 to 16 Trn2
@@ -176,5 +178,40 @@ func TestMemoryEstimates(t *testing.T) {
 		t.Logf("%d devices, %d B: heap grew %d MiB, estimate %d MiB", p.Devices, p.Size, grown>>20, est>>20)
 		assert.GreaterOrEqual(t, est, grown, "point %d", i)
 		assert.LessOrEqual(t, est, 4*grown+8<<20, "point %d", i)
+	}
+}
+
+// TestFeaturesCounted: the features planning counts for a point's schedule
+// (enc.Count, transfers in no particular order) are those of the built
+// schedule fed step by step: transfers, bytes, the ranks sending in each
+// step, the buffers.
+func TestFeaturesCounted(t *testing.T) {
+	for _, tc := range []struct {
+		op    enc.Op
+		algo  enc.Algo
+		ranks int
+		size  int64
+		opt   enc.Options
+	}{
+		{enc.AllReduce, enc.Ring, 8, 8 << 20, enc.Options{}},
+		{enc.AllReduce, enc.Ring, 32, 64 << 20, enc.Options{GroupSize: 16, Channels: 8}},
+		{enc.AllGather, enc.Mesh, 8, 1 << 20, enc.Options{Chunks: 3}},
+		{enc.AllReduce, enc.Hier, 16, 4 << 20, enc.Options{GroupSize: 4}},
+		{enc.AllReduce, enc.RDH, 16, 1 << 20, enc.Options{}},
+	} {
+		s, err := enc.Build(tc.op, tc.algo, tc.ranks, tc.size, 4, tc.opt)
+		require.NoError(t, err)
+		built := newFeatureCounter(tc.ranks)
+		for k, st := range s.Steps {
+			for _, x := range st.Xfers {
+				built.add(k, x)
+			}
+		}
+		counted := newFeatureCounter(tc.ranks)
+		head, _, err := enc.Count(tc.op, tc.algo, tc.ranks, tc.size, 4, tc.opt, counted.add)
+		require.NoError(t, err)
+		want := built.features(s)
+		assert.Equal(t, want, counted.features(head), "%+v", tc)
+		assert.Positive(t, want.rankSteps)
 	}
 }

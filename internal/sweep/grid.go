@@ -68,9 +68,9 @@ const (
 	// MaxGridBytes is the largest grid file read.
 	MaxGridBytes = 1 << 20
 	// MaxPlanTransfers bounds the transfers of the schedules a grid's
-	// plan builds, one per distinct collective (op, algorithm, ranks,
-	// size, data type), to check every point and estimate it: about 10 s
-	// of planning at most.
+	// plan counts (enc.Count, holding none of them), one per distinct
+	// collective (op, algorithm, ranks, size, data type) and engine count,
+	// to check every point and estimate it: about 10 s of planning at most.
 	MaxPlanTransfers = 1 << 27
 	// MaxPlots is the most plots (groups of points sharing every axis but
 	// the size) a grid with outputs.plots may draw.
@@ -771,16 +771,16 @@ func (e *expander) checkCount(g *Grid, av axisValues) error {
 // timingMemory is cluster.TimingMemory of a timing-mode point — what the
 // command line's timing sweeps are checked against — from the part of its
 // schedule for its engines per rank (sched.timing), which the schedule's
-// first point computed when it built the schedule; a point of another
-// engine count builds the schedule again, within the grid's budget.
-func (b *pointBuilder) timingMemory(sc sched, engines, devices int, build func() (*enc.Schedule, features, error)) (uint64, error) {
+// first point computed when it counted the schedule; a point of another
+// engine count counts it again, within the grid's budget.
+func (b *pointBuilder) timingMemory(sc sched, engines, devices int, count func(engines int) (features, uint64, error)) (uint64, error) {
 	part, ok := sc.timing[engines]
 	if !ok {
-		sch, _, err := build()
+		_, p, err := count(engines)
 		if err != nil {
 			return 0, err
 		}
-		part = cluster.ScheduleTimingMemory(sch, engines)
+		part = p
 		sc.timing[engines] = part
 	}
 	return part + cluster.FixedTimingMemory(devices), nil
@@ -789,7 +789,7 @@ func (b *pointBuilder) timingMemory(sc sched, engines, devices int, build func()
 // sched is what planning keeps of one distinct schedule: its features for
 // the estimates and, in functional mode, the memory it needs; in timing
 // mode, the part of its memory the schedule holds, by engines per rank
-// (cluster.ScheduleTimingMemory).
+// (cluster.CountTimingMemory).
 type sched struct {
 	feat    features
 	memNeed uint64
@@ -978,23 +978,25 @@ func (b *pointBuilder) add(sh shapeOf, pt Point, p fabric.Params, sz sizeVal, gr
 	if b.fx.ends == fabric.EndpointsIdeal {
 		engines = collective.Ideal().Engines
 	}
-	// build builds the point's schedule and its features, within the
-	// grid's budget.
-	build := func() (*enc.Schedule, features, error) {
-		sch, err := enc.Build(o, a, sh.ranks, pt.Size, t.Size(), opts)
+	// count counts the point's schedule (never building it), within the
+	// grid's budget: its features and, for engines data engines per rank,
+	// the part of a timing run's memory it holds.
+	count := func(engines int) (features, uint64, error) {
+		fc := newFeatureCounter(sh.ranks)
+		head, part, err := cluster.CountTimingMemory(o, a, sh.ranks, pt.Size, t.Size(), opts, engines, fc.add)
 		if err != nil {
-			return nil, features{}, e.impossible(sz, sys, sh.rpd, pt.Op, pt.Algo, pt.Dtype, pt.Size, err)
+			return features{}, 0, e.impossible(sz, sys, sh.rpd, pt.Op, pt.Algo, pt.Dtype, pt.Size, err)
 		}
-		f := featuresOf(sch)
+		f := fc.features(head)
 		if e.budget -= f.xfers; e.budget < 0 {
-			return nil, features{}, e.fail(e.raw.Axes.n, "axes", nil, "planning the grid builds more than %d transfers (the schedules of its distinct collectives); split the grid", e.maxBuild)
+			return features{}, 0, e.fail(e.raw.Axes.n, "axes", nil, "planning the grid counts more than %d transfers (the schedules of its distinct collectives); split the grid", e.maxBuild)
 		}
-		return sch, f, nil
+		return f, part, nil
 	}
 	fk := [8]int64{int64(o), int64(a), int64(sh.ranks), pt.Size, int64(t), int64(opts.GroupSize), sh.flat, int64(opts.Channels)}
 	sc, ok := b.scheds[fk]
 	if !ok {
-		sch, feat, err := build()
+		feat, part, err := count(engines)
 		if err != nil {
 			return err
 		}
@@ -1004,7 +1006,7 @@ func (b *pointBuilder) add(sh shapeOf, pt Point, p fabric.Params, sz sizeVal, gr
 				return e.impossible(sz, sys, sh.rpd, pt.Op, pt.Algo, pt.Dtype, pt.Size, err)
 			}
 		} else {
-			sc.timing[engines] = cluster.ScheduleTimingMemory(sch, engines)
+			sc.timing[engines] = part
 		}
 		b.scheds[fk] = sc
 	}
@@ -1019,7 +1021,7 @@ func (b *pointBuilder) add(sh shapeOf, pt Point, p fabric.Params, sz sizeVal, gr
 	if !functional {
 		mode = "timing"
 		var err error
-		if sp.memNeed, err = b.timingMemory(sc, engines, f.devices, build); err != nil {
+		if sp.memNeed, err = b.timingMemory(sc, engines, f.devices, count); err != nil {
 			return err
 		}
 	}

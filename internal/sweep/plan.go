@@ -41,19 +41,42 @@ type features struct {
 	buffers    uint64 // each rank's buffer area (collective.LayoutOf's End)
 }
 
-func featuresOf(s *enc.Schedule) features {
-	f := features{ranks: s.Ranks, buffers: collective.LayoutOf(s, 0).End}
-	mark := make([]int, s.Ranks)
-	for k, st := range s.Steps {
-		f.xfers += int64(len(st.Xfers))
-		for _, x := range st.Xfers {
-			f.bytes += x.Len
-			if x.Src >= 0 && x.Src < len(mark) && mark[x.Src] != k+1 {
-				mark[x.Src] = k + 1
-				f.rankSteps++
-			}
-		}
+// featureCounter measures a schedule's features from its transfers, given
+// one at a time in any order with their step's index (enc.Count's visit).
+type featureCounter struct {
+	f    features
+	sent [][]uint64 // sent[step]: a bit per rank that sends in the step
+}
+
+// newFeatureCounter measures a schedule of ranks ranks.
+func newFeatureCounter(ranks int) *featureCounter {
+	return &featureCounter{f: features{ranks: ranks}}
+}
+
+// add counts transfer x of step st.
+func (fc *featureCounter) add(st int, x enc.Xfer) {
+	fc.f.xfers++
+	fc.f.bytes += x.Len
+	for len(fc.sent) <= st {
+		fc.sent = append(fc.sent, nil)
 	}
+	if x.Src < 0 || x.Src >= fc.f.ranks {
+		return
+	}
+	if fc.sent[st] == nil {
+		fc.sent[st] = make([]uint64, (fc.f.ranks+63)/64)
+	}
+	if w, bit := &fc.sent[st][x.Src/64], uint64(1)<<(x.Src%64); *w&bit == 0 {
+		*w |= bit
+		fc.f.rankSteps++
+	}
+}
+
+// features returns the features of the schedule whose transfers were
+// added; head is the schedule (its steps need not be there).
+func (fc *featureCounter) features(head *enc.Schedule) features {
+	f := fc.f
+	f.buffers = collective.LayoutOf(head, 0).End
 	return f
 }
 
