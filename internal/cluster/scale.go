@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"math"
 	"unsafe"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
@@ -106,9 +107,9 @@ func timingMemory(op enc.Op, algo enc.Algo, devices, ranks, engines int, d enc.D
 // the collector; TimingMemory of one size is it plus FixedTimingMemory —
 // found by counting the schedule (enc.Count), never building it, for a
 // caller that measures the schedule itself too (a sweep grid's point). It
-// returns the schedule without its steps. visit, if
-// not nil, sees each transfer as enc.Count gives it (a caller's own
-// measures of the schedule, from the same pass). Errors are enc.Count's.
+// returns the schedule without its steps; visit, if not nil, sees each
+// transfer as enc.Count gives it (a caller's own measures of the
+// schedule, from the same pass). Errors are enc.Count's.
 func CountTimingMemory(op enc.Op, algo enc.Algo, ranks int, size int64, elem int, opt enc.Options, engines int, visit func(step int, x enc.Xfer)) (*enc.Schedule, uint64, error) {
 	ct := newCounter(ranks, elem, engines)
 	add := ct.add
@@ -169,11 +170,14 @@ type counter struct {
 }
 
 // newCounter is a counter for a schedule of ranks ranks and elements of
-// elem bytes; engines ≤ 0 is the calibrated 7.
+// elem bytes; engines ≤ 0 is the calibrated 7, and more than 255 count as
+// 255 (used's width: a NeuronCore has at most 16 DMA engines, and the
+// executor spreads a transfer over no more than its core has).
 func newCounter(ranks, elem, engines int) *counter {
 	if engines <= 0 {
 		engines = collective.Calibrated(hwarch.Mariana).Engines
 	}
+	engines = min(engines, math.MaxUint8)
 	return &counter{ranks: ranks, engines: engines, elem: int64(elem)}
 }
 
