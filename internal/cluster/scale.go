@@ -92,8 +92,8 @@ func StagedTimingMemory(op enc.Op, algo enc.Algo, devices, ranks, engines int, d
 func timingMemory(op enc.Op, algo enc.Algo, devices, ranks, engines int, d enc.Dtype, sizes []int64, opt enc.Options, staged bool) (uint64, error) {
 	var peak uint64
 	for _, rep := range Largest(op, algo, ranks, sizes, opt) {
-		ct := newCounter(ranks, d.Size(), engines)
-		if _, _, err := enc.Count(op, rep.Algo, ranks, rep.Size, d.Size(), opt, ct.add); err != nil {
+		_, ct, err := countRun(op, rep.Algo, ranks, rep.Size, d.Size(), opt, engines, nil)
+		if err != nil {
 			return 0, err
 		}
 		peak = max(peak, ct.memory(staged))
@@ -111,6 +111,17 @@ func timingMemory(op enc.Op, algo enc.Algo, devices, ranks, engines int, d enc.D
 // transfer as enc.Count gives it (a caller's own measures of the
 // schedule, from the same pass). Errors are enc.Count's.
 func CountTimingMemory(op enc.Op, algo enc.Algo, ranks int, size int64, elem int, opt enc.Options, engines int, visit func(step int, x enc.Xfer)) (*enc.Schedule, uint64, error) {
+	head, ct, err := countRun(op, algo, ranks, size, elem, opt, engines, visit)
+	if err != nil {
+		return nil, 0, err
+	}
+	return head, ct.memory(false), nil
+}
+
+// countRun counts the collective's schedule with enc.Count into a counter
+// (engines per rank), visit (if not nil) seeing every transfer too; it
+// returns the schedule without its steps and the counter.
+func countRun(op enc.Op, algo enc.Algo, ranks int, size int64, elem int, opt enc.Options, engines int, visit func(step int, x enc.Xfer)) (*enc.Schedule, *counter, error) {
 	ct := newCounter(ranks, elem, engines)
 	add := ct.add
 	if visit != nil {
@@ -121,9 +132,9 @@ func CountTimingMemory(op enc.Op, algo enc.Algo, ranks int, size int64, elem int
 	}
 	head, _, err := enc.Count(op, algo, ranks, size, elem, opt, add)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
-	return head, ct.memory(false), nil
+	return head, ct, nil
 }
 
 // FixedTimingMemory is the part of TimingMemory that does not depend on

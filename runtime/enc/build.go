@@ -63,8 +63,7 @@ func Build(op Op, algo Algo, ranks int, size int64, elem int, opt Options) (*Sch
 	// Count first, holding only each step's last transfer, so that a
 	// schedule past MaxXfers is refused before its transfers are
 	// allocated; then build into one array of exactly the transfers.
-	b.counting = true
-	if err := b.pieces(pieces); err != nil {
+	if err := b.count(pieces); err != nil {
 		return nil, buildError(name, "%v", err)
 	}
 	b.presize()
@@ -94,20 +93,14 @@ func Count(op Op, algo Algo, ranks int, size int64, elem int, opt Options, visit
 	if err != nil {
 		return nil, 0, err
 	}
-	b.counting = true
 	b.visit = func(st int, x Xfer) {
 		s.ScratchBytes = max(s.ScratchBytes, scratchOf(x))
 		if visit != nil {
 			visit(st, x)
 		}
 	}
-	if err := b.pieces(pieces); err != nil {
+	if err := b.count(pieces); err != nil {
 		return nil, 0, buildError(name, "%v", err)
-	}
-	for st, step := range b.steps {
-		if len(step.Xfers) > 0 {
-			b.visit(st, step.Xfers[0])
-		}
 	}
 	return s, b.n, nil
 }
@@ -210,6 +203,25 @@ func (b *builder) pieces(ps []seg) error {
 		b.piece(p)
 		if b.err != nil {
 			return b.err
+		}
+	}
+	return nil
+}
+
+// count is the counting pass over the pieces: each step holds only its
+// last transfer (b.visit, if set, sees every transfer once no later one
+// can extend it, those still held at the end too), counts says how many
+// it would hold, and a schedule past MaxXfers is an error.
+func (b *builder) count(ps []seg) error {
+	b.counting = true
+	if err := b.pieces(ps); err != nil {
+		return err
+	}
+	if b.visit != nil {
+		for st, step := range b.steps {
+			if len(step.Xfers) > 0 {
+				b.visit(st, step.Xfers[0])
+			}
 		}
 	}
 	return nil
