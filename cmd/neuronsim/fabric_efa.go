@@ -71,16 +71,16 @@ func addEFAFlags(cmd *cobra.Command) *efaFlags {
 	defP := fabric.DefaultParams(hwarch.Cayman)
 	def := defP.EFA
 	f := &efaFlags{cmd: cmd,
-		// The flags read within the settings' own ranges, so that a number
-		// too large for any says so; fabric.EFASettings.Check (which a
-		// scenario's system.efa also takes) checks them again with the rest.
-		nodes:     newIntDefault("--nodes", 1, hwarch.MaxFabricDevices, 1),
+		// The flags read within the settings' own ranges (fabric.EFACountMax,
+		// the bounds fabric.EFASettings.Check holds for them and for a
+		// scenario's system.efa), so that a number too large for any says so.
+		nodes:     newIntDefault("--nodes", 1, fabric.EFACountMax(fabric.SettingNodes), 1),
 		ratio:     &ratioValue{name: "--oversubscription"},
 		bw:        newBandwidth("--efa-bw"),
 		latency:   newNS("--efa-latency"),
-		leafPorts: newInt("--leaf-ports", 1, fabric.MaxLeafPorts),
-		spines:    newInt("--spines", 1, fabric.MaxSpines),
-		perNIC:    newInt("--devices-per-nic", 1, hwarch.MaxFabricDevices),
+		leafPorts: newInt("--leaf-ports", 1, fabric.EFACountMax(fabric.SettingLeafPorts)),
+		spines:    newInt("--spines", 1, fabric.EFACountMax(fabric.SettingSpines)),
+		perNIC:    newInt("--devices-per-nic", 1, fabric.EFACountMax(fabric.SettingDevicesPerNIC)),
 	}
 	fl := cmd.Flags()
 	fl.Var(f.nodes, "nodes", "N copies of the system the other flags give (--devices, --topology), joined by the EFA scale-out network: N × devices in all, device index = node × devices + local index (docs/fabric.md §EFA)")

@@ -25,6 +25,22 @@ const (
 	SettingDevicesPerNIC
 )
 
+// EFACountMax is the largest value of one of the integer settings —
+// SettingNodes, SettingLeafPorts, SettingSpines, SettingDevicesPerNIC, each
+// at least 1 — as Check holds them (0 for another setting), so that a
+// caller reading one (a flag) refuses past it with the same bound.
+func EFACountMax(s EFASetting) int64 {
+	switch s {
+	case SettingNodes, SettingDevicesPerNIC:
+		return hwarch.MaxFabricDevices
+	case SettingLeafPorts:
+		return MaxLeafPorts
+	case SettingSpines:
+		return MaxSpines
+	}
+	return 0
+}
+
 // EFASettings are the scale-out settings a user gives: the node count and
 // the overrides of the EFA network's parameters — the command line's
 // --nodes and --efa-network, --oversubscription, --efa-bw, --efa-latency,
@@ -87,7 +103,7 @@ func (s EFASettings) overrides() []EFASetting {
 func (s EFASettings) Check(perNode []int, name func(EFASetting) string) error {
 	fail := func(set EFASetting, err error) error { return &EFASettingError{Setting: set, Err: err} }
 	nodes := name(SettingNodes)
-	if _, err := units.Int(nodes, int64(s.Nodes), 1, hwarch.MaxFabricDevices); err != nil {
+	if _, err := units.Int(nodes, int64(s.Nodes), 1, EFACountMax(SettingNodes)); err != nil {
 		return fail(SettingNodes, err)
 	}
 	if s.Nodes == 1 {
@@ -120,14 +136,13 @@ func (s EFASettings) Check(perNode []int, name func(EFASetting) string) error {
 		}
 	}
 	for _, c := range []struct {
-		s   EFASetting
-		v   *int
-		max int64
-	}{{SettingLeafPorts, s.LeafPorts, MaxLeafPorts}, {SettingSpines, s.Spines, MaxSpines}, {SettingDevicesPerNIC, s.DevicesPerNIC, hwarch.MaxFabricDevices}} {
+		s EFASetting
+		v *int
+	}{{SettingLeafPorts, s.LeafPorts}, {SettingSpines, s.Spines}, {SettingDevicesPerNIC, s.DevicesPerNIC}} {
 		if c.v == nil {
 			continue
 		}
-		if _, err := units.Int(name(c.s), int64(*c.v), 1, c.max); err != nil {
+		if _, err := units.Int(name(c.s), int64(*c.v), 1, EFACountMax(c.s)); err != nil {
 			return fail(c.s, err)
 		}
 	}

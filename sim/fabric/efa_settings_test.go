@@ -78,3 +78,42 @@ func TestEFASettings(t *testing.T) {
 	assert.ErrorIs(t, err, fabric.ErrParams)
 	assert.Contains(t, err.Error(), "latency 100: below the 1800 ns the rest of the path takes")
 }
+
+// TestEFACountMax: each integer setting's EFACountMax is the largest value
+// Check accepts for it (one past it is refused, naming the setting), and
+// the other settings have none.
+func TestEFACountMax(t *testing.T) {
+	i := func(v int) *int { return &v }
+	for _, tc := range []struct {
+		set  fabric.EFASetting
+		with func(n int) fabric.EFASettings
+	}{
+		{fabric.SettingNodes, func(n int) fabric.EFASettings { return fabric.EFASettings{Nodes: n} }},
+		{fabric.SettingLeafPorts, func(n int) fabric.EFASettings { return fabric.EFASettings{Nodes: 2, LeafPorts: i(n)} }},
+		{fabric.SettingSpines, func(n int) fabric.EFASettings { return fabric.EFASettings{Nodes: 2, Spines: i(n)} }},
+		{fabric.SettingDevicesPerNIC, func(n int) fabric.EFASettings { return fabric.EFASettings{Nodes: 2, DevicesPerNIC: i(n)} }},
+	} {
+		top := int(fabric.EFACountMax(tc.set))
+		require.Positive(t, top, settingName(tc.set))
+		perNode := []int{1} // one device a node: any node count up to the fabric's
+		if tc.set == fabric.SettingDevicesPerNIC {
+			// A NIC of the fabric's every device: in range, though two
+			// such nodes are past the fabric (a refusal of --nodes).
+			err := tc.with(top).Check([]int{top}, settingName)
+			var se *fabric.EFASettingError
+			require.ErrorAs(t, err, &se)
+			assert.Equal(t, fabric.SettingNodes, se.Setting)
+			perNode = []int{8}
+		} else {
+			assert.NoError(t, tc.with(top).Check(perNode, settingName), "%s %d", settingName(tc.set), top)
+		}
+		err := tc.with(top+1).Check(perNode, settingName)
+		var se *fabric.EFASettingError
+		require.ErrorAs(t, err, &se, "%s %d", settingName(tc.set), top+1)
+		assert.Equal(t, tc.set, se.Setting)
+		assert.ErrorIs(t, err, units.ErrRange)
+	}
+	for _, s := range []fabric.EFASetting{fabric.SettingNetwork, fabric.SettingOversubscription, fabric.SettingBandwidth, fabric.SettingLatency} {
+		assert.Zero(t, fabric.EFACountMax(s), settingName(s))
+	}
+}
