@@ -73,14 +73,15 @@ func (t *targetFlags) open() (*bringup.Device, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if dev := t.device.int(); dev >= s.Devices {
+	dev := t.device.int()
+	if dev >= s.Devices {
 		return nil, nil, fmt.Errorf("--device %d: the system has %s (--devices)", dev, units.Plural(int64(s.Devices), "device", "devices"))
 	}
 	sys, err := buildSystem(s)
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := openRegisters(sys[t.device.int()].Dev, bringup.Options{Switch: s.Switch})
+	d, err := openRegisters(sys[dev].Dev, bringup.Options{Switch: s.Switch})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -56,8 +56,9 @@ func newDMACopyCommand() *cobra.Command {
 	cmd.Flags().Var(core, "core", "NeuronCore whose H2T queue copies")
 	cmd.Flags().BoolVar(&timingOnly, "timing-only", false, "move no payload (sweeps larger than host memory)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		nc := core.int()
 		if kernel != "" {
-			return kernelCopyCommand(cmd, tf, kernel, size, core.int())
+			return kernelCopyCommand(cmd, tf, kernel, size, nc)
 		}
 		sz, err := units.ParseBytesIn("--size", size, 1, maxCopyBytes)
 		if err != nil {
@@ -77,12 +78,12 @@ func newDMACopyCommand() *cobra.Command {
 			return err
 		}
 		defer sys.close()
-		if err := sys.checkCore(core.int()); err != nil {
+		if err := sys.checkCore(nc); err != nil {
 			return err
 		}
-		res, err := sys.st.Copy(stack.CopyRequest{From: sides[from], To: sides[to], Size: n, NC: core.int(), Payload: !timingOnly})
+		res, err := sys.st.Copy(stack.CopyRequest{From: sides[from], To: sides[to], Size: n, NC: nc, Payload: !timingOnly})
 		if res.Done {
-			printCopy(cmd.OutOrStdout(), sys.st.Up.Geometry.Generation, res, from, to, n, core.int(), timingOnly)
+			printCopy(cmd.OutOrStdout(), sys.st.Up.Geometry.Generation, res, from, to, n, nc, timingOnly)
 		}
 		if err != nil {
 			return err

@@ -459,14 +459,12 @@ func (t *Topology) Connected() error {
 	for a := range t.Devices {
 		missing := -1 // the first device a has no path to
 		t.next.each(a, t.Devices, func(lo, hi int, id int32) {
-			if id >= 0 || missing >= 0 {
-				return
-			}
-			if b := lo; b != a || b+1 < hi { // a run of no link but a itself
-				if b == a {
-					b++
-				}
-				missing = b
+			switch {
+			case id >= 0 || missing >= 0:
+			case lo != a: // a run of no link: a needs none to itself only
+				missing = lo
+			case hi > a+1:
+				missing = a + 1
 			}
 		})
 		if missing >= 0 {
