@@ -414,11 +414,5 @@ func (d *Device) DMA() (dma.Timing, bool) { return d.dma.Timing(), d.dma.Functio
 func (d *Device) DMATotals() (pairs, bytes uint64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, e := range d.dma.State().Engines {
-		for _, q := range e.Queues {
-			pairs += q.Done
-			bytes += q.Bytes
-		}
-	}
-	return pairs, bytes
+	return d.dma.Totals()
 }

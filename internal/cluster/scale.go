@@ -16,10 +16,11 @@ import (
 // state, its cores, its register atlas), its share of the fabric (links,
 // the next-hop table's row, cached paths) and the runtime's stack on it
 // (bring-up, DMA layer, allocator). Measured by BenchmarkClusterBuild:
-// 441,506 bytes per device at 1,024 devices, 446,219 at 4,096
-// (docs/fabric.md §Thousands of devices); rounded up to 1 MiB, which also
-// covers the next-hop table's growth with the device count (4 bytes per
-// node and device: 64 KiB per device at 16,384).
+// 103,279 bytes per device at 1,024 devices, 90,621 at 4,096, since the DMA
+// engines' state is made only for the engines a run writes (441,506 and
+// 446,219 before; docs/fabric.md §Thousands of devices); rounded up to
+// 1 MiB, which leaves room for the engines a run makes (2.3 KiB each, 8 a
+// device for a ring) and the cores' and fabric's state it touches.
 const DeviceHostBytes = 1 << 20
 
 // A descriptor pair and an SP record as a staged run holds them: the pair

@@ -132,6 +132,68 @@ type State struct {
 	HostFree uint64 // when the shared host link is next free
 }
 
+// liveState is [State] as a Controller holds it: an engine's state is made
+// the first time the engine is written (a register, a doorbell) and until
+// then is the state its last reset left — every queue empty at phase 1 with
+// epoch fresh[e], the engine normal, no storage register set — which State
+// writes out in full. A Trn3 device has 132 engines of 2.3 KiB and a
+// collective uses a few of them: made all at New, they were three quarters
+// of a timing-only device's host memory and half of a 4,096-device
+// cluster's build time (docs/dma-model.md §Engines and queues, "Host
+// memory").
+type liveState struct {
+	engines  []*EngineState // nil while engine e is as its last reset left it
+	fresh    []uint32       // the epoch of every queue of engine e while engines[e] is nil
+	hbmFree  uint64         // State.HBMFree
+	hostFree uint64         // State.HostFree
+}
+
+// powerOn is an engine as a reset leaves it, every queue at epoch epoch: NORMAL
+// (driver 2.24.7.0 never writes change_state on its own — its only writer
+// is the DMA_ENG_SET_STATE ioctl, neuron_cdev.c:101-109 →
+// neuron_ring.c:369-381 → udma/udma_main.c:527-555 — yet rings its H2T
+// queues right after ndma_init, neuron_ring.c:473-555, neuron_dma.c:359, and
+// after every reset, neuron_reset.c:133; docs/dma-model.md "What driver
+// 2.24.7.0 programs"), empty rings at phase 1, queue configuration at its
+// reset value, no storage register (Regs nil).
+func powerOn(epoch uint32) EngineState {
+	es := EngineState{State: udma.StateNormal}
+	for q := range es.Queues {
+		qs := &es.Queues[q]
+		qs.Epoch = epoch
+		qs.M2S.reset()
+		qs.S2M.reset()
+		qs.M2S.Cfg, qs.S2M.Cfg = udma.QCfgReset, udma.QCfgReset
+	}
+	return es
+}
+
+// blankEngine is every engine not yet made, as ReadReg reads it (its queues'
+// epochs aside, which no register shows). It is never written.
+var blankEngine = powerOn(1)
+
+// engine returns engine e's state to change, made from its reset state the
+// first time.
+func (c *Controller) engine(e int) *EngineState {
+	if es := c.st.engines[e]; es != nil {
+		return es
+	}
+	es := new(EngineState)
+	*es = powerOn(c.st.fresh[e])
+	c.st.engines[e] = es
+	return es
+}
+
+// view returns engine e's state to read: its own once made, else
+// blankEngine (whose queue epochs are not e's: callers that show an epoch
+// use fresh).
+func (c *Controller) view(e int) *EngineState {
+	if es := c.st.engines[e]; es != nil {
+		return es
+	}
+	return &blankEngine
+}
+
 // Controller runs the engines of one device.
 type Controller struct {
 	geo        *hwarch.Geometry
@@ -141,11 +203,11 @@ type Controller struct {
 	copier     Copier // bus as a Copier, or nil
 	fabric     Fabric // bus as a Fabric, or nil
 	clock      Scheduler
-	st         State
+	st         liveState
 	trace      Tracer
 	buf        []byte                                          // payload bounce buffer, reused
 	dstBuf     []byte                                          // destination bytes of a local reduce, reused
-	pref       []*queueFetch                                   // per engine and queue: descriptors fetched in a burst (not state: dropped on Restore)
+	pref       []*[udma.Queues]*queueFetch                     // per engine (made with its first fetch) and queue: descriptors fetched in a burst (not state: dropped on Restore)
 	burst      [prefetchDescriptors * udma.DescriptorSize]byte // descriptor fetch buffer, reused
 	times      timeMemo                                        // transfer times of the last sizes
 }
@@ -173,45 +235,40 @@ func New(geo *hwarch.Geometry, bus Bus, clock Scheduler, opts Options) *Controll
 	c := &Controller{geo: geo, timing: opts.Timing, functional: !opts.TimingOnly, bus: bus, clock: clock}
 	c.copier, _ = bus.(Copier)
 	c.fabric, _ = bus.(Fabric)
-	c.st.Engines = make([]EngineState, geo.DMAEngines)
-	c.pref = make([]*queueFetch, geo.DMAEngines*udma.Queues)
-	for e := range c.st.Engines {
-		c.resetEngine(e)
+	c.st.engines = make([]*EngineState, geo.DMAEngines)
+	c.st.fresh = make([]uint32, geo.DMAEngines)
+	for e := range c.st.fresh {
+		c.st.fresh[e] = 1 // each engine's first reset, from epoch 0
 	}
+	c.pref = make([]*[udma.Queues]*queueFetch, geo.DMAEngines)
 	return c
 }
 
+// resetEngine puts engine e back to its reset state (powerOn). Epochs only
+// grow: a completion scheduled before the reset must not match a transfer
+// started after it.
 func (c *Controller) resetEngine(e int) {
-	es := &c.st.Engines[e]
+	es := c.st.engines[e]
+	if es == nil {
+		c.st.fresh[e]++
+		return
+	}
 	var epochs [udma.Queues]uint32
 	for q := range es.Queues {
 		epochs[q] = es.Queues[q].Epoch
 	}
-	// An engine comes out of reset NORMAL: driver 2.24.7.0 never writes
-	// change_state on its own (its only writer is the DMA_ENG_SET_STATE
-	// ioctl, neuron_cdev.c:101-109 → neuron_ring.c:369-381 →
-	// udma/udma_main.c:527-555), yet rings its H2T queues right after
-	// ndma_init (neuron_ring.c:473-555, neuron_dma.c:359) and after every
-	// reset (neuron_reset.c:133). docs/dma-model.md "What driver 2.24.7.0
-	// programs".
-	*es = EngineState{Regs: map[uint64]uint32{}, State: udma.StateNormal}
+	*es = powerOn(0)
 	for q := range es.Queues {
-		qs := &es.Queues[q]
-		// Epochs only grow: a completion scheduled before the reset must
-		// not match a transfer started after it.
-		qs.Epoch = epochs[q] + 1
-		qs.M2S.reset()
-		qs.S2M.reset()
-		qs.M2S.Cfg, qs.S2M.Cfg = udma.QCfgReset, udma.QCfgReset
+		es.Queues[q].Epoch = epochs[q] + 1
 	}
 }
 
 // Reset puts every engine back to its power-on state (a device reset).
 func (c *Controller) Reset() {
-	for e := range c.st.Engines {
+	for e := range c.st.engines {
 		c.resetEngine(e)
 	}
-	c.st.HBMFree, c.st.HostFree = 0, 0
+	c.st.hbmFree, c.st.hostFree = 0, 0
 }
 
 // Tracer receives one slice per transfer: the kernel's [simkernel.Tracer].
@@ -223,7 +280,7 @@ func (c *Controller) SetTrace(t Tracer) { c.trace = t }
 // ResetEngines resets the engines for which reset returns true (a TPB reset
 // of their NCs).
 func (c *Controller) ResetEngines(reset func(e int) bool) {
-	for e := range c.st.Engines {
+	for e := range c.st.engines {
 		if reset(e) {
 			c.resetEngine(e)
 		}
@@ -237,14 +294,38 @@ func (c *Controller) Timing() Timing { return c.timing }
 func (c *Controller) Functional() bool { return c.functional }
 
 // Engines returns the number of engines.
-func (c *Controller) Engines() int { return len(c.st.Engines) }
+func (c *Controller) Engines() int { return len(c.st.engines) }
 
 // Queue returns a copy of a queue's state.
 func (c *Controller) Queue(e, q int) (QueueState, error) {
-	if e < 0 || e >= len(c.st.Engines) || q < 0 || q >= udma.Queues {
+	if e < 0 || e >= len(c.st.engines) || q < 0 || q >= udma.Queues {
 		return QueueState{}, fmt.Errorf("dma: engine %d queue %d: %w", e, q, udma.ErrEngine)
 	}
-	return c.st.Engines[e].Queues[q], nil
+	return c.engineState(e).Queues[q], nil
+}
+
+// engineState returns a copy of engine e's state (its Regs shared).
+func (c *Controller) engineState(e int) EngineState {
+	if es := c.st.engines[e]; es != nil {
+		return *es
+	}
+	return powerOn(c.st.fresh[e])
+}
+
+// Totals returns the descriptor pairs completed and the bytes moved over
+// every queue of every engine, each counted since the engine's last reset
+// (the queues' Done and Bytes).
+func (c *Controller) Totals() (pairs, bytes uint64) {
+	for _, es := range c.st.engines {
+		if es == nil {
+			continue // as its reset left it: nothing done
+		}
+		for q := range es.Queues {
+			pairs += es.Queues[q].Done
+			bytes += es.Queues[q].Bytes
+		}
+	}
+	return pairs, bytes
 }
 
 // A Controller follows the kernel's snapshot convention.
@@ -252,13 +333,15 @@ var _ simkernel.Stateful[State] = (*Controller)(nil)
 
 // State returns a deep copy of the controller's state.
 func (c *Controller) State() State {
-	s := State{Engines: make([]EngineState, len(c.st.Engines)), HBMFree: c.st.HBMFree, HostFree: c.st.HostFree}
-	for i, e := range c.st.Engines {
-		s.Engines[i] = e
-		s.Engines[i].Regs = make(map[uint64]uint32, len(e.Regs))
-		for k, v := range e.Regs {
-			s.Engines[i].Regs[k] = v
+	s := State{Engines: make([]EngineState, len(c.st.engines)), HBMFree: c.st.hbmFree, HostFree: c.st.hostFree}
+	for i := range c.st.engines {
+		es := c.engineState(i)
+		regs := make(map[uint64]uint32, len(es.Regs))
+		for k, v := range es.Regs {
+			regs[k] = v
 		}
+		es.Regs = regs
+		s.Engines[i] = es
 	}
 	return s
 }
@@ -279,10 +362,41 @@ func (c *Controller) Restore(s State) error {
 	if err := c.check(&s); err != nil {
 		return fmt.Errorf("dma: restore: %w: %w", err, ErrInvalidState)
 	}
-	c.st = s
-	c.st = c.State() // a deep copy, so the caller's s stays its own
-	clear(c.pref)    // fetched again from the restored memory
+	c.st.hbmFree, c.st.hostFree = s.HBMFree, s.HostFree
+	for e := range s.Engines {
+		es := &s.Engines[e]
+		if epoch, ok := asReset(es); ok {
+			c.st.engines[e], c.st.fresh[e] = nil, epoch
+			continue
+		}
+		own := *es // a deep copy, so the caller's s stays its own
+		own.Regs = nil
+		for k, v := range es.Regs {
+			own.setReg(k, v)
+		}
+		c.st.engines[e] = &own
+	}
+	clear(c.pref) // fetched again from the restored memory
 	return nil
+}
+
+// asReset reports whether es is an engine as a reset leaves it (powerOn)
+// with every queue at one epoch, and that epoch.
+func asReset(es *EngineState) (uint32, bool) {
+	if len(es.Regs) != 0 {
+		return 0, false
+	}
+	epoch := es.Queues[0].Epoch
+	blank := powerOn(epoch)
+	return epoch, es.State == blank.State && es.BusyUntil == blank.BusyUntil && es.Queues == blank.Queues
+}
+
+// setReg stores v in storage register off, making Regs on the first.
+func (es *EngineState) setReg(off uint64, v uint32) {
+	if es.Regs == nil {
+		es.Regs = map[uint64]uint32{}
+	}
+	es.Regs[off] = v
 }
 
 // Validate checks s as Restore does, without restoring it.
@@ -295,8 +409,8 @@ func (c *Controller) Validate(s State) error {
 
 // check validates a state for Restore.
 func (c *Controller) check(s *State) error {
-	if len(s.Engines) != len(c.st.Engines) {
-		return fmt.Errorf("%d engines, the device has %d", len(s.Engines), len(c.st.Engines))
+	if len(s.Engines) != len(c.st.engines) {
+		return fmt.Errorf("%d engines, the device has %d", len(s.Engines), len(c.st.engines))
 	}
 	if _, err := units.PS("HBMFree", s.HBMFree); err != nil {
 		return err

@@ -315,7 +315,7 @@ func runFuzzRing(t *testing.T, data []byte) (*rig, QueueState) {
 	if got := r.c.ReadReg(e, udma.M2S+udma.ErrorQueues); (got == 1<<q) != halted || got&^(1<<q) != 0 {
 		t.Fatalf("ErrorQueues %#x, halted %v", got, halted)
 	}
-	if !halted && r.c.st.Engines[e].State == udma.StateNormal && qs.M2S.Avail > 0 && qs.S2M.Avail > 0 {
+	if !halted && r.c.view(e).State == udma.StateNormal && qs.M2S.Avail > 0 && qs.S2M.Avail > 0 {
 		t.Fatalf("a runnable queue stopped with %d/%d available", qs.M2S.Avail, qs.S2M.Avail)
 	}
 	for _, h := range []HalfState{qs.M2S, qs.S2M} {

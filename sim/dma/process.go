@@ -79,11 +79,15 @@ func decode(b []byte) udma.Descriptor {
 
 // fetchOf returns engine e queue q's prefetch state, made on first use.
 func (c *Controller) fetchOf(e, q int) *queueFetch {
-	i := e*udma.Queues + q
-	f := c.pref[i]
+	fs := c.pref[e]
+	if fs == nil {
+		fs = new([udma.Queues]*queueFetch)
+		c.pref[e] = fs
+	}
+	f := fs[q]
 	if f == nil {
 		f = new(queueFetch)
-		c.pref[i] = f
+		fs[q] = f
 	}
 	return f
 }
@@ -104,7 +108,10 @@ func errorBits(err error, ring bool) uint32 {
 // descriptor. The pair is checked before anything moves; a bad pair halts the
 // queue and touches nothing.
 func (c *Controller) kick(e, q int) {
-	es := &c.st.Engines[e]
+	es := c.st.engines[e]
+	if es == nil {
+		return // as its reset left it: no descriptor available
+	}
 	qs := &es.Queues[q]
 	if es.State != udma.StateNormal || qs.InFlight || qs.Status&udma.StatusHalted != 0 || qs.M2S.Avail == 0 || qs.S2M.Avail == 0 {
 		return
@@ -192,10 +199,10 @@ func (c *Controller) finishTime(busyUntil *uint64, n uint64, src, dst Class) (st
 	tt := c.times.of(n, &c.timing)
 	finish = start + c.timing.FixedCost + tt.engine
 	if src == HBM || dst == HBM {
-		finish = share(&c.st.HBMFree, start, finish, tt.hbm)
+		finish = share(&c.st.hbmFree, start, finish, tt.hbm)
 	}
 	if src == Host || dst == Host {
-		finish = share(&c.st.HostFree, start, finish, tt.host)
+		finish = share(&c.st.hostFree, start, finish, tt.host)
 	}
 	return start, finish
 }
@@ -241,10 +248,10 @@ func (m *timeMemo) of(n uint64, t *Timing) *transferTimes {
 // a queue that has since been reset or aborted are ignored.
 func (c *Controller) Fire(arg uint64) {
 	e, q, epoch := int(arg>>40), int(arg>>32&0xFF), uint32(arg)
-	if e >= len(c.st.Engines) || q >= udma.Queues {
-		return
+	if e >= len(c.st.engines) || q >= udma.Queues || c.st.engines[e] == nil {
+		return // an engine as its reset left it has nothing in flight
 	}
-	qs := &c.st.Engines[e].Queues[q]
+	qs := &c.st.engines[e].Queues[q]
 	if !qs.InFlight || qs.Epoch != epoch {
 		return
 	}

@@ -32,7 +32,7 @@ func (qs *QueueState) half(h uint64) *HalfState {
 // its udma.EngineRegSize window). Unknown registers read back what was last
 // written (0 at reset).
 func (c *Controller) ReadReg(e int, off uint64) uint32 {
-	es := &c.st.Engines[e]
+	es := c.view(e)
 	if half, q, reg, ok := decodeQueue(off); ok {
 		qs := &es.Queues[q]
 		h := qs.half(half)
@@ -79,7 +79,7 @@ func (c *Controller) ReadReg(e int, off uint64) uint32 {
 
 // WriteReg is a 32-bit write of engine e's register at off.
 func (c *Controller) WriteReg(e int, off uint64, v uint32) {
-	es := &c.st.Engines[e]
+	es := c.engine(e)
 	if half, q, reg, ok := decodeQueue(off); ok {
 		qs := &es.Queues[q]
 		h := qs.half(half)
@@ -132,13 +132,13 @@ func (c *Controller) WriteReg(e int, off uint64, v uint32) {
 	case udma.M2S + udma.EngineState, udma.S2M + udma.EngineState, udma.M2S + udma.ErrorQueues:
 		return // read-only
 	}
-	es.Regs[off] = v
+	es.setReg(off, v)
 }
 
 // resetQueue is q_sw_ctrl's queue reset: both halves back to an empty ring
 // at phase 1, the status cleared, a transfer in flight dropped.
 func (c *Controller) resetQueue(e, q int) {
-	qs := &c.st.Engines[e].Queues[q]
+	qs := &c.engine(e).Queues[q]
 	qs.M2S.reset()
 	qs.S2M.reset()
 	qs.Status = 0
@@ -148,12 +148,12 @@ func (c *Controller) resetQueue(e, q int) {
 
 // enabled reports whether a queue half may take doorbells.
 func (c *Controller) enabled(e int, h *HalfState) bool {
-	return c.st.Engines[e].State == udma.StateNormal && h.Cfg&udma.QCfgEnable == udma.QCfgEnable
+	return c.view(e).State == udma.StateNormal && h.Cfg&udma.QCfgEnable == udma.QCfgEnable
 }
 
 // fail halts a queue with error bits.
 func (c *Controller) fail(e, q int, bits uint32) {
-	qs := &c.st.Engines[e].Queues[q]
+	qs := &c.engine(e).Queues[q]
 	qs.Status |= bits | udma.StatusHalted
 	qs.InFlight = false
 }
@@ -164,7 +164,7 @@ func (c *Controller) fail(e, q int, bits uint32) {
 // the controller does not have is an error wrapping udma.ErrEngine, and
 // nothing is rung.
 func (c *Controller) Doorbell(e, q int, n uint32) error {
-	if e < 0 || e >= len(c.st.Engines) || q < 0 || q >= udma.Queues {
+	if e < 0 || e >= len(c.st.engines) || q < 0 || q >= udma.Queues {
 		return fmt.Errorf("dma: doorbell of engine %d queue %d: %w", e, q, udma.ErrEngine)
 	}
 	c.doorbell(e, q, udma.S2M, n)
@@ -174,7 +174,7 @@ func (c *Controller) Doorbell(e, q int, n uint32) error {
 
 // doorbell is a write of n to a half's tail_inc.
 func (c *Controller) doorbell(e, q int, half uint64, n uint32) {
-	qs := &c.st.Engines[e].Queues[q]
+	qs := &c.engine(e).Queues[q]
 	h := qs.half(half)
 	switch {
 	case qs.Status&udma.StatusHalted != 0:
