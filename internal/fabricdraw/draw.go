@@ -25,7 +25,8 @@ const drawWidth = 100
 //     columns with the wrap-around drawn as *––► and ◄––* at the row ends,
 //     vertical links ▲ over ▼ between rows and * above the first and below
 //     the last row, then the xy link parameters and the B0_s legend;
-//   - ultraserver: the four node grids as torus2d, then the Z rings;
+//   - ultraserver: the four instances' grids (trn2u, trainium-facts §4) as
+//     torus2d, then the Z rings;
 //   - ring, chain: the devices on one line (wrapped near 100 columns), a
 //     ring with * wrap markers at both ends;
 //   - switch: a block per server with its in-server switch and devices, and
@@ -95,7 +96,7 @@ func (d *drawer) body() {
 	case fabric.KindTorus2D:
 		d.torus("group")
 	case fabric.KindUltraServer:
-		d.torus("node")
+		d.torus("instance") // trn2u instances: "node" is a system's copy (--nodes)
 		d.zRings()
 	case fabric.KindRing, fabric.KindChain:
 		d.ring()
@@ -265,7 +266,7 @@ func (d *drawer) zRings() {
 	}
 	d.line("")
 	if complete {
-		d.line("z rings: device p of each node joins p, p+16, p+32, p+48 in a ring (16 rings), e.g.")
+		d.line("z rings: device p of each instance joins p, p+16, p+32, p+48 in a ring (16 rings), e.g.")
 		d.chain(ring(0), true, "  ")
 	} else {
 		d.line("z rings, one per position:")

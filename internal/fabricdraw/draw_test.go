@@ -85,7 +85,7 @@ func TestDrawTorusGrids(t *testing.T) {
 		{fabric.KindTorus2D, 16, "group"},
 		{fabric.KindTorus2D, 32, "group"},
 		{fabric.KindTorus2D, 48, "group"},
-		{fabric.KindUltraServer, 64, "node"},
+		{fabric.KindUltraServer, 64, "instance"},
 	} {
 		out := draw(t, build(t, tc.kind, hwarch.Cayman, tc.n))
 		grids := 0
