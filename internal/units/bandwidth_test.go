@@ -33,6 +33,14 @@ func TestParseBandwidth(t *testing.T) {
 		{in: "1MiB/s", want: 1 << 20},
 		{in: "1TiB/s", want: 1 << 40},
 		{in: "1e3MB/s", want: 1e9},
+		{in: "1e+3MB/s", want: 1e9},
+		{in: "2E3MB/s", want: 2e9},
+		{in: "1.5e-3GB/s", want: 1_500_000},
+		{in: "1e-300GB/s", wantErr: "too small", kind: ErrRange},
+		{in: "1e-400GB/s", wantErr: "too small", kind: ErrRange}, // below float64: 0, but not written 0
+		{in: "0e5GB/s", wantErr: "must be positive", kind: ErrRange},
+		{in: "5eB/s", wantErr: `unknown unit "eB/s"`, kind: ErrSyntax},
+		{in: "1e-GB/s", wantErr: `unknown unit "e-GB/s"`, kind: ErrSyntax},
 		{in: "12.8Tbps", want: 1_600_000_000_000},
 		{in: "1000TB/s", want: MaxBandwidthBps},
 		{in: "", wantErr: "empty", kind: ErrSyntax},
@@ -79,7 +87,7 @@ func TestParseBandwidth(t *testing.T) {
 // FuzzParseBandwidth: any input is read or refused with an *Error, never a
 // panic, and what is read is in range.
 func FuzzParseBandwidth(f *testing.F) {
-	for _, s := range []string{"50GiB/s", "53.7GB/s", "400Gbps", "50", "1e400GB/s", "-1B/s", "0.125bps", ".e1GB/s"} {
+	for _, s := range []string{"50GiB/s", "53.7GB/s", "400Gbps", "50", "1e400GB/s", "-1B/s", "0.125bps", ".e1GB/s", "1e-400GB/s", "1.5E+3MB/s", "5eB/s"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

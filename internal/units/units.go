@@ -165,7 +165,8 @@ func ParseInt(field, s string, min, max int64) (int64, error) {
 
 // ParseFloat reads a decimal floating-point number (as strconv.ParseFloat
 // does, exponents allowed). NaN and infinities are refused, and so is a
-// number too large for a float64.
+// number too large for a float64 or, not written as 0, too small for one
+// (strconv would read it as 0).
 func ParseFloat(field, s string) (float64, error) {
 	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	if err != nil {
@@ -177,6 +178,9 @@ func ParseFloat(field, s string) (float64, error) {
 	}
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, syntaxErr(field, strconv.Quote(s), "not a finite number")
+	}
+	if v == 0 && nonzeroMantissa(s) {
+		return 0, rangeErr(field, strconv.Quote(s), "too small for a number (it would read as 0)")
 	}
 	return v, nil
 }
@@ -298,13 +302,54 @@ var bandwidthUnits = func() map[string]float64 {
 	return m
 }()
 
+// numberPrefix returns the length of the decimal number t starts with:
+// digits and points, then an exponent (e or E, an optional sign, digits)
+// when one follows the mantissa — "1.5e-3GB/s" is 1.5e-3 and "GB/s", but the
+// e of "5eB/s" is not an exponent.
+func numberPrefix(t string) int {
+	digit := func(i int) bool { return i < len(t) && t[i] >= '0' && t[i] <= '9' }
+	i := 0
+	for digit(i) || i < len(t) && t[i] == '.' {
+		i++
+	}
+	if i == 0 || i >= len(t) || t[i] != 'e' && t[i] != 'E' {
+		return i
+	}
+	j := i + 1
+	if j < len(t) && (t[j] == '+' || t[j] == '-') {
+		j++
+	}
+	if !digit(j) {
+		return i
+	}
+	for digit(j) {
+		j++
+	}
+	return j
+}
+
+// nonzeroMantissa reports whether the number strconv.ParseFloat read from
+// num has a digit other than 0 before its exponent: a number it read as 0
+// that was not written as 0 lay below float64's range.
+func nonzeroMantissa(num string) bool {
+	m := strings.TrimLeft(strings.TrimSpace(num), "+-")
+	digits, exp := "123456789", "eE"
+	if len(m) > 1 && m[0] == '0' && (m[1] == 'x' || m[1] == 'X') {
+		m, digits, exp = m[2:], "123456789abcdefABCDEF", "pP"
+	}
+	if i := strings.IndexAny(m, exp); i >= 0 {
+		m = m[:i]
+	}
+	return strings.ContainsAny(m, digits)
+}
+
 // ParseBandwidth reads a bandwidth whose unit is explicit (see
 // [BandwidthGrammar]): "50GiB/s" is 50·2^30 B/s, "53.7GB/s" is 53.7·10^9
 // B/s, "400Gbps" and "400Gb/s" are 400·10^9 bits, 50·10^9 B/s. A bare
 // number is refused — whether it meant GB/s or GiB/s, bytes or bits, is
 // exactly what the unit must say — and so are signs, unknown units and "iB"
 // with bits (spaces around the number and between it and its unit are
-// allowed). The result, in bytes per second rounded to the
+// allowed; the number may have an exponent, as in 1.5e-3GB/s). The result, in bytes per second rounded to the
 // nearest, must be at least 1 B/s and at most [MaxBandwidthBps]; a positive
 // value that rounds below 1 B/s is refused, not rounded up.
 func ParseBandwidth(field, s string) (uint64, error) {
@@ -313,10 +358,7 @@ func ParseBandwidth(field, s string) (uint64, error) {
 	if t == "" {
 		return 0, syntaxErr(field, q, "empty (want %s)", BandwidthGrammar)
 	}
-	i := 0
-	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.' || t[i] == 'e' && i > 0 && i+1 < len(t) && (t[i+1] >= '0' && t[i+1] <= '9')) {
-		i++
-	}
+	i := numberPrefix(t)
 	num, unit := t[:i], strings.TrimSpace(t[i:])
 	if num == "" {
 		if t[0] == '-' || t[0] == '+' {
@@ -340,6 +382,9 @@ func ParseBandwidth(field, s string) (uint64, error) {
 		return 0, syntaxErr(field, q, "%q is not a number (want %s)", num, BandwidthGrammar)
 	}
 	if v == 0 {
+		if nonzeroMantissa(num) {
+			return 0, rangeErr(field, q, "too small (the smallest bandwidth is 1 B/s)") // below float64's: read as 0
+		}
 		return 0, rangeErr(field, q, "a bandwidth must be positive")
 	}
 	x := v * scale

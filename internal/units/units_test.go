@@ -120,6 +120,13 @@ func TestParseFloat(t *testing.T) {
 		{"inf", 0, ErrSyntax},
 		{"-Inf", 0, ErrSyntax},
 		{"1e400", 0, ErrRange},
+		{"1e-400", 0, ErrRange}, // positive, but below float64: not read as 0
+		{"-2.5e-400", 0, ErrRange},
+		{"0x1p-2000", 0, ErrRange},
+		{"0xap-2000", 0, ErrRange},
+		{"0e-400", 0, nil},
+		{"0x0p5", 0, nil},
+		{"-0.000", 0, nil},
 		{"", 0, ErrSyntax},
 		{"5ns", 0, ErrSyntax},
 	} {
