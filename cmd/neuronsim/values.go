@@ -82,7 +82,7 @@ func (v *scaledValue) Set(s string) error {
 		return nil
 	}
 	f, err := units.ParseFloat(v.name, s)
-	if err != nil && v.withUnit != nil && s != "" && (s[0] >= '0' && s[0] <= '9' || s[0] == '.') {
+	if errors.Is(err, units.ErrSyntax) && v.withUnit != nil && s != "" && (s[0] >= '0' && s[0] <= '9' || s[0] == '.') {
 		_, uerr := v.withUnit(v.name, s) // a number with a unit it does not know: say which units it takes
 		return uerr
 	}
