@@ -20,7 +20,7 @@ type Sweep struct {
 	Sizes    []int64
 	Options  enc.Options
 	Seed     uint64        // functional mode: the first size's input seed (then +1 per size)
-	Progress *progress.Bar // nil: none
+	Progress *progress.Bar // nil: none; it moves within a size as the size's descriptors are fetched
 }
 
 // Sweep runs one collective per size on every rank and returns nccom-test's
@@ -41,6 +41,13 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 		rep.Extra["nodes"], rep.Extra["efa_network"] = so.Nodes, so.Network.String()
 	}
 	usage := make(LinkUsage, 0, len(sw.Sizes))
+	if sw.Progress != nil {
+		// A size's bar moves as its descriptors are fetched: a 1 GiB
+		// collective on thousands of devices takes minutes.
+		prev := c.Exec.Progress
+		c.Exec.Progress = func(fetched, total int) { sw.Progress.Within(float64(fetched) / float64(total)) }
+		defer func() { c.Exec.Progress = prev }()
+	}
 	for i, size := range sw.Sizes {
 		before := c.System.Counters()
 		row, res, err := c.Collective(sw.Op, sw.Algo, sw.Dtype, size, sw.Seed+uint64(i), sw.Options)

@@ -2,8 +2,11 @@ package progress_test
 
 import (
 	"bytes"
+	"fmt"
+	"math"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 
@@ -71,4 +74,38 @@ func TestIsTerminal(t *testing.T) {
 		defer f.Close()
 		assert.False(t, progress.IsTerminal(f), "a regular file is not a terminal")
 	}
+}
+
+// TestProgressWithinAPoint: Within moves the bar inside the point under way
+// — never to its end, which is Step's — and clamps what it is given.
+func TestProgressWithinAPoint(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		steps    int
+		fraction float64
+		want     string
+	}{
+		{"half of the first of two", 0, 0.5, " 24% "},
+		{"half of the second of two", 1, 0.5, " 74% "},
+		{"all of the first is not its end", 0, 1, " 49% "},
+		{"past 1 is 1", 0, 7, " 49% "},
+		{"NaN is 0", 1, math.NaN(), " 50% "},
+		{"negative is 0", 1, -3, " 50% "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			p := progress.New(&buf, 2, true, "all_reduce")
+			for range tc.steps {
+				p.Step()
+			}
+			p.Within(0.3)                      // a value to move from: the bar redraws on a change
+			time.Sleep(110 * time.Millisecond) // past the bar's redraw throttle
+			buf.Reset()
+			p.Within(tc.fraction)
+			assert.Contains(t, buf.String(), tc.want)
+			assert.Contains(t, buf.String(), fmt.Sprintf("all_reduce %d/2", tc.steps))
+		})
+	}
+	var p *progress.Bar
+	assert.NotPanics(t, func() { p.Within(0.5) })
 }

@@ -111,8 +111,20 @@ type Executor struct {
 	// Devices without lazy host memory (remote, kernel) are always run
 	// staged.
 	Staged bool
+	// Progress, when not nil, is called while a streamed run's devices run,
+	// at most once every ProgressEvery of host time (0: 250 ms), with the
+	// descriptor pairs the engines have fetched (to within a prefetch burst
+	// of each queue, dma.Queue.Fetched) and the run's total (its
+	// Result.Descriptors). It reads those host-side counts alone,
+	// never a device, so it changes no result and no device time. A staged
+	// run, whose rings the devices read without the host, does not call it.
+	Progress      func(fetched, total int)
+	ProgressEvery time.Duration
 
 	queues map[[2]int]*dma.Queue // (rank, engine<<8 | queue) → the open queue
+	// streaming is the total descriptor pairs of the streamed run under
+	// way (0: none), for Progress.
+	streaming int
 	// left holds, by rank, the program blocks of failed runs that may still
 	// have been running when the run gave up: Release unloads those at rest.
 	left map[int][]program.Block
@@ -196,11 +208,24 @@ func (x *Executor) runStreamed(s *enc.Schedule, d enc.Dtype) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if res, err = x.execute(s, blocks, res); err != nil {
+	x.streaming = res.Descriptors
+	res, err = x.execute(s, blocks, res)
+	x.streaming = 0
+	if err != nil {
 		return res, x.materialise(err)
 	}
 	x.unfeed()
 	return res, nil
+}
+
+// fetched is how many descriptor pairs of the streamed run under way the
+// engines have fetched, to within a burst of each queue (dma.Queue.Fetched).
+func (x *Executor) fetched() int {
+	n := 0
+	for _, qu := range x.queues {
+		n += qu.Fetched()
+	}
+	return min(n, x.streaming)
 }
 
 // MaxMaterialise bounds the descriptor pairs a failed streamed run writes
@@ -408,6 +433,10 @@ func (x *Executor) launch(blocks [][]program.Block) (func() (uint64, error), err
 // DefaultTimeout is the longest a run may take when Executor.Timeout is 0.
 const DefaultTimeout = 10 * time.Second
 
+// DefaultProgressEvery is how often, in host time, a streamed run reports
+// its progress when Executor.ProgressEvery is 0.
+const DefaultProgressEvery = 250 * time.Millisecond
+
 // Polling rank 0: first every minPoll (or Executor.PollResolution) of
 // device time, then every 1/1000 of the time already spent, at most
 // maxPoll — the time measured is then within 0.1 % (or that floor) of when
@@ -432,7 +461,16 @@ func (x *Executor) poll(r0 *program.Runner, blocks []program.Block) error {
 	if x.PollResolution > 0 {
 		floor = min(x.PollResolution, maxPoll)
 	}
+	report, every := x.Progress != nil && x.streaming > 0, x.ProgressEvery
+	if every <= 0 {
+		every = DefaultProgressEvery
+	}
+	last, reported := time.Now(), 0
 	for {
+		if report && time.Since(last) >= every {
+			last, reported = time.Now(), max(reported, x.fetched()) // an engine re-reading its last burst does not go back
+			x.Progress(reported, x.streaming)
+		}
 		done, err := r0.Done(blocks)
 		if err != nil || done {
 			return err

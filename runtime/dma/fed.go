@@ -279,6 +279,18 @@ func (qu *Queue) repoint(base, old, addr uint64) error {
 	return nil
 }
 
+// Fetched returns how far both rings of a fed queue have been read into
+// its feed: the first pair of each ring's last read, the lesser — so at
+// most a burst (16 pairs, sim/dma's prefetch) short of the pairs fetched,
+// and lower again for a while when an engine reads its last burst anew. A
+// queue not fed, or between runs, has fetched 0.
+func (qu *Queue) Fetched() int {
+	if f := qu.fed; f != nil && f.feed.Vring != nil {
+		return min(f.read[0], f.read[1])
+	}
+	return 0
+}
+
 // Unread returns how many of a fed queue's pairs of its feed are still
 // held (not let go): what Materialise would write.
 func (qu *Queue) Unread() int {
