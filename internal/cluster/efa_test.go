@@ -148,12 +148,18 @@ func TestEFAAutoChoice(t *testing.T) {
 	// ring inside one node) says nothing of either.
 	assert.Equal(t, 8, rep.Extra[cluster.ChannelsKey])
 	assert.NotContains(t, rep.Extra, cluster.FlatRingKey)
+	// The flat ring auto chose is noted as auto's, at a size of the
+	// model's choosing; one asked for (--algo ring) is not.
+	assert.Equal(t, cluster.AutoFlatRingNote, rep.Extra[cluster.AutoFlatRingKey])
+	assert.Contains(t, cluster.AutoFlatRingNote, "64 MiB")
 	one := timingSweep(t, spec, 2, &p, cluster.Sweep{Op: enc.AllReduce, Algo: enc.Ring, Dtype: enc.Float32, Options: enc.Options{Channels: 1}}, 1<<20)
 	assert.Equal(t, 1, one.Extra[cluster.ChannelsKey])
 	assert.Equal(t, cluster.FlatRingNote, one.Extra[cluster.FlatRingKey])
+	assert.NotContains(t, one.Extra, cluster.AutoFlatRingKey)
 	for _, rep := range []*nccom.Report{sweep(2, enc.Auto, 1<<20), sweep(1, enc.Ring, 1<<20)} {
 		assert.NotContains(t, rep.Extra, cluster.FlatRingKey)
 		assert.NotContains(t, rep.Extra, cluster.ChannelsKey)
+		assert.NotContains(t, rep.Extra, cluster.AutoFlatRingKey)
 	}
 }
 

@@ -68,6 +68,9 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 	}
 	rep.Extra[LinkUsageKey] = usage
 	NoteFlatRing(rep, nodes, sw.Options.Channels, nics)
+	if sw.Algo == enc.Auto && PolicyFor(c.cfg.Generation).FlatRing {
+		NoteAutoFlatRing(rep, nodes)
+	}
 	sw.Progress.Done()
 	return rep, nil
 }
@@ -107,6 +110,28 @@ const ChannelsKey = "channels"
 // where the NICs are the bottleneck its time is up to NICs/channels above
 // the runtime's (docs/fabric.md §EFA).
 const FlatRingNote = "fewer ring channels across the nodes than a node has EFA NICs, where the runtime runs one per NIC: where the NICs are the bottleneck, this time is up to NICs/channels above the runtime's (the default --channels runs one per NIC; docs/fabric.md §EFA)"
+
+// AutoFlatRingKey is the report's Extra key of AutoFlatRingNote.
+const AutoFlatRingKey = "auto_flat_ring"
+
+// AutoFlatRingNote says where auto's flat ring across nodes on Trn1 starts
+// and that the size is the model's choice: the runtime documents a flat
+// ring for "large messages only" (trainium-facts §5.1) and no size.
+var AutoFlatRingNote = fmt.Sprintf("auto ran the rows of algorithm ring as a flat ring across the nodes, as the Neuron runtime does on Trn1 for large messages; it says no size, and the %d MiB where auto starts it (enc.DefaultFlatRingMin) is this model's choice (docs/fabric.md §EFA): --algo hier runs the hierarchical all-reduce to compare", enc.DefaultFlatRingMin>>20)
+
+// NoteAutoFlatRing notes AutoFlatRingNote in the Extra of rep, a report of
+// a collective whose algorithm auto chose under a policy with the flat
+// ring (PolicyFor), when it ran over several nodes and one of its rows is
+// a ring.
+func NoteAutoFlatRing(rep *nccom.Report, nodes int) {
+	if nodes <= 1 || !slices.ContainsFunc(rep.Rows, func(r nccom.Row) bool { return r.Algorithm == enc.Ring.String() }) {
+		return
+	}
+	if rep.Extra == nil {
+		rep.Extra = map[string]any{}
+	}
+	rep.Extra[AutoFlatRingKey] = AutoFlatRingNote
+}
 
 // Collective runs one collective of size bytes on every rank — timing
 // only, or functionally with the random inputs of seed checked against the
