@@ -87,11 +87,8 @@ const FlatRingKey = "flat_ring"
 // (the runtime runs one per NIC). fabric sweep's reports and sweep merge's
 // grouped ones take it.
 func NoteFlatRing(rep *nccom.Report, nodes, channels, nics int) {
-	if nodes <= 1 || !slices.ContainsFunc(rep.Rows, func(r nccom.Row) bool { return r.Algorithm == enc.Ring.String() }) {
+	if !ringAcrossNodes(rep, nodes) {
 		return
-	}
-	if rep.Extra == nil {
-		rep.Extra = map[string]any{}
 	}
 	channels = max(channels, 1)
 	rep.Extra[ChannelsKey] = channels
@@ -124,13 +121,22 @@ var AutoFlatRingNote = fmt.Sprintf("auto ran the rows of algorithm ring as a fla
 // ring (PolicyFor), when it ran over several nodes and one of its rows is
 // a ring.
 func NoteAutoFlatRing(rep *nccom.Report, nodes int) {
+	if ringAcrossNodes(rep, nodes) {
+		rep.Extra[AutoFlatRingKey] = AutoFlatRingNote
+	}
+}
+
+// ringAcrossNodes reports whether rep, a report of a collective over nodes
+// nodes, ran a ring across several nodes (one of its rows is a ring), and
+// then makes sure rep has an Extra to note it in.
+func ringAcrossNodes(rep *nccom.Report, nodes int) bool {
 	if nodes <= 1 || !slices.ContainsFunc(rep.Rows, func(r nccom.Row) bool { return r.Algorithm == enc.Ring.String() }) {
-		return
+		return false
 	}
 	if rep.Extra == nil {
 		rep.Extra = map[string]any{}
 	}
-	rep.Extra[AutoFlatRingKey] = AutoFlatRingNote
+	return true
 }
 
 // Collective runs one collective of size bytes on every rank — timing

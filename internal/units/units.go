@@ -349,9 +349,10 @@ func nonzeroMantissa(num string) bool {
 // number is refused — whether it meant GB/s or GiB/s, bytes or bits, is
 // exactly what the unit must say — and so are signs, unknown units and "iB"
 // with bits (spaces around the number and between it and its unit are
-// allowed; the number may have an exponent, as in 1.5e-3GB/s). The result, in bytes per second rounded to the
-// nearest, must be at least 1 B/s and at most [MaxBandwidthBps]; a positive
-// value that rounds below 1 B/s is refused, not rounded up.
+// allowed; the number may have an exponent, as in 1.5e-3GB/s). The result,
+// in bytes per second rounded to the nearest, must be at least 1 B/s and at
+// most [MaxBandwidthBps]; a positive value that rounds below 1 B/s is
+// refused, not rounded up.
 func ParseBandwidth(field, s string) (uint64, error) {
 	q := strconv.Quote(s)
 	t := strings.TrimSpace(s)
