@@ -57,6 +57,29 @@ func TestRunSweeps(t *testing.T) {
 	assert.Zero(t, res.Capture, "no capture asked")
 }
 
+// TestRunSweepsCaptureInTimeOrder: on a trn2.48xlarge torus a 4 MiB
+// all-reduce posts, after the capture's first 4,096 packets, writes whose
+// first hops are microseconds before the clock; they are still written in
+// time order (the capture once flushed before adding the posting write's
+// own packets, and stopped the sweep with "timestamp goes back in time").
+func TestRunSweepsCaptureInTimeOrder(t *testing.T) {
+	var buf bytes.Buffer
+	set := SweepSet{Config: Config{Generation: hwarch.Cayman, TimingOnly: true, RanksPerDevice: 1},
+		Sweep:   Sweep{Op: enc.AllReduce, Algo: enc.Auto, Dtype: enc.Float32},
+		Systems: []SweepSystem{{Devices: 16, Kind: fabric.KindTorus2D, Sizes: []int64{4 << 20}}},
+		Capture: &Capture{MaxBytes: 1 << 30, Open: func() (io.Writer, error) { return &buf, nil }}}
+	res, err := RunSweeps(set)
+	require.NoError(t, err)
+	require.Greater(t, res.Capture.Packets, uint64(8192), "enough packets for the capture to flush (every 4,096) during the run")
+	assert.Zero(t, res.Capture.NotRecorded)
+	pk, err := capture.ReadAll(bytes.NewReader(buf.Bytes()))
+	require.NoError(t, err)
+	require.Len(t, pk, int(res.Capture.Packets))
+	for i := 1; i < len(pk); i++ {
+		require.GreaterOrEqual(t, pk[i].AtPS, pk[i-1].AtPS, "packet %d", i)
+	}
+}
+
 // TestRunSweepsCapture: the capture is opened once the system is built,
 // records its packets (counted in the report) and stops cleanly at its
 // bound; a capture of several systems is refused; the opener's error ends

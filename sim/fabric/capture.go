@@ -218,15 +218,25 @@ func (s *System) captureHorizon() uint64 {
 	return h
 }
 
-// record adds the packets of a posted write: one per chunk per hop.
+// record adds the packets of a posted write — one per chunk per hop —
+// then, once flushBatch are waiting, writes those whose time has passed.
+// The write's own packets must be waiting by then: its reservation is no
+// longer open, so the horizon does not wait for them, and its first hops
+// are as early as its start, which may be well before now.
 func (s *System) record(e, q int, d *Delivery, hops []uint64) {
 	r := s.rec
 	if r == nil || len(d.Path) == 0 {
 		return
 	}
+	s.recordPackets(e, q, d, hops)
 	if len(r.pending) >= flushBatch {
 		r.flush(s.captureHorizon())
 	}
+}
+
+// recordPackets is record's adding of the write's packets.
+func (s *System) recordPackets(e, q int, d *Delivery, hops []uint64) {
+	r := s.rec
 	r.transfer++
 	op := capture.OpWrite
 	switch {
