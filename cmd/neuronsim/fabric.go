@@ -69,8 +69,8 @@ const (
 func addFabricFlags(cmd *cobra.Command) *fabricFlags {
 	def := fabric.DefaultParams(hwarch.Mariana)
 	f := &fabricFlags{gen: defaultArch, devices: devicesValue{list: true}, cmd: cmd,
-		linkLat: newNS("--link-latency"), linkBW: newBandwidth("--link-bw"), endpoint: newNS("--endpoint-delay"),
-		swLat: newNS("--switch-latency"), chunkB: newSize("--chunk-bytes", minChunkBytes, maxChunkBytes),
+		linkLat: newLatency("--link-latency"), linkBW: newBandwidth("--link-bw"), endpoint: newLatency("--endpoint-delay"),
+		swLat: newLatency("--switch-latency"), chunkB: newSize("--chunk-bytes", minChunkBytes, maxChunkBytes),
 		server: newInt("--server-size", 1, hwarch.MaxNeuronDevices)}
 	fl := cmd.Flags()
 	fl.Var(archValue{&f.gen, &f.device}, "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4 (a product word also sets the PCI device id: inf2 is 0x7264)")
@@ -79,7 +79,7 @@ func addFabricFlags(cmd *cobra.Command) *fabricFlags {
 	fl.Var(&f.kind, "topology", fabric.KindWords()+" (auto: what a real system of that shape has; trn3-gen1 is the 64-chip and trn3-gen2 the 144-chip Trn3 UltraServer, docs/fabric.md §Systems)")
 	fl.Var(&f.model, "model", "network model: aware (contention-aware, store-and-forward) or free (contention-free, cut-through)")
 	fl.BoolVar(&f.whatIf, "what-if", false, fmt.Sprintf("allow device counts beyond get_max_devs, up to %d (the fabric window's device index); past the driver's %d (MAX_NEURON_DEVICE_COUNT) the devices are brought up by their index (docs/fabric.md §Thousands of devices)", hwarch.MaxFabricDevices, hwarch.MaxNeuronDevices))
-	fl.Var(f.linkLat, "link-latency", fmt.Sprintf("α: every link's latency in ns, 0..%d (default: the generation's, %d ns)", units.MaxTimePS/1000, def.XY.Latency/1000))
+	fl.Var(f.linkLat, "link-latency", fmt.Sprintf("α: every link's latency in ns, 0..%d (default: the generation's, %d ns)", units.MaxLatencyPS/1000, def.XY.Latency/1000))
 	fl.Var(f.linkBW, "link-bw", fmt.Sprintf("B: every link's bandwidth, a number in GB/s of 1e9 B/s or with its unit (50GiB/s is 50·2^30 B/s, 53.7GB/s, 400Gbps), above 0 and at most %d GB/s (default: the generation's, per link kind; docs/fabric.md)", units.MaxBandwidthBps/1e9))
 	fl.Var(&f.ends, "endpoints", "real, or ideal: the α-β parity mode — DMA engines take no time, no launch cost, one engine per rank, one chunk per message, no endpoint or switch delay; needs --link-bw and --link-latency, the model's B and α (docs/fabric.md §Parity mode)")
 	fl.Var(f.endpoint, "endpoint-delay", fmt.Sprintf("δ: the delay a write takes to land after its last byte, ns (default %d)", def.Endpoint/1000))

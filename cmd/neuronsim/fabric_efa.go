@@ -77,7 +77,7 @@ func addEFAFlags(cmd *cobra.Command) *efaFlags {
 		nodes:     newIntDefault("--nodes", 1, fabric.EFACountMax(fabric.SettingNodes), 1),
 		ratio:     &ratioValue{name: "--oversubscription"},
 		bw:        newBandwidth("--efa-bw"),
-		latency:   newNS("--efa-latency"),
+		latency:   newLatency("--efa-latency"),
 		leafPorts: newInt("--leaf-ports", 1, fabric.EFACountMax(fabric.SettingLeafPorts)),
 		spines:    newInt("--spines", 1, fabric.EFACountMax(fabric.SettingSpines)),
 		perNIC:    newInt("--devices-per-nic", 1, fabric.EFACountMax(fabric.SettingDevicesPerNIC)),
@@ -87,8 +87,8 @@ func addEFAFlags(cmd *cobra.Command) *efaFlags {
 	fl.Var(networkValue{f}, "efa-network", "the EFA network with --nodes: rail (rail-optimised: NIC k of every node on rail k's leaves, spines join them) or fat-tree (NICs on leaves of --leaf-ports in order, leaves on spines)")
 	fl.Var(f.ratio, "oversubscription", fmt.Sprintf("R: a leaf's downlink bandwidth over its uplink bandwidth, 1..%d (default 1, non-blocking)", fabric.MaxOversubscription))
 	fl.Var(f.bw, "efa-bw", fmt.Sprintf("each NIC's bandwidth per direction, in GB/s of 1e9 B/s or with its unit as --link-bw (400Gbps); default the generation's: 100 Gbps on sunda (800 Gbps per trn1.32xlarge over 8 NICs), %s on cayman and mariana", "200 Gbps"))
-	fl.Var(f.latency, "efa-latency", fmt.Sprintf("the latency of a minimal message between two nodes on one leaf, HBM to HBM, ns (default %d: 2 × NIC + 2 × leaf link + a switch + the endpoint delay; the NIC's share is set to make it so)",
-		(2*def.NICLatency+2*def.LeafLatency+defP.Switch+defP.Endpoint)/1000))
+	fl.Var(f.latency, "efa-latency", fmt.Sprintf("T: the latency of a minimal message between two nodes on one leaf, HBM to HBM, ns: 2 × NIC + 2 × leaf link + a switch + the endpoint delay, the NIC's share set to make it T. Not given, the NIC links keep their %d ns, which make %d with the default switch and endpoint delays (%d in --endpoints ideal, which has neither)",
+		def.NICLatency/1000, (2*def.NICLatency+2*def.LeafLatency+defP.Switch+defP.Endpoint)/1000, (2*def.NICLatency+2*def.LeafLatency)/1000))
 	fl.Var(f.leafPorts, "leaf-ports", fmt.Sprintf("NICs per leaf switch (its radix of downlinks), 1..%d (default %d)", fabric.MaxLeafPorts, def.LeafPorts))
 	fl.Var(f.spines, "spines", fmt.Sprintf("spine switches, 1..%d (default %d; a leaf sends a write for device d to spine d mod spines)", fabric.MaxSpines, def.Spines))
 	fl.Var(f.perNIC, "devices-per-nic", "devices sharing one NIC (default the generation's: 2 on sunda, 1 on cayman and mariana)")

@@ -105,6 +105,7 @@ func TestFabricEFAFlagErrors(t *testing.T) {
 		{[]string{"--nodes", "2", "--efa-bw", "1e-300Gbps"}, `--efa-bw "1e-300Gbps": too small`},
 		{[]string{"--nodes", "2", "--efa-bw", "5GX"}, `--efa-bw "5GX": unknown unit "GX"`},
 		{[]string{"--nodes", "2", "--efa-latency", "100"}, "--efa-latency 100: below the 1800 ns"},
+		{[]string{"--nodes", "2", "--efa-latency", "2e10"}, "--efa-latency 2e+10: too long: a latency is at most 10000000000 ns"},
 		{[]string{"--nodes", "2", "--devices-per-nic", "3"}, "--devices-per-nic 3: does not divide the 16 devices of a node"},
 		{[]string{"--nodes", "2", "--spines", "0"}, "--spines 0"},
 		{[]string{"--nodes", "2", "--oversubscription", "NaN"}, "--oversubscription"},

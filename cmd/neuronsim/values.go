@@ -40,7 +40,7 @@ func flagError(_ *cobra.Command, err error) error {
 
 // scaledValue is a decimal number in the flag's unit, kept as the integer
 // its conversion gives: a duration in (fractional) nanoseconds kept in
-// picoseconds, 0 ns up to units.MaxTimePS ([newNS]); a bandwidth in GB/s
+// picoseconds, 0 ns up to units.MaxLatencyPS ([newLatency]); a bandwidth in GB/s
 // (1e9 B/s) kept in B/s, positive and at most units.MaxBandwidthBps
 // ([newBandwidth]).
 type scaledValue struct {
@@ -54,8 +54,8 @@ type scaledValue struct {
 	text     string
 }
 
-func newNS(name string) *scaledValue {
-	return &scaledValue{name: name, unit: "ns", convert: units.NanosecondsToPS}
+func newLatency(name string) *scaledValue {
+	return &scaledValue{name: name, unit: "ns", convert: units.LatencyToPS}
 }
 
 func newBandwidth(name string) *scaledValue {

@@ -26,7 +26,9 @@ func TestFabricSweepRefusesBadValues(t *testing.T) {
 		args []string
 		want []string // each must be in the error
 	}{
-		{[]string{"--link-latency", "1e18"}, []string{"--link-latency", "too large", "4611686018427387904 ps"}},
+		{[]string{"--link-latency", "1e18"}, []string{"--link-latency", "too long", "at most 10000000000 ns", "no run with a longer one could finish"}},
+		{[]string{"--link-latency", "4e15"}, []string{"--link-latency 4e+15", "too long"}}, // once an unexplained DMA halt (time overflow)
+		{[]string{"--switch-latency", "1e10", "--endpoint-delay", "1.5e10"}, []string{"--endpoint-delay 1.5e+10", "too long"}},
 		{[]string{"--link-latency", "-5"}, []string{"--link-latency", "negative"}},
 		{[]string{"--link-latency", "NaN"}, []string{"--link-latency", "not a finite number"}},
 		{[]string{"--link-bw", "0"}, []string{"--link-bw", "must be positive"}},
@@ -183,10 +185,10 @@ func FuzzFlagValues(f *testing.F) {
 				t.Fatalf("%q: error %v does not name %s", s, err, name)
 			}
 		}
-		ns := newNS("--link-latency")
+		ns := newLatency("--link-latency")
 		if err := ns.Set(s); err != nil {
 			named(err, "--link-latency")
-		} else if !ns.set || ns.v > units.MaxTimePS {
+		} else if !ns.set || ns.v > units.MaxLatencyPS {
 			t.Fatalf("%q: %d ps accepted", s, ns.v)
 		}
 		bw := newBandwidth("--link-bw")

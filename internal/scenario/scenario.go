@@ -67,13 +67,13 @@ type System struct {
 // An absent field keeps the generation's value; a given one is checked
 // (internal/units) and refused, with its position, when out of range.
 type Timing struct {
-	LinkLatencyNS *float64 `yaml:"link_latency_ns"`   // 0..MaxTimePS
+	LinkLatencyNS *float64 `yaml:"link_latency_ns"`   // 0..MaxLatencyPS
 	LinkBandwidth *float64 `yaml:"link_bw_gbs"`       // above 0, at most 1e6 GB/s
-	EndpointNS    *float64 `yaml:"endpoint_delay_ns"` // 0..MaxTimePS
-	SwitchNS      *float64 `yaml:"switch_latency_ns"` // 0..MaxTimePS
+	EndpointNS    *float64 `yaml:"endpoint_delay_ns"` // 0..MaxLatencyPS
+	SwitchNS      *float64 `yaml:"switch_latency_ns"` // 0..MaxLatencyPS
 	ChunkBytes    *Size    `yaml:"chunk_bytes"`       // 64..1G, aware model only
 	Engines       *int     `yaml:"engines"`           // 1..a NeuronCore's DMA engines
-	LaunchCostNS  *float64 `yaml:"launch_cost_ns"`    // 0..MaxTimePS
+	LaunchCostNS  *float64 `yaml:"launch_cost_ns"`    // 0..MaxLatencyPS
 	ServerSize    *int     `yaml:"server_size"`       // 1..64, switch topology only
 }
 
@@ -315,7 +315,7 @@ func (r *resolved) timingOverrides(d *strictyaml.Decoder, at func(string) *yaml.
 			return 0, false, nil
 		}
 		n, path := field(name)
-		ps, err := units.NanosecondsToPS(path, *v)
+		ps, err := units.LatencyToPS(path, *v)
 		if err != nil {
 			return 0, false, d.ValueError(n, path, err)
 		}
@@ -350,7 +350,7 @@ func (r *resolved) timingOverrides(d *strictyaml.Decoder, at func(string) *yaml.
 	if ps, ok, err := ns("launch_cost_ns", t.LaunchCostNS); err != nil {
 		return err
 	} else if ok {
-		c := time.Duration((ps + 500) / 1000) // to the nearest ns; ps ≤ MaxTimePS fits
+		c := time.Duration((ps + 500) / 1000) // to the nearest ns; ps ≤ MaxLatencyPS fits
 		r.launchCost = &c
 	}
 	return r.timingCounts(d, field, t)

@@ -85,7 +85,7 @@ func efaSettings(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *System)
 	}
 	if e.LatencyNS != nil {
 		path := "system.efa.latency_ns"
-		ps, err := units.NanosecondsToPS(path, *e.LatencyNS)
+		ps, err := units.LatencyToPS(path, *e.LatencyNS)
 		if err != nil {
 			return s, d.ValueError(at(path), path, err)
 		}

@@ -1356,7 +1356,7 @@ func (e *expander) efaSettings() (*efaBlock, error) {
 			if err != nil {
 				return nil, bad(err)
 			}
-			ps, err := units.NanosecondsToPS(path, f)
+			ps, err := units.LatencyToPS(path, f)
 			if err != nil {
 				return nil, bad(err)
 			}
@@ -1575,7 +1575,7 @@ func (e *expander) latencies() ([]optPS, error) {
 		path := fmt.Sprintf("axes.%s[%d]", AxisLinkLatency, i)
 		var v uint64
 		if f, err := strconv.ParseFloat(w.s, 64); err == nil {
-			if v, err = units.NanosecondsToPS(path, f); err != nil {
+			if v, err = units.LatencyToPS(path, f); err != nil {
 				return nil, e.fail(w.n, path, err, "")
 			}
 		} else {
@@ -1586,7 +1586,10 @@ func (e *expander) latencies() ([]optPS, error) {
 			if d < 0 {
 				return nil, e.fail(w.n, path, nil, "%q: a latency cannot be negative", w.s)
 			}
-			if v, err = units.DurationToPS(path, d); err != nil {
+			if v, err = units.DurationToPS(path, d); err == nil {
+				v, err = units.LatencyPS(path, v)
+			}
+			if err != nil {
 				return nil, e.fail(w.n, path, err, "")
 			}
 		}

@@ -32,6 +32,13 @@ import (
 // it, so that sums of a time and a duration never wrap a uint64.
 const MaxTimePS uint64 = 1 << 62
 
+// MaxLatencyPS is the longest latency or fixed delay a part of a simulated
+// system may have — a link, a switch, an endpoint, a NIC, a program's
+// launch: 10 s, all the device time a collective may take
+// (runtime/collective.DefaultTimeout), so no run with a longer one could
+// finish. It also keeps a path's sum of them far below MaxTimePS.
+const MaxLatencyPS uint64 = 10_000_000_000_000
+
 // MaxBandwidthBps is the largest bandwidth accepted, in bytes per second:
 // 1e15 B/s (1 PB/s), far above any link, and small enough that bytes ×
 // 10^12 / bandwidth stays exact in 128-bit arithmetic.
@@ -94,11 +101,29 @@ func FloatToUint(field string, v, scale float64, min, max uint64, unit string) (
 	return u, nil
 }
 
-// NanosecondsToPS converts a duration given in (possibly fractional)
-// nanoseconds to picoseconds, refusing what is negative, not finite, or
-// above [MaxTimePS].
-func NanosecondsToPS(field string, ns float64) (uint64, error) {
-	return FloatToUint(field, ns, 1000, 0, MaxTimePS, "ps")
+// LatencyToPS converts a latency or fixed delay given in (possibly
+// fractional) nanoseconds to picoseconds, refusing what is negative, not
+// finite, or above [MaxLatencyPS].
+func LatencyToPS(field string, ns float64) (uint64, error) {
+	ps, err := FloatToUint(field, ns, 1000, 0, MaxLatencyPS, "ps")
+	if errors.Is(err, ErrRange) && ns > float64(MaxLatencyPS)/1000 { // not +Inf: that is not a number
+		return 0, latencyErr(field, fmtFloat(ns))
+	}
+	return ps, err
+}
+
+// LatencyPS checks a latency or fixed delay already in picoseconds (from a
+// file or an API) against [MaxLatencyPS].
+func LatencyPS(field string, ps uint64) (uint64, error) {
+	if ps > MaxLatencyPS {
+		return 0, latencyErr(field, strconv.FormatUint(ps, 10)+"ps")
+	}
+	return ps, nil
+}
+
+// latencyErr is the refusal of a latency above MaxLatencyPS.
+func latencyErr(field, value string) error {
+	return rangeErr(field, value, "too long: a latency is at most %d ns (10 s, all the device time a collective may take: no run with a longer one could finish)", MaxLatencyPS/1000)
 }
 
 // GBpsToBps converts a bandwidth in GB/s (1e9 B/s) to bytes per second. It

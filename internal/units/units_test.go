@@ -19,22 +19,23 @@ func TestFloatToUint(t *testing.T) {
 		{0, 0, nil, ""},
 		{1.5, 1500, nil, ""},
 		{0.0004, 0, nil, ""}, // rounds to 0 ps, which is allowed for latencies
-		{1e18, 0, ErrRange, "too large"},
-		{1.8e16, 0, ErrRange, "too large"},
+		{1e18, 0, ErrRange, "too long: a latency is at most 10000000000 ns"},
+		{1.8e16, 0, ErrRange, "too long"},
+		{1e10 + 0.001, 0, ErrRange, "too long"},
+		{1e10, 1e13, nil, ""}, // 10 s: all the device time a collective may take
 		{-5, 0, ErrRange, "negative"},
 		{math.NaN(), 0, ErrSyntax, "finite"},
 		{math.Inf(1), 0, ErrSyntax, "finite"},
-		{1e15, 1e18, nil, ""},
 	} {
-		got, err := NanosecondsToPS("--link-latency", c.v)
+		got, err := LatencyToPS("--link-latency", c.v)
 		if c.err == nil {
 			if err != nil || got != c.want {
-				t.Errorf("NanosecondsToPS(%v) = %d, %v; want %d", c.v, got, err, c.want)
+				t.Errorf("LatencyToPS(%v) = %d, %v; want %d", c.v, got, err, c.want)
 			}
 			continue
 		}
 		if !errors.Is(err, c.err) || !strings.Contains(err.Error(), c.substr) || !strings.HasPrefix(err.Error(), "--link-latency ") {
-			t.Errorf("NanosecondsToPS(%v) error %v; want %v containing %q", c.v, err, c.err, c.substr)
+			t.Errorf("LatencyToPS(%v) error %v; want %v containing %q", c.v, err, c.err, c.substr)
 		}
 	}
 }
@@ -143,12 +144,26 @@ func TestParseFloat(t *testing.T) {
 	}
 }
 
-func ExampleNanosecondsToPS() {
-	ps, err := NanosecondsToPS("--link-latency", 1.5)
+func ExampleLatencyToPS() {
+	ps, err := LatencyToPS("--link-latency", 1.5)
 	fmt.Println(ps, err)
-	_, err = NanosecondsToPS("--link-latency", 1e18)
+	_, err = LatencyToPS("--link-latency", 1e18)
 	fmt.Println(err)
 	// Output:
 	// 1500 <nil>
-	// --link-latency 1e+18: too large (the limit is 4.611686018427388e+15, 4611686018427387904 ps)
+	// --link-latency 1e+18: too long: a latency is at most 10000000000 ns (10 s, all the device time a collective may take: no run with a longer one could finish)
+}
+
+func TestLatencyPS(t *testing.T) {
+	for _, ps := range []uint64{0, 1, MaxLatencyPS} {
+		if got, err := LatencyPS("efa.latency", ps); err != nil || got != ps {
+			t.Errorf("LatencyPS(%d) = %d, %v", ps, got, err)
+		}
+	}
+	for _, ps := range []uint64{MaxLatencyPS + 1, MaxTimePS, math.MaxUint64} {
+		_, err := LatencyPS("efa.latency", ps)
+		if !errors.Is(err, ErrRange) || !strings.HasPrefix(err.Error(), fmt.Sprintf("efa.latency %dps: too long", ps)) {
+			t.Errorf("LatencyPS(%d) error %v", ps, err)
+		}
+	}
 }

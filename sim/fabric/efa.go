@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // EFANetwork is the shape of the scale-out network that joins the nodes of
@@ -142,7 +143,7 @@ func DefaultEFA(g hwarch.Generation) EFAParams {
 
 // Validate checks the parameters by themselves, naming the field: a known
 // network, DevicesPerNIC 1..MaxFabricDevices, NICBandwidth 1..
-// units.MaxBandwidthBps, latencies at most units.MaxTimePS, LeafPorts
+// units.MaxBandwidthBps, latencies at most units.MaxLatencyPS, LeafPorts
 // 1..MaxLeafPorts, Spines 1..MaxSpines, Oversubscription 1..
 // MaxOversubscription. What depends on the system's shape is checked when
 // it is built (BuildNodes).
@@ -168,19 +169,16 @@ func (e EFAParams) Validate() error {
 		name string
 		ps   uint64
 	}{{"EFA.NICLatency", e.NICLatency}, {"EFA.LeafLatency", e.LeafLatency}, {"EFA.SpineLatency", e.SpineLatency}} {
-		if l.ps > maxTime {
-			return bad("%s %d ps (at most %d)", l.name, l.ps, uint64(maxTime))
+		if l.ps > units.MaxLatencyPS {
+			return bad("%s %d ps (at most %d: 10 s, all the device time a collective may take)", l.name, l.ps, units.MaxLatencyPS)
 		}
 	}
 	return nil
 }
 
-// The bounds of a bandwidth and a time (units.MaxBandwidthBps and
-// units.MaxTimePS, which sim/fabric's checks share).
-const (
-	maxBandwidth = 1 << 50
-	maxTime      = 1 << 62
-)
+// maxBandwidth is the bound of a bandwidth (units.MaxBandwidthBps, which
+// sim/fabric's checks share).
+const maxBandwidth = 1 << 50
 
 // ScaleOut is the EFA network of a topology of several nodes: node m holds
 // devices m·NodeDevices … (m+1)·NodeDevices−1 (device index = node ×

@@ -96,7 +96,7 @@ func (s EFASettings) overrides() []EFASetting {
 // with one node (one node has no EFA network), each override within the
 // bounds EFAParams.Validate holds (a known network, Oversubscription
 // 1..MaxOversubscription, Bandwidth 1..units.MaxBandwidthBps, Latency at
-// most units.MaxTimePS, LeafPorts 1..MaxLeafPorts, Spines 1..MaxSpines,
+// most units.MaxLatencyPS, LeafPorts 1..MaxLeafPorts, Spines 1..MaxSpines,
 // DevicesPerNIC 1..MaxFabricDevices dividing every node's devices). name
 // spells a setting in the caller's terms; the error is an
 // *EFASettingError.
@@ -131,7 +131,7 @@ func (s EFASettings) Check(perNode []int, name func(EFASetting) string) error {
 		}
 	}
 	if v := s.Latency; v != nil {
-		if _, err := units.PS(name(SettingLatency), *v); err != nil {
+		if _, err := units.LatencyPS(name(SettingLatency), *v); err != nil {
 			return fail(SettingLatency, err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/sim/dma"
 )
 
@@ -133,6 +134,36 @@ func TestPodPortBudget(t *testing.T) {
 	assert.ErrorIs(t, p.Validate(KindSwitch), ErrParams)
 	p.Folds, p.ChunkBytes = 16, 0
 	assert.ErrorIs(t, p.Validate(KindSwitch), ErrParams)
+}
+
+// TestLatencyBound: a latency past units.MaxLatencyPS (10 s, a
+// collective's whole device time) on any link class, the switch, the
+// endpoint or an EFA link is refused naming it; at the bound it is
+// accepted. (A --link-latency of 4e15 ns once overflowed time inside a
+// run and halted a DMA queue with no word of why.)
+func TestLatencyBound(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(p *Params, ps uint64)
+	}{
+		{"xy link latency", func(p *Params, ps uint64) { p.XY.Latency = ps }},
+		{"inter-server link latency", func(p *Params, ps uint64) { p.InterServer.Latency = ps }},
+		{"inter-rack link latency", func(p *Params, ps uint64) { p.InterRack.Latency = ps }},
+		{"switch latency", func(p *Params, ps uint64) { p.Switch = ps }},
+		{"endpoint delay", func(p *Params, ps uint64) { p.Endpoint = ps }},
+		{"EFA.NICLatency", func(p *Params, ps uint64) { p.EFA.NICLatency = ps }},
+		{"EFA.SpineLatency", func(p *Params, ps uint64) { p.EFA.SpineLatency = ps }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := DefaultParams(hwarch.Mariana)
+			tc.set(&p, units.MaxLatencyPS)
+			require.NoError(t, p.Validate(KindSwitch))
+			tc.set(&p, units.MaxLatencyPS+1)
+			err := p.Validate(KindSwitch)
+			require.ErrorIs(t, err, ErrParams)
+			assert.Contains(t, err.Error(), tc.name)
+		})
+	}
 }
 
 // TestModels checks the two models' formulas on a two-hop star path

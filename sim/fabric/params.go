@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // LinkParams are one direction of a link: its bandwidth in bytes per second
@@ -161,10 +162,21 @@ func (p Params) Validate(k Kind) error {
 	if p.ChunkBytes < 64 || p.ChunkBytes > 1<<30 {
 		return fmt.Errorf("fabric: chunk of %d bytes (64..1 GiB): %w", p.ChunkBytes, ErrParams)
 	}
-	links := map[string]LinkParams{"xy": p.XY, "z": p.Z, "ring": p.Ring, "in-server": p.InServer, "inter-server": p.InterServer, "link": p.Link}
-	for _, name := range []string{"xy", "z", "ring", "in-server", "inter-server", "link"} {
-		if links[name].Bandwidth == 0 {
+	links := map[string]LinkParams{"xy": p.XY, "z": p.Z, "ring": p.Ring, "in-server": p.InServer, "inter-server": p.InterServer, "link": p.Link, "inter-rack": p.InterRack}
+	for _, name := range []string{"xy", "z", "ring", "in-server", "inter-server", "link", "inter-rack"} {
+		if links[name].Bandwidth == 0 && name != "inter-rack" {
 			return fmt.Errorf("fabric: %s link bandwidth 0: %w", name, ErrParams)
+		}
+		if _, err := units.LatencyPS("fabric: "+name+" link latency", links[name].Latency); err != nil {
+			return fmt.Errorf("%w: %w", err, ErrParams)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		ps   uint64
+	}{{"fabric: switch latency", p.Switch}, {"fabric: endpoint delay", p.Endpoint}} {
+		if _, err := units.LatencyPS(d.name, d.ps); err != nil {
+			return fmt.Errorf("%w: %w", err, ErrParams)
 		}
 	}
 	if k == KindTrn3Gen1 && p.InterRack.Bandwidth == 0 {
