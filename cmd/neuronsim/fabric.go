@@ -73,7 +73,7 @@ func addFabricFlags(cmd *cobra.Command) *fabricFlags {
 		swLat: newLatency("--switch-latency"), chunkB: newSize("--chunk-bytes", minChunkBytes, maxChunkBytes),
 		server: newInt("--server-size", 1, hwarch.MaxNeuronDevices)}
 	fl := cmd.Flags()
-	fl.Var(archValue{&f.gen, &f.device}, "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4 (a product word also sets the PCI device id: inf2 is 0x7264)")
+	fl.Var(archValue{&f.gen, &f.device, new(string)}, "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4 (a product word also sets the PCI device id: inf2 is 0x7264)")
 	addSwitchFlag(cmd, &f.family)
 	fl.Var(&f.devices, "devices", fmt.Sprintf("number of devices of the system, or a list of counts to run each (2,4,8,16,32); each 1..get_max_devs of the generation and switch (32 for mariana with switch v1, 16 otherwise), up to %d with --what-if (sweep: at most %d ranks, and the host memory --mem-limit allows) (default get_max_devs)", hwarch.MaxFabricDevices, enc.MaxRanks))
 	fl.Var(&f.kind, "topology", fabric.KindWords()+" (auto: what a real system of that shape has; trn3-gen1 is the 64-chip and trn3-gen2 the 144-chip Trn3 UltraServer, docs/fabric.md §Systems)")
@@ -502,7 +502,7 @@ func (s *sweepFlags) plan(f *fabricFlags) (*sweepPlan, error) {
 	}
 	for i := range plan.set.Systems {
 		sys := &plan.set.Systems[i]
-		if err := checkSweepRanks(sys.Devices, s.ranksPerDevice.int()); err != nil {
+		if err := checkSweepRanks(f.efa.count(), perNode[i], s.ranksPerDevice.int()); err != nil {
 			return nil, err
 		}
 		cfg := plan.set.Config

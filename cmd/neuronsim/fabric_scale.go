@@ -26,13 +26,31 @@ func checkWhatIfDevices(field string, n int) error {
 }
 
 // checkSweepRanks refuses, before anything is built, a sweep of more
-// ranks than a collective has (enc.MaxRanks): devices × ranksPerDevice.
-func checkSweepRanks(devices, ranksPerDevice int) error {
-	if ranks := devices * ranksPerDevice; ranks > enc.MaxRanks {
-		return &units.Error{Field: "--devices", Value: strconv.Itoa(devices), Err: units.ErrRange,
-			Reason: fmt.Sprintf("%d devices × %d ranks per device is %d ranks; a collective runs on at most %d", devices, ranksPerDevice, ranks, enc.MaxRanks)}
+// ranks than a collective has (enc.MaxRanks): nodes × perNode devices ×
+// ranksPerDevice. The error names the flag that made the count: --nodes
+// when there are several, else --ranks-per-device when above 1, else
+// --devices.
+func checkSweepRanks(nodes, perNode, ranksPerDevice int) error {
+	devices := nodes * perNode
+	ranks := devices * ranksPerDevice
+	if ranks <= enc.MaxRanks {
+		return nil
 	}
-	return nil
+	perDevice := "1 rank"
+	if ranksPerDevice > 1 {
+		perDevice = strconv.Itoa(ranksPerDevice) + " ranks"
+	}
+	e := &units.Error{Field: "--devices", Value: strconv.Itoa(devices), Err: units.ErrRange,
+		Reason: fmt.Sprintf("%d devices × %s per device is %d ranks; a collective runs on at most %d", devices, perDevice, ranks, enc.MaxRanks)}
+	switch {
+	case nodes > 1:
+		e.Field, e.Value = "--nodes", strconv.Itoa(nodes)
+		e.Reason = fmt.Sprintf("%d nodes of %d devices × %s per device are %d ranks; a collective runs on at most %d (at most %d such nodes)",
+			nodes, perNode, perDevice, ranks, enc.MaxRanks, enc.MaxRanks/(perNode*ranksPerDevice))
+	case ranksPerDevice > 1:
+		e.Field, e.Value = "--ranks-per-device", strconv.Itoa(ranksPerDevice)
+	}
+	return e
 }
 
 // checkTimingMemory refuses, before anything is built, a timing-only

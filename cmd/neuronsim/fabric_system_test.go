@@ -49,15 +49,16 @@ func TestFabricSystemFlags(t *testing.T) {
 		args []string
 		want []string
 	}{
-		"arch":       {[]string{"--arch", "cayman"}, []string{"--arch cayman contradicts --system trn3-gen1", "a mariana system"}},
-		"devices":    {[]string{"--devices", "32"}, []string{"--devices 32 contradicts --system trn3-gen1", "64 devices"}},
-		"list":       {[]string{"--devices", "64,32"}, []string{"--devices 64,32 contradicts --system trn3-gen1"}},
-		"topology":   {[]string{"--topology", "switch"}, []string{"--topology switch contradicts --system trn3-gen1", "topology trn3-gen1"}},
-		"switch":     {[]string{"--switch", "none"}, []string{"--switch none contradicts --system trn3-gen1", "switch v1"}},
-		"what-if":    {[]string{"--what-if"}, []string{"--what-if with --system trn3-gen1", "its own device count (64)"}},
-		"server":     {[]string{"--server-size", "8"}, []string{"--server-size", "servers fixed"}},
-		"unknown":    {[]string{"--system", "trn4"}, []string{`unknown system "trn4"`, "trn1-32xl|trn2-48xl|trn2-ultraserver|trn3-gen1|trn3-gen2"}},
-		"torus arch": {[]string{"--system", "trn2-48xl", "--arch", "sunda"}, []string{"--arch sunda contradicts --system trn2-48xl", "a cayman system"}},
+		"arch":          {[]string{"--arch", "cayman"}, []string{"--arch cayman contradicts --system trn3-gen1", "a mariana system"}},
+		"arch as typed": {[]string{"--arch", "trn2"}, []string{"--arch trn2 contradicts --system trn3-gen1", "a mariana system"}}, // the word given, not its generation
+		"devices":       {[]string{"--devices", "32"}, []string{"--devices 32 contradicts --system trn3-gen1", "64 devices"}},
+		"list":          {[]string{"--devices", "64,32"}, []string{"--devices 64,32 contradicts --system trn3-gen1"}},
+		"topology":      {[]string{"--topology", "switch"}, []string{"--topology switch contradicts --system trn3-gen1", "topology trn3-gen1"}},
+		"switch":        {[]string{"--switch", "none"}, []string{"--switch none contradicts --system trn3-gen1", "switch v1"}},
+		"what-if":       {[]string{"--what-if"}, []string{"--what-if with --system trn3-gen1", "its own device count (64)"}},
+		"server":        {[]string{"--server-size", "8"}, []string{"--server-size", "servers fixed"}},
+		"unknown":       {[]string{"--system", "trn4"}, []string{`unknown system "trn4"`, "trn1-32xl|trn2-48xl|trn2-ultraserver|trn3-gen1|trn3-gen2"}},
+		"torus arch":    {[]string{"--system", "trn2-48xl", "--arch", "sunda"}, []string{"--arch sunda contradicts --system trn2-48xl", "a cayman system"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			args := tt.args

@@ -30,7 +30,7 @@ type systemFlags struct {
 // addSystemFlags registers the shared flags on cmd.
 func addSystemFlags(cmd *cobra.Command) *systemFlags {
 	f := &systemFlags{gen: defaultArch, family: hwarch.SwitchNone, revision: "silicon", cmd: cmd}
-	cmd.Flags().Var(archValue{&f.gen, &f.device}, "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4 (a product word also sets the PCI device id: inf2 is 0x7264)")
+	cmd.Flags().Var(archValue{&f.gen, &f.device, new(string)}, "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4 (a product word also sets the PCI device id: inf2 is 0x7264)")
 	cmd.Flags().Var(&f.devices, "devices", "number of devices of the system: 1..get_max_devs of the generation and switch (32 for mariana with switch v1, 16 otherwise) (default 1)")
 	addSwitchFlag(cmd, &f.family)
 	cmd.Flags().StringVar(&f.revision, "revision", "silicon", "PCI revision: silicon|emu|qemu|0xNN (0xF0 is EMU, 0xFF is QEMU)")
@@ -41,9 +41,11 @@ func addSystemFlags(cmd *cobra.Command) *systemFlags {
 // the word names a product (trn1, inf2, trn2, trn3: inf2 is 0x7264, a sunda
 // device of its own); 0 for a generation word (the generation's first id).
 // Every command that builds a system takes it (systemFlags, fabricFlags).
+// Given, its String is the word as typed, so that an error quotes it.
 type archValue struct {
 	gen    *hwarch.Generation
 	device *uint16
+	text   *string // the word given; "" while unset
 }
 
 // Set implements pflag.Value.
@@ -52,12 +54,16 @@ func (a archValue) Set(s string) error {
 		return err
 	}
 	*a.device, _ = hwarch.DeviceOfProduct(s)
+	*a.text = s
 	return nil
 }
 
 func (a archValue) String() string {
-	if a.gen == nil {
+	switch {
+	case a.gen == nil:
 		return ""
+	case *a.text != "":
+		return *a.text
 	}
 	return a.gen.String()
 }
@@ -158,7 +164,7 @@ func (f *systemFlags) parseSystemSpec(spec string) error {
 		var err error
 		switch k {
 		case "arch":
-			err = archValue{&f.gen, &f.device}.Set(v)
+			err = archValue{&f.gen, &f.device, new(string)}.Set(v)
 		case "devices":
 			f.devices.counts, err = parseDeviceCounts("--system devices", v, false)
 			f.devices.text, f.devices.field = v, "--system devices"

@@ -50,7 +50,7 @@ func Sizes(min, max int64, factor int64, step int64, align int64) ([]int64, erro
 	case align < 1:
 		return nil, fmt.Errorf("%w: alignment %d is not positive", ErrBadSweep, align)
 	case max < align:
-		return nil, fmt.Errorf("%w: maximum size %s is below the alignment %s (element size × ranks): no size in the sweep is a multiple of it", ErrBadSweep, FormatSize(max), FormatSize(align))
+		return nil, fmt.Errorf("%w: maximum size %s is below the alignment %s (the element size, times the ranks for an op that splits its buffer): no size in the sweep is a multiple of it", ErrBadSweep, FormatSize(max), FormatSize(align))
 	case factor < 0 || factor == 1:
 		return nil, fmt.Errorf("%w: step factor %d must be at least 2", ErrBadSweep, factor)
 	case step < 0:
