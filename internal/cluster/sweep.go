@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 
@@ -41,6 +42,7 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 		rep.Extra["nodes"], rep.Extra["efa_network"] = so.Nodes, so.Network.String()
 	}
 	usage := make(LinkUsage, 0, len(sw.Sizes))
+	var resolution uint64 // the largest of the rows' Result.ResolutionPS
 	if sw.Progress != nil {
 		// A size's bar moves as its descriptors are fetched: a 1 GiB
 		// collective on thousands of devices takes minutes.
@@ -64,15 +66,30 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 			return nil, err
 		}
 		usage = append(usage, use)
+		resolution = max(resolution, res.ResolutionPS)
 		sw.Progress.Step()
 	}
 	rep.Extra[LinkUsageKey] = usage
+	rep.Extra[TimeResolutionKey] = TimeResolutionNote(resolution)
 	NoteFlatRing(rep, nodes, sw.Options.Channels, nics)
 	if sw.Algo == enc.Auto && PolicyFor(c.cfg.Generation).FlatRing {
 		NoteAutoFlatRing(rep, nodes)
 	}
 	sw.Progress.Done()
 	return rep, nil
+}
+
+// TimeResolutionKey is the report's Extra key of TimeResolutionNote.
+const TimeResolutionKey = "time_resolution"
+
+// TimeResolutionNote says how late a report's times may be: a row's time
+// is when the host saw rank 0 done, and rank 0 finished at most ps before
+// (collective.Result.ResolutionPS, the largest of the rows'): the last
+// poll that found it running, its status reads crossing PCIe, and the
+// sleep after it. A time step smaller than this between two rows is not
+// resolved.
+func TimeResolutionNote(ps uint64) string {
+	return fmt.Sprintf("%s µs: each time is when the host saw rank 0 done, which it was at most this much earlier (the host polls its status over PCIe)", strconv.FormatFloat(float64(ps)/1e6, 'f', -1, 64))
 }
 
 // FlatRingKey is the report's Extra key of FlatRingNote, set when a ring

@@ -2,12 +2,16 @@ package cluster
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/runtime/collective"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
+	"github.com/neuronsim/neuronsim/sim/fabric"
 )
 
 // TestLargestBoundsTheSweep: the buffers of each algorithm's largest size
@@ -39,4 +43,36 @@ func TestLargestBoundsTheSweep(t *testing.T) {
 	}
 	reps := Largest(enc.AllReduce, enc.Ring, 4, []int64{64, 4096, 1024}, enc.Options{})
 	assert.Equal(t, []AlgoSize{{enc.Ring, 4096}}, reps)
+}
+
+// TestTimeResolution: a collective's time is when the host saw rank 0
+// done, and Result.ResolutionPS bounds how much earlier rank 0 finished,
+// so rank 0 finished in [TimePS − ResolutionPS, TimePS]: the same
+// collective polled every 100 ns and every 1 ns (each poll is a status
+// read of about 1 µs over PCIe, so the two see it done at different
+// times) gives two such intervals, which must hold one finish between
+// them; a sweep's report says the largest of its rows'.
+func TestTimeResolution(t *testing.T) {
+	run := func(poll time.Duration) collective.Result {
+		c, err := New(Config{Generation: hwarch.Cayman, Devices: 2, Kind: fabric.KindRing, TimingOnly: true, BufferBytes: 1 << 20})
+		require.NoError(t, err)
+		c.Exec.PollResolution = poll
+		_, res, err := c.Collective(enc.AllReduce, enc.Ring, enc.Float32, 64<<10, 0, enc.Options{})
+		require.NoError(t, err)
+		return res
+	}
+	usual, fine := run(0), run(time.Nanosecond)
+	for _, r := range []collective.Result{usual, fine} {
+		assert.Less(t, r.ResolutionPS, r.TimePS)
+		assert.GreaterOrEqual(t, r.ResolutionPS, uint64(500_000), "a poll's status read crosses PCIe")
+	}
+	assert.NotEqual(t, usual.TimePS, fine.TimePS, "the two see rank 0 done at different times")
+	assert.LessOrEqual(t, max(usual.TimePS-usual.ResolutionPS, fine.TimePS-fine.ResolutionPS), min(usual.TimePS, fine.TimePS),
+		"one finish in both intervals: %+v, %+v", usual, fine)
+
+	res, err := RunSweeps(sweepSet(2))
+	require.NoError(t, err)
+	note, ok := res.Reports[0].Extra[TimeResolutionKey].(string)
+	require.True(t, ok, "the report says its time resolution")
+	assert.Contains(t, note, "µs: each time is when the host saw rank 0 done")
 }

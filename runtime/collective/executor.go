@@ -100,7 +100,8 @@ type Executor struct {
 	Neighbours [][]int
 	// PollResolution is the finest interval of device time at which rank
 	// 0 is polled to learn it is done (0: 100 ns): the time measured is
-	// within 0.1 % or this of when rank 0 finished. The parity mode
+	// within 0.1 % or this of when rank 0 finished, plus the status reads
+	// of a poll (Result.ResolutionPS says how much in all). The parity mode
 	// (internal/cluster with ideal endpoints) polls every 1 ns, so that a
 	// 10 µs collective is measured to 0.01 %, not 1 %.
 	PollResolution time.Duration
@@ -132,7 +133,13 @@ type Executor struct {
 
 // Result is what a run did.
 type Result struct {
-	TimePS      uint64 // rank 0's time from release to the last rank's finish
+	TimePS      uint64 // rank 0's time from release to the last rank's finish, as the host saw it
+	// ResolutionPS bounds how late TimePS is: rank 0 finished after the
+	// last poll that found it running began, so at most ResolutionPS
+	// before TimePS — that poll's status reads (a register read crosses
+	// PCIe: about 1 µs), the sleep after it and the reads that found it
+	// done.
+	ResolutionPS uint64
 	Steps       int
 	Descriptors int   // descriptor pairs across every rank and queue
 	Bytes       int64 // bytes moved between ranks
@@ -317,12 +324,14 @@ func (x *Executor) executeLoaded(s *enc.Schedule, blocks [][]program.Block, res 
 		return res, err
 	}
 	// Rank 0 finishes last: the time is taken when it is seen done.
-	if err := x.poll(x.Ranks[0].Runner, blocks[0]); err != nil {
+	running, err := x.poll(x.Ranks[0].Runner, blocks[0], elapsed)
+	if err != nil {
 		return res, x.diagnose(s, err)
 	}
 	if res.TimePS, err = elapsed(); err != nil {
 		return res, fmt.Errorf("enc: rank 0 clock: %w", err)
 	}
+	res.ResolutionPS = res.TimePS - running
 	if err := x.wait(s, blocks); err != nil {
 		return res, err
 	}
@@ -447,15 +456,16 @@ const (
 )
 
 // poll waits until rank 0's program is done, for at most Timeout of
-// device time.
-func (x *Executor) poll(r0 *program.Runner, blocks []program.Block) error {
+// device time, and returns when (on the launch's clock, elapsed) the last
+// poll that found it running began: it finished after that.
+func (x *Executor) poll(r0 *program.Runner, blocks []program.Block, elapsed func() (uint64, error)) (running uint64, err error) {
 	timeout := x.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	since, err := ndl.ElapsedPS(r0.Dev.Dev)
 	if err != nil {
-		return fmt.Errorf("rank 0 clock: %w", err)
+		return 0, fmt.Errorf("rank 0 clock: %w", err)
 	}
 	floor := minPoll
 	if x.PollResolution > 0 {
@@ -471,20 +481,25 @@ func (x *Executor) poll(r0 *program.Runner, blocks []program.Block) error {
 			last, reported = time.Now(), max(reported, x.fetched()) // an engine re-reading its last burst does not go back
 			x.Progress(reported, x.streaming)
 		}
+		before, err := elapsed()
+		if err != nil {
+			return 0, fmt.Errorf("rank 0 clock: %w", err)
+		}
 		done, err := r0.Done(blocks)
 		if err != nil || done {
-			return err
+			return running, err
 		}
+		running = before
 		ps, err := since()
 		if err != nil {
-			return fmt.Errorf("rank 0 clock: %w", err)
+			return 0, fmt.Errorf("rank 0 clock: %w", err)
 		}
 		waited := time.Duration(ps / 1000)
 		if waited >= timeout {
-			return fmt.Errorf("rank 0 not done after %v of device time: %w", timeout, program.ErrTimeout)
+			return 0, fmt.Errorf("rank 0 not done after %v of device time: %w", timeout, program.ErrTimeout)
 		}
 		if err := ndl.Sleep(r0.Dev.Dev, min(max(floor, waited/1000), maxPoll)); err != nil {
-			return err
+			return 0, err
 		}
 	}
 }
