@@ -133,16 +133,16 @@ type Executor struct {
 
 // Result is what a run did.
 type Result struct {
-	TimePS      uint64 // rank 0's time from release to the last rank's finish, as the host saw it
+	TimePS uint64 // rank 0's time from release to the last rank's finish, as the host saw it
 	// ResolutionPS bounds how late TimePS is: rank 0 finished after the
 	// last poll that found it running began, so at most ResolutionPS
 	// before TimePS — that poll's status reads (a register read crosses
 	// PCIe: about 1 µs), the sleep after it and the reads that found it
 	// done.
 	ResolutionPS uint64
-	Steps       int
-	Descriptors int   // descriptor pairs across every rank and queue
-	Bytes       int64 // bytes moved between ranks
+	Steps        int
+	Descriptors  int   // descriptor pairs across every rank and queue
+	Bytes        int64 // bytes moved between ranks
 }
 
 // ErrRun marks a collective that could not run to completion.
