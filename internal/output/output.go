@@ -7,6 +7,10 @@
 // run removes its temporary files ([File.Abort]); a run stopped by a signal
 // removes them through [RemovePending].
 //
+// An output path that is a symbolic link is written where the link leads,
+// the link kept; one that is a device (/dev/null), a FIFO or a socket is
+// refused, since renaming onto it would replace it.
+//
 // It also checks, before a run starts, that each output can be written
 // ([Check]), and keeps the list of files a run wrote with their sizes
 // ([Manifest]).
@@ -53,6 +57,7 @@ var pending = struct {
 // concurrent use.
 type File struct {
 	path, tmp string
+	target    string // where Commit renames to when path is a link ("": path)
 	f         *os.File
 	n         int64
 	done      bool
@@ -70,16 +75,64 @@ func IsTemp(name string) bool {
 	return strings.HasPrefix(name, ".") && strings.Contains(name, tempMarker)
 }
 
+// maxLinks bounds the symbolic links an output path may go through.
+const maxLinks = 40
+
 // Create starts writing the output path: it creates a fresh temporary file
-// in path's directory (mode 0644 before the umask). Nothing at path changes
-// until Commit.
+// in the directory of the file path names (mode 0644 before the umask).
+// Nothing at path changes until Commit. A path that is a symbolic link
+// (or a chain of them) is written where it leads, the link kept. A path
+// that is, or leads to, a directory or anything but a regular file — a
+// device such as /dev/null, a FIFO, a socket — is refused: renaming the
+// temporary file onto it would replace it.
 func Create(path string) (*File, error) {
 	if path == "" {
 		return nil, fmt.Errorf("output: empty path: %w", ErrNotWritable)
 	}
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return nil, fmt.Errorf("output %s: is a directory: %w", path, ErrNotWritable)
+	} else if err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("output %s: is not a regular file (%v): an output is renamed onto its path, which would replace it; name a file: %w", path, fi.Mode().Type(), ErrNotWritable)
 	}
+	target, err := followLinks(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := createTemp(target)
+	if err != nil {
+		return nil, err
+	}
+	if target != path {
+		f.path = path // errors name what the user gave; the rename goes to target
+		f.target = target
+	}
+	return f, nil
+}
+
+// followLinks returns the file path names once every symbolic link on
+// its last element is followed (the file may not exist yet: a link that
+// dangles names the file it will be).
+func followLinks(path string) (string, error) {
+	p := path
+	for range maxLinks {
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return p, nil // not there yet, or not a link: written here
+		}
+		t, err := os.Readlink(p)
+		if err != nil {
+			return "", fmt.Errorf("output %s: %w: %w", path, err, ErrNotWritable)
+		}
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(filepath.Dir(p), t)
+		}
+		p = t
+	}
+	return "", fmt.Errorf("output %s: more than %d symbolic links: %w", path, maxLinks, ErrNotWritable)
+}
+
+// createTemp is Create of a path that is not a link.
+func createTemp(path string) (*File, error) {
 	for range 16 {
 		var b [4]byte
 		if _, err := rand.Read(b[:]); err != nil {
@@ -137,7 +190,11 @@ func (f *File) Commit() error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.tmp, f.path)
+		to := f.path
+		if f.target != "" {
+			to = f.target
+		}
+		err = os.Rename(f.tmp, to)
 	}
 	if err != nil {
 		os.Remove(f.tmp)

@@ -156,3 +156,57 @@ func TestManifest(t *testing.T) {
 	assert.Equal(t, "  /elsewhere/s.snap  7 bytes\n  report.txt  100 bytes\n  z.pcap  24 bytes\n", b.String())
 	assert.Equal(t, []string{"/o/z.pcap", "/o/report.txt", "/elsewhere/s.snap"}, m.Paths())
 }
+
+// TestLinksAndSpecialFiles: an output path that is a symbolic link (a
+// chain of them, or one that dangles) is written where it leads and stays
+// a link; one that is, or leads to, a FIFO or a device is refused before
+// anything is written — renaming onto it would replace it (a run as root
+// once replaced /dev/stdout, and would have replaced /dev/null, with a
+// regular file).
+func TestLinksAndSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target.json")
+	require.NoError(t, os.WriteFile(target, []byte("old"), 0o644))
+	link := filepath.Join(dir, "link.json")
+	require.NoError(t, os.Symlink("target.json", link))
+	chain := filepath.Join(dir, "chain.json")
+	require.NoError(t, os.Symlink(link, chain))
+	dangling := filepath.Join(dir, "dangling.json")
+	require.NoError(t, os.Symlink("new.json", dangling))
+	for path, want := range map[string]string{link: target, chain: target, dangling: filepath.Join(dir, "new.json")} {
+		require.NoError(t, Check(path))
+		require.NoError(t, WriteFile(path, []byte("new "+path)))
+		got, err := os.ReadFile(want)
+		require.NoError(t, err)
+		assert.Equal(t, "new "+path, string(got), "written where %s leads", path)
+		fi, err := os.Lstat(path)
+		require.NoError(t, err)
+		assert.NotZero(t, fi.Mode()&os.ModeSymlink, "%s stays a link", path)
+	}
+	loop := filepath.Join(dir, "loop")
+	require.NoError(t, os.Symlink("loop", loop))
+	assert.ErrorIs(t, WriteFile(loop, nil), ErrNotWritable)
+
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, mkfifo(fifo))
+	toFifo := filepath.Join(dir, "to-fifo")
+	require.NoError(t, os.Symlink(fifo, toFifo))
+	special := []string{fifo, toFifo}
+	if fi, err := os.Stat(os.DevNull); err == nil && fi.Mode()&os.ModeDevice != 0 {
+		special = append(special, os.DevNull) // refused without writing: safe to try
+	}
+	for _, path := range special {
+		err := Check(path)
+		require.ErrorIs(t, err, ErrNotWritable, path)
+		assert.Contains(t, err.Error(), "is not a regular file")
+		require.ErrorIs(t, WriteFile(path, []byte("x")), ErrNotWritable, path)
+		fi, err := os.Stat(path)
+		require.NoError(t, err)
+		assert.False(t, fi.Mode().IsRegular(), "%s is left as it was", path)
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		assert.False(t, IsTemp(e.Name()), "temporary file %s left", e.Name())
+	}
+}
