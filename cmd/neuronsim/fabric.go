@@ -456,7 +456,7 @@ func (s *sweepFlags) plan(f *fabricFlags) (*sweepPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	limit, err := memlimit.Parse("--mem-limit", s.memLimit)
+	limit, err := memLimitOf(f.cmd, s.memLimit)
 	if err != nil {
 		return nil, err
 	}

@@ -42,9 +42,12 @@ or the name of a shipped scenario (--list names them).`,
 			if list {
 				return listScenarios(cmd)
 			}
-			limit, err := memlimit.Parse("--mem-limit", memLimit)
+			limit, err := memLimitOf(cmd, memLimit)
 			if err != nil {
 				return err
+			}
+			if cmd.Flags().Changed("out") && outDir == "" {
+				return fmt.Errorf("--out: empty: name a directory, or leave --out out for the scenario's")
 			}
 			p, err := openScenario(args)
 			if err != nil {
@@ -66,6 +69,15 @@ or the name of a shipped scenario (--list names them).`,
 	cmd.Flags().BoolVar(&list, "list", false, "list the shipped scenarios")
 	addMemLimitFlag(cmd, &memLimit)
 	return cmd
+}
+
+// memLimitOf is the limit --mem-limit (text v) gives: the default when it
+// is not given; a value given, even empty, must be a positive size.
+func memLimitOf(cmd *cobra.Command, v string) (memlimit.Limit, error) {
+	if !cmd.Flags().Changed("mem-limit") {
+		return memlimit.Default(), nil
+	}
+	return memlimit.Parse("--mem-limit", v)
 }
 
 // addMemLimitFlag adds --mem-limit, the host memory a run may plan to use.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/scenario"
 	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/sim/fabric"
@@ -74,7 +73,7 @@ devices, revision, topology, model, mode) must agree with the snapshot.`,
 // runWithSnapshots runs a scenario, restoring before it (the system taken
 // from the snapshot, loaded within load) and saving after it as asked.
 func runWithSnapshots(cmd *cobra.Command, name, restore, save, outDir, memLimit string, load fabric.LoadOptions) error {
-	limit, err := memlimit.Parse("--mem-limit", memLimit)
+	limit, err := memLimitOf(cmd, memLimit)
 	if err != nil {
 		return err
 	}

@@ -50,11 +50,8 @@ func Default() Limit {
 }
 
 // Parse reads a --mem-limit value (a size: 12G, 512MiB, 1T) for field;
-// empty gives Default.
+// empty is refused (a flag not given is Default, not "").
 func Parse(field, s string) (Limit, error) {
-	if s == "" {
-		return Default(), nil
-	}
 	n, err := units.ParseBytes(field, s)
 	if err != nil {
 		return Limit{}, err

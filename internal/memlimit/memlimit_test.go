@@ -55,7 +55,7 @@ func TestParseAndCheck(t *testing.T) {
 	err = l.Check("a functional all_reduce", 3<<30)
 	require.ErrorIs(t, err, ErrTooLarge)
 	assert.Equal(t, "a functional all_reduce needs about 3 GiB of memory, more than the limit of 2 GiB (--mem-limit): refused before it started", err.Error())
-	for _, bad := range []string{"0", "-1G", "lots"} {
+	for _, bad := range []string{"0", "-1G", "lots", ""} { // "" is not the default: a flag not given is
 		_, err := Parse("--mem-limit", bad)
 		var ue *units.Error
 		assert.ErrorAs(t, err, &ue, bad)

@@ -194,6 +194,13 @@ func (sc *Scenario) check(d *strictyaml.Decoder, root *yaml.Node, base *Base) (*
 	if base != nil {
 		r.params.EFA = base.System.Params().EFA // the system run on is the snapshot's
 	}
+	outs := child(find(root, ""), "outputs")
+	for _, o := range []struct{ key, v string }{{"dir", sc.Outputs.Dir}, {"report", sc.Outputs.Report}, {"json", sc.Outputs.JSON},
+		{"plot", sc.Outputs.Plot}, {"pcap", sc.Outputs.Pcap}, {"trace", sc.Outputs.Trace}} {
+		if n := child(outs, o.key); n != nil && o.v == "" { // given empty: not the default, which is the key left out
+			return nil, d.Errorf(n, "outputs."+o.key, "empty: name a file (or leave the key out for its default)")
+		}
+	}
 	if n := sc.Outputs.PcapMax; n != 0 && n < 24 {
 		return nil, d.Errorf(at("outputs.pcap_max"), "outputs.pcap_max", "at least 24 bytes (the pcap file header), not %d", n)
 	}

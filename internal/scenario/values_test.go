@@ -60,6 +60,9 @@ func TestParseRefusesBadValues(t *testing.T) {
 		{"factor 0", step("sweep: {op: all_reduce, min: 1K, max: 1M, factor: 0}"), "0}", []string{"steps[0].sweep.factor", "at least 2"}},
 		{"step 0", step("sweep: {op: all_reduce, min: 1K, max: 1M, step: 0}"), "0}", []string{"steps[0].sweep.step", "at least 1 byte"}},
 		{"factor and step", step("sweep: {op: all_reduce, min: 1K, max: 1M, factor: 2, step: 4K}"), "4K", []string{"steps[0].sweep.step", "not both"}},
+		// Given empty is not left out: the default is the key left out.
+		{"outputs json empty", "name: x\nsystem: {arch: mariana}\noutputs: {report: r.txt, json: \"\"}\n", "\"\"", []string{"outputs.json", "empty"}},
+		{"outputs dir empty", "name: x\nsystem: {arch: mariana}\noutputs: {dir: ''}\n", "''", []string{"outputs.dir", "empty"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("x.yaml", []byte(tc.doc))
