@@ -27,6 +27,7 @@ import (
 	"github.com/neuronsim/neuronsim/internal/cluster"
 	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/output"
+	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
 )
 
@@ -390,8 +391,31 @@ func readResult(dir string, p *Point) (*Result, error) {
 		if err := r.Row.nccom(p).Validate(); err != nil {
 			return nil, fmt.Errorf("%s: %v: %w", path, err, errMalformed)
 		}
+		if err := r.Row.consistent(p); err != nil {
+			return nil, fmt.Errorf("%s: %v: %w", path, err, errMalformed)
+		}
 	}
 	return &r, nil
+}
+
+// consistent checks that the row's count, time and bandwidths are the
+// ones its exact time gives for the point (nccom.NewRow, as the run made
+// them): a file whose numbers were edited, or corrupted into other valid
+// ones, is not a result.
+func (r *Row) consistent(p *Point) error {
+	d, err := enc.ParseDtype(p.Dtype)
+	if err != nil {
+		return err
+	}
+	want, err := nccom.NewRow(p.Op, p.Ranks, p.Size, d.Size(), p.Dtype, r.TimePS, r.Algorithm)
+	if err != nil {
+		return err
+	}
+	if want.Count != r.Count || want.TimeUS != r.TimeUS || want.AlgBW != r.AlgBW || want.BusBW != r.BusBW {
+		return fmt.Errorf("count %d, time_us %v, algbw %v, busbw %v are not what time_ps %d gives for %d bytes of %s on %d ranks (%d, %v, %v, %v)",
+			r.Count, r.TimeUS, r.AlgBW, r.BusBW, r.TimePS, p.Size, p.Dtype, p.Ranks, want.Count, want.TimeUS, want.AlgBW, want.BusBW)
+	}
+	return nil
 }
 
 // hostTime is DIR/host/<hash>.json: how long the point took on this run's

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -249,7 +250,8 @@ func TestFailedPoints(t *testing.T) {
 
 // TestResultNotTrusted: a result file is used only when it is exactly
 // this point's: a copy of another point's, one of another format, one
-// with data after it, or one with neither a row nor an error is rerun.
+// with data after it, one with neither a row nor an error, or one whose
+// count, time or bandwidths are not what its exact time gives is rerun.
 func TestResultNotTrusted(t *testing.T) {
 	g := mustGrid(t, gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: [1K, 4K]\n"))
 	dir := t.TempDir()
@@ -266,6 +268,10 @@ func TestResultNotTrusted(t *testing.T) {
 		"no row":          strings.Replace(string(good), `"row"`, `"rows"`, 1),
 		"empty":           "",
 		"negative time":   strings.Replace(string(good), `"time_us": `, `"time_us": -`, 1),
+		// Valid numbers that are not the ones the exact time gives.
+		"time_ps edited": regexp.MustCompile(`"time_ps": \d+`).ReplaceAllString(string(good), `"time_ps": 999`),
+		"count edited":   regexp.MustCompile(`"count": \d+`).ReplaceAllString(string(good), `"count": 1`),
+		"busbw edited":   regexp.MustCompile(`"busbw": [0-9.e+-]+`).ReplaceAllString(string(good), `"busbw": 123.5`),
 	} {
 		t.Run(name, func(t *testing.T) {
 			require.NotEqual(t, string(good), data)
