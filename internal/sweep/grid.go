@@ -41,6 +41,7 @@ import (
 	"github.com/neuronsim/neuronsim/internal/units"
 	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/runtime/collective"
+	"github.com/neuronsim/neuronsim/runtime/dmem"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
 	"github.com/neuronsim/neuronsim/sim/fabric"
@@ -269,6 +270,7 @@ type spec struct {
 
 	sysNode *yaml.Node // where the point's system was given, for errors
 	sysPath string
+	size    sizeVal // where the point's size was given, for errors
 	// whatIf brings the devices up as what-if ones (cluster.Config.WhatIf):
 	// with the grid's what_if, or for a named system larger than the
 	// driver's 64 devices (trn3-gen2's 144), as fabric sweep --system does.
@@ -1014,7 +1016,7 @@ func (b *pointBuilder) add(sh shapeOf, pt Point, p fabric.Params, sz sizeVal, gr
 	f.gen, f.devices, f.functional, f.model, f.dtype = sys.gen, sys.devices*sys.nodes, functional, m, t
 	f.engines = engines
 	sp := spec{gen: sys.gen, family: sys.family, tables: sys.tables, kind: sys.kind, params: p,
-		op: o, algo: a, dtype: t, timing: !functional, feat: f, sysNode: sys.n, sysPath: sys.path, opts: opts,
+		op: o, algo: a, dtype: t, timing: !functional, feat: f, sysNode: sys.n, sysPath: sys.path, size: sz, opts: opts,
 		whatIf: e.raw.WhatIf || sys.name != "" && sys.devices > hwarch.MaxNeuronDevices}
 	sp.memNeed = sc.memNeed
 	mode := "functional"
@@ -1054,6 +1056,7 @@ func (e *expander) bringUp(g *Grid) error {
 	}
 	first := map[key]int{}
 	need := map[key]uint64{}
+	largest := map[key]int{} // the point whose buffers are need
 	var order []key
 	for i := range g.points {
 		p, s := &g.points[i], &g.specs[i]
@@ -1063,7 +1066,7 @@ func (e *expander) bringUp(g *Grid) error {
 			order = append(order, k)
 		}
 		if s.feat.buffers >= need[k] {
-			need[k] = s.feat.buffers
+			need[k], largest[k] = s.feat.buffers, i
 		}
 	}
 	for _, k := range order {
@@ -1077,6 +1080,11 @@ func (e *expander) bringUp(g *Grid) error {
 			}
 			if p.Nodes > 1 {
 				where = fmt.Sprintf("%d nodes of %s", p.Nodes, where)
+			}
+			if errors.Is(err, dmem.ErrNoMemory) { // the size asks too much, not the system
+				j := largest[k]
+				q, sz := &g.points[j], g.specs[j].size
+				return e.fail(sz.n, sz.p, err, "%d B: the %s %s of it needs %d B of buffers per rank, more than the device memory of %s holds (point %d)", q.Size, q.Algo, q.Op, need[k], where, j)
 			}
 			return e.fail(s.sysNode, s.sysPath, err, "impossible system: %s with %d ranks per device and %d B of buffers per rank (point %d and the others of that system) cannot be brought up", where, p.RanksPer, need[k], i)
 		}
