@@ -104,6 +104,9 @@ func newExecCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
+		if err := checkEnds(args[0], prog); err != nil {
+			return err
+		}
 		ins, outs, traceBytes, err := f.check()
 		if err != nil {
 			return err

@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	hwisa "github.com/neuronsim/neuronsim/hw/isa"
+	"github.com/neuronsim/neuronsim/hw/isa/asm"
 )
 
 const cliMatmul = `.engine pe
@@ -104,5 +108,33 @@ func TestExecCommand(t *testing.T) {
 	} {
 		_, err := runCLI(t, bad.args...)
 		assert.ErrorContains(t, err, bad.want, "%v", bad.args)
+	}
+}
+
+// TestProgramFilesBounded: validate and exec read a program as asm and
+// disasm bound it — no more than a program's records (/dev/zero once ran
+// the process out of memory), and not none — and
+// exec refuses a program an engine of which would run past its end (no
+// record with the last flag: it once fetched a gigabyte of zeros as
+// no-ops, minutes for a larger file).
+func TestProgramFilesBounded(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.bin")
+	require.NoError(t, os.WriteFile(big, make([]byte, (asm.MaxRecords+1)*hwisa.RecordSize), 0o644))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"validate", big}, "a program holds at most 1048576 records"},
+		{[]string{"exec", big}, "a program holds at most 1048576 records"},
+		{[]string{"validate", writeFile(t, dir, "empty.bin", "")}, "bad program: empty: a program holds at least one 64-byte record"},
+		{[]string{"exec", writeFile(t, dir, "nolast.s", ".engine pe\nnop\n")}, `the pe engine's block (1 record) has no record with the last flag`},
+		{[]string{"exec", writeFile(t, dir, "onelast.s", ".engine pe\nnop last\n.engine act\nnop\nnop\n")}, `the act engine's block (2 records) has no record with the last flag`},
+	} {
+		t.Run(strings.Join(tc.args[:1], " ")+" "+filepath.Base(tc.args[1]), func(t *testing.T) {
+			out, err := runCLI(t, tc.args...)
+			require.Error(t, err, "accepted; printed:\n%s", out)
+			assert.Contains(t, err.Error(), tc.want)
+		})
 	}
 }

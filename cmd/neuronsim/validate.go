@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -18,16 +17,40 @@ import (
 )
 
 // readProgram reads a program: a .s file is assembled, anything else is
-// taken as binary records.
+// taken as binary records. Both are bounded as asm and disasm bound them
+// (a source of 64 MiB, a program of asm.MaxRecords records); whether the
+// bytes are whole records is the runtime's to say (program.Split, the
+// validators).
 func readProgram(path string) ([]byte, error) {
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	if strings.HasSuffix(path, ".s") || strings.HasSuffix(path, ".asm") {
+		src, err := readFileLimit(path, maxAsmSource, "asm reads sources up to 64 MiB")
+		if err != nil {
+			return nil, err
+		}
 		return asm.Assemble(path, src)
 	}
-	return src, nil
+	return readFileLimit(path, asm.MaxRecords*hwisa.RecordSize, fmt.Sprintf("a program holds at most %d records", asm.MaxRecords))
+}
+
+// checkEnds refuses a program one of whose engine blocks (program.Split)
+// has no record with the last flag: its engine would run on past the
+// program's end, fetching whatever the memory after it holds, until a
+// fetch fails a gigabyte later.
+func checkEnds(path string, prog []byte) error {
+	blocks, err := program.Split(prog)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for _, b := range blocks {
+		last := false
+		for off := 0; off < len(b.Bytes) && !last; off += hwisa.RecordSize {
+			last = b.Bytes[off+2]&hwisa.FlagLast != 0
+		}
+		if !last {
+			return fmt.Errorf("%s: the %s engine's block (%s) has no record with the last flag: it would run past the program's end (end it with \"last\")", path, b.Engine, units.Plural(int64(len(b.Bytes)/hwisa.RecordSize), "record", "records"))
+		}
+	}
+	return nil
 }
 
 func newValidateCommand() *cobra.Command {

@@ -73,7 +73,10 @@ func (b *Block) idle() bool { return b.run != runMaybe }
 // megabytes on a thousand ranks. A size that is not a multiple of 64, or
 // an engine byte past SP, is ErrBadProgram.
 func Split(prog []byte) ([]Block, error) {
-	if len(prog) == 0 || len(prog)%isa.RecordSize != 0 {
+	if len(prog) == 0 {
+		return nil, fmt.Errorf("%w: empty: a program holds at least one %d-byte record", ErrBadProgram, isa.RecordSize)
+	}
+	if len(prog)%isa.RecordSize != 0 {
 		return nil, fmt.Errorf("%w: %d bytes is not a whole number of %d-byte records", ErrBadProgram, len(prog), isa.RecordSize)
 	}
 	// Count each engine's bytes first, so that every block is allocated
