@@ -2,8 +2,7 @@ package main
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
+	"math"
 
 	"github.com/spf13/cobra"
 
@@ -104,7 +103,7 @@ func newCSRCommand() *cobra.Command {
 		Use:   "csr read ADDR [--count N] | csr write ADDR VALUE...",
 		Short: "Read or write device registers through the runtime's csr_read/csr_write",
 		Long: "csr brings a device up through the runtime and reads or writes registers with the\n" +
-			"seed 001 csr layer. ADDR is a BAR0 offset (hex accepted); it is turned into the runtime's\n" +
+			"seed 001 csr layer. ADDR is a BAR0 offset, decimal or 0x hex (010 is ten, never octal); it is turned into the runtime's\n" +
 			"virtual address of that offset, so a batch that leaves or straddles a registered window\n" +
 			"fails whole, with the runtime's message and status -2.",
 	}
@@ -112,10 +111,12 @@ func newCSRCommand() *cobra.Command {
 	return cmd
 }
 
+// parseWord reads ADDR or a value: decimal or 0x hex (units.ParseUint;
+// 010 is ten).
 func parseWord(s, what string) (uint64, error) {
-	v, err := strconv.ParseUint(strings.ReplaceAll(s, "_", ""), 0, 64)
+	v, err := units.ParseUint(what, s, math.MaxUint64)
 	if err != nil {
-		return 0, fmt.Errorf("%s %q: want a number such as 0x6C84024 or 1024", what, s)
+		return 0, fmt.Errorf("%w: want a number such as 0x6C84024 or 1024", err)
 	}
 	return v, nil
 }

@@ -46,8 +46,8 @@ func parseTile(s string, output bool) (tileSpec, error) {
 	if t.Count, err = strconv.Atoi(m[3]); err != nil || t.Count < 1 || t.Start+t.Count > 128 {
 		return t, fmt.Errorf("%q: %s partitions from %d pass partition 127", s, m[3], t.Start)
 	}
-	if t.Offset, err = strconv.ParseUint(m[4], 0, 32); err != nil {
-		return t, fmt.Errorf("%q: offset %s", s, m[4])
+	if t.Offset, err = units.ParseUint("offset", m[4], math.MaxUint32); err != nil {
+		return t, fmt.Errorf("%q: %w", s, err)
 	}
 	if !output && m[5] != "" {
 		return t, fmt.Errorf("%q: an input takes no :BYTES (it writes the whole file)", s)

@@ -114,12 +114,12 @@ func TestRevisionModes(t *testing.T) {
 	assert.Equal(t, "1d0f:7564 rev 0xff", id.String())
 	assert.Equal(t, "qemu", id.Mode().String())
 
-	for in, want := range map[string]uint8{"silicon": 0, "emu": 0xF0, "QEMU": 0xFF, "0x01": 1, "240": 0xF0} {
+	for in, want := range map[string]uint8{"silicon": 0, "emu": 0xF0, "QEMU": 0xFF, "0x01": 1, "240": 0xF0, "010": 10 /* decimal, not octal */} {
 		got, err := ParseRevision(in)
 		require.NoError(t, err, in)
 		assert.Equal(t, want, got, in)
 	}
-	for _, bad := range []string{"", "0x100", "-1", "fast"} {
+	for _, bad := range []string{"", "0x100", "-1", "fast", "0o17", "1_0", "0x"} {
 		_, err := ParseRevision(bad)
 		assert.ErrorIs(t, err, ErrBadRevision, bad)
 	}

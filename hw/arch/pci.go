@@ -150,7 +150,12 @@ func ParseRevision(s string) (uint8, error) {
 	case "qemu":
 		return RevisionQEMU, nil
 	}
-	v, err := strconv.ParseUint(strings.TrimSpace(s), 0, 8)
+	t := strings.TrimSpace(s)
+	base := 10 // 010 is ten, never octal
+	if len(t) > 2 && (t[:2] == "0x" || t[:2] == "0X") {
+		base, t = 16, t[2:]
+	}
+	v, err := strconv.ParseUint(t, base, 8)
 	if err != nil {
 		return 0, fmt.Errorf("%w %q: want silicon, emu, qemu or a number 0..0xff", ErrBadRevision, s)
 	}

@@ -188,6 +188,28 @@ func ParseInt(field, s string, min, max int64) (int64, error) {
 	return Int(field, v, min, max)
 }
 
+// ParseUint reads an unsigned integer — decimal, or hex after 0x or 0X —
+// and checks it is at most max. A leading zero is decimal (010 is ten, as
+// in the assembler), never octal; signs, underscores, 0o and 0b prefixes
+// are refused.
+func ParseUint(field, s string, max uint64) (uint64, error) {
+	t := strings.TrimSpace(s)
+	base, digits := 10, t
+	if len(t) > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X') {
+		base, digits = 16, t[2:]
+	}
+	if digits == "" || strings.IndexFunc(digits, func(c rune) bool {
+		return !('0' <= c && c <= '9' || base == 16 && ('a' <= c && c <= 'f' || 'A' <= c && c <= 'F'))
+	}) >= 0 {
+		return 0, syntaxErr(field, strconv.Quote(s), "not a decimal or 0x hex integer")
+	}
+	v, err := strconv.ParseUint(digits, base, 64)
+	if err != nil || v > max {
+		return 0, rangeErr(field, strconv.Quote(s), "at most %d (%#x)", max, max)
+	}
+	return v, nil
+}
+
 // ParseFloat reads a decimal floating-point number (as strconv.ParseFloat
 // does, exponents allowed). NaN and infinities are refused, and so is a
 // number too large for a float64 or, not written as 0, too small for one

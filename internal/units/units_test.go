@@ -167,3 +167,22 @@ func TestLatencyPS(t *testing.T) {
 		}
 	}
 }
+
+// TestParseUint: decimal or 0x hex, a leading zero decimal (010 is ten, as
+// in the assembler: once octal on the command line, so "csr read 010" read
+// offset 8), nothing else.
+func TestParseUint(t *testing.T) {
+	for s, want := range map[string]uint64{"0": 0, "10": 10, "010": 10, "08": 8, "0x10": 16, "0X1f": 31, " 7 ": 7, "0xffffffff": math.MaxUint32} {
+		got, err := ParseUint("ADDR", s, math.MaxUint32)
+		if err != nil || got != want {
+			t.Errorf("ParseUint(%q) = %d, %v; want %d", s, got, err, want)
+		}
+	}
+	for s, want := range map[string]error{"": ErrSyntax, "0x": ErrSyntax, "0o17": ErrSyntax, "0b101": ErrSyntax, "1_000": ErrSyntax, "0x_10": ErrSyntax,
+		"-1": ErrSyntax, "+1": ErrSyntax, "1e3": ErrSyntax, "0x100000000": ErrRange, "99999999999999999999999": ErrRange} {
+		_, err := ParseUint("ADDR", s, math.MaxUint32)
+		if !errors.Is(err, want) || !strings.HasPrefix(fmt.Sprint(err), "ADDR ") {
+			t.Errorf("ParseUint(%q) error %v; want %v naming ADDR", s, err, want)
+		}
+	}
+}
