@@ -69,6 +69,9 @@ func newAsmCommand() *cobra.Command {
 				return fmt.Errorf("%s: the default output would overwrite the input; give -o", in)
 			}
 		}
+		if err := checkNotInputs([2]string{"-o", dst}, [2]string{"the source", in}); err != nil {
+			return err
+		}
 		if err := output.WriteFile(dst, bin); err != nil {
 			return err
 		}
@@ -107,6 +110,9 @@ func newDisasmCommand() *cobra.Command {
 		text = fmt.Sprintf("; %s: %s (%d bytes)\n", filepath.Base(in), units.Plural(int64(n), "record", "records"), len(bin)) + text
 		if out == "" {
 			_, err := io.WriteString(cmd.OutOrStdout(), text)
+			return err
+		}
+		if err := checkNotInputs([2]string{"-o", out}, [2]string{"the program", in}); err != nil {
 			return err
 		}
 		if err := output.WriteFile(out, []byte(text)); err != nil {

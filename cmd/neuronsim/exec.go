@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"regexp"
 	"strconv"
 
@@ -107,7 +106,7 @@ func newExecCommand() *cobra.Command {
 		if err := checkEnds(args[0], prog); err != nil {
 			return err
 		}
-		ins, outs, traceBytes, err := f.check()
+		ins, outs, traceBytes, err := f.check(args[0])
 		if err != nil {
 			return err
 		}
@@ -144,15 +143,19 @@ func newExecCommand() *cobra.Command {
 // check checks everything that can be checked before the device is brought
 // up: the tiles (against the generation's SBUF and PSUM for a fresh
 // device), the input files, the output paths and --trace-max.
-func (f *execFlags) check() (ins, outs []tileSpec, traceBytes uint64, err error) {
+func (f *execFlags) check(progPath string) (ins, outs []tileSpec, traceBytes uint64, err error) {
+	read := [][2]string{{"the program", progPath}}
 	for _, s := range f.inputs {
 		t, err := parseTile(s, false)
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("--input %w", err)
 		}
-		if t.data, err = os.ReadFile(t.file); err != nil {
+		// At most the tile's partitions of the largest SBUF partition.
+		limit := int64(t.Count) * maxOfGenerations(func(g *hwarch.Geometry) int { return int(g.SBUFPartitionSize) })
+		if t.data, err = readFileLimit(t.file, limit, fmt.Sprintf("a tile of %s holds at most that", units.Plural(int64(t.Count), "partition", "partitions"))); err != nil {
 			return nil, nil, 0, fmt.Errorf("--input %s: %w", s, err)
 		}
+		read = append(read, [2]string{"--input " + s, t.file})
 		if len(t.data) == 0 || len(t.data)%t.Count != 0 {
 			return nil, nil, 0, fmt.Errorf("--input %s: %d bytes do not split into %d partitions", s, len(t.data), t.Count)
 		}
@@ -170,6 +173,11 @@ func (f *execFlags) check() (ins, outs []tileSpec, traceBytes uint64, err error)
 	}
 	if err := checkOutputPaths(paths...); err != nil {
 		return nil, nil, 0, err
+	}
+	for _, p := range paths {
+		if err := checkNotInputs(p, read...); err != nil {
+			return nil, nil, 0, err
+		}
 	}
 	n, err := units.ParseBytesIn("--trace-max", f.traceMax, 1024, math.MaxInt64)
 	if err != nil {

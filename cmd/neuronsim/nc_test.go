@@ -138,3 +138,41 @@ func TestProgramFilesBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestOutputIsNotAnInput: asm, disasm and exec refuse to write over a file
+// they read — the source, the program, an --input — by its path or through
+// a link (each once replaced it silently); exec's --input is bounded by
+// what its tile holds.
+func TestOutputIsNotAnInput(t *testing.T) {
+	dir := t.TempDir()
+	src := writeFile(t, dir, "p.s", ".engine pe\nnop last\n")
+	bin := filepath.Join(dir, "p.bin")
+	_, err := runCLI(t, "asm", src, "-o", bin)
+	require.NoError(t, err)
+	link := filepath.Join(dir, "link.s")
+	require.NoError(t, os.Symlink(src, link))
+	in := writeFile(t, dir, "w.bin", string(make([]byte, 4096)))
+	huge := writeFile(t, dir, "huge.bin", string(make([]byte, 1<<20)))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"asm", src, "-o", src}, "the same file as the source"},
+		{[]string{"asm", src, "-o", link}, "the same file as the source"},
+		{[]string{"disasm", bin, "-o", bin}, "the same file as the program"},
+		{[]string{"exec", src, "--output", "sbuf[0:128,0]:32=" + src}, "the same file as the program"},
+		{[]string{"exec", src, "--input", "sbuf[0:128,0]=" + in, "--output", "sbuf[0:128,0]:32=" + in}, "the same file as --input"},
+		{[]string{"exec", src, "--input", "sbuf[0:1,0]=" + huge}, "a tile of 1 partition holds at most that"},
+	} {
+		t.Run(strings.Join(tc.args[:1], " ")+" "+tc.want, func(t *testing.T) {
+			before, err := os.ReadFile(src)
+			require.NoError(t, err)
+			out, err := runCLI(t, tc.args...)
+			require.Error(t, err, "accepted; printed:\n%s", out)
+			assert.Contains(t, err.Error(), tc.want)
+			after, err := os.ReadFile(src)
+			require.NoError(t, err)
+			assert.Equal(t, before, after, "the source is left as it was")
+		})
+	}
+}
