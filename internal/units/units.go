@@ -242,6 +242,47 @@ const (
 // SizeGrammar describes what [ParseBytes] reads, for help texts and errors.
 const SizeGrammar = "an integer number of bytes, optionally with a unit K, M, G or T (also KB/KiB, MB/MiB, …, any case), all powers of 1024: 512, 4K, 64MiB, 1G"
 
+// wholeHint is ParseBytes' hint for a fraction digits.frac[unit]: the
+// same size written as an integer in the largest unit that makes it one
+// (1.5M: "write 1536K"), or that it is not a whole number of bytes.
+func wholeHint(digits, rest string) string {
+	if rest[0] != '.' {
+		return ""
+	}
+	i := 1
+	for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+		i++
+	}
+	frac := rest[1:i]
+	unit, ok := map[string]int64{"": 1, "b": 1, "k": kib, "kb": kib, "kib": kib, "m": mib, "mb": mib, "mib": mib,
+		"g": gib, "gb": gib, "gib": gib, "t": tib, "tb": tib, "tib": tib}[strings.ToLower(rest[i:])]
+	whole, err1 := strconv.ParseInt(digits, 10, 64)
+	if !ok || err1 != nil || len(frac) > 12 || whole > tib {
+		return ""
+	}
+	f, _ := strconv.ParseInt("0"+frac, 10, 64)
+	den := int64(1)
+	for range frac {
+		den *= 10
+	}
+	if f*unit%den != 0 { // whole ≤ 2^40 and unit ≤ 2^40: whole·unit may pass int64 only with T, refused below
+		return " (" + digits + rest + " is not a whole number of bytes)"
+	}
+	if whole > math.MaxInt64/unit {
+		return ""
+	}
+	n := whole*unit + f*unit/den
+	for _, u := range []struct {
+		name string
+		v    int64
+	}{{"T", tib}, {"G", gib}, {"M", mib}, {"K", kib}} {
+		if n%u.v == 0 {
+			return fmt.Sprintf(" (write %d%s)", n/u.v, u.name)
+		}
+	}
+	return fmt.Sprintf(" (write %d)", n)
+}
+
 // ParseBytes reads a byte count: a non-negative decimal integer, optionally
 // followed by a unit K, M, G or T in any case, which may be followed by B or
 // iB ("4K", "4KB", "4KiB" are all 4096). A bare "B" means bytes. Only
@@ -265,7 +306,7 @@ func ParseBytes(field, s string) (int64, error) {
 		return 0, syntaxErr(field, q, "does not start with a digit (want %s)", SizeGrammar)
 	}
 	if strings.HasPrefix(suffix, ".") || strings.HasPrefix(suffix, ",") {
-		return 0, syntaxErr(field, q, "sizes are integers only (write 1536K, not 1.5M)")
+		return 0, syntaxErr(field, q, "sizes are integers only%s", wholeHint(digits, suffix))
 	}
 	var unit int64
 	switch strings.ToLower(suffix) {
