@@ -54,6 +54,9 @@ func newAsmCommand() *cobra.Command {
 	cmd.Flags().StringVarP(&out, "output", "o", "", "output file (default: the input with its extension replaced by .bin)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		in := args[0]
+		if cmd.Flags().Changed("output") && out == "" {
+			return fmt.Errorf("-o: empty: name a file, or leave -o out for the default")
+		}
 		src, err := readFileLimit(in, maxAsmSource, "asm reads sources up to 64 MiB")
 		if err != nil {
 			return err
@@ -98,6 +101,9 @@ func newDisasmCommand() *cobra.Command {
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the text to this file instead of stdout")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		in := args[0]
+		if cmd.Flags().Changed("output") && out == "" {
+			return fmt.Errorf("-o: empty: name a file, or leave -o out for the default")
+		}
 		bin, err := readFileLimit(in, asm.MaxRecords*isa.RecordSize, fmt.Sprintf("a program holds at most %d records", asm.MaxRecords))
 		if err != nil {
 			return err

@@ -19,6 +19,8 @@ func TestEmptyIsNotTheDefault(t *testing.T) {
 		{[]string{"fabric", "sweep", "--mem-limit", ""}, `--mem-limit "": empty`},
 		{[]string{"run", "--mem-limit", "", "default"}, `--mem-limit "": empty`},
 		{[]string{"run", "--out", "", "default"}, "--out: empty"},
+		{[]string{"asm", "../../scenarios/programs/matmul.s", "-o", ""}, "-o: empty"},
+		{[]string{"disasm", "x.bin", "-o", ""}, "-o: empty"},
 		{[]string{"sweep", "run", "../../scenarios/sweeps/example.yaml", "--out", t.TempDir(), "--shard", ""}, "--shard: empty"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -210,6 +210,8 @@ func TestErrors(t *testing.T) {
 		{"imm range", "nop engine=pe imm0=0x100000000", "prog.s:1:20: immediate 0x100000000 out of range (want -2147483648..0xffffffff)"},
 		{"imm negative range", "nop engine=pe imm1=-2147483649", "prog.s:1:20: immediate -2147483649 out of range"},
 		{"f32 range", "nop engine=pe imm0=f32(1e39)", "prog.s:1:24: \"1e39\" is out of fp32 range"},
+		{"f32 underflow", "nop engine=pe imm0=f32(1e-50)", "prog.s:1:24: \"1e-50\" is too small for fp32 (it would be 0)"}, // once silently 0
+		{"f32 underscores", "nop engine=pe imm0=f32(1_000)", "prog.s:1:24: want an fp32 literal in f32(...), got \"1_000\" (no underscores)"},
 		{"f32 syntax", "nop engine=pe imm0=f32(one)", "prog.s:1:24: want an fp32 literal in f32(...), got \"one\""},
 		{"f32 unclosed", "nop engine=pe imm0=f32(1", "prog.s:1:25: want ')' to close f32("},
 		{"imm word", "nop engine=pe imm0=1.5", "prog.s:1:20: \"1.5\" is not an integer: write f32(1.5) for an fp32 immediate"},
@@ -257,6 +259,7 @@ func TestErrorCollection(t *testing.T) {
 	require.True(t, errors.As(err, &list))
 	assert.Len(t, list, MaxErrors)
 	assert.Equal(t, MaxErrors, list[MaxErrors-1].Line)
+	assert.True(t, strings.HasSuffix(err.Error(), "\n(stopped after 10 errors: the rest of the file is not checked)"), "a full list says it stopped")
 	assert.Equal(t, "no errors", ErrorList(nil).Error())
 }
 

@@ -33,7 +33,8 @@ func (e *Error) Error() string {
 // one whenever it fails.
 type ErrorList []*Error
 
-// Error returns the errors one per line.
+// Error returns the errors one per line; a list of MaxErrors ends with a
+// line saying assembly stopped there (there may be more).
 func (l ErrorList) Error() string {
 	switch len(l) {
 	case 0:
@@ -47,6 +48,9 @@ func (l ErrorList) Error() string {
 			b.WriteByte('\n')
 		}
 		b.WriteString(e.Error())
+	}
+	if len(l) >= MaxErrors {
+		fmt.Fprintf(&b, "\n(stopped after %d errors: the rest of the file is not checked)", MaxErrors)
 	}
 	return b.String()
 }

@@ -357,6 +357,12 @@ func (c *cursor) imm() (uint32, *Error) {
 		}
 		text := c.s[at:close]
 		f, err := strconv.ParseFloat(text, 32)
+		if err == nil && strings.ContainsRune(text, '_') {
+			return 0, c.errf(at, "want an fp32 literal in f32(...), got %q (no underscores)", text)
+		}
+		if err == nil && f == 0 && strings.ContainsAny(strings.SplitN(strings.ToLower(text), "e", 2)[0], "123456789") {
+			return 0, c.errf(at, "%q is too small for fp32 (it would be 0)", text)
+		}
 		if err != nil {
 			if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
 				return 0, c.errf(at, "%q is out of fp32 range", text)
