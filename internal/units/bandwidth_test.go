@@ -25,6 +25,8 @@ func TestParseBandwidth(t *testing.T) {
 		{in: "400Gbps", want: 50e9},
 		{in: "400Gb/s", want: 50e9},
 		{in: "400gbps", want: 50e9},
+		{in: "50gb/s", wantErr: `unit "gb/s" is ambiguous: write Gb/s or Gbps for bits, GB/s for bytes`, kind: ErrSyntax}, // once read as bits
+		{in: "1kb/s", wantErr: "ambiguous", kind: ErrSyntax},
 		{in: "8bps", want: 1},
 		{in: "1B/s", want: 1},
 		{in: "1KB/s", want: 1000},

@@ -211,10 +211,14 @@ func ParseUint(field, s string, max uint64) (uint64, error) {
 }
 
 // ParseFloat reads a decimal floating-point number (as strconv.ParseFloat
-// does, exponents allowed). NaN and infinities are refused, and so is a
+// does: exponents allowed, and hex floats such as 0x1p-3 for an exact
+// value; Go's underscores refused). NaN and infinities are refused, and so is a
 // number too large for a float64 or, not written as 0, too small for one
 // (strconv would read it as 0).
 func ParseFloat(field, s string) (float64, error) {
+	if strings.ContainsRune(s, '_') { // strconv takes Go's 1_000; no other number here does
+		return 0, syntaxErr(field, strconv.Quote(s), "not a number (no underscores)")
+	}
 	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	if err != nil {
 		var ne *strconv.NumError
@@ -457,6 +461,11 @@ func ParseBandwidth(field, s string) (uint64, error) {
 	}
 	if unit == "" {
 		return 0, syntaxErr(field, q, "no unit: say which (want %s)", BandwidthGrammar)
+	}
+	if len(unit) == 4 && strings.Contains("kmgt", unit[:1]) && unit[1:] == "b/s" {
+		// "gb/s": written in lower case, bits or bytes? Say which.
+		up := strings.ToUpper(unit[:1])
+		return 0, syntaxErr(field, q, "unit %q is ambiguous: write %sb/s or %sbps for bits, %sB/s for bytes", unit, up, up, up)
 	}
 	scale, ok := bandwidthUnits[unit]
 	if !ok {
