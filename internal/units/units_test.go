@@ -122,7 +122,7 @@ func TestParseFloat(t *testing.T) {
 		{"-Inf", 0, ErrSyntax},
 		{"1e400", 0, ErrRange},
 		{"1_000", 0, ErrSyntax}, // strconv takes Go literals; one decimal grammar here
-		{"0x1p3", 8, nil}, // an exact value, as strconv reads it
+		{"0x1p3", 8, nil},       // an exact value, as strconv reads it
 		{"1e-400", 0, ErrRange}, // positive, but below float64: not read as 0
 		{"-2.5e-400", 0, ErrRange},
 		{"0x1p-2000", 0, ErrRange},
