@@ -171,6 +171,9 @@ func (f *fabricFlags) kindOf(n int) (fabric.Kind, error) {
 	if f.chunkB.set && f.model == fabric.Free {
 		return kind, fmt.Errorf("--chunk-bytes: the free model moves no chunks; it applies to --model aware")
 	}
+	if f.swLat.set && !kind.HasSwitches() && f.efa.count() == 1 {
+		return kind, fmt.Errorf("--switch-latency: a %s topology of %d %s devices has no switches, nor one node an EFA network; it applies to switched topologies and to --nodes 2 or more", kind, n, f.gen)
+	}
 	return kind, nil
 }
 
@@ -493,6 +496,12 @@ func (s *sweepFlags) plan(f *fabricFlags) (*sweepPlan, error) {
 	sw, timingOnly, err := s.collective(f.gen, f.efa.count())
 	if err != nil {
 		return nil, err
+	}
+	switch fl := f.cmd.Flags(); {
+	case fl.Changed("pcap-max") && s.pcapFile == "":
+		return nil, fmt.Errorf("--pcap-max: it bounds the --pcap file; give --pcap too")
+	case fl.Changed("seed") && timingOnly:
+		return nil, fmt.Errorf("--seed: timing mode moves no data, so it has no inputs to seed; it applies to --mode functional")
 	}
 	minB, err := units.ParseBytes("-b/--minbytes", s.minB)
 	if err != nil {

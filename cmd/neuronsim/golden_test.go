@@ -76,7 +76,7 @@ var goldenCases = []struct{ name, args string }{
 	{"topo-list", "fabric topo --arch cayman --devices 2,4,8"},
 	{"topo-17", "fabric topo --arch cayman --devices 17"},
 	{"topo-65", "fabric topo --arch cayman --devices 65 --what-if"},
-	{"sweep-overrides", "fabric sweep --arch cayman --devices 4 -b 1K -e 1M -f 4 --link-latency 123.5 --link-bw 17 --endpoint-delay 7 --switch-latency 9 --chunk-bytes 4K"},
+	{"sweep-overrides", "fabric sweep --arch cayman --devices 4 --topology star -b 1K -e 1M -f 4 --link-latency 123.5 --link-bw 17 --endpoint-delay 7 --switch-latency 9 --chunk-bytes 4K"},
 	{"sweep-json-plot", "fabric sweep --arch mariana --devices 8 -b 1K -e 64K -f 8 --json OUT/s.json --plot OUT/p.png"},
 	{"sweep-list-json", "fabric sweep --arch cayman --devices 2,4 -b 1K -e 16K -f 4 --json OUT/r.json --op all_gather"},
 	{"sweep-functional", "fabric sweep --arch sunda --devices 2 --ranks-per-device 2 -b 4K -e 16K -f 2 --mode functional --op reduce_scatter"},

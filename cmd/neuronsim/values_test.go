@@ -30,6 +30,10 @@ func TestFabricSweepRefusesBadValues(t *testing.T) {
 		{[]string{"--link-latency", "4e15"}, []string{"--link-latency 4e+15", "too long"}}, // once an unexplained DMA halt (time overflow)
 		{[]string{"--switch-latency", "1e10", "--endpoint-delay", "1.5e10"}, []string{"--endpoint-delay 1.5e+10", "too long"}},
 		{[]string{"--link-latency", "-5"}, []string{"--link-latency", "negative"}},
+		// Flags that do not apply are refused, not ignored.
+		{[]string{"--arch", "cayman", "--devices", "16", "--switch-latency", "9"}, []string{"--switch-latency", "torus2d topology of 16 cayman devices has no switches"}},
+		{[]string{"--pcap-max", "1M"}, []string{"--pcap-max", "give --pcap too"}},
+		{[]string{"--seed", "3"}, []string{"--seed", "timing mode moves no data"}},
 		{[]string{"--link-latency", "NaN"}, []string{"--link-latency", "not a finite number"}},
 		{[]string{"--link-bw", "0"}, []string{"--link-bw", "must be positive"}},
 		{[]string{"--link-bw", "-5"}, []string{"--link-bw", "negative"}},

@@ -34,6 +34,11 @@ func (k Kind) switchedTrn3() bool {
 	return k == KindSwitch || k == KindTrn3Gen1 || k == KindTrn3Gen2
 }
 
+// HasSwitches reports whether a topology of kind k has switches, whose
+// forwarding delay is Params.Switch (an EFA network's leaves and spines
+// have it too, whatever the nodes' kind).
+func (k Kind) HasSwitches() bool { return k.switchedTrn3() || k == KindStar }
+
 // trn3Gen1 builds the Trn3 Gen1 UltraServer (trainium-facts §4 [A9]): 64
 // devices, 4 servers of 16. Every device has three link groups, each a
 // bundle of lanes modelled as one link per direction of the bundle's
