@@ -17,9 +17,9 @@ func (d *drawer) scaleOut() {
 	so := d.t.Scale
 	e := so.Params()
 	nd := so.NodeDevices
-	d.printf("%s of %s (%s) joined by EFA: %s network, %s per node (%s a NIC), %s of %d ports, %s, oversubscription %s:1\n",
+	d.printf("%s of %s (%s) joined by EFA: %s network, %s per node (%s a NIC), %s of %s, %s, oversubscription %s:1\n",
 		plural(so.Nodes, "node", "nodes"), plural(nd, "device", "devices"), d.t.Kind, networkName(so.Network),
-		plural(so.NICs, "NIC", "NICs"), plural(e.DevicesPerNIC, "device", "devices"), plural(so.Leaves, "leaf", "leaves"), e.LeafPorts,
+		plural(so.NICs, "NIC", "NICs"), plural(e.DevicesPerNIC, "device", "devices"), plural(so.Leaves, "leaf", "leaves"), plural(e.LeafPorts, "port", "ports"),
 		plural(so.Spines, "spine", "spines"), trimZeros(fmt.Sprintf("%.3f", e.Oversubscription)))
 	d.line("")
 	d.printf("node 0: devices 0..%d\n", nd-1)
@@ -69,6 +69,39 @@ func (d *drawer) scaleOut() {
 	}
 	d.printf("spines: %s ◄––► every leaf; a leaf sends a write for device d up to spine d mod %d\n", summarise(names), so.Spines)
 	d.line(d.groupLine("efa-spine"))
+	d.spineLinksByLeaf(byLeaf)
+}
+
+// spineLinksByLeaf says, when the leaves' links to the spines differ (a
+// leaf's carry its NICs' bandwidth / oversubscription / spines, and the
+// last leaf may hold fewer NICs), which leaves have which.
+func (d *drawer) spineLinksByLeaf(byLeaf [][]string) {
+	so := d.t.Scale
+	type kind struct {
+		nics int
+		p    fabric.LinkParams
+	}
+	var kinds []kind
+	leaves := map[kind][]string{}
+	for i, nics := range byLeaf {
+		leaf := so.Leaf(i)
+		for _, l := range d.t.Links {
+			if l.From == leaf && l.Group == "efa-spine" {
+				k := kind{len(nics), l.Params}
+				if _, ok := leaves[k]; !ok {
+					kinds = append(kinds, k)
+				}
+				leaves[k] = append(leaves[k], d.t.Nodes[leaf].Name)
+				break
+			}
+		}
+	}
+	if len(kinds) < 2 {
+		return
+	}
+	for _, k := range kinds {
+		d.printf("  %s up from %s (%s each)\n", formatBandwidth(k.p.Bandwidth), summarise(leaves[k]), plural(k.nics, "NIC", "NICs"))
+	}
 }
 
 // networkName is the EFA network's name in prose.

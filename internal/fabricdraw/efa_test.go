@@ -31,6 +31,11 @@ func TestDrawEFAGolden(t *testing.T) {
 			e.Network, e.LeafPorts, e.Oversubscription = fabric.FatTree, 16, 2
 		}},
 		{"2x-trn3-switch-8-one-leaf", fabric.KindSwitch, hwarch.Mariana, 8, 2, func(e *fabric.EFAParams) { e.Network = fabric.FatTree }},
+		// 24 NICs on leaves of 5: the last leaf's spine links carry less,
+		// and the drawing says which leaves have which.
+		{"3x-trn1-32xl-uneven-leaves", fabric.KindTorus2D, hwarch.Sunda, 16, 3, func(e *fabric.EFAParams) {
+			e.Network, e.LeafPorts = fabric.FatTree, 5
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := fabric.DefaultParams(tc.gen)
