@@ -75,6 +75,9 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 	if sw.Algo == enc.Auto && PolicyFor(c.cfg.Generation).FlatRing {
 		NoteAutoFlatRing(rep, nodes)
 	}
+	if sw.Algo == enc.Auto {
+		NoteAutoRingNotPow2(rep, ranks, PolicyFor(c.cfg.Generation))
+	}
 	sw.Progress.Done()
 	return rep, nil
 }
@@ -141,6 +144,29 @@ func NoteAutoFlatRing(rep *nccom.Report, nodes int) {
 	if ringAcrossNodes(rep, nodes) {
 		rep.Extra[AutoFlatRingKey] = AutoFlatRingNote
 	}
+}
+
+// AutoRingKey is the report's Extra key of NoteAutoRingNotPow2's note.
+const AutoRingKey = "auto_ring"
+
+// NoteAutoRingNotPow2 notes in the Extra of rep, a report of a collective
+// whose algorithm auto chose with policy p on ranks ranks, that its ring
+// rows below p.RDHMax are the runtime's choice for a rank count that is
+// not a power of two (enc.Policy.Choose: RDH needs one), where auto goes
+// from mesh straight to ring: on the 144 ranks of a Trn3 Gen2 UltraServer
+// the 1 MiB row is then many times the 256 KiB one.
+func NoteAutoRingNotPow2(rep *nccom.Report, ranks int, p enc.Policy) {
+	if ranks <= 0 || ranks&(ranks-1) == 0 {
+		return
+	}
+	if !slices.ContainsFunc(rep.Rows, func(r nccom.Row) bool { return r.Algorithm == enc.Ring.String() && r.Size <= p.RDHMax }) {
+		return
+	}
+	if rep.Extra == nil {
+		rep.Extra = map[string]any{}
+	}
+	rep.Extra[AutoRingKey] = fmt.Sprintf("from %s auto ran ring, not rdh: the runtime's recursive halving-doubling needs a power-of-two rank count and %d ranks are not one, so auto goes from mesh (below %s) straight to ring; --algo mesh runs mesh on to compare",
+		nccom.FormatSize(p.MeshMax), ranks, nccom.FormatSize(p.MeshMax))
 }
 
 // ringAcrossNodes reports whether rep, a report of a collective over nodes

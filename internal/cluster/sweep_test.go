@@ -76,3 +76,28 @@ func TestTimeResolution(t *testing.T) {
 	require.True(t, ok, "the report says its time resolution")
 	assert.Contains(t, note, "µs: each time is when the host saw rank 0 done")
 }
+
+// TestAutoRingNote: on a rank count that is not a power of two auto goes
+// from mesh straight to ring at MeshMax (RDH needs a power of two), and
+// the report says so; on a power of two it takes rdh there and says
+// nothing; a ring asked for is not noted.
+func TestAutoRingNote(t *testing.T) {
+	for _, tc := range []struct {
+		devices int
+		algo    enc.Algo
+		noted   bool
+	}{{3, enc.Auto, true}, {4, enc.Auto, false}, {3, enc.Ring, false}} {
+		set := sweepSet(tc.devices)
+		set.Sweep.Algo = tc.algo
+		set.Systems[0].Sizes = []int64{256 << 10, 1 << 20}
+		res, err := RunSweeps(set)
+		require.NoError(t, err)
+		rep := res.Reports[0]
+		note, ok := rep.Extra[AutoRingKey].(string)
+		assert.Equal(t, tc.noted, ok, "%d devices, %v: rows %+v", tc.devices, tc.algo, rep.Rows)
+		if tc.noted {
+			assert.Equal(t, "ring", rep.Rows[1].Algorithm)
+			assert.Contains(t, note, "3 ranks are not one, so auto goes from mesh (below 1MiB) straight to ring")
+		}
+	}
+}
