@@ -245,9 +245,16 @@ func TestRestoreTakesTheSystem(t *testing.T) {
 	require.NoError(t, err)
 	p, err := ParseWith("more.yaml", []byte("name: more\nsteps:\n  - dma_copy: {bytes: 4K}\n"), base)
 	require.NoError(t, err)
-	sum, err := p.Run(Options{OutDir: t.TempDir()})
+	out := t.TempDir()
+	sum, err := p.Run(Options{OutDir: out})
 	require.NoError(t, err)
 	assert.Equal(t, 2, sum.Devices)
+	report, err := os.ReadFile(filepath.Join(out, "report.txt"))
+	require.NoError(t, err)
+	// The report numbers the file's steps as its errors do (steps[0] is
+	// "step 0"); the restore the command line added is named, not counted.
+	assert.Contains(t, string(report), "\nthe restore of "+path+": snapshot (from the command line)\n")
+	assert.Contains(t, string(report), "\nstep 0: dma_copy\n")
 	_, err = p.Run(Options{OutDir: t.TempDir()})
 	assert.ErrorContains(t, err, "has been run on already", "a restored system is run on once")
 

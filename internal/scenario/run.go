@@ -223,7 +223,7 @@ func (p *Parsed) Run(opt Options) (*Summary, error) {
 		if opt.Progress != nil {
 			fmt.Fprintf(opt.Progress, "step %d/%d: %s\n", i+1, len(p.Steps), s.Kind())
 		}
-		fmt.Fprintf(&run.report, "\nstep %d: %s\n", i, s.Kind())
+		fmt.Fprintf(&run.report, "\n%s\n", p.stepHeader(i))
 		run.index = i
 		if err := s.Action.run(run); err != nil {
 			stepErr = fmt.Errorf("%s: %s: %w", p.file, p.stepName(i), err)
@@ -257,13 +257,29 @@ func (p *Parsed) stepName(i int) string {
 	if s.implicit != "" {
 		return fmt.Sprintf("%s (snapshot)", s.implicit)
 	}
+	return fmt.Sprintf("steps[%d] (%s)", p.fileIndex(i), s.Kind())
+}
+
+// stepHeader is step i's line in the report, numbered as the file numbers
+// it (stepName's steps[N] is "step N"): a step the command line added is
+// named, not numbered.
+func (p *Parsed) stepHeader(i int) string {
+	s := &p.Steps[i]
+	if s.implicit != "" {
+		return fmt.Sprintf("%s: %s (from the command line)", s.implicit, s.Kind())
+	}
+	return fmt.Sprintf("step %d: %s", p.fileIndex(i), s.Kind())
+}
+
+// fileIndex is step i's index among the steps the file gives.
+func (p *Parsed) fileIndex(i int) int {
 	n := 0
 	for j := range i {
 		if p.Steps[j].implicit == "" {
 			n++
 		}
 	}
-	return fmt.Sprintf("steps[%d] (%s)", n, s.Kind())
+	return n
 }
 
 // runner carries a run's state.
