@@ -42,8 +42,11 @@ func parseTile(s string, output bool) (tileSpec, error) {
 	if t.Start, err = strconv.Atoi(m[2]); err != nil || t.Start > 127 {
 		return t, fmt.Errorf("%q: start partition %s out of 0..127", s, m[2])
 	}
-	if t.Count, err = strconv.Atoi(m[3]); err != nil || t.Count < 1 || t.Start+t.Count > 128 {
-		return t, fmt.Errorf("%q: %s partitions from %d pass partition 127", s, m[3], t.Start)
+	if t.Count, err = strconv.Atoi(m[3]); err != nil || t.Count < 1 {
+		return t, fmt.Errorf("%q: partition count %s: at least 1", s, m[3])
+	}
+	if t.Start+t.Count > 128 {
+		return t, fmt.Errorf("%q: %d partitions from %d pass partition 127", s, t.Count, t.Start)
 	}
 	if t.Offset, err = units.ParseUint("offset", m[4], math.MaxUint32); err != nil {
 		return t, fmt.Errorf("%q: %w", s, err)

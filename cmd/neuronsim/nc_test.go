@@ -176,3 +176,26 @@ func TestOutputIsNotAnInput(t *testing.T) {
 		})
 	}
 }
+
+// TestExecTileSpecErrors: a bad SPACE[START:COUNT,OFFSET] says what is
+// wrong with which part.
+func TestExecTileSpecErrors(t *testing.T) {
+	for spec, want := range map[string]string{
+		"sbuf[0:0,0]=x.bin":           "partition count 0: at least 1",
+		"sbuf[120:10,0]=x.bin":        "10 partitions from 120 pass partition 127",
+		"sbuf[0:1,1e3]=x.bin":         `offset "1e3": not a decimal or 0x hex integer`,
+		"sbuf[0:1,0x1ffffffff]=x.bin": `offset "0x1ffffffff": at most 4294967295`,
+		"sbuf[0:1,010]=x.bin":         "", // 010 is ten, not octal: the spec is good
+	} {
+		_, err := parseTile(spec, false)
+		if want == "" {
+			assert.NoError(t, err, spec)
+			continue
+		}
+		require.Error(t, err, spec)
+		assert.Contains(t, err.Error(), want, spec)
+	}
+	tile, err := parseTile("sbuf[0:1,010]=x.bin", false)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(10), tile.Offset)
+}
