@@ -62,6 +62,7 @@ func TestParseRefusesBadValues(t *testing.T) {
 		{"factor and step", step("sweep: {op: all_reduce, min: 1K, max: 1M, factor: 2, step: 4K}"), "4K", []string{"steps[0].sweep.step", "not both"}},
 		// Given empty is not left out: the default is the key left out.
 		{"outputs json empty", "name: x\nsystem: {arch: mariana}\noutputs: {report: r.txt, json: \"\"}\n", "\"\"", []string{"outputs.json", "empty"}},
+		{"outputs json without a sweep", "name: x\nsystem: {arch: mariana}\nsteps:\n  - dma_copy: {bytes: 4K}\noutputs: {plot: p.png}\n", "p.png", []string{"outputs.plot", "no sweep step makes it"}}, // once not written, with no word
 		{"outputs dir empty", "name: x\nsystem: {arch: mariana}\noutputs: {dir: ''}\n", "''", []string{"outputs.dir", "empty"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
