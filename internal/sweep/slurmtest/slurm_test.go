@@ -418,7 +418,7 @@ func TestSlurmSweep(t *testing.T) {
 		}
 		job, _, _ := strings.Cut(strings.TrimSpace(lines.Text()), ";")
 		// The victim: a running task that has written some of its shard's
-		// result files but not all (the partition is the grid's, the same
+		// result files, at most half (the partition is the grid's, the same
 		// here as in the tasks).
 		victim, victimShard := "", -1
 		for deadline := time.Now().Add(3 * time.Minute); victim == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -433,14 +433,16 @@ func TestSlurmSweep(t *testing.T) {
 				if err != nil || k < 0 || k >= slurmShards {
 					t.Fatalf("squeue lists task %q of job %s", task, job)
 				}
-				if n := doneOf(have, shards[k]); n > 0 && n < len(shards[k]) {
+				// At most half written: a task nearly done may finish its
+				// last point before scancel's signal reaches it (seen in CI).
+				if n := doneOf(have, shards[k]); n > 0 && 2*n <= len(shards[k]) {
 					victim, victimShard = task, k
 					break
 				}
 			}
 		}
 		if victim == "" {
-			t.Fatalf("no task of job %s was seen running with some but not all of its results written", job)
+			t.Fatalf("no task of job %s was seen running with some but at most half of its results written", job)
 		}
 		run(t, 20*time.Second, work, "scancel", victim)
 		for lines.Scan() {
