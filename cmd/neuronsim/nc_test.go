@@ -199,3 +199,15 @@ func TestExecTileSpecErrors(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(10), tile.Offset)
 }
+
+// TestExecInvalidPrintsNoRun: a program the validators refuse never runs,
+// so exec prints no device time for it (it once printed "0s of device
+// time" before the validator's error).
+func TestExecInvalidPrintsNoRun(t *testing.T) {
+	dir := t.TempDir()
+	prog := writeFile(t, dir, "cay.s", ".engine sp\ndma_transpose dst=sbuf[0:1,0]:bf16[4] src0=sbuf[0:1,0x100]:bf16[4] aux=3 last\n")
+	out, err := runCLI(t, "exec", prog, "--arch", "sunda")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "needs cayman or later")
+	assert.NotContains(t, out, "device time")
+}

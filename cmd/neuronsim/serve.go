@@ -126,6 +126,10 @@ func (l *serveLimits) options() (serveOptions, error) {
 	if err != nil {
 		return o, err
 	}
+	if perClient > total {
+		return o, &units.Error{Field: "--host-memory-per-client", Value: l.hostPerClient, Err: units.ErrRange,
+			Reason: fmt.Sprintf("more than --host-memory %s, all connections' together: one connection could never hold it", l.hostMemory)}
+	}
 	mem, err := units.ParseBytesIn("--max-memory", l.maxMemory, sim.PageSize, 1<<50)
 	if err != nil {
 		return o, err

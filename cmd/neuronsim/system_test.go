@@ -229,6 +229,7 @@ func TestServeLimitFlags(t *testing.T) {
 		{[]string{"--max-memory", "1.5G"}, "sizes are integers only"},
 		{[]string{"--host-memory", "2TiB"}, `--host-memory "2TiB": must be in`},
 		{[]string{"--host-memory-per-client", "0"}, `--host-memory-per-client "0"`},
+		{[]string{"--host-memory", "1K", "--host-memory-per-client", "1M"}, "--host-memory-per-client 1M: more than --host-memory 1K"}, // once accepted
 	} {
 		_, err := runCLI(t, append([]string{"serve", "--listen", "unix:/nonexistent/x"}, tc.args...)...)
 		assert.ErrorContains(t, err, tc.want, "%v", tc.args)

@@ -111,6 +111,13 @@ func ShardFromEnv(getenv func(string) (string, bool), count int) (Shard, bool, e
 	case count != 0:
 		return Shard{}, false, fmt.Errorf("--count %d: it is the count of a Kubernetes Indexed Job, but JOB_COMPLETION_INDEX is not set (use --shard I/N by hand): %w", count, ErrShard)
 	}
+	// An array's other variables without its task id: not a task of it,
+	// or a broken environment — not the whole grid.
+	for _, v := range []string{"SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MAX"} {
+		if val, ok := getenv(v); ok {
+			return Shard{}, false, fmt.Errorf("%s=%s is set but SLURM_ARRAY_TASK_ID is not: which task is this? give --shard I/N: %w", v, val, ErrShard)
+		}
+	}
 	return All, false, nil
 }
 

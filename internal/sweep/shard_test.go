@@ -68,6 +68,8 @@ func TestShardFromEnv(t *testing.T) {
 		{"slurm min max", map[string]string{"SLURM_ARRAY_TASK_ID": "7", "SLURM_ARRAY_TASK_MIN": "5", "SLURM_ARRAY_TASK_MAX": "8"}, 0, Shard{2, 4, "SLURM_ARRAY_TASK_ID"}, true, ""},
 		{"slurm all agree", map[string]string{"SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": "3", "SLURM_ARRAY_TASK_COUNT": "4"}, 0, Shard{0, 4, "SLURM_ARRAY_TASK_ID"}, true, ""},
 		{"slurm stepped", map[string]string{"SLURM_ARRAY_TASK_ID": "4", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": "12", "SLURM_ARRAY_TASK_COUNT": "4"}, 0, Shard{}, false, "stepped or sparse"},
+		{"slurm count without id", map[string]string{"SLURM_ARRAY_TASK_COUNT": "4"}, 0, Shard{}, false, "SLURM_ARRAY_TASK_COUNT=4 is set but SLURM_ARRAY_TASK_ID is not"}, // once the whole grid
+		{"slurm max without id", map[string]string{"SLURM_ARRAY_TASK_MAX": "3"}, 0, Shard{}, false, "SLURM_ARRAY_TASK_MAX=3 is set but SLURM_ARRAY_TASK_ID is not"},
 		{"slurm id past count", map[string]string{"SLURM_ARRAY_TASK_ID": "4", "SLURM_ARRAY_TASK_COUNT": "4"}, 0, Shard{}, false, "outside the array 0..3"},
 		{"slurm id below min", map[string]string{"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": "2", "SLURM_ARRAY_TASK_MAX": "3"}, 0, Shard{}, false, "outside the array 2..3"},
 		{"slurm id alone", map[string]string{"SLURM_ARRAY_TASK_ID": "1"}, 0, Shard{}, false, "without SLURM_ARRAY_TASK_COUNT"},

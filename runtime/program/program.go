@@ -462,22 +462,29 @@ func (r *Runner) collect(blocks []Block) (Result, error) {
 // that did not finish in time (ErrTimeout) keeps its device memory: its
 // engines may still be fetching from it.
 func (r *Runner) Run(prog []byte) (Result, error) {
+	res, _, err := r.RunStarted(prog)
+	return res, err
+}
+
+// RunStarted is Run that also says whether the program was started: one
+// refused by the validators, or that could not be staged, never ran.
+func (r *Runner) RunStarted(prog []byte) (res Result, started bool, err error) {
 	blocks, err := r.Load(prog)
 	if err != nil {
-		return Result{}, err
+		return Result{}, false, err
 	}
 	if err := r.Start(blocks); err != nil {
 		_ = r.Unload(blocks)
-		return Result{}, err
+		return Result{}, false, err
 	}
-	res, err := r.Wait(blocks)
+	res, err = r.Wait(blocks)
 	if errors.Is(err, ErrTimeout) {
-		return res, err
+		return res, true, err
 	}
 	if uerr := r.Unload(blocks); uerr != nil && err == nil {
 		err = uerr
 	}
-	return res, err
+	return res, true, err
 }
 
 // Semaphores reads the NC's 256 semaphores through csr_read.

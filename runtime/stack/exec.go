@@ -38,7 +38,7 @@ type ExecRequest struct {
 // (TimePS and Result are valid), even when it stopped on an error;
 // Semaphores are read after a run without error.
 type ExecResult struct {
-	Ran        bool
+	Ran        bool   // the program was started (not refused by the validators or staging)
 	TimePS     uint64 // device time from the program's staging to its end
 	Result     program.Result
 	Semaphores []int32
@@ -82,12 +82,12 @@ func (s *Stack) Exec(req ExecRequest) (ExecResult, error) {
 	if err != nil {
 		return res, err
 	}
-	out, runErr := r.Run(req.Program)
+	out, started, runErr := r.RunStarted(req.Program)
 	took, err := since()
 	if err != nil {
 		return res, errors.Join(runErr, err)
 	}
-	res.Ran, res.TimePS, res.Result = true, took, out
+	res.Ran, res.TimePS, res.Result = started, took, out
 	if runErr != nil {
 		return res, runErr
 	}
