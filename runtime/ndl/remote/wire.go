@@ -1,11 +1,13 @@
 package remote
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"unicode/utf8"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
@@ -200,6 +202,10 @@ func parseHeader(h []byte) (length int, op Op, tag uint32, err error) {
 	op = Op(h[4])
 	tag = binary.LittleEndian.Uint32(h[8:12])
 	if n > MaxPayloadSize {
+		if bytes.HasPrefix(h, []byte("HTTP")) || bytes.HasPrefix(h, []byte("SSH-")) {
+			// A frame's length is little-endian: text gives a huge one.
+			return 0, op, tag, fmt.Errorf("remote: the peer answered %q: not a neuronsim server: %w", strings.TrimRight(string(h[:4]), "-"), ErrProtocol)
+		}
 		return 0, op, tag, fmt.Errorf("remote: frame declares a %d-byte payload, more than the maximum %d: %w", n, MaxPayloadSize, ErrProtocol)
 	}
 	if !op.known() {

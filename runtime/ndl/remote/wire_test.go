@@ -140,6 +140,8 @@ func TestReadFrameErrors(t *testing.T) {
 		{"short header", []byte{1, 0, 0}, ErrProtocol, "truncated frame header (3 of 12 bytes)", 0},
 		{"oversized", frame(MaxPayloadSize+1, byte(OpRead), 0), ErrProtocol, "1048593-byte payload", 0},
 		{"unknown op", frame(0, 0x0A, 0), ErrProtocol, "unknown op 0x0a", 0},
+		{"an HTTP server", []byte("HTTP/1.0 400 Bad Request\r\n"), ErrProtocol, `the peer answered "HTTP": not a neuronsim server`, 0}, // once "a 1347703880-byte payload"
+		{"an SSH server", []byte("SSH-2.0-OpenSSH_9.2\r\n"), ErrProtocol, `the peer answered "SSH": not a neuronsim server`, 0},
 		{"reserved", []byte{0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0}, ErrProtocol, "reserved header bytes", 0},
 		{"truncated", frame(100, byte(OpWrite), 0, 1, 2, 3), ErrProtocol, "truncated WRITE frame (3 of 100 payload bytes)", 0},
 		{"declares 1 MiB, sends 10 bytes", frame(MaxPayloadSize, byte(OpWrite), 0, make([]byte, 10)...), ErrProtocol, "truncated", 128 << 10},
