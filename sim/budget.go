@@ -21,8 +21,8 @@ func (h *HostMemory) SetPageBudget(b *PageBudget) error {
 // BAR4, its register file and its host memory — charge their resident pages
 // to b, so that the devices of a served system share one bound. A BAR write
 // that would pass it is refused whole with an error wrapping
-// [ErrPageBudget]; a DMA transfer that would pass it fails as a transfer to
-// a bad address does.
+// [ErrPageBudget]; a DMA transfer that would pass it halts its queue with
+// udma.ErrMemoryFull, the simulator's own status bit.
 func (d *Device) SetPageBudget(b *PageBudget) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 )
@@ -182,8 +183,49 @@ const (
 	ErrNeighbour        uint32 = 1 << 14 // a neighbour-device window with no device behind it
 	ErrRingAddr         uint32 = 1 << 15 // the ring memory itself is unreachable
 	ErrReduce           uint32 = 1 << 16 // an S2M reduce code the engines do not know, or a length not whole elements
-	ErrorBits           uint32 = 0x1_FF00
+	// ErrMemoryFull is a simulator's bit, not hardware's: a write needed
+	// memory past the simulated device's page budget (serve --max-memory).
+	ErrMemoryFull uint32 = 1 << 17
+	ErrorBits     uint32 = 0x3_FF00
 )
+
+// statusNames are the status bits' meanings, for StatusText.
+var statusNames = []struct {
+	bit  uint32
+	what string
+}{
+	{StatusBusy, "busy"}, {StatusHalted, "halted"},
+	{ErrDescAddr, "a buffer address lies in no memory the engine reaches"},
+	{ErrRingID, "a descriptor's ring id is not the ring's phase"},
+	{ErrLength, "the S2M buffer is shorter than the M2S data"},
+	{ErrDoorbellDisabled, "a doorbell on a queue or engine not enabled"},
+	{ErrRingConfig, "the ring's base or length breaks the ring rules"},
+	{ErrRingOverrun, "more descriptors made available than the ring holds"},
+	{ErrNeighbour, "a write to another device found no path (a link down, or no device behind the window)"},
+	{ErrRingAddr, "the ring memory is unreachable"},
+	{ErrReduce, "an unknown reduce code, or a length not whole elements"},
+	{ErrMemoryFull, "the simulated device's memory budget is used up (serve --max-memory)"},
+}
+
+// StatusText is a queue status word in words: its error bits' meanings
+// joined by "; " (only busy and halted when it has none; "" for 0),
+// unknown bits as hex.
+func StatusText(st uint32) string {
+	var parts []string
+	if st&ErrorBits != 0 {
+		st &^= StatusBusy | StatusHalted // the error says why it halted
+	}
+	for _, n := range statusNames {
+		if st&n.bit != 0 {
+			parts = append(parts, n.what)
+			st &^= n.bit
+		}
+	}
+	if st != 0 {
+		parts = append(parts, fmt.Sprintf("unknown bits %#x", st))
+	}
+	return strings.Join(parts, "; ")
+}
 
 // QueueReg returns the offset of a queue register: half (M2S or S2M), queue
 // q, register reg.

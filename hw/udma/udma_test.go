@@ -106,3 +106,20 @@ func TestDescriptorFields(t *testing.T) {
 	assert.Equal(t, uint32(0x1111), EngineStateWord(StateNormal))
 	assert.Equal(t, uint64(0x21000+3*0x1000+0x38), QueueReg(S2M, 3, QTailInc), "S2M queue q at +0x21000 + q·0x1000")
 }
+
+// TestStatusText: a status word in words — its errors, or its state when
+// it has none — so that a halted queue's message says why.
+func TestStatusText(t *testing.T) {
+	for st, want := range map[uint32]string{
+		0:                                  "",
+		StatusBusy:                         "busy",
+		StatusHalted:                       "halted",
+		StatusHalted | ErrNeighbour:        "a write to another device found no path (a link down, or no device behind the window)",
+		StatusHalted | ErrMemoryFull:       "the simulated device's memory budget is used up (serve --max-memory)",
+		StatusHalted | ErrDescAddr | 1<<20: "a buffer address lies in no memory the engine reaches; unknown bits 0x100000",
+	} {
+		if got := StatusText(st); got != want {
+			t.Errorf("StatusText(%#x) = %q, want %q", st, got, want)
+		}
+	}
+}

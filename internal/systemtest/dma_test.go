@@ -197,3 +197,32 @@ func TestQueuesIntact(t *testing.T) {
 		})
 	}
 }
+
+// TestDMAPastPageBudgetSaysSo: a DMA write that needs device memory past
+// the simulated device's page budget (serve --max-memory) halts its queue
+// with the simulator's ErrMemoryFull bit, and the runtime's error says the
+// budget is used up — once only "status 0x102", read as a bad address.
+func TestDMAPastPageBudgetSaysSo(t *testing.T) {
+	simDev, up, m := dmaDevice(t, hwarch.Cayman, 0)
+	geo := up.Geometry
+	q, err := m.OpenQueue("big", 0, 0, 64)
+	require.NoError(t, err)
+	hostSrc, err := m.Host().HostAlloc(64<<10, 64)
+	require.NoError(t, err)
+	require.NoError(t, m.Host().HostWrite(hostSrc, pattern(64<<10, 5)))
+	all, err := sim.NewPageBudget(1 << 30)
+	require.NoError(t, err)
+	require.NoError(t, simDev.SetPageBudget(all)) // to count what is resident
+	b, err := sim.NewPageBudget(all.Used() + 2)   // room for two more pages: the 64 KiB write needs 16
+	require.NoError(t, err)
+	require.NoError(t, simDev.SetPageBudget(b))
+	v := dma.NewVring("big")
+	require.NoError(t, v.AddTransfer(geo.HostAddress(hostSrc), geo.HBM[0].Base+64*hwarch.MiB, 64<<10))
+	require.NoError(t, q.Run(v))
+	err = q.Wait(100000)
+	require.ErrorIs(t, err, dma.ErrQueueError)
+	assert.Contains(t, err.Error(), "the simulated device's memory budget is used up")
+	st, err := q.Status()
+	require.NoError(t, err)
+	assert.Equal(t, udma.StatusHalted|udma.ErrMemoryFull, st&^udma.StatusBusy)
+}

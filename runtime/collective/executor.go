@@ -557,12 +557,8 @@ func (x *Executor) diagnose(s *enc.Schedule, err error) error {
 	for _, key := range x.sortedQueues() {
 		r, q := key[0], x.queues[key]
 		if st, e := q.Status(); e == nil && st&udma.StatusHalted != 0 {
-			why := ""
-			if st&udma.ErrNeighbour != 0 {
-				why = " (a write to another device found no path: a link down or no device behind the window)"
-			}
-			return fmt.Errorf("enc: %s: rank %d (device %d) DMA engine %d queue %d halted with status %#x%s: %w",
-				s.Op, r, x.Ranks[r].Device, q.Engine, q.Index, st, why, ErrRun)
+			return fmt.Errorf("enc: %s: rank %d (device %d) DMA engine %d queue %d halted with status %#x (%s): %w",
+				s.Op, r, x.Ranks[r].Device, q.Engine, q.Index, st, udma.StatusText(st), ErrRun)
 		}
 	}
 	return fmt.Errorf("enc: %s did not finish: %w: %w", s.Op, err, ErrRun)

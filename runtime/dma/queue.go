@@ -286,7 +286,7 @@ func (qu *Queue) Sync() error {
 		return err
 	}
 	if st&udma.StatusHalted != 0 {
-		return fmt.Errorf("dma: queue %q (engine %d queue %d): status %#x: %w", qu.Name, qu.Engine, qu.Index, st, ErrQueueError)
+		return fmt.Errorf("dma: queue %q (engine %d queue %d): status %#x (%s): %w", qu.Name, qu.Engine, qu.Index, st, udma.StatusText(st), ErrQueueError)
 	}
 	if qu.pending == 0 {
 		return nil

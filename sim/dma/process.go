@@ -97,6 +97,8 @@ func errorBits(err error, ring bool) uint32 {
 	switch {
 	case errors.Is(err, ErrNeighbour):
 		return udma.ErrNeighbour
+	case errors.Is(err, simkernel.ErrPageBudget):
+		return udma.ErrMemoryFull
 	case ring:
 		return udma.ErrRingAddr
 	}
