@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -187,4 +188,31 @@ func TestParseUint(t *testing.T) {
 			t.Errorf("ParseUint(%q) error %v; want %v naming ADDR", s, err, want)
 		}
 	}
+}
+
+// FuzzParseUint: what ParseUint accepts is decimal digits, or 0x/0X and hex
+// digits, whose value it returns and which is at most max; what it refuses
+// is an *Error naming the field, wrapping ErrSyntax or ErrRange.
+func FuzzParseUint(f *testing.F) {
+	for _, s := range []string{"0", "010", "0x10", "0X1f", "0x", "0o7", "1_0", "-1", " 7 ", "18446744073709551615", "18446744073709551616", "0xffffffffffffffff0"} {
+		f.Add(s, uint64(math.MaxUint32))
+	}
+	f.Fuzz(func(t *testing.T, s string, max uint64) {
+		v, err := ParseUint("ADDR", s, max)
+		if err != nil {
+			var ue *Error
+			if !errors.As(err, &ue) || ue.Field != "ADDR" || !(errors.Is(err, ErrSyntax) || errors.Is(err, ErrRange)) {
+				t.Fatalf("%q: error %v", s, err)
+			}
+			return
+		}
+		d, base := strings.TrimSpace(s), 10
+		if len(d) > 2 && (d[:2] == "0x" || d[:2] == "0X") {
+			d, base = d[2:], 16
+		}
+		want, perr := strconv.ParseUint(d, base, 64)
+		if perr != nil || want != v || v > max || strings.ContainsAny(d, "_+-") {
+			t.Fatalf("%q (max %d): accepted as %d; strconv base %d gives %d, %v", s, max, v, base, want, perr)
+		}
+	})
 }
