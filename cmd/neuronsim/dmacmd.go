@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
-	"github.com/neuronsim/neuronsim/hw/udma"
 	"github.com/neuronsim/neuronsim/internal/units"
 	rtdma "github.com/neuronsim/neuronsim/runtime/dma"
 	"github.com/neuronsim/neuronsim/runtime/ndl"
@@ -110,10 +109,7 @@ func printCopy(out io.Writer, g hwarch.Generation, res stack.CopyResult, from, t
 	}
 	took := sim.Time(res.TimePS)
 	fmt.Fprintf(out, "%s %s → %s copy of %s on core %d (%s)\n", g, from, to, units.Plural(int64(n), "byte", "bytes"), core, mode)
-	// A copy is batches of at most MaxPairsPerBatch pairs, each ending in a
-	// completion marker (runtime/dma.Copy).
-	perBatch := uint64(rtdma.MaxPairsPerBatch-1) * udma.MaxTransfer
-	markers := max(1, (n+perBatch-1)/perBatch)
+	markers := rtdma.CopyBatches(n) // each batch ends in a completion marker
 	marker := "with the completion marker"
 	if markers > 1 {
 		marker = fmt.Sprintf("with %d completion markers, one a batch of at most %d pairs", markers, rtdma.MaxPairsPerBatch)

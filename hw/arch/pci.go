@@ -3,8 +3,9 @@ package arch
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
+
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // PCI identity values (driver-facts §1).
@@ -150,12 +151,7 @@ func ParseRevision(s string) (uint8, error) {
 	case "qemu":
 		return RevisionQEMU, nil
 	}
-	t := strings.TrimSpace(s)
-	base := 10 // 010 is ten, never octal
-	if len(t) > 2 && (t[:2] == "0x" || t[:2] == "0X") {
-		base, t = 16, t[2:]
-	}
-	v, err := strconv.ParseUint(t, base, 8)
+	v, err := units.ParseUint("revision", s, 0xFF) // 010 is ten, never octal
 	if err != nil {
 		return 0, fmt.Errorf("%w %q: want silicon, emu, qemu or a number 0..0xff", ErrBadRevision, s)
 	}

@@ -246,6 +246,24 @@ const (
 // SizeGrammar describes what [ParseBytes] reads, for help texts and errors.
 const SizeGrammar = "an integer number of bytes, optionally with a unit K, M, G or T (also KB/KiB, MB/MiB, …, any case), all powers of 1024: 512, 4K, 64MiB, 1G"
 
+// sizeUnit is the bytes of a size's unit as ParseBytes reads it: none or
+// B, K, M, G, T, each optionally followed by B or iB, in any case.
+func sizeUnit(suffix string) (int64, bool) {
+	switch strings.ToLower(suffix) {
+	case "", "b":
+		return 1, true
+	case "k", "kb", "kib":
+		return kib, true
+	case "m", "mb", "mib":
+		return mib, true
+	case "g", "gb", "gib":
+		return gib, true
+	case "t", "tb", "tib":
+		return tib, true
+	}
+	return 0, false
+}
+
 // wholeHint is ParseBytes' hint for a fraction digits.frac[unit]: the
 // same size written as an integer in the largest unit that makes it one
 // (1.5M: "write 1536K"), or that it is not a whole number of bytes.
@@ -258,8 +276,7 @@ func wholeHint(digits, rest string) string {
 		i++
 	}
 	frac := rest[1:i]
-	unit, ok := map[string]int64{"": 1, "b": 1, "k": kib, "kb": kib, "kib": kib, "m": mib, "mb": mib, "mib": mib,
-		"g": gib, "gb": gib, "gib": gib, "t": tib, "tb": tib, "tib": tib}[strings.ToLower(rest[i:])]
+	unit, ok := sizeUnit(rest[i:])
 	whole, err1 := strconv.ParseInt(digits, 10, 64)
 	if !ok || err1 != nil || len(frac) > 12 || whole > tib {
 		return ""
@@ -312,19 +329,8 @@ func ParseBytes(field, s string) (int64, error) {
 	if strings.HasPrefix(suffix, ".") || strings.HasPrefix(suffix, ",") {
 		return 0, syntaxErr(field, q, "sizes are integers only%s", wholeHint(digits, suffix))
 	}
-	var unit int64
-	switch strings.ToLower(suffix) {
-	case "", "b":
-		unit = 1
-	case "k", "kb", "kib":
-		unit = kib
-	case "m", "mb", "mib":
-		unit = mib
-	case "g", "gb", "gib":
-		unit = gib
-	case "t", "tb", "tib":
-		unit = tib
-	default:
+	unit, ok := sizeUnit(suffix)
+	if !ok {
 		return 0, syntaxErr(field, q, "unknown unit %q (want none, B, K, M, G or T, optionally followed by B or iB, any case; all are powers of 1024)", suffix)
 	}
 	n, err := strconv.ParseInt(digits, 10, 64)

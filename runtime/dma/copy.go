@@ -26,6 +26,14 @@ func (m *DMA) H2T(nc int) (*Queue, error) {
 // before waiting for it: 4096/2 − 17, as the driver does.
 const MaxPairsPerBatch = 4096/2 - 17
 
+// CopyBatchBytes is the most bytes one batch of a Copy moves: its pairs
+// but the marker, of udma.MaxTransfer each.
+const CopyBatchBytes = uint64(MaxPairsPerBatch-1) * udma.MaxTransfer
+
+// CopyBatches is how many batches, each ending in its completion marker,
+// a Copy of n bytes runs (one for n = 0).
+func CopyBatches(n uint64) uint64 { return max(1, (n+CopyBatchBytes-1)/CopyBatchBytes) }
+
 // Copy moves n bytes from src to dst (device addresses: device memory, or
 // host memory with the host bit) through NC nc's H2T queue, as the driver's
 // copies do: batches of at most MaxPairsPerBatch pairs of at most 64 KiB,
@@ -45,7 +53,7 @@ func (m *DMA) Copy(nc int, dst, src, n uint64) (int, error) {
 	if src+n < src || dst+n < dst {
 		return 0, fmt.Errorf("dma: copy [%#x → %#x, +%d) wraps the address space", src, dst, n)
 	}
-	const batch = uint64(MaxPairsPerBatch-1) * udma.MaxTransfer
+	const batch = CopyBatchBytes
 	pairs := 0
 	for off := uint64(0); off < n || n == 0; off += batch {
 		c := min(n-off, batch)
