@@ -72,11 +72,11 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 	rep.Extra[LinkUsageKey] = usage
 	rep.Extra[TimeResolutionKey] = TimeResolutionNote(resolution)
 	NoteFlatRing(rep, nodes, sw.Options.Channels, nics)
-	if sw.Algo == enc.Auto && PolicyFor(c.cfg.Generation).FlatRing {
-		NoteAutoFlatRing(rep, nodes)
-	}
-	if sw.Algo == enc.Auto {
-		NoteAutoRingNotPow2(rep, ranks, PolicyFor(c.cfg.Generation))
+	if policy := PolicyFor(c.cfg.Generation); sw.Algo == enc.Auto {
+		if policy.FlatRing {
+			NoteAutoFlatRing(rep, nodes)
+		}
+		NoteAutoRingNotPow2(rep, ranks, policy)
 	}
 	sw.Progress.Done()
 	return rep, nil
@@ -111,9 +111,9 @@ func NoteFlatRing(rep *nccom.Report, nodes, channels, nics int) {
 		return
 	}
 	channels = max(channels, 1)
-	rep.Extra[ChannelsKey] = channels
+	note(rep, ChannelsKey, channels)
 	if channels < nics {
-		rep.Extra[FlatRingKey] = FlatRingNote
+		note(rep, FlatRingKey, FlatRingNote)
 	}
 }
 
@@ -142,7 +142,7 @@ var AutoFlatRingNote = fmt.Sprintf("auto ran the rows of algorithm ring as a fla
 // a ring.
 func NoteAutoFlatRing(rep *nccom.Report, nodes int) {
 	if ringAcrossNodes(rep, nodes) {
-		rep.Extra[AutoFlatRingKey] = AutoFlatRingNote
+		note(rep, AutoFlatRingKey, AutoFlatRingNote)
 	}
 }
 
@@ -162,24 +162,22 @@ func NoteAutoRingNotPow2(rep *nccom.Report, ranks int, p enc.Policy) {
 	if !slices.ContainsFunc(rep.Rows, func(r nccom.Row) bool { return r.Algorithm == enc.Ring.String() && r.Size <= p.RDHMax }) {
 		return
 	}
-	if rep.Extra == nil {
-		rep.Extra = map[string]any{}
-	}
-	rep.Extra[AutoRingKey] = fmt.Sprintf("from %s auto ran ring, not rdh: the runtime's recursive halving-doubling needs a power-of-two rank count and %d ranks are not one, so auto goes from mesh (below %s) straight to ring; --algo mesh runs mesh on to compare",
-		nccom.FormatSize(p.MeshMax), ranks, nccom.FormatSize(p.MeshMax))
+	note(rep, AutoRingKey, fmt.Sprintf("from %s auto ran ring, not rdh: the runtime's recursive halving-doubling needs a power-of-two rank count and %d ranks are not one, so auto goes from mesh (below %s) straight to ring; --algo mesh runs mesh on to compare",
+		nccom.FormatSize(p.MeshMax), ranks, nccom.FormatSize(p.MeshMax)))
 }
 
 // ringAcrossNodes reports whether rep, a report of a collective over nodes
-// nodes, ran a ring across several nodes (one of its rows is a ring), and
-// then makes sure rep has an Extra to note it in.
+// nodes, ran a ring across several nodes (one of its rows is a ring).
 func ringAcrossNodes(rep *nccom.Report, nodes int) bool {
-	if nodes <= 1 || !slices.ContainsFunc(rep.Rows, func(r nccom.Row) bool { return r.Algorithm == enc.Ring.String() }) {
-		return false
-	}
+	return nodes > 1 && slices.ContainsFunc(rep.Rows, func(r nccom.Row) bool { return r.Algorithm == enc.Ring.String() })
+}
+
+// note sets key to v in rep's Extra, making the Extra if it has none.
+func note(rep *nccom.Report, key string, v any) {
 	if rep.Extra == nil {
 		rep.Extra = map[string]any{}
 	}
-	return true
+	rep.Extra[key] = v
 }
 
 // Collective runs one collective of size bytes on every rank — timing

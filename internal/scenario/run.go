@@ -568,12 +568,7 @@ type outputFile struct{ where, path string }
 func (run *runner) outputs() []outputFile {
 	p := run.p
 	outs := []outputFile{{"outputs.report", run.outPath(run.reportName())}}
-	hasSweep := false
-	for i := range p.Steps {
-		_, sweep := p.Steps[i].Action.(*SweepStep)
-		hasSweep = hasSweep || sweep
-	}
-	if hasSweep {
+	if hasSweep(p.Steps) {
 		outs = append(outs, outputFile{"outputs.json", run.outPath(run.jsonName())})
 		if p.Outputs.Plot != "" {
 			outs = append(outs, outputFile{"outputs.plot", run.outPath(p.Outputs.Plot)})

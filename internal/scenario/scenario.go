@@ -201,13 +201,8 @@ func (sc *Scenario) check(d *strictyaml.Decoder, root *yaml.Node, base *Base) (*
 			return nil, d.Errorf(n, "outputs."+o.key, "empty: name a file (or leave the key out for its default)")
 		}
 	}
-	sweeps := false
-	for i := range sc.Steps {
-		_, sweep := sc.Steps[i].Action.(*SweepStep)
-		sweeps = sweeps || sweep
-	}
 	for _, o := range []struct{ key, v string }{{"json", sc.Outputs.JSON}, {"plot", sc.Outputs.Plot}} {
-		if o.v != "" && !sweeps {
+		if o.v != "" && !hasSweep(sc.Steps) {
 			return nil, d.Errorf(child(outs, o.key), "outputs."+o.key, "%s: no sweep step makes it (it is the sweeps' %s)", o.v, map[string]string{"json": "nccom-test JSON", "plot": "busbw plot"}[o.key])
 		}
 	}

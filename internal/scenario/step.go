@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -179,4 +180,10 @@ func (c *checkContext) collectiveWords(op, algo, dtype string) error {
 		}
 	}
 	return nil
+}
+
+// hasSweep reports whether one of steps is a sweep: the steps that make
+// the JSON and plot outputs.
+func hasSweep(steps []Step) bool {
+	return slices.ContainsFunc(steps, func(s Step) bool { _, ok := s.Action.(*SweepStep); return ok })
 }

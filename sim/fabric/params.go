@@ -162,12 +162,16 @@ func (p Params) Validate(k Kind) error {
 	if p.ChunkBytes < 64 || p.ChunkBytes > 1<<30 {
 		return fmt.Errorf("fabric: chunk of %d bytes (64..1 GiB): %w", p.ChunkBytes, ErrParams)
 	}
-	links := map[string]LinkParams{"xy": p.XY, "z": p.Z, "ring": p.Ring, "in-server": p.InServer, "inter-server": p.InterServer, "link": p.Link, "inter-rack": p.InterRack}
-	for _, name := range []string{"xy", "z", "ring", "in-server", "inter-server", "link", "inter-rack"} {
-		if links[name].Bandwidth == 0 && name != "inter-rack" {
-			return fmt.Errorf("fabric: %s link bandwidth 0: %w", name, ErrParams)
+	for _, l := range []struct {
+		name   string
+		p      LinkParams
+		needBW bool // inter-rack only on the kind that has it, below
+	}{{"xy", p.XY, true}, {"z", p.Z, true}, {"ring", p.Ring, true}, {"in-server", p.InServer, true},
+		{"inter-server", p.InterServer, true}, {"link", p.Link, true}, {"inter-rack", p.InterRack, false}} {
+		if l.needBW && l.p.Bandwidth == 0 {
+			return fmt.Errorf("fabric: %s link bandwidth 0: %w", l.name, ErrParams)
 		}
-		if _, err := units.LatencyPS("fabric: "+name+" link latency", links[name].Latency); err != nil {
+		if _, err := units.LatencyPS("fabric: "+l.name+" link latency", l.p.Latency); err != nil {
 			return fmt.Errorf("%w: %w", err, ErrParams)
 		}
 	}
