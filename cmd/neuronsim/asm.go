@@ -54,8 +54,8 @@ func newAsmCommand() *cobra.Command {
 	cmd.Flags().StringVarP(&out, "output", "o", "", "output file (default: the input with its extension replaced by .bin)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		in := args[0]
-		if cmd.Flags().Changed("output") && out == "" {
-			return fmt.Errorf("-o: empty: name a file, or leave -o out for the default")
+		if err := refuseEmpty(cmd, "output", "-o", out, "name a file, or leave -o out for the default"); err != nil {
+			return err
 		}
 		src, err := readFileLimit(in, maxAsmSource, "asm reads sources up to 64 MiB")
 		if err != nil {
@@ -101,8 +101,8 @@ func newDisasmCommand() *cobra.Command {
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the text to this file instead of stdout")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		in := args[0]
-		if cmd.Flags().Changed("output") && out == "" {
-			return fmt.Errorf("-o: empty: name a file, or leave -o out for the default")
+		if err := refuseEmpty(cmd, "output", "-o", out, "name a file, or leave -o out for the default"); err != nil {
+			return err
 		}
 		bin, err := readFileLimit(in, asm.MaxRecords*isa.RecordSize, fmt.Sprintf("a program holds at most %d records", asm.MaxRecords))
 		if err != nil {

@@ -46,8 +46,8 @@ or the name of a shipped scenario (--list names them).`,
 			if err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("out") && outDir == "" {
-				return fmt.Errorf("--out: empty: name a directory, or leave --out out for the scenario's")
+			if err := refuseEmpty(cmd, "out", "--out", outDir, "name a directory, or leave --out out for the scenario's"); err != nil {
+				return err
 			}
 			p, err := openScenario(args)
 			if err != nil {

@@ -93,11 +93,11 @@ points' estimated work. -j runs that many points at once.`,
 			if out == "" {
 				return fmt.Errorf("--out: give the results folder")
 			}
-			given := cmd.Flags().Changed("shard")
+			if err := refuseEmpty(cmd, "shard", "--shard", shard, "give I/N (0/4), or leave --shard out for the whole grid or the job array's task"); err != nil {
+				return err
+			}
 			var s sweep.Shard
 			switch {
-			case given && shard == "":
-				return fmt.Errorf("--shard: empty: give I/N (0/4), or leave --shard out for the whole grid or the job array's task")
 			case shard != "" && count.set:
 				return fmt.Errorf("--count: it goes with JOB_COMPLETION_INDEX; --shard %s names its count", shard)
 			case shard != "":

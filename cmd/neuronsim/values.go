@@ -384,3 +384,13 @@ func (f *dtypeFlag) Set(s string) error {
 	f.v.d, f.v.by, f.v.text = d, f.name, s
 	return nil
 }
+
+// refuseEmpty refuses string flag name given as "" (v): an empty value is
+// not the flag left out, whose default it would otherwise stand for.
+// shown is the flag as the message names it, want what to give instead.
+func refuseEmpty(cmd *cobra.Command, name, shown, v, want string) error {
+	if cmd.Flags().Changed(name) && v == "" {
+		return fmt.Errorf("%s: empty: %s", shown, want)
+	}
+	return nil
+}
