@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/internal/jsonkeys"
 	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/output"
 	"github.com/neuronsim/neuronsim/runtime/enc"
@@ -267,6 +268,9 @@ func readManifest(dir string) (*manifest, error) {
 		return nil, fmt.Errorf("sweep: %w: %w", err, ErrFolder)
 	}
 	var m manifest
+	if err := jsonkeys.Unique(data); err != nil {
+		return nil, fmt.Errorf("sweep: %s: not a sweep manifest: %v: %w", path, err, ErrFolder)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
@@ -367,6 +371,9 @@ func readResult(dir string, p *Point) (*Result, error) {
 		return nil, fmt.Errorf("%s: %v: %w", path, err, errMalformed)
 	}
 	var r Result
+	if err := jsonkeys.Unique(data); err != nil {
+		return nil, fmt.Errorf("%s: %v: %w", path, err, errMalformed)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {

@@ -7,6 +7,8 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/neuronsim/neuronsim/internal/jsonkeys"
 )
 
 // MaxVersionJSON bounds the capabilities JSON of a VERSION message.
@@ -57,6 +59,9 @@ func parseVersionData(data []byte) (Capabilities, error) {
 	}
 	if !utf8.Valid(data) {
 		return caps, fmt.Errorf("version data is not UTF-8: %w", ErrMessage)
+	}
+	if err := jsonkeys.Unique(data); err != nil { // a map keeps the last of two
+		return caps, fmt.Errorf("version data: %v: %w", err, ErrMessage)
 	}
 	var top map[string]json.RawMessage
 	if err := decodeOne(data, &top); err != nil {
