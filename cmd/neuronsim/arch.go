@@ -29,6 +29,9 @@ func newArchCommand() *cobra.Command {
 				if len(args) != 2 {
 					return fmt.Errorf("arch --diff takes two generations, got %s", units.Plural(int64(len(args)), "argument", "arguments"))
 				}
+				if cmd.Flags().Changed("arch") {
+					return fmt.Errorf("arch --diff compares the two generations it is given (%s, %s); --arch %s would be a third: leave it out", args[0], args[1], gen.String())
+				}
 				a, err := tablesFor(cmd, args[0], family)
 				if err != nil {
 					return err

@@ -237,7 +237,7 @@ type sweepFlags struct {
 	pcapFile           string
 	pcapMax            string
 	memLimit           string
-	seed               uint64
+	seed               *seedValue
 	devPlot            devicesPlot // --plot-devices, --plot-sizes (fabric_plotdevices.go)
 }
 
@@ -258,7 +258,7 @@ list sweeps each count (a table per count; with --json a report per count);
 		Args: cobra.NoArgs,
 	}
 	f := addFabricFlags(cmd)
-	s := sweepFlags{dtype: dtypeValue{d: enc.Float32},
+	s := sweepFlags{dtype: dtypeValue{d: enc.Float32}, seed: newSeed(),
 		factor:         newInt("-f/--stepfactor", 2, math.MaxInt64),
 		step:           newSize("-i/--stepbytes", 1, math.MaxInt64),
 		chunks:         newIntDefault("--chunks", 1, enc.MaxChunks, 1),
@@ -287,7 +287,7 @@ list sweeps each count (a table per count; with --json a report per count);
 	fl.StringVar(&s.pcapFile, "pcap", "", "write the fabric's packets to this pcap file (contrib/wireshark/neuronsim.lua dissects them)")
 	fl.StringVar(&s.pcapMax, "pcap-max", "64M", "largest --pcap file: the capture stops cleanly there, with a note (the file stays valid)")
 	fl.StringVar(&s.memLimit, "mem-limit", "", "host memory a functional sweep may plan to use (default 3/4 of physical memory, /proc/meminfo MemTotal)")
-	fl.Uint64Var(&s.seed, "seed", 1, "seed of the random inputs (functional mode)")
+	fl.Var(s.seed, "seed", "seed of the random inputs (functional mode), 0..2^64−1")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		return runSweep(cmd, f, &s)
 	}
@@ -581,7 +581,7 @@ func (s *sweepFlags) collective(gen hwarch.Generation, nodes int) (sw cluster.Sw
 	if sw.Algo, err = enc.ParseAlgo(s.algo); err != nil {
 		return sw, false, fmt.Errorf("--algo: %w", err)
 	}
-	sw.Dtype, sw.Seed = s.dtype.d, s.seed
+	sw.Dtype, sw.Seed = s.dtype.d, s.seed.v
 	geo := hwarch.MustGeometry(gen)
 	if err := s.ranksPerDevice.within(int64(geo.NeuronCores), fmt.Sprintf("a %s device has %d NeuronCores", gen, geo.NeuronCores)); err != nil {
 		return sw, false, err

@@ -47,6 +47,7 @@ func newRootCommand(out, errOut io.Writer) *cobra.Command {
 	root.SetOut(out)
 	root.SetErr(errOut)
 	root.AddCommand(newArchCommand(), newRunCommand(), newLsCommand(), newCSRCommand(), newServeCommand(), newDVECommand(), newDMACommand(), newAsmCommand(), newDisasmCommand(), newValidateCommand(), newExecCommand(), newFabricCommand(), newSnapshotCommand(), newSweepCmd())
+	onceFlags(root)
 	return root
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -77,7 +78,7 @@ const (
 
 // serveLimits are serve's limit flags as given.
 type serveLimits struct {
-	maxClients, hostBuffers              int
+	maxClients, hostBuffers              *intValue
 	handshake, idle, write               time.Duration
 	hostPerClient, hostMemory, maxMemory string
 }
@@ -90,25 +91,21 @@ type serveOptions struct {
 
 func (l *serveLimits) add(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.IntVar(&l.maxClients, "max-clients", defaultMaxClients, "most connections open at once, handshaking or not; more are refused with an error (1.."+fmt.Sprint(maxClientsFlag)+")")
+	l.maxClients = newIntDefault("--max-clients", 1, maxClientsFlag, defaultMaxClients)
+	l.hostBuffers = newIntDefault("--host-buffers-per-client", 1, maxHostBuffersFlag, defaultHostBuffers)
+	f.Var(l.maxClients, "max-clients", "most connections open at once, handshaking or not; more are refused with an error (1.."+fmt.Sprint(maxClientsFlag)+")")
 	f.DurationVar(&l.handshake, "handshake-timeout", defaultHandshakeTimeout, "a connection must complete its HELLO within this, or is closed")
 	f.DurationVar(&l.idle, "idle-timeout", defaultIdleTimeout, "a connection must complete its next request within this after a reply, or is closed")
 	f.DurationVar(&l.write, "write-timeout", defaultWriteTimeout, "a reply must be written within this, or the connection is closed")
 	f.StringVar(&l.hostPerClient, "host-memory-per-client", defaultHostPerClient, "most host memory one connection may hold allocated (HOST_ALLOC)"+sizeUnits)
 	f.StringVar(&l.hostMemory, "host-memory", defaultHostMemory, "most host memory all connections together may hold allocated"+sizeUnits)
-	f.IntVar(&l.hostBuffers, "host-buffers-per-client", defaultHostBuffers, "most host buffers one connection may hold allocated")
+	f.Var(l.hostBuffers, "host-buffers-per-client", "most host buffers one connection may hold allocated (1.."+fmt.Sprint(maxHostBuffersFlag)+")")
 	f.StringVar(&l.maxMemory, "max-memory", defaultMaxMemory, "most memory the served system's device memory, registers and host memory may hold in touched pages; a write past it is refused"+sizeUnits)
 }
 
 // options checks the limit flags.
 func (l *serveLimits) options() (serveOptions, error) {
 	var o serveOptions
-	if _, err := units.Int("--max-clients", int64(l.maxClients), 1, maxClientsFlag); err != nil {
-		return o, err
-	}
-	if _, err := units.Int("--host-buffers-per-client", int64(l.hostBuffers), 1, maxHostBuffersFlag); err != nil {
-		return o, err
-	}
 	for _, t := range []struct {
 		flag string
 		d    time.Duration
@@ -135,8 +132,8 @@ func (l *serveLimits) options() (serveOptions, error) {
 		return o, err
 	}
 	o.server = remote.ServerOptions{
-		MaxClients: l.maxClients, HandshakeTimeout: l.handshake, IdleTimeout: l.idle, WriteTimeout: l.write,
-		HostBytesPerClient: uint64(perClient), HostBytes: uint64(total), HostBuffersPerClient: l.hostBuffers,
+		MaxClients: l.maxClients.int(), HandshakeTimeout: l.handshake, IdleTimeout: l.idle, WriteTimeout: l.write,
+		HostBytesPerClient: uint64(perClient), HostBytes: uint64(total), HostBuffersPerClient: l.hostBuffers.int(),
 	}
 	o.pageLimit = mem / sim.PageSize
 	return o, nil
@@ -179,14 +176,20 @@ func newServeCommand() *cobra.Command {
 	}
 	sf := addSystemFlags(cmd)
 	cmd.Flags().StringVar(&listen, "listen", "", "`ADDR` to listen on: unix:PATH or tcp:HOST:PORT (port 0: the system picks one, printed)")
-	cmd.Flags().StringVar(&system, "system", "", "system spec key=value,...: arch, devices, switch, revision (overrides the flags)")
+	cmd.Flags().StringVar(&system, "system", "", "system spec key=value,...: arch, devices, switch, revision (instead of the system flags)")
 	cmd.Flags().StringVar(&vfioDir, "vfio-user", "", "serve each device as a vfio-user PCI function on `DIR`/neuronN.sock (for QEMU's vfio-user-pci)")
 	cmd.Flags().BoolVar(&allowRemote, "allow-remote", false, "allow a TCP listener on a non-loopback address (a warning is printed)")
 	limits.add(cmd)
 	cmd.MarkFlagsMutuallyExclusive("listen", "vfio-user")
 	cmd.MarkFlagsOneRequired("listen", "vfio-user")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if system != "" {
+		if cmd.Flags().Changed("system") {
+			if err := refuseEmpty(cmd, "system", "--system", system, "give key=value,... (keys: arch, devices, switch, revision)"); err != nil {
+				return err
+			}
+			if g := sf.given(); len(g) > 0 {
+				return fmt.Errorf("--system and %s both describe the served system: give the system once, in --system or in the flags", strings.Join(g, ", "))
+			}
 			if err := sf.parseSystemSpec(system); err != nil {
 				return err
 			}

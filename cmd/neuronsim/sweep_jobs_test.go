@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -256,7 +257,11 @@ func TestSweepK8sRefuses(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			manifest := filepath.Join(dir, "m.yaml")
-			args := append([]string{"sweep", "k8s", "-o", manifest, "--merge", filepath.Join(dir, "merge.yaml")}, c.args...)
+			args := []string{"sweep", "k8s", "-o", manifest}
+			if !slices.Contains(c.args, "--merge") { // a flag is given once
+				args = append(args, "--merge", filepath.Join(dir, "merge.yaml"))
+			}
+			args = append(args, c.args...)
 			for i, a := range args {
 				if a == "SAME" {
 					args[i] = manifest

@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/units"
@@ -393,4 +394,77 @@ func refuseEmpty(cmd *cobra.Command, name, shown, v, want string) error {
 		return fmt.Errorf("%s: empty: %s", shown, want)
 	}
 	return nil
+}
+
+// seedValue is a --seed flag: 0..2^64−1, decimal or 0x hex (units.ParseUint:
+// 010 is ten, not eight as pflag's uint64 flag read it), 1 unless given.
+type seedValue struct{ v uint64 }
+
+func newSeed() *seedValue { return &seedValue{v: 1} }
+
+func (v *seedValue) String() string { return strconv.FormatUint(v.v, 10) }
+
+// Set implements pflag.Value.
+func (v *seedValue) Set(s string) error {
+	n, err := units.ParseUint("--seed", s, math.MaxUint64)
+	if err != nil {
+		return err
+	}
+	v.v = n
+	return nil
+}
+
+// Type implements pflag.Value.
+func (v *seedValue) Type() string { return "uint64" }
+
+// onceValue wraps a flag's value so that the flag may be given once: pflag
+// lets a later occurrence replace an earlier one (`--devices 4 --devices 8`
+// ran 8 devices), so a command line that says two things about one setting
+// had one of them silently dropped. Flags meant to be repeated (string
+// arrays: exec's --input and --output) are not wrapped.
+type onceValue struct {
+	pflag.Value
+	name  string
+	first string // the value of the first occurrence
+	set   bool
+}
+
+// Set refuses a second occurrence, naming both values.
+func (o *onceValue) Set(s string) error {
+	if o.set {
+		if o.Type() == "bool" { // --json --json: the values say nothing
+			return &units.Error{Field: "--" + o.name, Err: units.ErrSyntax, Reason: "given twice: give the flag once"}
+		}
+		return &units.Error{Field: "--" + o.name, Value: s, Err: units.ErrSyntax,
+			Reason: fmt.Sprintf("given twice (first %q): give the flag once", o.first)}
+	}
+	if err := o.Value.Set(s); err != nil {
+		return err
+	}
+	o.first, o.set = s, true
+	return nil
+}
+
+// repeatable reports whether a flag of this value type is meant to be given
+// more than once.
+func repeatable(v pflag.Value) bool {
+	t := v.Type()
+	return strings.HasSuffix(t, "Slice") || strings.HasSuffix(t, "Array") || t == "count" || strings.HasPrefix(t, "stringTo")
+}
+
+// onceFlags wraps every flag of c and its subcommands, other than the
+// repeatable ones, in a onceValue (once per flag: a persistent flag is
+// reached from every command it applies to).
+func onceFlags(c *cobra.Command) {
+	wrap := func(f *pflag.Flag) {
+		if _, done := f.Value.(*onceValue); done || repeatable(f.Value) {
+			return
+		}
+		f.Value = &onceValue{Value: f.Value, name: f.Name}
+	}
+	c.Flags().VisitAll(wrap)
+	c.PersistentFlags().VisitAll(wrap)
+	for _, sub := range c.Commands() {
+		onceFlags(sub)
+	}
 }

@@ -674,11 +674,11 @@ func (e *expander) fixed() (fixedFields, error) {
 		fx.ends = v
 	}
 	if raw.Seed.n != nil {
-		v, err := units.ParseInt("seed", raw.Seed.s, 0, math.MaxInt64)
+		v, err := units.ParseUint("seed", raw.Seed.s, math.MaxUint64) // a scenario's seed's range
 		if err != nil {
 			return fx, e.fail(raw.Seed.n, "seed", err, "")
 		}
-		fx.seed = uint64(v)
+		fx.seed = v
 	}
 	if fx.mode == "timing" && raw.Seed.n != nil {
 		return fx, e.fail(raw.Seed.n, "seed", nil, "mode timing moves no data; seed applies to mode functional")
