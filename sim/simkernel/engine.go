@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"slices"
 
 	"github.com/neuronsim/neuronsim/internal/units"
@@ -67,14 +66,6 @@ func (a *Event) before(b *Event) bool {
 	return a.At < b.At || (a.At == b.At && a.Seq < b.Seq)
 }
 
-// runsFirst is a.before(b) as 1 or 0, computed without a branch: (At, Seq)
-// compared as one 128-bit number.
-func runsFirst(a, b *Event) uint64 {
-	_, borrow := bits.Sub64(a.Seq, b.Seq, 0)
-	_, borrow = bits.Sub64(uint64(a.At), uint64(b.At), borrow)
-	return borrow
-}
-
 // EngineState is the whole mutable state of an [Engine]: the clock, the next
 // sequence number to assign, and the pending events. It holds handler IDs
 // only; the owner re-registers its handlers (in the same order) before
@@ -92,16 +83,16 @@ type EngineState struct {
 
 // Engine is a deterministic discrete-event engine over virtual time.
 //
-// Events run in (time, sequence) order. The queue is a binary heap of Event
-// values, so scheduling does not allocate once the heap's backing array has
-// grown to the working size.
+// Events run in (time, sequence) order. The queue is a radix heap of Event
+// values (eventQueue), so scheduling does not allocate once its buckets'
+// arrays have grown to the working size.
 //
 // The zero Engine is ready to use. An Engine is not safe for concurrent use;
 // its owner (the Device) holds a mutex around it.
 type Engine struct {
 	now     Time
 	nextSeq uint64
-	queue   []Event // binary min-heap ordered by Event.before
+	queue   eventQueue
 
 	handlers []Handler // index = HandlerID - 1
 	names    []string  // index = HandlerID - 1
@@ -161,14 +152,14 @@ func (e *Engine) known(id HandlerID) bool {
 func (e *Engine) Now() Time { return e.now }
 
 // Pending returns the number of events waiting to run.
-func (e *Engine) Pending() int { return len(e.queue) }
+func (e *Engine) Pending() int { return e.queue.len() }
 
 // NextAt returns the time of the next event, and false if none is pending.
 func (e *Engine) NextAt() (Time, bool) {
-	if len(e.queue) == 0 {
+	if e.queue.len() == 0 {
 		return 0, false
 	}
-	return e.queue[0].At, true
+	return e.queue.peek(), true
 }
 
 // Schedule queues a call of handler h with arg at time at. An event at the
@@ -189,7 +180,7 @@ func (e *Engine) Schedule(at Time, h HandlerID, arg uint64) error {
 	if e.nextSeq == math.MaxUint64 {
 		return fmt.Errorf("sim engine: schedule %q at %v: %w", e.names[h-1], at, ErrSequenceExhausted)
 	}
-	e.push(Event{At: at, Seq: e.nextSeq, Handler: h, Arg: arg})
+	e.queue.push(Event{At: at, Seq: e.nextSeq, Handler: h, Arg: arg})
 	e.nextSeq++
 	return nil
 }
@@ -225,13 +216,17 @@ func (e *Engine) Room() Time {
 // Step runs the next event, first setting the clock to its time. It reports
 // whether an event ran.
 func (e *Engine) Step() bool {
-	if len(e.queue) == 0 {
+	if e.queue.len() == 0 {
 		return false
 	}
-	ev := e.pop()
+	e.run(e.queue.pop())
+	return true
+}
+
+// run runs ev, first setting the clock to its time.
+func (e *Engine) run(ev Event) {
 	e.now = ev.At
 	e.handlers[ev.Handler-1].HandleEvent(e, ev.Arg)
-	return true
 }
 
 // RunUntil runs, in order, every event due at or before t, including events
@@ -248,8 +243,12 @@ func (e *Engine) RunUntil(t Time) (ran int) {
 	if t < e.now || t > MaxTime {
 		return 0
 	}
-	for len(e.queue) > 0 && e.queue[0].At <= t {
-		e.Step()
+	for {
+		ev, ok := e.queue.popUntil(t)
+		if !ok {
+			break
+		}
+		e.run(ev)
 		ran++
 	}
 	if t > e.now { // a nested run may already have gone further
@@ -287,9 +286,9 @@ func (e *Engine) RunAll(limit int) (ran int, err error) {
 	for ran < limit && e.Step() {
 		ran++
 	}
-	if len(e.queue) > 0 {
+	if e.queue.len() > 0 {
 		return ran, fmt.Errorf("sim engine: ran %d events, %d still pending (next at %v): %w",
-			ran, len(e.queue), e.queue[0].At, ErrEventLimit)
+			ran, e.queue.len(), e.queue.peek(), ErrEventLimit)
 	}
 	return ran, nil
 }
@@ -297,7 +296,7 @@ func (e *Engine) RunAll(limit int) (ran int, err error) {
 // Reset drops every pending event and sets the clock and the sequence
 // counter to zero. Handler registrations are kept.
 func (e *Engine) Reset() {
-	e.queue = e.queue[:0]
+	e.queue.reset(0)
 	e.now = 0
 	e.nextSeq = 0
 }
@@ -305,19 +304,8 @@ func (e *Engine) Reset() {
 // State returns a deep copy of the engine's mutable state, with the queue in
 // run order.
 func (e *Engine) State() EngineState {
-	q := slices.Clone(e.queue)
-	slices.SortFunc(q, func(a, b Event) int {
-		switch {
-		case a.before(&b):
-			return -1
-		case b.before(&a):
-			return 1
-		}
-		return 0
-	})
-	if q == nil {
-		q = []Event{}
-	}
+	q := e.queue.events(make([]Event, 0, e.queue.len()))
+	slices.SortFunc(q, compareEvents)
 	return EngineState{Now: e.now, NextSeq: e.nextSeq, Queue: q}
 }
 
@@ -332,10 +320,7 @@ func (e *Engine) Restore(s EngineState) error {
 	if err := e.Validate(s); err != nil {
 		return err
 	}
-	e.queue = append(e.queue[:0], s.Queue...)
-	for i := len(e.queue)/2 - 1; i >= 0; i-- {
-		e.down(i)
-	}
+	e.queue.load(s.Now, slices.Clone(s.Queue))
 	e.now = s.Now
 	e.nextSeq = s.NextSeq
 	return nil
@@ -379,75 +364,4 @@ func (e *Engine) Validate(s EngineState) error {
 		}
 	}
 	return nil
-}
-
-// push adds ev to the heap.
-func (e *Engine) push(ev Event) {
-	e.queue = append(e.queue, ev)
-	e.up(len(e.queue) - 1)
-}
-
-// pop removes and returns the first event; the heap must not be empty. The
-// hole the first event leaves goes down to a leaf along the earlier child,
-// then the last event rises into it from there: one comparison a level on
-// the way down, and the last event, one of the latest, rarely rises far.
-func (e *Engine) pop() Event {
-	q := e.queue
-	top := q[0]
-	last := len(q) - 1
-	ev := q[last]
-	q = q[:last]
-	e.queue = q
-	i := 0
-	for {
-		child := 2*i + 1
-		if child >= last || child < 0 {
-			break
-		}
-		if child+1 < last {
-			child += int(runsFirst(&q[child+1], &q[child])) // no branch to mispredict
-		}
-		q[i] = q[child]
-		i = child
-	}
-	if last > 0 {
-		q[i] = ev
-		e.up(i)
-	}
-	return top
-}
-
-func (e *Engine) up(i int) {
-	q := e.queue
-	ev := q[i]
-	for i > 0 {
-		parent := (i - 1) / 2
-		if !ev.before(&q[parent]) {
-			break
-		}
-		q[i] = q[parent]
-		i = parent
-	}
-	q[i] = ev
-}
-
-func (e *Engine) down(i int) {
-	q := e.queue
-	n := len(q)
-	ev := q[i]
-	for {
-		child := 2*i + 1
-		if child >= n || child < 0 {
-			break
-		}
-		if r := child + 1; r < n && q[r].before(&q[child]) {
-			child = r
-		}
-		if !q[child].before(&ev) {
-			break
-		}
-		q[i] = q[child]
-		i = child
-	}
-	q[i] = ev
 }

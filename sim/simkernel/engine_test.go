@@ -349,7 +349,11 @@ func TestEngineScheduleDoesNotAllocate(t *testing.T) {
 		}
 		e.RunUntil(e.Now() + 1000)
 	}
-	work() // grow the heap's backing array
+	// Grow the queue's buckets: each reaches its working size once the
+	// clock's low bits have taken their patterns, a few rounds in.
+	for range 64 {
+		work()
+	}
 	allocs := testing.AllocsPerRun(20, work)
 	assert.Zero(t, allocs)
 }
@@ -360,28 +364,6 @@ func TestEngineErrorsAreDistinct(t *testing.T) {
 	for i, a := range errs {
 		for j, b := range errs {
 			assert.Equal(t, i == j, errors.Is(a, b), "%v vs %v", a, b)
-		}
-	}
-}
-
-// TestRunsFirst: the heap's branch-free comparison agrees with
-// Event.before, ties in time and the extremes of both fields included.
-func TestRunsFirst(t *testing.T) {
-	vals := []uint64{0, 1, 2, 1 << 32, math.MaxUint64 - 1, math.MaxUint64}
-	for _, a1 := range vals {
-		for _, s1 := range vals {
-			for _, a2 := range vals {
-				for _, s2 := range vals {
-					x, y := Event{At: Time(a1), Seq: s1}, Event{At: Time(a2), Seq: s2}
-					want := uint64(0)
-					if x.before(&y) {
-						want = 1
-					}
-					if got := runsFirst(&x, &y); got != want {
-						t.Fatalf("runsFirst(%+v, %+v) = %d, before says %d", x, y, got, want)
-					}
-				}
-			}
 		}
 	}
 }

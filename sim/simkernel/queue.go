@@ -1,0 +1,177 @@
+package simkernel
+
+import (
+	"math/bits"
+	"slices"
+)
+
+// eventQueue is the engine's pending events, taken in (time, sequence)
+// order: a radix heap keyed on time. Virtual time never goes back, so every
+// event is at or after the time of the last one taken (base), and an event's
+// bucket is the highest bit in which its time differs from base: bucket 0
+// (at) holds the events at base itself, bucket b+1 (far[b]) those whose
+// times first differ from base in bit b.
+//
+// Taking an event takes the first of at; when at is empty, the lowest
+// non-empty far bucket is emptied: base moves to its earliest time, its
+// events at that time go to at and the rest to lower buckets (each has the
+// bits of the new base above the bucket's bit, so it only ever moves
+// down). An event is so moved a few times in its life rather than sifted
+// through a binary heap's log2(n) levels at each push and pop: the cost of
+// a binary heap's pop was a tenth of a timing-only run of a hundred devices
+// (docs/fabric.md §Thousands of devices).
+//
+// Order within a time: events of one time are always in one bucket (a
+// bucket is a function of the time and base), pushes append with the
+// highest sequence number yet given, and a spill keeps the order of the
+// bucket it empties into buckets that held no event of those times. So
+// every bucket, at included, holds each time's events in sequence order,
+// and no sort is needed.
+type eventQueue struct {
+	base Time
+	n    int         // events pending
+	at   []Event     // the events at base, at[head:], in sequence order
+	head int         // the next event of at
+	mask uint64      // bit b set: far[b] is not empty
+	far  [64][]Event // far[b]: events whose time first differs from base in bit b
+}
+
+// len returns the number of pending events.
+func (q *eventQueue) len() int { return q.n }
+
+// push adds ev, whose time must be at or after base and whose sequence
+// number must be above every pending event's at ev.At.
+func (q *eventQueue) push(ev Event) {
+	q.n++
+	d := uint64(ev.At ^ q.base)
+	if d == 0 {
+		q.at = append(q.at, ev)
+		return
+	}
+	b := bits.Len64(d) - 1
+	q.far[b] = append(q.far[b], ev)
+	q.mask |= 1 << b
+}
+
+// earliest returns the index in far[b] of the bucket's first event by
+// (time, sequence) — its first at the earliest time, since a bucket holds
+// each time's events in sequence order; the bucket must not be empty.
+func (q *eventQueue) earliest(b int) int {
+	f := q.far[b]
+	k := 0
+	for i := 1; i < len(f); i++ {
+		if f[i].At < f[k].At {
+			k = i
+		}
+	}
+	return k
+}
+
+// peek returns the first pending event's time; the queue must not be
+// empty.
+func (q *eventQueue) peek() Time {
+	if q.head < len(q.at) {
+		return q.base
+	}
+	b := bits.TrailingZeros64(q.mask)
+	return q.far[b][q.earliest(b)].At
+}
+
+// pop removes and returns the first pending event; the queue must not be
+// empty.
+func (q *eventQueue) pop() Event {
+	if q.head == len(q.at) {
+		q.refill()
+	}
+	ev := q.at[q.head]
+	q.head++
+	if q.head == len(q.at) {
+		q.at, q.head = q.at[:0], 0
+	}
+	q.n--
+	return ev
+}
+
+// popUntil is pop of the first pending event if it is due at or before t,
+// and reports whether it was.
+func (q *eventQueue) popUntil(t Time) (Event, bool) {
+	if q.n == 0 {
+		return Event{}, false
+	}
+	if q.head == len(q.at) {
+		b := bits.TrailingZeros64(q.mask)
+		k := q.earliest(b)
+		if q.far[b][k].At > t {
+			return Event{}, false
+		}
+		q.spill(b, q.far[b][k].At)
+	} else if q.base > t {
+		return Event{}, false
+	}
+	return q.pop(), true
+}
+
+// refill moves base to the earliest pending time, filling at; at must be
+// empty and the queue not.
+func (q *eventQueue) refill() {
+	b := bits.TrailingZeros64(q.mask)
+	q.spill(b, q.far[b][q.earliest(b)].At)
+}
+
+// spill empties far[b], whose earliest time is t, with base moving to t:
+// its events at t go to at, the others to lower buckets, each in the
+// order it had.
+func (q *eventQueue) spill(b int, t Time) {
+	f := q.far[b]
+	q.far[b] = f[:0]
+	q.mask &^= 1 << b
+	q.base = t
+	for i := range f {
+		d := uint64(f[i].At ^ t)
+		if d == 0 {
+			q.at = append(q.at, f[i])
+			continue
+		}
+		c := bits.Len64(d) - 1
+		q.far[c] = append(q.far[c], f[i])
+		q.mask |= 1 << c
+	}
+}
+
+// events appends every pending event to dst, in no particular order.
+func (q *eventQueue) events(dst []Event) []Event {
+	dst = append(dst, q.at[q.head:]...)
+	for b := range q.far {
+		dst = append(dst, q.far[b]...)
+	}
+	return dst
+}
+
+// reset empties the queue and puts base at t, keeping the buckets' arrays.
+func (q *eventQueue) reset(t Time) {
+	q.base, q.n, q.at, q.head, q.mask = t, 0, q.at[:0], 0, 0
+	for b := range q.far {
+		q.far[b] = q.far[b][:0]
+	}
+}
+
+// load empties the queue, puts base at t and adds evs, every one at or
+// after t; evs is sorted in run order on the way.
+func (q *eventQueue) load(t Time, evs []Event) {
+	q.reset(t)
+	slices.SortFunc(evs, compareEvents)
+	for _, ev := range evs {
+		q.push(ev)
+	}
+}
+
+// compareEvents orders events by (time, sequence).
+func compareEvents(a, b Event) int {
+	switch {
+	case a.before(&b):
+		return -1
+	case b.before(&a):
+		return 1
+	}
+	return 0
+}
