@@ -94,7 +94,7 @@ func (l *serveLimits) add(cmd *cobra.Command) {
 	l.maxClients = newIntDefault("--max-clients", 1, maxClientsFlag, defaultMaxClients)
 	l.hostBuffers = newIntDefault("--host-buffers-per-client", 1, maxHostBuffersFlag, defaultHostBuffers)
 	f.Var(l.maxClients, "max-clients", "most connections open at once, handshaking or not; more are refused with an error (1.."+fmt.Sprint(maxClientsFlag)+")")
-	f.DurationVar(&l.handshake, "handshake-timeout", defaultHandshakeTimeout, "a connection must complete its HELLO within this, or is closed")
+	f.DurationVar(&l.handshake, "handshake-timeout", defaultHandshakeTimeout, "a connection must complete its HELLO (with --vfio-user, its VERSION) within this, or is closed")
 	f.DurationVar(&l.idle, "idle-timeout", defaultIdleTimeout, "a connection must complete its next request within this after a reply, or is closed")
 	f.DurationVar(&l.write, "write-timeout", defaultWriteTimeout, "a reply must be written within this, or the connection is closed")
 	f.StringVar(&l.hostPerClient, "host-memory-per-client", defaultHostPerClient, "most host memory one connection may hold allocated (HOST_ALLOC)"+sizeUnits)
@@ -160,14 +160,16 @@ func newServeCommand() *cobra.Command {
 			"are shared by every client.\n\n" +
 			"With --vfio-user DIR it serves each device instead as a PCI function over vfio-user\n" +
 			"(docs/vfio-user.md) on DIR/neuronN.sock (mode 0600; DIR is made 0700 if absent), one\n" +
-			"client at a time per socket, all devices in one virtual-time system. A QEMU of 10.1 or\n" +
-			"later attaches each socket as a device of its guest, whose kernel driver (the real\n" +
-			"aws-neuron driver, say) then probes and drives the model:\n" +
+			"client at a time per socket (another is answered EBUSY and closed), all devices in\n" +
+			"one virtual-time system. A QEMU of 10.1 or later attaches each socket as a device of\n" +
+			"its guest, whose kernel driver (the real aws-neuron driver, say) then probes and\n" +
+			"drives the model:\n" +
 			"  qemu-system-x86_64 ... -object memory-backend-memfd,id=m,size=1G,share=on \\\n" +
 			"    -machine q35,memory-backend=m \\\n" +
 			"    -device '{\"driver\":\"vfio-user-pci\",\"socket\":{\"path\":\"DIR/neuron0.sock\",\"type\":\"unix\"}}'\n" +
 			"(share=on lets the device's DMA reach guest memory directly; without it, through\n" +
-			"DMA_READ/DMA_WRITE messages). Of the limits, only --max-memory applies.",
+			"DMA_READ/DMA_WRITE messages). Of the limits, only --max-memory and --handshake-timeout\n" +
+			"apply: a connection must complete its VERSION within the latter, or is closed.",
 		Example: "  neuronsim serve --listen unix:/tmp/neuronsim.sock --arch trn2 --devices 16\n" +
 			"  neuronsim serve --listen tcp:127.0.0.1:0 --system arch=mariana,devices=32,switch=v1,revision=emu\n" +
 			"  neuronsim serve --listen tcp:127.0.0.1:7777 --max-clients 8 --max-memory 1GiB\n" +

@@ -21,8 +21,9 @@ import (
 
 // remoteOnlyServeFlags are serve's flags that bound remote-protocol clients;
 // a vfio-user system has none of those clients, so they are refused with
-// --vfio-user rather than ignored.
-var remoteOnlyServeFlags = []string{"max-clients", "handshake-timeout", "idle-timeout", "write-timeout",
+// --vfio-user rather than ignored. (--handshake-timeout and --max-memory
+// apply to both.)
+var remoteOnlyServeFlags = []string{"max-clients", "idle-timeout", "write-timeout",
 	"host-memory-per-client", "host-memory", "host-buffers-per-client", "allow-remote"}
 
 // vfioUserSocket is the socket path of device index i in dir.
@@ -75,7 +76,7 @@ func prepareSocketDir(dir string, n int) error {
 func serveVFIOUser(ctx context.Context, cmd *cobra.Command, sf *systemFlags, dir string, o serveOptions) error {
 	for _, name := range remoteOnlyServeFlags {
 		if cmd.Flags().Changed(name) {
-			return fmt.Errorf("--%s bounds remote-protocol clients; --vfio-user serves none (a vfio-user socket takes one client at a time)", name)
+			return fmt.Errorf("--%s bounds remote-protocol clients; --vfio-user serves none (a vfio-user socket serves one client at a time and refuses others; of the limits, --handshake-timeout and --max-memory apply)", name)
 		}
 	}
 	s, err := sf.spec()
@@ -131,11 +132,13 @@ func serveVFIOUser(ctx context.Context, cmd *cobra.Command, sf *systemFlags, dir
 // device. Each device's DMA reaches its own client's memory (the guest's
 // DMA_MAP regions); the system's devices share one clock, so they share one
 // Pacer that keeps it up with wall time (docs/vfio-user.md); all of them
-// share the page budget of --max-memory.
+// share the page budget of --max-memory. Each server closes a connection
+// that has not completed its VERSION within --handshake-timeout.
 func newVFIOUserSystem(s systemSpec, o serveOptions, logf func(string, ...any)) (*fabric.System, []*vfiouser.Server, error) {
 	opts := make([]vfiouser.Options, s.Devices)
 	ports := make([]sim.HostPort, s.Devices)
 	for i := range opts {
+		opts[i].HandshakeTimeout = o.server.HandshakeTimeout
 		mem, err := vfiouser.NewGuestMemory(opts[i])
 		if err != nil {
 			return nil, nil, err

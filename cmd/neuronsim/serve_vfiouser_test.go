@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,4 +121,73 @@ func TestServeVFIOUserGuestDMA(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	assert.Zero(t, rd(base+udma.QueueReg(udma.M2S, q, udma.QStatus))&udma.ErrorBits)
+}
+
+// TestServeVFIOUserLimitFlags: with --vfio-user, --handshake-timeout is
+// checked as for the remote protocol (0 and negative refused) and applies;
+// the remote protocol's other client limits are refused, saying which
+// limits apply.
+func TestServeVFIOUserLimitFlags(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--handshake-timeout", "0s"}, "--handshake-timeout 0s: must be in 1ms..24h0m0s"},
+		{[]string{"--handshake-timeout", "-2s"}, "--handshake-timeout -2s: must be in 1ms..24h0m0s"},
+		{[]string{"--handshake-timeout", "25h"}, "--handshake-timeout 25h0m0s: must be in 1ms..24h0m0s"},
+		{[]string{"--idle-timeout", "5s"}, "--idle-timeout bounds remote-protocol clients; --vfio-user serves none"},
+		{[]string{"--max-clients", "2"}, "of the limits, --handshake-timeout and --max-memory apply"},
+	} {
+		_, err := runCLI(t, append([]string{"serve", "--vfio-user", dir}, tc.args...)...)
+		assert.ErrorContains(t, err, tc.want, "%v", tc.args)
+	}
+}
+
+// TestServeVFIOUserHandshakeTimeout: serve --vfio-user closes a client that
+// sends nothing within --handshake-timeout, logging why, and then serves
+// the next client, which may stay idle past the timeout after VERSION.
+func TestServeVFIOUserHandshakeTimeout(t *testing.T) {
+	dir, err := os.MkdirTemp("", "vfu") // short: unix socket paths are at most 108 bytes
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut syncBuffer
+	root := newRootCommand(&out, &errOut)
+	root.SetArgs([]string{"serve", "--vfio-user", dir, "--arch", "trn2", "--revision", "qemu", "--handshake-timeout", "200ms"})
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("serve did not stop")
+		}
+	}()
+	sock := filepath.Join(dir, "neuron0.sock")
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "serving") }, 10*time.Second, 5*time.Millisecond)
+
+	start := time.Now()
+	silent, err := net.Dial("unix", sock)
+	require.NoError(t, err)
+	defer silent.Close()
+	require.NoError(t, silent.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err = silent.Read(make([]byte, 1))
+	require.ErrorIs(t, err, io.EOF, "the server closes a silent connection")
+	assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond)
+	require.Eventually(t, func() bool {
+		return strings.Contains(errOut.String(), "neuron0: vfio-user: no message within the handshake timeout (200ms)")
+	}, 10*time.Second, 5*time.Millisecond, "%s", errOut.String())
+
+	c, err := vfiouser.Dial(sock)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Version(`{"capabilities":{"max_msg_fds":16}}`)
+	require.NoError(t, err)
+	time.Sleep(400 * time.Millisecond) // idle past the handshake timeout: nothing may happen
+	p, err := c.RegionRead(vfiouser.RegionConfig, 0, 2)
+	require.NoError(t, err)
+	assert.Equal(t, uint16(0x1d0f), binary.LittleEndian.Uint16(p), "Amazon's PCI vendor id")
 }

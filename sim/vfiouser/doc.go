@@ -3,8 +3,15 @@
 // `-device vfio-user-pci`, so that a guest's kernel driver drives the model.
 // It implements protocol version 0.1 of QEMU's docs/interop/vfio-user.rst
 // from the specification, over a unix stream socket, one client at a time
-// per Server: Serve accepts the next connection only when the current
-// client has gone, so a second client waits in the listen queue.
+// per Server. No client can block the server: Serve accepts every
+// connection at once; a connection must have its VERSION accepted within
+// Options.HandshakeTimeout (10 s) of its accept or is closed; a client
+// whose first message arrives while another client's session is live waits
+// up to 1 s (at most half the handshake timeout) for that session to end,
+// then has that message answered with an EBUSY error reply and is closed,
+// the live session untouched; at most 8 connections are held besides the
+// live session, and one past them is closed at once. Each is logged in one
+// line (Options.Logf). After VERSION a session may stay idle for ever.
 //
 // Implemented: the message header (reply, no-reply and error flags, errno
 // replies); VERSION with its capabilities JSON (max_msg_fds,
@@ -45,7 +52,7 @@
 // transfer (the smaller of the client's and the server's), 1024 DMA
 // mappings (or fewer if the client says so) of at most 1 TiB in all,
 // 4 KiB pages only, 16 commands read ahead, 10 s for the client's reply to
-// a DMA request. Every message is length-checked; one that breaks the
+// a DMA request, 10 s to complete the VERSION exchange. Every message is length-checked; one that breaks the
 // protocol gets an error reply (EINVAL for a malformed message, E2BIG past
 // a limit, EEXIST for an overlapping mapping, ENOTSUP for an unsupported
 // command or feature, ENODEV for a closed device, EFAULT for a DMA fault,

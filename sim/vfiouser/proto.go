@@ -118,8 +118,12 @@ var (
 	ErrProtection = errors.New("vfio-user: DMA access not permitted by the mapping")
 	// ErrDisconnected: the client went away while the server waited on it.
 	ErrDisconnected = errors.New("vfio-user: client disconnected")
-	// ErrVersion: the client's VERSION cannot be accepted.
+	// ErrVersion: the client's VERSION cannot be accepted, or did not come
+	// in time (Options.HandshakeTimeout).
 	ErrVersion = errors.New("vfio-user: version negotiation failed")
+	// ErrBusy: a client refused because another client's session is live
+	// (its VERSION answered with EBUSY).
+	ErrBusy = errors.New("vfio-user: the device is busy with another client")
 )
 
 // Header is the 16-byte header of every message.

@@ -24,6 +24,12 @@ type Options struct {
 	MaxDMABytes     uint64        // total bytes of DMA mappings (1 TiB)
 	MSIXVectors     int           // MSI-X vectors offered (32)
 	ReplyTimeout    time.Duration // wait for the client's reply to DMA_READ/DMA_WRITE (10 s)
+	// HandshakeTimeout bounds the time from a connection's start (its
+	// accept, or the call of ServeConn) to the server's acceptance of its
+	// VERSION; past it the connection is closed. 0: 10 s; negative is
+	// refused (there is no "no limit"). After VERSION a session may stay
+	// idle for ever (a guest that does nothing sends nothing).
+	HandshakeTimeout time.Duration
 	// Class is the 24-bit PCI class code of the server's own config header
 	// (used when the device has no config space of its own); 0: 0x088000,
 	// "other system peripheral".
@@ -51,6 +57,9 @@ const (
 	MaxOptionMSIX = 2048
 )
 
+// DefaultHandshakeTimeout is Options.HandshakeTimeout when it is 0.
+const DefaultHandshakeTimeout = 10 * time.Second
+
 func (o *Options) fill() error {
 	def := func(p *int, d int) {
 		if *p == 0 {
@@ -69,6 +78,9 @@ func (o *Options) fill() error {
 	if o.ReplyTimeout == 0 {
 		o.ReplyTimeout = 10 * time.Second
 	}
+	if o.HandshakeTimeout == 0 {
+		o.HandshakeTimeout = DefaultHandshakeTimeout
+	}
 	if o.Class == 0 {
 		o.Class = 0x088000
 	}
@@ -83,6 +95,8 @@ func (o *Options) fill() error {
 		return fmt.Errorf("vfio-user: MSIXVectors %d outside [1, %d]: %w", o.MSIXVectors, MaxOptionMSIX, ErrLimit)
 	case o.ReplyTimeout < 0:
 		return fmt.Errorf("vfio-user: negative ReplyTimeout %v: %w", o.ReplyTimeout, ErrLimit)
+	case o.HandshakeTimeout < 0:
+		return fmt.Errorf("vfio-user: negative HandshakeTimeout %v (there is no unbounded handshake): %w", o.HandshakeTimeout, ErrLimit)
 	case o.Class > 0xffffff:
 		return fmt.Errorf("vfio-user: class code %#x wider than 24 bits: %w", o.Class, ErrLimit)
 	}
@@ -97,7 +111,7 @@ const cmdQueue = 16
 const pageSize = 4096
 
 // Server serves one sim.Device as a vfio-user PCI function, to one client
-// at a time.
+// at a time; others are refused (EBUSY), not kept waiting.
 type Server struct {
 	dev     *sim.Device
 	cfg     ConfigSpace
@@ -105,8 +119,8 @@ type Server struct {
 	opt     Options
 	own     Capabilities
 	mem     *GuestMemory
-	pacer   *Pacer     // nil: no pacing
-	busy    sync.Mutex // held by the session being served
+	pacer   *Pacer        // nil: no pacing
+	slot    chan struct{} // holds a value while a session is live
 	irqN    [NumIRQIdx]uint32
 }
 
@@ -124,7 +138,7 @@ func New(dev *sim.Device, opt Options) (*Server, error) {
 	if err := opt.fill(); err != nil {
 		return nil, err
 	}
-	s := &Server{dev: dev, opt: opt}
+	s := &Server{dev: dev, opt: opt, slot: make(chan struct{}, 1)}
 	switch {
 	case opt.NoPacing && opt.Pacer != nil:
 		return nil, fmt.Errorf("vfio-user: device %s: both a Pacer and NoPacing: %w", dev.Config().Name, ErrPacing)
@@ -201,37 +215,16 @@ func (s *Server) Memory() *GuestMemory { return s.mem }
 // Config returns the function's config space as the server serves it.
 func (s *Server) Config() ConfigSpace { return s.cfg }
 
-// Serve accepts connections on ln and serves them one after another: a
-// second client waits in the listen queue until the first has gone. It
-// returns when ln is closed (nil) or Accept fails otherwise.
-func (s *Server) Serve(ln *net.UnixListener) error {
-	for {
-		c, err := ln.AcceptUnix()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			return fmt.Errorf("vfio-user: accept: %w", err)
-		}
-		if err := s.ServeConn(c); err != nil {
-			s.logf("vfio-user: session ended: %v", err)
-		}
-	}
-}
-
 func (s *Server) logf(format string, args ...any) {
 	if s.opt.Logf != nil {
 		s.opt.Logf(format, args...)
 	}
 }
 
-// ServeConn serves one client on c until it goes away, then releases the
-// session's mappings and eventfds and closes c. The device's state is
-// kept. It returns nil when the client closed the connection between
-// messages, and an error saying why otherwise.
-func (s *Server) ServeConn(c *net.UnixConn) error {
-	s.busy.Lock()
-	defer s.busy.Unlock()
+// serveSession serves the client on c as the live session, its VERSION
+// due by deadline, until it goes away; then it releases the session's
+// mappings and eventfds and closes c. The caller holds the session slot.
+func (s *Server) serveSession(c *net.UnixConn, deadline time.Time) error {
 	if s.pacer != nil {
 		s.pacer.enter()
 		defer s.pacer.leave()
@@ -244,9 +237,13 @@ func (s *Server) ServeConn(c *net.UnixConn) error {
 	s.mem.mu.Lock()
 	s.mem.remote = ss.remoteDMA
 	s.mem.mu.Unlock()
+	// the handshake's bound: VERSION accepted by deadline, or c is closed
+	hsTimer := time.AfterFunc(time.Until(deadline), ss.handshakeExpired)
 	readErr := make(chan error, 1)
 	go func() { readErr <- ss.readLoop() }()
 	err := ss.handleLoop()
+	hsTimer.Stop()
+	expired := !ss.hs.CompareAndSwap(hsPending, hsEnded) && ss.hs.Load() == hsExpired
 	_ = c.Close()
 	close(ss.done)
 	rerr := <-readErr
@@ -263,6 +260,9 @@ func (s *Server) ServeConn(c *net.UnixConn) error {
 	if err == nil && rerr != nil && !errors.Is(rerr, io.EOF) {
 		err = rerr
 	}
+	if expired {
+		err = s.handshakeError("no VERSION accepted")
+	}
 	return err
 }
 
@@ -277,6 +277,15 @@ type message struct {
 type irqKey struct {
 	index, action, sub uint32
 }
+
+// States of a session's handshake (session.hs): the VERSION accepted in
+// time, the handshake's time gone first, or the session ended first.
+const (
+	hsPending = iota
+	hsDone
+	hsExpired
+	hsEnded
+)
 
 type session struct {
 	s       *Server
@@ -293,6 +302,7 @@ type session struct {
 	words []uint32    // BAR word scratch of the handler
 
 	versioned bool
+	hs        atomic.Int32 // the handshake: hsPending, then hsDone, hsExpired or hsEnded
 	client    Capabilities
 	irqs      map[irqKey]int
 	wbuf      []byte
@@ -564,6 +574,11 @@ func (ss *session) version(m *message) ([]byte, error, error) {
 	}
 	if caps.PgSizes&pageSize == 0 {
 		return nil, nil, &cmdError{syscall.ENOTSUP, fmt.Errorf("client page sizes %#x lack %d, the server's only one: %w", caps.PgSizes, pageSize, ErrVersion)}
+	}
+	if !ss.hs.CompareAndSwap(hsPending, hsDone) {
+		// the handshake's time ran out first: the connection is closed
+		err := ss.s.handshakeError("VERSION came too late")
+		return nil, err, err
 	}
 	ss.client, ss.versioned = caps, true
 	own := ss.s.own

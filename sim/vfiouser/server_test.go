@@ -518,7 +518,9 @@ func repeatFD(fd, n int) []int {
 
 // TestDisconnect: a client that goes away mid-message leaves the server
 // ready for the next, with the device's state kept and the session's
-// mappings released; a second client waits for the first.
+// mappings released; a second client whose first message comes while the
+// first's session is live waits for it to end within Serve's grace (a
+// second client the session outlasts is refused: TestSecondClientRefused).
 func TestDisconnect(t *testing.T) {
 	dev := newTestDevice(t)
 	s, path := startServer(t, dev, Options{})
@@ -564,7 +566,8 @@ func TestDisconnect(t *testing.T) {
 		}
 		next.c.Close()
 	}
-	// one client at a time: the second is answered only after the first goes
+	// one client at a time: the second is answered only after the first
+	// goes, within the grace (1 s of the default 10 s handshake timeout)
 	first := dial(t, path)
 	first.handshake()
 	second := dial(t, path)
@@ -589,9 +592,20 @@ func TestOptionsAndHeaderBounds(t *testing.T) {
 	for _, o := range []Options{
 		{MaxMsgFDs: -1}, {MaxMsgFDs: MaxOptionFDs + 1}, {MaxDataXferSize: 4}, {MaxDataXferSize: MaxOptionXfer + 1},
 		{MaxDMAMaps: MaxOptionMaps + 1}, {MSIXVectors: -2}, {ReplyTimeout: -time.Second}, {Class: 1 << 24},
+		{HandshakeTimeout: -1}, {HandshakeTimeout: -time.Second},
 	} {
 		if _, err := New(dev, o); !errors.Is(err, ErrLimit) {
 			t.Errorf("New(%+v): %v, want ErrLimit", o, err)
+		}
+		if _, err := NewGuestMemory(o); !errors.Is(err, ErrLimit) {
+			t.Errorf("NewGuestMemory(%+v): %v, want ErrLimit", o, err)
+		}
+	}
+	// a zero handshake timeout is the default one, never "no limit"
+	for _, tc := range []struct{ given, want time.Duration }{{0, DefaultHandshakeTimeout}, {time.Millisecond, time.Millisecond}} {
+		s, err := New(newTestDevice(t), Options{HandshakeTimeout: tc.given})
+		if err != nil || s.opt.HandshakeTimeout != tc.want {
+			t.Errorf("New with HandshakeTimeout %v: %v, %v; want %v", tc.given, s.opt.HandshakeTimeout, err, tc.want)
 		}
 	}
 	if _, err := New(nil, Options{}); !errors.Is(err, ErrMessage) {
