@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/neuronsim/neuronsim/internal/lograte"
 	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/ndl"
 	"github.com/neuronsim/neuronsim/runtime/ndl/remote"
@@ -210,6 +211,15 @@ func newServeCommand() *cobra.Command {
 	return cmd
 }
 
+// serveLog is serve's log of what its servers refused or closed, on
+// standard error: a peer can make the servers complain as often as it
+// connects or sends, so at most lograte.DefaultBurst lines are written at
+// once and one a second after that, the lines dropped counted in the next
+// line written (and at exit).
+func serveLog(cmd *cobra.Command) *lograte.Limiter {
+	return lograte.NewDefault(cmd.ErrOrStderr(), "neuronsim serve: ")
+}
+
 // serveSystem builds the system and serves it until ctx ends.
 func serveSystem(ctx context.Context, cmd *cobra.Command, sf *systemFlags, listen string, allowRemote bool, o serveOptions) error {
 	s, err := sf.spec()
@@ -232,9 +242,9 @@ func serveSystem(ctx context.Context, cmd *cobra.Command, sf *systemFlags, liste
 		exports[i] = remote.Export{Device: d.Dev, Name: d.Dev.Config().Name, Connected: d.Connected}
 	}
 	opts := o.server
-	opts.Logf = func(format string, args ...any) {
-		fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim serve: "+format+"\n", args...)
-	}
+	log := serveLog(cmd)
+	defer log.Flush()
+	opts.Logf = func(format string, args ...any) { log.Logf(format, args...) }
 	srv, err := remote.NewServer(exports, opts)
 	if err != nil {
 		return err

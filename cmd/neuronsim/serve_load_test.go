@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/lograte"
 	"github.com/neuronsim/neuronsim/runtime/ndl/remote"
 )
 
@@ -100,9 +101,13 @@ func TestServeLoad(t *testing.T) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
+	started := time.Now()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	defer func() {
+		if cmd.ProcessState != nil {
+			return // stopped by the test
+		}
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-exited:
@@ -297,6 +302,19 @@ func TestServeLoad(t *testing.T) {
 	t.Logf("server RSS %d MiB before the load, peak %d MiB (bound %d MiB); %d legitimate rounds; %d idle connections held, %d refused; %d of %d one-word page-flood writes refused",
 		startRSS>>20, hwm>>20, loadRSSBound>>20, rounds.Load(), accepted.Load(), refusedConns.Load(), refused, loadPageFlood)
 	assert.Less(t, hwm, uint64(loadRSSBound), "the server's peak RSS")
+
+	// The server's log stays bounded however many connections it refused:
+	// a burst, then a line a second, the rest counted as dropped.
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop on SIGTERM")
+	}
+	elapsed := time.Since(started).Seconds()
+	logLines := strings.Count(stderr.String(), "\n")
+	assert.LessOrEqual(t, float64(logLines), lograte.DefaultBurst+elapsed/lograte.DefaultInterval.Seconds()+16, "serve's log lines over %.1f s", elapsed)
+	assert.Contains(t, stderr.String(), "log lines dropped", "the refusals past the log's rate are counted")
 }
 
 // procStatus returns a size field of a process's /proc status (VmRSS, its

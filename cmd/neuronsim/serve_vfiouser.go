@@ -86,10 +86,9 @@ func serveVFIOUser(ctx context.Context, cmd *cobra.Command, sf *systemFlags, dir
 	if err := prepareSocketDir(dir, s.Devices); err != nil {
 		return err
 	}
-	logf := func(format string, args ...any) {
-		fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim serve: "+format+"\n", args...)
-	}
-	sys, servers, err := newVFIOUserSystem(s, o, logf)
+	log := serveLog(cmd)
+	defer log.Flush()
+	sys, servers, err := newVFIOUserSystem(s, o, func(format string, args ...any) { log.Logf(format, args...) })
 	if err != nil {
 		return err
 	}
