@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -49,6 +50,31 @@ func TestRoutesRunsAreDense(t *testing.T) {
 					}
 				}
 				assert.NoError(t, r.Connected())
+			}
+		})
+	}
+}
+
+// TestRoutesSameOverWorkers: the next-hop table does not depend on how
+// many processors share out its searches (one, or three over blocks that
+// do not divide evenly), dense or in runs.
+func TestRoutesSameOverWorkers(t *testing.T) {
+	for _, n := range []int{1024, 2048} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			top := build(t, KindSwitch, hwarch.Mariana, n)
+			tables := make([]Topology, 2)
+			for i, procs := range []int{1, 3} {
+				was := runtime.GOMAXPROCS(procs)
+				tables[i] = *top
+				tables[i].route(nil)
+				runtime.GOMAXPROCS(was)
+			}
+			for x := range top.Nodes {
+				for dst := range n {
+					if a, b := tables[0].next.hop(x, dst), tables[1].next.hop(x, dst); a != b {
+						t.Fatalf("hop from %s towards device %d: link %d with one processor, %d with three", top.Nodes[x].Name, dst, a, b)
+					}
+				}
 			}
 		})
 	}

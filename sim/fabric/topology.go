@@ -3,8 +3,10 @@ package fabric
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 )
@@ -351,8 +353,16 @@ func (t *Topology) routeIn(adjust func(lo int, col [][]int32), block int, runs b
 	for id, l := range t.Links {
 		in[l.To] = append(in[l.To], id)
 	}
-	dist := make([]int, nn)
-	queue := make([]int, 0, nn) // reused: each node enters it once per destination
+	// The searches of the destinations of a block are independent and
+	// write distinct columns: they are shared out over the processors,
+	// each worker with its own search state and a contiguous share of the
+	// block's destinations (so that two workers seldom write one cache
+	// line); the table is the same whatever the count.
+	workers := max(1, min(runtime.GOMAXPROCS(0), block, t.Devices/routeBlock))
+	search := make([]bfsState, workers)
+	for w := range search {
+		search[w] = bfsState{dist: make([]int, nn), queue: make([]int, 0, nn)}
+	}
 	for lo := 0; lo < t.Devices; lo += block {
 		k := min(block, t.Devices-lo)
 		for i := range col {
@@ -360,25 +370,17 @@ func (t *Topology) routeIn(adjust func(lo int, col [][]int32), block int, runs b
 				col[i][j] = -1
 			}
 		}
-		for dst := lo; dst < lo+k; dst++ {
-			for i := range dist {
-				dist[i] = -1
-			}
-			dist[dst] = 0
-			queue = append(queue[:0], dst)
-			for head := 0; head < len(queue); head++ {
-				x := queue[head]
-				for _, id := range in[x] {
-					from := t.Links[id].From
-					if dist[from] >= 0 {
-						continue
-					}
-					dist[from] = dist[x] + 1
-					col[from][dst-lo] = int32(id)
-					queue = append(queue, from)
+		var wg sync.WaitGroup
+		for w := range search {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for dst := lo + w*k/workers; dst < lo+(w+1)*k/workers; dst++ {
+					search[w].route(t, in, col, dst, lo)
 				}
-			}
+			}()
 		}
+		wg.Wait()
 		if adjust != nil {
 			adjust(lo, col)
 		}
@@ -393,6 +395,38 @@ func (t *Topology) routeIn(adjust func(lo int, col [][]int32), block int, runs b
 	for x := range t.next.runs {
 		t.next.runs[x] = slices.Clip(t.next.runs[x])
 	}
+}
+
+// bfsState is one worker's breadth-first search state, reused from one
+// destination to the next (each node enters the queue once per
+// destination).
+type bfsState struct {
+	dist, queue []int
+}
+
+// route fills column dst-lo of col: every node's link towards device dst,
+// the first link by which the search backwards from dst, taking each
+// node's links in (in[x], in link order), reaches it.
+func (b *bfsState) route(t *Topology, in [][]int, col [][]int32, dst, lo int) {
+	dist := b.dist
+	for i := range dist {
+		dist[i] = -1
+	}
+	dist[dst] = 0
+	queue := append(b.queue[:0], dst)
+	for head := 0; head < len(queue); head++ {
+		x := queue[head]
+		for _, id := range in[x] {
+			from := t.Links[id].From
+			if dist[from] >= 0 {
+				continue
+			}
+			dist[from] = dist[x] + 1
+			col[from][dst-lo] = int32(id)
+			queue = append(queue, from)
+		}
+	}
+	b.queue = queue
 }
 
 // ErrDisconnected marks a topology whose devices are not all joined: some
