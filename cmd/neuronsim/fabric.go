@@ -472,18 +472,8 @@ func (s *sweepFlags) plan(f *fabricFlags) (*sweepPlan, error) {
 		return nil, err
 	}
 	counts := f.efa.total(perNode) // every node's devices
-	var paths [][2]string
-	if s.jsonFile != "" {
-		for i := range counts {
-			paths = append(paths, [2]string{"--json", jsonPath(s.jsonFile, counts, i)})
-		}
-	}
-	paths = append(paths, [2]string{"--plot", s.plotFile}, [2]string{"--plot-devices", s.devPlot.file}, [2]string{"--pcap", s.pcapFile})
-	if err := checkOutputPaths(paths...); err != nil {
+	if err := s.checkOutputs(f, counts); err != nil {
 		return nil, err
-	}
-	if s.pcapFile != "" && len(counts) > 1 {
-		return nil, fmt.Errorf("--pcap with --devices %s: a pcap holds one system's packets (each system's clock starts at 0); give one device count", f.devices.String())
 	}
 	pcapMax, err := units.ParseBytesIn("--pcap-max", s.pcapMax, 24, math.MaxInt64)
 	if err != nil {
@@ -497,70 +487,24 @@ func (s *sweepFlags) plan(f *fabricFlags) (*sweepPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch fl := f.cmd.Flags(); {
-	case fl.Changed("pcap-max") && s.pcapFile == "":
-		return nil, fmt.Errorf("--pcap-max: it bounds the --pcap file; give --pcap too")
-	case fl.Changed("seed") && timingOnly:
-		return nil, fmt.Errorf("--seed: timing mode moves no data, so it has no inputs to seed; it applies to --mode functional")
+	if err := s.refuseFlagsWithoutEffect(f, timingOnly); err != nil {
+		return nil, err
 	}
-	minB, err := units.ParseBytes("-b/--minbytes", s.minB)
+	sizes, err := s.sizeRange()
 	if err != nil {
 		return nil, err
 	}
-	maxB, err := units.ParseBytes("-e/--maxbytes", s.maxB)
+	p, err := s.fabricParams(f, t)
 	if err != nil {
 		return nil, err
 	}
-	var factor, step int64
-	if s.factor.set {
-		factor = s.factor.v
-	}
-	if s.step.set {
-		step = s.step.v
-	}
-	p, err := f.params(t)
-	if err != nil {
+	plan := s.newPlan(f, family, p, sw, timingOnly, counts, pcapMax)
+	if err := plan.addSystems(f, perNode); err != nil {
 		return nil, err
-	}
-	if s.engines.set && p.Endpoints == fabric.EndpointsIdeal {
-		return nil, fmt.Errorf("--engines: --endpoints ideal uses one engine per rank")
-	}
-	plan := &sweepPlan{counts: counts, pcapMax: uint64(pcapMax),
-		title: fmt.Sprintf("%s %s, %s (%s model)", f.product(), sw.Op, sw.Dtype, p.Model),
-		set: cluster.SweepSet{Sweep: sw, Config: cluster.Config{Generation: f.gen, DeviceID: f.device, Nodes: f.efa.count(), Switch: family, Params: &p,
-			TimingOnly: timingOnly, RanksPerDevice: s.ranksPerDevice.int(), WhatIf: f.bringUpWhatIf()}}}
-	if s.engines.set {
-		plan.set.Engines = s.engines.int()
-	}
-	for i, n := range perNode {
-		kind, err := f.kindOf(n)
-		if err != nil {
-			return nil, err
-		}
-		plan.set.Systems = append(plan.set.Systems, cluster.SweepSystem{Devices: counts[i], Kind: kind})
 	}
 	for i := range plan.set.Systems {
-		sys := &plan.set.Systems[i]
-		if err := checkSweepRanks(f.efa.count(), perNode[i], s.ranksPerDevice.int()); err != nil {
+		if err := s.sizeSystem(f, plan, &plan.set.Systems[i], perNode[i], sizes, limit); err != nil {
 			return nil, err
-		}
-		cfg := plan.set.Config
-		cfg.Devices = sys.Devices
-		if s.channels.set {
-			if err := cfg.CheckChannels(s.channels.int(), sw.Algo); err != nil {
-				return nil, fmt.Errorf("--channels %d: %w", s.channels.int(), err)
-			}
-		}
-		swn := sw
-		swn.Options = cfg.CollectiveOptions(sw.Options) // over nodes: the group size of a node
-		ranks := sys.Devices * s.ranksPerDevice.int()
-		if sys.Sizes, err = s.sizes(swn, ranks, minB, maxB, factor, step, timingOnly, limit); err != nil {
-			return nil, err
-		}
-		if timingOnly {
-			if err := checkTimingMemory(swn, sys.Devices, ranks, sweepEngines(f.gen, p, plan.set.Engines), sys.Sizes, limit); err != nil {
-				return nil, err
-			}
 		}
 	}
 	if plan.devSizes, plan.devNote, err = s.devPlot.plan(plan.set.Systems); err != nil {
@@ -570,6 +514,135 @@ func (s *sweepFlags) plan(f *fabricFlags) (*sweepPlan, error) {
 		plan.title = l + ": " + plan.title
 	}
 	return plan, nil
+}
+
+// checkOutputs checks the output flags before any work starts: every
+// --json report (one per device count), --plot, --plot-devices and --pcap
+// can be written and no two are the same file, and --pcap comes with a
+// single device count.
+func (s *sweepFlags) checkOutputs(f *fabricFlags, counts []int) error {
+	var paths [][2]string
+	if s.jsonFile != "" {
+		for i := range counts {
+			paths = append(paths, [2]string{"--json", jsonPath(s.jsonFile, counts, i)})
+		}
+	}
+	paths = append(paths, [2]string{"--plot", s.plotFile}, [2]string{"--plot-devices", s.devPlot.file}, [2]string{"--pcap", s.pcapFile})
+	if err := checkOutputPaths(paths...); err != nil {
+		return err
+	}
+	if s.pcapFile != "" && len(counts) > 1 {
+		return fmt.Errorf("--pcap with --devices %s: a pcap holds one system's packets (each system's clock starts at 0); give one device count", f.devices.String())
+	}
+	return nil
+}
+
+// refuseFlagsWithoutEffect refuses the flags given where they would do
+// nothing: --pcap-max without --pcap, and --seed in timing mode.
+func (s *sweepFlags) refuseFlagsWithoutEffect(f *fabricFlags, timingOnly bool) error {
+	switch fl := f.cmd.Flags(); {
+	case fl.Changed("pcap-max") && s.pcapFile == "":
+		return fmt.Errorf("--pcap-max: it bounds the --pcap file; give --pcap too")
+	case fl.Changed("seed") && timingOnly:
+		return fmt.Errorf("--seed: timing mode moves no data, so it has no inputs to seed; it applies to --mode functional")
+	}
+	return nil
+}
+
+// sweepSizeRange is what the size flags ask for: the smallest and largest
+// size, and the step factor or step bytes (0 when not given).
+type sweepSizeRange struct {
+	minB, maxB   int64
+	factor, step int64
+}
+
+// sizeRange reads the size flags: -b, -e, and -f or -i.
+func (s *sweepFlags) sizeRange() (sweepSizeRange, error) {
+	minB, err := units.ParseBytes("-b/--minbytes", s.minB)
+	if err != nil {
+		return sweepSizeRange{}, err
+	}
+	maxB, err := units.ParseBytes("-e/--maxbytes", s.maxB)
+	if err != nil {
+		return sweepSizeRange{}, err
+	}
+	r := sweepSizeRange{minB: minB, maxB: maxB}
+	if s.factor.set {
+		r.factor = s.factor.v
+	}
+	if s.step.set {
+		r.step = s.step.v
+	}
+	return r, nil
+}
+
+// fabricParams returns the fabric parameters the flags give
+// (fabricFlags.params), refusing --engines with --endpoints ideal.
+func (s *sweepFlags) fabricParams(f *fabricFlags, t *rtarch.Tables) (fabric.Params, error) {
+	p, err := f.params(t)
+	if err != nil {
+		return p, err
+	}
+	if s.engines.set && p.Endpoints == fabric.EndpointsIdeal {
+		return p, fmt.Errorf("--engines: --endpoints ideal uses one engine per rank")
+	}
+	return p, nil
+}
+
+// newPlan returns the plan of a sweep of sw over the fabric p, without its
+// systems yet: the configuration every system shares and the plot's title.
+func (s *sweepFlags) newPlan(f *fabricFlags, family hwarch.SwitchFamily, p fabric.Params, sw cluster.Sweep, timingOnly bool, counts []int, pcapMax int64) *sweepPlan {
+	plan := &sweepPlan{counts: counts, pcapMax: uint64(pcapMax),
+		title: fmt.Sprintf("%s %s, %s (%s model)", f.product(), sw.Op, sw.Dtype, p.Model),
+		set: cluster.SweepSet{Sweep: sw, Config: cluster.Config{Generation: f.gen, DeviceID: f.device, Nodes: f.efa.count(), Switch: family, Params: &p,
+			TimingOnly: timingOnly, RanksPerDevice: s.ranksPerDevice.int(), WhatIf: f.bringUpWhatIf()}}}
+	if s.engines.set {
+		plan.set.Engines = s.engines.int()
+	}
+	return plan
+}
+
+// addSystems adds the plan's systems, one per device count: counts[i]
+// devices, perNode[i] of them on each node, of the topology that takes.
+func (plan *sweepPlan) addSystems(f *fabricFlags, perNode []int) error {
+	for i, n := range perNode {
+		kind, err := f.kindOf(n)
+		if err != nil {
+			return err
+		}
+		plan.set.Systems = append(plan.set.Systems, cluster.SweepSystem{Devices: plan.counts[i], Kind: kind})
+	}
+	return nil
+}
+
+// sizeSystem checks one of the plan's systems (perNode devices on each
+// node) against the ranks and channel flags and sets its sizes, checking
+// the memory they need against limit.
+func (s *sweepFlags) sizeSystem(f *fabricFlags, plan *sweepPlan, sys *cluster.SweepSystem, perNode int, r sweepSizeRange, limit memlimit.Limit) error {
+	if err := checkSweepRanks(f.efa.count(), perNode, s.ranksPerDevice.int()); err != nil {
+		return err
+	}
+	cfg := plan.set.Config
+	cfg.Devices = sys.Devices
+	sw := plan.set.Sweep
+	if s.channels.set {
+		if err := cfg.CheckChannels(s.channels.int(), sw.Algo); err != nil {
+			return fmt.Errorf("--channels %d: %w", s.channels.int(), err)
+		}
+	}
+	sw.Options = cfg.CollectiveOptions(sw.Options) // over nodes: the group size of a node
+	ranks := sys.Devices * s.ranksPerDevice.int()
+	var err error
+	if sys.Sizes, err = s.sizes(sw, ranks, r.minB, r.maxB, r.factor, r.step, cfg.TimingOnly, limit); err != nil {
+		return err
+	}
+	if cfg.TimingOnly {
+		engines := sweepEngines(f.gen, *cfg.Params, plan.set.Engines)
+		if err := checkTimingMemory(sw, sys.Devices, ranks, engines, sys.Sizes, limit); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // collective checks the collective's flags: the op, the algorithm, the
