@@ -56,16 +56,11 @@ func NewLoader(m *dma.DMA, mem *dmem.Allocator, t *arch.Tables) *Loader {
 // to the one already loaded there (same fingerprint) is a cache hit that
 // moves nothing.
 func (l *Loader) Load(nc int, tables *Tables) (Report, error) {
-	g := l.Tables.Generation
-	t := tables
-	if t == nil {
-		def, err := DefaultBins(g)
-		if err != nil {
-			return Report{}, err
-		}
-		t = &def
+	t, err := l.tablesOrDefault(tables)
+	if err != nil {
+		return Report{}, err
 	}
-	fp := Fingerprint(g, *t)
+	fp := Fingerprint(l.Tables.Generation, *t)
 	if st, ok := l.Cache.Lookup(nc, fp); ok {
 		return Report{State: st, CacheHit: true}, nil
 	}
@@ -76,78 +71,115 @@ func (l *Loader) Load(nc int, tables *Tables) (Report, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := State{DVETblHash: fp, Queue: QueueName, Vring: VringName, NC: nc}
-	rep := Report{}
 	v := dma.NewVring(VringName)
-	var handles []dmem.Handle
-	release := func() {
-		for _, h := range handles {
-			_ = l.Mem.Free(h)
-		}
-	}
-	for _, tr := range transfers {
-		h, err := l.Mem.Alloc(dmem.Request{Size: tr.Size, Channel: dmem.Any, NC: nc, Name: "dve." + tr.Name})
-		if err != nil {
-			release()
-			return Report{}, fmt.Errorf("dve load NC %d: staging %s: %w", nc, tr.Name, err)
-		}
-		handles = append(handles, h)
-		b, err := l.Mem.Info(h)
-		if err != nil {
-			release()
-			return Report{}, err
-		}
-		if err := l.DMA.WriteDevice(b.Addr, tr.Data); err != nil { // dmem_buf_copyin
-			release()
-			return Report{}, fmt.Errorf("dve load NC %d: copy-in %s: %w", nc, tr.Name, err)
-		}
-		if err := v.AddTransfer(b.Addr, tr.Addr, tr.Size); err != nil {
-			release()
-			return Report{}, err
-		}
-		*st.Slot(tr.Name) = Buffer{Addr: b.Addr, Dest: tr.Addr, Size: tr.Size}
-		rep.Staged = append(rep.Staged, tr.Dest)
-	}
-	one, err := l.oneWord(nc)
+	handles, staged, err := l.stage(nc, transfers, v, &st)
 	if err != nil {
-		release()
 		return Report{}, err
 	}
-	incr, readVA, err := l.semaphore(nc)
-	if err != nil {
-		release()
+	if err := l.runVring(nc, v); err != nil {
+		l.free(handles)
 		return Report{}, err
 	}
-	if err := v.AddEventAccel(one, incr); err != nil {
-		release()
-		return Report{}, err
-	}
-	csr := l.DMA.Device().CSR
-	before, err := csr.Read(readVA)
-	if err != nil {
-		release()
-		return Report{}, err
-	}
-	q, err := l.DMA.AllocQueue(QueueName, nc, 64)
-	if err != nil {
-		release()
-		return Report{}, err
-	}
-	if err := q.Run(v); err != nil {
-		release()
-		return Report{}, err
-	}
-	if err := l.wait(q, readVA, before+1); err != nil {
-		release()
-		return Report{}, fmt.Errorf("dve load NC %d: %w", nc, err)
-	}
-	for _, h := range l.staged[nc] { // the set this one replaces
-		_ = l.Mem.Free(h)
-	}
+	l.free(l.staged[nc]) // the set this one replaces
 	l.staged[nc] = handles
 	l.Cache.Forget(nc)
 	l.Cache.Store(nc, st)
-	rep.State, rep.Bytes, rep.Descriptors = st, v.Bytes(), v.Descriptors()
-	return rep, nil
+	return Report{State: st, Bytes: v.Bytes(), Descriptors: v.Descriptors(), Staged: staged}, nil
+}
+
+// tablesOrDefault returns tables, or the generation's default bins when it
+// is nil.
+func (l *Loader) tablesOrDefault(tables *Tables) (*Tables, error) {
+	if tables != nil {
+		return tables, nil
+	}
+	def, err := DefaultBins(l.Tables.Generation)
+	if err != nil {
+		return nil, err
+	}
+	return &def, nil
+}
+
+// stage copies each transfer's data into a staging buffer of device memory
+// on NC nc and adds its copy to its destination to v, recording the
+// buffers in st. It returns the buffers and the destinations, in load
+// order; on an error it frees the buffers it allocated. l.mu is held.
+func (l *Loader) stage(nc int, transfers []Transfer, v *dma.Vring, st *State) ([]dmem.Handle, []Dest, error) {
+	var handles []dmem.Handle
+	var staged []Dest
+	for _, tr := range transfers {
+		h, err := l.Mem.Alloc(dmem.Request{Size: tr.Size, Channel: dmem.Any, NC: nc, Name: "dve." + tr.Name})
+		if err != nil {
+			l.free(handles)
+			return nil, nil, fmt.Errorf("dve load NC %d: staging %s: %w", nc, tr.Name, err)
+		}
+		handles = append(handles, h)
+		addr, err := l.copyIn(nc, h, tr)
+		if err != nil {
+			l.free(handles)
+			return nil, nil, err
+		}
+		if err := v.AddTransfer(addr, tr.Addr, tr.Size); err != nil {
+			l.free(handles)
+			return nil, nil, err
+		}
+		*st.Slot(tr.Name) = Buffer{Addr: addr, Dest: tr.Addr, Size: tr.Size}
+		staged = append(staged, tr.Dest)
+	}
+	return handles, staged, nil
+}
+
+// copyIn writes the transfer's data into its staging buffer h
+// (dmem_buf_copyin) and returns the buffer's device address.
+func (l *Loader) copyIn(nc int, h dmem.Handle, tr Transfer) (uint64, error) {
+	b, err := l.Mem.Info(h)
+	if err != nil {
+		return 0, err
+	}
+	if err := l.DMA.WriteDevice(b.Addr, tr.Data); err != nil {
+		return 0, fmt.Errorf("dve load NC %d: copy-in %s: %w", nc, tr.Name, err)
+	}
+	return b.Addr, nil
+}
+
+// runVring closes v with the event-accel descriptor that increments NC
+// nc's completion semaphore, runs it on the NC's "qDveTable" queue and
+// waits for the semaphore to move. l.mu is held.
+func (l *Loader) runVring(nc int, v *dma.Vring) error {
+	one, err := l.oneWord(nc)
+	if err != nil {
+		return err
+	}
+	incr, readVA, err := l.semaphore(nc)
+	if err != nil {
+		return err
+	}
+	if err := v.AddEventAccel(one, incr); err != nil {
+		return err
+	}
+	before, err := l.DMA.Device().CSR.Read(readVA)
+	if err != nil {
+		return err
+	}
+	q, err := l.DMA.AllocQueue(QueueName, nc, 64)
+	if err != nil {
+		return err
+	}
+	if err := q.Run(v); err != nil {
+		return err
+	}
+	if err := l.wait(q, readVA, before+1); err != nil {
+		return fmt.Errorf("dve load NC %d: %w", nc, err)
+	}
+	return nil
+}
+
+// free frees staging buffers, ignoring errors: the buffers of a failed
+// load, or of the set a new one replaces.
+func (l *Loader) free(handles []dmem.Handle) {
+	for _, h := range handles {
+		_ = l.Mem.Free(h)
+	}
 }
 
 // oneWord returns NC nc's event-accel source: a device word holding 1.
