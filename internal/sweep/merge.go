@@ -316,72 +316,25 @@ func Merge(dir string, opt MergeOptions) (MergeStats, error) {
 	if err != nil {
 		return st, err
 	}
-	out := filepath.Join(dir, MergedDir)
 	if opt.SQLite != "" {
 		if err := output.Check(opt.SQLite); err != nil {
 			return st, fmt.Errorf("sweep: --sqlite: %w", err)
 		}
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	merged := mergedFiles{dir: filepath.Join(dir, MergedDir), st: &st}
+	if err := os.MkdirAll(merged.dir, 0o755); err != nil {
 		return st, fmt.Errorf("sweep: %w", err)
 	}
-	write := func(name string, data []byte) error {
-		path := filepath.Join(out, name)
-		if err := output.WriteFile(path, data); err != nil {
-			return fmt.Errorf("sweep: %w", err)
-		}
-		st.Files = append(st.Files, path)
-		return nil
-	}
-	rep, err := f.ReportJSON()
-	if err != nil {
-		return st, err
-	}
-	if err := write(ReportName, rep); err != nil {
-		return st, err
-	}
-	c, err := f.CSV()
-	if err != nil {
-		return st, err
-	}
-	if err := write(CSVName, c); err != nil {
+	if err := merged.writeTables(f); err != nil {
 		return st, err
 	}
 	if f.Outputs.Plots {
-		for i, gr := range f.groups() {
-			r := gr.report(i)
-			rows := r.Rows[:0:0]
-			for _, row := range r.Rows {
-				if row.Size > 0 { // a log axis has no place for 0 B
-					rows = append(rows, row)
-				}
-			}
-			if len(rows) == 0 {
-				continue
-			}
-			r.Rows = rows
-			png, err := plot.PNG(gr.title(), []plot.Series{{Label: units.Plural(int64(gr.first.Ranks), "rank", "ranks"), Report: r}})
-			if err != nil {
-				return st, fmt.Errorf("sweep: plot of group %d: %w", i, err)
-			}
-			if err := write(PlotName(i), png); err != nil {
-				return st, err
-			}
+		if err := merged.writePlots(f); err != nil {
+			return st, err
 		}
 	}
-	// A plot an earlier merge drew for a group with no OK point now would
-	// contradict report.json: it goes.
-	drawn := map[string]bool{}
-	for _, p := range st.Files {
-		drawn[filepath.Base(p)] = true
-	}
-	old, _ := filepath.Glob(filepath.Join(out, "busbw-*.png"))
-	for _, p := range old {
-		if !drawn[filepath.Base(p)] {
-			if err := os.Remove(p); err != nil {
-				return st, fmt.Errorf("sweep: removing the stale plot %s: %w", p, err)
-			}
-		}
+	if err := merged.removeStalePlots(); err != nil {
+		return st, err
 	}
 	if opt.SQLite != "" {
 		if err := writeSQLite(opt.SQLite, f); err != nil {
@@ -391,11 +344,109 @@ func Merge(dir string, opt MergeOptions) (MergeStats, error) {
 	}
 	st.Problems = f.Problems()
 	if len(st.Problems) > 0 {
-		var lines []string
-		for _, p := range st.Problems {
-			lines = append(lines, fmt.Sprintf("point %d (%s) %s: %s", p.Index, p.Hash, p.Status, p.Error))
-		}
-		return st, fmt.Errorf("sweep: %s: %d of %d points are missing or failed:\n  %s: %w", dir, len(st.Problems), len(f.Results), strings.Join(lines, "\n  "), ErrIncomplete)
+		return st, incompleteError(dir, st.Problems, len(f.Results))
 	}
 	return st, nil
+}
+
+// mergedFiles writes the files of a results folder's DIR/merged, adding
+// each file written to the merge's stats.
+type mergedFiles struct {
+	dir string // DIR/merged
+	st  *MergeStats
+}
+
+// write writes data to the file name in DIR/merged, atomically.
+func (m mergedFiles) write(name string, data []byte) error {
+	path := filepath.Join(m.dir, name)
+	if err := output.WriteFile(path, data); err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	m.st.Files = append(m.st.Files, path)
+	return nil
+}
+
+// writeTables writes the folder's report.json and points.csv.
+func (m mergedFiles) writeTables(f *Folder) error {
+	rep, err := f.ReportJSON()
+	if err != nil {
+		return err
+	}
+	if err := m.write(ReportName, rep); err != nil {
+		return err
+	}
+	c, err := f.CSV()
+	if err != nil {
+		return err
+	}
+	return m.write(CSVName, c)
+}
+
+// writePlots writes the plot of every group of the folder that has
+// something to draw (group.plot).
+func (m mergedFiles) writePlots(f *Folder) error {
+	for i, gr := range f.groups() {
+		png, ok, err := gr.plot(i)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if err := m.write(PlotName(i), png); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// plot draws group i's busbw against size, a PNG, from its OK points of a
+// size above 0 B; ok is false when it has none.
+func (gr *group) plot(i int) (png []byte, ok bool, err error) {
+	r := gr.report(i)
+	rows := r.Rows[:0:0]
+	for _, row := range r.Rows {
+		if row.Size > 0 { // a log axis has no place for 0 B
+			rows = append(rows, row)
+		}
+	}
+	if len(rows) == 0 {
+		return nil, false, nil
+	}
+	r.Rows = rows
+	png, err = plot.PNG(gr.title(), []plot.Series{{Label: units.Plural(int64(gr.first.Ranks), "rank", "ranks"), Report: r}})
+	if err != nil {
+		return nil, false, fmt.Errorf("sweep: plot of group %d: %w", i, err)
+	}
+	return png, true, nil
+}
+
+// removeStalePlots removes the plots in DIR/merged this merge did not
+// write: one an earlier merge drew for a group with no OK point now would
+// contradict report.json.
+func (m mergedFiles) removeStalePlots() error {
+	drawn := map[string]bool{}
+	for _, p := range m.st.Files {
+		drawn[filepath.Base(p)] = true
+	}
+	old, _ := filepath.Glob(filepath.Join(m.dir, "busbw-*.png"))
+	for _, p := range old {
+		if !drawn[filepath.Base(p)] {
+			if err := os.Remove(p); err != nil {
+				return fmt.Errorf("sweep: removing the stale plot %s: %w", p, err)
+			}
+		}
+	}
+	return nil
+}
+
+// incompleteError is the error of a merge of the folder dir whose points
+// problems (of total points) are missing or failed: it lists them, and
+// wraps ErrIncomplete.
+func incompleteError(dir string, problems []PointResult, total int) error {
+	var lines []string
+	for _, p := range problems {
+		lines = append(lines, fmt.Sprintf("point %d (%s) %s: %s", p.Index, p.Hash, p.Status, p.Error))
+	}
+	return fmt.Errorf("sweep: %s: %d of %d points are missing or failed:\n  %s: %w", dir, len(problems), total, strings.Join(lines, "\n  "), ErrIncomplete)
 }
