@@ -115,77 +115,134 @@ func Run(g *Grid, opt RunOptions) (RunStats, error) {
 		return st, err
 	}
 	st.Points = len(idx)
-	var peak uint64
-	for _, i := range idx {
-		peak = max(peak, g.specs[i].mem())
-	}
-	if err := memLimit().Check(fmt.Sprintf("-j %d: %d points at once of up to %s each", opt.Jobs, opt.Jobs, memlimit.Human(peak)), peak*uint64(opt.Jobs)); err != nil {
-		return st, fmt.Errorf("sweep: %w; lower -j", err)
+	if err := g.checkMemory(idx, opt.Jobs); err != nil {
+		return st, err
 	}
 	if err := g.prepare(opt.Dir); err != nil {
 		return st, err
 	}
-	var todo []int
+	todo, skipped := g.notDone(opt.Dir, idx)
+	st.Skipped = skipped
+	r := &shardRunner{g: g, opt: opt, st: &st}
+	r.runAll(todo)
+	return st, r.err()
+}
+
+// checkMemory refuses to run jobs of the points idx at once when that many
+// of the largest could need more memory than the limit.
+func (g *Grid) checkMemory(idx []int, jobs int) error {
+	var peak uint64
 	for _, i := range idx {
-		if r, err := readResult(opt.Dir, &g.points[i]); err == nil && r.Row != nil {
-			st.Skipped++
+		peak = max(peak, g.specs[i].mem())
+	}
+	if err := memLimit().Check(fmt.Sprintf("-j %d: %d points at once of up to %s each", jobs, jobs, memlimit.Human(peak)), peak*uint64(jobs)); err != nil {
+		return fmt.Errorf("sweep: %w; lower -j", err)
+	}
+	return nil
+}
+
+// notDone returns the points of idx that have no valid result with a row
+// in dir yet, in order, and how many do.
+func (g *Grid) notDone(dir string, idx []int) (todo []int, done int) {
+	for _, i := range idx {
+		if r, err := readResult(dir, &g.points[i]); err == nil && r.Row != nil {
+			done++
 			continue
 		}
 		todo = append(todo, i)
 	}
-	var mu sync.Mutex
-	var firstErr error
-	var failed []string
+	return todo, done
+}
+
+// shardRunner runs a shard's points on opt.Jobs workers and gathers what
+// they did into st.
+type shardRunner struct {
+	g   *Grid
+	opt RunOptions
+
+	mu       sync.Mutex // guards the fields below
+	st       *RunStats
+	firstErr error    // the first result that could not be written: no point starts after it
+	failed   []string // the points that failed, a line each
+}
+
+// runAll runs the points todo, at most opt.Jobs at once, and returns when
+// every point started has ended. After a result could not be written, no
+// other point starts.
+func (r *shardRunner) runAll(todo []int) {
 	work := make(chan int)
 	var wg sync.WaitGroup
-	for range min(opt.Jobs, max(len(todo), 1)) {
+	for range min(r.opt.Jobs, max(len(todo), 1)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				start, cpu := time.Now(), cpuTime()
-				row, perr := g.runPoint(i)
-				host := time.Since(start)
-				werr := g.writeResult(opt.Dir, i, row, perr, hostTime{Seconds: host.Seconds(), CPUSeconds: (cpuTime() - cpu).Seconds()})
-				mu.Lock()
-				st.Ran++
-				if perr != nil {
-					st.Failed++
-					failed = append(failed, fmt.Sprintf("point %d (%s): %v", i, g.points[i].Hash, perr))
-				}
-				if werr != nil && firstErr == nil {
-					firstErr = werr
-				}
-				if opt.Log != nil {
-					status := "ok"
-					if perr != nil {
-						status = "FAILED: " + perr.Error()
-					}
-					fmt.Fprintf(opt.Log, "point %d %s: %.1f ms: %s\n", i, g.points[i].Hash, host.Seconds()*1e3, status)
-				}
-				mu.Unlock()
+				r.runOne(i)
 			}
 		}()
 	}
 	for _, i := range todo {
-		mu.Lock()
-		stop := firstErr != nil
-		mu.Unlock()
-		if stop {
+		if r.stopped() {
 			break
 		}
 		work <- i
 	}
 	close(work)
 	wg.Wait()
-	if firstErr != nil {
-		return st, firstErr
+}
+
+// stopped reports whether a result could not be written.
+func (r *shardRunner) stopped() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.firstErr != nil
+}
+
+// runOne runs point i, writes its result and host time, and records the
+// outcome.
+func (r *shardRunner) runOne(i int) {
+	start, cpu := time.Now(), cpuTime()
+	row, perr := r.g.runPoint(i)
+	host := time.Since(start)
+	werr := r.g.writeResult(r.opt.Dir, i, row, perr, hostTime{Seconds: host.Seconds(), CPUSeconds: (cpuTime() - cpu).Seconds()})
+	r.record(i, host, perr, werr)
+}
+
+// record counts point i's run, which took host and failed with perr (nil:
+// it did not), and whose result's writing failed with werr; with
+// opt.Log, it logs the point's line.
+func (r *shardRunner) record(i int, host time.Duration, perr, werr error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.st.Ran++
+	if perr != nil {
+		r.st.Failed++
+		r.failed = append(r.failed, fmt.Sprintf("point %d (%s): %v", i, r.g.points[i].Hash, perr))
 	}
-	if st.Failed > 0 {
-		return st, fmt.Errorf("sweep: %d of %d points failed (their result files hold the errors; a rerun retries them):\n  %s: %w",
-			st.Failed, st.Ran, strings.Join(failed, "\n  "), ErrIncomplete)
+	if werr != nil && r.firstErr == nil {
+		r.firstErr = werr
 	}
-	return st, nil
+	if r.opt.Log != nil {
+		status := "ok"
+		if perr != nil {
+			status = "FAILED: " + perr.Error()
+		}
+		fmt.Fprintf(r.opt.Log, "point %d %s: %.1f ms: %s\n", i, r.g.points[i].Hash, host.Seconds()*1e3, status)
+	}
+}
+
+// err is the run's error once every point has ended: the first result
+// that could not be written or, when points failed, the list of them,
+// wrapping ErrIncomplete.
+func (r *shardRunner) err() error {
+	if r.firstErr != nil {
+		return r.firstErr
+	}
+	if r.st.Failed > 0 {
+		return fmt.Errorf("sweep: %d of %d points failed (their result files hold the errors; a rerun retries them):\n  %s: %w",
+			r.st.Failed, r.st.Ran, strings.Join(r.failed, "\n  "), ErrIncomplete)
+	}
+	return nil
 }
 
 // prepare makes the folder and checks or writes its manifest: a folder
