@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/neuronsim/neuronsim/internal/sweep"
 	"github.com/neuronsim/neuronsim/internal/units"
@@ -68,11 +69,18 @@ reference point.`,
 	return cmd
 }
 
+// sweepRunFlags are the flags of `neuronsim sweep run`.
+type sweepRunFlags struct {
+	out, shard string
+	verbose    bool
+	count      *intValue
+	jobs       *intValue
+}
+
+// newSweepRunCmd is `neuronsim sweep run`: one shard of a grid run into a
+// results folder.
 func newSweepRunCmd() *cobra.Command {
-	var out, shard string
-	var verbose bool
-	count := newInt("--count", 1, sweep.MaxShards)
-	jobs := newIntDefault("-j/--jobs", 1, sweep.MaxJobs, 1)
+	o := &sweepRunFlags{count: newInt("--count", 1, sweep.MaxShards), jobs: newIntDefault("-j/--jobs", 1, sweep.MaxJobs, 1)}
 	cmd := &cobra.Command{
 		Use:   "run GRID.yaml --out DIR",
 		Short: "Run a shard of a grid into a results folder, one result file per point; points already done are skipped",
@@ -90,61 +98,78 @@ the whole grid. The partition is the same on every machine, balanced by the
 points' estimated work. -j runs that many points at once.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if out == "" {
-				return fmt.Errorf("--out: give the results folder")
-			}
-			if err := refuseEmpty(cmd, "shard", "--shard", shard, "give I/N (0/4), or leave --shard out for the whole grid or the job array's task"); err != nil {
-				return err
-			}
-			var s sweep.Shard
-			switch {
-			case shard != "" && count.set:
-				return fmt.Errorf("--count: it goes with JOB_COMPLETION_INDEX; --shard %s names its count", shard)
-			case shard != "":
-				v, err := sweep.ParseShard(shard)
-				if err != nil {
-					return err
-				}
-				s = v
-			default:
-				c := 0
-				if count.set {
-					c = count.int()
-				}
-				v, _, err := sweep.ShardFromEnv(os.LookupEnv, c)
-				if err != nil {
-					return err
-				}
-				s = v
-			}
-			g, err := sweep.LoadGrid(args[0])
-			if err != nil {
-				return err
-			}
-			defer removeOutputsOnSignal(cmd.ErrOrStderr())()
-			what := "the whole grid"
-			if s.From != "" {
-				what = fmt.Sprintf("shard %s (%s)", s, s.From)
-			}
-			opt := sweep.RunOptions{Dir: out, Shard: s, Jobs: jobs.int()}
-			if verbose {
-				opt.Log = cmd.ErrOrStderr()
-			}
-			st, err := sweep.Run(g, opt)
-			if err == nil || errors.Is(err, sweep.ErrIncomplete) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim: sweep run %s: %s of %s: %d ran, %d skipped (already done), %d failed\n",
-					out, what, units.Plural(int64(st.Points), "point", "points"), st.Ran, st.Skipped, st.Failed)
-			}
-			return err
+			return o.run(cmd, args[0])
 		},
 	}
-	fl := cmd.Flags()
-	fl.StringVar(&out, "out", "", "the results folder (created if missing)")
-	fl.StringVar(&shard, "shard", "", "run shard I of N (I from 0), e.g. 0/4")
-	fl.Var(count, "count", "the number of shards of a Kubernetes Indexed Job (its completions), with JOB_COMPLETION_INDEX")
-	fl.VarP(jobs, "jobs", "j", fmt.Sprintf("points run at once, 1..%d", sweep.MaxJobs))
-	fl.BoolVarP(&verbose, "verbose", "v", false, "print a line per point run (its index, hash, wall time and status) on stderr")
+	o.add(cmd.Flags())
 	return cmd
+}
+
+// add registers the flags of `neuronsim sweep run` on fs.
+func (o *sweepRunFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&o.out, "out", "", "the results folder (created if missing)")
+	fs.StringVar(&o.shard, "shard", "", "run shard I of N (I from 0), e.g. 0/4")
+	fs.Var(o.count, "count", "the number of shards of a Kubernetes Indexed Job (its completions), with JOB_COMPLETION_INDEX")
+	fs.VarP(o.jobs, "jobs", "j", fmt.Sprintf("points run at once, 1..%d", sweep.MaxJobs))
+	fs.BoolVarP(&o.verbose, "verbose", "v", false, "print a line per point run (its index, hash, wall time and status) on stderr")
+}
+
+// run runs the shard of the grid file gridArg into --out and says on
+// stderr how many of its points ran, were skipped and failed.
+func (o *sweepRunFlags) run(cmd *cobra.Command, gridArg string) error {
+	if o.out == "" {
+		return fmt.Errorf("--out: give the results folder")
+	}
+	if err := refuseEmpty(cmd, "shard", "--shard", o.shard, "give I/N (0/4), or leave --shard out for the whole grid or the job array's task"); err != nil {
+		return err
+	}
+	s, err := o.shardToRun()
+	if err != nil {
+		return err
+	}
+	g, err := sweep.LoadGrid(gridArg)
+	if err != nil {
+		return err
+	}
+	defer removeOutputsOnSignal(cmd.ErrOrStderr())()
+	opt := sweep.RunOptions{Dir: o.out, Shard: s, Jobs: o.jobs.int()}
+	if o.verbose {
+		opt.Log = cmd.ErrOrStderr()
+	}
+	st, err := sweep.Run(g, opt)
+	if err == nil || errors.Is(err, sweep.ErrIncomplete) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim: sweep run %s: %s of %s: %d ran, %d skipped (already done), %d failed\n",
+			o.out, shardDescription(s), units.Plural(int64(st.Points), "point", "points"), st.Ran, st.Skipped, st.Failed)
+	}
+	return err
+}
+
+// shardToRun returns the shard to run: --shard I/N; without it, the one
+// the environment names (a Slurm array task, or a Kubernetes Indexed Job's
+// with --count); with neither, the whole grid. --count with --shard is
+// refused.
+func (o *sweepRunFlags) shardToRun() (sweep.Shard, error) {
+	switch {
+	case o.shard != "" && o.count.set:
+		return sweep.Shard{}, fmt.Errorf("--count: it goes with JOB_COMPLETION_INDEX; --shard %s names its count", o.shard)
+	case o.shard != "":
+		return sweep.ParseShard(o.shard)
+	}
+	c := 0
+	if o.count.set {
+		c = o.count.int()
+	}
+	s, _, err := sweep.ShardFromEnv(os.LookupEnv, c)
+	return s, err
+}
+
+// shardDescription names shard s in the run's summary: the whole grid, or
+// the shard and where it came from.
+func shardDescription(s sweep.Shard) string {
+	if s.From != "" {
+		return fmt.Sprintf("shard %s (%s)", s, s.From)
+	}
+	return "the whole grid"
 }
 
 func newSweepMergeCmd() *cobra.Command {
