@@ -6,8 +6,8 @@ import (
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 )
 
-// SetPageBudget makes the host memory charge its resident pages to b (see
-// [Memory.SetBudget]).
+// SetPageBudget makes the host memory charge its resident pages and their
+// page table to b (see [Memory.SetBudget]).
 func (h *HostMemory) SetPageBudget(b *PageBudget) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -19,7 +19,8 @@ func (h *HostMemory) SetPageBudget(b *PageBudget) error {
 
 // SetPageBudget makes the device's memories — its device memory behind
 // BAR4, its register file and its host memory — charge their resident pages
-// to b, so that the devices of a served system share one bound. A BAR write
+// and the page tables that map them to b, so that the devices of a served
+// system share one bound on the memory they hold. A BAR write
 // that would pass it is refused whole with an error wrapping
 // [ErrPageBudget]; a DMA transfer that would pass it halts its queue with
 // udma.ErrMemoryFull, the simulator's own status bit.

@@ -16,30 +16,36 @@ func newBudget(t testing.TB, pages int64) *PageBudget {
 	return b
 }
 
+// oneLeaf is what the page table of a memory whose pages lie in one 2 MiB
+// span costs the budget beside the pages: its root, a level-1 and a level-2
+// node and a leaf.
+const oneLeaf = 4
+
 // TestDevicePageBudget: a device's BAR4 and register writes and its host
-// memory share the budget; a BAR write past it is refused whole.
+// memory share the budget; a BAR write past it is refused whole. The
+// budget counts each memory's page table beside its pages (oneLeaf each).
 func TestDevicePageBudget(t *testing.T) {
 	h := readyDev(t, hwarch.Cayman, 0)
-	b := newBudget(t, 3)
+	b := newBudget(t, 3+2*oneLeaf)
 	require.NoError(t, h.d.SetPageBudget(b))
 	w := h.d.BAR4().Windows()[0]
-	words := make([]uint32, 3*PageSize/4+1)
+	words := make([]uint32, (3+2*oneLeaf)*PageSize/4+1)
 	for i := range words {
 		words[i] = uint32(i + 1)
 	}
 	now := h.d.Now()
-	err := h.d.WriteBAR(hwarch.BAR4, w.BAR4Offset+PageSize, words) // 3 pages and a word
+	err := h.d.WriteBAR(hwarch.BAR4, w.BAR4Offset+PageSize, words) // a page more than the budget, and a word
 	require.ErrorIs(t, err, ErrPageBudget)
 	assert.Equal(t, now, h.d.Now(), "a refused write takes no time")
 	assert.Zero(t, h.read4(w.BAR4Offset+PageSize), "nothing written")
 	assert.Zero(t, b.Used())
 	require.NoError(t, h.d.WriteBAR(hwarch.BAR4, w.BAR4Offset, words[:PageSize/4]))
-	assert.Equal(t, int64(1), b.Used())
+	assert.Equal(t, int64(1+oneLeaf), b.Used())
 
 	pa, err := h.d.HostAlloc(3*PageSize, PageSize)
 	require.NoError(t, err)
 	require.NoError(t, h.d.HostWrite(pa, []byte{1}))
-	assert.Equal(t, int64(2), b.Used())
+	assert.Equal(t, int64(2+2*oneLeaf), b.Used())
 	buf := make([]byte, 3*PageSize)
 	buf[0], buf[PageSize], buf[2*PageSize] = 1, 1, 1 // 2 new pages: 4 in all
 	require.ErrorIs(t, h.d.HostWrite(pa, buf), ErrPageBudget)
@@ -47,11 +53,11 @@ func TestDevicePageBudget(t *testing.T) {
 	require.NoError(t, h.d.HostRead(pa+PageSize, got))
 	assert.Zero(t, got[0], "the refused host write wrote nothing")
 	require.NoError(t, h.d.HostFree(pa))
-	assert.Equal(t, int64(1), b.Used(), "a freed buffer's pages return")
+	assert.Equal(t, int64(1+oneLeaf+1), b.Used(), "a freed buffer's pages return, with their table but its root")
 
 	// Unmapped register offsets land in the register file: counted too.
 	require.NoError(t, h.d.Write32(h.reg, 0x3F0_0000, 1))
-	require.NoError(t, h.d.Write32(h.reg, 0x3F0_1000, 1))
-	err = h.d.Write32(h.reg, 0x3F0_2000, 1)
+	assert.Equal(t, int64(3+2*oneLeaf), b.Used(), "a register page and its table")
+	err = h.d.Write32(h.reg, 0x3F0_1000, 1)
 	require.ErrorIs(t, err, ErrPageBudget)
 }

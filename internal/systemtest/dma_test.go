@@ -213,7 +213,10 @@ func TestDMAPastPageBudgetSaysSo(t *testing.T) {
 	all, err := sim.NewPageBudget(1 << 30)
 	require.NoError(t, err)
 	require.NoError(t, simDev.SetPageBudget(all)) // to count what is resident
-	b, err := sim.NewPageBudget(all.Used() + 2)   // room for two more pages: the 64 KiB write needs 16
+	// Room for two more pages and the page-table nodes of each (a leaf, a
+	// level-2 and a level-1 node, and a root: 4), as the budget counts
+	// them: the 64 KiB write needs 16 pages and their leaf.
+	b, err := sim.NewPageBudget(all.Used() + 2 + 2*4)
 	require.NoError(t, err)
 	require.NoError(t, simDev.SetPageBudget(b))
 	v := dma.NewVring("big")

@@ -11,13 +11,19 @@ import (
 // its memory allows. The access is refused whole: nothing is written.
 var ErrPageBudget = errors.New("page budget exhausted")
 
-// PageBudget bounds the resident pages of every [Memory] that shares it —
-// the device memory, register file and host memory of a served system — so
+// PageBudget bounds the memory held by every [Memory] that shares it — the
+// device memory, register file and host memory of a served system — so
 // that touching memory, which costs a client one byte per page, cannot make
-// the process that simulates it grow without bound. A write that would make
-// a page resident past the limit is refused with [ErrPageBudget] before
-// anything is written; pages released (a zero fill, a free, Clear) return
-// to the budget.
+// the process that simulates it grow without bound. It counts in units of
+// [PageSize] bytes everything a Memory allocates for what it holds: its
+// resident pages and the nodes of the table that maps them (a node is 512
+// pointers, which Go allocates in 4,864 bytes, 19/16 of a page: see
+// nodeCost; pages written together share them, a leaf for every 2 MiB of
+// addresses, while a page alone in its 2 MiB needs a leaf of its own, so
+// one-word writes scattered 2 MiB apart cost about 2.2 pages each). A
+// write that would hold memory past the limit is refused with
+// [ErrPageBudget] before anything is written; pages released (a zero fill,
+// a free, Clear) return to the budget with the nodes they leave empty.
 //
 // A PageBudget is safe for concurrent use by memories under different
 // locks. The zero value is not usable; use [NewPageBudget].
@@ -26,8 +32,8 @@ type PageBudget struct {
 	used  atomic.Int64
 }
 
-// NewPageBudget returns a budget of at most pages resident pages (of
-// [PageSize] bytes each); pages must be at least 1.
+// NewPageBudget returns a budget of at most pages units of [PageSize]
+// bytes (resident pages and page-table nodes); pages must be at least 1.
 func NewPageBudget(pages int64) (*PageBudget, error) {
 	if pages < 1 {
 		return nil, fmt.Errorf("sim: page budget of %d pages: want at least 1", pages)
@@ -35,10 +41,12 @@ func NewPageBudget(pages int64) (*PageBudget, error) {
 	return &PageBudget{limit: pages}, nil
 }
 
-// Limit returns the most pages the budget allows.
+// Limit returns the most pages (units of [PageSize] bytes) the budget
+// allows.
 func (b *PageBudget) Limit() int64 { return b.limit }
 
-// Used returns the pages currently charged to the budget.
+// Used returns the pages (units of [PageSize] bytes: resident pages and
+// page-table nodes) currently charged to the budget.
 func (b *PageBudget) Used() int64 { return b.used.Load() }
 
 // take charges n pages, or nothing and false if they do not fit.
@@ -66,18 +74,19 @@ func (b *PageBudget) give(n int64) {
 
 // refusal describes a refused charge of n pages.
 func (b *PageBudget) refusal(op string, addr uint64, n int64) error {
-	return fmt.Errorf("sim memory: %s at %#x needs %d new pages of %d bytes; %d of the budget's %d are in use: %w",
+	return fmt.Errorf("sim memory: %s at %#x needs %d new pages of %d bytes (data and page table); %d of the budget's %d are in use: %w",
 		op, addr, n, PageSize, b.Used(), b.limit, ErrPageBudget)
 }
 
-// SetBudget makes m charge its resident pages to b (nil: no bound). The
-// pages already resident move from the old budget to b; if they do not fit
-// in b, the error wraps [ErrPageBudget] and nothing changes.
+// SetBudget makes m charge its resident pages and its page table's nodes
+// to b (nil: no bound). What m holds already moves from the old budget to
+// b; if it does not fit in b, the error wraps [ErrPageBudget] and nothing
+// changes.
 func (m *Memory) SetBudget(b *PageBudget) error {
 	if b == m.budget {
 		return nil
 	}
-	n := int64(m.pages.n)
+	n := m.held()
 	if b != nil && !b.take(n) {
 		return b.refusal("set budget", 0, n)
 	}
@@ -132,7 +141,8 @@ func (m *Memory) settle() {
 	}
 }
 
-// charge accounts for one page made resident.
+// charge accounts for one budget page taken by a page made resident or by
+// table nodes allocated.
 func (m *Memory) charge() {
 	switch {
 	case m.budget == nil:
@@ -145,33 +155,37 @@ func (m *Memory) charge() {
 	}
 }
 
-// uncharge accounts for n pages released.
+// uncharge accounts for n pages (resident pages and table nodes) released.
 func (m *Memory) uncharge(n int64) {
 	if m.budget != nil {
 		m.budget.give(n)
 	}
 }
 
-// NewPages returns how many pages a Write of p at addr would make resident:
-// those not resident that receive a non-zero byte. The range must be in
-// the address space.
+// NewPages returns how many budget pages a Write of p at addr would take:
+// the pages not resident that receive a non-zero byte, and the cost of the
+// page-table nodes they need that the table lacks. The range must be in the address
+// space.
 func (m *Memory) NewPages(addr uint64, p []byte) int64 {
 	var n int64
+	nodes := newNodes{t: &m.pages}
 	for len(p) > 0 {
 		off := addr & pageMask
 		c := min(PageSize-off, uint64(len(p)))
-		if m.page(addr>>pageShift) == nil && !allZero(p[:c]) {
+		if pn := addr >> pageShift; m.page(pn) == nil && !allZero(p[:c]) {
 			n++
+			nodes.add(pn)
 		}
 		p = p[c:]
 		addr += c
 	}
-	return n
+	return n + nodes.cost()
 }
 
 // NewPagesU32 is NewPages for little-endian words at addr.
 func (m *Memory) NewPagesU32(addr uint64, words []uint32) int64 {
 	var n int64
+	nodes := newNodes{t: &m.pages}
 	last := ^uint64(0)
 	for i, w := range words {
 		if w == 0 {
@@ -183,18 +197,21 @@ func (m *Memory) NewPagesU32(addr uint64, words []uint32) int64 {
 				// A word straddling two pages may put its non-zero byte in
 				// either: counting both keeps this an upper bound.
 				n++
+				nodes.add(pn)
 			}
 			last = pn
 		}
 	}
-	return n
+	return n + nodes.cost()
 }
 
-// copyPages returns an upper bound of the pages a Copy of n bytes from src
-// to dst makes resident: destination pages not resident whose source
-// overlaps a resident page (a source never written copies as zeros).
+// copyPages returns an upper bound of the budget pages a Copy of n bytes
+// from src to dst takes: destination pages not resident whose source
+// overlaps a resident page (a source never written copies as zeros), and
+// the cost of the table nodes they need.
 func (m *Memory) copyPages(dst, src, n uint64) int64 {
 	var count int64
+	nodes := newNodes{t: &m.pages}
 	for d := dst; d < dst+n; {
 		pn := d >> pageShift
 		c := min(PageSize-d&pageMask, dst+n-d)
@@ -202,9 +219,10 @@ func (m *Memory) copyPages(dst, src, n uint64) int64 {
 			s := src + (d - dst)
 			if m.page(s>>pageShift) != nil || m.page((s+c-1)>>pageShift) != nil {
 				count++
+				nodes.add(pn)
 			}
 		}
 		d += c
 	}
-	return count
+	return count + nodes.cost()
 }

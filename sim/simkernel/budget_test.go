@@ -1,6 +1,7 @@
 package simkernel
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,9 +15,15 @@ func newBudget(t testing.TB, pages int64) *PageBudget {
 	return b
 }
 
+// oneLeaf is what the page table of a memory whose pages all lie in one
+// 2 MiB span costs a budget: the root, a level-1 and a level-2 node and a
+// leaf, 4,864 bytes each, 4 × 19/16 pages rounded down (nodeCost).
+const oneLeaf = 4
+
 // TestPageBudgetRefusesWhole: every way of making pages resident is counted
 // against the budget, an access past it is refused whole (nothing written),
-// and released pages return (issue 13 item 9).
+// and released pages return (issue 13 item 9). The budget counts the page
+// table's nodes beside the pages (oneLeaf here).
 func TestPageBudgetRefusesWhole(t *testing.T) {
 	page := make([]byte, 3*PageSize)
 	for i := range page {
@@ -36,24 +43,24 @@ func TestPageBudgetRefusesWhole(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newBudget(t, 4)
+			b := newBudget(t, 4+oneLeaf)
 			m := NewMemory()
 			require.NoError(t, m.SetBudget(b))
 			require.NoError(t, m.Write(0, page[:2*PageSize]), "2 pages fit")
 			require.NoError(t, m.WriteU32(5*PageSize, 1), "a third fits")
-			assert.Equal(t, int64(3), b.Used())
+			assert.Equal(t, int64(3+oneLeaf), b.Used())
 			before := m.State()
 			err := tc.run(m)
 			require.ErrorIs(t, err, ErrPageBudget)
-			assert.Equal(t, int64(3), b.Used(), "nothing charged")
+			assert.Equal(t, int64(3+oneLeaf), b.Used(), "nothing charged")
 			assert.Equal(t, before, m.State(), "nothing written")
 			require.NoError(t, m.WriteU64(7*PageSize, 1), "a fourth page fits")
 			require.ErrorIs(t, m.WriteU64(6*PageSize, 1), ErrPageBudget, "not a fifth")
 			require.NoError(t, m.Write(8*PageSize, make([]byte, PageSize)), "zeros cost nothing")
-			assert.Equal(t, int64(4), b.Used())
+			assert.Equal(t, int64(4+oneLeaf), b.Used())
 
 			require.NoError(t, m.Fill(0, PageSize, 0), "a zero fill releases a page")
-			assert.Equal(t, int64(3), b.Used())
+			assert.Equal(t, int64(3+oneLeaf), b.Used())
 			m.Clear()
 			assert.Zero(t, b.Used())
 			if tc.nowhere {
@@ -61,15 +68,16 @@ func TestPageBudgetRefusesWhole(t *testing.T) {
 				return
 			}
 			require.NoError(t, tc.run(m), "fits once memory is released")
-			assert.Equal(t, int64(m.PagesTouched()), b.Used())
+			assert.Equal(t, int64(m.PagesTouched()+m.TableNodes()), b.Used())
 		})
 	}
 }
 
 // TestPageBudgetShared: memories sharing a budget share its bound; moving
-// a memory to another budget moves its pages; Restore is charged.
+// a memory to another budget moves its pages; Restore is charged. Each
+// memory's table costs oneLeaf beside its pages.
 func TestPageBudgetShared(t *testing.T) {
-	b := newBudget(t, 2)
+	b := newBudget(t, 2+2*oneLeaf)
 	m1, m2 := NewMemory(), NewMemory()
 	require.NoError(t, m1.SetBudget(b))
 	require.NoError(t, m2.SetBudget(b))
@@ -77,20 +85,20 @@ func TestPageBudgetShared(t *testing.T) {
 	require.NoError(t, m2.WriteU32(0, 1))
 	require.ErrorIs(t, m1.WriteU32(PageSize, 1), ErrPageBudget)
 	require.NoError(t, m2.SetBudget(nil))
-	assert.Equal(t, int64(1), b.Used())
+	assert.Equal(t, int64(1+oneLeaf), b.Used())
 	require.NoError(t, m1.WriteU32(PageSize, 1))
 
 	s := m1.State()
 	require.NoError(t, m2.Write(8*PageSize, make([]byte, PageSize))) // nothing resident added
-	small := newBudget(t, 1)
-	require.ErrorIs(t, m1.SetBudget(small), ErrPageBudget, "2 pages do not fit a budget of 1")
+	small := newBudget(t, 2+oneLeaf-1)
+	require.ErrorIs(t, m1.SetBudget(small), ErrPageBudget, "2 pages and their table do not fit a budget one page short")
 	assert.Equal(t, b, m1.Budget())
 	m1.Clear()
 	assert.Zero(t, b.Used())
 	require.NoError(t, m1.Restore(s))
-	assert.Equal(t, int64(2), b.Used())
-	require.ErrorIs(t, m2.SetBudget(b), ErrPageBudget, "m2's page does not fit beside m1's two")
-	assert.Equal(t, int64(2), b.Used())
+	assert.Equal(t, int64(2+oneLeaf), b.Used())
+	require.ErrorIs(t, m2.SetBudget(b), ErrPageBudget, "m2's page and table do not fit beside m1's two")
+	assert.Equal(t, int64(2+oneLeaf), b.Used())
 }
 
 // nodes counts the page table's interior and leaf nodes.
@@ -138,4 +146,65 @@ func TestPageTableFreesEmptyNodes(t *testing.T) {
 	v, err := m.ReadU32(5 << 30)
 	require.NoError(t, err)
 	assert.Equal(t, uint32(7), v)
+}
+
+// TestPageBudgetCountsTable: a budget bounds all the memory its memories
+// hold, the page table included, whatever the pattern of writes: pages
+// scattered so that each needs table nodes of its own cost those nodes,
+// the budget is charged exactly the pages and nodes held (a node as Go
+// allocates it: 4 KiB of pointers, a count and an 8-byte allocation
+// header in 4,864 bytes, 19/16 of a page), and the Go heap grows by no
+// more than the budget says. Before the table was counted, one-word writes
+// 2 MiB apart held 2.2 times the budget (a 4,864-byte leaf per page), and
+// 1 GiB apart 3.4 times.
+func TestPageBudgetCountsTable(t *testing.T) {
+	const limit = 2048 // 8 MiB
+	tests := []struct {
+		name    string
+		stride  uint64  // bytes between the one-word writes
+		perPage float64 // budget pages each written page costs
+	}{
+		{"contiguous", PageSize, 1 + 19.0/16/512},
+		{"a leaf each (2 MiB apart)", 2 << 20, 1 + 19.0/16},
+		{"a leaf and a level-2 node each (1 GiB apart)", 1 << 30, 1 + 2*19.0/16},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBudget(t, limit)
+			m := NewMemory()
+			require.NoError(t, m.SetBudget(b))
+			before := heapInUse()
+			var n uint64
+			for ; ; n++ {
+				err := m.WriteU32(n*tc.stride, 1)
+				if err != nil {
+					require.ErrorIs(t, err, ErrPageBudget)
+					break
+				}
+				require.Less(t, n, uint64(limit), "a write past the budget was not refused")
+			}
+			held := heapInUse() - before
+			assert.Equal(t, int64(m.PagesTouched())+nodeCost(int64(m.TableNodes())), b.Used(), "charged what is held")
+			assert.LessOrEqual(t, b.Used(), int64(limit))
+			assert.Greater(t, b.Used(), int64(limit)-int64(tc.perPage)-oneLeaf, "refused only when the next page did not fit")
+			assert.InEpsilon(t, float64(limit)/tc.perPage, m.PagesTouched(), 0.01, "pages of %.2f budget pages each", tc.perPage)
+			assert.LessOrEqual(t, held, uint64(b.Used()+1)*PageSize+64<<10, "the heap grew by %d bytes for %d pages and %d nodes, charged %d pages",
+				held, m.PagesTouched(), m.TableNodes(), b.Used())
+			runtime.KeepAlive(m)
+
+			for i := range n {
+				require.NoError(t, m.Fill(i*tc.stride, PageSize, 0))
+			}
+			assert.Equal(t, int64(1), b.Used(), "every page and node went back but the root")
+			assert.Equal(t, 1, m.TableNodes())
+		})
+	}
+}
+
+// heapInUse returns the bytes of the Go heap in use after a collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }

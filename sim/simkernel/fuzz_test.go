@@ -67,6 +67,13 @@ func FuzzMemory(f *testing.F) {
 func fuzzMemory(t *testing.T, data []byte) {
 	in := &fuzzInput{b: data}
 	var m Memory
+	var budget *PageBudget
+	if len(data)%2 == 1 { // half the inputs run under a budget too large to refuse
+		budget = &PageBudget{limit: 1 << 50}
+		if err := m.SetBudget(budget); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ref := refMemory{}           // the reference model
 	written := map[uint64]bool{} // pages that any write, fill or copy reached
 	wrote := func(addr, n uint64) {
@@ -194,6 +201,14 @@ func fuzzMemory(t *testing.T, data []byte) {
 		if n := PageSize - bytes.Count(pg[:], []byte{0}); n != nonZero[pn] {
 			t.Fatalf("page %#x holds %d non-zero bytes, reference %d", pn, n, nonZero[pn])
 		}
+	}
+	// The table counts its nodes right, and a budget is charged exactly
+	// what the memory holds: its pages and nodes, no reservation left.
+	if got, want := m.TableNodes(), m.pages.nodes(); got != want {
+		t.Fatalf("the table counts %d nodes, holds %d", got, want)
+	}
+	if budget != nil && budget.Used() != m.held() {
+		t.Fatalf("the budget is charged %d pages, the memory holds %d pages and %d nodes", budget.Used(), m.PagesTouched(), m.TableNodes())
 	}
 }
 

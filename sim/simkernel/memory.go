@@ -119,16 +119,20 @@ func (m *Memory) alloc(pn uint64) *Page {
 		return p
 	}
 	p := new(Page)
-	m.charge()
+	before := m.held()
 	m.pages.set(pn, p)
+	for range m.held() - before { // the page and the table's new nodes
+		m.charge()
+	}
 	m.lastNum, m.lastPage = pn, p
 	return p
 }
 
 // free drops page pn.
 func (m *Memory) free(pn uint64) {
+	before := m.held()
 	if m.pages.del(pn) {
-		m.uncharge(1)
+		m.uncharge(before - m.held()) // the page and the nodes it left empty
 	}
 	if m.lastPage != nil && m.lastNum == pn {
 		m.lastPage = nil
@@ -258,8 +262,13 @@ func (m *Memory) writeWord(addr uint64, w []byte) error {
 		if allZero(w) {
 			return nil
 		}
-		if err := m.need("write", addr, 1); err != nil {
-			return err
+		if m.budget != nil {
+			c := newNodes{t: &m.pages}
+			c.add(pn)
+			if err := m.need("write", addr, 1+c.cost()); err != nil {
+				return err
+			}
+			defer m.settle()
 		}
 		pg = m.alloc(pn)
 	}
@@ -311,9 +320,9 @@ func (m *Memory) Fill(addr, n uint64, b byte) error {
 	return nil
 }
 
-// fillPages returns how many pages a non-zero fill of [addr, addr+n) makes
-// resident: the range's pages less those resident. A range far larger than
-// any budget is not walked.
+// fillPages returns how many budget pages a non-zero fill of [addr,
+// addr+n) takes: the range's pages less those resident, and the table
+// nodes they need. A range far larger than any budget is not walked.
 func (m *Memory) fillPages(addr, n uint64) int64 {
 	first, last := addr>>pageShift, (addr+n-1)>>pageShift
 	span := last - first + 1
@@ -322,7 +331,14 @@ func (m *Memory) fillPages(addr, n uint64) int64 {
 	}
 	resident := 0
 	m.pages.eachIn(first, last, func(uint64, *Page) { resident++ })
-	return int64(span) - int64(resident)
+	nodes := newNodes{t: &m.pages}
+	for pn := first; pn <= last; pn = (pn | ptMask) + 1 { // every leaf's span the range reaches
+		nodes.add(pn)
+		if pn|ptMask == ^uint64(0)>>pageShift {
+			break
+		}
+	}
+	return int64(span) - int64(resident) + nodes.cost()
 }
 
 // zeroSparse zeroes [addr, addr+n) by visiting the resident pages rather than
@@ -448,16 +464,21 @@ func (m *Memory) copySparse(dst, src, n uint64) error {
 	}) // in ascending page order
 	if m.budget != nil {
 		var need int64
+		nodes := newNodes{t: &m.pages}
 		last := ^uint64(0)
 		for _, p := range pieces {
 			at := p.pn<<pageShift + p.lo - src + dst
 			for pn := at >> pageShift; pn <= (at+p.hi-p.lo-1)>>pageShift; pn++ {
 				if pn != last {
 					need++
+					nodes.add(pn)
 				}
 				last = pn
 			}
 		}
+		// Zeroing the destination may free nodes that the writes then
+		// allocate again: those return to the budget first.
+		need += nodes.cost()
 		if err := m.need("copy", dst, need); err != nil {
 			return err
 		}
@@ -502,12 +523,20 @@ func (m *Memory) copyChunk(dpn, do, spn, so, c uint64) {
 // zeros over a whole page.
 func (m *Memory) PagesTouched() int { return m.pages.n }
 
+// TableNodes returns the number of nodes of the table that maps the
+// resident pages, each [PageSize] bytes of pointers (see [PageBudget]).
+func (m *Memory) TableNodes() int { return m.pages.nodeN }
+
 // FootprintBytes returns the bytes held by resident pages.
 func (m *Memory) FootprintBytes() uint64 { return uint64(m.pages.n) * PageSize }
 
+// held returns what the memory charges a budget: its resident pages and
+// the table's nodes, in [PageSize] units (see nodeCost).
+func (m *Memory) held() int64 { return int64(m.pages.n) + nodeCost(int64(m.pages.nodeN)) }
+
 // Clear releases every page; all of memory reads as zeros again.
 func (m *Memory) Clear() {
-	m.uncharge(int64(m.pages.n))
+	m.uncharge(m.held())
 	m.pages = pageTable{}
 	m.lastPage = nil
 }
@@ -548,7 +577,7 @@ func (m *Memory) Restore(s MemoryState) error {
 		return fmt.Errorf("sim memory: restore: %s %s: %w", where, reason, ErrInvalidState)
 	}
 	if m.budget != nil {
-		if delta := int64(len(s.Pages)) - int64(m.pages.n); delta > 0 && !m.budget.take(delta) {
+		if delta := int64(len(s.Pages)) + nodeCost(tableNodesFor(s.Pages)) - m.held(); delta > 0 && !m.budget.take(delta) {
 			return fmt.Errorf("sim memory: restore: %w", m.budget.refusal("restore", 0, delta))
 		} else if delta < 0 {
 			m.budget.give(-delta)
@@ -562,6 +591,25 @@ func (m *Memory) Restore(s MemoryState) error {
 	m.pages = pages
 	m.lastPage = nil
 	return nil
+}
+
+// tableNodesFor returns the nodes a page table holding pages has: one
+// leaf for every 512 pages' span that holds one, a level-2 node for every
+// leaf's span of 512, a level-1 node likewise, and the root.
+func tableNodesFor(pages map[uint64]*Page) int64 {
+	if len(pages) == 0 {
+		return 0
+	}
+	var spans [3]map[uint64]struct{}
+	for i := range spans {
+		spans[i] = map[uint64]struct{}{}
+	}
+	for pn := range pages {
+		for i := range spans {
+			spans[i][pn>>(ptBits*uint(i+1))] = struct{}{}
+		}
+	}
+	return 1 + int64(len(spans[0])+len(spans[1])+len(spans[2]))
 }
 
 // Adopt replaces m's resident pages with o's and leaves o empty: the commit

@@ -1,16 +1,19 @@
 package simkernel
 
 // pageTable maps page numbers (36 bits: a 48-bit address over 4 KiB pages)
-// to resident pages: a radix tree of four 9-bit levels, each node a 4 KiB
-// array of pointers with a count of its children, allocated when first
-// needed and freed when its last child goes, so the nodes never outnumber
-// three per resident page plus the root: the table's own memory is bounded by
-// what it holds, whatever pattern of writes and releases made it. A lookup
-// is four indexed loads, and a run of neighbouring pages shares one leaf,
-// which the table keeps at hand.
+// to resident pages: a radix tree of four 9-bit levels, each node an array
+// of 512 pointers with a count of its children (4 KiB and a word, which Go
+// allocates with its allocation header in its 4,864-byte size class: a
+// [PageBudget] counts it as 19/16 of a page, nodeCost), allocated when
+// first needed and freed when its last child goes, so the nodes never
+// outnumber three per resident page plus the root: the table's own memory
+// is bounded by what it holds, whatever pattern of writes and releases
+// made it. A lookup is four indexed loads, and a run of neighbouring pages
+// shares one leaf, which the table keeps at hand.
 type pageTable struct {
-	root *ptRoot
-	n    int // resident pages
+	root  *ptRoot
+	n     int // resident pages
+	nodeN int // nodes allocated, the root included
 
 	leafBase uint64  // page number of the cached leaf's first page
 	leaf     *ptLeaf // the last leaf looked up, or nil
@@ -38,6 +41,13 @@ type (
 	ptRoot [ptFanout]*ptMid1 // bits 35..27
 )
 
+// The indices of page pn in each level.
+func ptRootIndex(pn uint64) uint64 { return pn >> (3 * ptBits) & ptMask }
+func ptMid1Index(pn uint64) uint64 { return pn >> (2 * ptBits) & ptMask }
+func ptMid2Index(pn uint64) uint64 { return pn >> ptBits & ptMask }
+
+// findLeaf returns the leaf of page pn, or nil if it has none and create
+// is false; with create it allocates the missing nodes.
 func (t *pageTable) findLeaf(pn uint64, create bool) *ptLeaf {
 	base := pn &^ ptMask
 	if t.leaf != nil && t.leafBase == base {
@@ -48,32 +58,55 @@ func (t *pageTable) findLeaf(pn uint64, create bool) *ptLeaf {
 			return nil
 		}
 		t.root = new(ptRoot)
+		t.nodeN++
 	}
-	m1 := &t.root[pn>>(3*ptBits)&ptMask]
+	m1 := &t.root[ptRootIndex(pn)]
 	if *m1 == nil {
 		if !create {
 			return nil
 		}
 		*m1 = new(ptMid1)
+		t.nodeN++
 	}
-	m2 := &(*m1).p[pn>>(2*ptBits)&ptMask]
+	m2 := &(*m1).p[ptMid1Index(pn)]
 	if *m2 == nil {
 		if !create {
 			return nil
 		}
 		*m2 = new(ptMid2)
 		(*m1).n++
+		t.nodeN++
 	}
-	l := &(*m2).p[pn>>ptBits&ptMask]
+	l := &(*m2).p[ptMid2Index(pn)]
 	if *l == nil {
 		if !create {
 			return nil
 		}
 		*l = new(ptLeaf)
 		(*m2).n++
+		t.nodeN++
 	}
 	t.leaf, t.leafBase = *l, base
 	return t.leaf
+}
+
+// mid2 returns the level-2 node above page pn, or nil.
+func (t *pageTable) mid2(pn uint64) *ptMid2 {
+	if t.root == nil {
+		return nil
+	}
+	if m1 := t.root[ptRootIndex(pn)]; m1 != nil {
+		return m1.p[ptMid1Index(pn)]
+	}
+	return nil
+}
+
+// mid1 returns the level-1 node above page pn, or nil.
+func (t *pageTable) mid1(pn uint64) *ptMid1 {
+	if t.root == nil {
+		return nil
+	}
+	return t.root[ptRootIndex(pn)]
 }
 
 func (t *pageTable) get(pn uint64) *Page {
@@ -106,17 +139,19 @@ func (t *pageTable) del(pn uint64) bool {
 		return true
 	}
 	t.leaf = nil
-	m1 := &t.root[pn>>(3*ptBits)&ptMask]
-	m2 := &(*m1).p[pn>>(2*ptBits)&ptMask]
-	(*m2).p[pn>>ptBits&ptMask] = nil
-	if (*m2).n--; (*m2).n > 0 {
-		return true
+	m1 := &t.root[ptRootIndex(pn)]
+	m2 := &(*m1).p[ptMid1Index(pn)]
+	(*m2).p[ptMid2Index(pn)] = nil
+	freed := 1
+	if (*m2).n--; (*m2).n == 0 {
+		*m2 = nil
+		freed++
+		if (*m1).n--; (*m1).n == 0 {
+			*m1 = nil
+			freed++
+		}
 	}
-	*m2 = nil
-	if (*m1).n--; (*m1).n > 0 {
-		return true
-	}
-	*m1 = nil
+	t.nodeN -= freed
 	return true
 }
 
@@ -176,4 +211,64 @@ func (t *pageTable) eachIn(first, last uint64, fn func(pn uint64, p *Page)) {
 			fn(pn, p)
 		}
 	})
+}
+
+// nodeCost returns the budget pages k nodes of a table cost: Go allocates
+// a node in 4,864 bytes, 19/16 of a [PageSize], and the sixteenths are
+// rounded down (a memory's table holds less than a page more than it is
+// charged).
+func nodeCost(k int64) int64 { return k + 3*k/16 }
+
+// newNodes counts the nodes a table would allocate to make resident the
+// pages it is shown (add), those not resident already: an upper bound of
+// the nodes a write of them costs, exact when they are shown in ascending
+// order (a page shown twice, or out of order, may be counted again).
+type newNodes struct {
+	t                *pageTable
+	leaf, mid2, mid1 uint64 // the last base of each level seen, plus one (0: none)
+	root             bool   // the root was counted
+	n                int64
+}
+
+// add counts the nodes page pn needs that neither the table nor an
+// earlier page shown has.
+func (c *newNodes) add(pn uint64) {
+	if k := pn>>ptBits + 1; k != c.leaf {
+		c.leaf = k
+	} else {
+		return // counted with the page before, or present
+	}
+	if c.t.findLeaf(pn, false) != nil {
+		return
+	}
+	c.n++ // the leaf
+	if k := pn>>(2*ptBits) + 1; k != c.mid2 {
+		c.mid2 = k
+	} else {
+		return
+	}
+	if c.t.mid2(pn) != nil {
+		return
+	}
+	c.n++
+	if k := pn>>(3*ptBits) + 1; k != c.mid1 {
+		c.mid1 = k
+	} else {
+		return
+	}
+	if c.t.mid1(pn) != nil {
+		return
+	}
+	c.n++
+	if c.t.root == nil && !c.root {
+		c.root = true
+		c.n++
+	}
+}
+
+// cost returns the budget pages of the nodes counted (nodeCost): what the
+// table's charge grows by when it allocates them.
+func (c *newNodes) cost() int64 {
+	k := int64(c.t.nodeN)
+	return nodeCost(k+c.n) - nodeCost(k)
 }
