@@ -3,6 +3,8 @@ package remote
 import (
 	"encoding/binary"
 	"net"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/runtime/ndl"
+	"github.com/neuronsim/neuronsim/sim"
 )
 
 // hostOf returns device 0 of c as host memory.
@@ -219,4 +223,69 @@ func TestRequestFieldsChecked(t *testing.T) {
 	require.Equal(t, OpError, f.Op)
 	assert.Equal(t, uint16(codeGeneric), binary.LittleEndian.Uint16(f.Payload))
 	assert.True(t, strings.Contains(string(f.Payload), "SLEEP.ns"))
+}
+
+// TestLargeTransfersReuseBuffers: 1 MiB requests of each kind to a served
+// simulated device — the pieces `dma copy --remote` moves a buffer in —
+// allocate almost nothing each once warm: the server serves them in
+// buffers of its pool, not in new ones the collector frees later (before
+// the pool, 1–6 MiB a request: the 1 MiB frames were dropped after every
+// request and grown again, a READ reply by doubling, so a 1 GiB copy left
+// gigabytes of garbage and the server's heap twice its live memory).
+func TestLargeTransfersReuseBuffers(t *testing.T) {
+	d, bar4, dev := simServed(t)
+	pa, err := d.HostAlloc(1<<20, 4096)
+	require.NoError(t, err)
+	data := make([]byte, 1<<20)
+	words := make([]uint32, MaxWords)
+	for i := range words {
+		words[i] = uint32(i) | 1
+		data[i%len(data)] = byte(i) | 1
+	}
+	for _, tc := range []struct {
+		name string
+		op   func() error
+	}{
+		{"HOST_WRITE", func() error { return d.HostWrite(pa, data) }},
+		{"HOST_READ", func() error { return d.HostRead(pa, data) }},
+		{"WRITE", func() error { return d.WriteBAR(hwarch.BAR4, bar4, words) }},
+		{"READ", func() error { return d.ReadBAR(hwarch.BAR4, bar4, words) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, tc.op(), "warm: pages touched, buffers grown")
+			const n = 16
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for range n {
+				require.NoError(t, tc.op())
+			}
+			runtime.ReadMemStats(&after)
+			per := (after.TotalAlloc - before.TotalAlloc) / n
+			t.Logf("%s: %d bytes allocated a 1 MiB request (client and server)", tc.name, per)
+			assert.Less(t, per, uint64(64<<10), "bytes allocated a 1 MiB request")
+		})
+	}
+	runtime.KeepAlive(dev)
+}
+
+// simServed serves a simulated Trn2 device on a unix socket and returns a
+// remote handle on it, the BAR4 offset of its first HBM window and the
+// device.
+func simServed(tb testing.TB) (*Device, uint64, *sim.Device) {
+	tb.Helper()
+	dev, err := sim.NewDevice(sim.DeviceConfig{Name: "served", Generation: hwarch.Cayman, Ready: true})
+	require.NoError(tb, err)
+	srv, err := NewServer([]Export{{Device: dev, Name: "served"}}, ServerOptions{})
+	require.NoError(tb, err)
+	addr := "unix:" + filepath.Join(tb.TempDir(), "served.sock")
+	l, err := Listen(addr, false)
+	require.NoError(tb, err)
+	go func() { _ = srv.Serve(l) }()
+	tb.Cleanup(func() { _ = srv.Close() })
+	c, err := Dial(addr, ClientOptions{})
+	require.NoError(tb, err)
+	tb.Cleanup(func() { _ = c.Close() })
+	d, err := c.Device(0)
+	require.NoError(tb, err)
+	return d, dev.BAR4().Windows()[0].BAR4Offset, dev
 }

@@ -88,10 +88,75 @@ const maxRefusing = 64
 // connection, which the accept loop does itself.
 const refusalWriteTimeout = 100 * time.Millisecond
 
-// shrinkAbove is the buffer capacity above which a connection's buffers are
-// dropped after the request that grew them, so an idle connection holds a
-// few KiB, not the 1 MiB frames it once carried.
+// shrinkAbove is the most a connection's own buffers (request frame, reply
+// frame, words) grow to. A larger frame, reply or word array is served in a
+// buffer of the largest size from the server's pool (bigBuffers), taken for
+// the request and given back after its reply, so an idle connection holds
+// at most 64 KiB of each, not the 1 MiB frames it once carried, and moving
+// a large transfer 1 MiB at a time allocates nothing per request.
 const shrinkAbove = 64 << 10
+
+// bigBuffers is a server's pool of the buffers its connections serve large
+// requests in: frames of MaxFrameSize bytes (a request frame that outgrew
+// shrinkAbove as it arrived, or a reply longer than that) and word arrays
+// of MaxWords (a READ or WRITE of more than shrinkAbove bytes). A
+// connection holds at most one frame and one word array of the pool at a
+// time, for one request: at most 2 MiB and a few bytes per connection, for
+// --max-clients connections at worst. Buffers given back are kept, up to
+// bigKept of each kind, for the next large request of any connection;
+// those past it are left to the collector.
+type bigBuffers struct {
+	mu     sync.Mutex
+	frames []*[]byte   // capacity MaxFrameSize each
+	words  []*[]uint32 // length MaxWords each
+}
+
+// bigKept is how many buffers of each kind the pool keeps when they are
+// given back: 4 MiB of frames and 4 MiB of word arrays at most, so a server
+// with a few clients moving large buffers at once allocates nothing per
+// request, and an idle one holds no more.
+const bigKept = 4
+
+// frame returns a frame buffer of capacity MaxFrameSize, empty.
+func (p *bigBuffers) frame() *[]byte {
+	p.mu.Lock()
+	if n := len(p.frames); n > 0 {
+		b := p.frames[n-1]
+		p.frames = p.frames[:n-1]
+		p.mu.Unlock()
+		*b = (*b)[:0]
+		return b
+	}
+	p.mu.Unlock()
+	b := make([]byte, 0, MaxFrameSize)
+	return &b
+}
+
+// wordArray returns a word array of length MaxWords.
+func (p *bigBuffers) wordArray() *[]uint32 {
+	p.mu.Lock()
+	if n := len(p.words); n > 0 {
+		w := p.words[n-1]
+		p.words = p.words[:n-1]
+		p.mu.Unlock()
+		return w
+	}
+	p.mu.Unlock()
+	w := make([]uint32, MaxWords)
+	return &w
+}
+
+// put gives back a frame and a word array (either may be nil).
+func (p *bigBuffers) put(frame *[]byte, words *[]uint32) {
+	p.mu.Lock()
+	if frame != nil && len(p.frames) < bigKept {
+		p.frames = append(p.frames, frame)
+	}
+	if words != nil && len(p.words) < bigKept {
+		p.words = append(p.words, words)
+	}
+	p.mu.Unlock()
+}
 
 // Server serves exported devices to remote clients over the wire protocol:
 // one goroutine per connection, handling that connection's requests in
@@ -105,6 +170,8 @@ type Server struct {
 	// The protocol versions the server accepts: MinVersion..Version; tests
 	// change them to pose as other servers.
 	minVersion, version uint16
+
+	bufs bigBuffers // the buffers of large requests, shared by the connections
 
 	mu        sync.Mutex
 	closed    bool
@@ -369,12 +436,18 @@ var errCleanClose = errors.New("peer closed the connection")
 type serverConn struct {
 	s       *Server
 	c       net.Conn
-	rbuf    []byte   // request frames
-	wbuf    []byte   // reply frames
-	words   []uint32 // READ and WRITE words
+	rbuf    []byte   // request frames: the connection's own, or bigFrame's while a large request is served
+	wbuf    []byte   // reply frames: likewise
+	words   []uint32 // READ and WRITE words: the connection's own, at most shrinkAbove/4
 	tag     uint32   // tag of the request being served
 	version uint16   // the connection's protocol version, the client's
 	owned   connHost // the host buffers this connection allocated
+
+	// The pool's buffers taken for the request being served (nil: none),
+	// and the connection's own buffers they stand in for.
+	bigIn, bigOut *[]byte
+	bigWords      *[]uint32
+	ownIn, ownOut []byte
 }
 
 // run does the handshake and serves requests until the connection ends; it
@@ -436,17 +509,52 @@ func (sc *serverConn) run() error {
 	}
 }
 
-// shrink drops buffers a large frame grew, keeping small ones for reuse.
+// shrink gives the pool's buffers taken for the request back, returning
+// to the connection's own.
 func (sc *serverConn) shrink() {
-	if cap(sc.rbuf) > shrinkAbove {
-		sc.rbuf = make([]byte, 0, 4096)
+	if sc.bigIn != nil {
+		sc.s.bufs.put(sc.bigIn, nil)
+		sc.bigIn, sc.rbuf, sc.ownIn = nil, sc.ownIn, nil
 	}
-	if cap(sc.wbuf) > shrinkAbove {
-		sc.wbuf = make([]byte, 0, 4096)
+	if sc.bigOut != nil {
+		sc.s.bufs.put(sc.bigOut, nil)
+		sc.bigOut, sc.wbuf, sc.ownOut = nil, sc.ownOut, nil
 	}
-	if 4*cap(sc.words) > shrinkAbove {
-		sc.words = nil
+	if sc.bigWords != nil {
+		sc.s.bufs.put(nil, sc.bigWords)
+		sc.bigWords = nil
 	}
+}
+
+// growRequest grows the buffer of a request frame arriving (b, full, of
+// a frame of need bytes): the connection's own up to shrinkAbove, then a
+// frame of the pool, which shrink gives back after the reply.
+func (sc *serverConn) growRequest(b []byte, need int) []byte {
+	if cap(b) < shrinkAbove || sc.bigIn != nil {
+		nb := make([]byte, len(b), min(need, max(2*cap(b), 4096), shrinkAbove))
+		copy(nb, b)
+		return nb
+	}
+	sc.bigIn = sc.s.bufs.frame()
+	sc.ownIn = b[:0]
+	nb := (*sc.bigIn)[:len(b)]
+	copy(nb, b)
+	return nb
+}
+
+// reply returns sc.wbuf emptied, with room for a reply frame of n bytes:
+// the connection's own buffer, grown up to shrinkAbove, or a frame of the
+// pool for a longer one.
+func (sc *serverConn) reply(n int) []byte {
+	switch {
+	case n <= cap(sc.wbuf):
+	case n > shrinkAbove && sc.bigOut == nil:
+		sc.bigOut = sc.s.bufs.frame()
+		sc.ownOut, sc.wbuf = sc.wbuf, *sc.bigOut
+	default:
+		sc.wbuf = make([]byte, 0, n)
+	}
+	return sc.wbuf[:0]
 }
 
 // read reads the next request frame within the idle timeout. A peer closing
@@ -465,7 +573,7 @@ func (sc *serverConn) readWithin(t time.Duration, what, name string) (Frame, err
 			return Frame{}, fmt.Errorf("remote: set read deadline: %w", err)
 		}
 	}
-	f, err := readFrame(sc.c, &sc.rbuf)
+	f, err := readFrameGrow(sc.c, &sc.rbuf, sc.growRequest)
 	switch {
 	case err == nil:
 		return f, nil
@@ -513,8 +621,15 @@ func (sc *serverConn) replyError(err error) {
 	sc.wbuf = appendError(sc.wbuf[:0], sc.tag, errorMsg{code: codeOf(err), text: err.Error()})
 }
 
-// wordBuf returns a reusable buffer of n words.
+// wordBuf returns a reusable buffer of n words: the connection's own up
+// to shrinkAbove bytes, a word array of the pool for more.
 func (sc *serverConn) wordBuf(n int) []uint32 {
+	if 4*n > shrinkAbove {
+		if sc.bigWords == nil {
+			sc.bigWords = sc.s.bufs.wordArray()
+		}
+		return (*sc.bigWords)[:n]
+	}
 	if cap(sc.words) < n {
 		sc.words = make([]uint32, n)
 	}
@@ -547,6 +662,7 @@ func (sc *serverConn) readWrite(f Frame) error {
 		}
 		return nil
 	}
+	clear(words) // the pool's words may hold another connection's: none of them may leak into this reply
 	e.mu.Lock()
 	err = e.Device.ReadBAR(int(r.bar), r.offset, words)
 	e.mu.Unlock()
@@ -554,8 +670,8 @@ func (sc *serverConn) readWrite(f Frame) error {
 		sc.replyError(err)
 		return nil
 	}
-	sc.wbuf = appendReadReplyHead(sc.wbuf[:0], OpReadReply, f.Tag, r.count)
-	for _, w := range words {
+	sc.wbuf = appendReadReplyHead(sc.reply(HeaderSize+readReplyHead+4*len(words)), OpReadReply, f.Tag, r.count)
+	for _, w := range words { // within the room reply made: no allocation
 		sc.wbuf = binary.LittleEndian.AppendUint32(sc.wbuf, w)
 	}
 	return nil

@@ -125,9 +125,10 @@ func (sc *serverConn) host(f Frame) error {
 			err = notOwned(f.Op, device, rw.offset, uint64(rw.count))
 			break
 		}
-		sc.wbuf = appendReadReplyHead(sc.wbuf[:0], OpHostReadReply, f.Tag, rw.count)
+		sc.wbuf = appendReadReplyHead(sc.reply(HeaderSize+readReplyHead+int(rw.count)), OpHostReadReply, f.Tag, rw.count)
 		head := len(sc.wbuf)
-		sc.wbuf = slices.Grow(sc.wbuf, int(rw.count))[:head+int(rw.count)]
+		sc.wbuf = sc.wbuf[:head+int(rw.count)]
+		clear(sc.wbuf[head:]) // a frame of the pool may hold another connection's bytes: none may leak
 		e.mu.Lock()
 		err = hm.HostRead(rw.offset, sc.wbuf[head:])
 		e.mu.Unlock()

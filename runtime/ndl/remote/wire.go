@@ -151,6 +151,23 @@ func ReadFrame(r io.Reader, buf []byte) (Frame, error) {
 // readFrame is ReadFrame leaving the (possibly grown) buffer in *buf for the
 // caller to reuse.
 func readFrame(r io.Reader, buf *[]byte) (Frame, error) {
+	return readFrameGrow(r, buf, growFrame)
+}
+
+// growFrame returns a larger buffer holding b (full) for a frame of need
+// bytes: double b's capacity, at least 64 KiB, at most need, so that a peer
+// declaring a large frame and sending nothing costs at most a doubling of
+// what it sent.
+func growFrame(b []byte, need int) []byte {
+	nb := make([]byte, len(b), min(need, max(2*cap(b), 64<<10)))
+	copy(nb, b)
+	return nb
+}
+
+// readFrameGrow is readFrame growing the buffer with grow, called when the
+// buffer is full and the frame (of need bytes) is not: it returns a buffer
+// holding b's bytes, with more room, at most need in all.
+func readFrameGrow(r io.Reader, buf *[]byte, grow func(b []byte, need int) []byte) (Frame, error) {
 	b := *buf
 	if cap(b) < HeaderSize {
 		b = make([]byte, HeaderSize, 256)
@@ -178,12 +195,10 @@ func readFrame(r io.Reader, buf *[]byte) (Frame, error) {
 		}
 	} else {
 		// Grow as the bytes arrive: a peer declaring a large frame and
-		// sending nothing costs at most a doubling of what it sent.
+		// sending nothing costs little (growFrame, serverConn.growRequest).
 		for len(b) < need {
 			if len(b) == cap(b) {
-				nb := make([]byte, len(b), min(need, max(2*cap(b), 64<<10)))
-				copy(nb, b)
-				b = nb
+				b = grow(b, need)
 			}
 			end := min(cap(b), need)
 			if n, err := io.ReadFull(r, b[len(b):end]); err != nil {
