@@ -58,6 +58,9 @@ type DMA struct {
 	lazy ndl.LazyHostMemory // the same backend, when it holds lazy buffers; else nil
 	geo  *hwarch.Geometry
 
+	wordsMu sync.Mutex // holds words, the scratch of BAR4 accesses (deviceWords)
+	words   []uint32
+
 	mu      sync.Mutex
 	engines map[int]bool      // engines initialised
 	queues  map[string]*Queue // by name
@@ -176,7 +179,9 @@ func (m *DMA) ReadDevice(addr uint64, p []byte) error {
 }
 
 // deviceWords moves p through BAR4 as 32-bit words; addr and len(p) must be
-// 4-byte aligned.
+// 4-byte aligned. It moves at most barWordsPiece words an access, in a
+// scratch the DMA layer keeps (grown to barWordsPiece words at most), so
+// that moving a large buffer piece by piece allocates nothing each time.
 func (m *DMA) deviceWords(addr uint64, p []byte, write bool) error {
 	if addr%4 != 0 || len(p)%4 != 0 {
 		return fmt.Errorf("dma: BAR4 access [%#x, +%d) not word aligned", addr, len(p))
@@ -191,21 +196,38 @@ func (m *DMA) deviceWords(addr uint64, p []byte, write bool) error {
 	if err != nil {
 		return err
 	}
-	words := make([]uint32, len(p)/4)
-	if write {
-		for i := range words {
-			words[i] = uint32(p[4*i]) | uint32(p[4*i+1])<<8 | uint32(p[4*i+2])<<16 | uint32(p[4*i+3])<<24
+	m.wordsMu.Lock()
+	defer m.wordsMu.Unlock()
+	if n := min(len(p)/4, barWordsPiece); len(m.words) < n {
+		m.words = make([]uint32, n)
+	}
+	for len(p) > 0 {
+		words := m.words[:min(len(p)/4, barWordsPiece)]
+		q := p[:4*len(words)]
+		if write {
+			for i := range words {
+				words[i] = uint32(q[4*i]) | uint32(q[4*i+1])<<8 | uint32(q[4*i+2])<<16 | uint32(q[4*i+3])<<24
+			}
+			if err := m.dev.Dev.WriteBAR(hwarch.BAR4, off, words); err != nil {
+				return err
+			}
+		} else {
+			if err := m.dev.Dev.ReadBAR(hwarch.BAR4, off, words); err != nil {
+				return err
+			}
+			for i, w := range words {
+				q[4*i], q[4*i+1], q[4*i+2], q[4*i+3] = byte(w), byte(w>>8), byte(w>>16), byte(w>>24)
+			}
 		}
-		return m.dev.Dev.WriteBAR(hwarch.BAR4, off, words)
-	}
-	if err := m.dev.Dev.ReadBAR(hwarch.BAR4, off, words); err != nil {
-		return err
-	}
-	for i, w := range words {
-		p[4*i], p[4*i+1], p[4*i+2], p[4*i+3] = byte(w), byte(w>>8), byte(w>>16), byte(w>>24)
+		p = p[len(q):]
+		off += uint64(len(q))
 	}
 	return nil
 }
+
+// barWordsPiece is the most words deviceWords moves in one BAR access:
+// 1 MiB, the most one request of the remote protocol carries.
+const barWordsPiece = 1 << 18
 
 // sleep waits on the device's clock.
 func sleep(m *DMA, d time.Duration) error { return ndl.Sleep(m.dev.Dev, d) }

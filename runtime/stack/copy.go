@@ -93,20 +93,15 @@ func (s *Stack) Copy(req CopyRequest) (res CopyResult, err error) {
 		return res, err
 	}
 	defer func() { err = errors.Join(err, freeDst()) }()
-	host := s.DMA.Host()
-	var data []byte
+	// Device memory is written and read in whole 32-bit words: a device
+	// source's last bytes past them are never written, and a device
+	// destination's cannot be read back, so only the whole words count.
+	checked := n
+	if req.From == Device || req.To == Device {
+		checked = n &^ 3
+	}
 	if req.Payload {
-		data = make([]byte, n)
-		r := rand.New(rand.NewPCG(n, 1))
-		for i := range data {
-			data[i] = byte(r.Uint32())
-		}
-		if req.From == Host {
-			err = host.HostWrite(srcPA, data)
-		} else {
-			err = s.DMA.WriteDevice(src, data[:n&^3])
-		}
-		if err != nil {
+		if err := s.eachPiece(req.From, src, srcPA, n, newPattern(n), writePiece); err != nil {
 			return res, err
 		}
 	}
@@ -124,27 +119,84 @@ func (s *Stack) Copy(req CopyRequest) (res CopyResult, err error) {
 	if !req.Payload {
 		return res, nil
 	}
-	// Device memory is written and read in whole 32-bit words: a device
-	// source's last bytes past them were never written, and a device
-	// destination's cannot be read back, so only the whole words count.
-	want := data
-	if req.From == Device || req.To == Device {
-		want = data[:n&^3]
-	}
-	got := make([]byte, len(want))
-	if req.To == Host {
-		err = host.HostRead(dstPA, got)
-	} else {
-		err = s.DMA.ReadDevice(dst, got)
-	}
-	if err != nil {
+	if err := s.eachPiece(req.To, dst, dstPA, checked, newPattern(n), checkPiece); err != nil {
 		return res, err
-	}
-	if !bytes.Equal(got, want) {
-		return res, ErrCopyMismatch
 	}
 	res.Checked = true
 	return res, nil
+}
+
+// copyPiece is the most of a copy's pattern written, or of its destination
+// read back and checked, at once: the most one request of the remote
+// protocol carries, so that a copy holds two pieces of host memory, not
+// two buffers of its size (a functional 1 GiB copy once held 2 GiB of them
+// beside the simulated device's pages).
+const copyPiece = 1 << 20
+
+// pattern produces a copy's source bytes in order, seeded by its size, so
+// that they can be made again to check the destination.
+type pattern struct{ r *rand.Rand }
+
+// newPattern returns the pattern of a copy of n bytes.
+func newPattern(n uint64) pattern { return pattern{r: rand.New(rand.NewPCG(n, 1))} }
+
+// next fills p with the pattern's next len(p) bytes.
+func (g pattern) next(p []byte) {
+	for i := range p {
+		p[i] = byte(g.r.Uint32())
+	}
+}
+
+// pieceOp writes the pattern's piece p at offset off of a side, or reads
+// that piece back into got and checks it against p.
+type pieceOp int
+
+const (
+	writePiece pieceOp = iota
+	checkPiece
+)
+
+// eachPiece writes the pattern over the first n bytes of one side of a
+// copy (its device address addr, or for a host buffer its physical address
+// pa), or reads them back and checks them against it (ErrCopyMismatch
+// naming the first byte that differs), copyPiece bytes at a time. A
+// device's side is written and read in whole words: n is then a multiple
+// of 4 (the pattern's bytes past the last whole word are made but not
+// written).
+func (s *Stack) eachPiece(side Side, addr, pa, n uint64, g pattern, op pieceOp) error {
+	host := s.DMA.Host()
+	want := make([]byte, min(n, copyPiece))
+	var got []byte
+	if op == checkPiece {
+		got = make([]byte, len(want))
+	}
+	for off := uint64(0); off < n; off += copyPiece {
+		k := min(n-off, copyPiece)
+		w := want[:k]
+		g.next(w)
+		var err error
+		switch {
+		case op == writePiece && side == Host:
+			err = host.HostWrite(pa+off, w)
+		case op == writePiece:
+			err = s.DMA.WriteDevice(addr+off, w[:k&^3])
+		case side == Host:
+			err = host.HostRead(pa+off, got[:k])
+		default:
+			err = s.DMA.ReadDevice(addr+off, got[:k])
+		}
+		if err != nil {
+			return err
+		}
+		if op == checkPiece && !bytes.Equal(got[:k], w) {
+			i := 0
+			for got[i] == w[i] {
+				i++
+			}
+			return fmt.Errorf("%s destination byte %d of %d: read %#02x, wrote %#02x: %w", side, off+uint64(i), n, got[i], w[i], ErrCopyMismatch)
+		}
+	}
+	return nil
 }
 
 // copyBuffer allocates one side of a copy: its device address, for a host
