@@ -156,6 +156,9 @@ func newServeCommand() *cobra.Command {
 			"Every resource a client can take is bounded (docs/remote-protocol.md, \"Server limits\"):\n" +
 			"connections (--max-clients), time to handshake and between requests, host memory per\n" +
 			"client and in all, and the memory the system's touched pages hold (--max-memory).\n" +
+			"serve adds these up into a bound on its resident memory, prints it, and sets the Go\n" +
+			"memory limit to it (docs/remote-protocol.md, \"Memory of the server\"). Device memory\n" +
+			"a client frees stays counted in --max-memory until serve restarts.\n" +
 			"Each client's host buffers are its own: other clients cannot read, write or free\n" +
 			"them, and they are freed when it disconnects. BAR registers, device memory and DMA\n" +
 			"are shared by every client.\n\n" +
@@ -241,6 +244,9 @@ func serveSystem(ctx context.Context, cmd *cobra.Command, sf *systemFlags, liste
 		}
 		exports[i] = remote.Export{Device: d.Dev, Name: d.Dev.Config().Name, Connected: d.Connected}
 	}
+	mem := measureServeMemory(o, len(sys))
+	restore, memNote := limitServeMemory(mem)
+	defer restore()
 	opts := o.server
 	log := serveLog(cmd)
 	defer log.Flush()
@@ -259,6 +265,7 @@ func serveSystem(ctx context.Context, cmd *cobra.Command, sf *systemFlags, liste
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "serving %s (switch %s, revision %#02x) on %s\n",
 		units.Plural(int64(s.Devices), "simulated "+s.Gen.Product()+" device", "simulated "+s.Gen.Product()+" devices"), s.Switch, s.Revision, bound)
+	fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim serve: %s\n", memNote)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(l) }()
 	select {
