@@ -2,6 +2,7 @@ package remote
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net"
 	"path/filepath"
 	"runtime"
@@ -288,4 +289,40 @@ func simServed(tb testing.TB) (*Device, uint64, *sim.Device) {
 	d, err := c.Device(0)
 	require.NoError(tb, err)
 	return d, dev.BAR4().Windows()[0].BAR4Offset, dev
+}
+
+// TestLargeFramesCutShort: a large request whose sender stops part way —
+// before the pool's buffer is taken (under 64 KiB), or after — ends only
+// its connection, and the next large requests on others are served in
+// good buffers of the pool: the bytes they read back are theirs.
+func TestLargeFramesCutShort(t *testing.T) {
+	d, bar4, dev := simServed(t)
+	addr := d.c.addr
+	words := make([]uint32, MaxWords)
+	for i := range words {
+		words[i] = uint32(i)*2654435761 | 1
+	}
+	for _, sent := range []int{10, 60 << 10, 64 << 10, 700 << 10} {
+		t.Run(fmt.Sprintf("%d bytes sent", sent), func(t *testing.T) {
+			_, path, err := ParseAddress(addr)
+			require.NoError(t, err)
+			raw, err := net.Dial("unix", path)
+			require.NoError(t, err)
+			_, err = raw.Write(helloFrame(Version))
+			require.NoError(t, err)
+			_, err = ReadFrame(raw, nil)
+			require.NoError(t, err)
+			frame := appendRW(nil, OpWrite, 1, rwRequest{bar: 4, count: MaxWords, offset: bar4, data: make([]byte, 4*MaxWords)})
+			_, err = raw.Write(frame[:sent])
+			require.NoError(t, err)
+			require.NoError(t, raw.Close())
+
+			require.NoError(t, d.WriteBAR(hwarch.BAR4, bar4, words))
+			got := make([]uint32, MaxWords)
+			require.NoError(t, d.ReadBAR(hwarch.BAR4, bar4, got))
+			require.Equal(t, words, got, "the served connection's own words")
+			words[sent%MaxWords]++ // another pattern for the next round
+		})
+	}
+	runtime.KeepAlive(dev)
 }
