@@ -332,11 +332,8 @@ func (m *Memory) fillPages(addr, n uint64) int64 {
 	resident := 0
 	m.pages.eachIn(first, last, func(uint64, *Page) { resident++ })
 	nodes := newNodes{t: &m.pages}
-	for pn := first; pn <= last; pn = (pn | ptMask) + 1 { // every leaf's span the range reaches
+	for pn := first; pn <= last; pn = (pn | ptMask) + 1 { // every leaf's span the range reaches (pages are below 2^36: no overflow)
 		nodes.add(pn)
-		if pn|ptMask == ^uint64(0)>>pageShift {
-			break
-		}
 	}
 	return int64(span) - int64(resident) + nodes.cost()
 }

@@ -436,7 +436,7 @@ var errCleanClose = errors.New("peer closed the connection")
 type serverConn struct {
 	s       *Server
 	c       net.Conn
-	rbuf    []byte   // request frames: the connection's own, or bigFrame's while a large request is served
+	rbuf    []byte   // request frames: the connection's own, or the pool's frame while a large request is served
 	wbuf    []byte   // reply frames: likewise
 	words   []uint32 // READ and WRITE words: the connection's own, at most shrinkAbove/4
 	tag     uint32   // tag of the request being served
@@ -478,6 +478,7 @@ func (sc *serverConn) run() error {
 	if err := sc.write(); err != nil {
 		return err
 	}
+	sc.shrink() // a long HELLO (a later version's) may have taken a frame of the pool
 	for {
 		f, err := sc.read()
 		if err != nil {
@@ -530,16 +531,19 @@ func (sc *serverConn) shrink() {
 // a frame of need bytes): the connection's own up to shrinkAbove, then a
 // frame of the pool, which shrink gives back after the reply.
 func (sc *serverConn) growRequest(b []byte, need int) []byte {
-	if cap(b) < shrinkAbove || sc.bigIn != nil {
+	switch {
+	case cap(b) < shrinkAbove:
 		nb := make([]byte, len(b), min(need, max(2*cap(b), 4096), shrinkAbove))
 		copy(nb, b)
 		return nb
+	case sc.bigIn == nil:
+		sc.bigIn = sc.s.bufs.frame()
+		sc.ownIn = b[:0]
+		nb := (*sc.bigIn)[:len(b)]
+		copy(nb, b)
+		return nb
 	}
-	sc.bigIn = sc.s.bufs.frame()
-	sc.ownIn = b[:0]
-	nb := (*sc.bigIn)[:len(b)]
-	copy(nb, b)
-	return nb
+	return growFrame(b, need) // not reached: a frame of the pool holds any frame
 }
 
 // reply returns sc.wbuf emptied, with room for a reply frame of n bytes:
