@@ -17,8 +17,8 @@ import (
 )
 
 // The parts of serve's memory bound that are not a flag's
-// (docs/remote-protocol.md, "Memory of the server"), each measured with
-// room to spare on the 2-core CI machine.
+// (docs/remote-protocol.md, "Memory of the server"), each above what was
+// measured (Go 1.26, linux/amd64), with room to spare.
 const (
 	// servePerClient is what a connection may hold beyond its host
 	// memory: the pool's frame and word array for a large request (2 MiB),
