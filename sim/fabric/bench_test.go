@@ -14,10 +14,13 @@ import (
 // BenchmarkBookWrites books 64 KiB writes (16 chunks of 4 KiB) of 7
 // engines reading at 23 GB/s, in each model, over a 4-link path of 256 GB/s
 // links (a Trn2 torus, 2 hops each way) and a 2-link one (a Trn3 Gen2
-// UltraServer's devices of one server, through its first-level switch):
-// each chunk leaves gaps the other engines' chunks fill, the calendar's
-// common case, with the present moving on as the engines do. One op is one
-// write.
+// UltraServer's devices of one server, through its first-level switch),
+// with the present moving on as the engines do. On the torus each chunk
+// leaves gaps the other engines' chunks fill; the Gen2 path's 128 GB/s
+// links carry less than the engines read, so the chunks queue on them
+// (bookQueue's case, a busy link's). aware-bookRun is the aware model
+// booking every link with bookRun (System.slowBook): bookQueue's baseline.
+// One op is one write.
 func BenchmarkBookWrites(b *testing.B) {
 	paths := []struct {
 		links    int
@@ -27,12 +30,17 @@ func BenchmarkBookWrites(b *testing.B) {
 		{4, timingSystem{hwarch.Cayman, KindTorus2D, 16}, 0, 10},
 		{2, timingSystem{hwarch.Mariana, KindTrn3Gen2, Gen2Servers * Gen2ServerSize}, 0, 1},
 	}
-	for _, m := range []Model{Aware, Free} {
+	for _, mc := range []struct {
+		name string
+		m    Model
+		slow bool
+	}{{"aware", Aware, false}, {"aware-bookRun", Aware, true}, {"free", Free, false}} {
 		for _, pc := range paths {
-			b.Run(fmt.Sprintf("%s/links=%d", m, pc.links), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/links=%d", mc.name, pc.links), func(b *testing.B) {
 				p := DefaultParams(pc.sys.gen)
-				p.Model = m
+				p.Model = mc.m
 				s := pc.sys.build(b, p)
+				s.slowBook = mc.slow
 				path, err := s.path(pc.src, pc.dst)
 				if err != nil {
 					b.Fatal(err)

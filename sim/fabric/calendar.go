@@ -128,6 +128,142 @@ func extendRun(c []Span, at []uint64, j int, prev, d, delay uint64) (int, uint64
 	return j, prev, end
 }
 
+// chunkRun is when the chunks of a write of m ≥ 3 chunks arrive at a link,
+// known without listing them (storeAndForward's fast path): chunk 0 at
+// first, chunk 1 at second, each of chunks 2..m−2 no earlier than the one
+// before it and at most step after it, and the last chunk (of another
+// length) at last. The engine's read times give the first link's (step is
+// the largest step of the read table); after a link on which the write's
+// chunks queued (bookQueue) the run is exact — chunk k < m−1 arrives at
+// first + k·step, second = first + step — and fill lists it.
+type chunkRun struct {
+	m                         int
+	first, second, step, last uint64
+}
+
+// fill lists an exact run's arrivals in at[:r.m], as bookRun takes them.
+// No sum wraps: bookQueue made it only when first + (m−2)·step does not.
+func (r chunkRun) fill(at []uint64) []uint64 {
+	at = at[:r.m]
+	t := r.first
+	for k := range r.m - 1 {
+		at[k] = t
+		t += r.step
+	}
+	at[r.m-1] = r.last
+	return at
+}
+
+// bookQueue books a write's chunks, arriving as *r says, on the link as
+// bookRun would, but without a step per chunk, when bookRun's case
+// analysis provably gives a queue: chunk 0 takes the place bookRun gives
+// it — after every span (a new span, or at the last one's end, extending
+// it) or, in a calendar with room for two more spans, the first gap at or
+// after its arrival that holds it (place's search) — and ends after now;
+// each of chunks 1..m−2 arrives, in order, by the time the chunk before it
+// ends; and that place holds all of them one after another. Each then
+// begins when the one before it ends, chunk k ending at end₀ + k·d: the
+// time book gives it, since no gap from its arrival to that end holds d
+// (none from its arrival to where chunk 0 began, or chunk 0, of the same
+// length and arriving no later, would have taken it; the write's own
+// chunks after that) and the place holds it (extendRun's argument, in any
+// gap). The arrivals, bounded by second + (k−1)·step, and the ends
+// end₀ + (k−1)·d they must not pass are both linear in k, so testing k = 1
+// and k = m−2 tests every k. Chunks 0..m−2 join the calendar as one span,
+// merged with those it touches as place merges: the calendar booking them
+// one by one leaves. The last chunk, of another length, is booked by
+// bookRun's case analysis from the state bookRun would then have (every
+// span current, none over): here when it goes after every span or at the
+// last one's end, else by bookRun itself (its search hint from the start,
+// which finds the same gap). bookQueue then replaces *r by the arrivals at
+// the next node (an exact run: end₀ + delay + k·d, and the last chunk's)
+// and returns when the last chunk has crossed the link, and true. When a
+// condition does not hold (d = 0, fewer than 3 chunks, chunk 1 before
+// chunk 0, chunk 0 in a gap of a calendar at or one short of MaxSpans or
+// ending by now, a chunk arriving after the one before it ends, a place
+// too small, a sum that could saturate) it returns 0 and false, having
+// changed nothing — *r as it was, the calendar but for forgetting its
+// spans over by now (what bookRun does first) — so that bookRun may book
+// the write instead. TestBookQueueMatchesBook (each condition at its edge)
+// and TestStoreAndForwardQueues cover it.
+func (ls *LinkState) bookQueue(now uint64, r *chunkRun, d, last, delay uint64) (crossed uint64, ok bool) {
+	c := ls.Spans
+	if len(c) > 0 && c[0].End <= now {
+		c = current(c, now)
+		ls.Spans = c
+	}
+	if d == 0 || r.m < 3 || r.second < r.first {
+		return 0, false
+	}
+	// Chunk 0: bookRun's case analysis. i is the span the queue ends before
+	// (n: after every span).
+	t, n := r.first, len(c)
+	extend := false // chunk 0 extends the last span (at its end, or as a full calendar's FIFO)
+	begin, i := t, n
+	switch {
+	case n == 0 || c[n-1].End < t && n < MaxSpans:
+	case c[n-1].End <= t || addTime(t, d) > c[n-1].Begin:
+		extend, begin = true, max(t, c[n-1].End)
+	case n < MaxSpans-1:
+		// A gap (place's search): the calendar holds fewer than MaxSpans
+		// spans with chunk 0's, so that place searches for chunks 1..m−2
+		// too, rather than book them after the last span.
+		for i = firstEnding(c, 0, t); i < n && addTime(begin, d) > c[i].Begin; i++ {
+			begin = max(begin, c[i].End)
+		}
+	default:
+		return 0, false
+	}
+	k := uint64(r.m - 2) // the chunks that queue after chunk 0: 1..m−2
+	// Every time below but the last chunk's is at most end₀ + k·d + delay:
+	// when that sum does not saturate, none does, and each is the plain
+	// sum addTime gives.
+	if addTime(addTime(addTime(begin, d), mulTime(k, d)), delay) == ^uint64(0) {
+		return 0, false
+	}
+	end0 := begin + d
+	end := end0 + k*d // when chunk m−2 has crossed
+	if end0 <= now || r.second > end0 || addTime(r.second, mulTime(k-1, r.step)) > end0+(k-1)*d || i < n && end > c[i].Begin {
+		return 0, false
+	}
+	// [begin, end) joins the calendar as place joins a span.
+	switch {
+	case extend:
+		c[n-1].End = end
+	case i > 0 && c[i-1].End == begin && i < n && c[i].Begin == end:
+		c[i-1].End = c[i].End
+		c = slices.Delete(c, i, i+1)
+	case i > 0 && c[i-1].End == begin:
+		c[i-1].End = end
+	case i < n && c[i].Begin == end:
+		c[i].Begin = begin
+	default:
+		c = slices.Insert(c, i, Span{begin, end})
+	}
+	n = len(c)
+	// The last chunk: bookRun's case analysis, every span current.
+	t = r.last
+	begin = t
+	switch l := &c[n-1]; {
+	case last == 0:
+	case l.End < t && n < MaxSpans:
+		c = append(c, Span{t, addTime(t, last)})
+	case l.End <= t || addTime(t, last) > l.Begin:
+		begin = max(t, l.End)
+		l.End = addTime(begin, last)
+	default:
+		ls.Spans = c
+		one := [1]uint64{t}
+		crossed = ls.bookRun(now, one[:], last, last, delay)
+		*r = chunkRun{r.m, end0 + delay, end0 + delay + d, d, one[0]}
+		return max(end, crossed), true
+	}
+	ls.Spans = c
+	crossed = addTime(begin, last)
+	*r = chunkRun{r.m, end0 + delay, end0 + delay + d, d, addTime(crossed, delay)}
+	return max(end, crossed), true
+}
+
 // current returns the spans of c that end after now, forgetting those over
 // (book's first step), in c's array.
 func current(c []Span, now uint64) []Span {

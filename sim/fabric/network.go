@@ -174,16 +174,31 @@ func (s *System) cutThrough(path []int, n int, now, start, sent uint64, hops *[]
 // when no link is on the path twice — so the times, spans and counters
 // are those of booking chunk by chunk (storeAndForwardChunks, which a
 // capture's hops, chunk-major, and a path through a link twice keep).
+// While the chunks queue on a link — each arriving by the time the one
+// before it has crossed, as on a busy link — bookQueue books them all at
+// once, their times there a linear run, and passes the next link that run
+// instead of a list of times; from the first link where they do not (or
+// where that cannot be shown from the run), bookRun books them from the
+// list.
 func (s *System) storeAndForward(path []int, n int, before, now, start, sent uint64, hops *[]uint64) (injected, lands uint64) {
 	if hops != nil || !distinct(path) {
 		return s.storeAndForwardChunks(path, n, before, now, start, sent, hops)
 	}
 	c := s.p.chunk(n)
-	at := s.readyTimes(n, c, start, sent)
-	if len(at) == 0 {
+	m := (uint64(n) + c - 1) / c
+	if m == 0 {
 		return 0, addTime(0, s.p.Endpoint)
 	}
-	lastSize := uint64(n) - uint64(len(at)-1)*c
+	lastSize := uint64(n) - (m-1)*c
+	// While the write's chunks queue on each link (bookQueue), their
+	// arrivals are a chunkRun and none of their times is listed; from the
+	// first link on which they do not, they are listed in at.
+	r, queued := s.readyRun(n, c, m, start, sent)
+	queued = queued && !s.slowBook
+	var at []uint64
+	if !queued {
+		at = s.readyTimes(n, c, start, sent)
+	}
 	var crossed uint64
 	for i, id := range path {
 		d, last := s.busyOf(id, c), s.busyOf(id, lastSize)
@@ -192,8 +207,19 @@ func (s *System) storeAndForward(path []int, n int, before, now, start, sent uin
 			delay = addTime(delay, uint64(simkernel.AtRate(before, s.topo.Links[path[i+1]].Params.Bandwidth)))
 		}
 		ls := &s.st.Links[id]
-		crossed = ls.bookRun(now, at, d, last, delay)
-		ls.count(uint64(n), addTime(mulTime(uint64(len(at)-1), d), last))
+		if queued {
+			if crossed, queued = ls.bookQueue(now, &r, d, last, delay); !queued {
+				if i == 0 {
+					at = s.readyTimes(n, c, start, sent)
+				} else {
+					at = r.fill(s.readyBuffer(m))
+				}
+			}
+		}
+		if !queued {
+			crossed = ls.bookRun(now, at, d, last, delay)
+		}
+		ls.count(uint64(n), addTime(mulTime(m-1, d), last))
 		if i == 0 {
 			injected = crossed
 		}
@@ -201,6 +227,31 @@ func (s *System) storeAndForward(path []int, n int, before, now, start, sent uin
 	// The last chunk to arrive is the last to cross the last link (its
 	// delay is every chunk's).
 	return injected, addTime(addTime(crossed, s.hopDelay[path[len(path)-1]]), s.p.Endpoint)
+}
+
+// readyRun returns when the chunks of a write of m ≥ 3 chunks of the
+// configured size, read from start until sent, are ready to leave their
+// source, as a chunkRun (storeAndForward's fast path): readyTimes' first
+// two times and its last, and the read table's largest step, which bounds
+// the step between any two chunks before the last — chunk k is ready at
+// max(start, sent − (all − read[k+1])), which grows with k (the table does:
+// New checked it, and all ≥ read[m−1] is tested here) by at most
+// read[k+1] − read[k]. It returns false when the write is not such a
+// write, or the table is not one that grows (readyTimes lists its times
+// instead).
+func (s *System) readyRun(n int, c, m, start, sent uint64) (chunkRun, bool) {
+	if m < 3 || c != uint64(s.p.ChunkBytes) || m >= uint64(len(s.readTime)) || s.readStep == ^uint64(0) {
+		return chunkRun{}, false
+	}
+	read := s.readTime[:m+1]
+	all := read[m]
+	if uint64(n) != m*c {
+		all = uint64(simkernel.AtRate(uint64(n), s.engineBW))
+	}
+	if all < read[m-1] {
+		return chunkRun{}, false
+	}
+	return chunkRun{int(m), readyAt(all-read[1], start, sent), readyAt(all-read[2], start, sent), s.readStep, sent}, true
 }
 
 // storeAndForwardChunks is storeAndForward booking chunk by chunk, each
@@ -242,10 +293,7 @@ func (s *System) storeAndForwardChunks(path []int, n int, before, now, start, se
 // buffer of the system's that the next call reuses.
 func (s *System) readyTimes(n int, c, start, sent uint64) []uint64 {
 	m := (uint64(n) + c - 1) / c
-	if uint64(cap(s.ready)) < m {
-		s.ready = make([]uint64, m)
-	}
-	at := s.ready[:m]
+	at := s.readyBuffer(m)
 	if m == 0 {
 		return at
 	}
@@ -269,6 +317,15 @@ func (s *System) readyTimes(n int, c, start, sent uint64) []uint64 {
 	}
 	at[m-1] = sent
 	return at
+}
+
+// readyBuffer returns the system's buffer of a write's chunk times, of
+// length m.
+func (s *System) readyBuffer(m uint64) []uint64 {
+	if uint64(cap(s.ready)) < m {
+		s.ready = make([]uint64, m)
+	}
+	return s.ready[:m]
 }
 
 // readyAt is when a chunk the engine reads rest ps before the write's last

@@ -77,6 +77,15 @@ type System struct {
 	// once for the chunks of a descriptor's largest write (udma.MaxTransfer)
 	// so that the aware model does not divide per chunk.
 	readTime []uint64
+	// readStep is the largest step of readTime, readTime[k+1] −
+	// readTime[k], which bounds the step between the ready times of a
+	// write's chunks (readyRun); ^0 if the table ever decreased (it does
+	// not: AtRate grows with the bytes), which leaves no bound and no run.
+	readStep uint64
+	// slowBook, set by tests and benchmarks only, makes the aware model
+	// book every link with bookRun, never bookQueue: the baseline the
+	// fast path is held to and measured against.
+	slowBook bool
 	// ready is storeAndForward's buffer of a write's chunk times, reused
 	// by every write (no state: each write fills it before reading it).
 	ready []uint64
@@ -185,6 +194,7 @@ func New(cfg Config) (*System, error) {
 	for k := range udma.MaxTransfer/p.ChunkBytes + 1 {
 		s.readTime = append(s.readTime, uint64(simkernel.AtRate(uint64(k)*uint64(p.ChunkBytes), s.engineBW)))
 	}
+	s.readStep = largestStep(s.readTime)
 	s.st.Links = make([]LinkState, len(topo.Links))
 	for id := range topo.Links {
 		l := &topo.Links[id]
@@ -430,6 +440,19 @@ func (pt *port) reserve(e, q int, dst uint64, n int, start, sent uint64) (inject
 	s.st.Stats.Transfers++
 	s.st.Stats.Bytes += uint64(n)
 	return injected, lands, nil
+}
+
+// largestStep returns the largest step t[k+1] − t[k] of a table, or ^0
+// if the table ever decreases (readStep).
+func largestStep(t []uint64) uint64 {
+	var step uint64
+	for k := 1; k < len(t); k++ {
+		if t[k] < t[k-1] {
+			return ^uint64(0)
+		}
+		step = max(step, t[k]-t[k-1])
+	}
+	return step
 }
 
 // denseLast is the largest system whose per-path landing times are kept in
