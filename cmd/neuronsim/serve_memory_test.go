@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"math"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -70,20 +67,8 @@ func TestServeRemoteCopiesStayBounded(t *testing.T) {
 	const maxMemory = 160 << 20
 	addr := "unix:" + filepath.Join(t.TempDir(), "ns.sock")
 	before := debug.SetMemoryLimit(-1)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errOut bytes.Buffer
-	root := newRootCommand(&out, &errOut)
-	root.SetArgs([]string{"serve", "--listen", addr, "--arch", "trn2", "--max-memory", "160MiB", "--max-clients", "4", "--host-buffers-per-client", "256"})
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-	require.Eventually(t, func() bool {
-		c, err := remote.Dial(addr, remote.ClientOptions{Timeout: time.Second})
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	}, 5*time.Second, 10*time.Millisecond)
+	_, errOut, stop := serveInProcess(t, "--listen", addr, "--arch", "trn2", "--max-memory", "160MiB", "--max-clients", "4", "--host-buffers-per-client", "256")
+	waitRemote(t, addr)
 	assert.Contains(t, errOut.String(), "memory bound")
 	if !strings.Contains(errOut.String(), "GOMEMLIMIT=") {
 		limit := debug.SetMemoryLimit(-1)
@@ -118,13 +103,7 @@ func TestServeRemoteCopiesStayBounded(t *testing.T) {
 	require.Error(t, err)
 	assert.Regexp(t, `page budget exhausted|memory budget is used up \(serve --max-memory\)`, err.Error())
 
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("serve did not stop")
-	}
+	stop()
 	assert.Equal(t, before, debug.SetMemoryLimit(-1), "the memory limit is put back when serve returns")
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"io"
 	"net"
@@ -31,20 +30,9 @@ func TestServeVFIOUserGuestDMA(t *testing.T) {
 	dir, err := os.MkdirTemp("", "vfu") // short: unix socket paths are at most 108 bytes
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut bytes.Buffer
-	root := newRootCommand(&out, &errOut)
-	root.SetArgs([]string{"serve", "--vfio-user", dir, "--arch", "trn2", "--revision", "qemu", "--devices", "2"})
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
+	_, errOut, stop := serveInProcess(t, "--vfio-user", dir, "--arch", "trn2", "--revision", "qemu", "--devices", "2")
 	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(10 * time.Second):
-			t.Fatal("serve did not stop")
-		}
+		stop()
 		assert.Contains(t, errOut.String(), "neuron1: phase ready")
 	}()
 	sock := filepath.Join(dir, "neuron1.sock")
@@ -151,21 +139,7 @@ func TestServeVFIOUserHandshakeTimeout(t *testing.T) {
 	dir, err := os.MkdirTemp("", "vfu") // short: unix socket paths are at most 108 bytes
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
-	root := newRootCommand(&out, &errOut)
-	root.SetArgs([]string{"serve", "--vfio-user", dir, "--arch", "trn2", "--revision", "qemu", "--handshake-timeout", "200ms"})
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(10 * time.Second):
-			t.Fatal("serve did not stop")
-		}
-	}()
+	out, errOut, _ := serveInProcess(t, "--vfio-user", dir, "--arch", "trn2", "--revision", "qemu", "--handshake-timeout", "200ms")
 	sock := filepath.Join(dir, "neuron0.sock")
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "serving") }, 10*time.Second, 5*time.Millisecond)
 

@@ -127,19 +127,8 @@ func TestCSRErrorsInTheSeedsWords(t *testing.T) {
 func TestServeAndRemoteClients(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "ns.sock")
 	addr := "unix:" + sock
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut bytes.Buffer
-	root := newRootCommand(&out, &errOut)
-	root.SetArgs([]string{"serve", "--listen", addr, "--system", "arch=trn2,devices=16,revision=emu"})
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-	require.Eventually(t, func() bool {
-		c, err := remote.Dial(addr, remote.ClientOptions{Timeout: time.Second})
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	}, 5*time.Second, 10*time.Millisecond)
+	out, _, stop := serveInProcess(t, "--listen", addr, "--system", "arch=trn2,devices=16,revision=emu")
+	waitRemote(t, addr)
 
 	ls, err := runCLI(t, "ls", "--remote", addr)
 	require.NoError(t, err)
@@ -196,13 +185,7 @@ func TestServeAndRemoteClients(t *testing.T) {
 		assert.ErrorContains(t, err, tc.want, "%v", tc.args)
 	}
 
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("serve did not stop")
-	}
+	stop()
 	assert.Contains(t, out.String(), "serving 16 simulated Trn2 devices")
 }
 
@@ -246,15 +229,9 @@ func TestServePrintsBoundAddressAndWarns(t *testing.T) {
 		warn   bool
 	}{{"tcp:127.0.0.1:0", false}, {"tcp:0.0.0.0:0", true}} {
 		t.Run(tc.listen, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			var out, errOut syncBuffer
-			root := newRootCommand(&out, &errOut)
-			root.SetArgs([]string{"serve", "--listen", tc.listen, "--allow-remote"})
-			done := make(chan error, 1)
-			go func() { done <- root.ExecuteContext(ctx) }()
+			out, errOut, stop := serveInProcess(t, "--listen", tc.listen, "--allow-remote")
 			require.Eventually(t, func() bool { return strings.Contains(out.String(), "serving") }, 5*time.Second, 10*time.Millisecond)
-			cancel()
-			require.NoError(t, <-done)
+			stop()
 			line := strings.TrimSpace(out.String())
 			i := strings.Index(line, " on tcp:")
 			require.GreaterOrEqual(t, i, 0, "%q", line)
@@ -288,19 +265,54 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// serveInProcess runs `neuronsim serve` with args in the test's process
+// until stop is called (or the test ends); stop ends it and fails the test
+// if serve returned an error or did not stop within 10 s. Its standard
+// output and error may be read while it runs.
+func serveInProcess(t *testing.T, args ...string) (out, errOut *syncBuffer, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out, errOut = &syncBuffer{}, &syncBuffer{}
+	root := newRootCommand(out, errOut)
+	root.SetArgs(append([]string{"serve"}, args...))
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				require.NoError(t, err, "serve %v", args)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("serve %v did not stop", args)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return out, errOut, stop
+}
+
+// waitRemote waits until the server at addr takes a remote-protocol
+// connection.
+func waitRemote(t *testing.T, addr string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		c, err := remote.Dial(addr, remote.ClientOptions{Timeout: time.Second})
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}, 5*time.Second, 10*time.Millisecond)
+}
+
 // TestServeSurvivesSleepOverflow: after a client's SLEEPs of the largest
 // durations the protocol carries, later clients' `dma copy` and `dve load`
 // work (issue 13 item 7: the served clock used to saturate at 2^64-1 ps for
 // good, and every later dma copy failed with "marker not seen").
 func TestServeSurvivesSleepOverflow(t *testing.T) {
 	addr := "unix:" + filepath.Join(t.TempDir(), "ns.sock")
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
-	root := newRootCommand(&out, &errOut)
-	root.SetArgs([]string{"serve", "--listen", addr, "--arch", "trn2"})
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-	defer func() { cancel(); <-done }()
+	serveInProcess(t, "--listen", addr, "--arch", "trn2")
 	var c *remote.Client
 	require.Eventually(t, func() bool {
 		var err error

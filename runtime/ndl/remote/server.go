@@ -106,9 +106,8 @@ const shrinkAbove = 64 << 10
 // bigKept of each kind, for the next large request of any connection;
 // those past it are left to the collector.
 type bigBuffers struct {
-	mu     sync.Mutex
-	frames []*[]byte   // capacity MaxFrameSize each
-	words  []*[]uint32 // length MaxWords each
+	frames keptBuffers[[]byte]   // capacity MaxFrameSize each
+	words  keptBuffers[[]uint32] // length MaxWords each
 }
 
 // bigKept is how many buffers of each kind the pool keeps when they are
@@ -117,45 +116,55 @@ type bigBuffers struct {
 // request, and an idle one holds no more.
 const bigKept = 4
 
-// frame returns a frame buffer of capacity MaxFrameSize, empty.
-func (p *bigBuffers) frame() *[]byte {
-	p.mu.Lock()
-	if n := len(p.frames); n > 0 {
-		b := p.frames[n-1]
-		p.frames = p.frames[:n-1]
-		p.mu.Unlock()
-		*b = (*b)[:0]
+// keptBuffers is one kind of the pool's buffers: those given back, at most
+// bigKept.
+type keptBuffers[B any] struct {
+	mu   sync.Mutex
+	kept []*B
+}
+
+// take returns a kept buffer, or a new one from alloc when none is kept.
+func (k *keptBuffers[B]) take(alloc func() B) *B {
+	k.mu.Lock()
+	if n := len(k.kept); n > 0 {
+		b := k.kept[n-1]
+		k.kept = k.kept[:n-1]
+		k.mu.Unlock()
 		return b
 	}
-	p.mu.Unlock()
-	b := make([]byte, 0, MaxFrameSize)
+	k.mu.Unlock()
+	b := alloc()
 	return &b
+}
+
+// give keeps b (nil: nothing) if fewer than bigKept are kept.
+func (k *keptBuffers[B]) give(b *B) {
+	if b == nil {
+		return
+	}
+	k.mu.Lock()
+	if len(k.kept) < bigKept {
+		k.kept = append(k.kept, b)
+	}
+	k.mu.Unlock()
+}
+
+// frame returns a frame buffer of capacity MaxFrameSize, empty.
+func (p *bigBuffers) frame() *[]byte {
+	b := p.frames.take(func() []byte { return make([]byte, 0, MaxFrameSize) })
+	*b = (*b)[:0]
+	return b
 }
 
 // wordArray returns a word array of length MaxWords.
 func (p *bigBuffers) wordArray() *[]uint32 {
-	p.mu.Lock()
-	if n := len(p.words); n > 0 {
-		w := p.words[n-1]
-		p.words = p.words[:n-1]
-		p.mu.Unlock()
-		return w
-	}
-	p.mu.Unlock()
-	w := make([]uint32, MaxWords)
-	return &w
+	return p.words.take(func() []uint32 { return make([]uint32, MaxWords) })
 }
 
 // put gives back a frame and a word array (either may be nil).
 func (p *bigBuffers) put(frame *[]byte, words *[]uint32) {
-	p.mu.Lock()
-	if frame != nil && len(p.frames) < bigKept {
-		p.frames = append(p.frames, frame)
-	}
-	if words != nil && len(p.words) < bigKept {
-		p.words = append(p.words, words)
-	}
-	p.mu.Unlock()
+	p.frames.give(frame)
+	p.words.give(words)
 }
 
 // Server serves exported devices to remote clients over the wire protocol:
