@@ -1,10 +1,6 @@
 package remote
 
-import (
-	"testing"
-
-	hwarch "github.com/neuronsim/neuronsim/hw/arch"
-)
+import "testing"
 
 // benchDevice serves one fake on a unix socket and returns a remote handle
 // on it.
@@ -75,26 +71,8 @@ func BenchmarkFakeDeviceRead32Direct(b *testing.B) {
 // allocates nothing of its size (before the pool, each 1 MiB request
 // allocated 2–3 MiB of buffers that the next collection freed).
 func BenchmarkRemoteTransfer1MiB(b *testing.B) {
-	d, bar4, _ := simServed(b)
-	pa, err := d.HostAlloc(1<<20, 4096)
-	if err != nil {
-		b.Fatal(err)
-	}
-	bytes := make([]byte, 1<<20)
-	words := make([]uint32, MaxWords)
-	for i := range words {
-		words[i] = uint32(i) | 1
-		bytes[i%len(bytes)] = byte(i) | 1
-	}
-	for _, bc := range []struct {
-		name string
-		op   func() error
-	}{
-		{"HOST_WRITE", func() error { return d.HostWrite(pa, bytes) }},
-		{"HOST_READ", func() error { return d.HostRead(pa, bytes) }},
-		{"WRITE", func() error { return d.WriteBAR(hwarch.BAR4, bar4, words) }},
-		{"READ", func() error { return d.ReadBAR(hwarch.BAR4, bar4, words) }},
-	} {
+	ops, _ := largeRequests(b)
+	for _, bc := range ops {
 		b.Run(bc.name, func(b *testing.B) {
 			b.SetBytes(1 << 20)
 			b.ReportAllocs()

@@ -234,24 +234,8 @@ func TestRequestFieldsChecked(t *testing.T) {
 // request and grown again, a READ reply by doubling, so a 1 GiB copy left
 // gigabytes of garbage and the server's heap twice its live memory).
 func TestLargeTransfersReuseBuffers(t *testing.T) {
-	d, bar4, dev := simServed(t)
-	pa, err := d.HostAlloc(1<<20, 4096)
-	require.NoError(t, err)
-	data := make([]byte, 1<<20)
-	words := make([]uint32, MaxWords)
-	for i := range words {
-		words[i] = uint32(i) | 1
-		data[i%len(data)] = byte(i) | 1
-	}
-	for _, tc := range []struct {
-		name string
-		op   func() error
-	}{
-		{"HOST_WRITE", func() error { return d.HostWrite(pa, data) }},
-		{"HOST_READ", func() error { return d.HostRead(pa, data) }},
-		{"WRITE", func() error { return d.WriteBAR(hwarch.BAR4, bar4, words) }},
-		{"READ", func() error { return d.ReadBAR(hwarch.BAR4, bar4, words) }},
-	} {
+	ops, dev := largeRequests(t)
+	for _, tc := range ops {
 		t.Run(tc.name, func(t *testing.T) {
 			require.NoError(t, tc.op(), "warm: pages touched, buffers grown")
 			const n = 16
@@ -267,6 +251,35 @@ func TestLargeTransfersReuseBuffers(t *testing.T) {
 		})
 	}
 	runtime.KeepAlive(dev)
+}
+
+// largeRequest is one kind of request of the most bytes one request
+// carries, 1 MiB, on a served device.
+type largeRequest struct {
+	name string
+	op   func() error
+}
+
+// largeRequests serves a simulated device (simServed) and returns a 1 MiB
+// request of each kind on it — HOST_WRITE and HOST_READ of a host buffer,
+// WRITE and READ of device memory through BAR4 — and the device.
+func largeRequests(tb testing.TB) ([]largeRequest, *sim.Device) {
+	tb.Helper()
+	d, bar4, dev := simServed(tb)
+	pa, err := d.HostAlloc(1<<20, 4096)
+	require.NoError(tb, err)
+	data := make([]byte, 1<<20)
+	words := make([]uint32, MaxWords)
+	for i := range words {
+		words[i] = uint32(i) | 1
+		data[i%len(data)] = byte(i) | 1
+	}
+	return []largeRequest{
+		{"HOST_WRITE", func() error { return d.HostWrite(pa, data) }},
+		{"HOST_READ", func() error { return d.HostRead(pa, data) }},
+		{"WRITE", func() error { return d.WriteBAR(hwarch.BAR4, bar4, words) }},
+		{"READ", func() error { return d.ReadBAR(hwarch.BAR4, bar4, words) }},
+	}, dev
 }
 
 // simServed serves a simulated Trn2 device on a unix socket and returns a
