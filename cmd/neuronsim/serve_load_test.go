@@ -26,6 +26,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/lograte"
+	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/runtime/ndl/remote"
 )
 
@@ -321,15 +322,10 @@ func TestServeLoad(t *testing.T) {
 // resident set; VmHWM, its peak) in bytes.
 func procStatus(t *testing.T, pid int, field string) uint64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	path := fmt.Sprintf("/proc/%d/status", pid)
+	b, err := os.ReadFile(path)
 	require.NoError(t, err)
-	for _, l := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(l, field+":"); ok {
-			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			require.NoError(t, err)
-			return kb << 10
-		}
-	}
-	t.Fatalf("no %s in /proc status", field)
-	return 0
+	v, err := memlimit.KiBField(b, path, field)
+	require.NoError(t, err)
+	return v
 }

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
-	"strconv"
-	"strings"
 
 	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/runtime/ndl/remote"
@@ -96,14 +92,8 @@ func selfRSS() (uint64, bool) {
 	if err != nil {
 		return 0, false
 	}
-	s := bufio.NewScanner(bytes.NewReader(data))
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
-			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb << 10, err == nil
-		}
-	}
-	return 0, false
+	rss, err := memlimit.KiBField(data, "/proc/self/status", "VmRSS")
+	return rss, err == nil
 }
 
 // limitServeMemory sets the Go memory limit to keep the process within m,

@@ -63,25 +63,31 @@ func Parse(field, s string) (Limit, error) {
 }
 
 // MemTotal returns MemTotal, in bytes, of /proc/meminfo's contents.
-func MemTotal(data []byte) (uint64, error) {
+func MemTotal(data []byte) (uint64, error) { return KiBField(data, "meminfo", "MemTotal") }
+
+// KiBField returns, in bytes, the field key of a /proc file in the
+// "key: N kB" form of /proc/meminfo and /proc/PID/status (VmRSS, VmHWM);
+// file names the file in errors. A line not of that form, or a size past
+// 2^64 bytes, is an error, and so is a file without the key.
+func KiBField(data []byte, file, key string) (uint64, error) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, "MemTotal:")
+		rest, ok := strings.CutPrefix(line, key+":")
 		if !ok {
 			continue
 		}
 		f := strings.Fields(rest)
 		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("meminfo: MemTotal line %q: want N kB", line)
+			return 0, fmt.Errorf("%s: %s line %q: want N kB", file, key, line)
 		}
 		kb, err := strconv.ParseUint(f[0], 10, 64)
 		if err != nil || kb > ^uint64(0)>>10 {
-			return 0, fmt.Errorf("meminfo: MemTotal line %q: not a size", line)
+			return 0, fmt.Errorf("%s: %s line %q: not a size", file, key, line)
 		}
 		return kb << 10, nil
 	}
-	return 0, errors.New("meminfo: no MemTotal line")
+	return 0, fmt.Errorf("%s: no %s line", file, key)
 }
 
 // Check refuses work estimated to need need bytes when that is above the

@@ -34,6 +34,23 @@ func TestMemTotal(t *testing.T) {
 	}
 }
 
+// TestKiBField: a /proc/PID/status field is read as MemTotal is, its
+// errors naming the file and the key; a key that only begins another
+// (VmRSS in VmRSSx) is not it.
+func TestKiBField(t *testing.T) {
+	status := "Name:\tneuronsim\nVmHWM:\t  204800 kB\nVmRSSx:\t1 kB\nVmRSS:\t  102400 kB\n"
+	rss, err := KiBField([]byte(status), "/proc/self/status", "VmRSS")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(100<<20), rss)
+	hwm, err := KiBField([]byte(status), "/proc/self/status", "VmHWM")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(200<<20), hwm)
+	_, err = KiBField([]byte(status), "/proc/self/status", "VmSwap")
+	assert.EqualError(t, err, "/proc/self/status: no VmSwap line")
+	_, err = KiBField([]byte("VmRSS: 7 pages\n"), "/proc/1/status", "VmRSS")
+	assert.EqualError(t, err, `/proc/1/status: VmRSS line "VmRSS: 7 pages": want N kB`)
+}
+
 func TestDefault(t *testing.T) {
 	old := meminfo
 	defer func() { meminfo = old }()
