@@ -67,21 +67,28 @@ func (q *eventQueue) earliest(b int) int {
 	return k
 }
 
+// nearest returns the lowest non-empty far bucket and its earliest time;
+// some far bucket must not be empty.
+func (q *eventQueue) nearest() (int, Time) {
+	b := bits.TrailingZeros64(q.mask)
+	return b, q.far[b][q.earliest(b)].At
+}
+
 // peek returns the first pending event's time; the queue must not be
 // empty.
 func (q *eventQueue) peek() Time {
 	if q.head < len(q.at) {
 		return q.base
 	}
-	b := bits.TrailingZeros64(q.mask)
-	return q.far[b][q.earliest(b)].At
+	_, t := q.nearest()
+	return t
 }
 
 // pop removes and returns the first pending event; the queue must not be
 // empty.
 func (q *eventQueue) pop() Event {
 	if q.head == len(q.at) {
-		q.refill()
+		q.spill(q.nearest())
 	}
 	ev := q.at[q.head]
 	q.head++
@@ -99,23 +106,15 @@ func (q *eventQueue) popUntil(t Time) (Event, bool) {
 		return Event{}, false
 	}
 	if q.head == len(q.at) {
-		b := bits.TrailingZeros64(q.mask)
-		k := q.earliest(b)
-		if q.far[b][k].At > t {
+		b, first := q.nearest()
+		if first > t {
 			return Event{}, false
 		}
-		q.spill(b, q.far[b][k].At)
+		q.spill(b, first)
 	} else if q.base > t {
 		return Event{}, false
 	}
 	return q.pop(), true
-}
-
-// refill moves base to the earliest pending time, filling at; at must be
-// empty and the queue not.
-func (q *eventQueue) refill() {
-	b := bits.TrailingZeros64(q.mask)
-	q.spill(b, q.far[b][q.earliest(b)].At)
 }
 
 // spill empties far[b], whose earliest time is t, with base moving to t:
