@@ -42,12 +42,18 @@ func New(w io.Writer, prefix string, burst int, interval time.Duration) (*Limite
 	if burst < 1 || interval <= 0 {
 		return nil, fmt.Errorf("lograte: burst %d, interval %v: want a burst of at least 1 and a positive interval", burst, interval)
 	}
-	return &Limiter{w: w, prefix: prefix, burst: float64(burst), interval: interval, now: time.Now, tokens: float64(burst)}, nil
+	return newLimiter(w, prefix, burst, interval), nil
 }
 
-// NewDefault is New with DefaultBurst and DefaultInterval.
+// NewDefault is New with DefaultBurst and DefaultInterval, which are
+// valid.
 func NewDefault(w io.Writer, prefix string) *Limiter {
-	return &Limiter{w: w, prefix: prefix, burst: DefaultBurst, interval: DefaultInterval, now: time.Now, tokens: DefaultBurst}
+	return newLimiter(w, prefix, DefaultBurst, DefaultInterval)
+}
+
+// newLimiter is New of settings already checked.
+func newLimiter(w io.Writer, prefix string, burst int, interval time.Duration) *Limiter {
+	return &Limiter{w: w, prefix: prefix, burst: float64(burst), interval: interval, now: time.Now, tokens: float64(burst)}
 }
 
 // Logf formats a line as fmt.Sprintf does and writes it, or counts it as

@@ -160,9 +160,9 @@ const (
 // copy (its device address addr, or for a host buffer its physical address
 // pa), or reads them back and checks them against it (ErrCopyMismatch
 // naming the first byte that differs), copyPiece bytes at a time. A
-// device's side is written and read in whole words: n is then a multiple
-// of 4 (the pattern's bytes past the last whole word are made but not
-// written).
+// device's side is written and read in whole words: a write makes the
+// pattern's bytes past the last whole word but does not write them, and a
+// check is given an n that is a multiple of 4.
 func (s *Stack) eachPiece(side Side, addr, pa, n uint64, g pattern, op pieceOp) error {
 	host := s.DMA.Host()
 	want := make([]byte, min(n, copyPiece))
