@@ -722,8 +722,12 @@ func newFabricCalibrateCommand() *cobra.Command {
 		Long: `calibrate runs the two published tables the project fits to (trainium-facts
 §5.3 (a), a 2-rank AllReduce, and (d), an 8-rank AllGather) on the model with
 every DMA engine count 1..16, each with its best launch cost, and prints the
-best fit with the published and modelled time of every size. The result is
-what collective.Calibrated returns; a test keeps the two equal.`,
+best fit with the published and modelled time of every size and the
+algorithm the model ran. The result is what collective.Calibrated returns; a
+test keeps the two equal. A table whose fit fixes the algorithm (ring for
+(a)) is also run, with the fitted parameters, under the runtime's policy —
+what fabric sweep runs by default on that system — and its error is printed
+beside the fit's.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
@@ -736,14 +740,24 @@ what collective.Calibrated returns; a test keeps the two equal.`,
 					fmt.Fprintln(out)
 				}
 				fmt.Fprintf(out, "%s — %s, %s: %s × %s, %s\n", tg.Name, tg.Source, tg.Generation.Product(), units.Plural(int64(tg.Devices), "device", "devices"), units.Plural(int64(tg.RanksPer), "rank", "ranks"), tg.Op)
-				fmt.Fprintf(out, "fit: %d DMA engines per rank, launch cost %v, RMS error %.1f%%\n", f.Engines, f.LaunchCost, 100*f.RMS)
-				fmt.Fprintf(out, "%12s %14s %14s %8s\n", "size(B)", "published(us)", "model(us)", "error")
-				for _, r := range f.Rows {
-					fmt.Fprintf(out, "%12d %14.2f %14.2f %+7.1f%%\n", r.Size, us(r.Published), us(r.Model), 100*r.Error)
+				fmt.Fprintf(out, "fit (algorithm %s): %d DMA engines per rank, launch cost %v, RMS error %.1f%%\n", tg.Algo, f.Engines, f.LaunchCost, 100*f.RMS)
+				printCalibrationRows(out, f.Rows)
+				if f.Default != nil {
+					fmt.Fprintf(out, "the same parameters with the runtime's policy (--algo auto, what `fabric sweep` runs on this system): RMS error %.1f%%\n", 100*f.DefaultRMS)
+					printCalibrationRows(out, f.Default)
 				}
 			}
 			return nil
 		},
+	}
+}
+
+// printCalibrationRows prints a fit's rows: size, published and modelled
+// time, error, and the algorithm the model ran.
+func printCalibrationRows(out io.Writer, rows []calibrate.Row) {
+	fmt.Fprintf(out, "%12s %14s %14s %8s %10s\n", "size(B)", "published(us)", "model(us)", "error", "algorithm")
+	for _, r := range rows {
+		fmt.Fprintf(out, "%12d %14.2f %14.2f %+7.1f%% %10s\n", r.Size, us(r.Published), us(r.Model), 100*r.Error, r.Algo)
 	}
 }
 

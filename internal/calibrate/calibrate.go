@@ -57,10 +57,11 @@ var Targets = []Target{
 	},
 }
 
-// Row is one size of a fit: the published time, the model's, and the
-// relative error.
+// Row is one size of a fit: the algorithm the model ran, the published
+// time, the model's, and the relative error.
 type Row struct {
 	Size      int64
+	Algo      enc.Algo // never Auto: what it resolved to
 	Published time.Duration
 	Model     time.Duration
 	Error     float64 // (model − published) / published
@@ -73,18 +74,25 @@ type Fit struct {
 	LaunchCost time.Duration
 	Rows       []Row
 	RMS        float64 // root mean square of the relative errors
+	// Default holds, when the target's Algo is not Auto, the same sizes
+	// run with the algorithm the runtime's policy chooses (enc.Auto) at
+	// the fitted engines and launch cost — what `fabric sweep` prints for
+	// the target's system by default — against the published times, and
+	// DefaultRMS their RMS error; nil when the fit already runs Auto.
+	Default    []Row
+	DefaultRMS float64
 }
 
 // Run models a target's sizes with engines DMA engines per rank and no
-// launch cost, and returns the times.
-func Run(t Target, engines int) ([]time.Duration, error) {
+// launch cost, and returns the times and the algorithm each size ran.
+func Run(t Target, engines int) ([]time.Duration, []enc.Algo, error) {
 	ranks := t.Devices * t.RanksPer
 	var need uint64
 	scheds := make([]*enc.Schedule, len(t.Points))
 	for i, p := range t.Points {
 		s, err := enc.Build(t.Op, t.Algo, ranks, p.Size, 4, enc.Options{})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		scheds[i] = s
 		need = max(need, collective.LayoutOf(s, 0).End)
@@ -92,28 +100,29 @@ func Run(t Target, engines int) ([]time.Duration, error) {
 	c, err := cluster.New(cluster.Config{Generation: t.Generation, Devices: t.Devices, RanksPerDevice: t.RanksPer,
 		TimingOnly: true, BufferBytes: need})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c.Exec.Engines, c.Exec.LaunchCost = engines, 0
-	out := make([]time.Duration, len(scheds))
+	out, algos := make([]time.Duration, len(scheds)), make([]enc.Algo, len(scheds))
 	for i, s := range scheds {
 		res, err := c.Run(s, enc.Float32)
 		if err != nil {
-			return nil, fmt.Errorf("calibrate %s, %d bytes: %w", t.Name, s.Size, err)
+			return nil, nil, fmt.Errorf("calibrate %s, %d bytes: %w", t.Name, s.Size, err)
 		}
-		out[i] = time.Duration(res.TimePS / 1000)
+		out[i], algos[i] = time.Duration(res.TimePS/1000), s.Algo
 	}
-	return out, nil
+	return out, algos, nil
 }
 
-// Evaluate returns the rows and RMS relative error of given parameters.
-func Evaluate(t Target, engines int, launch time.Duration, model []time.Duration) ([]Row, float64) {
+// Evaluate returns the rows and RMS relative error of given parameters:
+// the model's times (no launch cost) and the algorithms they ran.
+func Evaluate(t Target, launch time.Duration, model []time.Duration, algos []enc.Algo) ([]Row, float64) {
 	rows := make([]Row, len(t.Points))
 	var sq float64
 	for i, p := range t.Points {
 		m := model[i] + launch
 		e := float64(m-p.Time) / float64(p.Time)
-		rows[i] = Row{Size: p.Size, Published: p.Time, Model: m, Error: e}
+		rows[i] = Row{Size: p.Size, Algo: algos[i], Published: p.Time, Model: m, Error: e}
 		sq += e * e
 	}
 	return rows, math.Sqrt(sq / float64(len(rows)))
@@ -133,19 +142,31 @@ func bestLaunch(t Target, model []time.Duration) time.Duration {
 }
 
 // FitTarget tries every engine count 1..16 (the NeuronCore's DMA engines),
-// each with its best launch cost, and keeps the lowest RMS error.
+// each with its best launch cost, and keeps the lowest RMS error. When the
+// target fixes its algorithm, the fit's parameters are also run with the
+// runtime's policy (Fit.Default), so that what the default sweep gives
+// for the same system is shown beside the fit, not hidden by it.
 func FitTarget(t Target) (Fit, error) {
 	best := Fit{Target: t, RMS: math.Inf(1)}
 	for engines := 1; engines <= 16; engines++ {
-		model, err := Run(t, engines)
+		model, algos, err := Run(t, engines)
 		if err != nil {
 			return Fit{}, err
 		}
 		launch := bestLaunch(t, model)
-		rows, rms := Evaluate(t, engines, launch, model)
+		rows, rms := Evaluate(t, launch, model, algos)
 		if rms < best.RMS {
 			best = Fit{Target: t, Engines: engines, LaunchCost: launch, Rows: rows, RMS: rms}
 		}
+	}
+	if t.Algo != enc.Auto {
+		auto := t
+		auto.Algo = enc.Auto
+		model, algos, err := Run(auto, best.Engines)
+		if err != nil {
+			return Fit{}, err
+		}
+		best.Default, best.DefaultRMS = Evaluate(auto, best.LaunchCost, model, algos)
 	}
 	return best, nil
 }

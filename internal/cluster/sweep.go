@@ -77,6 +77,7 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 			NoteAutoFlatRing(rep, nodes)
 		}
 		NoteAutoRingNotPow2(rep, ranks, policy)
+		NoteAutoRDHTwoRanks(rep, ranks)
 	}
 	sw.Progress.Done()
 	return rep, nil
@@ -164,6 +165,22 @@ func NoteAutoRingNotPow2(rep *nccom.Report, ranks int, p enc.Policy) {
 	}
 	note(rep, AutoRingKey, fmt.Sprintf("from %s auto ran ring, not rdh: the runtime's recursive halving-doubling needs a power-of-two rank count and %d ranks are not one, so auto goes from mesh (below %s) straight to ring; --algo mesh runs mesh on to compare",
 		nccom.FormatSize(p.MeshMax), ranks, nccom.FormatSize(p.MeshMax)))
+}
+
+// AutoRDHKey is the report's Extra key of NoteAutoRDHTwoRanks's note.
+const AutoRDHKey = "auto_rdh"
+
+// NoteAutoRDHTwoRanks notes in the Extra of rep, a report of a collective
+// whose algorithm auto chose on ranks ranks, that its rdh rows on two
+// ranks are doubtful: every transfer then crosses the two reduction
+// half-domains and takes only the two inter-RDH DMA engines, and the
+// published 2-rank Trn1 table the calibration fits (trainium-facts §5.3
+// (a)) is up to twice as fast there (docs/timing-model.md §Calibration).
+func NoteAutoRDHTwoRanks(rep *nccom.Report, ranks int) {
+	if ranks != 2 || !slices.ContainsFunc(rep.Rows, func(r nccom.Row) bool { return r.Algorithm == enc.RDH.String() }) {
+		return
+	}
+	note(rep, AutoRDHKey, "auto ran rdh on 2 ranks, where every transfer crosses the two reduction half-domains and takes only the two inter-RDH DMA engines: the published 2-rank Trn1 all-reduce (trainium-facts §5.3 (a)) is up to twice as fast at these sizes (docs/timing-model.md §Calibration); --algo ring runs the ring the calibration fits")
 }
 
 // ringAcrossNodes reports whether rep, a report of a collective over nodes

@@ -101,3 +101,27 @@ func TestAutoRingNote(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoRDHNote: on two ranks auto takes rdh from MeshMax to RDHMax, and
+// the report says those rows are doubtful; on four ranks, or with rdh
+// asked for, nothing is noted.
+func TestAutoRDHNote(t *testing.T) {
+	for _, tc := range []struct {
+		devices int
+		algo    enc.Algo
+		noted   bool
+	}{{2, enc.Auto, true}, {4, enc.Auto, false}, {2, enc.RDH, false}} {
+		set := sweepSet(tc.devices)
+		set.Sweep.Algo = tc.algo
+		set.Systems[0].Sizes = []int64{256 << 10, 1 << 20}
+		res, err := RunSweeps(set)
+		require.NoError(t, err)
+		rep := res.Reports[0]
+		note, ok := rep.Extra[AutoRDHKey].(string)
+		assert.Equal(t, tc.noted, ok, "%d devices, %v: rows %+v", tc.devices, tc.algo, rep.Rows)
+		if tc.noted {
+			assert.Equal(t, "rdh", rep.Rows[1].Algorithm)
+			assert.Contains(t, note, "auto ran rdh on 2 ranks")
+		}
+	}
+}
