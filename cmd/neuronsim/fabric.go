@@ -75,10 +75,10 @@ func addFabricFlags(cmd *cobra.Command) *fabricFlags {
 	fl := cmd.Flags()
 	fl.Var(archValue{&f.gen, &f.device, new(string)}, "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4 (a product word also sets the PCI device id: inf2 is 0x7264)")
 	addSwitchFlag(cmd, &f.family)
-	fl.Var(&f.devices, "devices", fmt.Sprintf("number of devices of the system, or a list of counts to run each (2,4,8,16,32); each 1..get_max_devs of the generation and switch (32 for mariana with switch v1, 16 otherwise), up to %d with --what-if (sweep: at most %d ranks, and the host memory --mem-limit allows) (default get_max_devs)", hwarch.MaxFabricDevices, enc.MaxRanks))
+	fl.Var(&f.devices, "devices", fmt.Sprintf("number of devices of the system, or a list of counts to run each (2,4,8,16,32); each 1..get_max_devs of the generation and switch (32 for mariana with switch v1, 16 otherwise), up to %d with --what-if (sweep: at most %d ranks, and the host memory --mem-limit allows) (default get_max_devs)", rtarch.MaxWhatIfDevices, enc.MaxRanks))
 	fl.Var(&f.kind, "topology", fabric.KindWords()+" (auto: what a real system of that shape has; trn3-gen1 is the 64-chip and trn3-gen2 the 144-chip Trn3 UltraServer, docs/fabric.md §Systems)")
 	fl.Var(&f.model, "model", "network model: aware (contention-aware, store-and-forward) or free (contention-free, cut-through)")
-	fl.BoolVar(&f.whatIf, "what-if", false, fmt.Sprintf("allow device counts beyond get_max_devs, up to %d (the fabric window's device index); past the driver's %d (MAX_NEURON_DEVICE_COUNT) the devices are brought up by their index (docs/fabric.md §Thousands of devices)", hwarch.MaxFabricDevices, hwarch.MaxNeuronDevices))
+	fl.BoolVar(&f.whatIf, "what-if", false, fmt.Sprintf("allow device counts beyond get_max_devs, up to %d (the fabric window's device index); past the driver's %d (MAX_NEURON_DEVICE_COUNT) the devices are brought up by their index (docs/fabric.md §Thousands of devices)", rtarch.MaxWhatIfDevices, hwarch.MaxNeuronDevices))
 	fl.Var(f.linkLat, "link-latency", fmt.Sprintf("α: every link's latency in ns, 0..%d (default: the generation's, %d ns)", units.MaxLatencyPS/1000, def.XY.Latency/1000))
 	fl.Var(f.linkBW, "link-bw", fmt.Sprintf("B: every link's bandwidth, a number in GB/s of 1e9 B/s or with its unit (50GiB/s is 50·2^30 B/s, 53.7GB/s, 400Gbps), above 0 and at most %d GB/s (default: the generation's, per link kind; docs/fabric.md)", units.MaxBandwidthBps/1e9))
 	fl.Var(&f.ends, "endpoints", "real, or ideal: the α-β parity mode — DMA engines take no time, no launch cost, one engine per rank, one chunk per message, no endpoint or switch delay; needs --link-bw and --link-latency, the model's B and α (docs/fabric.md §Parity mode)")
@@ -93,7 +93,7 @@ func addFabricFlags(cmd *cobra.Command) *fabricFlags {
 }
 
 // system resolves the switch family and the device counts: each bounded
-// by get_max_devs, or by MAX_NEURON_DEVICE_COUNT with --what-if; unset,
+// by get_max_devs, or by rtarch.MaxWhatIfDevices with --what-if; unset,
 // get_max_devs. With --system, the named system's (its device count the
 // hardware's, not bounded by get_max_devs).
 func (f *fabricFlags) system() (hwarch.SwitchFamily, *rtarch.Tables, []int, error) {

@@ -13,18 +13,6 @@ import (
 	"github.com/neuronsim/neuronsim/sim/fabric"
 )
 
-// checkWhatIfDevices bounds a what-if system's device count: 1..the
-// devices the fabric window names (hwarch.MaxFabricDevices, 14 bits of
-// device index). Past the driver's 64 the devices are brought up as
-// what-if ones (cluster.Config.WhatIf), addressed by their index.
-func checkWhatIfDevices(field string, n int) error {
-	if n >= 1 && n <= hwarch.MaxFabricDevices {
-		return nil
-	}
-	return &units.Error{Field: field, Value: strconv.Itoa(n), Err: units.ErrRange,
-		Reason: fmt.Sprintf("a what-if system holds 1..%d devices (the fabric window's 14-bit device index)", hwarch.MaxFabricDevices)}
-}
-
 // checkSweepRanks refuses, before anything is built, a sweep of more
 // ranks than a collective has (enc.MaxRanks): nodes × perNode devices ×
 // ranksPerDevice. The error names the flag that made the count: --nodes

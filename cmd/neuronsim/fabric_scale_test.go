@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -57,4 +60,49 @@ func TestFabricSweepThousands(t *testing.T) {
 	out, err = runCLI(t, "fabric", "sweep", "--system", "trn3-gen2", "-b", "144K", "-e", "144K", "--algo", "ring")
 	require.NoError(t, err)
 	assert.Contains(t, out, "147456")
+}
+
+// TestWhatIfDeviceLimitAgrees: fabric sweep --devices, a scenario's
+// system.devices and a sweep grid's devices axis take the same what-if
+// device counts and refuse the same ones with the same reason (one check,
+// rtarch.Soc.CheckDevicesField), each naming its own setting and what-if.
+func TestWhatIfDeviceLimitAgrees(t *testing.T) {
+	const whatIfRange = "a what-if system holds 1..16384 devices (the fabric window's 14-bit device index)"
+	const v1Range = "a mariana system with switch v1 holds 1..32 devices (get_max_devs)"
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		count  string
+		whatIf bool
+		reason string
+	}{
+		{"16385", true, whatIfRange},
+		{"0", true, whatIfRange},
+		{"-3", true, whatIfRange},
+		{"33", false, v1Range + "; %s allows up to 16384"},
+		{"0", false, v1Range},
+	} {
+		t.Run(fmt.Sprintf("%s/what-if=%v", tc.count, tc.whatIf), func(t *testing.T) {
+			args := []string{"fabric", "sweep", "--arch", "mariana", "--devices=" + tc.count, "-b", "1K", "-e", "1K"}
+			scn, grid := "name: x\nsystem: {arch: mariana, devices: "+tc.count, "arch: mariana\n"
+			if tc.whatIf {
+				args = append(args, "--what-if")
+				scn += ", what_if: true"
+				grid += "what_if: true\n"
+			}
+			_, err := runCLI(t, args...)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "--devices "+tc.count+": "+strings.ReplaceAll(tc.reason, "%s", "--what-if"))
+
+			file := filepath.Join(dir, "x.yaml")
+			require.NoError(t, os.WriteFile(file, []byte(scn+"}\n"), 0o644))
+			_, err = runCLI(t, "run", file, "--out", filepath.Join(dir, "out"))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "system.devices: "+tc.count+": "+strings.ReplaceAll(tc.reason, "%s", "what_if: true"))
+
+			require.NoError(t, os.WriteFile(file, []byte(grid+"axes:\n  devices: ["+tc.count+"]\n  ops: [all_reduce]\n  sizes: [1K]\n"), 0o644))
+			_, err = runCLI(t, "sweep", "plan", file)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "axes.devices[0]: "+tc.count+": "+strings.ReplaceAll(tc.reason, "%s", "what_if: true"))
+		})
+	}
 }

@@ -166,7 +166,7 @@ func (f *systemFlags) parseSystemSpec(spec string) error {
 		case "arch":
 			err = archValue{&f.gen, &f.device, new(string)}.Set(v)
 		case "devices":
-			f.devices.counts, err = parseDeviceCounts("--system devices", v, false)
+			f.devices.counts, f.devices.texts, err = parseDeviceCounts("--system devices", v, false)
 			f.devices.text, f.devices.field = v, "--system devices"
 		case "switch":
 			err = f.family.Set(v)

@@ -217,14 +217,14 @@ func (v *sizeValue) Type() string { return "size" }
 // devicesValue is --devices: the number of devices of the simulated system,
 // the same in every command. Commands that build one system take one count;
 // the fabric commands, which build one system per count, also take a list
-// (2,4,8) and run each. Each count is at least 1 and at most
-// MAX_NEURON_DEVICE_COUNT (64); the generation's get_max_devs bounds it
-// further (resolve), unless --what-if lifts that bound where a command has
-// it.
+// (2,4,8) and run each. Each count is at least 1 and at most the
+// generation's get_max_devs, or with --what-if, where a command has it,
+// rtarch.MaxWhatIfDevices (resolve: rtarch.Soc.CheckDevicesField).
 type devicesValue struct {
 	list   bool
 	field  string // where the counts came from, for errors: "--devices" when empty
 	counts []int
+	texts  []string // each count as given, for errors (one past int is held saturated in counts)
 	text   string
 }
 
@@ -240,49 +240,53 @@ func (v *devicesValue) Type() string {
 
 // Set implements pflag.Value.
 func (v *devicesValue) Set(s string) error {
-	counts, err := parseDeviceCounts("--devices", s, v.list)
+	counts, texts, err := parseDeviceCounts("--devices", s, v.list)
 	if err != nil {
 		return err
 	}
-	v.counts, v.text, v.field = counts, s, ""
+	v.counts, v.texts, v.text, v.field = counts, texts, s, ""
 	return nil
 }
 
 // parseDeviceCounts reads one device count, or with list a comma-separated
-// list of distinct counts. field names the flag (or --system key) in
-// errors. The counts are bounded by resolve, which knows the system.
-func parseDeviceCounts(field, s string, list bool) ([]int, error) {
+// list of distinct counts, and returns them with their texts. field names
+// the flag (or --system key) in errors. The counts are bounded by resolve,
+// which knows the system; a count past int is held saturated
+// (units.ParseCount; its text kept), for resolve to refuse naming the
+// system's range.
+func parseDeviceCounts(field, s string, list bool) ([]int, []string, error) {
 	parts := strings.Split(s, ",")
 	if len(parts) > 1 && !list {
-		return nil, &units.Error{Field: field, Value: strconv.Quote(s), Err: units.ErrSyntax,
+		return nil, nil, &units.Error{Field: field, Value: strconv.Quote(s), Err: units.ErrSyntax,
 			Reason: "this command builds one system: give one device count (the fabric commands take a list)"}
 	}
 	var counts []int
-	seen := map[int]bool{}
+	var texts []string
+	seen := map[string]bool{}
 	for _, p := range parts {
-		n, err := units.ParseInt(field, p, math.MinInt32, math.MaxInt32)
-		if errors.Is(err, units.ErrRange) {
-			return nil, &units.Error{Field: field, Value: strconv.Quote(p), Err: units.ErrRange,
-				Reason: fmt.Sprintf("no system holds that many devices (MAX_NEURON_DEVICE_COUNT is %d)", hwarch.MaxNeuronDevices)}
-		}
+		n, err := units.ParseCount(field, p)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if seen[int(n)] {
-			return nil, &units.Error{Field: field, Value: strconv.Quote(s), Err: units.ErrSyntax,
-				Reason: fmt.Sprintf("the count %d is given twice", n)}
+		text := strings.TrimSpace(p)
+		if n != math.MaxInt && n != math.MinInt {
+			text = strconv.Itoa(n) // 04 and 4 are one count
 		}
-		seen[int(n)] = true
-		counts = append(counts, int(n))
+		if seen[text] {
+			return nil, nil, &units.Error{Field: field, Value: strconv.Quote(s), Err: units.ErrSyntax,
+				Reason: fmt.Sprintf("the count %s is given twice", text)}
+		}
+		seen[text] = true
+		counts, texts = append(counts, n), append(texts, text)
 	}
-	return counts, nil
+	return counts, texts, nil
 }
 
 // resolve returns the counts given, or def when the flag is unset, after
-// checking each against the system's bound: 1..get_max_devs of the
-// generation and switch family (rtarch.Soc.CheckDevices), or with what-if
-// 1..hwarch.MaxFabricDevices (checkWhatIfDevices). hasWhatIf says whether
-// the command has --what-if (for the hint).
+// checking each against the system's bound (rtarch.Soc.CheckDevicesField):
+// 1..get_max_devs of the generation and switch family, or with what-if
+// 1..rtarch.MaxWhatIfDevices. hasWhatIf says whether the command has
+// --what-if (for the hint).
 func (v *devicesValue) resolve(def int, soc *rtarch.Soc, whatIf, hasWhatIf bool) ([]int, error) {
 	if v.counts == nil {
 		return []int{def}, nil
@@ -291,22 +295,18 @@ func (v *devicesValue) resolve(def int, soc *rtarch.Soc, whatIf, hasWhatIf bool)
 	if field == "" {
 		field = "--devices"
 	}
-	for _, n := range v.counts {
-		if whatIf {
-			if err := checkWhatIfDevices(field, n); err != nil {
-				return nil, err
-			}
-			continue
+	hint := ""
+	if hasWhatIf {
+		hint = "--what-if"
+	}
+	for i, n := range v.counts {
+		text := strconv.Itoa(n)
+		if i < len(v.texts) {
+			text = v.texts[i]
 		}
-		var de *rtarch.DeviceCountError
-		if !errors.As(soc.CheckDevices(n, false), &de) {
-			continue
+		if err := soc.CheckDevicesField(field, text, n, whatIf, hint); err != nil {
+			return nil, err
 		}
-		why := fmt.Sprintf("a %s system with switch %s holds 1..%d devices (get_max_devs)", de.Generation, de.Switch, de.MaxDevs)
-		if hasWhatIf && n > de.Limit {
-			why += fmt.Sprintf("; --what-if allows up to %d", hwarch.MaxFabricDevices)
-		}
-		return nil, &units.Error{Field: field, Value: strconv.Itoa(n), Err: units.ErrRange, Reason: why}
 	}
 	return v.counts, nil
 }

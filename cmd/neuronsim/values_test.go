@@ -74,7 +74,11 @@ func TestFabricSweepRefusesBadValues(t *testing.T) {
 		{[]string{"--devices", "2,0"}, []string{"--devices", "1..32"}},
 		{[]string{"--devices", "4,4"}, []string{"--devices", "given twice"}},
 		{[]string{"--devices", "16385", "--what-if"}, []string{"--devices 16385", "1..16384", "fabric window"}},
-		{[]string{"--devices", "99999999999"}, []string{"--devices", "64"}},
+		{[]string{"--devices", "99999999999"}, []string{"--devices 99999999999: a mariana system with switch v1 holds 1..32 devices (get_max_devs); --what-if allows up to 16384"}},
+		{[]string{"--devices", "99999999999999999999", "--what-if"}, []string{"--devices 99999999999999999999: a what-if system holds 1..16384 devices (the fabric window's 14-bit device index)"}},
+		{[]string{"--devices=-99999999999999999999", "--what-if"}, []string{"--devices -99999999999999999999: a what-if system holds 1..16384 devices"}},
+		{[]string{"--devices", "2,99999999999,-99999999999"}, []string{"--devices 99999999999: a mariana system with switch v1 holds 1..32"}},
+		{[]string{"--devices", "99999999999,99999999999"}, []string{"the count 99999999999 is given twice"}},
 		{[]string{"-d", "bf16", "--dtype", "fp32"}, []string{"--dtype", "-d/--datatype bf16"}},
 		{[]string{"--dtype", "fp16", "-d", "int8"}, []string{"--datatype", "--dtype fp16"}},
 	} {

@@ -536,7 +536,10 @@ func (run *runner) precheckPrograms() error {
 }
 
 // precheckMemory refuses a step that plans to hold more host memory than
-// limit (the zero Limit: memlimit.Default()).
+// limit (the zero Limit: memlimit.Default()), and a system whose devices
+// alone would (cluster.FixedTimingMemory: each device's model, its share
+// of the fabric and the runtime's stack on it; a what-if system of
+// thousands of devices holds gigabytes before any step runs).
 func (run *runner) precheckMemory(limit memlimit.Limit) error {
 	p := run.p
 	if limit.Bytes == 0 {
@@ -554,6 +557,10 @@ func (run *runner) precheckMemory(limit memlimit.Limit) error {
 		if err := limit.Check(what, need); err != nil {
 			return fmt.Errorf("%s: %s: %w", p.file, p.stepName(i), err)
 		}
+	}
+	what := "the system of " + units.Plural(int64(run.r.devices), "device", "devices")
+	if err := limit.Check(what, cluster.FixedTimingMemory(run.r.devices)); err != nil {
+		return fmt.Errorf("%s: system: %w", p.file, err)
 	}
 	return nil
 }

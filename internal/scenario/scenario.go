@@ -39,42 +39,46 @@ type System struct {
 	// Name is a system AWS sells (fabric.Systems: trn1-32xl, trn2-48xl,
 	// trn2-ultraserver, trn3-gen1, trn3-gen2), setting arch, devices,
 	// topology and switch (system_name.go); `system: NAME` alone says the same.
-	Name    string `yaml:"name"`
-	Arch    string `yaml:"arch"`    // sunda|cayman|mariana (or v2|v3|v4, trn1|inf2|trn2|trn3); required unless a restore or name gives the system
-	Devices *int   `yaml:"devices"` // per node: 1..get_max_devs (64 with what_if); default 1
+	Name string `yaml:"name"`
+	Arch string `yaml:"arch"` // sunda|cayman|mariana (or v2|v3|v4, trn1|inf2|trn2|trn3); required unless a restore or name gives the system
+	// Devices is every node's device count: 1..get_max_devs, or with
+	// what_if 1..rtarch.MaxWhatIfDevices (16,384); default 1. It and the
+	// other counts of the system are strictyaml.Int, so that a count past
+	// int64 is refused naming the setting's range, not int's.
+	Devices *strictyaml.Int `yaml:"devices"`
 	// Nodes joins that many copies of the system the other keys give (its
 	// devices and topology) over the EFA scale-out network, as the command
 	// line's --nodes: nodes × devices in all, device index = node × devices
 	// + local index (docs/fabric.md §EFA). Default 1.
-	Nodes *int `yaml:"nodes"`
+	Nodes *strictyaml.Int `yaml:"nodes"`
 	// EFA overrides the EFA network's parameters; it needs nodes ≥ 2.
-	EFA            *EFA   `yaml:"efa"`
-	Switch         string `yaml:"switch"`   // v1|none; default v1 on mariana
-	Revision       string `yaml:"revision"` // silicon|emu|qemu|0xNN
-	Topology       string `yaml:"topology"` // auto|torus2d|ultraserver|ring|chain|switch|fully-connected|star|trn3-gen1|trn3-gen2
-	Model          string `yaml:"model"`    // aware|free
-	Mode           string `yaml:"mode"`     // timing|functional (DMA payloads)
-	Seed           uint64 `yaml:"seed"`     // random inputs
-	WhatIf         bool   `yaml:"what_if"`  // device counts past get_max_devs (up to 64)
-	RanksPerDevice *int   `yaml:"ranks_per_device"`
-	Boot           *bool  `yaml:"boot"`  // devices boot their firmware first (default true)
-	Reset          *bool  `yaml:"reset"` // bring-up resets each device as the driver does (default true)
-	Timing         Timing `yaml:"timing"`
-	BufferBytes    *Size  `yaml:"buffer_bytes"` // per-rank collective buffers, 1 byte..an HBM channel; default 64M
+	EFA            *EFA            `yaml:"efa"`
+	Switch         string          `yaml:"switch"`   // v1|none; default v1 on mariana
+	Revision       string          `yaml:"revision"` // silicon|emu|qemu|0xNN
+	Topology       string          `yaml:"topology"` // auto|torus2d|ultraserver|ring|chain|switch|fully-connected|star|trn3-gen1|trn3-gen2
+	Model          string          `yaml:"model"`    // aware|free
+	Mode           string          `yaml:"mode"`     // timing|functional (DMA payloads)
+	Seed           uint64          `yaml:"seed"`     // random inputs
+	WhatIf         bool            `yaml:"what_if"`  // device counts past get_max_devs, up to rtarch.MaxWhatIfDevices
+	RanksPerDevice *strictyaml.Int `yaml:"ranks_per_device"`
+	Boot           *bool           `yaml:"boot"`  // devices boot their firmware first (default true)
+	Reset          *bool           `yaml:"reset"` // bring-up resets each device as the driver does (default true)
+	Timing         Timing          `yaml:"timing"`
+	BufferBytes    *Size           `yaml:"buffer_bytes"` // per-rank collective buffers, 1 byte..an HBM channel; default 64M
 }
 
 // Timing overrides timing parameters (docs/timing-model.md, docs/fabric.md).
 // An absent field keeps the generation's value; a given one is checked
 // (internal/units) and refused, with its position, when out of range.
 type Timing struct {
-	LinkLatencyNS *float64 `yaml:"link_latency_ns"`   // 0..MaxLatencyPS
-	LinkBandwidth *float64 `yaml:"link_bw_gbs"`       // above 0, at most 1e6 GB/s
-	EndpointNS    *float64 `yaml:"endpoint_delay_ns"` // 0..MaxLatencyPS
-	SwitchNS      *float64 `yaml:"switch_latency_ns"` // 0..MaxLatencyPS
-	ChunkBytes    *Size    `yaml:"chunk_bytes"`       // 64..1G, aware model only
-	Engines       *int     `yaml:"engines"`           // 1..a NeuronCore's DMA engines
-	LaunchCostNS  *float64 `yaml:"launch_cost_ns"`    // 0..MaxLatencyPS
-	ServerSize    *int     `yaml:"server_size"`       // 1..64, switch topology only
+	LinkLatencyNS *float64        `yaml:"link_latency_ns"`   // 0..MaxLatencyPS
+	LinkBandwidth *float64        `yaml:"link_bw_gbs"`       // above 0, at most 1e6 GB/s
+	EndpointNS    *float64        `yaml:"endpoint_delay_ns"` // 0..MaxLatencyPS
+	SwitchNS      *float64        `yaml:"switch_latency_ns"` // 0..MaxLatencyPS
+	ChunkBytes    *Size           `yaml:"chunk_bytes"`       // 64..1G, aware model only
+	Engines       *strictyaml.Int `yaml:"engines"`           // 1..a NeuronCore's DMA engines
+	LaunchCostNS  *float64        `yaml:"launch_cost_ns"`    // 0..MaxLatencyPS
+	ServerSize    *strictyaml.Int `yaml:"server_size"`       // 1..64, switch topology only
 }
 
 // Outputs are the files a scenario writes, under Dir.
@@ -243,20 +247,14 @@ func resolveSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *Syste
 	if r.tables, err = rtarch.For(r.gen, rtarch.Options{Switch: r.family}); err != nil {
 		return nil, d.Errorf(at("system.arch"), "system.arch", "%v", err)
 	}
-	limit := r.tables.Soc.DeviceLimit(sys.WhatIf)
 	if named != nil {
 		// The hardware's device count, not bounded by get_max_devs.
 		r.devices = named.Devices // switch: the generation's default, which is the system's (namedSystem)
 	} else if n := sys.Devices; n != nil {
-		if *n < 1 || *n > limit {
-			hint := ""
-			if !sys.WhatIf && *n > limit {
-				hint = fmt.Sprintf("; what_if: true allows up to %d", hwarch.MaxNeuronDevices)
-			}
-			return nil, d.Errorf(at("system.devices"), "system.devices", "a %s system with switch %s holds 1..%d devices (get_max_devs), not %d%s",
-				r.gen, r.family, limit, *n, hint)
+		if err := r.tables.Soc.CheckDevicesField("system.devices", n.String(), n.Int(), sys.WhatIf, "what_if: true"); err != nil {
+			return nil, d.ValueError(at("system.devices"), "system.devices", err)
 		}
-		r.devices = *n
+		r.devices = n.Int()
 	}
 	if sys.Revision != "" {
 		if r.revision, err = hwarch.ParseRevision(sys.Revision); err != nil {
@@ -291,11 +289,11 @@ func resolveSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *Syste
 func (r *resolved) resolveRanks(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *System) error {
 	geo := hwarch.MustGeometry(r.gen)
 	if n := sys.RanksPerDevice; n != nil {
-		if *n < 1 || *n > geo.NeuronCores {
-			return d.Errorf(at("system.ranks_per_device"), "system.ranks_per_device", "1..%d: a %s device has %d NeuronCores (num_tpb), not %d",
-				geo.NeuronCores, r.gen, geo.NeuronCores, *n)
+		if !n.In(1, int64(geo.NeuronCores)) {
+			return d.Errorf(at("system.ranks_per_device"), "system.ranks_per_device", "1..%d: a %s device has %d NeuronCores (num_tpb), not %s",
+				geo.NeuronCores, r.gen, geo.NeuronCores, n)
 		}
-		r.ranksPer = *n
+		r.ranksPer = n.Int()
 	}
 	if sys.Boot != nil {
 		r.boot = *sys.Boot
@@ -386,15 +384,15 @@ func (r *resolved) timingCounts(d *strictyaml.Decoder, field func(string) (*yaml
 	geo := hwarch.MustGeometry(r.gen)
 	if e := t.Engines; e != nil {
 		n, path := field("engines")
-		if *e < 1 || *e > geo.DMAEnginesPerNC {
-			return d.Errorf(n, path, "1..%d (a %s NeuronCore's DMA engines), not %d", geo.DMAEnginesPerNC, r.gen, *e)
+		if !e.In(1, int64(geo.DMAEnginesPerNC)) {
+			return d.Errorf(n, path, "1..%d (a %s NeuronCore's DMA engines), not %s", geo.DMAEnginesPerNC, r.gen, e)
 		}
-		r.engines = *e
+		r.engines = e.Int()
 	}
 	if s := t.ServerSize; s != nil {
 		n, path := field("server_size")
-		if *s < 1 || *s > hwarch.MaxNeuronDevices {
-			return d.Errorf(n, path, "1..%d devices per server, not %d", hwarch.MaxNeuronDevices, *s)
+		if !s.In(1, hwarch.MaxNeuronDevices) {
+			return d.Errorf(n, path, "1..%d devices per server, not %s", hwarch.MaxNeuronDevices, s)
 		}
 		kind := r.kind
 		if kind == fabric.KindAuto {
@@ -403,7 +401,7 @@ func (r *resolved) timingCounts(d *strictyaml.Decoder, field func(string) (*yaml
 		if kind != fabric.KindSwitch {
 			return d.Errorf(n, path, "a %s topology has no servers; server_size applies to the switch topology", kind)
 		}
-		p.ServerSize = *s
+		p.ServerSize = s.Int()
 	}
 	return nil
 }
@@ -424,7 +422,8 @@ func docRoot(root *yaml.Node) *yaml.Node {
 
 // takeSystem fills the system's device-side keys — arch, devices,
 // revision, topology, model, mode — from the base system, and refuses a
-// key the scenario gives that disagrees with it.
+// key the scenario gives that disagrees with it. Its device count is
+// bounded as a what-if one's (unless a name gives it).
 func (sc *Scenario) takeSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, base *Base) error {
 	sys := &sc.System
 	bs := base.System
@@ -456,12 +455,21 @@ func (sc *Scenario) takeSystem(d *strictyaml.Decoder, at func(string) *yaml.Node
 	if err != nil {
 		return err
 	}
-	sys.Nodes = &nodes
+	n := strictyaml.IntOf(int64(nodes))
+	sys.Nodes = &n
 	devs := bs.Topology().Devices / nodes // per node
-	if sys.Devices != nil && *sys.Devices != devs {
-		return mismatch("devices", fmt.Sprint(*sys.Devices), fmt.Sprint(devs)+" per node")
+	if sys.Devices != nil && sys.Devices.Int64() != int64(devs) {
+		return mismatch("devices", sys.Devices.String(), fmt.Sprint(devs)+" per node")
 	}
-	sys.Devices = &devs
+	perNode := strictyaml.IntOf(int64(devs))
+	sys.Devices = &perNode
+	if sys.Name == "" {
+		// The snapshot's device count is the system's, whatever
+		// get_max_devs says (as a named system's is): a what-if system
+		// saved, up to rtarch.MaxWhatIfDevices, restores without the
+		// scenario saying what_if.
+		sys.WhatIf = true
+	}
 	if sys.Revision != "" {
 		if rev, err := hwarch.ParseRevision(sys.Revision); err == nil && rev != cfg.Revision {
 			return mismatch("revision", sys.Revision, fmt.Sprintf("%#02x", cfg.Revision))

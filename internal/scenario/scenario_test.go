@@ -126,7 +126,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown key", "name: x\nsystem: {arch: mariana}\nsteps:\n  - bringup: {expect_rest: true}\n", `x.yaml:4:`},
 		{"unknown step", "name: x\nsystem: {arch: mariana}\nsteps:\n  - launch: {}\n", `x.yaml:4:5: steps[0]: unknown step "launch"`},
 		{"wrong type", "name: x\nsystem: {arch: mariana, devices: many}\n", `x.yaml:2:`},
-		{"33 devices on v1", "name: x\nsystem: {arch: mariana, switch: v1, devices: 33}\n", `x.yaml:2:46: system.devices: a mariana system with switch v1 holds 1..32 devices`},
+		{"33 devices on v1", "name: x\nsystem: {arch: mariana, switch: v1, devices: 33}\n", `x.yaml:2:46: system.devices: 33: a mariana system with switch v1 holds 1..32 devices (get_max_devs); what_if: true allows up to 16384`},
 		{"17 devices without v1", "name: x\nsystem: {arch: mariana, switch: none, devices: 17}\n", `holds 1..16 devices`},
 		{"core beyond num_tpb", "name: x\nsystem: {arch: sunda}\nsteps:\n  - exec: {core: 2, source: nop}\n", `x.yaml:4:`},
 		{"bad arch", "name: x\nsystem: {arch: trn9}\n", `x.yaml:2:16: system.arch: expected sunda|cayman|mariana`},
@@ -176,6 +176,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("steps: [{fault: {kind: link_down, to: l1-sw0, in: -1s}}]"))
 	f.Add([]byte("name: x\nsystem: trn3-gen2\n"))
 	f.Add([]byte("name: x\nsystem: {name: trn3-gen1, devices: 32, what_if: true}\n"))
+	f.Add([]byte("name: x\nsystem: {arch: mariana, devices: 99999999999999999999, what_if: true, nodes: -99999999999999999999, ranks_per_device: 0x7fffffffffffffff}\n"))
 	f.Add([]byte("name: x\nsystem: {name: trn2-48xl, nodes: 2, efa: {network: fat-tree, oversubscription: 2, bandwidth: 400Gbps, latency_ns: 15000, leaf_ports: 8, spines: 1, devices_per_nic: 2}}\n"))
 	f.Add([]byte("name: x\nsystem: {arch: inf2, devices: 4, nodes: 0, efa: {bandwidth: 50, latency_ns: 100}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {

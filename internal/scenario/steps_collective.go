@@ -80,16 +80,34 @@ func (c *checkContext) channels(ch *int, algoS string) error {
 	return nil
 }
 
-// memory is what a functional collective holds (cluster.FunctionalMemory);
-// a timing-only one holds little.
+// memory is what the collective holds at its peak: functional, its
+// payloads (cluster.FunctionalMemory); timing-only, its SP programs and
+// the descriptors streamed to it on every device of the system
+// (cluster.TimingMemory), which grow as the square of the ranks for a ring.
 func (st *CollectiveStep) memory(r *resolved) (uint64, string, error) {
-	if r.timing {
-		return 0, "", nil
-	}
-	ranks := r.devices * r.ranksPer
 	op, algo, d := words(st.Op, st.Algo, st.Dtype)
-	need, err := cluster.FunctionalMemory(op, algo, ranks, d, []int64{int64(st.Size)}, r.options(st.options()))
-	return need, fmt.Sprintf("a functional %s of %s on %d ranks", op, memlimit.Human(uint64(st.Size)), ranks), err
+	return r.collectiveMemory(op, algo, d, []int64{int64(st.Size)}, st.options(),
+		fmt.Sprintf("%s of %s", op, memlimit.Human(uint64(st.Size))))
+}
+
+// collectiveMemory is the memory a collective or a sweep of sizes holds at
+// its largest (cluster.FunctionalMemory, or timing-only
+// cluster.TimingMemory with the executor's engines) on the system's ranks,
+// and what names it for the refusal ("a functional all_reduce of 1 GiB on
+// 64 ranks").
+func (r *resolved) collectiveMemory(op enc.Op, algo enc.Algo, d enc.Dtype, sizes []int64, opt enc.Options, what string) (uint64, string, error) {
+	ranks := r.devices * r.ranksPer
+	opt = r.options(opt)
+	if !r.timing {
+		need, err := cluster.FunctionalMemory(op, algo, ranks, d, sizes, opt)
+		return need, fmt.Sprintf("a functional %s on %d ranks", what, ranks), err
+	}
+	engines := r.engines
+	if engines == 0 {
+		engines = collective.Calibrated(r.gen).Engines // as cluster.New sets the executor
+	}
+	need, err := cluster.TimingMemory(op, algo, r.devices, ranks, engines, d, sizes, opt)
+	return need, fmt.Sprintf("a timing-only %s on %d ranks of %d devices", what, ranks, r.devices), err
 }
 
 func (st *CollectiveStep) run(run *runner) error {
@@ -183,20 +201,16 @@ func (st *SweepStep) options() enc.Options {
 	return enc.Options{Channels: stepChannels(st.Channels)}
 }
 
-// memory is what a functional sweep holds at its largest size
-// (cluster.FunctionalMemory); a timing-only one holds little.
+// memory is what the sweep holds at its largest size, functional or
+// timing-only (resolved.collectiveMemory).
 func (st *SweepStep) memory(r *resolved) (uint64, string, error) {
-	if r.timing {
-		return 0, "", nil
-	}
-	ranks := r.devices * r.ranksPer
 	op, algo, d := words(st.Op, st.Algo, st.Dtype)
 	sizes, err := st.sizes(r)
 	if err != nil {
 		return 0, "", err
 	}
-	need, err := cluster.FunctionalMemory(op, algo, ranks, d, sizes, r.options(st.options()))
-	return need, fmt.Sprintf("a functional %s sweep up to %s on %d ranks", op, memlimit.Human(uint64(sizes[len(sizes)-1])), ranks), err
+	return r.collectiveMemory(op, algo, d, sizes, st.options(),
+		fmt.Sprintf("%s sweep up to %s", op, memlimit.Human(uint64(sizes[len(sizes)-1]))))
 }
 
 // sizes returns the sweep's sizes on the system's ranks, each aligned as

@@ -64,8 +64,15 @@ func efaKeys(s fabric.EFASetting) string {
 // are fabric.EFASettings.Check's.
 func efaSettings(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *System) (fabric.EFASettings, error) {
 	s := fabric.EFASettings{Nodes: 1}
-	if sys.Nodes != nil {
-		s.Nodes = *sys.Nodes
+	if n := sys.Nodes; n != nil {
+		// fabric.EFASettings.Check's range, with the value as written (one
+		// past int64 too).
+		path := efaKeys(fabric.SettingNodes)
+		v, err := n.Check(path, 1, fabric.EFACountMax(fabric.SettingNodes))
+		if err != nil {
+			return s, d.ValueError(at(path), path, err)
+		}
+		s.Nodes = v
 	}
 	e := sys.EFA
 	if e == nil {
@@ -161,9 +168,9 @@ func takeNodes(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *System, b
 		nodes = so.Nodes
 		held = fmt.Sprintf("%d nodes of %d devices", so.Nodes, so.NodeDevices)
 	}
-	if sys.Nodes != nil && *sys.Nodes != nodes {
-		return 0, d.Errorf(at("system.nodes"), "system.nodes", "%d, but the snapshot %s holds %s (a restore takes the system from the snapshot; drop the key or make it agree)",
-			*sys.Nodes, base.From, held)
+	if sys.Nodes != nil && sys.Nodes.Int64() != int64(nodes) {
+		return 0, d.Errorf(at("system.nodes"), "system.nodes", "%s, but the snapshot %s holds %s (a restore takes the system from the snapshot; drop the key or make it agree)",
+			sys.Nodes, base.From, held)
 	}
 	s, err := efaSettings(d, at, sys)
 	if err != nil {

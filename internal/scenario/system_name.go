@@ -51,8 +51,8 @@ func namedSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *System)
 			return nil, contradicts("arch", sys.Arch, "of "+hwarch.ProductOfDevice(def))
 		}
 	}
-	if sys.Devices != nil && *sys.Devices != spec.Devices {
-		return nil, contradicts("devices", strconv.Itoa(*sys.Devices), strconv.Itoa(spec.Devices))
+	if sys.Devices != nil && sys.Devices.Int64() != int64(spec.Devices) {
+		return nil, contradicts("devices", sys.Devices.String(), strconv.Itoa(spec.Devices))
 	}
 	if sys.Topology != "" {
 		if k, err := fabric.ParseKind(sys.Topology); err == nil && k != fabric.KindAuto && k != spec.Kind {

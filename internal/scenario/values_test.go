@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // posOf is "x.yaml:L:C" of the first occurrence of token in doc.
@@ -33,10 +35,15 @@ func TestParseRefusesBadValues(t *testing.T) {
 		want             []string
 	}{
 		{"empty name", "name: \"\"\nsystem: {arch: mariana}\n", "\"\"", []string{"name", "empty"}},
-		{"devices 0", sys("devices: 0"), "0}", []string{"system.devices", "holds 1..32 devices", "not 0"}},
-		{"devices -3", sys("devices: -3"), "-3", []string{"system.devices", "1..32"}},
-		{"devices 65 what_if", sys("what_if: true, devices: 65"), "65", []string{"system.devices", "1..64"}},
+		{"devices 0", sys("devices: 0"), "0}", []string{"system.devices: 0: a mariana system with switch v1 holds 1..32 devices"}},
+		{"devices -3", sys("devices: -3"), "-3", []string{"system.devices: -3:", "1..32"}},
+		{"devices 16385 what_if", sys("what_if: true, devices: 16385"), "16385", []string{"system.devices: 16385:", "1..16384"}},
 		{"ranks_per_device 0", sys("ranks_per_device: 0"), "0}", []string{"system.ranks_per_device", "1..8"}},
+		{"ranks_per_device past int64", sys("ranks_per_device: 99999999999999999999"), "999", []string{"system.ranks_per_device: 1..8: a mariana device has 8 NeuronCores (num_tpb), not 99999999999999999999"}},
+		{"nodes 0", sys("nodes: 0"), "0}", []string{"system.nodes: 0: must be in 1..16384"}},
+		{"nodes past int64", sys("nodes: 99999999999999999999"), "999", []string{"system.nodes: 99999999999999999999: must be in 1..16384"}},
+		{"engines past int64", timing("engines: -99999999999999999999"), "-999", []string{"system.timing.engines: 1..16 (a mariana NeuronCore's DMA engines), not -99999999999999999999"}},
+		{"server_size past int64", timing("server_size: 99999999999999999999"), "999", []string{"system.timing.server_size: 1..64 devices per server, not 99999999999999999999"}},
 		{"buffer_bytes 0", sys("buffer_bytes: 0"), "0}", []string{"system.buffer_bytes", "1 byte..36GiB"}},
 		{"buffer_bytes 64G", sys("buffer_bytes: 64G"), "64G", []string{"system.buffer_bytes", "36GiB"}},
 		{"link_latency 1e18", timing("link_latency_ns: 1e18"), "1e18", []string{"system.timing.link_latency_ns", "too long", "at most 10000000000 ns"}},
@@ -73,6 +80,53 @@ func TestParseRefusesBadValues(t *testing.T) {
 			for _, w := range tc.want {
 				assert.Contains(t, err.Error(), w)
 			}
+		})
+	}
+}
+
+// TestSystemDevicesRange: system.devices is bounded as the command line's
+// --devices is, by the one check (rtarch.Soc.CheckDevicesField): 1..
+// get_max_devs of the arch and switch, with a hint at what_if past it, or
+// with what_if 1..16384 (the fabric window's device index). A refusal is at
+// the value's line and column and names the setting, the value as written
+// — digits past int64 too, not int's range — and the range it broke.
+func TestSystemDevicesRange(t *testing.T) {
+	const whatIfRange = "a what-if system holds 1..16384 devices (the fabric window's 14-bit device index)"
+	const v1Range = "a mariana system with switch v1 holds 1..32 devices (get_max_devs)"
+	const hint = "; what_if: true allows up to 16384"
+	for _, tc := range []struct {
+		fields, value string
+		want          string // the message after "system.devices: "; "" for accepted
+	}{
+		{"what_if: true, devices: 65", "65", ""},
+		{"what_if: true, devices: 1024", "1024", ""},
+		{"what_if: true, devices: 16384", "16384", ""},
+		{"what_if: true, devices: 1", "1", ""},
+		{"devices: 32", "32", ""},
+		{"what_if: true, devices: 16385", "16385", "16385: " + whatIfRange},
+		{"what_if: true, devices: 0", "0", "0: " + whatIfRange},
+		{"what_if: true, devices: -3", "-3", "-3: " + whatIfRange},
+		{"what_if: true, devices: 99999999999999999999", "99999999999999999999", "99999999999999999999: " + whatIfRange},
+		{"what_if: true, devices: -99999999999999999999", "-99999999999999999999", "-99999999999999999999: " + whatIfRange},
+		{"devices: 33", "33", "33: " + v1Range + hint},
+		{"devices: 65", "65", "65: " + v1Range + hint},
+		{"devices: 99999999999999999999", "99999999999999999999", "99999999999999999999: " + v1Range + hint},
+		{"devices: 0", "0", "0: " + v1Range},
+		{"devices: -3", "-3", "-3: " + v1Range},
+		{"devices: 0x21", "0x21", "0x21: " + v1Range + hint},
+	} {
+		t.Run(tc.fields, func(t *testing.T) {
+			doc := "name: x\nsystem: {arch: mariana, switch: v1, " + tc.fields + "}\n"
+			p, err := Parse("x.yaml", []byte(doc))
+			if tc.want == "" {
+				require.NoError(t, err)
+				assert.Equal(t, tc.value, fmt.Sprint(p.sys.devices))
+				return
+			}
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrStrict)
+			assert.ErrorIs(t, err, units.ErrRange)
+			assert.Equal(t, posOf(t, doc, tc.value+"}")+" system.devices: "+tc.want, err.Error())
 		})
 	}
 }

@@ -2,6 +2,8 @@ package strictyaml
 
 import (
 	"errors"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,4 +64,70 @@ func TestValueErrorAndErrorWith(t *testing.T) {
 			assert.ErrorAs(t, tc.err, &e)
 		})
 	}
+}
+
+// TestInt: an Int reads every integer literal an int field reads, however
+// large — one past int64 held saturated with its digits, for the reader's
+// range check to refuse naming the setting's range —, refuses what an int
+// field refuses, and a null leaves an *Int nil.
+func TestInt(t *testing.T) {
+	type counts struct {
+		N *Int `yaml:"n"`
+		M Int  `yaml:"m"`
+	}
+	for _, tc := range []struct {
+		doc    string
+		text   string
+		v      int64
+		in1to9 bool
+	}{
+		{"n: 5\n", "5", 5, true},
+		{"n: 0x10\n", "0x10", 16, false},
+		{"n: 1_000\n", "1_000", 1000, false},
+		{"n: -3\n", "-3", -3, false},
+		{"n: +7\n", "+7", 7, true},
+		{"n: 9223372036854775807\n", "9223372036854775807", math.MaxInt64, false},
+		{"n: 99999999999999999999\n", "99999999999999999999", math.MaxInt64, false},
+		{"n: -99999999999999999999\n", "-99999999999999999999", math.MinInt64, false},
+		{"n: " + strings.Repeat("9", 70) + "\n", strings.Repeat("9", 60) + "...", math.MaxInt64, false},
+	} {
+		t.Run(tc.doc, func(t *testing.T) {
+			var c counts
+			require.NoError(t, Decode("s.yaml", []byte(tc.doc), &c))
+			require.NotNil(t, c.N)
+			assert.Equal(t, tc.text, c.N.String())
+			assert.Equal(t, tc.v, c.N.Int64())
+			assert.Equal(t, tc.in1to9, c.N.In(1, 9))
+			v, err := c.N.Check("a.n", 1, 9)
+			if tc.in1to9 {
+				require.NoError(t, err)
+				assert.EqualValues(t, tc.v, v)
+				return
+			}
+			assert.EqualError(t, err, "a.n "+tc.text+": must be in 1..9")
+			assert.ErrorIs(t, err, units.ErrRange)
+		})
+	}
+	for _, tc := range []struct{ doc, want string }{
+		{"n: '5'\n", `s.yaml:1:4: n: expected an integer, got the string "5"`},
+		{"n: 017\n", `s.yaml:1:4: n: expected an integer, got "017" (a leading zero is ambiguous`},
+		{"n: 1.5\n", `s.yaml:1:4: n: expected an integer, got "1.5"`},
+		{"n: 0x\n", `s.yaml:1:4: n: expected an integer, got "0x"`},
+		{"n: [1]\n", `s.yaml:1:4: n: expected an integer, got a sequence`},
+		{"m:\n", `s.yaml:1:3: m: expected an integer, got null`},
+	} {
+		t.Run(tc.doc, func(t *testing.T) {
+			var c counts
+			err := Decode("s.yaml", []byte(tc.doc), &c)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrStrict)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	var c counts
+	require.NoError(t, Decode("s.yaml", []byte("n:\nm: 2\n"), &c))
+	assert.Nil(t, c.N, "a null leaves the pointer nil: the key's default")
+	assert.Equal(t, "2", c.M.String())
+	assert.Equal(t, "12", IntOf(12).String())
+	assert.Equal(t, 12, IntOf(12).Int())
 }

@@ -1218,8 +1218,10 @@ func (e *expander) namedSystems(famOf func(hwarch.Generation) hwarch.SwitchFamil
 
 // countedSystems returns the devices axis' counts on the grid's arch, each
 // with every topology of the topologies axis (auto, resolved, without
-// one): each count within what the runtime's tables allow (what_if past
-// the driver's limit), none twice.
+// one): each count within get_max_devs of the arch and switch, or with
+// what_if 1..rtarch.MaxWhatIfDevices (rtarch.Soc.CheckDevicesField, the
+// check of fabric sweep --devices and a scenario's system.devices), none
+// twice.
 func (e *expander) countedSystems(famOf func(hwarch.Generation) hwarch.SwitchFamily, devs, topos *list) ([]system, error) {
 	raw := e.raw
 	if raw.Arch.n == nil {
@@ -1247,24 +1249,20 @@ func (e *expander) countedSystems(famOf func(hwarch.Generation) hwarch.SwitchFam
 		parsedKinds = append(parsedKinds, k)
 	}
 	var out []system
-	counts := map[int64]bool{}
+	counts := map[int]bool{}
 	for i, w := range devs.items {
 		path := fmt.Sprintf("axes.%s[%d]", AxisDevices, i)
-		n, err := units.ParseInt(path, w.s, 1, int64(t.Soc.DeviceLimit(true)))
+		n, err := units.ParseCount(path, w.s) // past int: saturated, for the check to name the range
 		if err != nil {
+			return nil, e.fail(w.n, path, err, "")
+		}
+		if err := t.Soc.CheckDevicesField(path, strings.TrimSpace(w.s), n, raw.WhatIf, "what_if: true"); err != nil {
 			return nil, e.fail(w.n, path, err, "")
 		}
 		if counts[n] {
 			return nil, e.fail(w.n, path, nil, "%d listed twice", n)
 		}
 		counts[n] = true
-		if err := t.Soc.CheckDevices(int(n), raw.WhatIf); err != nil {
-			hint := ""
-			if !raw.WhatIf {
-				hint = " (what_if: true allows up to MAX_NEURON_DEVICE_COUNT)"
-			}
-			return nil, e.fail(w.n, path, nil, "%s%s", err.Error(), hint)
-		}
 		for j, k := range parsedKinds {
 			kp := fmt.Sprintf("axes.%s[%d]", AxisTopologies, j)
 			if topos == nil {
@@ -1272,9 +1270,9 @@ func (e *expander) countedSystems(famOf func(hwarch.Generation) hwarch.SwitchFam
 			}
 			kind := k
 			if kind == fabric.KindAuto {
-				kind = fabric.AutoKind(gen, int(n))
+				kind = fabric.AutoKind(gen, n)
 			}
-			out = append(out, system{gen: gen, family: fam, tables: t, devices: int(n), kind: kind, n: kinds[j].n, path: kp})
+			out = append(out, system{gen: gen, family: fam, tables: t, devices: n, kind: kind, n: kinds[j].n, path: kp})
 		}
 	}
 	return out, nil

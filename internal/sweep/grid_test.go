@@ -111,7 +111,15 @@ func TestGridErrors(t *testing.T) {
 		{"no ops", gridYAML("  devices: [2]\n  sizes: [1K]\n"), []string{`missing axis "ops"`}},
 		{"no systems", gridYAML("  ops: [all_reduce]\n  sizes: [1K]\n"), []string{`no systems: give the axis "devices"`}},
 		{"devices without arch", "axes:\n" + base, []string{"axes.devices", "need the grid's arch"}},
-		{"device count above get_max_devs", gridYAML("  devices: [2, 32]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"grid.yaml:3:16", "axes.devices[1]", "32 devices", "1..16 devices", "what_if"}},
+		{"device count above get_max_devs", gridYAML("  devices: [2, 32]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"grid.yaml:3:16: axes.devices[1]: 32: a cayman system with switch none holds 1..16 devices (get_max_devs); what_if: true allows up to 16384"}},
+		{"device count past int64", gridYAML("  devices: [99999999999999999999]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"grid.yaml:3:13: axes.devices[0]: 99999999999999999999: a cayman system with switch none holds 1..16 devices (get_max_devs); what_if: true allows up to 16384"}},
+		{"device count -3", gridYAML("  devices: [-3]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"grid.yaml:3:13: axes.devices[0]: -3: a cayman system with switch none holds 1..16 devices (get_max_devs)"}},
+		{"what-if device count above 16384", "what_if: true\n" + gridYAML("  devices: [16385]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"grid.yaml:4:13: axes.devices[0]: 16385: a what-if system holds 1..16384 devices (the fabric window's 14-bit device index)"}},
+		{"what-if device count past int64", "what_if: true\n" + gridYAML("  devices: [99999999999999999999]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"grid.yaml:4:13: axes.devices[0]: 99999999999999999999: a what-if system holds 1..16384 devices"}},
+		{"what-if device count 0", "what_if: true\n" + gridYAML("  devices: [0]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"grid.yaml:4:13: axes.devices[0]: 0: a what-if system holds 1..16384 devices"}},
+		{"what-if device count -3", "what_if: true\n" + gridYAML("  devices: [-3]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"grid.yaml:4:13: axes.devices[0]: -3: a what-if system holds 1..16384 devices"}},
+		// 16384 devices are a what-if system; a collective runs on at most 4096 ranks.
+		{"what-if 16384 devices, one collective", "what_if: true\n" + gridYAML("  devices: [16384]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"axes.sizes[0]: impossible point", "of 16384 ranks: rank count 16384 outside 1..4096"}},
 		{"device count 0", gridYAML("  devices: [0]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"axes.devices[0]", "0"}},
 		{"device count not a number", gridYAML("  devices: [two]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"axes.devices[0]", "two"}},
 		{"device listed twice", gridYAML("  devices: [2, 2]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"axes.devices[1]", "listed twice"}},
@@ -173,6 +181,24 @@ func TestGridErrors(t *testing.T) {
 				assert.Contains(t, err.Error(), w)
 			}
 		})
+	}
+}
+
+// TestGridWhatIfDevices: a grid with what_if takes device counts past the
+// driver's 64 up to 16,384, as fabric sweep --what-if and a scenario's
+// what_if do (rtarch.Soc.CheckDevicesField); its points of 65 and 1,024
+// devices plan (each system brought up once, the what-if way).
+func TestGridWhatIfDevices(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a 1,024-device bring-up")
+	}
+	g := mustGrid(t, "arch: mariana\nwhat_if: true\naxes:\n  devices: [65, 1024]\n  ops: [all_reduce]\n  sizes: [64K]\noutputs:\n  plots: false\n")
+	pts := g.Points()
+	require.Len(t, pts, 2)
+	for i, n := range []int{65, 1024} {
+		assert.Equal(t, n, pts[i].Devices)
+		assert.Equal(t, n, pts[i].Ranks)
+		assert.Equal(t, "switch", pts[i].Topology)
 	}
 }
 

@@ -188,6 +188,25 @@ func ParseInt(field, s string, min, max int64) (int64, error) {
 	return Int(field, v, min, max)
 }
 
+// ParseCount reads a decimal integer for a count whose range its caller
+// checks afterwards, against bounds that depend on other settings (a
+// system's device count on its generation, switch and what-if). Text that
+// is no decimal integer is refused as ParseInt refuses it, but an integer
+// past int's range is not: it is returned saturated at the bound it passes
+// (math.MaxInt or math.MinInt), outside every such count's range, so that
+// the caller's check refuses it naming the count's own range, quoting the
+// text as given.
+func ParseCount(field, s string) (int, error) {
+	v, err := ParseInt(field, s, math.MinInt, math.MaxInt)
+	if errors.Is(err, ErrRange) {
+		if strings.HasPrefix(strings.TrimSpace(s), "-") {
+			return math.MinInt, nil
+		}
+		return math.MaxInt, nil
+	}
+	return int(v), err
+}
+
 // ParseUint reads an unsigned integer — decimal, or hex after 0x or 0X —
 // and checks it is at most max. A leading zero is decimal (010 is ten, as
 // in the assembler), never octal; signs, underscores, 0o and 0b prefixes

@@ -109,6 +109,27 @@ func TestParseInt(t *testing.T) {
 	}
 }
 
+// TestParseCount: a count past int is held saturated at the bound it
+// passes, for the caller's range check; what is no integer is refused.
+func TestParseCount(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{
+		{"16", 16}, {" -3 ", -3}, {"0", 0},
+		{"99999999999999999999", math.MaxInt}, {"-99999999999999999999", math.MinInt}, {" 99999999999999999999 ", math.MaxInt},
+	} {
+		if v, err := ParseCount("--devices", tc.in); err != nil || v != tc.want {
+			t.Errorf("ParseCount(%q) = %d, %v; want %d", tc.in, v, err, tc.want)
+		}
+	}
+	for _, in := range []string{"x", "", "1.5", "0x10", "1_000", "--3"} {
+		if _, err := ParseCount("--devices", in); !errors.Is(err, ErrSyntax) {
+			t.Errorf("ParseCount(%q): %v, not a syntax error", in, err)
+		}
+	}
+}
+
 func TestParseFloat(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
