@@ -99,7 +99,7 @@ func NewWiredDeviceFromSnapshot(s DeviceSnapshot, w Wiring) (*Device, error) {
 		return nil, fmt.Errorf("sim device snapshot: %w: %w", err, ErrInvalidState)
 	}
 	d.cfg.Ready = s.Config.Ready
-	if err := d.restore(s, true); err != nil {
+	if err := d.restore(s, true, false); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -171,7 +171,15 @@ func (d *Device) setState(st DeviceState) {
 // (sim/fabric): everything but the events and the host memory, which the
 // system restores once for all its devices. The snapshot's configuration
 // must be the device's, apart from Ready.
-func (d *Device) RestoreInSystem(s DeviceSnapshot) error {
+func (d *Device) RestoreInSystem(s DeviceSnapshot) error { return d.restoreInSystem(s, false) }
+
+// RestoreInSystemOwned is [Device.RestoreInSystem] for a snapshot the
+// caller gives up, one decoded from a file say: the device's memories keep
+// its pages instead of copies ([Memory.RestoreOwned]), so the caller must
+// not use them after.
+func (d *Device) RestoreInSystemOwned(s DeviceSnapshot) error { return d.restoreInSystem(s, true) }
+
+func (d *Device) restoreInSystem(s DeviceSnapshot, own bool) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	want, got := d.cfg, s.Config
@@ -179,14 +187,14 @@ func (d *Device) RestoreInSystem(s DeviceSnapshot) error {
 	if want != got {
 		return fmt.Errorf("sim device %s: restore: the snapshot is of another configuration (%s): %w", d.cfg.Name, s.Config.Name, ErrInvalidState)
 	}
-	return d.restore(s, false)
+	return d.restore(s, false, own)
 }
 
 // restore loads s into a freshly built device; withEngine restores the
-// pending events and host memory too (a device alone). Every part is
-// checked before any is changed, so a refused snapshot leaves the device
-// as it was.
-func (d *Device) restore(s DeviceSnapshot, withEngine bool) error {
+// pending events and host memory too (a device alone); own keeps s's
+// memory pages (Memory.RestoreOwned). Every part is checked before any is
+// changed, so a refused snapshot leaves the device as it was.
+func (d *Device) restore(s DeviceSnapshot, withEngine, own bool) error {
 	if err := d.checkState(&s.State); err != nil {
 		return fmt.Errorf("sim device %s: restore: %w: %w", d.cfg.Name, err, ErrInvalidState)
 	}
@@ -201,10 +209,10 @@ func (d *Device) restore(s DeviceSnapshot, withEngine bool) error {
 		}
 	}
 	var regs, hbm Memory
-	if err := regs.Restore(s.Regs); err != nil {
+	if err := restoreMemory(&regs, s.Regs, own); err != nil {
 		return fmt.Errorf("sim device %s: registers: %w", d.cfg.Name, err)
 	}
-	if err := hbm.Restore(s.HBM); err != nil {
+	if err := restoreMemory(&hbm, s.HBM, own); err != nil {
 		return fmt.Errorf("sim device %s: HBM: %w", d.cfg.Name, err)
 	}
 	if err := d.dma.Validate(s.DMA); err != nil {
@@ -243,6 +251,15 @@ func (d *Device) restore(s DeviceSnapshot, withEngine bool) error {
 	}
 	d.setState(s.State)
 	return nil
+}
+
+// restoreMemory restores m from s: a copy, or s's own pages when own
+// (Memory.RestoreOwned).
+func restoreMemory(m *Memory, s MemoryState, own bool) error {
+	if own {
+		return m.RestoreOwned(s)
+	}
+	return m.Restore(s)
 }
 
 // checkState validates a DeviceState for this device, naming the field.

@@ -460,7 +460,14 @@ func (h *HostMemory) State() HostState {
 // its state. Every restored buffer is a plain one: lazy buffers live before
 // are forgotten with their fill functions, and one a state lists (it was
 // lazy when the state was taken) reads as zeros.
-func (h *HostMemory) Restore(s HostState) error {
+func (h *HostMemory) Restore(s HostState) error { return h.restore(s, false) }
+
+// RestoreOwned is [HostMemory.Restore] for a state the caller gives up,
+// one decoded from a file say: the host memory keeps its pages instead of
+// copies ([Memory.RestoreOwned]), so the caller must not use them after.
+func (h *HostMemory) RestoreOwned(s HostState) error { return h.restore(s, true) }
+
+func (h *HostMemory) restore(s HostState, own bool) error {
 	if err := validateHostState(s); err != nil {
 		return fmt.Errorf("sim host memory: restore: %w: %w", err, ErrInvalidState)
 	}
@@ -473,7 +480,7 @@ func (h *HostMemory) Restore(s HostState) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if err := h.mem.Restore(s.Memory); err != nil {
+	if err := restoreMemory(&h.mem, s.Memory, own); err != nil {
 		return fmt.Errorf("sim host memory: restore: %w", err)
 	}
 	h.blocks, h.free, h.next, h.lazy = blocks, free, s.Next, nil

@@ -371,32 +371,44 @@ func TestHostAllocProperty(t *testing.T) {
 	}
 }
 
-// TestHostStateRoundTrip: a restored copy continues exactly as the original.
+// TestHostStateRoundTrip: a restored copy continues exactly as the
+// original, restored from a copy of the state's pages or from the pages
+// themselves (RestoreOwned, whose memory then writes to them).
 func TestHostStateRoundTrip(t *testing.T) {
-	h := NewHostMemory()
-	var pas []uint64
-	for i := range 50 {
-		pa, err := h.Alloc(uint64(64+i*100), uint64(1)<<(i%13))
-		require.NoError(t, err)
-		require.NoError(t, h.Write(pa, []byte{byte(i + 1)}))
-		pas = append(pas, pa)
+	for _, r := range []struct {
+		name    string
+		restore func(*HostMemory, HostState) error
+	}{{"Restore", (*HostMemory).Restore}, {"RestoreOwned", (*HostMemory).RestoreOwned}} {
+		t.Run(r.name, func(t *testing.T) {
+			h := NewHostMemory()
+			var pas []uint64
+			for i := range 50 {
+				pa, err := h.Alloc(uint64(64+i*100), uint64(1)<<(i%13))
+				require.NoError(t, err)
+				require.NoError(t, h.Write(pa, []byte{byte(i + 1)}))
+				pas = append(pas, pa)
+			}
+			for i := 0; i < len(pas); i += 3 {
+				require.NoError(t, h.Free(pas[i]))
+			}
+			s := h.State()
+			require.NoError(t, validateHostState(s))
+			c := NewHostMemory()
+			require.NoError(t, r.restore(c, s))
+			assert.Equal(t, h.State(), c.State())
+			require.NoError(t, c.Write(pas[1], []byte{0xAB}))
+			assert.Equal(t, r.name == "RestoreOwned", s.Memory.Pages[pas[1]>>pageShift][pas[1]%PageSize] == 0xAB, "the state's own page written")
+			require.NoError(t, c.Write(pas[1], []byte{2}))
+			for i := range 20 {
+				x, err1 := h.Alloc(uint64(1000*i+1), 256)
+				y, err2 := c.Alloc(uint64(1000*i+1), 256)
+				require.NoError(t, err1)
+				require.NoError(t, err2)
+				require.Equal(t, x, y)
+			}
+			assert.Equal(t, h.State(), c.State())
+		})
 	}
-	for i := 0; i < len(pas); i += 3 {
-		require.NoError(t, h.Free(pas[i]))
-	}
-	s := h.State()
-	require.NoError(t, validateHostState(s))
-	c := NewHostMemory()
-	require.NoError(t, c.Restore(s))
-	assert.Equal(t, s, c.State())
-	for i := range 20 {
-		x, err1 := h.Alloc(uint64(1000*i+1), 256)
-		y, err2 := c.Alloc(uint64(1000*i+1), 256)
-		require.NoError(t, err1)
-		require.NoError(t, err2)
-		require.Equal(t, x, y)
-	}
-	assert.Equal(t, h.State(), c.State())
 }
 
 // decodeHostState builds a HostState from fuzz input: mostly a tiling of

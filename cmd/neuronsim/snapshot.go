@@ -64,8 +64,8 @@ devices, revision, topology, model, mode) must agree with the snapshot.`,
 		},
 	}
 	cmd.Flags().StringVar(&outDir, "out", "", "output directory of the scenario's own outputs")
-	cmd.Flags().Var(maxSize, "max-size", fmt.Sprintf("the most the file may take to decode, and its state in memory (default %s; %s)",
-		units.FormatBytes(fabric.DefaultMaxSnapshotBytes), units.SizeGrammar))
+	cmd.Flags().Var(maxSize, "max-size", fmt.Sprintf("the most the file's decoded state and the system built from it may take in memory; the file is streamed, never held, and loading takes at most %s of buffers besides (default %s; %s)",
+		units.FormatBytes(fabric.LoadBuffers), units.FormatBytes(fabric.DefaultMaxSnapshotBytes), units.SizeGrammar))
 	addMemLimitFlag(cmd, &memLimit)
 	return cmd
 }

@@ -50,6 +50,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 )
 
 // ErrDecode marks input that does not decode: truncated, malformed, or over
@@ -68,8 +69,10 @@ var ErrType = errors.New("type not encodable")
 // Limits bound what Decode may allocate.
 type Limits struct {
 	// MaxBytes is the memory budget: the bytes of every slice, map, string
-	// and pointed-to value Decode makes, counted before they are made (maps
-	// at an estimate of twice their keys' and values' size).
+	// and pointed-to value Decode makes, counted before they are made. A
+	// map is counted at an upper estimate of a Go map's tables (MapBytes);
+	// the rest at their size, which Go's allocator may round up to its size
+	// class (by at most a fifth for values of 1 KiB or more).
 	MaxBytes int64
 	// MaxDepth bounds the nesting of values (a struct in a slice in a
 	// struct is depth 3).
@@ -84,6 +87,7 @@ type typeInfo struct {
 	kind   reflect.Kind
 	min    int64       // the fewest bytes a value of the type encodes to
 	size   int64       // the bytes a value takes in memory
+	slot   int64       // map: the bytes of an entry in its tables (key and value, aligned)
 	elem   *typeInfo   // array, slice, pointer: the element; map: the value
 	key    *typeInfo   // map: the key
 	fields []fieldInfo // struct: its exported fields
@@ -172,6 +176,7 @@ func build(t reflect.Type, visiting map[reflect.Type]bool) (*typeInfo, error) {
 			return nil, err
 		}
 		ti.key, ti.elem, ti.min, ti.schema = kt, vt, 1, "map["+kt.schema+"]"+vt.schema
+		ti.slot = int64(reflect.StructOf([]reflect.StructField{{Name: "K", Type: t.Key()}, {Name: "V", Type: t.Elem()}}).Size())
 	case reflect.Struct:
 		var b strings.Builder
 		b.WriteString("struct{")
@@ -365,27 +370,54 @@ func sortKeys(keys []reflect.Value) {
 }
 
 // Decode reads exactly size bytes from r into v, a non-nil pointer, within
-// the limits. Input that is truncated, malformed, longer than the value, or
-// that would pass a limit is refused with an error wrapping ErrDecode (and
-// ErrLimit for a limit) that names the path of the value it was reading;
-// what v holds then is unspecified (decode into a fresh value).
-func Decode(r io.Reader, size int64, v any, lim Limits) error {
+// the limits, and returns the bytes it charged against the memory budget
+// (what the value it made takes, as [Limits.MaxBytes] counts it). It reads
+// r as a stream, at most size bytes and no further (through a buffer of
+// DecodeBuffer bytes): r may be a decompressor, and nothing of the input
+// is held beyond that buffer. Input that is truncated, malformed, longer
+// than the value, or that would pass a limit is refused with an error
+// wrapping ErrDecode (and ErrLimit for a limit) that names the path of the
+// value it was reading; what v holds then is unspecified (decode into a
+// fresh value).
+func Decode(r io.Reader, size int64, v any, lim Limits) (charged int64, err error) {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return fmt.Errorf("snapenc: decode into %T: not a non-nil pointer: %w", v, ErrType)
+		return 0, fmt.Errorf("snapenc: decode into %T: not a non-nil pointer: %w", v, ErrType)
 	}
 	ti, err := info(rv.Type().Elem())
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if lim.MaxDepth <= 0 {
 		lim.MaxDepth = DefaultMaxDepth
 	}
-	d := &decoder{r: bufio.NewReaderSize(io.LimitReader(r, size), 64<<10), left: size, budget: lim.MaxBytes, maxDepth: lim.MaxDepth}
+	d := &decoder{r: bufio.NewReaderSize(io.LimitReader(r, size), DecodeBuffer), left: size, budget: lim.MaxBytes, maxDepth: lim.MaxDepth}
 	if size < ti.min {
-		return d.fail("%d bytes of input, a value takes at least %d", size, ti.min)
+		return 0, d.fail("%d bytes of input, a value takes at least %d", size, ti.min)
 	}
-	d.value(rv.Elem(), ti, 0)
+	err = d.whole(rv.Elem(), ti)
+	return lim.MaxBytes - d.budget, err
+}
+
+// DecodeBuffer is the buffer Decode reads its input through.
+const DecodeBuffer = 64 << 10
+
+// MapBytes is what Decode charges for a map of n entries of slot bytes
+// each (key and value, aligned): three slots and their control bytes an
+// entry, for eight entries more than it holds, and 64 bytes of header. A
+// Go map doubles its tables when they are 7/8 full, so they hold at most
+// 16/7 slots an entry, and its first group of 8 slots comes with it.
+func MapBytes(n, slot int64) int64 {
+	per := 3 * (slot + 1)
+	if n > (math.MaxInt64-64)/per-8 {
+		return math.MaxInt64
+	}
+	return 64 + per*(n+8)
+}
+
+// whole decodes the value v and checks that it takes the whole input.
+func (d *decoder) whole(v reflect.Value, ti *typeInfo) error {
+	d.value(v, ti, 0)
 	if d.err != nil {
 		return d.err
 	}
@@ -453,11 +485,27 @@ func (d *decoder) limit(format string, args ...any) {
 // charge takes n values of size bytes each from the memory budget.
 func (d *decoder) charge(n, size int64, what string) bool {
 	if size > 0 && n > d.budget/size {
-		d.limit("%s would take more than the %d bytes left of the memory budget (%d × %d bytes)", what, d.budget, n, size)
+		d.overBudget(what, fmt.Sprintf("%d × %d bytes", n, size))
 		return false
 	}
 	d.budget -= n * size
 	return true
+}
+
+// chargeMap takes a map of n entries from the memory budget (MapBytes).
+func (d *decoder) chargeMap(n int64, ti *typeInfo) bool {
+	b := MapBytes(n, ti.slot)
+	if b > d.budget {
+		d.overBudget(strconv.FormatInt(n, 10)+" entries", fmt.Sprintf("a map of %d bytes", b))
+		return false
+	}
+	d.budget -= b
+	return true
+}
+
+// overBudget refuses what, which would take cost.
+func (d *decoder) overBudget(what, cost string) {
+	d.limit("%s would take more than the %d bytes left of the memory budget (%s)", what, d.budget, cost)
 }
 
 // readErr reports a failed read: the input ended early, or its reader
@@ -588,7 +636,9 @@ func (d *decoder) value(v reflect.Value, ti *typeInfo, depth int) {
 		}
 		b := make([]byte, n)
 		d.read(b)
-		v.SetString(string(b))
+		// The string takes b's bytes, which nothing else holds: one
+		// allocation, the one charged.
+		v.SetString(unsafe.String(unsafe.SliceData(b), len(b)))
 	case reflect.Array:
 		if ti.elem.kind == reflect.Uint8 {
 			d.read(v.Bytes())
@@ -652,7 +702,7 @@ func (d *decoder) mapValue(v reflect.Value, ti *typeInfo, depth int) {
 		v.SetZero()
 		return
 	}
-	if !d.charge(n, 2*(ti.key.size+ti.elem.size), strconv.FormatInt(n, 10)+" entries") {
+	if !d.chargeMap(n, ti) {
 		return
 	}
 	t := v.Type()

@@ -68,7 +68,8 @@ func TestRoundTrip(t *testing.T) {
 	b := encode(t, &in)
 	assert.Equal(t, b, encode(t, &in), "deterministic")
 	var out sample
-	require.NoError(t, Decode(bytes.NewReader(b), int64(len(b)), &out, big))
+	_, err := Decode(bytes.NewReader(b), int64(len(b)), &out, big)
+	require.NoError(t, err)
 	in.Inners[0].hidden = 0
 	assert.Equal(t, in, out)
 	assert.NotNil(t, out.Empty)
@@ -108,7 +109,7 @@ func TestRefused(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := Decode(bytes.NewReader(c.input), int64(len(c.input)), c.v, c.lim)
+			_, err := Decode(bytes.NewReader(c.input), int64(len(c.input)), c.v, c.lim)
 			require.Error(t, err)
 			assert.ErrorIs(t, err, ErrDecode)
 			assert.Contains(t, err.Error(), c.want)
@@ -137,7 +138,7 @@ func TestErrorNamesThePath(t *testing.T) {
 	// Overlong: A is a uint8; 300 takes two bytes and does not fit.
 	bad := append(append(append([]byte(nil), b[:at]...), 0xac, 0x02), b[at+1:]...)
 	var out wrap
-	err := Decode(bytes.NewReader(bad), int64(len(bad)), &out, big)
+	_, err := Decode(bytes.NewReader(bad), int64(len(bad)), &out, big)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "S.Inners[1].A: 300 does not fit a uint8")
 }
@@ -158,7 +159,7 @@ func TestHugeCountAllocatesNothing(t *testing.T) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		var h host
-		err := Decode(bytes.NewReader(input), int64(len(input)), &h, Limits{MaxBytes: 1 << 40})
+		_, err := Decode(bytes.NewReader(input), int64(len(input)), &h, Limits{MaxBytes: 1 << 40})
 		runtime.ReadMemStats(&after)
 		require.ErrorIs(t, err, ErrDecode)
 		assert.Contains(t, err.Error(), "134217728")
@@ -206,7 +207,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var v sample
-		if err := Decode(bytes.NewReader(data), int64(len(data)), &v, Limits{MaxBytes: 1 << 20}); err != nil {
+		if _, err := Decode(bytes.NewReader(data), int64(len(data)), &v, Limits{MaxBytes: 1 << 20}); err != nil {
 			if !errors.Is(err, ErrDecode) {
 				t.Fatalf("an error not wrapping ErrDecode: %v", err)
 			}
@@ -214,7 +215,8 @@ func FuzzDecode(f *testing.F) {
 		}
 		b := encode(t, &v)
 		var w sample
-		require.NoError(t, Decode(bytes.NewReader(b), int64(len(b)), &w, Limits{MaxBytes: 1 << 20}))
+		_, err := Decode(bytes.NewReader(b), int64(len(b)), &w, Limits{MaxBytes: 1 << 20})
+		require.NoError(t, err)
 		if !reflect.DeepEqual(normalise(v), normalise(w)) {
 			t.Fatalf("re-encoding changed the value: %+v vs %+v", v, w)
 		}
@@ -232,4 +234,54 @@ func normalise(s sample) sample {
 		s.F64 = 0
 	}
 	return s
+}
+
+// TestDecodeTakesWhatItCharges: what Decode allocates to decode a value —
+// memory pages, a long string, many small maps, empty maps, byte slices —
+// is at most what it charges against the budget and returns, plus its
+// read buffer and the allocator's rounding to size classes (a fifth for
+// values of 1 KiB and more): the budget bounds the decoded value's memory.
+func TestDecodeTakesWhatItCharges(t *testing.T) {
+	pages := map[uint64]*[4096]byte{}
+	for i := range uint64(1024) {
+		pages[i*3] = &[4096]byte{byte(i)}
+	}
+	small := make([]map[uint32]uint32, 10_000)
+	for i := range small {
+		small[i] = map[uint32]uint32{uint32(i): 1}
+	}
+	empty := make([]map[uint8]uint8, 10_000)
+	for i := range empty {
+		empty[i] = map[uint8]uint8{}
+	}
+	chunks := make([][]byte, 1000)
+	for i := range chunks {
+		chunks[i] = bytes.Repeat([]byte{byte(i)}, 1000)
+	}
+	for _, c := range []struct {
+		name string
+		v    any
+		out  func() any
+	}{
+		{"pages", &pages, func() any { return new(map[uint64]*[4096]byte) }},
+		{"a 1 MiB string", ptr(string(bytes.Repeat([]byte{'x'}, 1<<20))), func() any { return new(string) }},
+		{"small maps", &small, func() any { return new([]map[uint32]uint32) }},
+		{"empty maps", &empty, func() any { return new([]map[uint8]uint8) }},
+		{"byte slices", &chunks, func() any { return new([][]byte) }},
+		{"sample", ptr(sampleValue()), func() any { return new(sample) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := encode(t, c.v)
+			out := c.out()
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			charged, err := Decode(bytes.NewReader(b), int64(len(b)), out, big)
+			runtime.ReadMemStats(&after)
+			require.NoError(t, err)
+			assert.Equal(t, c.v, out)
+			used := int64(after.TotalAlloc - before.TotalAlloc)
+			assert.LessOrEqual(t, used, charged+charged/5+DecodeBuffer+4<<10, "allocated beyond the charge and the read buffer (%d charged)", charged)
+		})
+	}
 }

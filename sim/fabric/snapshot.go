@@ -1,11 +1,13 @@
 package fabric
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"maps"
 	"reflect"
@@ -145,7 +147,13 @@ var ErrSnapshot = simkernel.InvalidStateOf("invalid system snapshot")
 // engine's own Restore — and a snapshot that fails any check builds
 // nothing: the error wraps ErrSnapshot and names the field ("device 3:
 // dma: restore: engine 2: BusyUntil …").
-func Restore(snap *Snapshot) (*System, error) {
+func Restore(snap *Snapshot) (*System, error) { return restore(snap, false) }
+
+// restore is Restore; own gives the system snap's memory pages instead of
+// copies (LoadWith, whose decoded snapshot is its own): the pages of a
+// large snapshot are most of it, and restoring then takes no memory for
+// them.
+func restore(snap *Snapshot, own bool) (*System, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("fabric snapshot: "+format+": %w", append(args, ErrSnapshot)...)
 	}
@@ -189,11 +197,19 @@ func Restore(snap *Snapshot) (*System, error) {
 			return nil, bad("device %d is %s (routing id %d), the system's is %s (routing id %d)", i, img.Name, img.RoutingID, ds.Config.Name, ds.Config.RoutingID)
 		}
 		ds.State, ds.Regs, ds.HBM, ds.DMA, ds.Cores = img.State, img.Regs, img.HBM, img.DMA, img.Cores
-		if err := d.RestoreInSystem(ds); err != nil {
+		restoreDevice := d.RestoreInSystem
+		if own {
+			restoreDevice = d.RestoreInSystemOwned
+		}
+		if err := restoreDevice(ds); err != nil {
 			return nil, badErr(fmt.Sprintf("device %d: ", i), err)
 		}
 	}
-	if err := s.host.Restore(snap.Host); err != nil {
+	restoreHost := s.host.Restore
+	if own {
+		restoreHost = s.host.RestoreOwned
+	}
+	if err := restoreHost(snap.Host); err != nil {
 		return nil, badErr("host memory: ", err)
 	}
 	if err := s.engine.Restore(snap.Engine); err != nil {
@@ -521,8 +537,7 @@ const (
 )
 
 // DefaultMaxSnapshotBytes is the loader's default limit (LoadOptions):
-// 4 GiB, both of a file's decoded length and of the memory its decoded
-// state may take.
+// 4 GiB of decoded state and of the system built from it.
 const DefaultMaxSnapshotBytes int64 = 4 << 30
 
 // deviceBuildBytes bounds what building one device of a restored system
@@ -534,6 +549,14 @@ const deviceBuildBytes = 1 << 20
 // Load accepts: the decompressor's memory, whatever a file's frame says.
 const snapshotWindow = 8 << 20
 
+// LoadBuffers bounds what a load takes besides its limit
+// (LoadOptions.MaxBytes), whatever the file: the decompressor (its
+// snapshotWindow of history and its blocks) and the read buffers.
+const LoadBuffers = 10 << 20
+
+// payloadBuffer is the buffer a snapshot's payload is read through.
+const payloadBuffer = 64 << 10
+
 // snapshotLayout is the fingerprint of the Snapshot type's encoding.
 var snapshotLayout = sync.OnceValues(func() (uint64, error) {
 	return snapenc.Fingerprint(reflect.TypeFor[Snapshot]())
@@ -541,12 +564,20 @@ var snapshotLayout = sync.OnceValues(func() (uint64, error) {
 
 // LoadOptions bound what Load reads. The zero value takes the defaults.
 type LoadOptions struct {
-	// MaxBytes bounds, each separately: a snapshot's payload and decoded
-	// lengths (as its header declares them, checked before anything is
-	// read or decompressed; the decompression stops at the declared
-	// length), the memory its decoded state may allocate (counted before
-	// each allocation), and the system built from it (deviceBuildBytes a
-	// device). 0 takes DefaultMaxSnapshotBytes; a negative limit is refused.
+	// MaxBytes bounds the memory a snapshot may make Load take: its
+	// decoded state (every slice, map, string and pointed-to value the
+	// decoder makes, counted before it is made: snapenc.Limits) and the
+	// system built from it (deviceBuildBytes a device) together. The
+	// payload and decoded lengths its header declares must each be within
+	// it too (checked before anything is read). The file is never held:
+	// its payload streams through the checksum and the decompressor into
+	// the decoder, which stops where the declared length ends, and the
+	// restored system takes the decoded memory pages over instead of
+	// copying them. So whatever a file says, Load takes at most MaxBytes
+	// plus LoadBuffers for it, but for the models' own copies of the
+	// state's other parts as they restore them (docs/scenarios.md
+	// §Snapshot files). 0 takes DefaultMaxSnapshotBytes; a negative limit
+	// is refused.
 	MaxBytes int64
 }
 
@@ -610,12 +641,19 @@ func (s *System) Save(w io.Writer) error {
 
 // snapshotSum is the checksum of a header's fields and a payload.
 func snapshotSum(hdr, payload []byte) [sha256.Size]byte {
-	h := sha256.New()
-	h.Write(hdr[8:sumOffset])
+	h := snapshotHash(hdr)
 	h.Write(payload)
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
 	return sum
+}
+
+// snapshotHash is the checksum begun with a header's fields: the payload
+// follows.
+func snapshotHash(hdr []byte) hash.Hash {
+	h := sha256.New()
+	h.Write(hdr[8:sumOffset])
+	return h
 }
 
 // Load reads a snapshot file and restores the system, within the default
@@ -626,6 +664,12 @@ func Load(r io.Reader) (*System, error) { return LoadWith(r, LoadOptions{}) }
 // not a snapshot, of another version or layout, truncated, corrupted, over
 // a limit of o, or whose state cannot exist is refused with an error
 // wrapping ErrSnapshot that names what is wrong, and nothing is built.
+//
+// r is read once, as a stream, up to one byte past the payload: the
+// checksum is computed as the payload passes to the decompressor, and the
+// rest of the payload is read for it whatever the decoder met. So a
+// truncated, overlong or corrupted file is refused as such, and before
+// anything is built, even where decoding its bytes failed first.
 func LoadWith(r io.Reader, o LoadOptions) (*System, error) {
 	limit := o.MaxBytes
 	if limit < 0 {
@@ -639,34 +683,70 @@ func LoadWith(r io.Reader, o LoadOptions) (*System, error) {
 	if err != nil {
 		return nil, err
 	}
-	payload, err := io.ReadAll(io.LimitReader(r, int64(n)+1))
-	if err != nil {
-		return nil, badSnapshot("payload: %v", err)
-	}
-	if uint64(len(payload)) != n {
-		return nil, badSnapshot("payload of %d bytes, the header says %d (truncated or trailing data)", len(payload), n)
-	}
-	if sum := snapshotSum(hdr[:], payload); !bytes.Equal(sum[:], hdr[sumOffset:]) {
-		return nil, badSnapshot("checksum mismatch (the file is corrupted)")
-	}
-	raw, err := decompressSnapshot(payload, size)
-	if err != nil {
+	payload := newPayloadReader(r, &hdr, n)
+	snap, charged, decodeErr := decodeSnapshot(payload, size, limit)
+	if err := payload.check(); err != nil {
 		return nil, err
 	}
-	payload = nil
-	var snap Snapshot
-	if err := snapenc.Decode(bytes.NewReader(raw), int64(size), &snap, snapenc.Limits{MaxBytes: limit}); err != nil {
-		if errors.Is(err, snapenc.ErrLimit) {
-			return nil, fmt.Errorf("fabric snapshot: decoding: %w (LoadOptions.MaxBytes): %w: %w", err, ErrSnapshotLimit, ErrSnapshot)
+	if decodeErr != nil {
+		return nil, decodeErr
+	}
+	if left := limit - charged; int64(snap.Devices) > left/deviceBuildBytes {
+		return nil, fmt.Errorf("fabric snapshot: a system of %d devices takes about %d MiB to build, over the %d bytes its %d bytes of decoded state leave of the limit of %d bytes (LoadOptions.MaxBytes): %w: %w",
+			snap.Devices, int64(snap.Devices)*deviceBuildBytes>>20, left, charged, limit, ErrSnapshotLimit, ErrSnapshot)
+	}
+	return restore(snap, true)
+}
+
+// payloadReader reads a snapshot's payload from its file as a stream and
+// checksums it as it goes (after the header's fields), so the file is
+// checked without being held.
+type payloadReader struct {
+	file    io.Reader
+	r       *bufio.Reader // the payload: at most want bytes of file
+	hdr     *[snapshotHeader]byte
+	sum     hash.Hash
+	n, want uint64 // bytes read; the payload length the header declares
+	err     error  // the first error reading the file, but its end
+}
+
+func newPayloadReader(file io.Reader, hdr *[snapshotHeader]byte, n uint64) *payloadReader {
+	return &payloadReader{file: file, r: bufio.NewReaderSize(io.LimitReader(file, int64(n)), payloadBuffer),
+		hdr: hdr, sum: snapshotHash(hdr[:]), want: n}
+}
+
+func (p *payloadReader) Read(b []byte) (int, error) {
+	k, err := p.r.Read(b)
+	p.sum.Write(b[:k])
+	p.n += uint64(k)
+	if err != nil && err != io.EOF && p.err == nil {
+		p.err = err
+	}
+	return k, err
+}
+
+// check reads what the decompressor left of the payload, and a byte past
+// it, and checks the file: the payload as long as the header says,
+// nothing after it, and its checksum.
+func (p *payloadReader) check() error {
+	if _, err := io.Copy(io.Discard, p); err == nil && p.n == p.want {
+		var b [1]byte
+		switch k, err := io.ReadFull(p.file, b[:]); {
+		case k == 1:
+			p.n++
+		case err != io.EOF && p.err == nil:
+			p.err = err
 		}
-		return nil, fmt.Errorf("fabric snapshot: decoding: %w: %w", err, ErrSnapshot)
 	}
-	raw = nil
-	if int64(snap.Devices) > limit/deviceBuildBytes {
-		return nil, fmt.Errorf("fabric snapshot: a system of %d devices takes about %d MiB to build, over the limit of %d bytes (LoadOptions.MaxBytes): %w: %w",
-			snap.Devices, int64(snap.Devices)*deviceBuildBytes>>20, limit, ErrSnapshotLimit, ErrSnapshot)
+	switch {
+	case p.err != nil:
+		return badSnapshot("payload: %v", p.err)
+	case p.n != p.want:
+		return badSnapshot("payload of %d bytes, the header says %d (truncated or trailing data)", p.n, p.want)
+	case !bytes.Equal(p.sum.Sum(nil), p.hdr[sumOffset:]):
+		return badSnapshot("checksum mismatch (the file is corrupted)")
 	}
-	return Restore(&snap)
+	return nil
 }
 
 // badSnapshot is a refusal of a snapshot file, wrapping ErrSnapshot.
@@ -734,31 +814,61 @@ func checkSnapshotVersion(v uint32) error {
 	}
 }
 
-// decompressSnapshot decodes a snapshot's zstd payload, which must give
-// exactly the size its header declares (a size already within the limit).
-func decompressSnapshot(payload []byte, size uint64) ([]byte, error) {
+// decodeSnapshot decompresses a snapshot's payload as it streams in and
+// decodes it as it is decompressed: the zstd window at most
+// snapshotWindow, the decompressed bytes exactly the size the header
+// declares (a size already within the limit: the decoder reads no further,
+// and the stream must end there), the decoded state charged against the
+// limit. It returns the snapshot and the bytes its decoding charged.
+func decodeSnapshot(payload io.Reader, size uint64, limit int64) (*Snapshot, int64, error) {
 	if size == 0 {
-		return nil, badSnapshot("the header declares an empty encoding")
+		return nil, 0, badSnapshot("the header declares an empty encoding")
 	}
-	// DecodeAll stops at the decoder's memory limit: the declared length (or
-	// the window, for a small snapshot), then the length is checked exactly.
-	zr, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxWindow(snapshotWindow), zstd.WithDecoderMaxMemory(max(size, snapshotWindow)))
+	zr, err := zstd.NewReader(payload, zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderMaxWindow(snapshotWindow), zstd.WithDecoderMaxMemory(snapshotWindow))
 	if err != nil {
-		return nil, badSnapshot("%v", err)
+		return nil, 0, badSnapshot("%v", err)
 	}
-	// Room for the declared length, up to 64 times the payload (far above
-	// what zstd makes of state; past that the buffer grows as bytes come).
-	n := uint64(len(payload))
-	raw, err := zr.DecodeAll(payload, make([]byte, 0, min(size, 64*n+1<<20)))
-	zr.Close()
+	defer zr.Close()
+	raw := &decompressed{r: zr}
+	var snap Snapshot
+	charged, err := snapenc.Decode(raw, int64(size), &snap, snapenc.Limits{MaxBytes: limit})
+	if err == nil {
+		// The decoder took the declared length: the stream ends there (and
+		// its frame checksum is checked at the end).
+		var b [1]byte
+		_, _ = io.ReadFull(raw, b[:])
+	}
 	switch {
-	case errors.Is(err, zstd.ErrDecoderSizeExceeded):
-		return nil, badSnapshot("the payload decompresses to more than the %d bytes its header declares", size)
+	case errors.Is(raw.err, zstd.ErrWindowSizeExceeded) || errors.Is(raw.err, zstd.ErrDecoderSizeExceeded):
+		return nil, charged, badSnapshot("decompressing: a zstd window over the %d bytes snapshots are written with", snapshotWindow)
+	case raw.err != nil && raw.err != io.EOF:
+		return nil, charged, badSnapshot("decompressing: %v", raw.err)
+	case raw.n > size:
+		return nil, charged, badSnapshot("the payload decompresses to more than the %d bytes its header declares", size)
+	case raw.err == io.EOF && raw.n < size:
+		return nil, charged, badSnapshot("the payload decompresses to %d bytes, its header declares %d", raw.n, size)
+	case errors.Is(err, snapenc.ErrLimit):
+		return nil, charged, fmt.Errorf("fabric snapshot: decoding: %w (LoadOptions.MaxBytes): %w: %w", err, ErrSnapshotLimit, ErrSnapshot)
 	case err != nil:
-		return nil, badSnapshot("decompressing: %v", err)
-	case uint64(len(raw)) != size:
-		return nil, badSnapshot("the payload decompresses to %d bytes, its header declares %d", len(raw), size)
+		return nil, charged, fmt.Errorf("fabric snapshot: decoding: %w: %w", err, ErrSnapshot)
 	}
-	return raw, nil
+	return &snap, charged, nil
+}
+
+// decompressed counts the bytes a decompressor gives and keeps its first
+// error (io.EOF at the end of the stream).
+type decompressed struct {
+	r   io.Reader
+	n   uint64
+	err error
+}
+
+func (d *decompressed) Read(b []byte) (int, error) {
+	k, err := d.r.Read(b)
+	d.n += uint64(k)
+	if err != nil && d.err == nil {
+		d.err = err
+	}
+	return k, err
 }

@@ -184,9 +184,11 @@ func TestLoadRefusesHugeCounts(t *testing.T) {
 // TestLoadRefusesBombs (issue 13, item 11): a small payload that
 // decompresses to far more is refused by the length its header declares,
 // before it is decompressed, or — when the header lies — where the declared
-// length ends; the memory Load takes stays within its limit.
+// length ends: by the decoder, which reads no further, or after the value
+// if the stream goes on; the memory Load takes stays within its limit.
 func TestLoadRefusesBombs(t *testing.T) {
 	snap := baseSnapshot(t)
+	small := encodeSnapshot(t, snap)
 	snap.InFlight = []Delivery{{Used: true, Src: 0, Dst: 1, Len: 64 << 20, Data: make([]byte, 64<<20)}}
 	snap.Free = nil
 	raw := encodeSnapshot(t, snap)
@@ -194,15 +196,17 @@ func TestLoadRefusesBombs(t *testing.T) {
 	const limit = 16 << 20
 	for _, c := range []struct {
 		name     string
+		raw      []byte
 		declared uint64
 		want     string
 		is       error
 	}{
-		{"declared", uint64(len(raw)), fmt.Sprintf("the header declares %d bytes decoded, over the limit of 16777216", len(raw)), ErrSnapshotLimit},
-		{"understated", 1 << 20, "the payload decompresses to more than the 1048576 bytes its header declares", nil},
+		{"declared", raw, uint64(len(raw)), fmt.Sprintf("the header declares %d bytes decoded, over the limit of 16777216", len(raw)), ErrSnapshotLimit},
+		{"understated", raw, 1 << 20, "InFlight[0].Data: 67108864 elements, but only", nil},
+		{"going on past the value", append(small, make([]byte, 64<<20)...), uint64(len(small)), fmt.Sprintf("the payload decompresses to more than the %d bytes its header declares", len(small)), nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			file := seal(t, raw, c.declared)
+			file := seal(t, c.raw, c.declared)
 			require.Less(t, len(file), 256<<10, "a bomb: a small file")
 			var before, after runtime.MemStats
 			runtime.GC()
@@ -216,13 +220,97 @@ func TestLoadRefusesBombs(t *testing.T) {
 			if c.is != nil {
 				assert.ErrorIs(t, err, c.is)
 			}
-			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(2*limit+snapshotWindow*4), "bytes allocated to refuse the file")
+			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(LoadBuffers+limit/4), "bytes allocated to refuse the file")
 		})
 	}
 	// Under a limit that holds it, the same file loads.
 	s, err := LoadWith(bytes.NewReader(seal(t, raw, uint64(len(raw)))), LoadOptions{MaxBytes: 256 << 20})
 	require.NoError(t, err)
 	assert.NotNil(t, s)
+}
+
+// TestLoadTakesAtMostItsLimit: loading holds no whole copy of the file —
+// not the compressed payload, nor the decompressed encoding, nor the
+// decoded pages a second time in the restored system — so what Load
+// allocates, to refuse a file or to restore one, stays within its limit
+// and LoadBuffers. The files are hostile ones at a 16 MiB scale: a few KiB
+// of zstd (of the whole 8 MiB window) that decompress to the whole
+// declared length of zeros, a header declaring a payload of zeros (a
+// sparse file), and the same truncated, extended and corrupted; then a
+// system whose memory pages take most of the limit restores exactly, and
+// under a limit short of what it takes is refused.
+func TestLoadTakesAtMostItsLimit(t *testing.T) {
+	const limit = 16 << 20
+	zeros := make([]byte, limit)
+	bomb := seal(t, zeros, limit)
+	require.Less(t, len(bomb), 8<<10, "a few KiB of file")
+	sparse := reseal(zeros, limit)
+	binary.LittleEndian.PutUint64(sparse[24:], limit)
+	sparse[sumOffset] ^= 1 // the checksum of another file
+	corrupted := append([]byte(nil), bomb...)
+	corrupted[len(corrupted)-8] ^= 0x40
+	for _, c := range []struct {
+		name string
+		file []byte
+		want string
+	}{
+		{"zeros to the declared length", bomb, "bytes left over after the value"},
+		{"a sparse payload", sparse, "checksum mismatch"},
+		{"a sparse payload sealed", reseal(zeros, limit), "decompressing: "},
+		{"truncated", bomb[:len(bomb)-100], fmt.Sprintf("payload of %d bytes, the header says %d (truncated or trailing data)", len(bomb)-100-snapshotHeader, len(bomb)-snapshotHeader)},
+		{"a byte of trailing data", append(append([]byte(nil), bomb...), 0), fmt.Sprintf("payload of %d bytes, the header says %d (truncated", len(bomb)+1-snapshotHeader, len(bomb)-snapshotHeader)},
+		{"a corrupted byte", corrupted, "checksum mismatch (the file is corrupted)"},
+		{"a sparse payload truncated", sparse[:limit/2], fmt.Sprintf("payload of %d bytes, the header says %d", limit/2-snapshotHeader, limit)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, used, err := loadMeasured(t, c.file, limit)
+			require.Error(t, err)
+			assert.Nil(t, s)
+			assert.ErrorIs(t, err, ErrSnapshot)
+			assert.Contains(t, err.Error(), c.want)
+			assert.Less(t, used, uint64(LoadBuffers), "bytes allocated to refuse the file")
+		})
+	}
+
+	// A system whose pages take 24 MiB of a 32 MiB limit: the payload, the
+	// decompressed encoding and the restored pages would each take as much
+	// again.
+	const pagesLimit = 32 << 20
+	sys, err := New(Config{Generation: hwarch.Cayman, Devices: 1, Ready: true})
+	require.NoError(t, err)
+	data := make([]byte, 24<<20)
+	for i := range data {
+		data[i] = byte(i*7 + i>>12)
+	}
+	require.NoError(t, sys.Device(0).Land(0x1000_0000, data, udma.Reduce{}))
+	var file bytes.Buffer
+	require.NoError(t, sys.Save(&file))
+	s, used, err := loadMeasured(t, file.Bytes(), pagesLimit)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, used, uint64(pagesLimit+LoadBuffers), "bytes allocated to restore the system")
+	assert.Equal(t, sys.Snapshot().Device[0].HBM, s.Snapshot().Device[0].HBM, "the restored pages")
+	assert.Equal(t, sys.Now(), s.Now())
+	var again bytes.Buffer
+	require.NoError(t, s.Save(&again))
+	assert.Equal(t, file.Bytes(), again.Bytes(), "the restored system saves the same file")
+
+	// A limit of the decoded length: the decoded state and the system
+	// built from it take more.
+	decoded := int64(binary.LittleEndian.Uint64(file.Bytes()[24:]))
+	_, used, err = loadMeasured(t, file.Bytes(), decoded)
+	assert.ErrorIs(t, err, ErrSnapshotLimit)
+	assert.Less(t, used, uint64(decoded+LoadBuffers), "bytes allocated to refuse the file")
+}
+
+// loadMeasured loads a file within limit and returns what Load allocated.
+func loadMeasured(t *testing.T, file []byte, limit int64) (*System, uint64, error) {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s, err := LoadWith(bytes.NewReader(file), LoadOptions{MaxBytes: limit})
+	runtime.ReadMemStats(&after)
+	return s, after.TotalAlloc - before.TotalAlloc, err
 }
 
 // TestLoadRefusesByName: a version 1 (gob) file, a file of another layout,
@@ -254,7 +342,7 @@ func TestLoadRefusesByName(t *testing.T) {
 		{"version 9", func() []byte { b := append([]byte(nil), good...); b[8] = 9; return b }(), LoadOptions{}, "version 9; this build reads version 8", nil},
 		{"other layout", otherLayout, LoadOptions{}, "layout fingerprint", nil},
 		{"too many devices for the limit", good, LoadOptions{MaxBytes: 1 << 20}, "a system of 2 devices takes about 2 MiB", ErrSnapshotLimit},
-		{"trailing decoded bytes", trailing, LoadOptions{}, fmt.Sprintf("decompresses to %d bytes, its header declares %d", len(raw)+1, len(raw)), nil},
+		{"trailing decoded bytes", trailing, LoadOptions{}, fmt.Sprintf("decompresses to more than the %d bytes its header declares", len(raw)), nil},
 		{"declared longer than it is", short, LoadOptions{}, fmt.Sprintf("decompresses to %d bytes, its header declares %d", len(raw), len(raw)+1), nil},
 		{"negative limit", good, LoadOptions{MaxBytes: -1}, "a limit of -1 bytes", nil},
 	} {

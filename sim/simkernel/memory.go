@@ -551,7 +551,17 @@ func (m *Memory) State() MemoryState {
 // Restore replaces the memory's contents with a deep copy of s. A page number
 // outside the address space or a nil page is refused with an error wrapping
 // [ErrInvalidState], and the memory keeps its old contents.
-func (m *Memory) Restore(s MemoryState) error {
+func (m *Memory) Restore(s MemoryState) error { return m.restore(s, false) }
+
+// RestoreOwned is [Memory.Restore] for a state the caller gives up, one
+// decoded from a file say: the memory keeps s's pages themselves instead
+// of copies, so restoring takes no memory for them. s's pages must be
+// distinct, and the caller must not use them after (a refused state is
+// left as it was).
+func (m *Memory) RestoreOwned(s MemoryState) error { return m.restore(s, true) }
+
+// restore is Restore, or RestoreOwned when own.
+func (m *Memory) restore(s MemoryState, own bool) error {
 	// Report the lowest bad page so the error is the same on every run.
 	bad, reason := uint64(0), ""
 	for pn, pg := range s.Pages {
@@ -582,8 +592,11 @@ func (m *Memory) Restore(s MemoryState) error {
 	}
 	var pages pageTable
 	for pn, pg := range s.Pages {
-		cp := *pg
-		pages.set(pn, &cp)
+		if !own {
+			cp := *pg
+			pg = &cp
+		}
+		pages.set(pn, pg)
 	}
 	m.pages = pages
 	m.lastPage = nil

@@ -3,6 +3,7 @@ package simkernel
 import (
 	"bytes"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -461,16 +462,58 @@ func TestMemoryStateRestore(t *testing.T) {
 		{"lowest bad page named", MemoryState{Pages: map[uint64]*Page{9: nil, 3: nil, pageLimit + 1: {}}}, "page 0x3 "},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			before := m2.State()
-			err := m2.Restore(tc.state)
-			require.ErrorIs(t, err, ErrInvalidState)
-			assert.Contains(t, err.Error(), tc.want)
-			assert.Equal(t, before, m2.State())
-		})
+		for _, r := range restores {
+			t.Run(tc.name+" "+r.name, func(t *testing.T) {
+				before := m2.State()
+				err := r.restore(&m2, tc.state)
+				require.ErrorIs(t, err, ErrInvalidState)
+				assert.Contains(t, err.Error(), tc.want)
+				assert.Equal(t, before, m2.State())
+			})
+		}
 	}
 	require.NoError(t, m2.Restore(MemoryState{}), "an empty state is valid")
 	assert.Zero(t, m2.PagesTouched())
+}
+
+// restores are a memory's two restores: of a copy, and of the state's own
+// pages.
+var restores = []struct {
+	name    string
+	restore func(*Memory, MemoryState) error
+}{{"Restore", (*Memory).Restore}, {"RestoreOwned", (*Memory).RestoreOwned}}
+
+// TestMemoryRestoreOwned: RestoreOwned restores what Restore does, but
+// keeps the state's pages themselves (the memory writes to them) and
+// allocates nothing of their size.
+func TestMemoryRestoreOwned(t *testing.T) {
+	var m Memory
+	const n = 256
+	for i := range uint64(n) {
+		require.NoError(t, m.WriteU32(i*PageSize*3, uint32(i+1)))
+	}
+	for _, r := range restores {
+		t.Run(r.name, func(t *testing.T) {
+			s := m.State()
+			var got Memory
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			require.NoError(t, r.restore(&got, s))
+			runtime.ReadMemStats(&after)
+			assert.Equal(t, m.State(), got.State())
+			used := after.TotalAlloc - before.TotalAlloc
+			require.NoError(t, got.WriteU32(3*PageSize, 0xAB))
+			owned := s.Pages[3][0] == 0xAB
+			if r.name == "RestoreOwned" {
+				assert.True(t, owned, "the memory writes to the state's page")
+				assert.Less(t, used, uint64(n*PageSize/8), "allocated for the pages")
+			} else {
+				assert.False(t, owned, "the memory writes to a copy")
+				assert.GreaterOrEqual(t, used, uint64(n*PageSize), "the pages copied")
+			}
+		})
+	}
 }
 
 // TestMemoryCacheInvalidation checks that the last-page cache never serves
