@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -11,28 +10,20 @@ import (
 
 	"github.com/neuronsim/neuronsim/hw/isa"
 	"github.com/neuronsim/neuronsim/hw/isa/asm"
+	"github.com/neuronsim/neuronsim/internal/inputfile"
 	"github.com/neuronsim/neuronsim/internal/output"
 	"github.com/neuronsim/neuronsim/internal/units"
 )
 
-// maxAsmSource bounds the source file asm reads.
-const maxAsmSource = 64 << 20
+// readSource reads a program's source, of at most asm.MaxSource bytes.
+func readSource(path string) ([]byte, error) {
+	return inputfile.Read(path, asm.MaxSource, asm.MaxSourceWhy)
+}
 
-// readFileLimit reads a file of at most limit bytes.
-func readFileLimit(path string, limit int64, what string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s: more than %d bytes; %s", path, limit, what)
-	}
-	return b, nil
+// readBinary reads a program's binary records, at most asm.MaxRecords of
+// them.
+func readBinary(path string) ([]byte, error) {
+	return inputfile.Read(path, asm.MaxRecords*isa.RecordSize, fmt.Sprintf("a program holds at most %d records", asm.MaxRecords))
 }
 
 func newAsmCommand() *cobra.Command {
@@ -57,7 +48,7 @@ func newAsmCommand() *cobra.Command {
 		if err := refuseEmpty(cmd, "output", "-o", out, "name a file, or leave -o out for the default"); err != nil {
 			return err
 		}
-		src, err := readFileLimit(in, maxAsmSource, "asm reads sources up to 64 MiB")
+		src, err := readSource(in)
 		if err != nil {
 			return err
 		}
@@ -104,7 +95,7 @@ func newDisasmCommand() *cobra.Command {
 		if err := refuseEmpty(cmd, "output", "-o", out, "name a file, or leave -o out for the default"); err != nil {
 			return err
 		}
-		bin, err := readFileLimit(in, asm.MaxRecords*isa.RecordSize, fmt.Sprintf("a program holds at most %d records", asm.MaxRecords))
+		bin, err := readBinary(in)
 		if err != nil {
 			return err
 		}

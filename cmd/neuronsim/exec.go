@@ -12,6 +12,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	hwisa "github.com/neuronsim/neuronsim/hw/isa"
+	"github.com/neuronsim/neuronsim/internal/inputfile"
 	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/output"
 	"github.com/neuronsim/neuronsim/internal/units"
@@ -155,7 +156,7 @@ func (f *execFlags) check(progPath string) (ins, outs []tileSpec, traceBytes uin
 		}
 		// At most the tile's partitions of the largest SBUF partition.
 		limit := int64(t.Count) * maxOfGenerations(func(g *hwarch.Geometry) int { return int(g.SBUFPartitionSize) })
-		if t.data, err = readFileLimit(t.file, limit, fmt.Sprintf("a tile of %s holds at most that", units.Plural(int64(t.Count), "partition", "partitions"))); err != nil {
+		if t.data, err = inputfile.Read(t.file, limit, fmt.Sprintf("a tile of %s holds at most that", units.Plural(int64(t.Count), "partition", "partitions"))); err != nil {
 			return nil, nil, 0, fmt.Errorf("--input %s: %w", s, err)
 		}
 		read = append(read, [2]string{"--input " + s, t.file})

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -113,7 +114,8 @@ func TestExecCommand(t *testing.T) {
 
 // TestProgramFilesBounded: validate and exec read a program as asm and
 // disasm bound it — no more than a program's records (/dev/zero once ran
-// the process out of memory), and not none — and
+// the process out of memory), and not none; a FIFO, a device or a
+// directory is refused before it is read (a FIFO never blocks) — and
 // exec refuses a program an engine of which would run past its end (no
 // record with the last flag: it once fetched a gigabyte of zeros as
 // no-ops, minutes for a larger file).
@@ -121,12 +123,23 @@ func TestProgramFilesBounded(t *testing.T) {
 	dir := t.TempDir()
 	big := filepath.Join(dir, "big.bin")
 	require.NoError(t, os.WriteFile(big, make([]byte, (asm.MaxRecords+1)*hwisa.RecordSize), 0o644))
+	bigSource := filepath.Join(dir, "big.s")
+	require.NoError(t, os.WriteFile(bigSource, nil, 0o644))
+	require.NoError(t, os.Truncate(bigSource, asm.MaxSource+1)) // a hole: refused by its size, never read
+	fifo := filepath.Join(dir, "fifo.s")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o644)) // no writer: a read would block
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"validate", big}, "a program holds at most 1048576 records"},
 		{[]string{"exec", big}, "a program holds at most 1048576 records"},
+		{[]string{"asm", bigSource}, bigSource + ": more than 67108864 bytes; asm reads sources up to 64 MiB"},
+		{[]string{"validate", fifo}, fifo + ": is a FIFO (named pipe), not a regular file"},
+		{[]string{"exec", fifo}, fifo + ": is a FIFO (named pipe), not a regular file"},
+		{[]string{"asm", fifo}, fifo + ": is a FIFO (named pipe), not a regular file"},
+		{[]string{"disasm", "/dev/zero"}, "/dev/zero: is a character device, not a regular file"},
+		{[]string{"validate", dir}, dir + ": is a directory, not a regular file"},
 		{[]string{"validate", writeFile(t, dir, "empty.bin", "")}, "bad program: empty: a program holds at least one 64-byte record"},
 		{[]string{"exec", writeFile(t, dir, "nolast.s", ".engine pe\nnop\n")}, `the pe engine's block (1 record) has no record with the last flag`},
 		{[]string{"exec", writeFile(t, dir, "onelast.s", ".engine pe\nnop last\n.engine act\nnop\nnop\n")}, `the act engine's block (2 records) has no record with the last flag`},

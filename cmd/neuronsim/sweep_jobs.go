@@ -57,7 +57,7 @@ func readJobGrid(arg string) (*sweep.Grid, string, []byte, error) {
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("grid %s: %w", arg, err)
 	}
-	data, err := readGridFile(abs)
+	data, err := sweep.ReadGrid(abs)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -66,20 +66,6 @@ func readJobGrid(arg string) (*sweep.Grid, string, []byte, error) {
 		return nil, "", nil, err
 	}
 	return g, abs, data, nil
-}
-
-// readGridFile reads a grid file, refusing one larger than sweep.MaxGridBytes.
-func readGridFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("sweep: grid %s: %w: %w", path, err, sweep.ErrGrid)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, sweep.MaxGridBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("sweep: grid %s: %w: %w", path, err, sweep.ErrGrid)
-	}
-	return data, nil
 }
 
 // shellWord quotes s for a shell command line when it needs it.

@@ -23,13 +23,13 @@ import (
 // validators).
 func readProgram(path string) ([]byte, error) {
 	if strings.HasSuffix(path, ".s") || strings.HasSuffix(path, ".asm") {
-		src, err := readFileLimit(path, maxAsmSource, "asm reads sources up to 64 MiB")
+		src, err := readSource(path)
 		if err != nil {
 			return nil, err
 		}
 		return asm.Assemble(path, src)
 	}
-	return readFileLimit(path, asm.MaxRecords*hwisa.RecordSize, fmt.Sprintf("a program holds at most %d records", asm.MaxRecords))
+	return readBinary(path)
 }
 
 // checkEnds refuses a program one of whose engine blocks (program.Split)

@@ -12,7 +12,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/neuronsim/neuronsim/hw/isa/asm"
 	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/internal/inputfile"
 	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/output"
 	"github.com/neuronsim/neuronsim/internal/plot"
@@ -35,7 +37,14 @@ type Parsed struct {
 	*Scenario
 	sys  *resolved
 	read func(string) ([]byte, error) // reads the program files it names
+	fsys fs.FS                        // the file system it and its programs are read from (nil: the host's)
 	base *Base                        // the system restored in place of the described one, or nil
+}
+
+// readProgram reads a program file a scenario names: a regular file of at
+// most asm.MaxSource bytes, as asm reads it.
+func readProgram(path string) ([]byte, error) {
+	return inputfile.Read(path, asm.MaxSource, asm.MaxSourceWhy)
 }
 
 // Parse reads a scenario from data (file names it in errors and locates
@@ -59,7 +68,7 @@ func ParseWith(file string, data []byte, base *Base) (*Parsed, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Parsed{Scenario: &sc, sys: r, read: os.ReadFile, base: base}
+	p := &Parsed{Scenario: &sc, sys: r, read: readProgram, base: base}
 	if base != nil {
 		p.Steps = append([]Step{{Action: &SnapshotStep{Restore: base.From}, implicit: "the restore of " + base.From}}, p.Steps...)
 	}
@@ -67,12 +76,14 @@ func ParseWith(file string, data []byte, base *Base) (*Parsed, error) {
 }
 
 // Load reads and checks a scenario file; its program files are read
-// relative to it.
+// relative to it. The file must be a regular file (a FIFO or a device is
+// refused before it is opened) of at most strictyaml.MaxBytes, as the
+// decoder takes; a program file one of at most asm.MaxSource.
 func Load(path string) (*Parsed, error) { return LoadWith(path, nil) }
 
 // LoadWith is Load for a scenario run on a restored system (see ParseWith).
 func LoadWith(path string, base *Base) (*Parsed, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, strictyaml.MaxBytes, strictyaml.MaxBytesWhy)
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
@@ -86,7 +97,7 @@ func LoadFS(fsys fs.FS, name string) (*Parsed, error) { return LoadFSWith(fsys, 
 // LoadFSWith is LoadFS for a scenario run on a restored system (see
 // ParseWith).
 func LoadFSWith(fsys fs.FS, name string, base *Base) (*Parsed, error) {
-	data, err := fs.ReadFile(fsys, name)
+	data, err := inputfile.ReadFS(fsys, name, strictyaml.MaxBytes, strictyaml.MaxBytesWhy)
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
@@ -94,7 +105,10 @@ func LoadFSWith(fsys fs.FS, name string, base *Base) (*Parsed, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.read = func(path string) ([]byte, error) { return fs.ReadFile(fsys, filepath.ToSlash(path)) }
+	p.fsys = fsys
+	p.read = func(path string) ([]byte, error) {
+		return inputfile.ReadFS(fsys, filepath.ToSlash(path), asm.MaxSource, asm.MaxSourceWhy)
+	}
 	return p, nil
 }
 

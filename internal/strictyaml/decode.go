@@ -14,12 +14,18 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Limits on what Decode accepts. They bound the time and memory that a
-// hostile or broken file can cost.
+// MaxBytes is the largest document Decode accepts, in bytes; a file read
+// to be decoded is read within it (MaxBytesWhy says why, in the refusal).
+const MaxBytes = 1 << 20
+
+// MaxBytesWhy says what MaxBytes is, for the refusal of a larger file.
+const MaxBytesWhy = "the YAML decoder reads documents up to 1 MiB"
+
+// Limits on what Decode accepts. With MaxBytes, they bound the time and
+// memory that a hostile or broken file can cost.
 const (
-	maxBytes = 1 << 20 // largest document, in bytes
-	maxDepth = 64      // deepest nesting of mappings and sequences
-	maxItems = 100000  // longest sequence
+	maxDepth = 64     // deepest nesting of mappings and sequences
+	maxItems = 100000 // longest sequence
 	// maxCalls bounds the recursion of the walker itself, which can be
 	// deeper than the document when Unmarshalers call Decoder.Node (and would
 	// be unbounded if one called Node on its own type with the same node).
@@ -60,8 +66,8 @@ func Decode(file string, data []byte, out any) (err error) {
 	if !isTarget(out) {
 		return d.Errorf(nil, "", "cannot decode into %T: need a non-nil pointer", out)
 	}
-	if len(data) > maxBytes {
-		return d.Errorf(nil, "", "document is %d bytes; at most %d (1 MiB) are allowed", len(data), maxBytes)
+	if len(data) > MaxBytes {
+		return d.Errorf(nil, "", "document is %d bytes; at most %d (1 MiB) are allowed", len(data), MaxBytes)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node

@@ -24,9 +24,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +34,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/internal/inputfile"
 	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/strictyaml"
 	"github.com/neuronsim/neuronsim/internal/units"
@@ -306,18 +305,24 @@ func (g *Grid) Len() int { return len(g.points) }
 // whatever their layout and comments.
 func (g *Grid) Hash() string { return g.hash }
 
-// LoadGrid reads and expands the grid file at path ([ParseGrid]).
+// LoadGrid reads and expands the grid file at path ([ReadGrid],
+// [ParseGrid]).
 func LoadGrid(path string) (*Grid, error) {
-	f, err := os.Open(path)
+	data, err := ReadGrid(path)
 	if err != nil {
-		return nil, fmt.Errorf("sweep: grid %s: %w: %w", path, err, ErrGrid)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxGridBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("sweep: grid %s: %w: %w", path, err, ErrGrid)
+		return nil, err
 	}
 	return ParseGrid(path, data)
+}
+
+// ReadGrid reads the grid file at path: a regular file of at most
+// MaxGridBytes (internal/inputfile). The error wraps ErrGrid.
+func ReadGrid(path string) ([]byte, error) {
+	data, err := inputfile.Read(path, MaxGridBytes, "a grid file is at most 1 MiB")
+	if err != nil {
+		return nil, fmt.Errorf("sweep: grid: %w: %w", err, ErrGrid)
+	}
+	return data, nil
 }
 
 // rawGrid is the grid file as decoded, before any value is checked.

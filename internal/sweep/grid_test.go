@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -239,11 +241,22 @@ func TestDocsGrid(t *testing.T) {
 	assert.Greater(t, g.Len(), 1000)
 }
 
-// TestLoadGrid: a missing file and one above MaxGridBytes are refused.
+// TestLoadGrid: a missing file, a FIFO (without blocking) and one above
+// MaxGridBytes are refused.
 func TestLoadGrid(t *testing.T) {
 	_, err := LoadGrid("testdata/no-such-grid.yaml")
 	require.ErrorIs(t, err, ErrGrid)
 	assert.Contains(t, err.Error(), "no-such-grid.yaml")
+	fifo := filepath.Join(t.TempDir(), "fifo.yaml")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	_, err = LoadGrid(fifo)
+	require.ErrorIs(t, err, ErrGrid)
+	assert.Equal(t, "sweep: grid: "+fifo+": is a FIFO (named pipe), not a regular file: "+ErrGrid.Error(), err.Error())
+	big := filepath.Join(t.TempDir(), "big.yaml")
+	require.NoError(t, os.WriteFile(big, make([]byte, MaxGridBytes+1), 0o644))
+	_, err = LoadGrid(big)
+	require.ErrorIs(t, err, ErrGrid)
+	assert.Contains(t, err.Error(), big+": more than 1048576 bytes; a grid file is at most 1 MiB")
 	_, err = ParseGrid("big.yaml", make([]byte, MaxGridBytes+1))
 	require.ErrorIs(t, err, ErrGrid)
 	assert.Contains(t, err.Error(), "larger than")

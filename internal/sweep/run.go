@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/internal/inputfile"
 	"github.com/neuronsim/neuronsim/internal/jsonkeys"
 	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/output"
@@ -317,7 +318,7 @@ func (g *Grid) manifestJSON() ([]byte, error) {
 // hash against its inputs and the grid's hash against the points.
 func readManifest(dir string) (*manifest, error) {
 	path := filepath.Join(dir, ManifestName)
-	data, err := readLimited(path, 1<<28)
+	data, err := inputfile.Read(path, 1<<28, "a sweep manifest is at most 256 MiB")
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, err
@@ -368,23 +369,6 @@ func (g *Grid) computeHash() string {
 	return hashHex(b.String())
 }
 
-// readLimited reads a file of at most limit bytes.
-func readLimited(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
-	}
-	return data, nil
-}
-
 // resultPath is where point p's result goes.
 func resultPath(dir string, p *Point) string {
 	return filepath.Join(dir, PointsDir, p.Hash+".json")
@@ -420,7 +404,7 @@ var errMalformed = errors.New("malformed result file")
 // fs.ErrNotExist.
 func readResult(dir string, p *Point) (*Result, error) {
 	path := resultPath(dir, p)
-	data, err := readLimited(path, MaxResultBytes)
+	data, err := inputfile.Read(path, MaxResultBytes, "a result file is at most 1 MiB")
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, err

@@ -8,10 +8,15 @@ import (
 // Limits of the assembler, so hostile input cannot make it allocate without
 // bound.
 const (
-	MaxLineLen = 4096    // bytes in one source line, comment included
-	MaxRecords = 1 << 20 // records in one program (64 MiB of binary)
-	MaxErrors  = 10      // errors Assemble collects before it stops
+	MaxLineLen = 4096     // bytes in one source line, comment included
+	MaxRecords = 1 << 20  // records in one program (64 MiB of binary)
+	MaxErrors  = 10       // errors Assemble collects before it stops
+	MaxSource  = 64 << 20 // bytes in one source file, as the commands and scenarios read it
 )
+
+// MaxSourceWhy says what MaxSource is, for the refusal of a larger source
+// file.
+const MaxSourceWhy = "asm reads sources up to 64 MiB"
 
 // Error is one assembly error: where it is and what was expected.
 type Error struct {
