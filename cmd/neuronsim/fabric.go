@@ -323,25 +323,8 @@ func checkOutputPaths(flags ...[2]string) error {
 // an existing file that is the same one (a link, a hard link). Writing it
 // would replace what the command was given.
 func checkNotInputs(out [2]string, inputs ...[2]string) error {
-	if out[1] == "" {
-		return nil
-	}
-	abs, err := filepath.Abs(out[1])
-	if err != nil {
-		return fmt.Errorf("%s: %w", out[0], err)
-	}
-	ofi, oerr := os.Stat(out[1])
 	for _, in := range inputs {
-		if in[1] == "" {
-			continue
-		}
-		same := false
-		if a, err := filepath.Abs(in[1]); err == nil && a == abs {
-			same = true
-		} else if ifi, err := os.Stat(in[1]); err == nil && oerr == nil && os.SameFile(ofi, ifi) {
-			same = true
-		}
-		if same {
+		if output.SameFile(out[1], in[1]) {
 			return fmt.Errorf("%s %s: the same file as %s, which it would replace", out[0], out[1], in[0])
 		}
 	}

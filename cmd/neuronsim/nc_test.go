@@ -152,10 +152,11 @@ func TestProgramFilesBounded(t *testing.T) {
 	}
 }
 
-// TestOutputIsNotAnInput: asm, disasm and exec refuse to write over a file
-// they read — the source, the program, an --input — by its path or through
-// a link (each once replaced it silently); exec's --input is bounded by
-// what its tile holds.
+// TestOutputIsNotAnInput: asm, disasm, exec, run and snapshot save refuse
+// to write over a file they read — the source, the program, an --input, a
+// scenario's program — by its path or through a link, symbolic or hard
+// (each once replaced it silently); exec's --input is bounded by what its
+// tile holds.
 func TestOutputIsNotAnInput(t *testing.T) {
 	dir := t.TempDir()
 	src := writeFile(t, dir, "p.s", ".engine pe\nnop last\n")
@@ -166,10 +167,20 @@ func TestOutputIsNotAnInput(t *testing.T) {
 	require.NoError(t, os.Symlink(src, link))
 	in := writeFile(t, dir, "w.bin", string(make([]byte, 4096)))
 	huge := writeFile(t, dir, "huge.bin", string(make([]byte, 1<<20)))
+	hard := filepath.Join(dir, "hard.s")
+	require.NoError(t, os.Link(src, hard))
+	scenario := func(name, outputs string) string {
+		return writeFile(t, dir, name, "name: x\nsystem: {arch: cayman, devices: 1, boot: false, reset: false}\n"+
+			"steps:\n  - validate: {program: p.s}\noutputs: {dir: "+dir+outputs+"}\n")
+	}
+	reportOver := scenario("report.yaml", ", report: hard.s")
+	plain := scenario("plain.yaml", "")
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{"run", reportOver}, "outputs.report " + hard + ": the same file as steps[0] (validate).program " + src + ", which it would replace; nothing was run"},
+		{[]string{"snapshot", "save", plain, hard}, "the snapshot saved " + hard + ": the same file as steps[0] (validate).program " + src},
 		{[]string{"asm", src, "-o", src}, "the same file as the source"},
 		{[]string{"asm", src, "-o", link}, "the same file as the source"},
 		{[]string{"disasm", bin, "-o", bin}, "the same file as the program"},

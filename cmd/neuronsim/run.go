@@ -32,8 +32,11 @@ brings every device up through the runtime and runs its steps, then writes its
 outputs (report, sweep JSON, plots, pcap) under its output directory. Without an
 argument it runs the embedded default: a 32-device Trn3 system on NeuronSwitch-v1
 brought up, the DVE tables loaded on every core, a program validated and
-executed on one core, and an AllReduce sweep over the switch. SCENARIO is a file,
-or the name of a shipped scenario (--list names them).`,
+executed on one core, and an AllReduce sweep over the switch. SCENARIO is a file
+(a regular file of at most 1 MiB), or the name of a shipped scenario (--list
+names them). An output that is the same file as one the run reads (the
+scenario, a program it names, a snapshot it restores), by its path or through
+a link, is refused before anything runs.`,
 		Example: `  neuronsim run
   neuronsim run emu-mariana
   neuronsim run my-scenario.yaml --out /tmp/out`,

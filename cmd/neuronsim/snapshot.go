@@ -30,8 +30,12 @@ is refused.`,
 func newSnapshotSaveCommand() *cobra.Command {
 	var outDir, memLimit string
 	cmd := &cobra.Command{
-		Use:     "save SCENARIO FILE",
-		Short:   "Run a scenario and save the system it ends with",
+		Use:   "save SCENARIO FILE",
+		Short: "Run a scenario and save the system it ends with",
+		Long: `save runs SCENARIO and saves the system it ends with to FILE, written atomically.
+FILE, like every output of the scenario, may not be the same file as one the run
+reads (the scenario, a program it names), by its path or through a link: that is
+refused before anything runs.`,
 		Example: "  neuronsim snapshot save trn2-torus-collectives /tmp/torus.snap",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -52,7 +56,9 @@ func newSnapshotRestoreCommand() *cobra.Command {
 		Long: `restore reads the snapshot FILE (a damaged one is refused, naming it) and runs
 SCENARIO's steps on the system it holds. The system is the snapshot's: the
 scenario need not have a system section, and the keys it gives (arch,
-devices, revision, topology, model, mode) must agree with the snapshot.`,
+devices, revision, topology, model, mode) must agree with the snapshot. No
+output of the scenario may be the same file as FILE, SCENARIO or a program it
+names (by its path or through a link): that is refused before anything runs.`,
 		Example: "  neuronsim snapshot restore /tmp/torus.snap my-steps.yaml",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -127,27 +127,8 @@ func (sf shardFlags) resolveShards(points int) (n, m int, err error) {
 // notAnInput refuses an output path (of flag) that names one of the
 // inputs (or an earlier output), which writing it would destroy.
 func notAnInput(flag, path string, inputs ...string) error {
-	if path == "" {
-		return nil
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", flag, path, err)
-	}
-	fi, statErr := os.Stat(abs)
 	for _, in := range inputs {
-		if in == "" {
-			continue
-		}
-		inAbs, err := filepath.Abs(in)
-		if err != nil {
-			return fmt.Errorf("%s %s: %w", flag, in, err)
-		}
-		same := inAbs == abs
-		if fj, err := os.Stat(inAbs); !same && statErr == nil && err == nil {
-			same = os.SameFile(fi, fj)
-		}
-		if same {
+		if output.SameFile(path, in) {
 			return fmt.Errorf("%s %s: is %s, an input or an earlier output of this command: nothing was written", flag, path, in)
 		}
 	}

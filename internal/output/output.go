@@ -296,6 +296,27 @@ func Check(path string) error {
 	return f.Abort()
 }
 
+// SameFile reports whether paths a and b name the same file: the same
+// absolute path, or existing files that are one file (through a symbolic
+// link or a hard link). An output at a that is the same file as an input at
+// b would replace it.
+func SameFile(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	aa, errA := filepath.Abs(a)
+	ab, errB := filepath.Abs(b)
+	if errA == nil && errB == nil && aa == ab {
+		return true
+	}
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
+}
+
 // CheckDir reports whether dir exists as a directory, or can be made: its
 // nearest existing ancestor is a directory. It creates nothing.
 func CheckDir(dir string) error {

@@ -210,3 +210,37 @@ func TestLinksAndSpecialFiles(t *testing.T) {
 		assert.False(t, IsTemp(e.Name()), "temporary file %s left", e.Name())
 	}
 }
+
+// TestSameFile: two paths are the same file by their absolute paths, or
+// through a symbolic or a hard link; different files, a missing one and an
+// empty path are not.
+func TestSameFile(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a")
+	b := filepath.Join(dir, "b")
+	require.NoError(t, os.WriteFile(a, []byte("a"), 0o644))
+	require.NoError(t, os.WriteFile(b, []byte("a"), 0o644))
+	hard := filepath.Join(dir, "hard")
+	require.NoError(t, os.Link(a, hard))
+	soft := filepath.Join(dir, "soft")
+	require.NoError(t, os.Symlink("a", soft))
+	t.Chdir(dir)
+	for _, tc := range []struct {
+		x, y string
+		same bool
+	}{
+		{a, a, true},
+		{"a", a, true},
+		{"./sub/../a", a, true},
+		{hard, a, true},
+		{soft, "a", true},
+		{a, b, false},
+		{"missing", a, false},
+		{"missing", "missing", true}, // one path: an output there would be the input
+		{"", a, false},
+		{a, "", false},
+	} {
+		assert.Equal(t, tc.same, SameFile(tc.x, tc.y), "%s, %s", tc.x, tc.y)
+		assert.Equal(t, tc.same, SameFile(tc.y, tc.x), "%s, %s", tc.y, tc.x)
+	}
+}

@@ -505,6 +505,9 @@ func (run *runner) precheck(opt Options) error {
 		return err
 	}
 	outs := run.outputs()
+	if err := run.precheckNotInputs(outs); err != nil {
+		return err
+	}
 	if err := run.precheckRestores(); err != nil {
 		return err
 	}
@@ -579,8 +582,8 @@ func (run *runner) precheckMemory(limit memlimit.Limit) error {
 	return nil
 }
 
-// outputFile is an output the run will write: the key or step that names
-// it, and its path.
+// outputFile is an output the run will write (or, in inputs, a file it
+// reads): the key or step that names it, and its path.
 type outputFile struct{ where, path string }
 
 // outputs lists the files the run will write: the report, the sweep JSON
@@ -609,11 +612,65 @@ func (run *runner) outputs() []outputFile {
 		}
 		path := run.outPath(st.Save)
 		if !saved[path] {
-			outs = append(outs, outputFile{p.stepName(i) + ".save", path})
+			where := p.stepName(i) + ".save"
+			if p.Steps[i].implicit != "" {
+				where = "the snapshot saved"
+			}
+			outs = append(outs, outputFile{where, path})
 		}
 		saved[path] = true
 	}
 	return outs
+}
+
+// inputs lists the files of the host's file system the run reads, each
+// named as the scenario names it: the scenario file, every step's program
+// file, every snapshot restored — but one an earlier step of the run
+// saves, which is its own output.
+func (run *runner) inputs() []outputFile {
+	p := run.p
+	var ins []outputFile
+	if p.fsys == nil && p.file != "" {
+		ins = append(ins, outputFile{"the scenario file", p.file})
+	}
+	saved := map[string]bool{}
+	for i := range p.Steps {
+		switch st := p.Steps[i].Action.(type) {
+		case programAction:
+			if ps := st.programStep(); ps.Program != "" && p.fsys == nil {
+				ins = append(ins, outputFile{p.stepName(i) + ".program", p.programPath(ps)})
+			}
+		case *SnapshotStep:
+			if st.Save != "" {
+				saved[run.outPath(st.Save)] = true
+				continue
+			}
+			path := run.outPath(st.Restore)
+			switch {
+			case saved[path]:
+			case p.Steps[i].implicit != "":
+				ins = append(ins, outputFile{"the snapshot restored", path})
+			default:
+				ins = append(ins, outputFile{p.stepName(i) + ".restore", path})
+			}
+		}
+	}
+	return ins
+}
+
+// precheckNotInputs refuses an output that is the same file as one the run
+// reads (the same path, or a symbolic or hard link to it): writing it would
+// replace the scenario, a program or a snapshot the run was given.
+func (run *runner) precheckNotInputs(outs []outputFile) error {
+	ins := run.inputs()
+	for _, o := range outs {
+		for _, in := range ins {
+			if output.SameFile(o.path, in.path) {
+				return fmt.Errorf("%s: %s %s: the same file as %s %s, which it would replace; nothing was run", run.p.file, o.where, o.path, in.where, in.path)
+			}
+		}
+	}
+	return nil
 }
 
 // precheckRestores loads every snapshot a step restores and checks that it

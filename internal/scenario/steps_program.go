@@ -65,12 +65,19 @@ func (run *runner) source(ps *ProgramStep) (string, []byte, error) {
 	if ps.Source != "" {
 		return "<source>", []byte(ps.Source), nil
 	}
-	path := ps.Program
-	if !filepath.IsAbs(path) && run.p.file != "" {
-		path = filepath.Join(filepath.Dir(run.p.file), path)
-	}
+	path := run.p.programPath(ps)
 	b, err := run.p.read(path)
 	return path, b, err
+}
+
+// programPath is the path of a program step's file: relative to the
+// scenario's, or absolute.
+func (p *Parsed) programPath(ps *ProgramStep) string {
+	path := ps.Program
+	if !filepath.IsAbs(path) && p.file != "" {
+		path = filepath.Join(filepath.Dir(p.file), path)
+	}
+	return path
 }
 
 // assemble reads and assembles a program step's program.
