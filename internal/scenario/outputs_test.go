@@ -140,7 +140,7 @@ func TestPrecheckBeforeBringUp(t *testing.T) {
 		opt                  Options
 		want                 string
 	}{
-		{"program file missing", "  - exec: {program: no-such.s}\n", "", Options{}, "steps[0] (exec): open"},
+		{"program file missing", "  - exec: {program: no-such.s}\n", "", Options{}, "no-such.s: no such file or directory"},
 		{"program does not assemble", "  - validate: {source: \"frobnicate x\"}\n", "", Options{}, "steps[0] (validate)"},
 		{"output dir under a file", "", "outputs: {dir: " + filepath.Join(file, "out") + "}\n", Options{OutDir: "-"}, "outputs.dir"},
 		{"output in a missing directory", "  - sweep: {op: all_reduce, min: 4K, max: 4K}\n", "outputs: {json: nope/s.json}\n", Options{}, "outputs.json: output"},
