@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/bringup"
 	"github.com/neuronsim/neuronsim/runtime/ndl"
@@ -87,6 +88,38 @@ func (t *targetFlags) open() (*bringup.Device, func(), error) {
 	return d, func() {}, nil
 }
 
+// openWords is open for n consecutive registers from BAR0 offset off
+// (ADDR): they must lie in the register BAR of the target's
+// generation, 4-byte aligned (hwarch.Geometry.CheckRegisters). A simulated
+// device's is checked before it is built; a served or kernel device's once
+// it is brought up, before any register is touched.
+func (t *targetFlags) openWords(off, n uint64) (*bringup.Device, func(), error) {
+	check := func(geo *hwarch.Geometry) error {
+		if err := geo.CheckRegisters(off, n); err != nil {
+			return fmt.Errorf("ADDR %w", err)
+		}
+		return nil
+	}
+	if t.remote == "" && t.kernel == "" {
+		s, err := t.sys.spec()
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := check(hwarch.MustGeometry(s.Gen)); err != nil {
+			return nil, nil, err
+		}
+	}
+	d, done, err := t.open()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := check(d.Geometry); err != nil {
+		done()
+		return nil, nil, err
+	}
+	return d, done, nil
+}
+
 // openRegisters opens the runtime's stack on dev for register access only
 // (a kernel driver's device has no host memory for DMA) and returns the
 // brought-up device.
@@ -103,9 +136,11 @@ func newCSRCommand() *cobra.Command {
 		Use:   "csr read ADDR [--count N] | csr write ADDR VALUE...",
 		Short: "Read or write device registers through the runtime's csr_read/csr_write",
 		Long: "csr brings a device up through the runtime and reads or writes registers with the\n" +
-			"seed 001 csr layer. ADDR is a BAR0 offset, decimal or 0x hex (010 is ten, never octal); it is turned into the runtime's\n" +
-			"virtual address of that offset, so a batch that leaves or straddles a registered window\n" +
-			"fails whole, with the runtime's message and status -2.",
+			"seed 001 csr layer. ADDR is a BAR0 offset, decimal or 0x hex (010 is ten, never octal), a multiple\n" +
+			"of 4 within the generation's register BAR (1 GiB on sunda, 4 GiB on cayman and mariana; every\n" +
+			"word read or written must lie in it), refused before the device is touched otherwise. It is\n" +
+			"turned into the runtime's virtual address of that offset, so a batch that leaves or straddles\n" +
+			"a registered window fails whole, with the runtime's message and status -2.",
 	}
 	cmd.AddCommand(newCSRReadCommand(), newCSRWriteCommand())
 	return cmd
@@ -139,7 +174,7 @@ func newCSRReadCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		d, done, err := tf.open()
+		d, done, err := tf.openWords(off, uint64(count))
 		if err != nil {
 			return err
 		}
@@ -185,7 +220,7 @@ func newCSRWriteCommand() *cobra.Command {
 			}
 			vals[i] = uint32(v)
 		}
-		d, done, err := tf.open()
+		d, done, err := tf.openWords(off, uint64(len(vals)))
 		if err != nil {
 			return err
 		}

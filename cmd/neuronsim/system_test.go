@@ -103,7 +103,15 @@ func TestCSRErrorsInTheSeedsWords(t *testing.T) {
 		want string
 	}{
 		{[]string{"read", "0xD1FFFFFC", "--count", "2"}, "Invalid address 0x7f00d2000000 0x7f00d0000000-0x7f00d2000000 (status -2)"},
-		{[]string{"read", "0xD1FFFFFD"}, "Invalid address 0x7f00d1fffffd"},
+		// Offsets the device cannot hold are refused before it is built,
+		// naming the range (they once wrapped past 2^64, or failed late in
+		// the device's words).
+		{[]string{"read", "0xD1FFFFFD"}, "ADDR 0xd1fffffd: BAR offset not 4-byte aligned: a register is a 32-bit word at a multiple of 4"},
+		{[]string{"read", "0xFFFFFFFFFFFFFFFF"}, "ADDR 0xffffffffffffffff: BAR access out of range: a mariana device's register BAR is 4 GiB, word offsets 0x0..0xfffffffc"},
+		{[]string{"read", "0x100000000"}, "ADDR 0x100000000: BAR access out of range"},
+		{[]string{"read", "0x40000000", "--arch", "sunda"}, "ADDR 0x40000000: BAR access out of range: a sunda device's register BAR is 1 GiB, word offsets 0x0..0x3ffffffc"},
+		{[]string{"read", "0xFFFFFFFC", "--count", "2"}, "ADDR 0xfffffffc: BAR access out of range: 2 words from it run past the end; a mariana device's register BAR is 4 GiB"},
+		{[]string{"write", "0xFFFFFFFC", "1", "2"}, "ADDR 0xfffffffc: BAR access out of range: 2 words from it run past the end"},
 		{[]string{"read", "0x20000000"}, "Region not found for address 0x7f0020000000 (status -2)"},
 		{[]string{"write", "0x20000000", "1"}, "Region not found"},
 		{[]string{"write", "0xD0000000", "0x100000000"}, "wider than 32 bits"},
@@ -143,6 +151,9 @@ func TestServeAndRemoteClients(t *testing.T) {
 
 	_, err = runCLI(t, "csr", "read", "0", "--remote", addr, "--device", "16")
 	assert.ErrorContains(t, err, "exports 16 devices")
+	_, err = runCLI(t, "csr", "read", "0x100000000", "--remote", addr)
+	assert.EqualError(t, err, "ADDR 0x100000000: BAR access out of range: a cayman device's register BAR is 4 GiB, word offsets 0x0..0xfffffffc",
+		"a served device's range is its generation's, checked once it is brought up")
 
 	// The runtime's DMA work on served devices: their host memory and clock
 	// travel over the protocol.

@@ -331,3 +331,35 @@ func TestHostLimits(t *testing.T) {
 		assert.LessOrEqual(t, geo.TopSPs, MaxTSPerDevice)
 	}
 }
+
+// TestCheckRegisters: a run of registers must lie in the generation's
+// register BAR (MinimumBAR0) at a 4-byte aligned offset; the refusal names
+// the offset and the range.
+func TestCheckRegisters(t *testing.T) {
+	for _, tc := range []struct {
+		gen    Generation
+		off, n uint64
+		err    error
+		msg    string
+	}{
+		{Mariana, 0, 1, nil, ""},
+		{Mariana, 0xFFFF_FFFC, 1, nil, ""},
+		{Mariana, 0xFFFF_FFF8, 2, nil, ""},
+		{Sunda, 0x3FFF_FFFC, 1, nil, ""},
+		{Mariana, 0x1_0000_0000, 1, ErrBAROffset, "0x100000000: BAR access out of range: a mariana device's register BAR is 4 GiB, word offsets 0x0..0xfffffffc"},
+		{Mariana, 1<<64 - 1, 1, ErrBAROffset, "0xffffffffffffffff: BAR access out of range: a mariana device's register BAR is 4 GiB, word offsets 0x0..0xfffffffc"},
+		{Mariana, 1<<64 - 4, 1, ErrBAROffset, "0xfffffffffffffffc: BAR access out of range"},
+		{Cayman, 0xFFFF_FFFC, 2, ErrBAROffset, "0xfffffffc: BAR access out of range: 2 words from it run past the end; a cayman device's register BAR is 4 GiB, word offsets 0x0..0xfffffffc"},
+		{Mariana, 0, 1<<62 + 1, ErrBAROffset, "0x0: BAR access out of range: 4611686018427387905 words from it run past the end"},
+		{Sunda, 0x4000_0000, 1, ErrBAROffset, "0x40000000: BAR access out of range: a sunda device's register BAR is 1 GiB, word offsets 0x0..0x3ffffffc"},
+		{Mariana, 0x6C8_4026, 1, ErrAlignment, "0x6c84026: BAR offset not 4-byte aligned: a register is a 32-bit word at a multiple of 4"},
+	} {
+		err := MustGeometry(tc.gen).CheckRegisters(tc.off, tc.n)
+		if tc.err == nil {
+			assert.NoError(t, err, "%s %#x ×%d", tc.gen, tc.off, tc.n)
+			continue
+		}
+		assert.ErrorIs(t, err, tc.err, "%s %#x ×%d", tc.gen, tc.off, tc.n)
+		assert.ErrorContains(t, err, tc.msg)
+	}
+}

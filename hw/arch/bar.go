@@ -2,6 +2,7 @@ package arch
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -30,6 +31,27 @@ func (m BAR0Map) RegisterBAR(mode Mode) int {
 		return m.APBBARUnderQEMU
 	}
 	return m.APBBAR
+}
+
+// CheckRegisters refuses n consecutive 32-bit registers from offset off of
+// the register BAR that do not all lie in it, or whose offset is not
+// 4-byte aligned (the device reads and writes whole words). The register
+// BAR is BAR0.MinimumBAR0 bytes: the BAR the simulated device and the
+// kernel fake map, and every window the runtime's csr layer registers lies
+// below it. The error names the offset and the range, and wraps
+// ErrAlignment or ErrBAROffset; the caller names the flag or field.
+func (g *Geometry) CheckRegisters(off, n uint64) error {
+	size := g.BAR0.MinimumBAR0
+	bar := fmt.Sprintf("a %s device's register BAR is %d GiB, word offsets 0x0..%#x", g.Generation, size/GiB, size-4)
+	switch {
+	case off >= size:
+		return fmt.Errorf("%#x: %w: %s", off, ErrBAROffset, bar)
+	case off%4 != 0:
+		return fmt.Errorf("%#x: %w: a register is a 32-bit word at a multiple of 4", off, ErrAlignment)
+	case n > (size-off)/4:
+		return fmt.Errorf("%#x: %w: %d words from it run past the end; %s", off, ErrBAROffset, n, bar)
+	}
+	return nil
 }
 
 // MMIOLatency is the modelled cost of one BAR access: a non-posted read

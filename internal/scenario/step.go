@@ -161,6 +161,15 @@ func (c *checkContext) core(i int, field string) error {
 	return nil
 }
 
+// register refuses a register offset (from field) outside the register BAR
+// of the generation, or not 4-byte aligned.
+func (c *checkContext) register(off uint64, field string) error {
+	if err := hwarch.MustGeometry(c.r.gen).CheckRegisters(off, 1); err != nil {
+		return c.errorf(field, "%v", err)
+	}
+	return nil
+}
+
 // collectiveWords checks the op, algorithm and dtype of a collective or
 // sweep step (an empty algorithm or dtype takes its default).
 func (c *checkContext) collectiveWords(op, algo, dtype string) error {

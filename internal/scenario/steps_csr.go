@@ -12,7 +12,12 @@ type CSRReadStep struct {
 // Kind implements Action.
 func (*CSRReadStep) Kind() string { return "csr_read" }
 
-func (st *CSRReadStep) check(c *checkContext) error { return c.device(st.Device, "device") }
+func (st *CSRReadStep) check(c *checkContext) error {
+	if err := c.device(st.Device, "device"); err != nil {
+		return err
+	}
+	return c.register(st.Offset, "offset")
+}
 
 func (st *CSRReadStep) run(run *runner) error {
 	up := run.c.Devices[st.Device].Up
@@ -37,7 +42,12 @@ type CSRWriteStep struct {
 // Kind implements Action.
 func (*CSRWriteStep) Kind() string { return "csr_write" }
 
-func (st *CSRWriteStep) check(c *checkContext) error { return c.device(st.Device, "device") }
+func (st *CSRWriteStep) check(c *checkContext) error {
+	if err := c.device(st.Device, "device"); err != nil {
+		return err
+	}
+	return c.register(st.Offset, "offset")
+}
 
 func (st *CSRWriteStep) run(run *runner) error {
 	up := run.c.Devices[st.Device].Up

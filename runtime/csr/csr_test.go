@@ -203,6 +203,11 @@ func TestAtlasPerGeneration(t *testing.T) {
 			w, err := Atlas(tabs)
 			require.NoError(t, err)
 			assert.Len(t, w, tt.windows)
+			for _, win := range w {
+				// The range commands and scenarios check an offset
+				// against holds every window.
+				assert.NoError(t, tabs.Geometry.CheckRegisters(win.BAR0Offset, win.Size/4), "window %s", win.Name)
+			}
 			dev := newFakeDevice(tabs.Geometry.BAR0.MinimumBAR0)
 			tab := NewTable(0)
 			require.NoError(t, RegisterDevice(tab, tabs, dev, 3, va, 0), "windows must not overlap")
