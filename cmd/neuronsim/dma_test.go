@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,8 +11,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/runtime/dmem"
 	"github.com/neuronsim/neuronsim/runtime/ndl"
 	"github.com/neuronsim/neuronsim/runtime/ndl/kernelfake"
+	"github.com/neuronsim/neuronsim/runtime/stack"
+	"github.com/neuronsim/neuronsim/sim"
 )
 
 func TestDVELoadCommand(t *testing.T) {
@@ -70,8 +75,16 @@ func TestDMACopyCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--size", "0"}, `--size "0": must be in 1B..256TiB`},
-		{[]string{"--size", "2GiB"}, "functional copies are limited to 1 GiB"},
+		{[]string{"--size", "0"}, `--size "0": must be in 1B..1GiB`},
+		{[]string{"--size", "2GiB"}, `--size "2GiB": must be in 1B..1GiB: functional copies are limited to 1 GiB; use --timing-only`},
+		// A timing-only copy is bounded by what the system holds, before
+		// anything is built (256T once failed in the host allocator and
+		// 1000G in the device allocator, neither naming --size).
+		{[]string{"--size", "256T", "--timing-only"}, `--size "256T": must be in 1B..35824MiB: a mariana host → device copy holds at most that: its device buffer is one allocation from one HBM channel (36GiB less the firmware carve-out and the small pool)`},
+		{[]string{"--size", "1000G", "--timing-only", "--from", "device", "--to", "host"}, `--size "1000G": must be in 1B..35824MiB: a mariana device → host copy`},
+		{[]string{"--size", "4G", "--timing-only", "--arch", "cayman", "--revision", "qemu"}, `--size "4G": must be in 1B..3056MiB: a cayman host → device copy holds at most that: its device buffer is one allocation from one HBM channel (4GiB less`},
+		{[]string{"--size", "16G", "--timing-only", "--arch", "sunda", "--from", "device", "--to", "device"}, `--size "16G": must be in 1B..15344MiB: a sunda device → device copy holds at most that: its two device buffers are allocations from the HBM channels (16GiB each`},
+		{[]string{"--size", "600G", "--timing-only", "--from", "host", "--to", "host"}, `--size "600G": must be in 1B..521728MiB: a mariana host → host copy holds at most that: its two host buffers are in the simulated host memory window (1020GiB, less 1GiB left to the runtime's own buffers)`},
 		{[]string{"--from", "disk"}, `--from/--to "disk": want host or device`},
 		{[]string{"--size", "lots"}, `--size "lots": does not start with a digit`},
 		{[]string{"--size", "1.5M"}, `--size "1.5M": sizes are integers only`},
@@ -196,5 +209,59 @@ func TestDMACopyKernelErrors(t *testing.T) {
 	} {
 		_, err := runCLI(t, append([]string{"dma", "copy", "--kernel", "/dev/neuron0"}, bad.args...)...)
 		assert.ErrorContains(t, err, bad.want, "%v", bad.args)
+	}
+}
+
+// TestDMACopyLimitIsExact: the --size bound dma copy works out before it
+// builds anything (copyLimit) is what a fresh simulated device holds: the
+// copy's buffers of exactly that size are allocated as the copy allocates
+// them, for every generation, revision and pair of sides, and a device
+// side one page larger is refused (host sides keep hostReserve spare). A
+// functional copy's 1 GiB always fits.
+func TestDMACopyLimitIsExact(t *testing.T) {
+	for _, g := range hwarch.Generations() {
+		for _, rev := range []uint8{0, hwarch.RevisionQEMU} {
+			// alloc allocates a copy's two sides of n bytes as Copy does,
+			// on a fresh device as the command's.
+			alloc := func(sides [2]string, n uint64) error {
+				dev, err := sim.NewDevice(sim.DeviceConfig{Generation: g, Revision: rev, TimingOnly: true})
+				require.NoError(t, err)
+				st, err := stack.Open(dev, stack.Options{})
+				require.NoError(t, err)
+				var frees []func()
+				defer func() {
+					for _, f := range frees {
+						f()
+					}
+				}()
+				for _, side := range sides {
+					if side == "host" {
+						pa, err := st.DMA.Host().HostAlloc(n, 4096)
+						if err != nil {
+							return err
+						}
+						frees = append(frees, func() { st.DMA.Host().HostFree(pa) })
+						continue
+					}
+					h, err := st.Mem.Alloc(dmem.Request{Size: n, Channel: dmem.Any, NC: 0, Name: "limit"})
+					if err != nil {
+						return err
+					}
+					frees = append(frees, func() { st.Mem.Free(h) })
+				}
+				return nil
+			}
+			for _, sides := range [][2]string{{"host", "device"}, {"device", "host"}, {"device", "device"}, {"host", "host"}} {
+				name := fmt.Sprintf("%s rev %#x %s→%s", g, rev, sides[0], sides[1])
+				limit, why, err := copyLimit(systemSpec{Gen: g, Revision: rev}, sides[0], sides[1])
+				require.NoError(t, err, name)
+				assert.GreaterOrEqual(t, limit, int64(maxFunctionalCopy), name)
+				assert.Contains(t, why, fmt.Sprintf("a %s %s → %s copy holds at most that", g, sides[0], sides[1]), name)
+				require.NoError(t, alloc(sides, uint64(limit)), "%s: %s", name, why)
+				if strings.Contains(sides[0]+sides[1], "device") {
+					assert.Error(t, alloc(sides, uint64(limit)+4096), "%s: a page more", name)
+				}
+			}
+		}
 	}
 }

@@ -5,17 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/runtime/bringup"
 	rtdma "github.com/neuronsim/neuronsim/runtime/dma"
+	"github.com/neuronsim/neuronsim/runtime/dmem"
 	"github.com/neuronsim/neuronsim/runtime/ndl"
 	"github.com/neuronsim/neuronsim/runtime/stack"
 	"github.com/neuronsim/neuronsim/sim"
+	"github.com/neuronsim/neuronsim/sim/bar"
 )
 
 func newDMACommand() *cobra.Command {
@@ -38,6 +45,11 @@ func newDMACopyCommand() *cobra.Command {
 			"queue with the driver's marker completion, and prints the descriptor pairs, the device time\n" +
 			"and the achieved bandwidth; in functional mode it checks the destination. --timing-only\n" +
 			"runs the same descriptors without moving the payload.\n\n" +
+			"--size is at most 1 GiB for a functional copy; a timing-only one is bounded by what the\n" +
+			"simulated device holds for its two sides, checked before anything is built: a device buffer\n" +
+			"is one allocation from one HBM channel (the channel less the firmware carve-out and the small\n" +
+			"pool: 35824 MiB on mariana), a host buffer lies in the simulated host memory window (1020 GiB,\n" +
+			"less 1 GiB left to the runtime's buffers); two buffers on one side share it.\n\n" +
 			"With --kernel the copy goes through the Neuron kernel driver instead: device memory of the\n" +
 			"core is allocated (MEM_ALLOC_V2MT64), the pattern is copied into it and back into a second\n" +
 			"host buffer with MEM_BUF_COPY64 (the driver moves it with its own H2T DMA), verified byte for\n" +
@@ -53,7 +65,7 @@ func newDMACopyCommand() *cobra.Command {
 	cmd.MarkFlagsMutuallyExclusive("remote", "kernel")
 	cmd.Flags().StringVar(&from, "from", "host", "source: host or device")
 	cmd.Flags().StringVar(&to, "to", "device", "destination: host or device")
-	cmd.Flags().StringVar(&size, "size", "1MiB", "bytes to copy, "+sizeUnits)
+	cmd.Flags().StringVar(&size, "size", "1MiB", "bytes to copy, "+sizeUnits+"; at most 1 GiB, or with --timing-only what the device's memory holds for the copy (see above)")
 	cmd.Flags().Var(core, "core", "NeuronCore whose H2T queue copies")
 	cmd.Flags().BoolVar(&timingOnly, "timing-only", false, "move no payload (sweeps larger than host memory)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -61,18 +73,14 @@ func newDMACopyCommand() *cobra.Command {
 		if kernel != "" {
 			return kernelCopyCommand(cmd, tf, kernel, size, nc)
 		}
-		sz, err := units.ParseBytesIn("--size", size, 1, maxCopyBytes)
-		if err != nil {
-			return err
-		}
-		n := uint64(sz)
 		for _, side := range []string{from, to} {
 			if _, ok := sides[side]; !ok {
 				return fmt.Errorf("--from/--to %q: want host or device", side)
 			}
 		}
-		if !timingOnly && n > 1<<30 {
-			return fmt.Errorf("--size %s: functional copies are limited to 1 GiB; use --timing-only", size)
+		n, err := copySize(tf, size, from, to, timingOnly)
+		if err != nil {
+			return err
 		}
 		sys, err := openDMASystem(tf, timingOnly)
 		if err != nil {
@@ -136,9 +144,101 @@ func kernelCopyCommand(cmd *cobra.Command, tf *dmaTargetFlags, path, size string
 	return kernelCopy(cmd.OutOrStdout(), path, uint64(sz), core)
 }
 
-// maxCopyBytes bounds dma copy --size: 256 TiB, beyond any device's memory
-// (a timing-only copy moves no payload, so nothing else bounds it).
-const maxCopyBytes = 1 << 48
+// maxFunctionalCopy bounds dma copy --size for a copy that moves its
+// payload (the pattern is written and read back through host memory).
+const maxFunctionalCopy = 1 << 30
+
+// hostReserve is the part of the simulated host memory window that a
+// copy's size leaves to the runtime's own host buffers (rings, completion
+// markers); the copy's host buffers are bounded by the rest.
+const hostReserve = 1 << 30
+
+// copySize reads dma copy --size (text size) and checks it, before
+// anything is built, against what the copy can hold: 1 GiB for a
+// functional copy, and on a simulated device what its memory holds for
+// the copy's two sides (copyLimit) — a timing-only copy moves no payload,
+// so that is its only bound.
+func copySize(tf *dmaTargetFlags, size, from, to string, timingOnly bool) (uint64, error) {
+	n, err := units.ParseBytes("--size", size)
+	if err != nil {
+		return 0, err
+	}
+	limit, why := int64(maxFunctionalCopy), "functional copies are limited to 1 GiB; use --timing-only"
+	if tf.remote != "" {
+		why = "a served device's copies move their payload, and those are limited to 1 GiB"
+	} else {
+		s, err := tf.sys.spec()
+		if err != nil {
+			return 0, err
+		}
+		hold, holdWhy, err := copyLimit(s, from, to)
+		if err != nil {
+			return 0, err
+		}
+		if timingOnly || hold < limit {
+			limit, why = hold, holdWhy
+		}
+	}
+	if n < 1 || n > limit {
+		reason := fmt.Sprintf("must be in 1B..%s", units.FormatBytes(limit))
+		if n > limit {
+			reason += ": " + why
+		}
+		return 0, &units.Error{Field: "--size", Value: strconv.Quote(size), Reason: reason, Err: units.ErrRange}
+	}
+	return uint64(n), nil
+}
+
+// copyLimit is the most bytes a copy from one side to the other (host or
+// device) can hold on a fresh simulated device of spec s, and why: a device
+// side is one allocation from one HBM channel's main pool (runtime/dmem:
+// the channel as the driver sizes it, less the firmware carve-out and the
+// small pool; two device sides, two such allocations), a host side one
+// buffer of the simulated host memory window less hostReserve (two host
+// sides, two buffers).
+func copyLimit(s systemSpec, from, to string) (int64, string, error) {
+	geo := hwarch.MustGeometry(s.Gen)
+	mode := hwarch.ModeOf(s.Revision)
+	channels := bringup.ChannelBytes(geo, mode, bar.DefaultSizes(geo, mode)[hwarch.BAR4])
+	mem, err := dmem.New(geo, dmem.Options{ChannelBytes: channels})
+	if err != nil {
+		return 0, "", err
+	}
+	var pools []uint64 // each channel's largest block, smallest first
+	for _, st := range mem.Stats() {
+		pools = append(pools, st.LargestFree)
+	}
+	slices.Sort(pools)
+	copyOf := fmt.Sprintf("a %s %s → %s copy", s.Gen, from, to)
+	limit, why := uint64(math.MaxInt64), ""
+	switch devices := strings.Count(from+to, "device"); devices {
+	case 1:
+		limit = pools[len(pools)-1]
+		why = fmt.Sprintf("%s holds at most that: its device buffer is one allocation from one HBM channel (%s less the firmware carve-out and the small pool)",
+			copyOf, units.FormatBytes(int64(slices.Max(channels))))
+	case 2:
+		limit = pools[len(pools)-1] / 2 / mem.PageSize() * mem.PageSize()
+		if len(pools) > 1 {
+			limit = max(limit, pools[len(pools)-2])
+		}
+		why = fmt.Sprintf("%s holds at most that: its two device buffers are allocations from the HBM channels (%s each, less the firmware carve-out and the small pool)",
+			copyOf, units.FormatBytes(int64(slices.Max(channels))))
+	}
+	window := uint64(sim.HostMemoryLimit-sim.HostMemoryBase) - hostReserve
+	if hosts := 2 - strings.Count(from+to, "device"); hosts > 0 {
+		host := window / uint64(hosts) / 4096 * 4096 // host buffers are page aligned
+		if host < limit {
+			limit = host
+			buffers := "its host buffer is one"
+			if hosts == 2 {
+				buffers = "its two host buffers are"
+			}
+			why = fmt.Sprintf("%s holds at most that: %s in the simulated host memory window (%s, less %s left to the runtime's own buffers)",
+				copyOf, buffers, units.FormatBytes(int64(sim.HostMemoryLimit-sim.HostMemoryBase)), units.FormatBytes(hostReserve))
+		}
+	}
+	return int64(limit), why, nil
+}
 
 // maxKernelCopyBytes bounds dma copy --kernel --size: the command holds the
 // pattern and its read-back in host memory, as a functional copy does.

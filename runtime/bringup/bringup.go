@@ -169,15 +169,23 @@ func probe(dev ndl.Device, opts Options) (*Device, error) {
 	if size := dev.BARSize(d.Policy.RegisterBAR); size < need {
 		return nil, fmt.Errorf("bring-up probe %s: %w: BAR%d is %#x bytes, the MISC RAM needs %#x", id, ErrSmallBAR, d.Policy.RegisterBAR, size, need)
 	}
-	d.HBMChannelBytes = make([]uint64, len(geo.HBM))
-	for ch, c := range geo.HBM {
-		d.HBMChannelBytes[ch] = c.ActiveSize
-		if d.Mode == hwarch.ModeQEMU && g != hwarch.Sunda {
-			d.HBMChannelBytes[ch] = dev.BARSize(hwarch.BAR4) / 4
-		}
-	}
+	d.HBMChannelBytes = ChannelBytes(geo, d.Mode, dev.BARSize(hwarch.BAR4))
 	d.step("probe", "%s %s (%s), %s, registers on BAR%d", id, g.Product(), g, d.Mode, d.Policy.RegisterBAR)
 	return d, nil
+}
+
+// ChannelBytes is each HBM channel's size as the driver sizes it on a
+// device of geometry geo in mode, whose BAR4 is bar4Size bytes: the active
+// size, or BAR4 size / 4 on V3/V4 under QEMU (Device.HBMChannelBytes).
+func ChannelBytes(geo *hwarch.Geometry, mode hwarch.Mode, bar4Size uint64) []uint64 {
+	out := make([]uint64, len(geo.HBM))
+	for ch, c := range geo.HBM {
+		out[ch] = c.ActiveSize
+		if mode == hwarch.ModeQEMU && geo.Generation != hwarch.Sunda {
+			out[ch] = bar4Size / 4
+		}
+	}
+	return out
 }
 
 func (d *Device) step(name, format string, args ...any) {
