@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/neuronsim/neuronsim/internal/cluster"
 	"github.com/neuronsim/neuronsim/sim/fabric"
 )
 
@@ -62,12 +61,7 @@ func TestOutputIsNotAnInput(t *testing.T) {
 			want: "outputs.report hard.snap: the same file as the snapshot restored " + snapPath},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			built := 0
-			buildCluster = func(cfg cluster.Config) (*cluster.Cluster, error) {
-				built++
-				return cluster.New(cfg)
-			}
-			defer func() { buildCluster = cluster.New }()
+			built := countBuilds(t)
 			sys := small
 			var base *Base
 			if tc.base {
@@ -86,7 +80,7 @@ func TestOutputIsNotAnInput(t *testing.T) {
 			_, err = p.Run(Options{})
 			require.Error(t, err)
 			assert.Equal(t, file+": "+tc.want+", which it would replace; nothing was run", err.Error())
-			assert.Zero(t, built, "nothing is built")
+			assert.Zero(t, *built, "nothing is built")
 			assert.Equal(t, before, snapshotDir(t, dir), "every file is as it was")
 		})
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/neuronsim/neuronsim/hw/isa/asm"
-	"github.com/neuronsim/neuronsim/internal/cluster"
 	"github.com/neuronsim/neuronsim/internal/inputfile"
 	"github.com/neuronsim/neuronsim/internal/strictyaml"
 )
@@ -95,19 +94,14 @@ func TestProgramFilesBounded(t *testing.T) {
 		{"past 64 MiB", "big.s", inputfile.ErrTooLarge, "steps[0] (validate): " + big + ": more than 67108864 bytes; asm reads sources up to 64 MiB"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			built := 0
-			buildCluster = func(cfg cluster.Config) (*cluster.Cluster, error) {
-				built++
-				return cluster.New(cfg)
-			}
-			defer func() { buildCluster = cluster.New }()
+			built := countBuilds(t)
 			file := filepath.Join(dir, "x.yaml")
 			p, err := Parse(file, []byte("name: x\n"+small+"steps:\n  - validate: {program: "+tc.program+"}\n"))
 			require.NoError(t, err)
 			within(t, "Run", func() { _, err = p.Run(Options{OutDir: t.TempDir()}) })
 			require.ErrorIs(t, err, tc.err)
 			assert.Equal(t, file+": "+tc.want, err.Error())
-			assert.Zero(t, built, "no device is brought up")
+			assert.Zero(t, *built, "no device is brought up")
 		})
 	}
 	fsys := fstest.MapFS{

@@ -31,6 +31,19 @@ func runDoc(t *testing.T, dir, doc string, opt Options) (*Summary, error) {
 	return p.Run(opt)
 }
 
+// countBuilds makes the runs of the test count the systems they build
+// (none, when a precheck refuses the run) into the int it returns.
+func countBuilds(t *testing.T) *int {
+	t.Helper()
+	built := new(int)
+	buildCluster = func(cfg cluster.Config) (*cluster.Cluster, error) {
+		*built++
+		return cluster.New(cfg)
+	}
+	t.Cleanup(func() { buildCluster = cluster.New })
+	return built
+}
+
 // noTemps asserts that dir holds no temporary output file.
 func noTemps(t *testing.T, dir string) {
 	t.Helper()
@@ -153,12 +166,7 @@ func TestPrecheckBeforeBringUp(t *testing.T) {
 		{"memory above the limit", "  - dma_copy: {bytes: 1M}\n", "", Options{MemLimit: memlimit.Limit{Bytes: 1 << 20, Source: "test"}}, "steps[0] (dma_copy): a DMA copy of 1 MiB needs about 10 MiB of memory, more than the limit of 1 MiB (test)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			built := 0
-			buildCluster = func(cfg cluster.Config) (*cluster.Cluster, error) {
-				built++
-				return cluster.New(cfg)
-			}
-			defer func() { buildCluster = cluster.New }()
+			built := countBuilds(t)
 			out := t.TempDir()
 			opt := tc.opt
 			doc := "name: x\n" + small + "steps:\n" + tc.steps + tc.outputs
@@ -172,7 +180,7 @@ func TestPrecheckBeforeBringUp(t *testing.T) {
 			_, err = p.Run(opt)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
-			assert.Equal(t, 0, built, "no device is brought up")
+			assert.Zero(t, *built, "no device is brought up")
 			assert.NoFileExists(t, filepath.Join(out, "report.txt"))
 			noTemps(t, out)
 		})
