@@ -1,5 +1,6 @@
 // Package inputfile reads the files a user names — scenarios, program
-// sources and binaries, grid files, tiles — whole, within a bound, so that
+// sources and binaries, grid files, tiles — whole, within a bound (or opens
+// one, such as a snapshot, for a reader that bounds itself), so that
 // a hostile or mistaken path costs neither unbounded memory nor a hang:
 //
 //   - a path that is not a regular file (a directory, a FIFO, a device such
@@ -20,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"syscall"
 )
@@ -49,6 +51,24 @@ func (e *Error) Unwrap() error { return e.Err }
 // A missing or unreadable file's error is the *fs.PathError of os.Stat or
 // os.Open (errors.Is(err, fs.ErrNotExist) holds for a missing one).
 func Read(path string, limit int64, why string) ([]byte, error) {
+	f, err := open(path, limit, why)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readAll(path, f, limit, why)
+}
+
+// Open opens the regular file at path for a reader that bounds what it
+// reads itself (a snapshot's decoder): a path that is not a regular file is
+// refused as Read refuses it, before it is opened.
+func Open(path string) (*os.File, error) {
+	return open(path, math.MaxInt64, "")
+}
+
+// open opens the regular file at path, of at most limit bytes by its
+// size.
+func open(path string, limit int64, why string) (*os.File, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -63,14 +83,14 @@ func Read(path string, limit int64, why string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	if fi, err = f.Stat(); err != nil {
+	if fi, err = f.Stat(); err == nil {
+		err = check(path, fi, limit, why)
+	}
+	if err != nil {
+		f.Close()
 		return nil, err
 	}
-	if err := check(path, fi, limit, why); err != nil {
-		return nil, err
-	}
-	return readAll(path, f, limit, why)
+	return f, nil
 }
 
 // ReadFS is Read of file name of fsys (such as the shipped scenarios

@@ -127,3 +127,33 @@ func TestReadFS(t *testing.T) {
 		assert.Contains(t, err.Error(), tc.name)
 	}
 }
+
+// TestOpen: Open opens a regular file of any size and refuses a FIFO
+// without blocking, and a directory.
+func TestOpen(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	require.NoError(t, os.WriteFile(path, []byte("abc"), 0o644))
+	f, err := Open(path)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	done := make(chan error, 1)
+	go func() {
+		f, err := Open(fifo)
+		if err == nil {
+			f.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, ErrNotRegular)
+		assert.Equal(t, fifo+": is a FIFO (named pipe), not a regular file", err.Error())
+	case <-time.After(10 * time.Second):
+		t.Fatal("Open of a FIFO blocked")
+	}
+	_, err = Open(dir)
+	require.ErrorIs(t, err, ErrNotRegular)
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/neuronsim/neuronsim/hw/isa/asm"
 	"github.com/neuronsim/neuronsim/internal/inputfile"
 	"github.com/neuronsim/neuronsim/internal/strictyaml"
+	"github.com/neuronsim/neuronsim/sim/fabric"
 )
 
 // within runs f, failing the test if it has not returned in 10 s (a read
@@ -113,4 +114,24 @@ func TestProgramFilesBounded(t *testing.T) {
 	_, err = p.Run(Options{OutDir: t.TempDir()})
 	require.ErrorIs(t, err, inputfile.ErrTooLarge)
 	assert.Contains(t, err.Error(), "big.s: more than 67108864 bytes")
+}
+
+// TestSnapshotFilesRegular: a snapshot to restore that is a FIFO or a
+// device is refused without blocking, from the command line's restore
+// (LoadSnapshot) and from a step's.
+func TestSnapshotFilesRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.snap")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	for _, path := range []string{fifo, os.DevNull} {
+		var err error
+		within(t, "LoadSnapshot("+path+")", func() { _, err = LoadSnapshot(path, fabric.LoadOptions{}) })
+		require.ErrorIs(t, err, inputfile.ErrNotRegular)
+		assert.Contains(t, err.Error(), "snapshot: "+path+": is a ")
+	}
+	p, err := Parse(filepath.Join(dir, "x.yaml"), []byte("name: x\n"+small+"steps:\n  - snapshot: {restore: "+fifo+"}\n"))
+	require.NoError(t, err)
+	within(t, "Run", func() { _, err = p.Run(Options{OutDir: t.TempDir()}) })
+	require.ErrorIs(t, err, inputfile.ErrNotRegular)
+	assert.Contains(t, err.Error(), "steps[0] (snapshot): restore "+fifo+": "+fifo+": is a FIFO (named pipe), not a regular file")
 }

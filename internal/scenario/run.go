@@ -129,13 +129,12 @@ func (p *Parsed) AddSnapshotSteps(restore, save string) {
 // system it holds, as the base of a scenario (ParseWith). Errors name the
 // file.
 func LoadSnapshot(path string, o fabric.LoadOptions) (*Base, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
-	}
-	defer f.Close()
-	sys, err := fabric.LoadWith(f, o)
-	if err != nil {
+	sys, err := loadSnapshot(path, o)
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &pe), errors.Is(err, inputfile.ErrNotRegular):
+		return nil, fmt.Errorf("snapshot: %w", err) // names the file
+	case err != nil:
 		return nil, fmt.Errorf("snapshot %s: %w", path, err)
 	}
 	return &Base{From: path, System: sys}, nil

@@ -2,9 +2,9 @@ package scenario
 
 import (
 	"fmt"
-	"os"
 	"time"
 
+	"github.com/neuronsim/neuronsim/internal/inputfile"
 	"github.com/neuronsim/neuronsim/internal/output"
 	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/sim"
@@ -93,9 +93,10 @@ func (st *SnapshotStep) run(run *runner) error {
 	return nil
 }
 
-// loadSnapshot reads and restores a snapshot file within the limits o.
+// loadSnapshot reads and restores a snapshot file within the limits o: a
+// regular file (a FIFO or a device is refused before it is opened).
 func loadSnapshot(path string, o fabric.LoadOptions) (*fabric.System, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
