@@ -216,6 +216,12 @@ func newFabricTopoCommand() *cobra.Command {
 			if err := fabricdraw.Draw(cmd.OutOrStdout(), topo); err != nil {
 				return err
 			}
+			// The order the collectives' rings take through the devices,
+			// where it is not rank order or rank order is no cycle.
+			ring := cluster.Config{Generation: f.gen, Devices: topo.Devices, Nodes: f.efa.count(), Kind: kind, Params: &p}.RingOrder()
+			if ring.Note != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "ring order: %s\n", ring.Note)
+			}
 		}
 		return nil
 	}
@@ -237,6 +243,7 @@ type sweepFlags struct {
 	pcapFile           string
 	pcapMax            string
 	memLimit           string
+	ringOrder          string
 	seed               *seedValue
 	devPlot            devicesPlot // --plot-devices, --plot-sizes (fabric_plotdevices.go)
 }
@@ -279,6 +286,7 @@ list sweeps each count (a table per count; with --json a report per count);
 	fl.Var(s.chunks, "chunks", fmt.Sprintf("k: split each collective into k pieces run one after another, 1..%d", enc.MaxChunks))
 	fl.Var(s.channels, "channels", fmt.Sprintf("with --nodes: the flat ring's channels, rings side by side each crossing between nodes through its own pair of ranks; must divide a node's ranks, 1..%d (default: one per EFA NIC of a node, as the runtime runs them: 8 on trn1.32xlarge, 16 on trn2.48xlarge; docs/fabric.md §EFA)", enc.MaxChannels))
 	fl.Var(s.groupSize, "group-size", "ranks per node for --algo hier (required with it without --nodes, whose nodes give it; it must divide the ranks)")
+	fl.StringVar(&s.ringOrder, "ring-order", "links", "the order the rings visit the ranks (ring, kangaring, hier's rings in a node, permute's peers): links, a cycle along the topology's links (the 4×4 torus: 0-3 7-4 8-11 15-12; rank order on switched fabrics); ranks, rank order 0, 1, …; or the ranks in order, runs first-last allowed (\"0-3 7-4 8-11 15-12\" or 0,1,2,3,…) (docs/fabric.md §Ring order)")
 	fl.Var(s.ranksPerDevice, "ranks-per-device", "NeuronCores of each device taking part, 1..the generation's NeuronCores (rank r is NC r mod k of device r/k)")
 	fl.Var(s.engines, "engines", "DMA engines each rank spreads its transfers over, 1..a NeuronCore's DMA engines (16) (default: the generation's calibrated count: 5 on sunda, 7 on cayman and mariana)")
 	fl.StringVar(&s.jsonFile, "json", "", "write nccom-test's JSON report to this file; with several --devices counts, one report per count, to NAME-<N>devices.EXT")
@@ -578,7 +586,7 @@ func (s *sweepFlags) newPlan(f *fabricFlags, family hwarch.SwitchFamily, p fabri
 	plan := &sweepPlan{counts: counts, pcapMax: uint64(pcapMax),
 		title: fmt.Sprintf("%s %s, %s (%s model)", f.product(), sw.Op, sw.Dtype, p.Model),
 		set: cluster.SweepSet{Sweep: sw, Config: cluster.Config{Generation: f.gen, DeviceID: f.device, Nodes: f.efa.count(), Switch: family, Params: &p,
-			TimingOnly: timingOnly, RanksPerDevice: s.ranksPerDevice.int(), WhatIf: f.bringUpWhatIf()}}}
+			TimingOnly: timingOnly, RanksPerDevice: s.ranksPerDevice.int(), WhatIf: f.bringUpWhatIf(), RankOrderRings: s.ringOrder == "ranks"}}}
 	if s.engines.set {
 		plan.set.Engines = s.engines.int()
 	}
@@ -615,6 +623,9 @@ func (s *sweepFlags) sizeSystem(f *fabricFlags, plan *sweepPlan, sys *cluster.Sw
 	}
 	sw.Options = cfg.CollectiveOptions(sw.Options) // over nodes: the group size of a node
 	ranks := sys.Devices * s.ranksPerDevice.int()
+	if err := enc.CheckRingOrder(sw.Options.RingOrder, ranks); err != nil {
+		return fmt.Errorf("--ring-order %q on %d ranks: %w", s.ringOrder, ranks, err)
+	}
 	var err error
 	if sys.Sizes, err = s.sizes(sw, ranks, r.minB, r.maxB, r.factor, r.step, cfg.TimingOnly, limit); err != nil {
 		return err
@@ -659,6 +670,13 @@ func (s *sweepFlags) collective(gen hwarch.Generation, nodes int) (sw cluster.Sw
 		return sw, false, fmt.Errorf("--mode %q: accepted words are timing|functional", s.mode)
 	}
 	sw.Options = enc.Options{Chunks: s.chunks.int(), GroupSize: s.groupSize.int(), Channels: s.channels.int()}
+	switch s.ringOrder {
+	case "links", "ranks":
+	default:
+		if sw.Options.RingOrder, err = cluster.ParseOrder(s.ringOrder); err != nil {
+			return sw, false, fmt.Errorf("--ring-order %q: links, ranks or the ranks in order: %w", s.ringOrder, err)
+		}
+	}
 	return sw, timingOnly, nil
 }
 

@@ -57,6 +57,10 @@ type Config struct {
 	// until it is up), and Reset has bring-up reset each device as the
 	// driver does; without them the devices start ready and unreset.
 	Boot, Reset bool
+	// RankOrderRings runs the collectives' rings in rank order rather
+	// than along the topology's links (RingOrder): what the model did
+	// before it laid them along the links, to compare.
+	RankOrderRings bool
 	// WhatIf allows a system larger than the driver's 64 devices
 	// (hwarch.MaxNeuronDevices, its routing ids 0..63), up to
 	// hwarch.MaxFabricDevices: every device is brought up as a what-if one

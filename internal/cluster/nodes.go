@@ -82,9 +82,13 @@ func PolicyFor(g hwarch.Generation) enc.Policy {
 // the cluster has several nodes — so Auto chooses between Hier and a flat
 // ring (enc.Policy.ChooseIn) and Hier runs over the nodes —, the flat
 // ring's channels, one per EFA NIC of a node (NodeNICs) as the Neuron
-// runtime runs them (trainium-facts §5.1; docs/fabric.md §EFA), and the
-// policy, the generation's (PolicyFor).
+// runtime runs them (trainium-facts §5.1; docs/fabric.md §EFA), the
+// policy, the generation's (PolicyFor), and the ring order, along the
+// topology's links (RingOrder) unless RankOrderRings.
 func (cfg Config) CollectiveOptions(opt enc.Options) enc.Options {
+	if opt.RingOrder == nil && !cfg.RankOrderRings {
+		opt.RingOrder = cfg.RingOrder().Ranks
+	}
 	if opt.GroupSize == 0 {
 		opt.GroupSize = cfg.NodeRanks()
 	}

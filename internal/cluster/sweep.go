@@ -28,9 +28,11 @@ type Sweep struct {
 // report; in functional mode each result is checked against the CPU
 // reference. The report's Extra names the system and holds, under
 // LinkUsageKey, the link use of every size (LinkUsage): the fabric's link
-// counters over each collective, by class.
+// counters over each collective, by class; and under RingOrderKey, where
+// its rings ran in an order worth telling, that order (NoteRingOrder).
 func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 	ranks := c.Ranks()
+	given := sw.Options.RingOrder
 	sw.Options = c.cfg.CollectiveOptions(sw.Options)
 	rep := &nccom.Report{Op: sw.Op.String(), Ranks: ranks, Extra: map[string]any{
 		"arch": c.cfg.Generation.String(), "product": hwarch.ProductOfDevice(c.System.Device(0).Config().DeviceID), "devices": c.cfg.Devices, "topology": c.System.Topology().Kind.String(),
@@ -72,6 +74,7 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 	rep.Extra[LinkUsageKey] = usage
 	rep.Extra[TimeResolutionKey] = TimeResolutionNote(resolution)
 	NoteFlatRing(rep, nodes, sw.Options.Channels, nics)
+	NoteRingOrder(rep, c.cfg.RingOrder(), given, c.cfg.RankOrderRings)
 	if policy := PolicyFor(c.cfg.Generation); sw.Algo == enc.Auto {
 		if policy.FlatRing {
 			NoteAutoFlatRing(rep, nodes)

@@ -37,9 +37,22 @@ type Options struct {
 	Channels int
 	// Peers is Permute's target of each rank: rank i's input goes to rank
 	// Peers[i]'s output. It must be one cycle through all ranks (a circular
-	// permutation). Nil means the ring shift i → (i+1) mod r. Other ops
-	// ignore it.
+	// permutation). Nil means the ring shift along RingOrder: RingOrder[k]
+	// → RingOrder[k+1], the last to the first (with RingOrder nil, i →
+	// (i+1) mod r). Other ops ignore it.
 	Peers []int
+	// RingOrder is the order in which the rings visit the ranks: the rank
+	// at position k sends to the one at position k+1, the last to the
+	// first — the runtime lays its rings along physical links, so a
+	// caller that knows the topology passes a cycle of linked devices
+	// (internal/cluster does; docs/collectives.md §Ring). It must hold
+	// every rank once. Nil means rank order 0, 1, …, r−1. Ring and
+	// KangaRing run their rings in it; a channelled Ring and Hier run each
+	// group's ring through the group's ranks in the order RingOrder visits
+	// them; Permute's default Peers are its ring shift. Block bookkeeping
+	// follows the ranks, not the positions: every rank ends with what the
+	// collective gives it, whatever the order. Mesh and RDH ignore it.
+	RingOrder []int
 }
 
 // Build returns the schedule of op over ranks ranks for a message of size
@@ -169,10 +182,13 @@ func prepare(op Op, algo Algo, ranks int, size int64, elem int, opt Options) (*b
 	} else {
 		channels = 1
 	}
+	order, err := ringOrder(opt.RingOrder, ranks)
+	if err != nil {
+		return fail(name, "%v", err)
+	}
 	var peers []int
 	if op == Permute {
-		var err error
-		if peers, err = permutePeers(opt.Peers, ranks); err != nil {
+		if peers, err = permutePeers(opt.Peers, order); err != nil {
 			return fail(name, "%v", err)
 		}
 	}
@@ -182,7 +198,7 @@ func prepare(op Op, algo Algo, ranks int, size int64, elem int, opt Options) (*b
 		InputBytes:  op.InputBytes(size, ranks),
 		OutputBytes: op.OutputBytes(size, ranks),
 	}
-	b := &builder{op: op, algo: algo, r: ranks, elem: int64(elem), group: opt.GroupSize, channels: channels, peers: peers}
+	b := &builder{op: op, algo: algo, r: ranks, elem: int64(elem), group: opt.GroupSize, channels: channels, peers: peers, order: order}
 	// The unit a piece is cut from: the whole message, or each rank block
 	// for the ops that split by rank.
 	unit := size
@@ -240,12 +256,47 @@ func (b *builder) presize() {
 	b.counting, b.counted, b.n, b.used, b.counts = false, b.n, 0, 0, nil
 }
 
-// permutePeers checks Permute's targets, or makes the default ring shift.
-func permutePeers(peers []int, ranks int) ([]int, error) {
+// CheckRingOrder reports why order is not a ring order of ranks ranks
+// (Options.RingOrder): not one entry per rank, an entry that is not a
+// rank, or a rank twice. Nil is rank order, always valid. The error wraps
+// ErrBadCollective.
+func CheckRingOrder(order []int, ranks int) error {
+	if _, err := ringOrder(order, ranks); err != nil {
+		return fmt.Errorf("enc: %w: %w", err, ErrBadCollective)
+	}
+	return nil
+}
+
+// ringOrder checks Options.RingOrder over ranks ranks, or makes rank
+// order 0, 1, …, r−1 when it is nil.
+func ringOrder(order []int, ranks int) ([]int, error) {
+	if order == nil {
+		return allRanks(ranks), nil
+	}
+	if len(order) != ranks {
+		return nil, fmt.Errorf("RingOrder has %d entries for %d ranks", len(order), ranks)
+	}
+	at := make([]int, ranks) // at[rank]: its position + 1, 0 until seen
+	for k, rank := range order {
+		if rank < 0 || rank >= ranks {
+			return nil, fmt.Errorf("RingOrder[%d] = %d is not a rank (0..%d)", k, rank, ranks-1)
+		}
+		if at[rank] != 0 {
+			return nil, fmt.Errorf("RingOrder is not a permutation: rank %d is at positions %d and %d", rank, at[rank]-1, k)
+		}
+		at[rank] = k + 1
+	}
+	return slices.Clone(order), nil
+}
+
+// permutePeers checks Permute's targets, or makes the default: the ring
+// shift along order (a checked RingOrder), order[k] → order[k+1].
+func permutePeers(peers []int, order []int) ([]int, error) {
+	ranks := len(order)
 	if peers == nil {
 		p := make([]int, ranks)
-		for i := range p {
-			p[i] = (i + 1) % ranks
+		for k, rank := range order {
+			p[rank] = order[(k+1)%ranks]
 		}
 		return p, nil
 	}
@@ -335,6 +386,8 @@ type builder struct {
 	group    int
 	channels int // Ring's channels (Options.Channels), 1 for every other algorithm
 	peers    []int
+	order    []int   // the rings' order of the ranks (Options.RingOrder, checked; rank order when not given)
+	cycles   [][]int // per group of b.group ranks: its ranks in b.order's order (groupCycle), made at first use
 
 	steps []Step
 	used  int // steps a transfer has been added to so far: the next piece's first step

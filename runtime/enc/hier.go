@@ -5,13 +5,17 @@ package enc
 // node, a "lane" ring through the ranks of the same position l in every
 // node.
 
-// nodeRanks returns the ranks of node n.
-func (b *builder) nodeRanks(n int) []int {
-	m := make([]int, b.group)
-	for l := range m {
-		m[l] = n*b.group + l
+// groupRing returns node n's group ring: its ranks in the ring order
+// (groupCycle), each member with blocks[l] for its position l in the node,
+// so that the member at position l ends a reduce-scatter with block l
+// whatever the order.
+func (b *builder) groupRing(n int, blocks [][]seg) ring {
+	members := b.groupCycle(n)
+	own := make([][]seg, len(members))
+	for k, rank := range members {
+		own[k] = blocks[rank-n*b.group]
 	}
-	return m
+	return ring{members, own, +1}
 }
 
 // laneRanks returns the ranks at position l of every node.
@@ -24,7 +28,8 @@ func (b *builder) laneRanks(l int) []int {
 }
 
 // hierPiece adds the hierarchical schedule of one piece; its rings are
-// plain rings (Ring's phases).
+// plain rings (Ring's phases), a node's in the ring order (groupRing), a
+// lane's in node order.
 //
 //   - AllReduce: group reduce-scatter of the piece cut into g parts (one
 //     step of local copies, g−1 ring steps), then a lane all-reduce of part l
@@ -41,7 +46,7 @@ func (b *builder) hierPiece(base int, p seg) {
 		parts := split(p, g, b.elem)
 		n := 0
 		for node := range nodes {
-			n = b.ringRS(base, ring{b.nodeRanks(node), single(parts), +1}, inAt, outAt, true)
+			n = b.ringRS(base, b.groupRing(node, single(parts)), inAt, outAt, true)
 		}
 		base += n
 		lanes := make([]ring, g)
@@ -55,43 +60,36 @@ func (b *builder) hierPiece(base int, p seg) {
 		}
 		base += n
 		for node := range nodes {
-			b.ringAG(base, ring{b.nodeRanks(node), single(parts), +1}, outAt, outAt, false)
+			b.ringAG(base, b.groupRing(node, single(parts)), outAt, outAt, false)
 		}
 	case AllGather:
 		blk := b.blocks(p)
 		if nodes == 1 {
-			b.ringAG(base, ring{b.nodeRanks(0), single(blk), +1}, b.agOwn, outAt, true)
+			b.ringAG(base, b.groupRing(0, single(blk)), b.agOwn, outAt, true)
 			return
 		}
 		n := 0
 		for l := range g {
-			n = b.ringAG(base, ring{b.laneRanks(l), b.pick(blk, b.laneRanks(l)), +1}, b.agOwn, outAt, true)
+			lane := b.laneRanks(l)
+			n = b.ringAG(base, ring{lane, pick(single(blk), lane), +1}, b.agOwn, outAt, true)
 		}
 		base += n
 		for node := range nodes {
-			b.ringAG(base, ring{b.nodeRanks(node), b.laneSets(blk), +1}, outAt, outAt, false)
+			b.ringAG(base, b.groupRing(node, b.laneSets(blk)), outAt, outAt, false)
 		}
 	case ReduceScatter:
 		blk := b.blocks(p)
 		acc := b.rsAcc(p)
 		n := 0
 		for node := range nodes {
-			n = b.ringRS(base, ring{b.nodeRanks(node), b.laneSets(blk), +1}, inAt, acc, true)
+			n = b.ringRS(base, b.groupRing(node, b.laneSets(blk)), inAt, acc, true)
 		}
 		base += n
 		for l := range g {
-			b.ringRS(base, ring{b.laneRanks(l), b.pick(blk, b.laneRanks(l)), +1}, acc, acc, false)
+			lane := b.laneRanks(l)
+			b.ringRS(base, ring{lane, pick(single(blk), lane), +1}, acc, acc, false)
 		}
 	}
-}
-
-// pick returns the one-segment blocks blk[k] for the ranks k of members.
-func (b *builder) pick(blk []seg, members []int) [][]seg {
-	out := make([][]seg, len(members))
-	for i, k := range members {
-		out[i] = blk[k : k+1 : k+1]
-	}
-	return out
 }
 
 // laneSets returns, for each position l, the blocks of lane l's ranks.

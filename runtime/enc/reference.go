@@ -130,7 +130,7 @@ func Apply(s *Schedule, d Dtype, b *Buffers) error {
 // output must hold. Floating sums (AllReduce, ReduceScatter) add the inputs
 // in rank order 0, 1, …, r−1 in float32 and round to the 16-bit types at the
 // end; integer sums wrap. opt.Peers gives Permute's targets (nil: the ring
-// shift). Errors wrap ErrBadCollective.
+// shift along opt.RingOrder). Errors wrap ErrBadCollective.
 func Expected(op Op, d Dtype, inputs [][]byte, opt Options) ([][]byte, error) {
 	r := len(inputs)
 	if err := checkInputs(op, d, inputs); err != nil {
@@ -165,7 +165,10 @@ func Expected(op Op, d Dtype, inputs [][]byte, opt Options) ([][]byte, error) {
 			}
 		}
 	case Permute:
-		peers, err := permutePeers(opt.Peers, r)
+		peers, err := ringOrder(opt.RingOrder, r)
+		if err == nil {
+			peers, err = permutePeers(opt.Peers, peers)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("enc: expected permute of %d ranks: %v: %w", r, err, ErrBadCollective)
 		}

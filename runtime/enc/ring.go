@@ -116,17 +116,16 @@ func single(blk []seg) [][]seg {
 	return out
 }
 
-// rings returns the ring of all ranks over blk (blk[i]: rank i's block);
-// with dual, two rings: the first halves of the blocks travelling up (+1)
-// and the second halves down (−1), as KangaRing runs them; with channels,
-// the channel rings (channelRings).
+// rings returns the ring of all ranks, in b.order, over blk (blk[i]: rank
+// i's block); with dual, two rings: the first halves of the blocks
+// travelling up (+1) and the second halves down (−1), as KangaRing runs
+// them; with channels, the channel rings (channelRings).
 func (b *builder) rings(blk []seg, dual bool) []ring {
 	if b.channels > 1 && !dual {
 		return b.channelRings(blk)
 	}
-	members := allRanks(b.r)
 	if !dual {
-		return []ring{{members, single(blk), +1}}
+		return []ring{{b.order, pick(single(blk), b.order), +1}}
 	}
 	up := make([][]seg, len(blk))
 	down := make([][]seg, len(blk))
@@ -134,16 +133,40 @@ func (b *builder) rings(blk []seg, dual bool) []ring {
 		h := split(s, 2, b.elem)
 		up[i], down[i] = h[:1], h[1:]
 	}
-	return []ring{{members, up, +1}, {members, down, -1}}
+	return []ring{{b.order, pick(up, b.order), +1}, {b.order, pick(down, b.order), -1}}
+}
+
+// pick returns the blocks of members: blocks[k] for each rank k of
+// members, in their order (blocks: one per rank).
+func pick[T any](blocks []T, members []int) []T {
+	out := make([]T, len(members))
+	for i, k := range members {
+		out[i] = blocks[k]
+	}
+	return out
+}
+
+// groupCycle returns the ranks of group n (ranks g·n … g·n+g−1, g =
+// b.group) in the order b.order visits them: the group's ring, along the
+// ring order's links when the order keeps a group's ranks together.
+func (b *builder) groupCycle(n int) []int {
+	if b.cycles == nil {
+		b.cycles = make([][]int, b.r/b.group)
+		for _, rank := range b.order {
+			g := rank / b.group
+			b.cycles[g] = append(b.cycles[g], rank)
+		}
+	}
+	return b.cycles[n]
 }
 
 // channelRings returns the b.channels rings of a channelled Ring
 // (Options.Channels): channel c carries part c of every block of blk (cut
-// by element) up every rank, visiting each group of b.group ranks from
-// its local rank c·b.group/b.channels round to the one before it, so it
-// crosses to the next group between its own pair of local ranks. A
-// member's block in channel c is part c of its rank's block, as the
-// reduce-scatter and all-gather need (member k ends with block k).
+// by element) up every rank, visiting each group of b.group ranks in its
+// ring (groupCycle) from position c·b.group/b.channels round to the one
+// before it, so it crosses to the next group between its own pair of
+// positions. A member's block in channel c is part c of its rank's block,
+// as the reduce-scatter and all-gather need (member k ends with block k).
 func (b *builder) channelRings(blk []seg) []ring {
 	k := b.channels
 	parts := make([][]seg, len(blk))
@@ -154,9 +177,10 @@ func (b *builder) channelRings(blk []seg) []ring {
 	for c := range k {
 		first := c * b.group / k
 		members := make([]int, 0, b.r)
-		for node := 0; node < b.r; node += b.group {
+		for node := range b.r / b.group {
+			cycle := b.groupCycle(node)
 			for x := range b.group {
-				members = append(members, node+(first+x)%b.group)
+				members = append(members, cycle[(first+x)%b.group])
 			}
 		}
 		blocks := make([][]seg, len(members))

@@ -148,6 +148,47 @@ var ErrTopology = errors.New("topology cannot be built")
 
 // Build returns the topology of kind k over n devices with parameters p.
 func Build(k Kind, g hwarch.Generation, n int, p Params) (*Topology, error) {
+	t, err := graph(k, g, n, p)
+	if err != nil {
+		return nil, err
+	}
+	var adjust func(lo int, col [][]int32)
+	if t.Kind == KindTrn3Gen2 {
+		adjust = t.spreadGen2()
+	}
+	t.route(adjust)
+	return t, nil
+}
+
+// DeviceLinks returns the direct links between the devices of the
+// topology of kind k over n devices (one node, as Build builds it):
+// out[d] lists, in port order, each device d has a link to, once. A path
+// through a switch is no direct link: a switched topology's devices have
+// none but the links that join two devices (Trn3 Gen1's inter-rack ones).
+// It builds no routes, so it is cheap at any device count; it also
+// returns the kind (KindAuto resolved). The runtime lays its rings along
+// these links (internal/cluster's ring order).
+func DeviceLinks(k Kind, g hwarch.Generation, n int, p Params) ([][]int, Kind, error) {
+	t, err := graph(k, g, n, p)
+	if err != nil {
+		return nil, k, err
+	}
+	out := make([][]int, n)
+	seen := make([]int, n) // seen[e] = d+1 once out[d] holds e
+	for d := range out {
+		for _, id := range t.Nodes[d].Ports {
+			if to := t.Links[id].To; to < n && seen[to] != d+1 {
+				seen[to] = d + 1
+				out[d] = append(out[d], to)
+			}
+		}
+	}
+	return out, t.Kind, nil
+}
+
+// graph returns the topology of kind k over n devices, its nodes and links
+// without the routes.
+func graph(k Kind, g hwarch.Generation, n int, p Params) (*Topology, error) {
 	if n < 1 || n > hwarch.MaxFabricDevices {
 		return nil, fmt.Errorf("fabric %s: %d devices (1..%d): %w", k, n, hwarch.MaxFabricDevices, ErrTopology)
 	}
@@ -200,11 +241,6 @@ func Build(k Kind, g hwarch.Generation, n int, p Params) (*Topology, error) {
 	if len(t.Neighbours) == 0 && g != hwarch.Sunda && (k == KindTorus2D || k == KindUltraServer) {
 		return nil, fmt.Errorf("fabric %s: no neighbour table: %w", k, ErrTopology)
 	}
-	var adjust func(lo int, col [][]int32)
-	if k == KindTrn3Gen2 {
-		adjust = t.spreadGen2()
-	}
-	t.route(adjust)
 	return t, nil
 }
 
