@@ -19,10 +19,8 @@ import (
 // EFA (bring-up refuses device indexes from 64 on: at most 64 devices).
 func efaCluster(t *testing.T, name string, nodes int, timingOnly bool, buf uint64) (*cluster.Cluster, cluster.Config) {
 	t.Helper()
-	spec, err := fabric.LookupSystem(name)
-	require.NoError(t, err)
-	cfg := cluster.Config{Generation: spec.Generation, Devices: nodes * spec.Devices, Nodes: nodes, Switch: switchOf(spec.Generation),
-		Kind: spec.Kind, TimingOnly: timingOnly, BufferBytes: buf}
+	cfg := systemConfig(t, name, nodes, 1)
+	cfg.TimingOnly, cfg.BufferBytes = timingOnly, buf
 	c, err := cluster.New(cfg)
 	require.NoError(t, err)
 	require.NotNil(t, c.System.Topology().Scale, "a system of nodes")

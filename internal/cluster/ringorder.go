@@ -39,18 +39,20 @@ type RingOrder struct {
 }
 
 // maxCycleSearch bounds the search for a cycle through the devices
-// (deviceCycle): a topology that holds one is a torus, a ring or all
-// pairs linked, where the first path tried closes; one that holds none
-// and is not refused by the quick checks falls back to rank order.
+// (deviceCycle): on the systems' topologies (a torus, the UltraServer, a
+// ring) the first path tried closes; a graph that holds none and is not
+// refused by the quick checks falls back to rank order.
 const maxCycleSearch = 1 << 18
 
 // RingOrder returns the order of the cluster's rings (RingOrder): a
 // cycle through a node's devices along their direct links
-// (fabric.DeviceLinks), each device's ranks one after another (rank r is
-// NC r mod RanksPerDevice of device r / RanksPerDevice), the nodes one
-// after another (their devices are numbered node by node); rank order on
-// switched topologies, where every pair of devices is one switch path
-// apart, and where no such cycle is found (Note says why).
+// (fabric.DeviceLinks; over several nodes turned the way that keeps the
+// flat ring's crossings on one NIC, orient), each device's ranks one
+// after another (rank r is NC r mod RanksPerDevice of device r /
+// RanksPerDevice), the nodes one after another (their devices are
+// numbered node by node); rank order on switched topologies, where every
+// pair of devices is one switch path apart, and where no such cycle is
+// found (Note says why).
 func (cfg Config) RingOrder() RingOrder {
 	nodes := max(cfg.Nodes, 1)
 	if cfg.Devices < 1 || cfg.Devices%nodes != 0 {
@@ -61,44 +63,82 @@ func (cfg Config) RingOrder() RingOrder {
 	if kind == fabric.KindAuto {
 		kind = fabric.AutoKind(cfg.Generation, nd)
 	}
-	var cycle []int
-	switch {
-	case kind.HasSwitches(), kind == fabric.KindFullyConnected:
-		return RingOrder{} // rank order is as good as any: one path apart, or one link
-	default:
-		p := fabric.DefaultParams(cfg.Generation)
-		if cfg.Params != nil {
-			p = *cfg.Params
-		}
-		links, _, err := fabric.DeviceLinks(kind, cfg.Generation, nd, p)
-		if err == nil {
-			cycle, err = deviceCycle(links)
-		}
-		if err != nil {
-			return RingOrder{Note: fmt.Sprintf("rank order: no cycle through the %d devices of the %s along their links (%v), so the ring closes through other devices",
-				nd, kind, err)}
-		}
+	if kind.HasSwitches() || kind == fabric.KindFullyConnected {
+		return RingOrder{} // rank order is as good as any: one switch path apart, or one link
 	}
-	if isRankOrder(cycle) {
-		return RingOrder{}
+	p := fabric.DefaultParams(cfg.Generation)
+	if cfg.Params != nil {
+		p = *cfg.Params
+	}
+	links, err := fabric.DeviceLinks(kind, cfg.Generation, nd, p)
+	var cycle []int
+	if err == nil {
+		cycle, err = deviceCycle(links)
+	}
+	if err != nil {
+		return RingOrder{Note: fmt.Sprintf("rank order: no cycle through the %d devices of the %s along their links (%v), so the ring closes through other devices",
+			nd, kind, err)}
 	}
 	rpd := max(cfg.RanksPerDevice, 1)
+	turned := cfg.orient(cycle, rpd)
+	if isRankOrder(turned) {
+		return RingOrder{}
+	}
 	ranks := make([]int, 0, cfg.Devices*rpd)
 	for m := range nodes {
-		for _, d := range cycle {
+		for _, d := range turned {
 			for nc := range rpd {
 				ranks = append(ranks, (m*nd+d)*rpd+nc)
 			}
 		}
 	}
 	how := fmt.Sprintf("a cycle through the %d devices along the %s's links", nd, kind)
+	if !slices.Equal(turned, cycle) {
+		how += ", the way round that keeps the flat ring's crossings between nodes on one NIC"
+	}
 	if rpd > 1 {
 		how += ", each device's ranks one after another"
 	}
 	if nodes > 1 {
 		how += ", node after node"
 	}
-	return RingOrder{Ranks: ranks, Devices: cycle, Note: FormatOrder(ranks) + ": " + how}
+	return RingOrder{Ranks: ranks, Devices: turned, Note: FormatOrder(ranks) + ": " + how}
+}
+
+// orient returns a node's device cycle, or the same cycle the other way
+// round from its first device, whichever puts more of the flat ring's
+// crossings between nodes on one NIC: with one channel per NIC
+// (NodeNICs, CollectiveOptions' default), channel c leaves a node from
+// the rank at position c·G/K − 1 for the one at c·G/K of the next (G a
+// node's ranks, K its NICs; enc.Options.Channels), and in a rail-optimised
+// network a write leaves through a NIC on the destination's rail — with
+// two devices a NIC (Trn1), the writer's own when the two share one,
+// without a hop inside the node first. On the torus the boustrophedon
+// 0-3 7-4 … crosses between NICs at every channel, its reverse 0 12-15
+// 11-8 … within one (1–3 % off a 2- or 4-node trn1.32xlarge flat ring,
+// 5 % against the boustrophedon). One device a NIC, or one node: cycle.
+func (cfg Config) orient(cycle []int, rpd int) []int {
+	nics := cfg.NodeNICs()
+	if nics < 1 || len(cycle) < 3 || len(cycle)/nics < 2 {
+		return cycle
+	}
+	perNIC := len(cycle) / nics
+	shared := func(c []int) int {
+		g, n := len(c)*rpd, 0
+		for ch := range nics {
+			first := ch * g / nics
+			if c[(first+g-1)%g/rpd]/perNIC == c[first/rpd]/perNIC {
+				n++
+			}
+		}
+		return n
+	}
+	back := append([]int{cycle[0]}, cycle[1:]...)
+	slices.Reverse(back[1:])
+	if shared(back) > shared(cycle) {
+		return back
+	}
+	return cycle
 }
 
 // isRankOrder reports whether order is 0, 1, …, n−1.
@@ -292,10 +332,12 @@ func NoteRingOrder(rep *nccom.Report, o RingOrder, given []int, rankOrder bool) 
 	}
 }
 
-// usesRingOrder reports whether a row of rep ran in the ring order: a
-// permute, or a ring, kangaring or hier row.
+// usesRingOrder reports whether a row of rep ran in the ring order
+// (enc.RingOrderApplies: a permute, or a ring, kangaring or hier row).
 func usesRingOrder(rep *nccom.Report) bool {
-	return rep.Op == enc.Permute.String() || slices.ContainsFunc(rep.Rows, func(r nccom.Row) bool {
-		return r.Algorithm == enc.Ring.String() || r.Algorithm == enc.KangaRing.String() || r.Algorithm == enc.Hier.String()
+	op, err := enc.ParseOp(rep.Op)
+	return err == nil && slices.ContainsFunc(rep.Rows, func(r nccom.Row) bool {
+		a, err := enc.ParseAlgo(r.Algorithm)
+		return err == nil && a != enc.Auto && enc.RingOrderApplies(op, a)
 	})
 }

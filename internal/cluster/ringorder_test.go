@@ -20,14 +20,10 @@ import (
 // wrap-around.
 var snake = []int{0, 1, 2, 3, 7, 6, 5, 4, 8, 9, 10, 11, 15, 14, 13, 12}
 
-// systemConfig is the cluster of a named system (fabric.Systems) with
-// nodes nodes and rpd ranks per device.
-func systemConfig(t *testing.T, name string, nodes, rpd int) cluster.Config {
-	t.Helper()
-	spec, err := fabric.LookupSystem(name)
-	require.NoError(t, err)
-	return cluster.Config{Generation: spec.Generation, Devices: spec.Devices * nodes, Nodes: nodes, Switch: spec.Switch(), Kind: spec.Kind, RanksPerDevice: rpd}
-}
+// snakeBack is the boustrophedon the other way round from device 0, the
+// order of Trn1 nodes joined over EFA: its flat ring's crossings, between
+// positions 2c − 1 and 2c of a node, join the two devices of one NIC.
+var snakeBack = []int{0, 12, 13, 14, 15, 11, 10, 9, 8, 4, 5, 6, 7, 3, 2, 1}
 
 // linked reports whether topology t has a direct link from device a to
 // device b.
@@ -40,8 +36,10 @@ func linked(t *fabric.Topology, a, b int) bool {
 // pair, and the last and the first, sit on one device or on two devices
 // with a direct link in the system's topology — but for the crossings from
 // one node to the next over EFA, one a node, at its end — with each
-// device's ranks together; the 4×4 torus takes the boustrophedon, the
-// UltraServer's Z ring joins its four tori; rank order stays where it is a
+// device's ranks together; the 4×4 torus takes the boustrophedon (over
+// Trn1 nodes the other way round, so that the flat ring's channels cross
+// between the two devices of one NIC), the UltraServer's Z ring joins its
+// four tori; rank order stays where it is a
 // cycle along the links (Inf2's ring, every pair linked) or every pair is
 // one switch path apart (Trn3, a star), and where the links hold no cycle
 // (Inf2's chain) the note says why.
@@ -60,7 +58,8 @@ func TestRingOrderSystems(t *testing.T) {
 		{"trn2-48xl, 2 ranks a device", systemConfig(t, "trn2-48xl", 1, 2), snake, ""},
 		{"trn2-48xl, 8 ranks a device", systemConfig(t, "trn2-48xl", 1, 8), snake, ""},
 		{"2 × trn2-48xl", systemConfig(t, "trn2-48xl", 2, 1), snake, ""},
-		{"4 × trn1-32xl, 2 ranks a device", systemConfig(t, "trn1-32xl", 4, 2), snake, ""},
+		{"4 × trn1-32xl, 2 ranks a device", systemConfig(t, "trn1-32xl", 4, 2), snakeBack, ""},
+		{"2 × trn1-32xl", systemConfig(t, "trn1-32xl", 2, 1), snakeBack, ""},
 		{"trn2-ultraserver", systemConfig(t, "trn2-ultraserver", 1, 1), []int{
 			0, 1, 2, 3, 7, 6, 5, 4, 8, 9, 10, 11, 15, 14, 13, 12,
 			28, 29, 30, 31, 27, 26, 25, 24, 20, 21, 22, 23, 19, 18, 17, 16,
@@ -112,6 +111,17 @@ func TestRingOrderSystems(t *testing.T) {
 			}
 			if nodes > 1 {
 				assert.Equal(t, nodes, crossings)
+			}
+			// The flat ring's channels, one per NIC, cross from a node's
+			// position c·G/K − 1 to c·G/K: on Trn1, between the two
+			// devices of one NIC.
+			if k := tc.cfg.NodeNICs(); k > 0 && tc.cfg.Devices/nodes/k > 1 {
+				g, perNIC := tc.cfg.Devices/nodes*rpd, tc.cfg.Devices/nodes/k
+				for c := range k {
+					first := c * g / k
+					a, b := o.Ranks[(first+g-1)%g]/rpd, o.Ranks[first]/rpd
+					assert.Equal(t, a/perNIC, b/perNIC, "channel %d crosses from device %d to %d, on one NIC", c, a, b)
+				}
 			}
 		})
 	}

@@ -12,14 +12,24 @@ import (
 	"github.com/neuronsim/neuronsim/sim/fabric"
 )
 
+// systemConfig is the configuration of nodes copies of one of the systems
+// AWS sells (fabric.Systems) joined by EFA (one: no EFA network), rpd
+// ranks per device.
+func systemConfig(t *testing.T, name string, nodes, rpd int) cluster.Config {
+	t.Helper()
+	spec, err := fabric.LookupSystem(name)
+	require.NoError(t, err)
+	return cluster.Config{Generation: spec.Generation, Devices: nodes * spec.Devices, Nodes: nodes, Switch: switchOf(spec.Generation),
+		Kind: spec.Kind, RanksPerDevice: rpd}
+}
+
 // systemCluster builds a cluster of one of the systems AWS sells
 // (fabric.Systems), one rank per device.
 func systemCluster(t *testing.T, name string, timingOnly bool, buf uint64) *cluster.Cluster {
 	t.Helper()
-	spec, err := fabric.LookupSystem(name)
-	require.NoError(t, err)
-	c, err := cluster.New(cluster.Config{Generation: spec.Generation, Devices: spec.Devices, Switch: switchOf(spec.Generation),
-		Kind: spec.Kind, TimingOnly: timingOnly, BufferBytes: buf})
+	cfg := systemConfig(t, name, 1, 1)
+	cfg.TimingOnly, cfg.BufferBytes = timingOnly, buf
+	c, err := cluster.New(cfg)
 	require.NoError(t, err)
 	return c
 }

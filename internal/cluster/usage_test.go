@@ -34,9 +34,12 @@ func sweepUsage(t *testing.T, c *cluster.Cluster, op enc.Op, algo enc.Algo, size
 // time at a large size in the aware model (each ring step sends a block
 // over the links between neighbours, one step after another) — the
 // bottleneck, above 90 % and at most 100 % — and far less at a small
-// size, where the fixed costs dominate. (At the generation's own 256 GB/s
-// the DMA engines are the slower part, and the busiest xy link stays near
-// two thirds busy: docs/fabric.md §Link utilisation.)
+// size, where the fixed costs dominate. The ring runs along the torus's
+// links (docs/fabric.md §Ring order), one edge a link: 91 % at 64 MiB (in
+// rank order four links carried two edges and were 96 % busy at half the
+// busbw). (At the generation's own 256 GB/s the DMA engines are the slower
+// part, and the busiest xy link stays about 40 % busy: docs/fabric.md §Link
+// utilisation.)
 func TestRingSaturatesTorus(t *testing.T) {
 	tables, err := rtarch.For(hwarch.Cayman, rtarch.Options{})
 	require.NoError(t, err)

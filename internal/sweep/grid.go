@@ -133,6 +133,11 @@ type Point struct {
 	// EFA NIC of a node (cluster.Config.NodeNICs, as the runtime runs
 	// them); 0 for the points they do not apply to.
 	Channels int `json:"channels,omitempty"`
+	// RingOrder is the order the point's rings take through its ranks
+	// where it is not rank order (cluster.FormatOrder of the topology's,
+	// cluster.Config.RingOrder: a torus's boustrophedon), for the points
+	// that may run in it (enc.RingOrderApplies); "" for the others.
+	RingOrder string `json:"ring_order,omitempty"`
 }
 
 // EFA are the overrides of the EFA network's parameters a grid's efa block
@@ -228,6 +233,12 @@ func (p *Point) canonical() string {
 		kvs = append(kvs, [2]string{"nodes", strconv.Itoa(p.Nodes)})
 		kvs = append(kvs, p.EFA.lines()...)
 		kvs = append(kvs, [2]string{"channels", strconv.Itoa(p.Channels)})
+	}
+	// Rings along the links: the points that run in another order than
+	// rank order, after every other line, so that the others keep the
+	// hashes they had when every ring ran in rank order.
+	if p.RingOrder != "" {
+		kvs = append(kvs, [2]string{"ring_order", p.RingOrder})
 	}
 	for _, kv := range kvs {
 		b.WriteString(kv[0])
@@ -978,6 +989,9 @@ func (b *pointBuilder) add(sh shapeOf, pt Point, p fabric.Params, sz sizeVal, gr
 	opts := sh.config(&p).CollectiveOptions(enc.Options{Channels: pt.Channels})
 	o, _ := enc.ParseOp(pt.Op)
 	a, _ := enc.ParseAlgo(pt.Algo)
+	if opts.RingOrder != nil && enc.RingOrderApplies(o, a) {
+		pt.RingOrder = cluster.FormatOrder(opts.RingOrder)
+	}
 	t, _ := enc.ParseDtype(pt.Dtype)
 	m, _ := fabric.ParseModel(pt.Model)
 	functional := pt.Mode == "functional"

@@ -159,6 +159,9 @@ func (gr *group) report(i int) *nccom.Report {
 		}
 	}
 	cluster.NoteFlatRing(rep, p.Nodes, p.Channels, p.nodeNICs()) // as fabric sweep's report has it
+	if p.RingOrder != "" {
+		cluster.NoteRingOrder(rep, cluster.RingOrder{Note: p.RingOrder}, nil, false) // the order, as the point has it
+	}
 	return rep
 }
 

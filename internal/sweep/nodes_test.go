@@ -314,3 +314,33 @@ func TestGridChannelsErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestGridRingOrder: a point whose rings run along the links in another
+// order than rank order (a torus ring, kangaring or hier, a permute, auto)
+// records it (ring_order), in its hash too, and runs in it; a point that
+// ignores it (mesh, rdh) or whose ring order is rank order (a ring
+// topology, Trn3's switches) has none, and keeps the hash it had before
+// the rings ran along the links.
+func TestGridRingOrder(t *testing.T) {
+	g := mustGrid(t, "axes:\n  systems: [trn2-48xl, trn3-gen1]\n  ops: [all_reduce, permute]\n  algos: [ring, mesh, auto]\n  sizes: [64K]\n")
+	seen := 0
+	for i, p := range g.Points() {
+		ignores := p.Op == "all_reduce" && p.Algo == "mesh"
+		if p.System == "trn3-gen1" || ignores {
+			assert.Empty(t, p.RingOrder, "point %d: %s %s on %s", i, p.Op, p.Algo, p.System)
+			assert.NotContains(t, p.canonical(), "ring_order")
+			if p.System == "trn3-gen1" {
+				assert.Nil(t, g.specs[i].opts.RingOrder, "point %d: rank order", i)
+			}
+			continue
+		}
+		seen++
+		assert.Equal(t, "0-3 7-4 8-11 15-12", p.RingOrder, "point %d: %s %s", i, p.Op, p.Algo)
+		assert.Contains(t, p.canonical(), "ring_order=\"0-3 7-4 8-11 15-12\"\n")
+		assert.Equal(t, []int{0, 1, 2, 3, 7, 6, 5, 4, 8, 9, 10, 11, 15, 14, 13, 12}, g.specs[i].opts.RingOrder, "point %d runs in it", i)
+		q := p
+		q.RingOrder = ""
+		assert.NotEqual(t, p.Hash, hashHex(q.canonical()), "point %d: the order is in the hash", i)
+	}
+	assert.Equal(t, 5, seen)
+}

@@ -256,6 +256,20 @@ func (b *builder) presize() {
 	b.counting, b.counted, b.n, b.used, b.counts = false, b.n, 0, 0, nil
 }
 
+// RingOrderApplies reports whether a collective of op with algo may run in
+// Options.RingOrder: a Permute (its default peers are the ring shift), a
+// Ring, KangaRing or Hier, and Auto for the ops whose choice can be one of
+// them (all but AllToAll). Mesh and RDH ignore the order.
+func RingOrderApplies(op Op, algo Algo) bool {
+	switch {
+	case op == Permute:
+		return true
+	case op == AllToAll:
+		return false
+	}
+	return algo == Ring || algo == KangaRing || algo == Hier || algo == Auto
+}
+
 // CheckRingOrder reports why order is not a ring order of ranks ranks
 // (Options.RingOrder): not one entry per rank, an entry that is not a
 // rank, or a rank twice. Nil is rank order, always valid. The error wraps

@@ -165,13 +165,12 @@ func Build(k Kind, g hwarch.Generation, n int, p Params) (*Topology, error) {
 // out[d] lists, in port order, each device d has a link to, once. A path
 // through a switch is no direct link: a switched topology's devices have
 // none but the links that join two devices (Trn3 Gen1's inter-rack ones).
-// It builds no routes, so it is cheap at any device count; it also
-// returns the kind (KindAuto resolved). The runtime lays its rings along
-// these links (internal/cluster's ring order).
-func DeviceLinks(k Kind, g hwarch.Generation, n int, p Params) ([][]int, Kind, error) {
+// It builds no routes, so it is cheap at any device count. The runtime
+// lays its rings along these links (internal/cluster's ring order).
+func DeviceLinks(k Kind, g hwarch.Generation, n int, p Params) ([][]int, error) {
 	t, err := graph(k, g, n, p)
 	if err != nil {
-		return nil, k, err
+		return nil, err
 	}
 	out := make([][]int, n)
 	seen := make([]int, n) // seen[e] = d+1 once out[d] holds e
@@ -183,7 +182,7 @@ func DeviceLinks(k Kind, g hwarch.Generation, n int, p Params) ([][]int, Kind, e
 			}
 		}
 	}
-	return out, t.Kind, nil
+	return out, nil
 }
 
 // graph returns the topology of kind k over n devices, its nodes and links

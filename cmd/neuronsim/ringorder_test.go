@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestFabricSweepRingOrder: the permute of the review's repro (64 MiB on
+// trn2-48xl with 25 GB/s links) runs its ring shift along the torus's links
+// and says so (# ring_order, JSON neuronsim_ring_order): the xy links carry
+// 16·S, one S over each link used, at near the link's 25 GB/s (above 90 %
+// with the real endpoints: TestPermuteAlongTorusLinks says what the rest
+// is); --ring-order ranks runs it in rank order as before, 20·S with two
+// edges on the busiest links, at most half the link; --ring-order with the
+// ranks listed runs them in that order, and a list that is not a
+// permutation of the ranks is refused naming the flag.
+func TestFabricSweepRingOrder(t *testing.T) {
+	const size = 64 << 20
+	for _, tc := range []struct {
+		name, order string
+		note        string
+		bytes       float64 // the xy links', in S
+		lo, hi      float64 // busbw, GB/s
+	}{
+		{"links", "links", "0-3 7-4 8-11 15-12: a cycle through the 16 devices along the torus2d's links", 16, 22.5, 25},
+		{"ranks", "ranks", "rank order, as asked; along the links it would be 0-3 7-4 8-11 15-12", 20, 12, 12.5},
+		{"given", "0,1,2,3,7,6,5,4,8,9,10,11,15,14,13,12", "0-3 7-4 8-11 15-12: a cycle through the 16 devices along the torus2d's links", 16, 22.5, 25},
+		{"given rank order", "0-15", "0-15: as given", 20, 12, 12.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			js := filepath.Join(t.TempDir(), "pp.json")
+			out, err := runCLI(t, "fabric", "sweep", "--system", "trn2-48xl", "--op", "permute", "-b", "64M", "-e", "64M", "--link-bw", "25",
+				"--ring-order", tc.order, "--json", js)
+			require.NoError(t, err, out)
+			assert.Contains(t, out, "# ring_order: "+tc.note+"\n")
+			b, err := os.ReadFile(js)
+			require.NoError(t, err)
+			var rep struct {
+				Results []struct {
+					BusBW float64 `json:"busbw(GB/s)"`
+				} `json:"results"`
+				RingOrder string `json:"neuronsim_ring_order"`
+				Usage     []struct {
+					Classes []struct {
+						Class string  `json:"class"`
+						Bytes float64 `json:"bytes"`
+					} `json:"classes"`
+				} `json:"neuronsim_link_usage"`
+			}
+			require.NoError(t, json.Unmarshal(b, &rep))
+			assert.Equal(t, tc.note, rep.RingOrder)
+			require.Len(t, rep.Results, 1)
+			assert.GreaterOrEqual(t, rep.Results[0].BusBW, tc.lo)
+			assert.LessOrEqual(t, rep.Results[0].BusBW, tc.hi)
+			xy := rep.Usage[0].Classes[0]
+			require.Equal(t, "xy", xy.Class)
+			assert.InDelta(t, tc.bytes, xy.Bytes/size, 1e-3, "the xy links carry %g·S (and a few semaphore writes)", tc.bytes)
+		})
+	}
+	for _, tc := range []struct{ order, err string }{
+		{"0-14", `--ring-order "0-14" on 16 ranks: enc: RingOrder has 15 entries for 16 ranks`},
+		{"0-14,14", "RingOrder is not a permutation: rank 14 is at positions 14 and 15"},
+		{"0-15,x", `--ring-order "0-15,x": links, ranks or the ranks in order: "x" is not a rank`},
+		{"", `--ring-order "": links, ranks or the ranks in order: an empty ring order`},
+	} {
+		_, err := runCLI(t, "fabric", "sweep", "--system", "trn2-48xl", "--op", "permute", "-b", "1M", "-e", "1M", "--ring-order", tc.order)
+		require.Error(t, err, tc.order)
+		assert.Contains(t, err.Error(), tc.err)
+	}
+}
