@@ -478,7 +478,7 @@ func (s *sweepFlags) plan(f *fabricFlags) (*sweepPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.refuseFlagsWithoutEffect(f, timingOnly); err != nil {
+	if err := s.refuseFlagsWithoutEffect(f, sw, timingOnly); err != nil {
 		return nil, err
 	}
 	sizes, err := s.sizeRange()
@@ -529,13 +529,16 @@ func (s *sweepFlags) checkOutputs(f *fabricFlags, counts []int) error {
 }
 
 // refuseFlagsWithoutEffect refuses the flags given where they would do
-// nothing: --pcap-max without --pcap, and --seed in timing mode.
-func (s *sweepFlags) refuseFlagsWithoutEffect(f *fabricFlags, timingOnly bool) error {
+// nothing: --pcap-max without --pcap, --seed in timing mode, and
+// --ring-order with a collective that runs no ring (mesh, rdh, alltoall).
+func (s *sweepFlags) refuseFlagsWithoutEffect(f *fabricFlags, sw cluster.Sweep, timingOnly bool) error {
 	switch fl := f.cmd.Flags(); {
 	case fl.Changed("pcap-max") && s.pcapFile == "":
 		return fmt.Errorf("--pcap-max: it bounds the --pcap file; give --pcap too")
 	case fl.Changed("seed") && timingOnly:
 		return fmt.Errorf("--seed: timing mode moves no data, so it has no inputs to seed; it applies to --mode functional")
+	case fl.Changed("ring-order") && !enc.RingOrderApplies(sw.Op, sw.Algo):
+		return fmt.Errorf("--ring-order: %s %s runs no ring; it applies to ring, kangaring, hier and auto, and to every permute", sw.Algo, sw.Op)
 	}
 	return nil
 }

@@ -18,7 +18,8 @@ import (
 // is); --ring-order ranks runs it in rank order as before, 20·S with two
 // edges on the busiest links, at most half the link; --ring-order with the
 // ranks listed runs them in that order, and a list that is not a
-// permutation of the ranks is refused naming the flag.
+// permutation of the ranks is refused naming the flag, as is the flag
+// with a collective that runs no ring.
 func TestFabricSweepRingOrder(t *testing.T) {
 	const size = 64 << 20
 	for _, tc := range []struct {
@@ -62,13 +63,15 @@ func TestFabricSweepRingOrder(t *testing.T) {
 			assert.InDelta(t, tc.bytes, xy.Bytes/size, 1e-3, "the xy links carry %g·S (and a few semaphore writes)", tc.bytes)
 		})
 	}
-	for _, tc := range []struct{ order, err string }{
-		{"0-14", `--ring-order "0-14" on 16 ranks: enc: RingOrder has 15 entries for 16 ranks`},
-		{"0-14,14", "RingOrder is not a permutation: rank 14 is at positions 14 and 15"},
-		{"0-15,x", `--ring-order "0-15,x": links, ranks or the ranks in order: "x" is not a rank`},
-		{"", `--ring-order "": links, ranks or the ranks in order: an empty ring order`},
+	for _, tc := range []struct{ order, op, algo, err string }{
+		{"0-14", "permute", "auto", `--ring-order "0-14" on 16 ranks: enc: RingOrder has 15 entries for 16 ranks`},
+		{"0-14,14", "permute", "auto", "RingOrder is not a permutation: rank 14 is at positions 14 and 15"},
+		{"0-15,x", "permute", "auto", `--ring-order "0-15,x": links, ranks or the ranks in order: "x" is not a rank`},
+		{"", "permute", "auto", `--ring-order "": links, ranks or the ranks in order: an empty ring order`},
+		{"ranks", "all_reduce", "rdh", "--ring-order: rdh all_reduce runs no ring"},
+		{"links", "alltoall", "auto", "--ring-order: auto alltoall runs no ring"},
 	} {
-		_, err := runCLI(t, "fabric", "sweep", "--system", "trn2-48xl", "--op", "permute", "-b", "1M", "-e", "1M", "--ring-order", tc.order)
+		_, err := runCLI(t, "fabric", "sweep", "--system", "trn2-48xl", "--op", tc.op, "--algo", tc.algo, "-b", "1M", "-e", "1M", "--ring-order", tc.order)
 		require.Error(t, err, tc.order)
 		assert.Contains(t, err.Error(), tc.err)
 	}
