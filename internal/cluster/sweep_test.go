@@ -11,6 +11,7 @@ import (
 	"github.com/neuronsim/neuronsim/runtime/collective"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
+	"github.com/neuronsim/neuronsim/sim/dma"
 	"github.com/neuronsim/neuronsim/sim/fabric"
 )
 
@@ -123,5 +124,31 @@ func TestAutoRDHNote(t *testing.T) {
 			assert.Equal(t, "rdh", rep.Rows[1].Algorithm)
 			assert.Contains(t, note, "auto ran rdh on 2 ranks")
 		}
+	}
+}
+
+// TestPermuteHBMBound: a 256 MiB permute between the NeuronCores of one
+// device, 16 engines per rank, is a copy from HBM to HBM on every rank —
+// n bytes read and n written — and the engines could go faster than the
+// HBM: the HBM traffic, ranks × busbw × 2, stays at or under the HBM's
+// bandwidth (its figure counts reads and writes together), and within a
+// tenth of it (the launch cost and the ring's ends take the rest).
+func TestPermuteHBMBound(t *testing.T) {
+	const size = 256 << 20
+	for _, gen := range []hwarch.Generation{hwarch.Sunda, hwarch.Cayman, hwarch.Mariana} {
+		t.Run(gen.String(), func(t *testing.T) {
+			ranks := hwarch.MustGeometry(gen).NeuronCores
+			need, err := BufferNeed(enc.Permute, enc.Auto, ranks, enc.Float32, []int64{size}, enc.Options{})
+			require.NoError(t, err)
+			c, err := New(Config{Generation: gen, Devices: 1, Kind: fabric.KindRing, TimingOnly: true, RanksPerDevice: ranks, BufferBytes: need})
+			require.NoError(t, err)
+			c.Exec.Engines = 16
+			row, _, err := c.Collective(enc.Permute, enc.Auto, enc.Float32, size, 0, enc.Options{})
+			require.NoError(t, err)
+			hbm := float64(dma.DefaultTiming(gen).HBMBandwidth) / 1e9 // GB/s
+			traffic := float64(ranks) * row.BusBW * 2
+			assert.LessOrEqual(t, traffic, hbm, "%d ranks × %.2f GB/s × 2 against the HBM's %.1f GB/s", ranks, row.BusBW, hbm)
+			assert.Greater(t, traffic, 0.9*hbm, "HBM-bound: %d ranks × %.2f GB/s × 2 against %.1f GB/s", ranks, row.BusBW, hbm)
+		})
 	}
 }

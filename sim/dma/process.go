@@ -162,7 +162,7 @@ func (c *Controller) kick(e, q int) {
 		}
 	}
 	t := Transfer{Src: tx.Addr, Dst: rx.Addr, Len: n, SrcC: srcC, DstC: dstC, Reduce: red}
-	start, finish := c.finishTime(&es.BusyUntil, uint64(n), srcC, dstC)
+	start, finish := c.finishTime(&es.BusyUntil, uint64(n), srcC, dstC, red.Op != udma.ReduceNone)
 	if dstC == Remote {
 		injected, lands, err := c.fabric.Reserve(e, q, t.Dst, n, simkernel.Time(start), simkernel.Time(finish))
 		if err != nil {
@@ -184,29 +184,51 @@ func (c *Controller) kick(e, q int) {
 }
 
 // finishTime reserves the engine and the shared paths for an n-byte
-// transfer between classes src and dst and returns when it completes
-// (docs/timing-model.md §DMA):
+// transfer between classes src and dst, a reducing write if reduce, and
+// returns when it completes (docs/timing-model.md §DMA):
 //
 //	start  = max(now, engine free)
 //	finish = max(start + fixed + n/engine BW, each shared path's free time
-//	         after it carries n bytes at its bandwidth)
+//	         after it carries its bytes at its bandwidth)
 //
-// With an ideal timing (Timing.Ideal) finish = start: no engine, HBM or
-// host-link time at all.
-func (c *Controller) finishTime(busyUntil *uint64, n uint64, src, dst Class) (start, finish uint64) {
+// The HBM carries k·n bytes, k = hbmPasses(src, dst, reduce); the host link
+// n bytes if either end is host memory. With an ideal timing (Timing.Ideal)
+// finish = start: no engine, HBM or host-link time at all.
+func (c *Controller) finishTime(busyUntil *uint64, n uint64, src, dst Class, reduce bool) (start, finish uint64) {
 	start = max(uint64(c.clock.Now()), *busyUntil)
 	if c.timing.Ideal {
 		return start, start
 	}
 	tt := c.times.of(n, &c.timing)
 	finish = start + c.timing.FixedCost + tt.engine
-	if src == HBM || dst == HBM {
-		finish = share(&c.st.hbmFree, start, finish, tt.hbm)
+	if k := hbmPasses(src, dst, reduce); k != 0 {
+		finish = share(&c.st.hbmFree, start, finish, tt.hbm[k-1])
 	}
 	if src == Host || dst == Host {
 		finish = share(&c.st.hostFree, start, finish, tt.host)
 	}
 	return start, finish
+}
+
+// hbmPasses is how many times a transfer's n bytes go through this
+// device's HBM, whose bandwidth counts reads and writes together: once for
+// the read of an HBM source, once for the write of an HBM destination, and
+// once more when that write reduces (it reads the destination first). An
+// HBM→HBM copy is 2, a reduce from HBM into HBM 3, an on-chip or host
+// transfer with no HBM end 0. A Remote destination's memory is another
+// device's: its write is not counted here.
+func hbmPasses(src, dst Class, reduce bool) int {
+	k := 0
+	if src == HBM {
+		k++
+	}
+	if dst == HBM {
+		k++
+		if reduce {
+			k++
+		}
+	}
+	return k
 }
 
 // share books a shared path, free from *free, for d picoseconds of a
@@ -217,10 +239,12 @@ func share(free *uint64, start, finish, d uint64) uint64 {
 	return max(finish, *free)
 }
 
-// transferTimes is TransferTime of n bytes at each of a timing's
-// bandwidths.
+// transferTimes is TransferTime of n bytes at the engine's and the host
+// link's bandwidths, and of n, 2n and 3n bytes (hbm[k-1], k =
+// hbmPasses) at the HBM's.
 type transferTimes struct {
-	n, engine, hbm, host uint64
+	n, engine, host uint64
+	hbm             [3]uint64
 }
 
 // timeMemo remembers the transfer times of the last two transfer sizes:
@@ -230,7 +254,8 @@ type transferTimes struct {
 type timeMemo [2]transferTimes
 
 // of returns the times of n bytes under timing t, which must be the one
-// every earlier call gave.
+// every earlier call gave. n is at most a descriptor's length
+// (udma.MaxTransfer), so 3n does not overflow.
 func (m *timeMemo) of(n uint64, t *Timing) *transferTimes {
 	switch n {
 	case m[0].n:
@@ -240,7 +265,8 @@ func (m *timeMemo) of(n uint64, t *Timing) *transferTimes {
 		return &m[0]
 	}
 	m[1] = m[0]
-	m[0] = transferTimes{n, TransferTime(n, t.EngineBandwidth), TransferTime(n, t.HBMBandwidth), TransferTime(n, t.HostBandwidth)}
+	m[0] = transferTimes{n: n, engine: TransferTime(n, t.EngineBandwidth), host: TransferTime(n, t.HostBandwidth),
+		hbm: [3]uint64{TransferTime(n, t.HBMBandwidth), TransferTime(2*n, t.HBMBandwidth), TransferTime(3*n, t.HBMBandwidth)}}
 	return &m[0]
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/hw/isa"
 	"github.com/neuronsim/neuronsim/hw/udma"
 	"github.com/neuronsim/neuronsim/internal/units"
 )
@@ -179,9 +180,10 @@ func TestSequentialTransfers(t *testing.T) {
 }
 
 // TestParallelHBM: 16 engines each copying HBM→HBM at once share the HBM
-// bandwidth: the last completes no earlier than total/HBMBandwidth; with
-// the default figures the engines are the limit, with a narrow HBM the HBM
-// is, and it stays busy end to end.
+// bandwidth, each copy reading and writing it (2n bytes): the last
+// completes no earlier than 2·total/HBMBandwidth; with the default figures
+// the engines are the limit, with a narrow HBM the HBM is, and it stays busy
+// end to end.
 func TestParallelHBM(t *testing.T) {
 	const k, n = 4, 64 << 10
 	for _, gen := range generations {
@@ -217,14 +219,14 @@ func TestParallelHBM(t *testing.T) {
 					last = max(last, f)
 				}
 				total := uint64(16 * k * n)
-				assert.GreaterOrEqual(t, last, ceilPS(total, tc.tm.HBMBandwidth), "no faster than the HBM")
+				assert.GreaterOrEqual(t, last, ceilPS(2*total, tc.tm.HBMBandwidth), "no faster than the HBM reads and writes")
 				engine := k * (tc.tm.FixedCost + ceilPS(n, tc.tm.EngineBandwidth))
 				if tc.name == "default" {
 					for e, f := range finish {
 						assert.Equal(t, engine, f, "engine %d is engine-bound", e)
 					}
 				} else {
-					assert.Equal(t, 16*k*ceilPS(n, tc.tm.HBMBandwidth), last, "HBM-bound and never idle")
+					assert.Equal(t, 16*k*ceilPS(2*n, tc.tm.HBMBandwidth), last, "HBM-bound and never idle")
 					assert.Greater(t, last, engine)
 				}
 			})
@@ -412,14 +414,98 @@ func TestIdealTiming(t *testing.T) {
 }
 
 // TestTimeMemo: the memo of transfer times answers what TransferTime
-// computes, whatever the order of the sizes asked (the last two are
+// computes — at the HBM's bandwidth for n, 2n and 3n bytes — whatever the order of the sizes asked (the last two are
 // remembered, older ones computed again).
 func TestTimeMemo(t *testing.T) {
 	tm := DefaultTiming(hwarch.Mariana)
 	var m timeMemo
 	for i, n := range []uint64{0, 65536, 4, 65536, 4, 4, 100, 65536, 1, 1 << 16, 0, 3} {
 		got := *m.of(n, &tm)
-		want := transferTimes{n, TransferTime(n, tm.EngineBandwidth), TransferTime(n, tm.HBMBandwidth), TransferTime(n, tm.HostBandwidth)}
+		want := transferTimes{n: n, engine: ceilPS(n, tm.EngineBandwidth), host: ceilPS(n, tm.HostBandwidth),
+			hbm: [3]uint64{ceilPS(n, tm.HBMBandwidth), ceilPS(2*n, tm.HBMBandwidth), ceilPS(3*n, tm.HBMBandwidth)}}
 		assert.Equal(t, want, got, "call %d: %d bytes", i, n)
+	}
+}
+
+// hbmTiming is a timing whose HBM is narrow enough to bound every transfer
+// that goes through it, with figures whose times are worked out by hand: n =
+// 1000 bytes take 100 000 ps at the engine's 10 GB/s (150 000 ps with the
+// fixed cost), 125 000 ps on the 8 GB/s host link, and at the HBM's 3 GB/s
+// ⌈10¹⁵/3·10⁹⌉ = 333 334 ps for n, ⌈2·10¹⁵/3·10⁹⌉ = 666 667 ps for 2n and
+// exactly 1 000 000 ps for 3n (not 3 × 333 334: the bytes are timed together).
+var hbmTiming = Timing{EngineBandwidth: 10e9, FixedCost: 50_000, HBMBandwidth: 3e9, HostBandwidth: 8e9}
+
+// TestFinishTimeHBMCharge: a transfer books the device's HBM for every byte
+// it moves through it — n for an HBM source, n for an HBM destination, n more
+// for a reducing write into HBM (it reads the destination) — and nothing
+// for a Remote destination's write or a reduce into on-chip memory; the host
+// link carries n if either end is host memory. Times from hbmTiming, n =
+// 1000, starting at 1 000 000 ps on an idle engine.
+func TestFinishTimeHBMCharge(t *testing.T) {
+	const n, now = 1000, 1_000_000
+	const engine = now + 150_000
+	for _, tc := range []struct {
+		name                    string
+		src, dst                Class
+		reduce                  bool
+		hbmFree                 uint64 // when the HBM is free before the transfer
+		wantHBM, wantHost, want uint64 // HBMFree, HostFree and finish after
+	}{
+		{"hbm-hbm", HBM, HBM, false, 0, now + 666_667, 0, now + 666_667},
+		{"hbm-host", HBM, Host, false, 0, now + 333_334, now + 125_000, now + 333_334},
+		{"host-hbm", Host, HBM, false, 0, now + 333_334, now + 125_000, now + 333_334},
+		{"hbm-remote", HBM, Remote, false, 0, now + 333_334, 0, now + 333_334},
+		{"hbm-onchip", HBM, OnChip, false, 0, now + 333_334, 0, now + 333_334},
+		{"onchip-hbm", OnChip, HBM, false, 0, now + 333_334, 0, now + 333_334},
+		{"onchip-onchip", OnChip, OnChip, false, 0, 0, 0, engine},
+		{"onchip-remote", OnChip, Remote, false, 0, 0, 0, engine},
+		{"host-onchip", Host, OnChip, false, 0, 0, now + 125_000, engine},
+		{"reduce hbm-hbm", HBM, HBM, true, 0, now + 1_000_000, 0, now + 1_000_000},
+		{"reduce onchip-hbm", OnChip, HBM, true, 0, now + 666_667, 0, now + 666_667},
+		{"reduce host-hbm", Host, HBM, true, 0, now + 666_667, now + 125_000, now + 666_667},
+		{"reduce hbm-onchip", HBM, OnChip, true, 0, now + 333_334, 0, now + 333_334},
+		{"reduce hbm-remote", HBM, Remote, true, 0, now + 333_334, 0, now + 333_334},
+		{"reduce onchip-onchip", OnChip, OnChip, true, 0, 0, 0, engine},
+		// A busy HBM: the bytes queue behind what it already carries.
+		{"hbm-hbm behind", HBM, HBM, false, now + 500_000, now + 500_000 + 666_667, 0, now + 500_000 + 666_667},
+		{"reduce hbm-hbm behind", HBM, HBM, true, now + 500_000, now + 1_500_000, 0, now + 1_500_000},
+		{"onchip-onchip behind", OnChip, OnChip, false, now + 500_000, now + 500_000, 0, engine},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, rigOpts{opts: Options{Timing: hbmTiming}})
+			r.clk.RunUntil(now)
+			r.c.st.hbmFree = tc.hbmFree
+			var busy uint64
+			start, finish := r.c.finishTime(&busy, n, tc.src, tc.dst, tc.reduce)
+			assert.Equal(t, uint64(now), start)
+			assert.Equal(t, tc.want, finish)
+			assert.Equal(t, tc.wantHBM, r.c.st.hbmFree, "HBM free")
+			assert.Equal(t, tc.wantHost, r.c.st.hostFree, "host link free")
+		})
+	}
+}
+
+// TestReduceIntoHBMTime: a pair through a queue is charged as finishTime
+// says: an HBM→HBM copy of 1000 bytes under hbmTiming completes 666 667 ps
+// after it starts, a reducing one (fp32 add) 1 000 000 ps.
+func TestReduceIntoHBMTime(t *testing.T) {
+	add := udma.ReduceMeta(udma.Reduce{Op: udma.ReduceAdd, Dtype: isa.FP32})
+	for _, tc := range []struct {
+		meta uint32
+		want uint64
+	}{{0, 666_667}, {add, 1_000_000}} {
+		r := newRig(t, rigOpts{opts: Options{Timing: hbmTiming}})
+		r.normal(0)
+		q := r.setupQueue(0, 0, r.host, 32)
+		src, dst := r.alloc(r.hbm, 1000, 64), r.alloc(r.hbm, 1000, 64)
+		rx := rxDesc(t, dst, 1000, q.s2m.phase)
+		rx.Meta = tc.meta
+		q.pushDesc(txDesc(t, src, 1000, q.m2s.phase), rx)
+		q.doorbell()
+		at, ok := r.clk.Next()
+		require.True(t, ok)
+		assert.Equal(t, tc.want, at, "reduce word %#x", tc.meta)
+		r.mustDrain()
+		assert.Equal(t, uint64(1), r.queue(0, 0).Done)
 	}
 }
