@@ -154,15 +154,7 @@ func TestEndpointsIdealSweep(t *testing.T) {
 			"--model", "free", "--link-bw", "50GiB/s", "--link-latency", "500", "--algo", "ring", "-b", "16M", "-e", "16M"}, extra...)
 		out, err := runCLI(t, args...)
 		require.NoError(t, err)
-		for _, line := range strings.Split(out, "\n") {
-			if f := strings.Fields(line); len(f) == 7 && f[0] == "16777216" {
-				us, err := strconv.ParseFloat(f[3], 64)
-				require.NoError(t, err)
-				return us
-			}
-		}
-		t.Fatalf("no 16 MiB row in:\n%s", out)
-		return 0
+		return sweepTimesUS(t, out)[16<<20]
 	}
 	ideal, real := sweep("--endpoints", "ideal"), sweep()
 	const n, alpha, S, B = 4.0, 0.5, 16 << 20, 50 << 30 // µs, bytes, bytes/s
@@ -170,4 +162,66 @@ func TestEndpointsIdealSweep(t *testing.T) {
 	assert.GreaterOrEqual(t, ideal, bare)
 	assert.Less(t, ideal, bare*1.05, "ideal %.2f µs, α-β %.2f µs", ideal, bare)
 	assert.Less(t, ideal, real*0.95, "real endpoints %.2f µs", real)
+}
+
+// sweepTimesUS reads a fabric sweep's table: each row's time in µs by its
+// size in bytes.
+func sweepTimesUS(t *testing.T, out string) map[int64]float64 {
+	t.Helper()
+	times := map[int64]float64{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 7 || f[2] == "type" {
+			continue
+		}
+		size, err := strconv.ParseInt(f[0], 10, 64)
+		require.NoError(t, err, line)
+		us, err := strconv.ParseFloat(f[3], 64)
+		require.NoError(t, err, line)
+		times[size] = us
+	}
+	require.NotEmpty(t, times, "no rows in:\n%s", out)
+	return times
+}
+
+// TestLinkBWEveryGen2Link: --link-bw B gives every link of the Trn3 Gen2
+// UltraServer exactly B, its two second-level links per device too (they
+// once got B/2 each: the builder split the inter-server bundle over them),
+// as the flag's help and docs/fabric.md say; unset, they keep half the
+// inter-server bundle each. In the parity mode a ring all-reduce of S
+// bytes over the 144 devices — every ring step 2 links, inside a server or
+// through a second-level switch — then takes docs/fabric.md's
+// 2(n−1)·(2α + k·S/(nB) + δ) + γ with every link at B (δ = 2α + 109 ns,
+// γ = 4α + 170 ns; k = 1 free, 2 aware), within 0.5 %: at B/2 on the
+// second-level links it took up to 67 % longer (aware, 16 MiB).
+func TestLinkBWEveryGen2Link(t *testing.T) {
+	out, err := runCLI(t, "fabric", "topo", "--system", "trn3-gen2", "--link-bw", "10")
+	require.NoError(t, err)
+	assert.Contains(t, out, "every device also links to l2-sw1 (inter-server links: 10 GB/s, 500 ns)")
+	assert.Equal(t, 36, strings.Count(out, "(in-server links: 10 GB/s, 500 ns)"))
+	assert.Equal(t, 72, strings.Count(out, "(inter-server links: 10 GB/s, 500 ns)"))
+	assert.Equal(t, 36+72, strings.Count(out, " GB/s, "), "no link of another bandwidth")
+	out, err = runCLI(t, "fabric", "topo", "--system", "trn3-gen2")
+	require.NoError(t, err)
+	assert.Equal(t, 72, strings.Count(out, "(inter-server links: 80 GB/s, 500 ns)"), "unset: half the 160 GB/s bundle to each")
+
+	if testing.Short() || raceEnabled {
+		t.Skip("brings up a 144-device system: skipped under -short and the race detector")
+	}
+	const n, alpha, B = 144.0, 500.0, 50 << 30 // devices, ns, bytes/s
+	const delta, gamma = 2*alpha + 109, 4*alpha + 170
+	for _, tc := range []struct {
+		model string
+		k     float64
+	}{{"free", 1}, {"aware", 2}} {
+		out, err := runCLI(t, "fabric", "sweep", "--system", "trn3-gen2", "--endpoints", "ideal", "--link-bw", "50GiB/s",
+			"--link-latency", "500", "--model", tc.model, "--algo", "ring", "--op", "all_reduce", "-b", "64K", "-e", "16M", "-f", "16")
+		require.NoError(t, err)
+		times := sweepTimesUS(t, out)
+		require.Len(t, times, 3, out)
+		for size, got := range times {
+			want := (2*(n-1)*(2*alpha+tc.k*float64(size)/(n*B)*1e9+delta) + gamma) / 1000
+			assert.InEpsilon(t, want, got, 0.005, "%s, %d bytes: %.2f µs, the formula %.2f µs", tc.model, size, got, want)
+		}
+	}
 }

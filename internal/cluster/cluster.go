@@ -293,7 +293,7 @@ func (c *Cluster) lostState(i int) (bool, error) {
 func IdealParams(g hwarch.Generation, t *arch.Tables, m fabric.Model, bw, alpha uint64) fabric.Params {
 	p := DefaultParams(g, t).WithIdealEndpoints()
 	p.Model = m
-	LinkTiming{Latency: alpha, SetLatency: true, Bandwidth: bw, SetBandwidth: true}.Apply(&p) // every link kind, inter-rack too
+	LinkTiming{Latency: alpha, SetLatency: true, Bandwidth: bw, SetBandwidth: true}.Apply(&p) // every link kind, inter-rack and second-level too
 	return p
 }
 

@@ -17,10 +17,13 @@ func DefaultParams(g hwarch.Generation, t *arch.Tables) fabric.Params {
 }
 
 // LinkTiming is an override of every link's timing, whatever its kind (the
-// torus, Z-ring, ring, in-server, inter-server, inter-rack and α-β links of
-// fabric.Params): the command line's --link-latency and --link-bw and a
-// scenario's system.timing.link_latency_ns and link_bw_gbs. A field not Set
-// keeps each kind's own value.
+// torus, Z-ring, ring, in-server, inter-server, inter-rack, Trn3 Gen2
+// second-level and α-β links of fabric.Params): the command line's
+// --link-latency and --link-bw and a scenario's
+// system.timing.link_latency_ns and link_bw_gbs. Each link of the system
+// built then has exactly that latency and bandwidth (a Gen2 device's two
+// second-level links each the bandwidth given, not half of it). A field
+// not Set keeps each kind's own value.
 type LinkTiming struct {
 	Latency      uint64 // picoseconds
 	SetLatency   bool
@@ -30,7 +33,7 @@ type LinkTiming struct {
 
 // Apply sets the overrides on every link kind of p.
 func (o LinkTiming) Apply(p *fabric.Params) {
-	for _, l := range []*fabric.LinkParams{&p.XY, &p.Z, &p.Ring, &p.InServer, &p.InterServer, &p.Link, &p.InterRack} {
+	for _, l := range []*fabric.LinkParams{&p.XY, &p.Z, &p.Ring, &p.InServer, &p.InterServer, &p.Link, &p.InterRack, &p.SecondLevel} {
 		if o.SetLatency {
 			l.Latency = o.Latency
 		}

@@ -51,7 +51,7 @@ func TestLinkTiming(t *testing.T) {
 				}
 				assert.Equal(t, want, l, "link kind %s", f.Name)
 			}
-			require.Equal(t, 7, kinds, "fabric.Params' link kinds")
+			require.Equal(t, 8, kinds, "fabric.Params' link kinds")
 		})
 	}
 }
@@ -70,8 +70,40 @@ func TestIdealParamsEveryLink(t *testing.T) {
 			assert.Equal(t, fabric.LinkParams{Bandwidth: 50 << 30, Latency: 500_000}, l, v.Type().Field(i).Name)
 		}
 	}
-	assert.Equal(t, 7, kinds)
+	assert.Equal(t, 8, kinds)
 	assert.Equal(t, fabric.Aware, p.Model)
+}
+
+// TestLinkTimingEveryBuiltLink: with the override, every link of every
+// system of the catalogue, as the topology builds it, has exactly the B
+// and α given — the two second-level links of a Trn3 Gen2 device too,
+// which once got B/2 each (the builder split the inter-server bundle over
+// them) — and without it the Gen2 second-level links keep their default,
+// half the inter-server bundle each.
+func TestLinkTimingEveryBuiltLink(t *testing.T) {
+	const bw, alpha = 10e9, 700_000
+	for _, spec := range fabric.Systems {
+		t.Run(spec.Name, func(t *testing.T) {
+			tables := arch.MustFor(spec.Generation, arch.Options{Switch: spec.Switch()})
+			p, err := RunParams(spec.Generation, tables, fabric.Aware, fabric.EndpointsReal,
+				LinkTiming{Latency: alpha, SetLatency: true, Bandwidth: bw, SetBandwidth: true})
+			require.NoError(t, err)
+			topo, err := fabric.Build(spec.Kind, spec.Generation, spec.Devices, p)
+			require.NoError(t, err)
+			require.NotEmpty(t, topo.Links)
+			for id, l := range topo.Links {
+				require.Equal(t, fabric.LinkParams{Bandwidth: bw, Latency: alpha}, l.Params, "link %d (%s)", id, l.Group)
+			}
+		})
+	}
+	p := DefaultParams(hwarch.Mariana, arch.MustFor(hwarch.Mariana, arch.Options{Switch: hwarch.SwitchV1}))
+	topo, err := fabric.Build(fabric.KindTrn3Gen2, hwarch.Mariana, 144, p)
+	require.NoError(t, err)
+	for _, l := range topo.Links {
+		if l.Group == "inter-server" {
+			require.EqualValues(t, 80e9, l.Params.Bandwidth, "half the 160 GB/s inter-server bundle to each second-level switch")
+		}
+	}
 }
 
 // TestRunParams: real endpoints are DefaultParams in the model with the

@@ -104,7 +104,7 @@ func TestGen2Collectives(t *testing.T) {
 	n := spec.Devices
 	require.Equal(t, 144, n)
 	p := fabric.DefaultParams(hwarch.Mariana)
-	bound := float64(p.InterServer.Bandwidth/fabric.Gen2Spines) / 1e9
+	bound := float64(p.SecondLevel.Bandwidth) / 1e9
 	size := int64(n) << 19
 	c := whatIfCluster(t, n, spec.Kind, true, enc.AllReduce, enc.Ring, size)
 	for _, op := range []enc.Op{enc.AllReduce, enc.AllGather, enc.ReduceScatter} {

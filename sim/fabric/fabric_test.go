@@ -149,6 +149,7 @@ func TestLatencyBound(t *testing.T) {
 		{"xy link latency", func(p *Params, ps uint64) { p.XY.Latency = ps }},
 		{"inter-server link latency", func(p *Params, ps uint64) { p.InterServer.Latency = ps }},
 		{"inter-rack link latency", func(p *Params, ps uint64) { p.InterRack.Latency = ps }},
+		{"second-level link latency", func(p *Params, ps uint64) { p.SecondLevel.Latency = ps }},
 		{"switch latency", func(p *Params, ps uint64) { p.Switch = ps }},
 		{"endpoint delay", func(p *Params, ps uint64) { p.Endpoint = ps }},
 		{"EFA.NICLatency", func(p *Params, ps uint64) { p.EFA.NICLatency = ps }},

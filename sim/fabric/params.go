@@ -90,6 +90,10 @@ type Params struct {
 	// InterRack is a Trn3 Gen1 device's bundle of direct inter-rack
 	// links (systems.go, DefaultInterRack).
 	InterRack LinkParams
+	// SecondLevel is each of a Trn3 Gen2 device's links to its
+	// UltraServer's second-level switches (systems.go): by default half of
+	// InterServer, the group's bundle split over the two switches.
+	SecondLevel LinkParams
 
 	// EFA is the scale-out network of a system of several nodes
 	// (Config.Nodes, efa.go, docs/fabric.md §EFA); unused with one node.
@@ -110,7 +114,9 @@ const ns = 1000
 //   - InServer: 128 GB/s per direction (4 PCIe Gen6 ×8 links = 256 GB/s
 //     bidirectional); InterServer: 160 GB/s (5 links = 320 GB/s
 //     bidirectional); InterRack: 64 GB/s (2 links = 128 GB/s
-//     bidirectional, DefaultInterRack); all Trn3;
+//     bidirectional, DefaultInterRack); SecondLevel: 80 GB/s, half of
+//     InterServer (a Gen2 device's inter-server bundle over its 2
+//     second-level switches; the split is not public: chosen); all Trn3;
 //   - latencies: 500 ns per link and 500 ns endpoint delay — chosen so
 //     that a hop costs about 1 µs, the low end of the 1–2 µs intra-node
 //     collective step (trainium-facts §4); switch forwarding 300 ns (not
@@ -138,6 +144,7 @@ func DefaultParams(g hwarch.Generation) Params {
 		p.XY = LinkParams{256e9, 500 * ns}
 	}
 	p.InterRack = DefaultInterRack
+	p.SecondLevel = LinkParams{p.InterServer.Bandwidth / Gen2Spines, p.InterServer.Latency}
 	p.EFA = DefaultEFA(g)
 	return p
 }
@@ -165,9 +172,10 @@ func (p Params) Validate(k Kind) error {
 	for _, l := range []struct {
 		name   string
 		p      LinkParams
-		needBW bool // inter-rack only on the kind that has it, below
+		needBW bool // inter-rack and second-level only on the kinds that have them, below
 	}{{"xy", p.XY, true}, {"z", p.Z, true}, {"ring", p.Ring, true}, {"in-server", p.InServer, true},
-		{"inter-server", p.InterServer, true}, {"link", p.Link, true}, {"inter-rack", p.InterRack, false}} {
+		{"inter-server", p.InterServer, true}, {"link", p.Link, true}, {"inter-rack", p.InterRack, false},
+		{"second-level", p.SecondLevel, false}} {
 		if l.needBW && l.p.Bandwidth == 0 {
 			return fmt.Errorf("fabric: %s link bandwidth 0: %w", l.name, ErrParams)
 		}
@@ -185,6 +193,9 @@ func (p Params) Validate(k Kind) error {
 	}
 	if k == KindTrn3Gen1 && p.InterRack.Bandwidth == 0 {
 		return fmt.Errorf("fabric %s: inter-rack link bandwidth 0: %w", k, ErrParams)
+	}
+	if k == KindTrn3Gen2 && p.SecondLevel.Bandwidth == 0 {
+		return fmt.Errorf("fabric %s: second-level link bandwidth 0: %w", k, ErrParams)
 	}
 	if k.switchedTrn3() && p.MaxLinksPerPodPort > 0 && p.InterServerLinks > p.PodPorts*p.MaxLinksPerPodPort {
 		return fmt.Errorf("fabric %s: %d inter-server links per device exceed the pod-port budget of %d ports × %d links (get_max_links_per_pod_port): %w",

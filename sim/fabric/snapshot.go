@@ -27,7 +27,7 @@ import (
 
 // SnapshotVersion is the version of the snapshot format Save writes and
 // Load accepts.
-const SnapshotVersion = 8
+const SnapshotVersion = 9
 
 // Snapshot is a whole system: its configuration, its virtual time and
 // pending events, host memory, every device (memory pages, registers, DMA
@@ -248,21 +248,17 @@ func checkParams(p *Params) error {
 		}
 	}
 	for _, l := range []struct {
-		name string
-		lp   LinkParams
-	}{{"XY", p.XY}, {"Z", p.Z}, {"Ring", p.Ring}, {"InServer", p.InServer}, {"InterServer", p.InterServer}, {"Link", p.Link}} {
-		if _, err := units.Uint(l.name+".Bandwidth", l.lp.Bandwidth, 1, units.MaxBandwidthBps); err != nil {
+		name  string
+		lp    LinkParams
+		minBW uint64 // 0: the link group only some kinds have (Params.Validate checks it on those)
+	}{{"XY", p.XY, 1}, {"Z", p.Z, 1}, {"Ring", p.Ring, 1}, {"InServer", p.InServer, 1}, {"InterServer", p.InterServer, 1}, {"Link", p.Link, 1},
+		{"InterRack", p.InterRack, 0}, {"SecondLevel", p.SecondLevel, 0}} {
+		if _, err := units.Uint(l.name+".Bandwidth", l.lp.Bandwidth, l.minBW, units.MaxBandwidthBps); err != nil {
 			return err
 		}
 		if _, err := units.PS(l.name+".Latency", l.lp.Latency); err != nil {
 			return err
 		}
-	}
-	if _, err := units.Uint("InterRack.Bandwidth", p.InterRack.Bandwidth, 0, units.MaxBandwidthBps); err != nil {
-		return err
-	}
-	if _, err := units.PS("InterRack.Latency", p.InterRack.Latency); err != nil {
-		return err
 	}
 	if err := p.EFA.Validate(); err != nil {
 		return err
@@ -526,9 +522,10 @@ func (c snapshotCheck) capture() error {
 // instead of busy spans), version 4 files (without the device id, and
 // device state without its boot count and function-level reset counter)
 // version 5 files (without the endpoint mode and the ideal DMA timing),
-// version 6 files (fabric parameters without Params.InterRack) and
+// version 6 files (fabric parameters without Params.InterRack),
 // version 7 files (without the nodes and the EFA network, Snapshot.Nodes
-// and Params.EFA) are refused by name.
+// and Params.EFA) and version 8 files (fabric parameters without
+// Params.SecondLevel) are refused by name.
 var snapshotMagic = [8]byte{'N', 'S', 'S', 'N', 'A', 'P', 0, 1}
 
 const (
@@ -803,6 +800,7 @@ func checkSnapshotVersion(v uint32) error {
 		5: "version 5 (before the endpoint mode, Params.Endpoints, and the ideal DMA timing, dma.Timing.Ideal, were kept) is no longer read",
 		6: "version 6 (before the fabric parameters kept the Trn3 Gen1 inter-rack links) is no longer read",
 		7: "version 7 (before the nodes of a system and their EFA scale-out network, Snapshot.Nodes and Params.EFA, were kept) is no longer read",
+		8: "version 8 (before the fabric parameters kept the Trn3 Gen2 second-level links, Params.SecondLevel, apart from the inter-server bundle) is no longer read",
 	}
 	switch w, old := why[v]; {
 	case v == SnapshotVersion:

@@ -339,7 +339,8 @@ func TestLoadRefusesByName(t *testing.T) {
 		{"version 5", func() []byte { b := append([]byte(nil), good...); b[8] = 5; return b }(), LoadOptions{}, "version 5 (before the endpoint mode", nil},
 		{"version 6", func() []byte { b := append([]byte(nil), good...); b[8] = 6; return b }(), LoadOptions{}, "version 6 (before the fabric parameters kept the Trn3 Gen1 inter-rack links", nil},
 		{"version 7", func() []byte { b := append([]byte(nil), good...); b[8] = 7; return b }(), LoadOptions{}, "version 7 (before the nodes of a system and their EFA scale-out network", nil},
-		{"version 9", func() []byte { b := append([]byte(nil), good...); b[8] = 9; return b }(), LoadOptions{}, "version 9; this build reads version 8", nil},
+		{"version 8", func() []byte { b := append([]byte(nil), good...); b[8] = 8; return b }(), LoadOptions{}, "version 8 (before the fabric parameters kept the Trn3 Gen2 second-level links", nil},
+		{"version 10", func() []byte { b := append([]byte(nil), good...); b[8] = 10; return b }(), LoadOptions{}, "version 10; this build reads version 9", nil},
 		{"other layout", otherLayout, LoadOptions{}, "layout fingerprint", nil},
 		{"too many devices for the limit", good, LoadOptions{MaxBytes: 1 << 20}, "a system of 2 devices takes about 2 MiB", ErrSnapshotLimit},
 		{"trailing decoded bytes", trailing, LoadOptions{}, fmt.Sprintf("decompresses to more than the %d bytes its header declares", len(raw)), nil},
@@ -359,22 +360,23 @@ func TestLoadRefusesByName(t *testing.T) {
 	}
 }
 
-// TestSnapshotLayoutPinned: the layout of format version 7 (version 2 had
+// TestSnapshotLayoutPinned: the layout of format version 9 (version 2 had
 // the host memory's buffers in a map and its free list as pairs; version 3
 // has both as slices of sim.HostExtent; version 4 has LinkState.Spans for
 // LinkState.Free; version 5 has Snapshot.DeviceID, sim.DeviceState.Boot
 // and DeviceStats.FunctionResets; version 6 has Params.Endpoints,
 // Snapshot.Messages and
 // dma.Timing.Ideal; version 7 has Params.InterRack; version 8 has
-// Snapshot.Nodes and Params.EFA). A change to a state type changes the
-// fingerprint and fails here: bump SnapshotVersion (old files are then
-// refused by name) and record the new fingerprint.
+// Snapshot.Nodes and Params.EFA; version 9 has Params.SecondLevel). A
+// change to a state type changes the fingerprint and fails here: bump
+// SnapshotVersion (old files are then refused by name) and record the new
+// fingerprint.
 func TestSnapshotLayoutPinned(t *testing.T) {
 	got, err := snapshotLayout()
 	require.NoError(t, err)
-	const version8 = 0xb00cc82a728879c0
-	require.Equal(t, 8, SnapshotVersion, "a new version pins its fingerprint here")
-	assert.Equalf(t, uint64(version8), got, "the Snapshot's encoded layout changed (fingerprint %#016x): bump SnapshotVersion and pin the new fingerprint", got)
+	const version9 = 0x5d5c3a0e0165d9a0
+	require.Equal(t, 9, SnapshotVersion, "a new version pins its fingerprint here")
+	assert.Equalf(t, uint64(version9), got, "the Snapshot's encoded layout changed (fingerprint %#016x): bump SnapshotVersion and pin the new fingerprint", got)
 }
 
 // FuzzRestoreEncoding feeds mutated snapshot encodings, compressed and

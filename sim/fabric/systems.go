@@ -77,10 +77,11 @@ func (t *Topology) trn3Gen1(n int, p Params) error {
 // two second-level switches across the servers (l2-sw0, l2-sw1). Each
 // device's 4 in-server links go to its server's first-level switch
 // (Params.InServer, one bundle) and its 5 inter-server links to the
-// second-level switches, half the group's bandwidth to each (the split of
-// 5 lanes over 2 switches is not public: chosen, docs/fabric.md). A device
-// reaches its server's devices in 2 hops (the first-level switch) and the
-// other servers' in 2 (a second-level switch, chosen by spreadGen2).
+// second-level switches, a link to each of Params.SecondLevel (by default
+// half the group's bandwidth: the split of 5 lanes over 2 switches is not
+// public: chosen, docs/fabric.md). A device reaches its server's devices
+// in 2 hops (the first-level switch) and the other servers' in 2 (a
+// second-level switch, chosen by spreadGen2).
 func (t *Topology) trn3Gen2(n int, p Params) error {
 	if n != Gen2Servers*Gen2ServerSize {
 		return fmt.Errorf("fabric %s: %d devices; a Trn3 Gen2 UltraServer is %d servers × %d = %d: %w",
@@ -91,12 +92,10 @@ func (t *Topology) trn3Gen2(n int, p Params) error {
 	for i := range l2 {
 		l2[i] = t.addSwitch(fmt.Sprintf("l2-sw%d", i))
 	}
-	half := p.InterServer
-	half.Bandwidth = max(1, half.Bandwidth/Gen2Spines)
 	for d := range n {
 		t.duplex(d, l1[d/Gen2ServerSize], "in-server", p.InServer)
 		for _, sw := range l2 {
-			t.duplex(d, sw, "inter-server", half)
+			t.duplex(d, sw, "inter-server", p.SecondLevel)
 		}
 	}
 	return nil

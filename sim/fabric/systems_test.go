@@ -101,8 +101,8 @@ func TestTrn3Gen1Paths(t *testing.T) {
 }
 
 // TestTrn3Gen2Spread: writes between servers use both second-level
-// switches, half the pairs each; the inter-server bundle is split between
-// them.
+// switches, half the pairs each; each second-level link is
+// Params.SecondLevel, by default half the inter-server bundle.
 func TestTrn3Gen2Spread(t *testing.T) {
 	p := DefaultParams(hwarch.Mariana)
 	topo, err := Build(KindTrn3Gen2, hwarch.Mariana, 144, p)
@@ -121,9 +121,10 @@ func TestTrn3Gen2Spread(t *testing.T) {
 	}
 	pairs := 144 * (144 - Gen2ServerSize)
 	assert.Equal(t, map[string]int{"l2-sw0": pairs / 2, "l2-sw1": pairs / 2}, through)
+	assert.Equal(t, LinkParams{p.InterServer.Bandwidth / 2, p.InterServer.Latency}, p.SecondLevel, "by default half the inter-server bundle to each switch")
 	for _, l := range topo.Links {
 		if l.Group == "inter-server" {
-			assert.Equal(t, p.InterServer.Bandwidth/2, l.Params.Bandwidth)
+			assert.Equal(t, p.SecondLevel, l.Params)
 		}
 	}
 }
@@ -150,6 +151,10 @@ func TestSystemRefusals(t *testing.T) {
 	p.InterRack.Bandwidth = 0
 	assert.ErrorIs(t, p.Validate(KindTrn3Gen1), ErrParams)
 	assert.NoError(t, p.Validate(KindTrn3Gen2), "Gen2 has no inter-rack links")
+	p = DefaultParams(hwarch.Mariana)
+	p.SecondLevel.Bandwidth = 0
+	assert.ErrorContains(t, p.Validate(KindTrn3Gen2), "second-level link bandwidth 0")
+	assert.NoError(t, p.Validate(KindTrn3Gen1), "Gen1 has no second-level links")
 }
 
 // TestSystemsBuildAsSystems: each system of the catalogue builds as a
