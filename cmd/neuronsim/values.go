@@ -42,11 +42,15 @@ func flagError(_ *cobra.Command, err error) error {
 // scaledValue is a decimal number in the flag's unit, kept as the integer
 // its conversion gives: a duration in (fractional) nanoseconds kept in
 // picoseconds, 0 ns up to units.MaxLatencyPS ([newLatency]); a bandwidth in GB/s
-// (1e9 B/s) kept in B/s, positive and at most units.MaxBandwidthBps
-// ([newBandwidth]).
+// (1e9 B/s) kept in B/s, a whole number of them, positive and at most
+// units.MaxBandwidthBps ([newBandwidth]).
 type scaledValue struct {
 	name, unit string
-	convert    func(field string, f float64) (uint64, error)
+	// convert turns the number, read as a float64, into the value; when
+	// exact is set instead, it turns the number's text (already read as a
+	// float64, so well formed) into the value exactly.
+	convert func(field string, f float64) (uint64, error)
+	exact   func(field, s string) (uint64, error)
 	// withUnit, when set, reads a value that names its own unit (a
 	// bandwidth such as 50GiB/s); a bare number is in unit.
 	withUnit func(field, s string) (uint64, error)
@@ -60,7 +64,7 @@ func newLatency(name string) *scaledValue {
 }
 
 func newBandwidth(name string) *scaledValue {
-	return &scaledValue{name: name, unit: "GB/s", convert: units.GBpsToBps, withUnit: units.ParseBandwidth}
+	return &scaledValue{name: name, unit: "GB/s", exact: units.GBpsToBps, withUnit: units.ParseBandwidth}
 }
 
 // namesBandwidthUnit reports whether s ends in a bandwidth unit (…/s or
@@ -90,7 +94,12 @@ func (v *scaledValue) Set(s string) error {
 	if err != nil {
 		return err
 	}
-	n, err := v.convert(v.name, f)
+	var n uint64
+	if v.exact != nil {
+		n, err = v.exact(v.name, s)
+	} else {
+		n, err = v.convert(v.name, f)
+	}
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,13 @@ func TestFabricSweepRefusesBadValues(t *testing.T) {
 		{[]string{"--link-bw", "1e300"}, []string{"--link-bw", "too large"}},
 		{[]string{"--link-bw", "50GiB"}, []string{"--link-bw", `unknown unit "GiB"`, "50GiB/s"}},
 		{[]string{"--link-bw", "0GB/s"}, []string{"--link-bw"}},
+		// Not a whole number of bytes per second: refused, once rounded.
+		{[]string{"--link-bw", "1.5B/s"}, []string{`--link-bw "1.5B/s": 1.5 B/s is not a whole number of bytes per second (1 or 2 B/s is)`}},
+		{[]string{"--link-bw", "7bps"}, []string{`--link-bw "7bps": too small: 0.875 B/s (the smallest bandwidth is 1 B/s)`}},
+		{[]string{"--link-bw", "0.999999999999B/s"}, []string{"--link-bw", "too small: 0.999999999999 B/s"}},
+		{[]string{"--link-bw", "1.5e-9"}, []string{`--link-bw "1.5e-9": 1.5 B/s is not a whole number`}},
+		{[]string{"--link-bw", "0.1GiB/s"}, []string{"--link-bw", "107374182.4 B/s is not a whole number"}},
+		{[]string{"--nodes", "2", "--efa-bw", "12bps"}, []string{`--efa-bw "12bps": 1.5 B/s is not a whole number`}},
 		{[]string{"--endpoints", "ideal"}, []string{"--endpoints ideal", "--link-bw and --link-latency"}},
 		{[]string{"--endpoints", "ideal", "--link-bw", "50GiB/s", "--link-latency", "500", "--chunk-bytes", "4K"}, []string{"--chunk-bytes", "--endpoints ideal"}},
 		{[]string{"--endpoints", "ideal", "--link-bw", "50GiB/s", "--link-latency", "500", "--engines", "2"}, []string{"--engines", "one engine per rank"}},

@@ -10,6 +10,8 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -337,8 +339,14 @@ func (r *resolved) timingOverrides(d *strictyaml.Decoder, at func(string) *yaml.
 	}
 	var bw uint64
 	if t.LinkBandwidth != nil {
+		// The number as written, read exactly (not the float64 decoded),
+		// but for YAML's .inf and .nan, which only the decoder reads.
 		n, path := field("link_bw_gbs")
-		if bw, err = units.GBpsToBps(path, *t.LinkBandwidth); err != nil {
+		text := n.Value
+		if v := *t.LinkBandwidth; math.IsInf(v, 0) || math.IsNaN(v) {
+			text = strconv.FormatFloat(v, 'g', -1, 64)
+		}
+		if bw, err = units.GBpsToBps(path, text); err != nil {
 			return d.ValueError(n, path, err)
 		}
 	}

@@ -52,6 +52,9 @@ func TestParseRefusesBadValues(t *testing.T) {
 		{"link_bw 0", timing("link_bw_gbs: 0"), "0}", []string{"system.timing.link_bw_gbs", "must be positive"}},
 		{"link_bw -5", timing("link_bw_gbs: -5"), "-5", []string{"system.timing.link_bw_gbs", "negative"}},
 		{"link_bw 1e300", timing("link_bw_gbs: 1e300"), "1e300", []string{"system.timing.link_bw_gbs", "too large"}},
+		{"link_bw 1.5e-9", timing("link_bw_gbs: 1.5e-9"), "1.5e-9", []string{`system.timing.link_bw_gbs: "1.5e-9": 1.5 B/s is not a whole number of bytes per second`}}, // once 2 B/s
+		{"link_bw 0.5e-9", timing("link_bw_gbs: 0.5e-9"), "0.5e-9", []string{"system.timing.link_bw_gbs", "too small: 0.5 B/s"}},                                        // once 1 B/s
+		{"link_bw inf", timing("link_bw_gbs: .inf"), ".inf", []string{"system.timing.link_bw_gbs", "not a finite number"}},
 		{"endpoint -1", timing("endpoint_delay_ns: -1"), "-1", []string{"system.timing.endpoint_delay_ns", "negative"}},
 		{"switch -7", timing("switch_latency_ns: -7"), "-7", []string{"system.timing.switch_latency_ns", "negative"}},
 		{"launch 1e20", timing("launch_cost_ns: 1e20"), "1e20", []string{"system.timing.launch_cost_ns", "too long"}},

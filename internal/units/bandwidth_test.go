@@ -7,8 +7,10 @@ import (
 )
 
 // TestParseBandwidth is the bandwidth grammar: bytes in powers of 1000 or
-// 1024, bits in powers of 1000, the unit always explicit; every refusal
-// names the field and says why.
+// 1024, bits in powers of 1000, the unit always explicit, the value read
+// exactly and a whole number of bytes per second (none rounded: 0.5B/s and
+// 7bps were once read as 1 B/s, 1.5B/s as 2); every refusal names the
+// field and says why, and one that is not whole what it is in B/s.
 func TestParseBandwidth(t *testing.T) {
 	tests := []struct {
 		in      string
@@ -28,6 +30,22 @@ func TestParseBandwidth(t *testing.T) {
 		{in: "50gb/s", wantErr: `unit "gb/s" is ambiguous: write Gb/s or Gbps for bits, GB/s for bytes`, kind: ErrSyntax}, // once read as bits
 		{in: "1kb/s", wantErr: "ambiguous", kind: ErrSyntax},
 		{in: "8bps", want: 1},
+		{in: "7bps", wantErr: "too small: 0.875 B/s (the smallest bandwidth is 1 B/s)", kind: ErrRange}, // once read as 1 B/s
+		{in: "3bps", wantErr: "too small: 0.375 B/s", kind: ErrRange},                                   // refused before too, without the B/s
+		{in: "12bps", wantErr: "1.5 B/s is not a whole number of bytes per second (1 or 2 B/s is)", kind: ErrRange},
+		{in: "0.5B/s", wantErr: "too small: 0.5 B/s", kind: ErrRange},                                          // once 1 B/s
+		{in: "0.49B/s", wantErr: "too small: 0.49 B/s", kind: ErrRange},                                        // refused before too
+		{in: "0.999999999999B/s", wantErr: "too small: 0.999999999999 B/s", kind: ErrRange},                    // once 1 B/s
+		{in: "1.5B/s", wantErr: `"1.5B/s": 1.5 B/s is not a whole number of bytes per second`, kind: ErrRange}, // once 2 B/s
+		{in: "1.000000000000000000001B/s", wantErr: "1.000000000000000000001 B/s is not a whole number", kind: ErrRange},
+		{in: "0.1GiB/s", wantErr: "107374182.4 B/s is not a whole number of bytes per second (107374182 or 107374183 B/s is)", kind: ErrRange},
+		{in: "0.5KiB/s", want: 512},
+		{in: "1.5e-9GB/s", wantErr: "1.5 B/s is not a whole number", kind: ErrRange},
+		{in: "1e-40GB/s", wantErr: "too small: about 1e-31 B/s", kind: ErrRange}, // more digits than decimalOf writes
+		{in: "1.5TB/s", want: 1_500_000_000_000},
+		{in: "999999999999999.5B/s", wantErr: "999999999999999.5 B/s is not a whole number", kind: ErrRange},
+		{in: "1000000000000000.5B/s", wantErr: "too large", kind: ErrRange},
+		{in: "53.7000000000000000001GB/s", wantErr: "53700000000.0000000001 B/s is not a whole number", kind: ErrRange}, // a float64 reads it as 53.7
 		{in: "1B/s", want: 1},
 		{in: "1KB/s", want: 1000},
 		{in: "1kB/s", want: 1000},
@@ -59,7 +77,7 @@ func TestParseBandwidth(t *testing.T) {
 		{in: "1.2.3GB/s", wantErr: "is not a number", kind: ErrSyntax},
 		{in: "0GB/s", wantErr: "must be positive", kind: ErrRange},
 		{in: "0.0bps", wantErr: "must be positive", kind: ErrRange},
-		{in: "1bps", wantErr: "too small", kind: ErrRange},
+		{in: "1bps", wantErr: "too small: 0.125 B/s", kind: ErrRange},
 		{in: "1001TB/s", wantErr: "too large", kind: ErrRange},
 		{in: "1e400GB/s", wantErr: "too large", kind: ErrRange},
 	}

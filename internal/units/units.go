@@ -12,15 +12,19 @@
 //
 // The units are fixed: sizes are bytes and their suffixes K/KB/KiB, M/MB/MiB,
 // G/GB/GiB and T/TB/TiB are powers of 1024 (as nccom-test reads them);
-// bandwidths are given in GB/s of 1e9 bytes per second; durations in
-// nanoseconds (floating point on the command line) become picoseconds, the
-// simulator's unit of time, rounded to the nearest picosecond.
+// bandwidths are given with their unit ([ParseBandwidth]) or in GB/s of 1e9
+// bytes per second ([GBpsToBps]), read exactly, and must be a whole number
+// of bytes per second (1.5 B/s, 7 bps or 0.1 GiB/s is refused, not rounded);
+// durations in nanoseconds (floating point on the command line) become
+// picoseconds, the simulator's unit of time, rounded to the nearest
+// picosecond.
 package units
 
 import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 	"time"
@@ -126,13 +130,43 @@ func latencyErr(field, value string) error {
 	return rangeErr(field, value, "too long: a latency is at most %d ns (10 s, all the device time a collective may take: no run with a longer one could finish)", MaxLatencyPS/1000)
 }
 
-// GBpsToBps converts a bandwidth in GB/s (1e9 B/s) to bytes per second. It
-// must be at least 1 B/s and at most [MaxBandwidthBps].
-func GBpsToBps(field string, gbps float64) (uint64, error) {
-	if !math.IsNaN(gbps) && gbps == 0 {
-		return 0, rangeErr(field, "0", "a bandwidth must be positive")
+// GBpsToBps converts a bandwidth written s, a bare number of GB/s (1e9 B/s)
+// as strconv.ParseFloat reads it (an exponent, a hex float such as
+// 0x1p-3), to bytes per second. The number is read exactly, not as a
+// float64: 53.7 is 53,700,000,000 B/s. It must be a whole number of bytes
+// per second, at least 1 B/s and at most [MaxBandwidthBps]; 1.5e-9 (1.5
+// B/s) is refused, not rounded. NaN, infinities and negative numbers are
+// refused too.
+func GBpsToBps(field, s string) (uint64, error) {
+	q, t := strconv.Quote(s), strings.TrimSpace(s)
+	if err := positiveNumber(field, q, t, "not a number"); err != nil {
+		return 0, err
 	}
-	return FloatToUint(field, gbps, 1e9, 1, MaxBandwidthBps, "B/s")
+	return wholeBandwidth(field, q, t, gbps)
+}
+
+// positiveNumber refuses num, a bandwidth's number, unless
+// strconv.ParseFloat reads it as positive and finite: not a number (with
+// reason notNumber), too large for a float64, NaN or infinite, negative,
+// 0, or so small it reads as 0. q is the value as given, quoted.
+func positiveNumber(field, q, num, notNumber string) error {
+	v, err := strconv.ParseFloat(num, 64)
+	var ne *strconv.NumError
+	switch {
+	case errors.As(err, &ne) && ne.Err == strconv.ErrRange:
+		return rangeErr(field, q, "too large (the limit is %d B/s, 1 PB/s)", MaxBandwidthBps)
+	case err != nil:
+		return syntaxErr(field, q, "%s", notNumber)
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return syntaxErr(field, q, "not a finite number")
+	case v < 0:
+		return rangeErr(field, q, "negative (the smallest bandwidth is 1 B/s)")
+	case v == 0 && nonzeroMantissa(num):
+		return rangeErr(field, q, "too small (the smallest bandwidth is 1 B/s)") // below float64's: read as 0
+	case v == 0:
+		return rangeErr(field, q, "a bandwidth must be positive")
+	}
+	return nil
 }
 
 // DurationToPS converts a [time.Duration] to picoseconds. Negative durations
@@ -402,22 +436,76 @@ func Plural(n int64, one, many string) string {
 const BandwidthGrammar = "a number with a unit: bytes per second as B/s, KB/s, MB/s, GB/s, TB/s (powers of 1000) or KiB/s, MiB/s, GiB/s, TiB/s (powers of 1024); bits per second as bps, Kbps, Mbps, Gbps, Tbps or Kb/s, Mb/s, Gb/s, Tb/s (powers of 1000): 50GiB/s, 53.7GB/s, 400Gbps"
 
 // bandwidthUnits are the units ParseBandwidth reads and their bytes per
-// second. B is a byte and b a bit, so the case of that letter matters;
-// the prefix may be upper or lower case (k and K alike).
-var bandwidthUnits = func() map[string]float64 {
-	m := map[string]float64{"B/s": 1, "bps": 1.0 / 8, "b/s": 1.0 / 8}
-	for i, p := range []string{"K", "M", "G", "T"} {
-		dec := math.Pow(1000, float64(i+1))
-		bin := math.Pow(1024, float64(i+1))
+// second, exact. B is a byte and b a bit, so the case of that letter
+// matters; the prefix may be upper or lower case (k and K alike).
+var bandwidthUnits = func() map[string]*big.Rat {
+	m := map[string]*big.Rat{"B/s": big.NewRat(1, 1), "bps": big.NewRat(1, 8), "b/s": big.NewRat(1, 8)}
+	dec, bin := big.NewInt(1), big.NewInt(1)
+	for _, p := range []string{"K", "M", "G", "T"} {
+		dec.Mul(dec, big.NewInt(1000))
+		bin.Mul(bin, big.NewInt(1024))
 		for _, pp := range []string{p, strings.ToLower(p)} {
-			m[pp+"B/s"] = dec
-			m[pp+"iB/s"] = bin
-			m[pp+"bps"] = dec / 8
-			m[pp+"b/s"] = dec / 8
+			m[pp+"B/s"] = new(big.Rat).SetInt(dec)
+			m[pp+"iB/s"] = new(big.Rat).SetInt(bin)
+			m[pp+"bps"] = new(big.Rat).SetFrac(dec, big.NewInt(8))
+			m[pp+"b/s"] = m[pp+"bps"]
 		}
 	}
 	return m
 }()
+
+// gbps is a GB/s in bytes per second, the unit of a bare bandwidth
+// (GBpsToBps).
+var gbps = big.NewRat(1e9, 1)
+
+// wholeBandwidth is num × scale bytes per second, computed exactly: num is
+// a number strconv.ParseFloat reads as positive and finite (so its exponent
+// is bounded), scale the bytes per second of its unit (never changed
+// here). The result must be a whole number of bytes per second in
+// 1..MaxBandwidthBps; the error of one that is not says what it is in B/s.
+// q is the value as given, quoted.
+func wholeBandwidth(field, q, num string, scale *big.Rat) (uint64, error) {
+	r, ok := new(big.Rat).SetString(num)
+	if !ok || r.Sign() <= 0 {
+		return 0, syntaxErr(field, q, "%q is not a positive number", num)
+	}
+	r.Mul(r, scale)
+	switch {
+	case r.Cmp(new(big.Rat).SetUint64(MaxBandwidthBps)) > 0:
+		return 0, rangeErr(field, q, "too large (the limit is %d B/s, 1 PB/s)", MaxBandwidthBps)
+	case !r.IsInt() && r.Cmp(big.NewRat(1, 1)) < 0:
+		return 0, rangeErr(field, q, "too small: %s B/s (the smallest bandwidth is 1 B/s)", decimalOf(r))
+	case !r.IsInt():
+		lo := new(big.Int).Quo(r.Num(), r.Denom())
+		return 0, rangeErr(field, q, "%s B/s is not a whole number of bytes per second (%d or %d B/s is)",
+			decimalOf(r), lo, new(big.Int).Add(lo, big.NewInt(1)))
+	}
+	return r.Num().Uint64(), nil
+}
+
+// decimalOf writes r, a positive rational, in decimal: exactly when that
+// takes at most 24 digits after the point (a number read from decimal or
+// hex digits, times a unit, has only 2s and 5s in its denominator, so its
+// expansion ends), else "about" and 6 significant digits.
+func decimalOf(r *big.Rat) string {
+	const maxDigits = 24
+	den := new(big.Int).Set(r.Denom())
+	twos := int(den.TrailingZeroBits())
+	den.Rsh(den, uint(twos))
+	fives := 0
+	five, rem := big.NewInt(5), new(big.Int)
+	for fives <= maxDigits && den.Cmp(big.NewInt(1)) > 0 {
+		q, m := new(big.Int).QuoRem(den, five, rem)
+		if m.Sign() != 0 {
+			break
+		}
+		den, fives = q, fives+1
+	}
+	if digits := max(twos, fives); den.Cmp(big.NewInt(1)) == 0 && digits <= maxDigits {
+		return r.FloatString(digits)
+	}
+	return "about " + new(big.Float).SetRat(r).Text('g', 6)
+}
 
 // numberPrefix returns the length of the decimal number t starts with:
 // digits and points, then an exponent (e or E, an optional sign, digits)
@@ -466,10 +554,11 @@ func nonzeroMantissa(num string) bool {
 // number is refused — whether it meant GB/s or GiB/s, bytes or bits, is
 // exactly what the unit must say — and so are signs, unknown units and "iB"
 // with bits (spaces around the number and between it and its unit are
-// allowed; the number may have an exponent, as in 1.5e-3GB/s). The result,
-// in bytes per second rounded to the nearest, must be at least 1 B/s and at
-// most [MaxBandwidthBps]; a positive value that rounds below 1 B/s is
-// refused, not rounded up.
+// allowed; the number may have an exponent, as in 1.5e-3GB/s). The number
+// is read exactly, not as a float64, and the result must be a whole number
+// of bytes per second, at least 1 B/s and at most [MaxBandwidthBps]:
+// 53.7GB/s is 53,700,000,000 B/s, while 1.5B/s, 7bps (0.875 B/s) and
+// 0.1GiB/s (107,374,182.4 B/s) are refused, saying so, not rounded.
 func ParseBandwidth(field, s string) (uint64, error) {
 	q := strconv.Quote(s)
 	t := strings.TrimSpace(s)
@@ -496,30 +585,8 @@ func ParseBandwidth(field, s string) (uint64, error) {
 	if !ok {
 		return 0, syntaxErr(field, q, "unknown unit %q (want %s)", unit, BandwidthGrammar)
 	}
-	v, err := strconv.ParseFloat(num, 64)
-	if err != nil {
-		var ne *strconv.NumError
-		if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
-			return 0, rangeErr(field, q, "too large (the limit is %d B/s)", MaxBandwidthBps)
-		}
-		return 0, syntaxErr(field, q, "%q is not a number (want %s)", num, BandwidthGrammar)
+	if err := positiveNumber(field, q, num, fmt.Sprintf("%q is not a number (want %s)", num, BandwidthGrammar)); err != nil {
+		return 0, err
 	}
-	if v == 0 {
-		if nonzeroMantissa(num) {
-			return 0, rangeErr(field, q, "too small (the smallest bandwidth is 1 B/s)") // below float64's: read as 0
-		}
-		return 0, rangeErr(field, q, "a bandwidth must be positive")
-	}
-	x := v * scale
-	if math.IsInf(x, 0) || x > float64(MaxBandwidthBps) {
-		return 0, rangeErr(field, q, "too large (the limit is %d B/s, 1 PB/s)", MaxBandwidthBps)
-	}
-	u := uint64(math.Round(x))
-	if u < 1 {
-		return 0, rangeErr(field, q, "too small (the smallest bandwidth is 1 B/s)")
-	}
-	if u > MaxBandwidthBps {
-		return 0, rangeErr(field, q, "too large (the limit is %d B/s, 1 PB/s)", MaxBandwidthBps)
-	}
-	return u, nil
+	return wholeBandwidth(field, q, num, scale)
 }
