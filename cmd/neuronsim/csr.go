@@ -17,7 +17,7 @@ import (
 // system (the default), of a remote system, or /dev/neuronN.
 type targetFlags struct {
 	sys    *systemFlags
-	device *intValue
+	device *deviceIndex
 	remote string
 	kernel string
 }
@@ -40,7 +40,7 @@ func (t *targetFlags) open() (*bringup.Device, func(), error) {
 		if err := t.sys.notWith("--remote"); err != nil {
 			return nil, nil, err
 		}
-		dev, done, err := openServedDevice(t.remote, t.device.int())
+		dev, done, err := openServedDevice(t.remote, t.device)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -54,9 +54,13 @@ func (t *targetFlags) open() (*bringup.Device, func(), error) {
 		if err := t.sys.notWith("--kernel"); err != nil {
 			return nil, nil, err
 		}
+		dev, err := t.device.index(hwarch.MaxNeuronDevices, fmt.Sprintf("the kernel driver's /dev/neuron0../dev/neuron%d, MAX_NEURON_DEVICE_COUNT", hwarch.MaxNeuronDevices-1))
+		if err != nil {
+			return nil, nil, err
+		}
 		path := t.kernel
 		if path == "auto" {
-			path = fmt.Sprintf("/dev/neuron%d", t.device.int())
+			path = fmt.Sprintf("/dev/neuron%d", dev)
 		}
 		k, err := ndl.OpenKernel(path)
 		if err != nil {
@@ -73,9 +77,9 @@ func (t *targetFlags) open() (*bringup.Device, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	dev := t.device.int()
-	if dev >= s.Devices {
-		return nil, nil, fmt.Errorf("--device %d: the system has %s (--devices)", dev, units.Plural(int64(s.Devices), "device", "devices"))
+	dev, err := t.device.index(s.Devices, fmt.Sprintf("the system has %s, --devices", units.Plural(int64(s.Devices), "device", "devices")))
+	if err != nil {
+		return nil, nil, err
 	}
 	sys, err := buildSystem(s)
 	if err != nil {

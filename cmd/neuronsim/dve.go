@@ -21,7 +21,7 @@ import (
 type dmaTargetFlags struct {
 	sys    *systemFlags
 	remote string
-	device *intValue
+	device *deviceIndex
 }
 
 func addDMATargetFlags(cmd *cobra.Command) *dmaTargetFlags {
@@ -56,7 +56,7 @@ func openDMASystem(t *dmaTargetFlags, timingOnly bool) (*dmaSystem, error) {
 		if err := t.sys.notWith("--remote"); err != nil {
 			return nil, err
 		}
-		d, done, err := openServedDevice(t.remote, t.device.int())
+		d, done, err := openServedDevice(t.remote, t.device)
 		if err != nil {
 			return nil, err
 		}

@@ -149,6 +149,30 @@ func TestRunDefault(t *testing.T) {
 	}
 }
 
+// TestRunFailedSummary: a run whose step fails says so on stdout, with how
+// far it got, before its error — not the summary of a run that succeeded
+// (once "scenario t: 2 devices, 0 steps, virtual time …" and then the
+// error); the same scenario that passes prints the usual summary.
+func TestRunFailedSummary(t *testing.T) {
+	dir := t.TempDir()
+	write := func(expect string) string {
+		file := filepath.Join(dir, "t.yaml")
+		doc := "name: t\nsystem: {arch: cayman, devices: 2}\nsteps:\n" +
+			"  - collective: {op: all_reduce, size: 4K" + expect + "}\n  - collective: {op: all_reduce, size: 4K}\n"
+		require.NoError(t, os.WriteFile(file, []byte(doc), 0o644))
+		return file
+	}
+	out, err := runCLI(t, "run", write(`, expect_error: "no such failure"`), "--out", dir)
+	require.ErrorContains(t, err, "steps[0] (collective)")
+	assert.True(t, strings.HasPrefix(out, "scenario t FAILED after 0 of 2 steps: 2 devices, virtual time "), out)
+	assert.NotContains(t, out, "scenario t: ")
+	assert.Contains(t, out, "outputs: "+filepath.Join(dir, "report.txt"), "the report says what failed")
+
+	out, err = runCLI(t, "run", write(""), "--out", dir)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(out, "scenario t: 2 devices, 2 steps, virtual time "), out)
+}
+
 func TestRunScenarioByNameAndList(t *testing.T) {
 	out, err := runCLI(t, "run", "--list")
 	require.NoError(t, err)

@@ -63,7 +63,7 @@ a link, is refused before anything runs.`,
 			}
 			sum, err := p.Run(opt)
 			if sum != nil {
-				writeSummary(cmd, sum)
+				writeSummary(cmd, sum, err != nil)
 			}
 			return err
 		},
@@ -123,11 +123,17 @@ func listScenarios(cmd *cobra.Command) error {
 	return nil
 }
 
-// writeSummary prints what a run did.
-func writeSummary(cmd *cobra.Command, s *scenario.Summary) {
+// writeSummary prints what a run did; one that failed says so, and how
+// far it got, first (its error follows on stderr).
+func writeSummary(cmd *cobra.Command, s *scenario.Summary, failed bool) {
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "scenario %s: %s, %s, virtual time %v, %s over the fabric\n",
-		s.Name, units.Plural(int64(s.Devices), "device", "devices"), units.Plural(int64(s.Steps), "step", "steps"), s.VirtualTime, units.Plural(int64(s.FabricBytes), "byte", "bytes"))
+	devices, rest := units.Plural(int64(s.Devices), "device", "devices"),
+		fmt.Sprintf("virtual time %v, %s over the fabric", s.VirtualTime, units.Plural(int64(s.FabricBytes), "byte", "bytes"))
+	if failed {
+		fmt.Fprintf(out, "scenario %s FAILED after %d of %s: %s, %s\n", s.Name, s.Steps, units.Plural(int64(s.Total), "step", "steps"), devices, rest)
+	} else {
+		fmt.Fprintf(out, "scenario %s: %s, %s, %s\n", s.Name, devices, units.Plural(int64(s.Steps), "step", "steps"), rest)
+	}
 	for _, rep := range s.Sweeps {
 		fmt.Fprintln(out)
 		if err := cluster.WriteTables(out, rep); err != nil {

@@ -50,16 +50,17 @@ func openRemoteSystem(addr string) (*remoteSystem, error) {
 // openServedDevice connects to a neuronsim serve at addr and returns its
 // device of the given index, with the function that closes the connection
 // (the dve, dma, exec and csr commands with --remote --device N).
-func openServedDevice(addr string, device int) (ndl.Device, func(), error) {
+func openServedDevice(addr string, device *deviceIndex) (ndl.Device, func(), error) {
 	r, err := openRemoteSystem(addr)
 	if err != nil {
 		return nil, nil, err
 	}
-	if device < 0 || device >= len(r.devs) {
+	i, err := device.index(len(r.devs), fmt.Sprintf("%s exports %s", addr, units.Plural(int64(len(r.devs)), "device", "devices")))
+	if err != nil {
 		r.close()
-		return nil, nil, fmt.Errorf("--device %d: %s exports %s", device, addr, units.Plural(int64(len(r.devs)), "device", "devices"))
+		return nil, nil, err
 	}
-	return r.devs[device], r.close, nil
+	return r.devs[i], r.close, nil
 }
 
 // The defaults of serve's limits (docs/remote-protocol.md, "Server limits").

@@ -111,7 +111,7 @@ func runWithSnapshots(cmd *cobra.Command, name, restore, save, outDir, memLimit 
 	defer removeOutputsOnSignal(cmd.ErrOrStderr())()
 	sum, err := p.Run(scenario.Options{OutDir: outDir, MemLimit: limit, Snapshot: load})
 	if sum != nil {
-		writeSummary(cmd, sum)
+		writeSummary(cmd, sum, err != nil)
 	}
 	if err == nil && save != "" {
 		fmt.Fprintf(cmd.OutOrStdout(), "saved %s\n", save)

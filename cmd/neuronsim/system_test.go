@@ -116,9 +116,12 @@ func TestCSRErrorsInTheSeedsWords(t *testing.T) {
 		{[]string{"write", "0x20000000", "1"}, "Region not found"},
 		{[]string{"write", "0xD0000000", "0x100000000"}, "wider than 32 bits"},
 		{[]string{"read", "zz"}, `ADDR "zz"`},
-		{[]string{"read", "0", "--device", "1"}, "the system has 1 device"},
-		{[]string{"read", "0", "--device", "-1"}, "--device -1: must be in 0..16383"},
-		{[]string{"read", "0", "--device", "99999999999999999999"}, `--device "99999999999999999999": must be in 0..16383`},
+		{[]string{"read", "0", "--device", "1"}, "--device 1: must be 0 (the system has 1 device, --devices)"},
+		// The system's range, not the largest of any system's (once "must be in 0..16383").
+		{[]string{"read", "0", "--device", "-1", "--devices", "2"}, "--device -1: must be in 0..1 (the system has 2 devices, --devices)"},
+		{[]string{"read", "0", "--device", "99999999999999999999", "--devices", "2"}, `--device "99999999999999999999": must be in 0..1 (the system has 2 devices, --devices)`},
+		{[]string{"read", "0", "--device", "x"}, `--device "x": not a decimal integer`},
+		{[]string{"read", "0", "--kernel", "auto", "--device", "64"}, "--device 64: must be in 0..63 (the kernel driver's /dev/neuron0../dev/neuron63, MAX_NEURON_DEVICE_COUNT)"},
 		{[]string{"read", "0", "--count", "0"}, "--count 0"},
 	}
 	for _, tt := range tests {
@@ -150,7 +153,7 @@ func TestServeAndRemoteClients(t *testing.T) {
 	assert.Equal(t, "0xd2701000: 0x0000002a\n", got, "the served device keeps its state between clients")
 
 	_, err = runCLI(t, "csr", "read", "0", "--remote", addr, "--device", "16")
-	assert.ErrorContains(t, err, "exports 16 devices")
+	assert.ErrorContains(t, err, "--device 16: must be in 0..15 ("+addr+" exports 16 devices)")
 	_, err = runCLI(t, "csr", "read", "0x100000000", "--remote", addr)
 	assert.EqualError(t, err, "ADDR 0x100000000: BAR access out of range: a cayman device's register BAR is 4 GiB, word offsets 0x0..0xfffffffc",
 		"a served device's range is its generation's, checked once it is brought up")

@@ -152,11 +152,49 @@ func (v *intValue) Set(s string) error {
 // Type implements pflag.Value.
 func (v *intValue) Type() string { return "int" }
 
-// newDeviceIndex is a --device flag: a device's index, 0 unless given, at
-// most the largest index of any system (hwarch.MaxFabricDevices − 1); the
-// command checks it against the system it opens.
-func newDeviceIndex() *intValue {
-	return newIntDefault("--device", 0, hwarch.MaxFabricDevices-1, 0)
+// deviceIndex is a --device flag: a device's index, 0 unless given. Which
+// indices there are is known only once the system is — the --devices of a
+// simulated one, what a served one exports — so Set reads any decimal
+// integer and index checks it against that range, naming it.
+type deviceIndex struct {
+	v    int // an integer past int's range is held saturated (units.ParseCount): out of every range
+	set  bool
+	text string // as given
+}
+
+func newDeviceIndex() *deviceIndex { return &deviceIndex{} }
+
+func (d *deviceIndex) String() string { return strconv.Itoa(d.v) }
+
+// Set implements pflag.Value.
+func (d *deviceIndex) Set(s string) error {
+	v, err := units.ParseCount("--device", s)
+	if err != nil {
+		return err
+	}
+	d.v, d.set, d.text = v, true, s
+	return nil
+}
+
+// Type implements pflag.Value.
+func (d *deviceIndex) Type() string { return "int" }
+
+// index returns the device index (0 when not given) checked against a
+// system of n devices; why says which system that is ("the system has 2
+// devices, --devices").
+func (d *deviceIndex) index(n int, why string) (int, error) {
+	if _, err := units.Int("--device", int64(d.v), 0, int64(n)-1); err != nil {
+		var ue *units.Error
+		if !errors.As(err, &ue) {
+			return 0, err
+		}
+		if d.v == math.MaxInt || d.v == math.MinInt {
+			ue.Value = strconv.Quote(d.text) // saturated: the text as given
+		}
+		ue.Reason += " (" + why + ")"
+		return 0, ue
+	}
+	return d.v, nil
 }
 
 // newCoreIndex is a --core flag: a NeuronCore's index, 0 unless given, at
@@ -272,8 +310,28 @@ func parseDeviceCounts(field, s string, list bool) ([]int, []string, error) {
 	var counts []int
 	var texts []string
 	seen := map[string]bool{}
-	for _, p := range parts {
+	for i, p := range parts {
+		// In a list, an element's error names its place and the whole list.
+		element := func(e *units.Error) error {
+			if len(parts) == 1 {
+				return e
+			}
+			if strings.TrimSpace(p) == "" {
+				e.Reason = fmt.Sprintf("element %d of %d is %s", i+1, len(parts), e.Reason)
+			} else {
+				e.Reason = fmt.Sprintf("element %d of %d, %s: %s", i+1, len(parts), e.Value, e.Reason)
+			}
+			e.Value = strconv.Quote(s)
+			return e
+		}
+		if strings.TrimSpace(p) == "" {
+			return nil, nil, element(&units.Error{Field: field, Value: strconv.Quote(p), Err: units.ErrSyntax, Reason: "empty: want a device count such as 4"})
+		}
 		n, err := units.ParseCount(field, p)
+		var ue *units.Error
+		if errors.As(err, &ue) {
+			return nil, nil, element(ue)
+		}
 		if err != nil {
 			return nil, nil, err
 		}

@@ -86,6 +86,11 @@ func TestFabricSweepRefusesBadValues(t *testing.T) {
 		{[]string{"--devices=-99999999999999999999", "--what-if"}, []string{"--devices -99999999999999999999: a what-if system holds 1..16384 devices"}},
 		{[]string{"--devices", "2,99999999999,-99999999999"}, []string{"--devices 99999999999: a mariana system with switch v1 holds 1..32"}},
 		{[]string{"--devices", "99999999999,99999999999"}, []string{"the count 99999999999 is given twice"}},
+		// A list's bad element is named by its place (once `--devices "": not a decimal integer`).
+		{[]string{"--devices", "2,,3"}, []string{`--devices "2,,3": element 2 of 3 is empty: want a device count such as 4`}},
+		{[]string{"--devices", "2,"}, []string{`--devices "2,": element 2 of 2 is empty`}},
+		{[]string{"--devices", "2,x,3"}, []string{`--devices "2,x,3": element 2 of 3, "x": not a decimal integer`}},
+		{[]string{"--devices", ""}, []string{`--devices "": empty: want a device count such as 4`}},
 		{[]string{"-d", "bf16", "--dtype", "fp32"}, []string{"--dtype", "-d/--datatype bf16"}},
 		{[]string{"--dtype", "fp16", "-d", "int8"}, []string{"--datatype", "--dtype fp16"}},
 	} {

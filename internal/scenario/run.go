@@ -159,7 +159,8 @@ type Options struct {
 type Summary struct {
 	Name        string
 	Devices     int
-	Steps       int
+	Steps       int // steps done: all of them unless the run failed
+	Total       int // steps the scenario has (those the command line added too)
 	VirtualTime time.Duration
 	FabricBytes uint64
 	Sweeps      []*nccom.Report
@@ -205,7 +206,7 @@ func (p *Parsed) Run(opt Options) (*Summary, error) {
 	if r.launchCost != nil {
 		c.Exec.LaunchCost = *r.launchCost
 	}
-	sum := &Summary{Name: p.Name, Devices: r.devices}
+	sum := &Summary{Name: p.Name, Devices: r.devices, Total: len(p.Steps)}
 	if p.Outputs.Pcap != "" {
 		f, err := run.create(run.outPath(p.Outputs.Pcap))
 		if err != nil {
