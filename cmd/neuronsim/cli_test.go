@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -127,6 +128,33 @@ func TestArchSwitchDefaultMatchesLs(t *testing.T) {
 	assert.Equal(t, float64(32), m["get_max_devs"], "a default Trn3 system holds 32 devices, as ls and run build")
 	_, err := runCLI(t, "ls", "--arch", "mariana", "--devices", "33")
 	assert.ErrorContains(t, err, "holds 1..32 devices")
+}
+
+// TestLsProductAgrees: ls names the product its devices are the same way
+// in text and JSON, by the PCI device id — --arch inf2 builds Inferentia2
+// devices (0x7264), and the header said "simulated Trn1+Inf2" where the
+// JSON said "Inf2".
+func TestLsProductAgrees(t *testing.T) {
+	for _, tc := range []struct{ arch, product, id string }{
+		{"inf2", "Inf2", "0x7264"}, {"trn1", "Trn1", "0x7164"}, {"sunda", "Trn1", "0x7164"}, {"trn2", "Trn2", ""}, {"trn3", "Trn3", ""},
+	} {
+		t.Run(tc.arch, func(t *testing.T) {
+			out, err := runCLI(t, "ls", "--arch", tc.arch, "--devices", "2")
+			require.NoError(t, err)
+			assert.Contains(t, out, "(simulated "+tc.product+", 2 devices, ")
+			out, err = runCLI(t, "ls", "--arch", tc.arch, "--devices", "2", "--json")
+			require.NoError(t, err)
+			var devs []map[string]any
+			require.NoError(t, json.Unmarshal([]byte(out), &devs), out)
+			require.Len(t, devs, 2)
+			for _, d := range devs {
+				assert.Equal(t, tc.product, d["neuronsim_product"])
+				if tc.id != "" {
+					assert.Equal(t, tc.id, d["neuronsim_device_id"])
+				}
+			}
+		})
+	}
 }
 
 // allCommands is every command of the tree.

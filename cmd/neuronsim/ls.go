@@ -108,7 +108,7 @@ func lsDevices(sf *systemFlags, kernelPath, remoteAddr string) ([]broughtUp, str
 		return nil, "", nil, err
 	}
 	header := fmt.Sprintf("simulated %s, %s, switch %s, revision %#02x (%s)",
-		s.Gen.Product(), units.Plural(int64(s.Devices), "device", "devices"), s.Switch, s.Revision, hwarch.ModeOf(s.Revision))
+		s.product(), units.Plural(int64(s.Devices), "device", "devices"), s.Switch, s.Revision, hwarch.ModeOf(s.Revision))
 	return devs, header, func() {}, nil
 }
 

@@ -265,7 +265,7 @@ func serveSystem(ctx context.Context, cmd *cobra.Command, sf *systemFlags, liste
 		fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim serve: warning: %s is reachable from other machines (--allow-remote); the protocol has no authentication or encryption, so anyone who reaches it can drive these devices\n", bound)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "serving %s (switch %s, revision %#02x) on %s\n",
-		units.Plural(int64(s.Devices), "simulated "+s.Gen.Product()+" device", "simulated "+s.Gen.Product()+" devices"), s.Switch, s.Revision, bound)
+		units.Plural(int64(s.Devices), "simulated "+s.product()+" device", "simulated "+s.product()+" devices"), s.Switch, s.Revision, bound)
 	fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim serve: %s\n", memNote)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(l) }()

@@ -115,7 +115,7 @@ func serveVFIOUser(ctx context.Context, cmd *cobra.Command, sf *systemFlags, dir
 		rid[i] = fmt.Sprint(d.Config().RoutingID)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "serving %s (device id %#04x, revision %#02x, routing ids %s) over vfio-user on %s\n",
-		units.Plural(int64(s.Devices), "simulated "+s.Gen.Product()+" device", "simulated "+s.Gen.Product()+" devices"),
+		units.Plural(int64(s.Devices), "simulated "+s.product()+" device", "simulated "+s.product()+" devices"),
 		s.DeviceID, s.Revision, strings.Join(rid, ","), strings.Join(paths, " "))
 	select {
 	case <-ctx.Done():

@@ -100,6 +100,11 @@ type systemSpec struct {
 	Revision uint8
 }
 
+// product names the product the devices are, by their PCI device id (Trn1,
+// Inf2, Trn2, Trn3), as ls --json's neuronsim_product does: sunda is Trn1
+// or Inf2, never both.
+func (s systemSpec) product() string { return hwarch.ProductOfDevice(s.DeviceID) }
+
 // spec validates the flags. The device count is bounded by the runtime's
 // get_max_devs for the generation and switch family.
 func (f *systemFlags) spec() (systemSpec, error) {
