@@ -2,9 +2,48 @@ package units
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
+
+// bandwidthCase is one input of a bandwidth parser and what it must give.
+type bandwidthCase struct {
+	in      string
+	want    uint64
+	wantErr string // substring of the error; "" means success
+	kind    error
+}
+
+// checkBandwidths runs each case through parse (named name in failures)
+// for the field --link-bw: a value it must read is read as want; a
+// refusal is an *Error naming the field and the value as given, quoted,
+// wrapping kind and saying wantErr.
+func checkBandwidths(t *testing.T, name string, parse func(field, s string) (uint64, error), cases []bandwidthCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := parse("--link-bw", tc.in)
+			if tc.wantErr == "" {
+				if err != nil || got != tc.want {
+					t.Fatalf("%s(%q) = %d, %v; want %d", name, tc.in, got, err, tc.want)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("%s(%q) = %d, want an error containing %q", name, tc.in, got, tc.wantErr)
+			}
+			prefix := "--link-bw " + strconv.Quote(tc.in) + ": "
+			if !errors.Is(err, tc.kind) || !strings.Contains(err.Error(), tc.wantErr) || !strings.HasPrefix(err.Error(), prefix) {
+				t.Fatalf("%s(%q) error %q: want %v starting %q, containing %q", name, tc.in, err, tc.kind, prefix, tc.wantErr)
+			}
+			var ue *Error
+			if !errors.As(err, &ue) || ue.Field != "--link-bw" {
+				t.Fatalf("%s(%q) error %#v is no *Error naming the field", name, tc.in, err)
+			}
+		})
+	}
+}
 
 // TestParseBandwidth is the bandwidth grammar: bytes in powers of 1000 or
 // 1024, bits in powers of 1000, the unit always explicit, the value read
@@ -12,12 +51,7 @@ import (
 // 7bps were once read as 1 B/s, 1.5B/s as 2); every refusal names the
 // field and says why, and one that is not whole what it is in B/s.
 func TestParseBandwidth(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    uint64
-		wantErr string // substring of the error; "" means success
-		kind    error
-	}{
+	checkBandwidths(t, "ParseBandwidth", ParseBandwidth, []bandwidthCase{
 		{in: "50GiB/s", want: 50 << 30},
 		{in: "50gib/s", wantErr: "unknown unit", kind: ErrSyntax}, // b is a bit: "gib/s" names no unit
 		{in: "50giB/s", want: 50 << 30},
@@ -80,28 +114,37 @@ func TestParseBandwidth(t *testing.T) {
 		{in: "1bps", wantErr: "too small: 0.125 B/s", kind: ErrRange},
 		{in: "1001TB/s", wantErr: "too large", kind: ErrRange},
 		{in: "1e400GB/s", wantErr: "too large", kind: ErrRange},
-	}
-	for _, tc := range tests {
-		t.Run(tc.in, func(t *testing.T) {
-			got, err := ParseBandwidth("--link-bw", tc.in)
-			if tc.wantErr == "" {
-				if err != nil || got != tc.want {
-					t.Fatalf("ParseBandwidth(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("ParseBandwidth(%q) = %d, want an error containing %q", tc.in, got, tc.wantErr)
-			}
-			if !errors.Is(err, tc.kind) || !strings.Contains(err.Error(), tc.wantErr) || !strings.HasPrefix(err.Error(), "--link-bw ") {
-				t.Fatalf("ParseBandwidth(%q) error %q: want %v containing %q, naming --link-bw", tc.in, err, tc.kind, tc.wantErr)
-			}
-			var ue *Error
-			if !errors.As(err, &ue) || ue.Field != "--link-bw" {
-				t.Fatalf("ParseBandwidth(%q) error %#v is no *Error naming the field", tc.in, err)
-			}
-		})
-	}
+	})
+}
+
+// TestGBpsToBps: a bare number of GB/s is read exactly and must be a
+// whole number of bytes per second (1.5e-9 was once read as 2 B/s); every
+// refusal names the field and the value as given, and one that is not
+// whole says what it is in B/s.
+func TestGBpsToBps(t *testing.T) {
+	checkBandwidths(t, "GBpsToBps", GBpsToBps, []bandwidthCase{
+		{in: "10", want: 10e9},
+		{in: "53.7", want: 53_700_000_000}, // 53.7 as a float64 is 53.700000000000003
+		{in: " 0.1 ", want: 100_000_000},
+		{in: "1e-9", want: 1},
+		{in: "0x1p-3", want: 125_000_000},
+		{in: "1e6", want: MaxBandwidthBps},
+		{in: "2.5e-9", wantErr: "2.5 B/s is not a whole number of bytes per second (2 or 3 B/s is)", kind: ErrRange},
+		{in: "1.5e-9", wantErr: "1.5 B/s is not a whole number", kind: ErrRange},
+		{in: "0.0000000015", wantErr: "1.5 B/s is not a whole number", kind: ErrRange},
+		{in: "0.5e-9", wantErr: "too small: 0.5 B/s (the smallest bandwidth is 1 B/s)", kind: ErrRange},
+		{in: "1e-10", wantErr: "too small: 0.1 B/s", kind: ErrRange},
+		{in: "1e-300", wantErr: "too small: about 1e-291 B/s", kind: ErrRange},
+		{in: "1e-400", wantErr: "too small (the smallest bandwidth is 1 B/s)", kind: ErrRange},
+		{in: "1000000.000000001", wantErr: "too large", kind: ErrRange},
+		{in: "1e7", wantErr: "too large", kind: ErrRange},
+		{in: "1e400", wantErr: "too large", kind: ErrRange},
+		{in: "0", wantErr: "must be positive", kind: ErrRange},
+		{in: "-5", wantErr: "negative", kind: ErrRange},
+		{in: "NaN", wantErr: "not a finite number", kind: ErrSyntax},
+		{in: "Inf", wantErr: "not a finite number", kind: ErrSyntax},
+		{in: "fast", wantErr: "not a number", kind: ErrSyntax},
+	})
 }
 
 // FuzzParseBandwidth: any input is read or refused with an *Error, never a

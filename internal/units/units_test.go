@@ -41,55 +41,6 @@ func TestFloatToUint(t *testing.T) {
 	}
 }
 
-// TestGBpsToBps: a bare number of GB/s is read exactly and must be a
-// whole number of bytes per second; every refusal names the field and the
-// value as given, and one that is not whole says what it is in B/s.
-func TestGBpsToBps(t *testing.T) {
-	for _, tc := range []struct {
-		in      string
-		want    uint64
-		wantErr string // substring of the error; "" means success
-	}{
-		{in: "10", want: 10e9},
-		{in: "53.7", want: 53_700_000_000}, // 53.7 as a float64 is 53.700000000000003
-		{in: " 0.1 ", want: 100_000_000},
-		{in: "1e-9", want: 1},
-		{in: "0x1p-3", want: 125_000_000},
-		{in: "1e6", want: MaxBandwidthBps},
-		{in: "2.5e-9", wantErr: "2.5 B/s is not a whole number of bytes per second (2 or 3 B/s is)"},
-		{in: "1.5e-9", wantErr: "1.5 B/s is not a whole number"},
-		{in: "0.0000000015", wantErr: "1.5 B/s is not a whole number"},
-		{in: "0.5e-9", wantErr: "too small: 0.5 B/s (the smallest bandwidth is 1 B/s)"},
-		{in: "1e-10", wantErr: "too small: 0.1 B/s"},
-		{in: "1e-300", wantErr: "too small: about 1e-291 B/s"},
-		{in: "1e-400", wantErr: "too small (the smallest bandwidth is 1 B/s)"},
-		{in: "1000000.000000001", wantErr: "too large"},
-		{in: "1e7", wantErr: "too large"},
-		{in: "1e400", wantErr: "too large"},
-		{in: "0", wantErr: "must be positive"},
-		{in: "-5", wantErr: "negative"},
-		{in: "NaN", wantErr: "not a finite number"},
-		{in: "Inf", wantErr: "not a finite number"},
-		{in: "fast", wantErr: "not a number"},
-	} {
-		t.Run(tc.in, func(t *testing.T) {
-			got, err := GBpsToBps("--link-bw", tc.in)
-			if tc.wantErr == "" {
-				if err != nil || got != tc.want {
-					t.Fatalf("GBpsToBps(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("GBpsToBps(%q) = %d, want an error containing %q", tc.in, got, tc.wantErr)
-			}
-			if prefix := "--link-bw " + strconv.Quote(tc.in) + ": "; !strings.HasPrefix(err.Error(), prefix) || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("GBpsToBps(%q) error %q: want %q then %q", tc.in, err, prefix, tc.wantErr)
-			}
-		})
-	}
-}
-
 func TestDurationToPS(t *testing.T) {
 	if _, err := DurationToPS("fault.in", 1000000*time.Hour); !errors.Is(err, ErrRange) {
 		t.Errorf("1000000h accepted: %v", err)
