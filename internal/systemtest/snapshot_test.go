@@ -80,7 +80,7 @@ func TestSnapshotMidCollective(t *testing.T) {
 	corrupt := append([]byte(nil), good...)
 	corrupt[len(corrupt)/2] ^= 0x40
 	wrongVersion := append([]byte(nil), good...)
-	wrongVersion[8] = 9
+	wrongVersion[8] = fabric.SnapshotVersion + 1 // a version this build does not read
 	for name, b := range map[string][]byte{
 		"truncated": good[:len(good)-100], "corrupted": corrupt, "wrong version": wrongVersion,
 		"empty": nil, "not a snapshot": []byte("hello, this is not a snapshot at all................................."),
