@@ -179,6 +179,11 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("name: x\nsystem: {arch: mariana, devices: 99999999999999999999, what_if: true, nodes: -99999999999999999999, ranks_per_device: 0x7fffffffffffffff}\n"))
 	f.Add([]byte("name: x\nsystem: {name: trn2-48xl, nodes: 2, efa: {network: fat-tree, oversubscription: 2, bandwidth: 400Gbps, latency_ns: 15000, leaf_ports: 8, spines: 1, devices_per_nic: 2}}\n"))
 	f.Add([]byte("name: x\nsystem: {arch: inf2, devices: 4, nodes: 0, efa: {bandwidth: 50, latency_ns: 100}}\n"))
+	f.Add([]byte("name: x\nsystem: {arch: cayman, link_bw_gbs: 1.5e-9}\nsteps: []\n"))
+	f.Add([]byte("name: x\nsteps:\n  - csr_write: {device: 0, offset: 18446744073709551615, value: 1}\n"))
+	f.Add([]byte("name: x\nsteps:\n  - validate: {program: /dev/zero}\n"))
+	f.Add([]byte("name: x\noutputs: {dir: ., report: fuzz.yaml}\nsteps: []\n"))
+	f.Add([]byte("name: x\nsystem: {arch: mariana, devices: 1024, what_if: true, mode: timing}\nsteps:\n  - sweep: {op: all_reduce, min: 1K, max: 1G, factor: 4}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse("fuzz.yaml", data)
 		if err == nil && p.Name == "" {
