@@ -78,51 +78,38 @@ func TestTimeResolution(t *testing.T) {
 	assert.Contains(t, note, "µs: each time is when the host saw rank 0 done")
 }
 
-// TestAutoRingNote: on a rank count that is not a power of two auto goes
-// from mesh straight to ring at MeshMax (RDH needs a power of two), and
-// the report says so; on a power of two it takes rdh there and says
-// nothing; a ring asked for is not noted.
-func TestAutoRingNote(t *testing.T) {
+// TestAutoNotes: the notes a sweep whose algorithm auto chose adds about
+// its 1 MiB row. On a rank count that is not a power of two auto goes from
+// mesh straight to ring at MeshMax (RDH needs a power of two), and the
+// report says so (AutoRingKey); on two ranks it takes rdh there, whose rows
+// are doubtful (AutoRDHKey); on four ranks it takes rdh and says nothing;
+// an algorithm asked for is not noted.
+func TestAutoNotes(t *testing.T) {
 	for _, tc := range []struct {
+		key     string
 		devices int
 		algo    enc.Algo
-		noted   bool
-	}{{3, enc.Auto, true}, {4, enc.Auto, false}, {3, enc.Ring, false}} {
+		row     string // the 1 MiB row's algorithm, when noted
+		says    string // part of the note, when noted
+	}{
+		{AutoRingKey, 3, enc.Auto, "ring", "3 ranks are not one, so auto goes from mesh (below 1MiB) straight to ring"},
+		{AutoRingKey, 4, enc.Auto, "", ""},
+		{AutoRingKey, 3, enc.Ring, "", ""},
+		{AutoRDHKey, 2, enc.Auto, "rdh", "auto ran rdh on 2 ranks"},
+		{AutoRDHKey, 4, enc.Auto, "", ""},
+		{AutoRDHKey, 2, enc.RDH, "", ""},
+	} {
 		set := sweepSet(tc.devices)
 		set.Sweep.Algo = tc.algo
 		set.Systems[0].Sizes = []int64{256 << 10, 1 << 20}
 		res, err := RunSweeps(set)
 		require.NoError(t, err)
 		rep := res.Reports[0]
-		note, ok := rep.Extra[AutoRingKey].(string)
-		assert.Equal(t, tc.noted, ok, "%d devices, %v: rows %+v", tc.devices, tc.algo, rep.Rows)
-		if tc.noted {
-			assert.Equal(t, "ring", rep.Rows[1].Algorithm)
-			assert.Contains(t, note, "3 ranks are not one, so auto goes from mesh (below 1MiB) straight to ring")
-		}
-	}
-}
-
-// TestAutoRDHNote: on two ranks auto takes rdh from MeshMax to RDHMax, and
-// the report says those rows are doubtful; on four ranks, or with rdh
-// asked for, nothing is noted.
-func TestAutoRDHNote(t *testing.T) {
-	for _, tc := range []struct {
-		devices int
-		algo    enc.Algo
-		noted   bool
-	}{{2, enc.Auto, true}, {4, enc.Auto, false}, {2, enc.RDH, false}} {
-		set := sweepSet(tc.devices)
-		set.Sweep.Algo = tc.algo
-		set.Systems[0].Sizes = []int64{256 << 10, 1 << 20}
-		res, err := RunSweeps(set)
-		require.NoError(t, err)
-		rep := res.Reports[0]
-		note, ok := rep.Extra[AutoRDHKey].(string)
-		assert.Equal(t, tc.noted, ok, "%d devices, %v: rows %+v", tc.devices, tc.algo, rep.Rows)
-		if tc.noted {
-			assert.Equal(t, "rdh", rep.Rows[1].Algorithm)
-			assert.Contains(t, note, "auto ran rdh on 2 ranks")
+		note, ok := rep.Extra[tc.key].(string)
+		assert.Equal(t, tc.says != "", ok, "%s: %d devices, %v: rows %+v", tc.key, tc.devices, tc.algo, rep.Rows)
+		if tc.says != "" {
+			assert.Equal(t, tc.row, rep.Rows[1].Algorithm)
+			assert.Contains(t, note, tc.says)
 		}
 	}
 }
