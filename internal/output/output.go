@@ -179,7 +179,26 @@ func (f *File) Write(p []byte) (int, error) {
 // Commit makes the output complete: the temporary file is synced, closed and
 // renamed onto the output's path, replacing what was there. On an error the
 // temporary file is removed and the path is as it was.
-func (f *File) Commit() error {
+func (f *File) Commit() error { return f.commit(os.Rename) }
+
+// CommitNew is Commit for an output that must not replace one: the
+// temporary file is linked to the output's path, which fails, wrapping
+// fs.ErrExist, when something is there already — so of writers racing to
+// make the same path exactly one succeeds, and a reader never sees it
+// incomplete. The temporary file is removed either way.
+func (f *File) CommitNew() error {
+	return f.commit(func(tmp, to string) error {
+		err := os.Link(tmp, to)
+		if err == nil {
+			err = os.Remove(tmp)
+		}
+		return err
+	})
+}
+
+// commit syncs and closes the temporary file and puts it at the output's
+// path with place(tmp, path); on an error the temporary file is removed.
+func (f *File) commit(place func(tmp, to string) error) error {
 	if f.done {
 		return fmt.Errorf("output %s: commit: %w", f.path, ErrDone)
 	}
@@ -194,7 +213,7 @@ func (f *File) Commit() error {
 		if f.target != "" {
 			to = f.target
 		}
-		err = os.Rename(f.tmp, to)
+		err = place(f.tmp, to)
 	}
 	if err != nil {
 		os.Remove(f.tmp)
@@ -265,6 +284,21 @@ func WriteFile(path string, data []byte) error {
 		return err
 	})
 	return err
+}
+
+// WriteNew writes data to path as a new output (File.CommitNew): an error
+// wrapping fs.ErrExist when something is at path already, which is left
+// as it was.
+func WriteNew(path string, data []byte) error {
+	f, err := Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Abort()
+		return err
+	}
+	return f.CommitNew()
 }
 
 // Check reports whether path can be written as an output, without changing

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -243,4 +244,21 @@ func TestSameFile(t *testing.T) {
 		assert.Equal(t, tc.same, SameFile(tc.x, tc.y), "%s, %s", tc.x, tc.y)
 		assert.Equal(t, tc.same, SameFile(tc.y, tc.x), "%s, %s", tc.y, tc.x)
 	}
+}
+
+// TestWriteNew: a new output is made whole; over anything already at its
+// path it is refused with fs.ErrExist, the path left as it was and no
+// temporary file behind.
+func TestWriteNew(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.json")
+	require.NoError(t, WriteNew(path, []byte("first")))
+	err := WriteNew(path, []byte("second"))
+	require.ErrorIs(t, err, fs.ErrExist)
+	got, rerr := os.ReadFile(path)
+	require.NoError(t, rerr)
+	assert.Equal(t, "first", string(got))
+	entries, rerr := os.ReadDir(dir)
+	require.NoError(t, rerr)
+	assert.Len(t, entries, 1, "only the output: %v", entries)
 }

@@ -263,11 +263,12 @@ func (g *Grid) prepare(dir string) error {
 		if err != nil {
 			return err
 		}
-		if err := output.WriteFile(path, data); err != nil {
+		// Tasks starting together, of this grid or of others, race to
+		// make it: it is made whole or not at all (output.WriteNew), and
+		// the one that stands must be this grid's.
+		if err := output.WriteNew(path, data); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("sweep: %w: %w", err, ErrFolder)
 		}
-		// Tasks starting together may all have written it: the one that
-		// stands must be this grid's.
 		if m, err = readManifest(dir); err != nil {
 			return err
 		}

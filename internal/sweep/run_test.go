@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -454,4 +455,43 @@ func TestRowValues(t *testing.T) {
 	_, err = sqliteValues(&failed)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "column seed: 9223372036854775808 exceeds SQLite's INTEGER")
+}
+
+// TestPrepareRace: tasks of two grids that start together on one new
+// results folder — as two job arrays aimed at the same --out do — leave
+// exactly one grid's manifest, and only that grid's tasks go on: each of
+// the other's is refused as written by another grid, whichever won.
+func TestPrepareRace(t *testing.T) {
+	grids := []*Grid{
+		mustGrid(t, gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: [1K]\n")),
+		mustGrid(t, gridYAML("  devices: [4]\n  ops: [all_reduce]\n  sizes: [1K]\n")),
+	}
+	require.NotEqual(t, grids[0].hash, grids[1].hash)
+	for round := range 20 {
+		dir := filepath.Join(t.TempDir(), "out")
+		const tasks = 8 // per grid
+		errs := make([]error, 2*tasks)
+		var wg sync.WaitGroup
+		for i := range errs {
+			wg.Go(func() { errs[i] = grids[i%2].prepare(dir) })
+		}
+		wg.Wait()
+		m, err := readManifest(dir)
+		require.NoError(t, err, "round %d", round)
+		won := slices.IndexFunc(grids, func(g *Grid) bool { return g.hash == m.Grid })
+		require.GreaterOrEqual(t, won, 0, "round %d: the manifest is one of the grids'", round)
+		for i, err := range errs {
+			if i%2 == won {
+				assert.NoError(t, err, "round %d task %d", round, i)
+			} else {
+				assert.ErrorIs(t, err, ErrFolder, "round %d task %d", round, i)
+				assert.ErrorContains(t, err, "written by another grid")
+			}
+		}
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		for _, e := range entries {
+			assert.False(t, output.IsTemp(e.Name()), "round %d: %s left behind", round, e.Name())
+		}
+	}
 }
