@@ -184,7 +184,8 @@ results) and, unless the grid's outputs.plots is false, a plot of busbw
 against size per group (DIR/merged/busbw-NNNN.png), each atomically. Missing
 and failed points are listed with their errors on stderr and make the exit
 status non-zero, after everything else is written. --sqlite FILE writes the
-CSV's rows to table "points" of a new SQLite database.`,
+CSV's rows to table "points" of a new SQLite database; it may not be a file
+of the results folder's own (its manifest, points/, host/, merged/).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			defer removeOutputsOnSignal(cmd.ErrOrStderr())()

@@ -307,6 +307,39 @@ type MergeStats struct {
 	Problems []PointResult // the points missing or failed, in order
 }
 
+// checkSQLitePath refuses a database path that would replace the results
+// folder's own files — its manifest, or a file in its points/, host/ or
+// merged/ folders, which merge reads or writes (by path or through a link)
+// — or put a file among them: nothing is written then. A path elsewhere
+// in the folder (DIR/points.db, the documented one) is taken.
+func checkSQLitePath(dir, db string) error {
+	refuse := func(what string) error {
+		return fmt.Errorf("sweep: --sqlite %s: %s: nothing was written: %w", db, what, ErrFolder)
+	}
+	if output.SameFile(db, filepath.Join(dir, ManifestName)) {
+		return refuse("is the results folder's manifest " + ManifestName)
+	}
+	for _, sub := range []string{PointsDir, HostDir, MergedDir} {
+		d := filepath.Join(dir, sub)
+		if output.SameFile(filepath.Dir(db), d) {
+			return refuse("is in the results folder's " + sub + "/, which merge reads or writes")
+		}
+		if _, err := os.Stat(db); err != nil {
+			continue // a new file: no link to any of theirs
+		}
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if p := filepath.Join(d, e.Name()); output.SameFile(db, p) {
+				return refuse("is " + p + ", a file of the results folder")
+			}
+		}
+	}
+	return nil
+}
+
 // Merge writes the merged outputs of the folder dir: merged/report.json,
 // merged/points.csv, a plot per group with OK points (outputs.plots) and
 // with opt.SQLite the database — each atomically. Points missing or failed
@@ -320,6 +353,9 @@ func Merge(dir string, opt MergeOptions) (MergeStats, error) {
 		return st, err
 	}
 	if opt.SQLite != "" {
+		if err := checkSQLitePath(dir, opt.SQLite); err != nil {
+			return st, err
+		}
 		if err := output.Check(opt.SQLite); err != nil {
 			return st, fmt.Errorf("sweep: --sqlite: %w", err)
 		}

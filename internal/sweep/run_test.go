@@ -335,6 +335,48 @@ func TestMergeSQLite(t *testing.T) {
 	assert.Equal(t, csvBus, fmt.Sprint(busbw.Float64))
 }
 
+// TestMergeSQLiteNotTheFolders: --sqlite naming the manifest, a point's
+// result, a merged output (by path or through a hard link) or a new file
+// among points/, host/ or merged/ is refused before anything is written,
+// and the folder merges as before; DIR/points.db is taken.
+func TestMergeSQLiteNotTheFolders(t *testing.T) {
+	g := mustGrid(t, gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: [4K, 64K]\n"))
+	dir := t.TempDir()
+	run(t, g, dir, All, 2)
+	_, err := Merge(dir, MergeOptions{})
+	require.NoError(t, err)
+	point := resultPath(dir, &g.points[0])
+	link := filepath.Join(t.TempDir(), "link.db")
+	require.NoError(t, os.Link(point, link))
+	before := map[string][]byte{}
+	for _, p := range []string{filepath.Join(dir, ManifestName), point, filepath.Join(dir, MergedDir, "points.csv")} {
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		before[p] = b
+	}
+	for _, db := range []string{
+		filepath.Join(dir, ManifestName),
+		point,
+		filepath.Join(dir, MergedDir, "points.csv"),
+		filepath.Join(dir, PointsDir, "new.db"),
+		filepath.Join(dir, HostDir, "new.db"),
+		link,
+	} {
+		_, err := Merge(dir, MergeOptions{SQLite: db})
+		require.ErrorIs(t, err, ErrFolder, db)
+		assert.ErrorContains(t, err, "nothing was written", db)
+	}
+	for p, b := range before {
+		got, err := os.ReadFile(p)
+		require.NoError(t, err)
+		assert.Equal(t, b, got, "%s as it was", p)
+	}
+	assert.NoFileExists(t, filepath.Join(dir, PointsDir, "new.db"))
+	_, err = Merge(dir, MergeOptions{SQLite: filepath.Join(dir, "points.db")})
+	require.NoError(t, err)
+	assert.FileExists(t, filepath.Join(dir, "points.db"))
+}
+
 // TestMergeOutputs: report.json is a JSON array of nccom-test's reports,
 // one per group in point order, each of the group's sizes; the plots are
 // one per group; outputs.plots: false draws none.
