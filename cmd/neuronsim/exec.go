@@ -7,6 +7,7 @@ import (
 	"math"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -273,10 +274,33 @@ func execRun(out io.Writer, st *stack.Stack, req stack.ExecRequest, ins, outs []
 
 // printExec prints a run: the device time, each engine's records and state
 // and, after a run without error, the non-zero semaphores.
+// engineState words an engine's status register for exec's table: "done"
+// only when its done bit is set; an engine the run left unfinished (the
+// program timed out) shows NOT DONE and the bits it holds — running,
+// stalled, waiting — or idle when none.
+func engineState(status uint32) string {
+	if status&hwisa.StatusDone != 0 {
+		return "done"
+	}
+	var bits []string
+	for _, b := range []struct {
+		bit  uint32
+		name string
+	}{{hwisa.StatusRunning, "running"}, {hwisa.StatusStalled, "stalled"}, {hwisa.StatusWaiting, "waiting"}} {
+		if status&b.bit != 0 {
+			bits = append(bits, b.name)
+		}
+	}
+	if len(bits) == 0 {
+		bits = []string{"idle"}
+	}
+	return "NOT DONE (" + strings.Join(bits, ", ") + ")"
+}
+
 func printExec(out io.Writer, g hwarch.Generation, core int, res stack.ExecResult) {
 	fmt.Fprintf(out, "%s core %d: %v of device time\n", g, core, sim.Time(res.TimePS))
 	for _, e := range res.Result.Engines {
-		state := "done"
+		state := engineState(e.Status)
 		if e.Status&hwisa.StatusError != 0 {
 			state = fmt.Sprintf("ERROR %d at record offset %d", e.Error, e.FaultOffset)
 		}

@@ -146,7 +146,8 @@ type Runner struct {
 	Tables    *arch.Tables
 	Validator Validator
 	NC        int
-	// MaxPolls bounds Run's status polls (PollInterval apart); 0: 10 million.
+	// MaxPolls bounds Run's status polls (each a status read, then a sleep
+	// of PollInterval); 0: 10 million.
 	MaxPolls     int
 	PollInterval time.Duration // 0: 1 µs
 }
@@ -393,7 +394,7 @@ func (r *Runner) Wait(blocks []Block) (Result, error) {
 		}
 		if i >= maxPolls {
 			res, _ := r.collect(blocks)
-			return res, fmt.Errorf("program: %d polls %v apart: %w", maxPolls, every, ErrTimeout)
+			return res, fmt.Errorf("program: not done after %d polls (each a status read, then a sleep of %v): %w", maxPolls, every, ErrTimeout)
 		}
 		if err := ndl.Sleep(r.Dev.Dev, every); err != nil {
 			return Result{}, err
