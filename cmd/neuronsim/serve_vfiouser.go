@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/runtime/ndl/remote"
 	"github.com/neuronsim/neuronsim/sim"
 	"github.com/neuronsim/neuronsim/sim/fabric"
 	"github.com/neuronsim/neuronsim/sim/vfiouser"
@@ -38,6 +39,11 @@ func vfioUserSocket(dir string, i int) string {
 func prepareSocketDir(dir string, n int) error {
 	if dir == "" {
 		return errors.New("--vfio-user: an empty folder name")
+	}
+	// The longest socket name is the last device's; checked before the
+	// folder is made, so a refusal leaves nothing behind.
+	if err := remote.CheckSocketPath(vfioUserSocket(dir, max(n-1, 0))); err != nil {
+		return fmt.Errorf("--vfio-user %s: %w", dir, err)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("--vfio-user: %w", err)

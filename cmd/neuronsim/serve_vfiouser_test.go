@@ -17,6 +17,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/hw/udma"
+	"github.com/neuronsim/neuronsim/runtime/ndl/remote"
 	"github.com/neuronsim/neuronsim/sim/vfiouser"
 )
 
@@ -164,4 +165,15 @@ func TestServeVFIOUserHandshakeTimeout(t *testing.T) {
 	p, err := c.RegionRead(vfiouser.RegionConfig, 0, 2)
 	require.NoError(t, err)
 	assert.Equal(t, uint16(0x1d0f), binary.LittleEndian.Uint16(p), "Amazon's PCI vendor id")
+}
+
+// TestServeVFIOUserLongPath: a folder whose sockets' paths would pass a
+// Unix socket address's 107 bytes is refused before the folder is made,
+// naming the socket path and the limit.
+func TestServeVFIOUserLongPath(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), strings.Repeat("d", remote.MaxSocketPath))
+	_, err := runCLI(t, "serve", "--vfio-user", dir, "--arch", "trn2", "--devices", "2")
+	require.ErrorContains(t, err, "neuron1.sock is ")
+	assert.ErrorContains(t, err, "past the 107 a Unix socket's address holds")
+	assert.NoDirExists(t, dir)
 }

@@ -30,6 +30,9 @@ func ParseAddress(s string) (network, address string, err error) {
 		if strings.IndexByte(rest, 0) >= 0 {
 			return "", "", fmt.Errorf("remote: address %q: %w: NUL byte in socket path", s, ErrBadAddress)
 		}
+		if err := CheckSocketPath(rest); err != nil {
+			return "", "", fmt.Errorf("remote: address %q: %w: %w", s, ErrBadAddress, err)
+		}
 		return "unix", rest, nil
 	case "tcp":
 		host, port, err := net.SplitHostPort(rest)
@@ -45,6 +48,21 @@ func ParseAddress(s string) (network, address string, err error) {
 		return "tcp", net.JoinHostPort(host, port), nil
 	}
 	return "", "", fmt.Errorf("remote: address %q: %w: unknown scheme %q, want unix:PATH or tcp:HOST:PORT", s, ErrBadAddress, scheme)
+}
+
+// MaxSocketPath is the longest path a Unix socket can be bound or
+// connected at: the 108 bytes of Linux's sockaddr_un.sun_path, less its
+// terminating NUL.
+const MaxSocketPath = 107
+
+// CheckSocketPath refuses a Unix socket path longer than MaxSocketPath
+// bytes, which the kernel would refuse with only "invalid argument",
+// naming its length and the limit.
+func CheckSocketPath(path string) error {
+	if len(path) > MaxSocketPath {
+		return fmt.Errorf("socket path %s is %d bytes, past the %d a Unix socket's address holds: use a shorter one", path, len(path), MaxSocketPath)
+	}
+	return nil
 }
 
 // Listen listens on a server address (see ParseAddress). The protocol has no

@@ -360,6 +360,8 @@ func TestParseAddress(t *testing.T) {
 		{in: "/tmp/n.sock", bad: true},
 		{in: "unix:", bad: true},
 		{in: "unix:a\x00b", bad: true},
+		{in: "unix:/" + strings.Repeat("s", MaxSocketPath-1), network: "unix", address: "/" + strings.Repeat("s", MaxSocketPath-1)},
+		{in: "unix:/" + strings.Repeat("s", MaxSocketPath), bad: true}, // past sun_path: the kernel's "invalid argument"
 		{in: "udp:127.0.0.1:1", bad: true},
 		{in: "UNIX:/x", bad: true},
 		{in: "tcp:127.0.0.1", bad: true},
