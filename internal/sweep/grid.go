@@ -843,9 +843,11 @@ type shapeOf struct {
 // parameters p (nil: the generation's): its CollectiveOptions are a
 // point's options, as fabric sweep --nodes and a scenario's system.nodes
 // have them — over several nodes a node's ranks the group size of hier
-// and of auto's choice, and the flat ring's channels.
+// and of auto's choice, and the flat ring's channels; on the system's own
+// topology and switch family, the ring order along its links.
 func (sh shapeOf) config(p *fabric.Params) cluster.Config {
-	return cluster.Config{Generation: sh.sys.gen, Devices: sh.sys.devices * sh.sys.nodes, Nodes: sh.sys.nodes, RanksPerDevice: sh.rpd, Params: p}
+	return cluster.Config{Generation: sh.sys.gen, Devices: sh.sys.devices * sh.sys.nodes, Nodes: sh.sys.nodes, Switch: sh.sys.family, Kind: sh.sys.kind,
+		RanksPerDevice: sh.rpd, Params: p}
 }
 
 // shape adds the points of one system, node count and ranks per device.

@@ -14,6 +14,7 @@ import (
 	"github.com/neuronsim/neuronsim/internal/cluster"
 	"github.com/neuronsim/neuronsim/internal/strictyaml"
 	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/sim/fabric"
 )
 
@@ -343,4 +344,21 @@ func TestGridRingOrder(t *testing.T) {
 		assert.NotEqual(t, p.Hash, hashHex(q.canonical()), "point %d: the order is in the hash", i)
 	}
 	assert.Equal(t, 5, seen)
+}
+
+// TestGridRingOrderFollowsTopology: a point's ring order is its system's
+// own topology's — a grid's `topologies` axis is not the auto topology —
+// so a ring of 16 Trn2 devices runs in rank order, along its links, and
+// the torus of the same devices in its boustrophedon; the order a point
+// runs in is the one its cluster, built as the run builds it, gives.
+func TestGridRingOrderFollowsTopology(t *testing.T) {
+	g := mustGrid(t, "arch: cayman\naxes:\n  devices: [16]\n  topologies: [ring, torus2d]\n  ops: [permute]\n  sizes: [64K]\n")
+	want := map[string][]int{"ring": nil, "torus2d": {0, 1, 2, 3, 7, 6, 5, 4, 8, 9, 10, 11, 15, 14, 13, 12}}
+	require.Len(t, g.Points(), 2)
+	for i, p := range g.Points() {
+		assert.Equal(t, want[p.Topology], g.specs[i].opts.RingOrder, "point %d on %s", i, p.Topology)
+		built := g.specs[i].config(&g.points[i], 0).CollectiveOptions(enc.Options{Channels: p.Channels})
+		assert.Equal(t, built.RingOrder, g.specs[i].opts.RingOrder, "point %d: the cluster it runs on", i)
+	}
+	assert.Empty(t, g.Points()[0].RingOrder)
 }
