@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/inputfile"
 	"github.com/neuronsim/neuronsim/internal/output"
 	"github.com/neuronsim/neuronsim/runtime/arch"
 )
@@ -259,11 +260,13 @@ func LoadBins(dir string, g hwarch.Generation) (Tables, error) {
 		if got := uint64(fi.Size()); got != want {
 			return Tables{}, fmt.Errorf("dve load bins %s: %s: %w: expected %#x bytes, got %#x", g, path, ErrSize, want, got)
 		}
-		b, err := os.ReadFile(path)
+		// Read as every file a command reads whole is: opened without
+		// blocking, checked again once open, and never past its size.
+		b, err := inputfile.Read(path, int64(want), fmt.Sprintf("the %s table is %#x bytes", name, want))
 		if err != nil {
 			return Tables{}, fmt.Errorf("dve load bins %s: %w", g, err)
 		}
-		if got := uint64(len(b)); got != want { // changed between Stat and ReadFile
+		if got := uint64(len(b)); got != want { // changed between Stat and the read
 			return Tables{}, fmt.Errorf("dve load bins %s: %s: %w: expected %#x bytes, got %#x", g, path, ErrSize, want, got)
 		}
 		*t.slot(name) = b
