@@ -319,13 +319,15 @@ func checkSQLitePath(dir, db string) error {
 	if output.SameFile(db, filepath.Join(dir, ManifestName)) {
 		return refuse("is the results folder's manifest " + ManifestName)
 	}
+	_, err := os.Stat(db)
+	exists := err == nil // a new file is no link to any of theirs
 	for _, sub := range []string{PointsDir, HostDir, MergedDir} {
 		d := filepath.Join(dir, sub)
 		if output.SameFile(filepath.Dir(db), d) {
 			return refuse("is in the results folder's " + sub + "/, which merge reads or writes")
 		}
-		if _, err := os.Stat(db); err != nil {
-			continue // a new file: no link to any of theirs
+		if !exists {
+			continue
 		}
 		entries, err := os.ReadDir(d)
 		if err != nil {
