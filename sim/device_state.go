@@ -44,16 +44,29 @@ var ErrSystemDevice = errors.New("a device of a system is saved and restored wit
 // memory is not the device's state). For a device of a system the Engine
 // part is the system's shared engine and System is set; such a snapshot is
 // for inspection, and NewDeviceFromSnapshot and Restore refuse it.
-func (d *Device) Snapshot() DeviceSnapshot {
+func (d *Device) Snapshot() DeviceSnapshot { return d.snapshot(true) }
+
+// SnapshotInSystem is [Device.Snapshot] without the parts a system holds
+// for all its devices, which it saves once (sim/fabric's System.Snapshot):
+// Engine and Host are left zero. Snapshot copies both, the system's whole
+// event queue and host memory, so a system taking its devices' parts with
+// it would copy them once per device.
+func (d *Device) SnapshotInSystem() DeviceSnapshot { return d.snapshot(false) }
+
+// snapshot is Snapshot, with the events and host memory if shared.
+func (d *Device) snapshot(shared bool) DeviceSnapshot {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st := d.st
 	st.NCSync = slices.Clone(d.st.NCSync)
 	st.TopSPSync = slices.Clone(d.st.TopSPSync)
-	snap := DeviceSnapshot{Config: d.cfg, System: d.system, State: st, Engine: d.engine.State(), Regs: d.regs.State(), HBM: d.hbm.State(),
+	snap := DeviceSnapshot{Config: d.cfg, System: d.system, State: st, Regs: d.regs.State(), HBM: d.hbm.State(),
 		DMA: d.dma.State(), Cores: d.coreStates()}
-	if d.hostMem != nil {
-		snap.Host = d.hostMem.State()
+	if shared {
+		snap.Engine = d.engine.State()
+		if d.hostMem != nil {
+			snap.Host = d.hostMem.State()
+		}
 	}
 	return snap
 }

@@ -127,7 +127,7 @@ func (s *System) Snapshot() *Snapshot {
 		}
 	}
 	for _, d := range s.devs {
-		ds := d.Snapshot()
+		ds := d.SnapshotInSystem()
 		snap.Device = append(snap.Device, DeviceImage{Name: ds.Config.Name, RoutingID: ds.Config.RoutingID, Serial: ds.Config.Serial,
 			State: ds.State, Regs: ds.Regs, HBM: ds.HBM, DMA: ds.DMA, Cores: ds.Cores})
 	}
@@ -192,7 +192,7 @@ func restore(snap *Snapshot, own bool) (*System, error) {
 		return nil, badErr("", err)
 	}
 	for i, d := range s.devs {
-		img, ds := snap.Device[i], d.Snapshot()
+		img, ds := snap.Device[i], d.SnapshotInSystem()
 		if img.Name != ds.Config.Name || img.RoutingID != ds.Config.RoutingID || img.Serial != ds.Config.Serial {
 			return nil, bad("device %d is %s (routing id %d), the system's is %s (routing id %d)", i, img.Name, img.RoutingID, ds.Config.Name, ds.Config.RoutingID)
 		}

@@ -3,6 +3,7 @@ package fabric
 import (
 	"bytes"
 	"encoding/binary"
+	"runtime"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -12,6 +13,7 @@ import (
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/sim"
 	"github.com/neuronsim/neuronsim/sim/fabric/capture"
+	"github.com/neuronsim/neuronsim/sim/simkernel"
 )
 
 // smallSnapshot is a saved two-device system with a fault scheduled (and a
@@ -151,4 +153,33 @@ func TestSnapshotKeepsSpans(t *testing.T) {
 		_, err := Restore(snap)
 		assert.ErrorIs(t, err, ErrSnapshot, "%v", bad)
 	}
+}
+
+// TestSnapshotCopiesSharedStateOnce: a system's snapshot copies its host
+// memory and its pending events once, not once per device (each device's
+// own part leaves them out: sim.Device.SnapshotInSystem). With 8 MiB in the
+// host memory, a snapshot of 32 devices took 33 copies of it.
+func TestSnapshotCopiesSharedStateOnce(t *testing.T) {
+	s, err := New(Config{Generation: hwarch.Mariana, Devices: 32, Kind: KindSwitch, TimingOnly: true})
+	require.NoError(t, err)
+	const hostBytes = 8 << 20
+	base, err := s.Host().Alloc(hostBytes, 4096)
+	require.NoError(t, err)
+	require.NoError(t, s.Host().Write(base, bytes.Repeat([]byte{0x5a}, hostBytes)))
+	h, err := s.engine.Register("test.idle", simkernel.HandlerFunc(func(*simkernel.Engine, uint64) {}))
+	require.NoError(t, err)
+	for i := range 1 << 16 { // 2 MiB of pending events
+		require.NoError(t, s.engine.Schedule(sim.Time(sim.Second)+sim.Time(i), h, 0))
+	}
+	var a, b runtime.MemStats
+	runtime.ReadMemStats(&a)
+	snap := s.Snapshot()
+	runtime.ReadMemStats(&b)
+	require.GreaterOrEqual(t, len(snap.Engine.Queue), 1<<16)
+	got := b.TotalAlloc - a.TotalAlloc
+	// The host pages and the events once (10 MiB), and each device's own
+	// part (under 1 MiB on mariana); a second copy of the host memory passes
+	// the bound.
+	assert.Less(t, got, uint64(hostBytes+(2<<20)+32<<20), "a snapshot of 32 devices allocated %d bytes", got)
+	assert.Greater(t, got, uint64(hostBytes), "the host memory is copied once")
 }
