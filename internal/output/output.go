@@ -139,7 +139,7 @@ func createTemp(path string) (*File, error) {
 			return nil, fmt.Errorf("output %s: %w", path, err)
 		}
 		tmp := TempName(path, hex.EncodeToString(b[:]))
-		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
@@ -174,6 +174,34 @@ func (f *File) Write(p []byte) (int, error) {
 		return n, fmt.Errorf("output %s: %w", f.path, err)
 	}
 	return n, nil
+}
+
+// WriteAt writes p at offset off of the temporary file, for a format
+// whose header is known only once what follows it is written (a snapshot's
+// length and checksum). It does not change Size, which counts the bytes
+// written in order by Write.
+func (f *File) WriteAt(p []byte, off int64) (int, error) {
+	if f.done {
+		return 0, fmt.Errorf("output %s: write: %w", f.path, ErrDone)
+	}
+	n, err := f.f.WriteAt(p, off)
+	if err != nil {
+		return n, fmt.Errorf("output %s: %w", f.path, err)
+	}
+	return n, nil
+}
+
+// ReadAt reads the temporary file back at offset off: what was written so
+// far, to checksum it without having held it.
+func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	if f.done {
+		return 0, fmt.Errorf("output %s: read: %w", f.path, ErrDone)
+	}
+	n, err := f.f.ReadAt(p, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return n, fmt.Errorf("output %s: %w", f.path, err)
+	}
+	return n, err
 }
 
 // Commit makes the output complete: the temporary file is synced, closed and

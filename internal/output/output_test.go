@@ -262,3 +262,32 @@ func TestWriteNew(t *testing.T) {
 	require.NoError(t, rerr)
 	assert.Len(t, entries, 1, "only the output: %v", entries)
 }
+
+// TestWriteAtReadAt: a header written last in place lands over the bytes
+// written first, the bytes read back are those written, Size counts only
+// what Write wrote in order, and after Commit both are refused.
+func TestWriteAtReadAt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out")
+	f, err := Create(path)
+	require.NoError(t, err)
+	_, err = f.Write([]byte("0000payload"))
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte("HEAD"), 0)
+	require.NoError(t, err)
+	assert.Equal(t, int64(11), f.Size())
+	back := make([]byte, 7)
+	n, err := f.ReadAt(back, 4)
+	require.NoError(t, err)
+	assert.Equal(t, "payload", string(back[:n]))
+	n, err = f.ReadAt(make([]byte, 4), 9)
+	assert.ErrorIs(t, err, io.EOF, "reading past the end says so")
+	assert.Equal(t, 2, n)
+	require.NoError(t, f.Commit())
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "HEADpayload", string(got))
+	_, err = f.WriteAt([]byte("x"), 0)
+	assert.ErrorIs(t, err, ErrDone)
+	_, err = f.ReadAt(back, 0)
+	assert.ErrorIs(t, err, ErrDone)
+}

@@ -44,7 +44,7 @@ func (st *SnapshotStep) run(run *runner) error {
 		if err != nil {
 			return err
 		}
-		if err := c.System.Save(f); err != nil {
+		if err := c.System.SaveFile(f); err != nil {
 			return err
 		}
 		if run.saved == nil {

@@ -599,36 +599,22 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 var ErrNotSaveable = errors.New("the system cannot be saved")
 
 // Save writes the system's snapshot to w. A system built with its own host
-// ports per device (Config.HostPorts) is refused (ErrNotSaveable).
+// ports per device (Config.HostPorts) is refused (ErrNotSaveable). The
+// header, which gives the payload's length and checksum, comes first, so
+// Save holds the compressed payload until it is written; SaveFile does not.
 func (s *System) Save(w io.Writer) error {
-	if s.cfg.HostPorts != nil {
-		return fmt.Errorf("fabric snapshot: its devices' DMA reaches host memory outside the system (Config.HostPorts), which a snapshot cannot keep: %w", ErrNotSaveable)
-	}
-	layout, err := snapshotLayout()
-	if err != nil {
-		return fmt.Errorf("fabric snapshot: %w", err)
-	}
 	var raw bytes.Buffer
-	zw, err := zstd.NewWriter(&raw, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(snapshotWindow))
+	decoded, err := s.encodePayload(&raw)
 	if err != nil {
 		return err
 	}
-	cw := &countingWriter{w: zw}
-	if err := snapenc.Encode(cw, s.Snapshot()); err != nil {
-		zw.Close()
-		return fmt.Errorf("fabric snapshot: encoding: %w", err)
-	}
-	if err := zw.Close(); err != nil {
+	hdr, err := snapshotHeaderOf(int64(raw.Len()), decoded, func(h hash.Hash) error {
+		h.Write(raw.Bytes())
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	var hdr [snapshotHeader]byte
-	copy(hdr[:8], snapshotMagic[:])
-	binary.LittleEndian.PutUint32(hdr[8:], SnapshotVersion)
-	binary.LittleEndian.PutUint64(hdr[16:], uint64(raw.Len()))
-	binary.LittleEndian.PutUint64(hdr[24:], uint64(cw.n))
-	binary.LittleEndian.PutUint64(hdr[32:], layout)
-	sum := snapshotSum(hdr[:], raw.Bytes())
-	copy(hdr[sumOffset:], sum[:])
 	if _, err := w.Write(hdr[:]); err != nil {
 		return err
 	}
@@ -636,13 +622,81 @@ func (s *System) Save(w io.Writer) error {
 	return err
 }
 
-// snapshotSum is the checksum of a header's fields and a payload.
-func snapshotSum(hdr, payload []byte) [sha256.Size]byte {
-	h := snapshotHash(hdr)
-	h.Write(payload)
-	var sum [sha256.Size]byte
-	h.Sum(sum[:0])
-	return sum
+// SnapshotFile is a file a snapshot is written into from its start: its
+// header is written last, in place, and its payload read back for the
+// checksum (internal/output's File is one).
+type SnapshotFile interface {
+	io.Writer
+	io.WriterAt
+	io.ReaderAt
+}
+
+// SaveFile is Save into an empty file f, without holding the compressed
+// payload: a header of zeros, then the payload streamed from the
+// compressor into f, then the payload read back through the checksum, and
+// the header written over the zeros. The file is the same as Save writes.
+func (s *System) SaveFile(f SnapshotFile) error {
+	var zero [snapshotHeader]byte
+	if _, err := f.Write(zero[:]); err != nil {
+		return err
+	}
+	cw := &countingWriter{w: f}
+	decoded, err := s.encodePayload(cw)
+	if err != nil {
+		return err
+	}
+	hdr, err := snapshotHeaderOf(cw.n, decoded, func(h hash.Hash) error {
+		_, err := io.Copy(h, io.NewSectionReader(f, snapshotHeader, cw.n))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt(hdr[:], 0)
+	return err
+}
+
+// encodePayload writes the system's snapshot, encoded and compressed, to w
+// and returns the encoding's length before compression.
+func (s *System) encodePayload(w io.Writer) (decoded int64, err error) {
+	if s.cfg.HostPorts != nil {
+		return 0, fmt.Errorf("fabric snapshot: its devices' DMA reaches host memory outside the system (Config.HostPorts), which a snapshot cannot keep: %w", ErrNotSaveable)
+	}
+	zw, err := zstd.NewWriter(w, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(snapshotWindow))
+	if err != nil {
+		return 0, err
+	}
+	cw := &countingWriter{w: zw}
+	if err := snapenc.Encode(cw, s.Snapshot()); err != nil {
+		zw.Close()
+		return 0, fmt.Errorf("fabric snapshot: encoding: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return 0, err
+	}
+	return cw.n, nil
+}
+
+// snapshotHeaderOf is the header of a payload of n bytes decoding to
+// decoded bytes, whose checksum sum completes by writing the payload into
+// the hash begun with the header's fields.
+func snapshotHeaderOf(n, decoded int64, sum func(hash.Hash) error) ([snapshotHeader]byte, error) {
+	var hdr [snapshotHeader]byte
+	layout, err := snapshotLayout()
+	if err != nil {
+		return hdr, fmt.Errorf("fabric snapshot: %w", err)
+	}
+	copy(hdr[:8], snapshotMagic[:])
+	binary.LittleEndian.PutUint32(hdr[8:], SnapshotVersion)
+	binary.LittleEndian.PutUint64(hdr[16:], uint64(n))
+	binary.LittleEndian.PutUint64(hdr[24:], uint64(decoded))
+	binary.LittleEndian.PutUint64(hdr[32:], layout)
+	h := snapshotHash(hdr[:])
+	if err := sum(h); err != nil {
+		return hdr, fmt.Errorf("fabric snapshot: reading the payload back for its checksum: %w", err)
+	}
+	copy(hdr[sumOffset:], h.Sum(nil))
+	return hdr, nil
 }
 
 // snapshotHash is the checksum begun with a header's fields: the payload

@@ -2,7 +2,10 @@ package fabric
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
+	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 
@@ -182,4 +185,54 @@ func TestSnapshotCopiesSharedStateOnce(t *testing.T) {
 	// the bound.
 	assert.Less(t, got, uint64(hostBytes+(2<<20)+32<<20), "a snapshot of 32 devices allocated %d bytes", got)
 	assert.Greater(t, got, uint64(hostBytes), "the host memory is copied once")
+}
+
+// snapshotSum is the checksum of a header's fields and a payload.
+func snapshotSum(hdr, payload []byte) [sha256.Size]byte {
+	h := snapshotHash(hdr)
+	h.Write(payload)
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// TestSaveFileStreams: SaveFile writes the bytes Save writes, without
+// holding the compressed payload: with 32 MiB of random host memory (a
+// payload that does not compress), Save allocates the payload's buffer on
+// top of the state's copy and SaveFile does not.
+func TestSaveFileStreams(t *testing.T) {
+	s, err := New(Config{Generation: hwarch.Cayman, Devices: 2, Kind: KindRing})
+	require.NoError(t, err)
+	const hostBytes = 32 << 20
+	base, err := s.Host().Alloc(hostBytes, 4096)
+	require.NoError(t, err)
+	data := make([]byte, hostBytes)
+	rng := sha256.Sum256(nil)
+	for i := 0; i < len(data); i += len(rng) {
+		rng = sha256.Sum256(rng[:])
+		copy(data[i:], rng[:])
+	}
+	require.NoError(t, s.Host().Write(base, data))
+	data = nil
+	allocated := func(save func() error) uint64 {
+		var a, b runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&a)
+		require.NoError(t, save())
+		runtime.ReadMemStats(&b)
+		return b.TotalAlloc - a.TotalAlloc
+	}
+	var buf bytes.Buffer
+	inMemory := allocated(func() error { return s.Save(&buf) })
+	f, err := os.Create(filepath.Join(t.TempDir(), "s.snap"))
+	require.NoError(t, err)
+	defer f.Close()
+	streamed := allocated(func() error { return s.SaveFile(f) })
+	file, err := os.ReadFile(f.Name())
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(buf.Bytes(), file), "SaveFile writes what Save writes")
+	assert.Greater(t, buf.Len(), hostBytes, "the payload does not compress")
+	assert.Less(t, streamed+hostBytes, inMemory, "Save %d bytes allocated, SaveFile %d", inMemory, streamed)
+	_, err = Load(bytes.NewReader(file))
+	require.NoError(t, err)
 }
