@@ -279,12 +279,12 @@ func ParseOrder(s string) ([]int, error) {
 	var out []int
 	for _, w := range words {
 		lo, hi, run := strings.Cut(w, "-")
-		a, err := strconv.Atoi(lo)
+		a, err := parseRank(lo)
 		b := a
 		if err == nil && run {
-			b, err = strconv.Atoi(hi)
+			b, err = parseRank(hi)
 		}
-		if err != nil || a < 0 || b < 0 || a >= enc.MaxRanks || b >= enc.MaxRanks {
+		if err != nil || b >= enc.MaxRanks || a >= enc.MaxRanks {
 			return nil, fmt.Errorf("%q is not a rank (0..%d) or a run of ranks first-last", w, enc.MaxRanks-1)
 		}
 		step := 1
@@ -302,6 +302,15 @@ func ParseOrder(s string) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// parseRank reads one rank of a ring order: decimal digits only (no sign,
+// which strconv.Atoi would take), at most five of them.
+func parseRank(s string) (int, error) {
+	if s == "" || len(s) > 5 || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, fmt.Errorf("%q is not a rank", s)
+	}
+	return strconv.Atoi(s)
 }
 
 // RingOrderKey is the report's Extra key of the ring order's note

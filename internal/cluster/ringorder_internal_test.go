@@ -108,7 +108,7 @@ func TestFormatOrder(t *testing.T) {
 	got, err := ParseOrder("0,1, 2 ,3-5")
 	require.NoError(t, err)
 	assert.Equal(t, []int{0, 1, 2, 3, 4, 5}, got)
-	for _, bad := range []string{"", " , ", "x", "1-", "-1", "3-x", "4096", "0-4096"} {
+	for _, bad := range []string{"", " , ", "x", "1-", "-1", "3-x", "4096", "0-4096", "+3", "0-+3", " 1 -2", "1e2", "0x3", "99999999999999999999"} {
 		_, err := ParseOrder(bad)
 		assert.Error(t, err, "%q", bad)
 	}
