@@ -112,7 +112,7 @@ func TestParseBandwidth(t *testing.T) {
 		{in: "0GB/s", wantErr: "must be positive", kind: ErrRange},
 		{in: "0.0bps", wantErr: "must be positive", kind: ErrRange},
 		{in: "1bps", wantErr: "too small: 0.125 B/s", kind: ErrRange},
-		{in: "1001TB/s", wantErr: "too large", kind: ErrRange},
+		{in: "1001TB/s", wantErr: "too large (the limit is 1000000000000000 B/s, 1000TB/s)", kind: ErrRange}, // a limit written in a unit the parser takes
 		{in: "1e400GB/s", wantErr: "too large", kind: ErrRange},
 	})
 }

@@ -154,7 +154,7 @@ func positiveNumber(field, q, num, notNumber string) error {
 	var ne *strconv.NumError
 	switch {
 	case errors.As(err, &ne) && ne.Err == strconv.ErrRange:
-		return rangeErr(field, q, "too large (the limit is %d B/s, 1 PB/s)", MaxBandwidthBps)
+		return rangeErr(field, q, "too large (the limit is %d B/s, 1000TB/s)", MaxBandwidthBps)
 	case err != nil:
 		return syntaxErr(field, q, "%s", notNumber)
 	case math.IsNaN(v) || math.IsInf(v, 0):
@@ -472,7 +472,7 @@ func wholeBandwidth(field, q, num string, scale *big.Rat) (uint64, error) {
 	r.Mul(r, scale)
 	switch {
 	case r.Cmp(new(big.Rat).SetUint64(MaxBandwidthBps)) > 0:
-		return 0, rangeErr(field, q, "too large (the limit is %d B/s, 1 PB/s)", MaxBandwidthBps)
+		return 0, rangeErr(field, q, "too large (the limit is %d B/s, 1000TB/s)", MaxBandwidthBps)
 	case !r.IsInt() && r.Cmp(big.NewRat(1, 1)) < 0:
 		return 0, rangeErr(field, q, "too small: %s B/s (the smallest bandwidth is 1 B/s)", decimalOf(r))
 	case !r.IsInt():
