@@ -162,6 +162,10 @@ type resolved struct {
 	params     fabric.Params
 	engines    int
 	launchCost *time.Duration
+	// held are the keys given whose values a restored snapshot must hold
+	// (heldKeys), checked at a restore with d, the file's decoder.
+	held []heldKey
+	d    *strictyaml.Decoder
 }
 
 // check resolves the system and checks every step against it: words,
@@ -197,8 +201,12 @@ func (sc *Scenario) check(d *strictyaml.Decoder, root *yaml.Node, base *Base) (*
 	if err := r.resolveEFA(d, at, sys); err != nil {
 		return nil, err
 	}
+	r.held, r.d = r.heldKeys(root), d
 	if base != nil {
 		r.params.EFA = base.System.Params().EFA // the system run on is the snapshot's
+		if err := r.agree(d, base.System, base.From); err != nil {
+			return nil, err
+		}
 	}
 	outs := child(find(root, ""), "outputs")
 	for _, o := range []struct{ key, v string }{{"dir", sc.Outputs.Dir}, {"report", sc.Outputs.Report}, {"json", sc.Outputs.JSON},

@@ -105,7 +105,9 @@ func loadSnapshot(path string, o fabric.LoadOptions) (*fabric.System, error) {
 }
 
 // fits checks that a restored system is one this scenario's steps can run
-// on: the same generation and device count.
+// on: the same generation and device count, and the topology, model and
+// fabric timing the scenario's system section gives, if it gives them
+// (resolved.agree).
 func (run *runner) fits(name string, sys *fabric.System) error {
 	if got := sys.Topology().Devices; got != run.r.devices {
 		return fmt.Errorf("%s holds a system of %s; this scenario's has %d", name, units.Plural(int64(got), "device", "devices"), run.r.devices)
@@ -120,5 +122,5 @@ func (run *runner) fits(name string, sys *fabric.System) error {
 	if g := sys.Device(0).Config().Generation; g != run.r.gen {
 		return fmt.Errorf("%s holds a %s system; this scenario's is %s", name, g, run.r.gen)
 	}
-	return nil
+	return run.r.agree(run.r.d, sys, name)
 }
