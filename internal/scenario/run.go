@@ -212,15 +212,19 @@ func (p *Parsed) Run(opt Options) (*Summary, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: outputs.pcap: %w", p.file, err)
 		}
-		if run.pcap, err = capture.NewWriter(f, capture.Options{MaxBytes: uint64(p.Outputs.PcapMax)}); err != nil {
+		most := uint64(capture.DefaultMaxBytes)
+		if n := p.Outputs.PcapMax; n != nil {
+			most = uint64(*n)
+		}
+		if run.pcap, err = capture.NewWriter(f, capture.Options{MaxBytes: most}); err != nil {
 			return nil, fmt.Errorf("%s: outputs.pcap: %w", p.file, err)
 		}
 		c.System.SetCapture(run.pcap, 0)
 	}
 	if p.Outputs.Trace != "" {
 		run.trace = trace.New(0)
-		if p.Outputs.TraceMax > 0 {
-			run.trace.SetMaxBytes(uint64(p.Outputs.TraceMax))
+		if n := p.Outputs.TraceMax; n != nil {
+			run.trace.SetMaxBytes(uint64(*n))
 		}
 		run.traceSystem()
 	}

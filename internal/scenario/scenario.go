@@ -92,10 +92,12 @@ type Outputs struct {
 	Pcap   string `yaml:"pcap"`   // the fabric's packets; default none
 	Trace  string `yaml:"trace"`  // Chrome/Perfetto trace of every device's engines and DMA queues; default none
 	// PcapMax and TraceMax bound the pcap and trace files; the capture or
-	// trace stops cleanly there, with a note in the report. Default 64M
-	// each (capture.DefaultMaxBytes, trace.DefaultMaxBytes).
-	PcapMax  Size `yaml:"pcap_max"`
-	TraceMax Size `yaml:"trace_max"`
+	// trace stops cleanly there, with a note in the report. Absent (nil):
+	// 64M each (capture.DefaultMaxBytes, trace.DefaultMaxBytes); a value
+	// given is checked against its range, 0 included (it is no default).
+	// Each needs its output (pcap, trace).
+	PcapMax  *Size `yaml:"pcap_max"`
+	TraceMax *Size `yaml:"trace_max"`
 }
 
 // Base is a system a scenario runs on instead of building the one its
@@ -173,6 +175,9 @@ type resolved struct {
 func (sc *Scenario) check(d *strictyaml.Decoder, root *yaml.Node, base *Base) (*resolved, error) {
 	sys := &sc.System
 	at := func(path string) *yaml.Node { return find(root, path) }
+	if err := refuseNulls(d, root); err != nil {
+		return nil, err
+	}
 	if strings.TrimSpace(sc.Name) == "" {
 		return nil, d.Errorf(at("name"), "name", "expected the scenario's name, got an empty one")
 	}
@@ -220,11 +225,25 @@ func (sc *Scenario) check(d *strictyaml.Decoder, root *yaml.Node, base *Base) (*
 			return nil, d.Errorf(child(outs, o.key), "outputs."+o.key, "%s: no sweep step makes it (it is the sweeps' %s)", o.v, map[string]string{"json": "nccom-test JSON", "plot": "busbw plot"}[o.key])
 		}
 	}
-	if n := sc.Outputs.PcapMax; n != 0 && n < 24 {
-		return nil, d.Errorf(at("outputs.pcap_max"), "outputs.pcap_max", "at least 24 bytes (the pcap file header), not %d", n)
-	}
-	if n := sc.Outputs.TraceMax; n != 0 && n < 1024 {
-		return nil, d.Errorf(at("outputs.trace_max"), "outputs.trace_max", "at least 1K, not %d", n)
+	for _, o := range []struct {
+		key, out, least string
+		v               *Size
+		min             Size
+		file            string
+	}{
+		{"pcap_max", "pcap", "24 bytes (the pcap file header)", sc.Outputs.PcapMax, 24, sc.Outputs.Pcap},
+		{"trace_max", "trace", "1K", sc.Outputs.TraceMax, 1024, sc.Outputs.Trace},
+	} {
+		if o.v == nil {
+			continue
+		}
+		n, path := at("outputs."+o.key), "outputs."+o.key
+		if *o.v < o.min {
+			return nil, d.Errorf(n, path, "%s: at least %s (leave the key out for the default, 64M), not %d", n.Value, o.least, *o.v)
+		}
+		if o.file == "" {
+			return nil, d.Errorf(n, path, "%s: no outputs.%s to bound (it bounds that file)", n.Value, o.out)
+		}
 	}
 	for i := range sc.Steps {
 		path := fmt.Sprintf("steps[%d]", i)

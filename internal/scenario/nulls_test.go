@@ -1,0 +1,50 @@
+package scenario
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestNoTypedDefaults: a value a user types never means "the default" —
+// outputs.pcap_max and trace_max of 0 are refused at the key, as is either
+// without the output it bounds, and a key given YAML null (`key:`, `~`,
+// `null`) or a null list item is refused at its key path. The nulls that
+// say what they mean are accepted: a step with no fields (`- bringup:`)
+// and `steps:` alone (no steps).
+func TestNoTypedDefaults(t *testing.T) {
+	const sys = "system: {arch: cayman, devices: 2}\n"
+	for _, tc := range []struct {
+		name, doc string
+		want      string // "" when accepted
+	}{
+		{"pcap_max 0", sys + "outputs: {pcap: f.pcap, pcap_max: 0}\n", "x.yaml:3:35: outputs.pcap_max: 0: at least 24 bytes (the pcap file header) (leave the key out for the default, 64M), not 0"},
+		{"trace_max 0", sys + "outputs: {trace: t.json, trace_max: 0}\n", "x.yaml:3:37: outputs.trace_max: 0: at least 1K (leave the key out for the default, 64M), not 0"},
+		{"pcap_max below the header", sys + "outputs: {pcap: f.pcap, pcap_max: 10}\n", "outputs.pcap_max: 10: at least 24 bytes"},
+		{"pcap_max without pcap", sys + "outputs: {pcap_max: 1M}\n", "x.yaml:3:21: outputs.pcap_max: 1M: no outputs.pcap to bound"},
+		{"trace_max without trace", sys + "outputs: {trace_max: 1M}\n", "outputs.trace_max: 1M: no outputs.trace to bound"},
+		{"pcap_max given", sys + "outputs: {pcap: f.pcap, pcap_max: 24}\n", ""},
+		{"pcap_max null", sys + "outputs: {pcap: f.pcap, pcap_max: null}\n", "x.yaml:3:35: outputs.pcap_max: null: give a value, or leave the key out for its default"},
+		{"trace_max empty", sys + "outputs:\n  trace: t.json\n  trace_max:\n", "outputs.trace_max: null: give a value"},
+		{"bool null", "system: {arch: cayman, boot: ~}\n", "x.yaml:2:30: system.boot: null: give a value"},
+		{"size null", "system: {arch: cayman, buffer_bytes: null}\n", "system.buffer_bytes: null"},
+		{"timing null", "system: {arch: cayman, timing: {link_bw_gbs: ~}}\n", "system.timing.link_bw_gbs: null"},
+		{"efa null", "system: {arch: cayman, nodes: 2, efa: {spines: null}}\n", "system.efa.spines: null"},
+		{"section null", "system: {arch: cayman, timing: null}\n", "system.timing: null"},
+		{"step field null", sys + "steps:\n  - collective: {op: all_reduce, size: 4K, chunks: ~}\n", "x.yaml:4:52: steps[0].collective.chunks: null: give a value"},
+		{"expectation null", sys + "steps:\n  - csr_read: {offset: 0x30FA0024, expect: null}\n", "steps[0].csr_read.expect: null: give a value"},
+		{"step without fields", sys + "steps:\n  - bringup:\n", ""},
+		{"no steps", sys + "steps:\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("x.yaml", []byte("name: x\n"+tc.doc))
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrStrict)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
