@@ -161,6 +161,37 @@ func (c *checkContext) core(i int, field string) error {
 	return nil
 }
 
+// indexList checks a list of device or NeuronCore indices given as field
+// (what names one: "device", "core"): each by check, and the list itself —
+// given, it is not empty (an empty list would be the key left out, the
+// step's default, which the user did not write) and no index is listed
+// twice. Errors are at the field, or at the repeated item
+// ("steps[0].dve_load.devices[2]").
+func (c *checkContext) indexList(field, what string, list []int, check func(i int, field string) error) error {
+	n := child(child(c.n, c.kind), field)
+	if n == nil {
+		return nil // left out: the step's default
+	}
+	if len(list) == 0 {
+		return c.errorf(field, "empty: list at least one %s index, or leave the key out for the step's default", what)
+	}
+	first := make(map[int]int, len(list))
+	for j, i := range list {
+		if err := check(i, field); err != nil {
+			return err
+		}
+		if k, dup := first[i]; dup {
+			at := n
+			if n.Kind == yaml.SequenceNode && j < len(n.Content) {
+				at = n.Content[j]
+			}
+			return c.d.Errorf(at, fmt.Sprintf("%s.%s[%d]", c.p, field, j), "%s %d again (it is %s[%d] already): list each %s once", what, i, field, k, what)
+		}
+		first[i] = j
+	}
+	return nil
+}
+
 // register refuses a register offset (from field) outside the register BAR
 // of the generation, or not 4-byte aligned.
 func (c *checkContext) register(off uint64, field string) error {

@@ -48,7 +48,8 @@ func (st *BringUpStep) run(run *runner) error {
 
 // ResetStep resets a device through the runtime, as the driver's reset
 // worker does: the whole device, or the NeuronCores listed in tpbs (a TPB
-// reset of that map). The runtime then brings the system up again.
+// reset of that map; a list given names each core once and is not empty,
+// checkContext.indexList). The runtime then brings the system up again.
 type ResetStep struct {
 	Device int   `yaml:"device"`
 	TPBs   []int `yaml:"tpbs"`
@@ -58,10 +59,8 @@ type ResetStep struct {
 func (*ResetStep) Kind() string { return "reset" }
 
 func (st *ResetStep) check(c *checkContext) error {
-	for _, nc := range st.TPBs {
-		if err := c.core(nc, "tpbs"); err != nil {
-			return err
-		}
+	if err := c.indexList("tpbs", "core", st.TPBs, c.core); err != nil {
+		return err
 	}
 	return c.device(st.Device, "device")
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // DVELoadStep loads the default DVE tables on cores of devices (default:
-// every core of every device).
+// every core of every device). A list given names each index once and is
+// not empty (checkContext.indexList).
 type DVELoadStep struct {
 	Devices []int `yaml:"devices"`
 	Cores   []int `yaml:"cores"`
@@ -20,17 +21,10 @@ type DVELoadStep struct {
 func (*DVELoadStep) Kind() string { return "dve_load" }
 
 func (st *DVELoadStep) check(c *checkContext) error {
-	for _, i := range st.Devices {
-		if err := c.device(i, "devices"); err != nil {
-			return err
-		}
+	if err := c.indexList("devices", "device", st.Devices, c.device); err != nil {
+		return err
 	}
-	for _, nc := range st.Cores {
-		if err := c.core(nc, "cores"); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.indexList("cores", "core", st.Cores, c.core)
 }
 
 // dveLoadHostBytes is the host memory one load of the default DVE tables
