@@ -188,14 +188,30 @@ func (c *Cluster) attach() error {
 // its place (the same system, or one restored from a snapshot), without a
 // reset. Taking a snapshot between Reattach's two halves, or restoring one,
 // leaves the runtime in the same state either way, so a run that saves and
-// continues and a run that restores and continues do the same.
+// continues and a run that restores and continues do the same. The
+// executor's queues are given back (Release), then it forgets what failed
+// collectives left on engines still running (collective.Executor.Forget):
+// their device memory was the allocators' being dropped.
 func (c *Cluster) Reattach(sys *fabric.System) error {
-	c.Exec.Release()
+	c.LetGo()
 	c.System = sys
 	reset := c.cfg.Reset
 	c.cfg.Reset = false
 	defer func() { c.cfg.Reset = reset }()
 	return c.attach()
+}
+
+// LetGo gives back what the collective executor holds on the system — its
+// queues, and the device memory of failed collectives' programs whose
+// engines have stopped (collective.Executor.Release, which reads their
+// status) — and forgets the rest (collective.Executor.Forget): programs
+// of a failed collective on engines still running, whose device memory is
+// the runtime's allocators', which Reattach drops. Called before a
+// snapshot of the system is saved, it leaves the executor holding nothing,
+// as a cluster that restores the snapshot starts; Reattach calls it.
+func (c *Cluster) LetGo() {
+	c.Exec.Release()
+	c.Exec.Forget()
 }
 
 // bringUpOptions are the options every device is brought up with: a reset

@@ -35,7 +35,12 @@ func (st *SnapshotStep) run(run *runner) error {
 	c := run.c
 	run.dve = nil // the runtime lets go of everything, DVE caches included
 	if st.Save != "" {
-		c.Exec.Release()
+		// The executor lets go of everything before the save, failed
+		// collectives' programs included (cluster.LetGo), so that what is
+		// saved and what goes on are the same: Reattach then finds
+		// nothing to give back, which would spend device time after the
+		// save that a restore does not.
+		c.LetGo()
 		path := run.outPath(st.Save)
 		if old := run.saved[path]; old != nil {
 			old.Abort() // saved again: the later one is the output

@@ -598,6 +598,23 @@ func (x *Executor) Release() {
 	}
 }
 
+// Forget drops, without touching any device, what the executor still
+// holds of the system: the queues it has open (Release closes them first
+// when it is called before) and the program blocks that failed runs left
+// on engines that were still running (Release keeps those, to unload them
+// once they stop). It is for when the runtime lets go of the system — its
+// device-memory allocators go with it (internal/cluster's Reattach), so
+// the handles those blocks hold mean nothing any more, and unloading them
+// later would read registers (spending device time) and free handles of
+// allocators that have since issued them again. A snapshot saved after a
+// failed run, restored, then gives the same as going on from the save: the
+// restored executor holds nothing either.
+func (x *Executor) Forget() {
+	clear(x.queues)
+	x.left = nil
+	x.streaming = 0
+}
+
 // keepLeft keeps of rank r's left blocks those still holding device
 // memory.
 func (x *Executor) keepLeft(r int) {
