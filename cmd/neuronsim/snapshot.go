@@ -56,7 +56,9 @@ func newSnapshotRestoreCommand() *cobra.Command {
 		Long: `restore reads the snapshot FILE (a damaged one is refused, naming it) and runs
 SCENARIO's steps on the system it holds. The system is the snapshot's: the
 scenario need not have a system section, and the keys it gives (arch,
-devices, revision, topology, model, mode) must agree with the snapshot. No
+devices, nodes, efa, revision, topology, model, mode, and the fabric's timing
+keys: link_latency_ns, link_bw_gbs, endpoint_delay_ns, switch_latency_ns,
+chunk_bytes, server_size) must agree with the snapshot. No
 output of the scenario may be the same file as FILE, SCENARIO or a program it
 names (by its path or through a link): that is refused before anything runs.`,
 		Example: "  neuronsim snapshot restore /tmp/torus.snap my-steps.yaml",
