@@ -20,16 +20,21 @@ import (
 // the scenario gives (resolved.agree): the user who wrote the key would
 // otherwise believe it in effect.
 type heldKey struct {
-	path string     // "system.timing.link_bw_gbs"
-	n    *yaml.Node // the value as written, for its position and text
+	path  string     // "system.timing.link_bw_gbs"
+	n     *yaml.Node // the value as written, for its position
+	given string     // what the scenario gives: the value as written
 	// holds reports whether sys has the value given, and if not what it
 	// has instead ("links of 500 ns (xy)").
 	holds func(sys *fabric.System) (held string, ok bool)
+	// givenOn, when set, says what the key gives on sys, for a key whose
+	// value is not a word (efa: the network its keys make of sys's).
+	givenOn func(sys *fabric.System) string
 }
 
 // heldKeys lists the keys of the system section that a snapshot's system
 // carries and the scenario gives: topology (but auto, which any topology
-// is), model, and the fabric timing keys (every system.timing key but
+// is), model, the EFA network's parameters (efa: the keys it gives), and the
+// fabric timing keys (every system.timing key but
 // engines and launch_cost_ns, which are the runtime's collective
 // executor's and stay in effect across a restore). Each compares against
 // the value resolved into r.
@@ -38,7 +43,7 @@ func (r *resolved) heldKeys(root *yaml.Node) []heldKey {
 	var keys []heldKey
 	add := func(parent *yaml.Node, path, key string, holds func(*fabric.System) (string, bool)) {
 		if n := child(parent, key); n != nil {
-			keys = append(keys, heldKey{path: path + key, n: n, holds: holds})
+			keys = append(keys, heldKey{path: path + key, n: n, given: n.Value, holds: holds})
 		}
 	}
 	if n := child(sysNode, "topology"); n != nil {
@@ -54,6 +59,26 @@ func (r *resolved) heldKeys(root *yaml.Node) []heldKey {
 		got := sys.Params().Model
 		return "model " + got.String(), got == model
 	})
+	// The efa keys agree when, applied to the snapshot's network, they
+	// change nothing (as takeNodes checks them against a Base).
+	settings := r.efa
+	add(sysNode, "system.", "efa", func(sys *fabric.System) (string, bool) {
+		held := sys.Params()
+		p := held
+		if err := settings.Apply(&p, efaKeys); err != nil {
+			return "an EFA network the keys do not apply to (" + err.Error() + ")", false
+		}
+		return "an EFA network of " + describeEFA(held.EFA), p.EFA == held.EFA
+	})
+	if len(keys) > 0 && keys[len(keys)-1].path == "system.efa" {
+		keys[len(keys)-1].givenOn = func(sys *fabric.System) string {
+			p := sys.Params()
+			if settings.Apply(&p, efaKeys) != nil {
+				return "keys"
+			}
+			return describeEFA(p.EFA)
+		}
+	}
 	tn := child(sysNode, "timing")
 	p := r.params
 	lat, bw := p.Link.Latency, p.Link.Bandwidth // every kind's, as given (cluster.LinkTiming)
@@ -122,8 +147,12 @@ func nsText(ps uint64) string { return strconv.FormatFloat(float64(ps)/1000, 'f'
 func (r *resolved) agree(d *strictyaml.Decoder, sys *fabric.System, from string) error {
 	for _, k := range r.held {
 		if held, ok := k.holds(sys); !ok {
+			given := k.given
+			if k.givenOn != nil {
+				given = k.givenOn(sys)
+			}
 			return d.Errorf(k.n, k.path, "%s, but the snapshot %s holds a system with %s (a restore takes the system from the snapshot, its timing included; drop the key or make it agree)",
-				k.n.Value, from, held)
+				given, from, held)
 		}
 	}
 	return nil

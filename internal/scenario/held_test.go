@@ -71,3 +71,36 @@ func TestRestoreRefusesTimingItDoesNotHold(t *testing.T) {
 
 // fmtWant puts the snapshot's path into a wanted message.
 func fmtWant(want, path string) string { return fmt.Sprintf(want, path) }
+
+// TestRestoreStepRefusesEFAItDoesNotHold: a `snapshot: {restore: …}` step
+// refuses a snapshot whose EFA network is not the one system.efa makes,
+// at system.efa with both networks, as the command line's restore does.
+func TestRestoreStepRefusesEFAItDoesNotHold(t *testing.T) {
+	if raceEnabled {
+		t.Skip("whole-system scenarios run in the plain test run, not under -race")
+	}
+	dir := t.TempDir()
+	const sys = "system: {arch: cayman, devices: 2, nodes: 2, boot: false, reset: false, buffer_bytes: 1M, "
+	_, err := runDoc(t, dir, "name: a\n"+sys+"efa: {bandwidth: 50GiB/s}}\nsteps:\n  - snapshot: {save: efa.snap}\n", Options{})
+	require.NoError(t, err)
+	path := filepath.Join(dir, "efa.snap")
+	for _, tc := range []struct {
+		name, efa, want string // want: "" when accepted
+	}{
+		{"bandwidth differs", "efa: {bandwidth: 100GiB/s}", "system.efa: network rail, oversubscription 1, bandwidth 107374182400 B/s"},
+		{"bandwidth agrees", "efa: {bandwidth: 50GiB/s}", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := "name: b\n" + sys + tc.efa + "}\nsteps:\n  - snapshot: {restore: " + path + "}\n"
+			_, err := runDoc(t, t.TempDir(), doc, Options{})
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "steps[0] (snapshot): ")
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Contains(t, err.Error(), "but the snapshot "+path+" holds a system with an EFA network of network rail, oversubscription 1, bandwidth 53687091200 B/s")
+		})
+	}
+}
