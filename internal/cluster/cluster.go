@@ -189,12 +189,15 @@ func (c *Cluster) attach() error {
 // reset. Taking a snapshot between Reattach's two halves, or restoring one,
 // leaves the runtime in the same state either way, so a run that saves and
 // continues and a run that restores and continues do the same. The
+// collectives address the neighbours of sys's topology, which a restored
+// system carries (it need not be the one the cluster was built with). The
 // executor's queues are given back (Release), then it forgets what failed
 // collectives left on engines still running (collective.Executor.Forget):
 // their device memory was the allocators' being dropped.
 func (c *Cluster) Reattach(sys *fabric.System) error {
 	c.LetGo()
 	c.System = sys
+	c.Exec.Neighbours = neighbourTables(sys.Topology()) // a restored system's links are its own
 	reset := c.cfg.Reset
 	c.cfg.Reset = false
 	defer func() { c.cfg.Reset = reset }()
