@@ -78,3 +78,40 @@ func TestSnapshotAfterFailedCollective(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreOverAFailedCollective: a snapshot restored by a step of a run
+// in which a collective failed part-way is the snapshot's system alone —
+// nothing the failed collective held on the system left behind follows it
+// — so the steps after the restore do what they do in a run that only
+// restores it.
+func TestRestoreOverAFailedCollective(t *testing.T) {
+	if raceEnabled {
+		t.Skip("whole-system scenarios run in the plain test run, not under -race")
+	}
+	const sys = "system: {arch: mariana, devices: 8, mode: functional, reset: false, buffer_bytes: 4M}\n"
+	dir := t.TempDir()
+	_, err := runDoc(t, dir, "name: clean\n"+sys+"steps:\n  - collective: {op: all_reduce, algo: ring, size: 1M}\n  - snapshot: {save: clean.snap}\n", Options{})
+	require.NoError(t, err)
+	after := "  - snapshot: {restore: clean.snap}\n  - collective: {op: all_reduce, algo: ring, size: 1M}\n  - dma_copy: {device: 5, bytes: 4K}\n"
+	for _, tc := range []struct{ name, before string }{
+		{"link down", "  - fault: {kind: link_down, device: 5, to: l1-sw0, in: 60us}\n" +
+			"  - collective: {op: all_reduce, algo: ring, size: 1M, expect_error: \"links down\"}\n"},
+		{"device reset", "  - fault: {kind: device_reset, device: 3, in: 60us}\n" +
+			"  - collective: {op: all_reduce, algo: ring, size: 1M, expect_error: \"device 3 does not answer\"}\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			failed := "name: failed\n" + sys + "steps:\n  - collective: {op: all_reduce, algo: ring, size: 1M}\n" + tc.before + after +
+				"  - snapshot: {save: end-failed.snap}\noutputs: {report: failed.txt}\n"
+			only := "name: only\n" + sys + "steps:\n" + after + "  - snapshot: {save: end-only.snap}\noutputs: {report: only.txt}\n"
+			for _, doc := range []string{failed, only} {
+				_, err := runDoc(t, dir, doc, Options{})
+				require.NoError(t, err)
+			}
+			ea, err := os.ReadFile(filepath.Join(dir, "end-failed.snap"))
+			require.NoError(t, err)
+			eb, err := os.ReadFile(filepath.Join(dir, "end-only.snap"))
+			require.NoError(t, err)
+			assert.True(t, string(ea) == string(eb), "the system saved at the end, after a restore over a failed collective and after a restore alone")
+		})
+	}
+}
