@@ -71,8 +71,7 @@ const (
 	defaultWriteTimeout     = 30 * time.Second
 	defaultHostPerClient    = "8GiB"   // 64 clients × 8 GiB = the whole budget below
 	defaultHostMemory       = "512GiB" // of the 1 TiB host window
-	defaultHostBuffers      = 65536
-	defaultMaxMemory        = "4GiB" // resident pages of the served system
+	defaultMaxMemory        = "4GiB"   // resident pages of the served system
 	maxTimeoutFlag          = 24 * time.Hour
 	maxClientsFlag          = 100_000
 	maxHostBuffersFlag      = 1 << 24
@@ -94,14 +93,15 @@ type serveOptions struct {
 func (l *serveLimits) add(cmd *cobra.Command) {
 	f := cmd.Flags()
 	l.maxClients = newIntDefault("--max-clients", 1, maxClientsFlag, defaultMaxClients)
-	l.hostBuffers = newIntDefault("--host-buffers-per-client", 1, maxHostBuffersFlag, defaultHostBuffers)
+	l.hostBuffers = newInt("--host-buffers-per-client", 1, maxHostBuffersFlag) // default: buffersPerClient
 	f.Var(l.maxClients, "max-clients", "most connections open at once, handshaking or not; more are refused with an error (1.."+fmt.Sprint(maxClientsFlag)+")")
 	f.DurationVar(&l.handshake, "handshake-timeout", defaultHandshakeTimeout, "a connection must complete its HELLO (with --vfio-user, its VERSION) within this, or is closed")
 	f.DurationVar(&l.idle, "idle-timeout", defaultIdleTimeout, "a connection must complete its next request within this after a reply, or is closed")
 	f.DurationVar(&l.write, "write-timeout", defaultWriteTimeout, "a reply must be written within this, or the connection is closed")
 	f.StringVar(&l.hostPerClient, "host-memory-per-client", defaultHostPerClient, "most host memory one connection may hold allocated (HOST_ALLOC)"+sizeUnits)
 	f.StringVar(&l.hostMemory, "host-memory", defaultHostMemory, "most host memory all connections together may hold allocated"+sizeUnits)
-	f.Var(l.hostBuffers, "host-buffers-per-client", "most host buffers one connection may hold allocated (1.."+fmt.Sprint(maxHostBuffersFlag)+")")
+	f.Var(l.hostBuffers, "host-buffers-per-client", "most host buffers one connection may hold allocated (1.."+fmt.Sprint(maxHostBuffersFlag)+
+		"); --max-clients × it may not pass the "+fmt.Sprint(sim.MaxHostBuffers)+" buffers the host-memory allocator holds (default: "+fmt.Sprint(sim.MaxHostBuffers)+" / --max-clients)")
 	f.StringVar(&l.maxMemory, "max-memory", defaultMaxMemory, "most memory the served system's device memory, registers and host memory may hold in touched pages; a write past it is refused"+sizeUnits)
 }
 
@@ -129,16 +129,43 @@ func (l *serveLimits) options() (serveOptions, error) {
 		return o, &units.Error{Field: "--host-memory-per-client", Value: l.hostPerClient, Err: units.ErrRange,
 			Reason: fmt.Sprintf("more than --host-memory %s, all connections' together: one connection could never hold it", l.hostMemory)}
 	}
+	buffers, err := l.buffersPerClient()
+	if err != nil {
+		return o, err
+	}
 	mem, err := units.ParseBytesIn("--max-memory", l.maxMemory, sim.PageSize, 1<<50)
 	if err != nil {
 		return o, err
 	}
 	o.server = remote.ServerOptions{
 		MaxClients: l.maxClients.int(), HandshakeTimeout: l.handshake, IdleTimeout: l.idle, WriteTimeout: l.write,
-		HostBytesPerClient: uint64(perClient), HostBytes: uint64(total), HostBuffersPerClient: l.hostBuffers.int(),
+		HostBytesPerClient: uint64(perClient), HostBytes: uint64(total), HostBuffersPerClient: buffers,
 	}
 	o.pageLimit = mem / sim.PageSize
 	return o, nil
+}
+
+// buffersPerClient returns the host buffers one connection may hold: the
+// flag's value, or when it is not given sim.MaxHostBuffers / --max-clients.
+// Every device of a served system takes its host buffers from one
+// allocator, which holds at most sim.MaxHostBuffers of them, and all the
+// connections may put theirs on one device: so --max-clients connections
+// of --host-buffers-per-client each may hold no more than that, or a
+// connection within its own limit would be refused by the allocator for
+// buffers others took (its quota a promise the allocator cannot keep).
+// Past it serve refuses to start, naming the numbers.
+func (l *serveLimits) buffersPerClient() (int, error) {
+	clients := int64(l.maxClients.int())
+	if !l.hostBuffers.set {
+		return int(max(1, sim.MaxHostBuffers/clients)), nil // --max-clients ≤ maxClientsFlag < MaxHostBuffers: at least 10
+	}
+	per := int64(l.hostBuffers.int())
+	if clients*per > sim.MaxHostBuffers { // both ≤ 2^24: no overflow
+		return 0, &units.Error{Field: "--host-buffers-per-client", Value: fmt.Sprint(per), Err: units.ErrRange,
+			Reason: fmt.Sprintf("× --max-clients %d = %d host buffers, more than the %d the host-memory allocator holds: a client could be promised buffers others already took (give at most %d per client, or fewer clients)",
+				clients, clients*per, int64(sim.MaxHostBuffers), sim.MaxHostBuffers/clients)}
+	}
+	return int(per), nil
 }
 
 func newServeCommand() *cobra.Command {

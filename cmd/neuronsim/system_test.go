@@ -13,10 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/neuronsim/neuronsim/runtime/ndl/remote"
+	"github.com/neuronsim/neuronsim/sim"
 )
 
 func TestSystemFlagsValidation(t *testing.T) {
@@ -227,6 +229,10 @@ func TestServeLimitFlags(t *testing.T) {
 		{[]string{"--host-memory", "2TiB"}, `--host-memory "2TiB": must be in`},
 		{[]string{"--host-memory-per-client", "0"}, `--host-memory-per-client "0"`},
 		{[]string{"--host-memory", "1K", "--host-memory-per-client", "1M"}, "--host-memory-per-client 1M: more than --host-memory 1K"}, // once accepted
+		// The quotas may not add up past the allocator's 2^20 buffers (the
+		// old default, 65536 × 64 clients, did).
+		{[]string{"--host-buffers-per-client", "65536"}, "--host-buffers-per-client 65536: × --max-clients 64 = 4194304 host buffers, more than the 1048576 the host-memory allocator holds"},
+		{[]string{"--max-clients", "2", "--host-buffers-per-client", "524289"}, "× --max-clients 2 = 1048578 host buffers"},
 	} {
 		_, err := runCLI(t, append([]string{"serve", "--listen", "unix:/nonexistent/x"}, tc.args...)...)
 		assert.ErrorContains(t, err, tc.want, "%v", tc.args)
@@ -380,4 +386,30 @@ func rawSleep(t *testing.T, addr string, ns uint64) string {
 	}
 	require.Equal(t, remote.OpError, f.Op)
 	return string(f.Payload[4:])
+}
+
+// TestServeHostBufferQuotasFitTheAllocator: whatever the flags, the host
+// buffers the connections may hold together stay within the one allocator
+// the served system's devices share (sim.MaxHostBuffers), so no client is
+// refused by the allocator within its own quota.
+func TestServeHostBufferQuotasFitTheAllocator(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{nil, sim.MaxHostBuffers / 64},
+		{[]string{"--max-clients", "8"}, sim.MaxHostBuffers / 8},
+		{[]string{"--max-clients", "100000"}, sim.MaxHostBuffers / 100000},
+		{[]string{"--max-clients", "2", "--host-buffers-per-client", "524288"}, 524288},
+		{[]string{"--max-clients", "1", "--host-buffers-per-client", "1048576"}, 1 << 20},
+	} {
+		cmd := &cobra.Command{}
+		var l serveLimits
+		l.add(cmd)
+		require.NoError(t, cmd.Flags().Parse(tc.args))
+		o, err := l.options()
+		require.NoError(t, err, "%v", tc.args)
+		assert.Equal(t, tc.want, o.server.HostBuffersPerClient, "%v", tc.args)
+		assert.LessOrEqual(t, o.server.MaxClients*o.server.HostBuffersPerClient, sim.MaxHostBuffers, "%v", tc.args)
+	}
 }
