@@ -140,6 +140,7 @@ func (l *serveLimits) options() (serveOptions, error) {
 	o.server = remote.ServerOptions{
 		MaxClients: l.maxClients.int(), HandshakeTimeout: l.handshake, IdleTimeout: l.idle, WriteTimeout: l.write,
 		HostBytesPerClient: uint64(perClient), HostBytes: uint64(total), HostBuffersPerClient: buffers,
+		HostGranule: sim.HostGranule,
 	}
 	o.pageLimit = mem / sim.PageSize
 	return o, nil

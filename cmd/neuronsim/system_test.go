@@ -411,5 +411,6 @@ func TestServeHostBufferQuotasFitTheAllocator(t *testing.T) {
 		require.NoError(t, err, "%v", tc.args)
 		assert.Equal(t, tc.want, o.server.HostBuffersPerClient, "%v", tc.args)
 		assert.LessOrEqual(t, o.server.MaxClients*o.server.HostBuffersPerClient, sim.MaxHostBuffers, "%v", tc.args)
+		assert.Equal(t, uint64(sim.HostGranule), o.server.HostGranule, "the allocator's granule, for charging alignment padding")
 	}
 }

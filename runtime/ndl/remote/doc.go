@@ -162,7 +162,8 @@
 // belongs to the connection that allocated it, only that connection may
 // read, write or free it (others get ErrNotOwned), and it is freed when the
 // connection ends; allocations count against the ServerOptions host
-// limits. BAR registers, device memory, DMA and the clock are shared by
+// limits, each as its size rounded up to its alignment when that is above
+// the allocator's granule (ServerOptions.HostGranule). BAR registers, device memory, DMA and the clock are shared by
 // every connection. The client splits host accesses at MaxHostBytes.
 // CLOCK calls ndl.Clock.ClockPS. docs/remote-protocol.md, "Server limits",
 // lists every limit and what is refused past it.

@@ -118,6 +118,63 @@ func TestHostBudgets(t *testing.T) {
 	require.ErrorContains(t, err, "HOST_ALLOC.align")
 }
 
+// TestHostAlignmentCharged: a buffer at an alignment above the granule
+// counts against the connection's and the server's host memory as its size
+// rounded up to the alignment, so a client cannot take more of the window
+// than its share by asking for small buffers at large alignments (it used
+// to be charged the 64 bytes it asked for, however far apart its buffers
+// lay), and freeing a buffer gives all of it back.
+func TestHostAlignmentCharged(t *testing.T) {
+	ts := startServer(t, 0x1000, ServerOptions{HostBytesPerClient: 1 << 20, HostBytes: 3 << 19, HostGranule: 64})
+	a, b := dialTest(t, ts), dialTest(t, ts)
+	ha, hb := hostOf(t, a), hostOf(t, b)
+
+	var pas []uint64
+	for range 4 { // 64 bytes in a 256 KiB slot each: the whole MiB
+		pa, err := ha.HostAlloc(64, 256<<10)
+		require.NoError(t, err)
+		pas = append(pas, pa)
+	}
+	assert.Equal(t, uint64(1<<20), ts.srv.HostBytesInUse())
+	_, err := ha.HostAlloc(64, 256<<10)
+	require.ErrorIs(t, err, ErrLimit, "a fifth 256 KiB-aligned buffer passes the connection's MiB")
+	assert.Contains(t, err.Error(), "rounded up to its alignment 262144")
+	assert.Contains(t, err.Error(), "--host-memory-per-client")
+	_, err = ha.HostAlloc(64, 64)
+	require.ErrorIs(t, err, ErrLimit, "nor is a byte left for an unaligned one")
+
+	// The server's limit counts the same: b has 512 KiB of it left.
+	_, err = hb.HostAlloc(1, 1<<20)
+	require.ErrorIs(t, err, ErrLimit, "1 byte at 1 MiB alignment counts 1 MiB")
+	assert.Contains(t, err.Error(), "--host-memory")
+	_, err = hb.HostAlloc(256<<10, 256<<10)
+	require.NoError(t, err, "a buffer the size of its alignment counts its size")
+	assert.Equal(t, uint64(1<<20+256<<10), ts.srv.HostBytesInUse())
+
+	// Freeing gives the whole slot back.
+	require.NoError(t, ha.HostFree(pas[0]))
+	assert.Equal(t, uint64(1<<20), ts.srv.HostBytesInUse())
+	_, err = ha.HostAlloc(64, 128<<10)
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+	require.Eventually(t, func() bool { return ts.srv.HostBytesInUse() == 256<<10 }, 5*time.Second, 5*time.Millisecond)
+}
+
+// TestHostGranuleChecked: a granule that is not a power of two, or above
+// MaxHostAlign, is refused.
+func TestHostGranuleChecked(t *testing.T) {
+	for _, g := range []uint64{3, 96, 2 * MaxHostAlign} {
+		_, err := NewServer([]Export{{Device: newFake(0x1000)}}, ServerOptions{HostGranule: g})
+		require.ErrorContains(t, err, "HostGranule", "%d", g)
+	}
+	assert.Equal(t, uint64(64), hostCharge(64, 64, 64))
+	assert.Equal(t, uint64(100), hostCharge(100, 64, 64))
+	assert.Equal(t, uint64(4096), hostCharge(64, 4096, 64))
+	assert.Equal(t, uint64(4096), hostCharge(4096, 4096, 64))
+	assert.Equal(t, uint64(8192), hostCharge(4097, 4096, 1))
+	assert.Equal(t, uint64(1<<63), hostCharge(1<<63-1, MaxHostAlign, 1), "no overflow")
+}
+
 // TestMaxClients: past MaxClients a client is refused with ErrLimit, the
 // connections already open keep working, and a slot that frees is reused
 // (issue 13 item 9: serve had no connection cap).

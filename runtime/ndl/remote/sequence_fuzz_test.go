@@ -30,6 +30,7 @@ var seqLimits = ServerOptions{
 	HostBytesPerClient:   1 << 20,
 	HostBuffersPerClient: 8,
 	HostBytes:            2 << 20,
+	HostGranule:          sim.HostGranule,
 }
 
 // seqPages is the page budget of the fuzzed device: 2048 pages, 8 MiB.
@@ -55,8 +56,8 @@ type seqRun struct {
 
 // seqBuf is a host buffer a fuzzed connection allocated.
 type seqBuf struct {
-	conn int
-	size uint64
+	conn        int
+	size, align uint64
 }
 
 // seqReader hands out the fuzz input as numbers; past its end, zeros.
@@ -205,6 +206,25 @@ func (r *seqRun) owns(conn int, pa, n uint64) bool {
 	return false
 }
 
+// checkCharges checks that every connection's buffers, each counted as its
+// size rounded up to its alignment above the granule, stay within the connection's
+// host memory limit, all of them within the server's, and that the server
+// counts exactly that.
+func (r *seqRun) checkCharges() {
+	var per [3]uint64
+	var total uint64
+	for _, b := range r.owner {
+		c := hostCharge(b.size, b.align, seqLimits.HostGranule)
+		per[b.conn] += c
+		total += c
+	}
+	for i, n := range per {
+		require.LessOrEqual(r.t, n, seqLimits.HostBytesPerClient, "connection %d's host buffers in their aligned slots", i)
+	}
+	require.LessOrEqual(r.t, total, seqLimits.HostBytes, "all connections' host buffers in their aligned slots")
+	require.Equal(r.t, total, r.srv.HostBytesInUse(), "the server's count")
+}
+
 // step runs one request of the input on one connection.
 func (r *seqRun) step(in *seqReader) {
 	op := in.u8()
@@ -280,8 +300,9 @@ func (r *seqRun) step(in *seqReader) {
 			if f.Op == OpHostAllocReply {
 				pa := binary.LittleEndian.Uint64(f.Payload)
 				require.Equal(r.t, -1, r.ownedBy(pa), "HOST_ALLOC %#x handed out a live buffer", pa)
-				r.owner[pa] = seqBuf{conn: i, size: size}
+				r.owner[pa] = seqBuf{conn: i, size: size, align: align}
 			}
+			r.checkCharges()
 		}
 	case 4: // HOST_FREE
 		pa, _ := r.hostAddr(in, i)
@@ -401,6 +422,9 @@ func FuzzRequestSequences(f *testing.F) {
 	f.Add([]byte{0x13, 2, 0x16, 0, 0, 7, 0x24, 1, 0x25, 1, 0, 4, 0x26, 1, 0, 4, 9, 0x18, 0x25, 1, 0, 1})
 	// Exhaust the host budgets from two connections.
 	f.Add(bytes.Repeat([]byte{0x03, 3, 0, 0x13, 3, 0}, 10))
+	// 64-byte buffers at 256 KiB alignment: each counts 256 KiB, so the
+	// fifth is refused (1 MiB a connection), from two connections.
+	f.Add(bytes.Repeat([]byte{0x03, 0, 74, 0x13, 0, 74}, 6))
 	// BAR4 writes to fresh pages until the page budget refuses.
 	f.Add(bytes.Repeat(append(append([]byte{0x01, 1}, le(nil, 1<<21)...), 0, 64, 1, 2, 3, 4), 40))
 	// Malformed frames and disconnects mixed with reads.

@@ -58,6 +58,15 @@ type ServerOptions struct {
 	// HostBytes bounds the bytes of host memory all connections together
 	// hold allocated. 0: no limit.
 	HostBytes uint64
+	// HostGranule is the granule of the devices' host-memory allocator, a
+	// power of two up to MaxHostAlign: every buffer it hands out starts at
+	// a multiple of it, so an alignment up to it costs nothing. A
+	// HOST_ALLOC at a larger alignment counts against HostBytesPerClient
+	// and HostBytes as its size rounded up to the alignment (hostCharge),
+	// so that large alignments do not take a connection past its share of
+	// the window. 0: DefaultHostGranule; `neuronsim serve` gives the
+	// simulator's.
+	HostGranule uint64
 	// ClockLimitPS is the latest time, in picoseconds, that a SLEEP may take
 	// a device's clock to (a SLEEP past it is refused with ErrLimit); the
 	// time left above it is kept for the accesses and transfers that pass
@@ -73,6 +82,10 @@ type ServerOptions struct {
 // errorReplyTimeout bounds the best-effort ERROR reply sent before closing
 // a connection for a protocol violation or past MaxClients.
 const errorReplyTimeout = time.Second
+
+// DefaultHostGranule is ServerOptions.HostGranule when it is 0: 64 bytes,
+// the simulator's host granule (a cache line).
+const DefaultHostGranule = 64
 
 // DefaultClockLimitPS is ServerOptions.ClockLimitPS when it is 0: half of
 // units.MaxTimePS (2^61 ps, about 26.7 days of virtual time), leaving the
@@ -210,6 +223,9 @@ func NewServer(exports []Export, opts ServerOptions) (*Server, error) {
 	}
 	if opts.ClockLimitPS == 0 {
 		opts.ClockLimitPS = DefaultClockLimitPS
+	}
+	if opts.HostGranule == 0 {
+		opts.HostGranule = DefaultHostGranule
 	}
 	s := &Server{
 		exports:    make([]export, len(exports)),

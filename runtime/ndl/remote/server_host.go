@@ -15,11 +15,30 @@ import (
 // buffer the runtime asks for (its rings want 4 KiB).
 const MaxHostAlign = 1 << 30
 
-// hostBuf is a host buffer a connection allocated: its address and the
-// size it asked for.
+// hostBuf is a host buffer a connection allocated: its address, the size
+// it asked for, and what it counts against the host limits (hostCharge).
 type hostBuf struct {
-	device     uint16
-	base, size uint64
+	device             uint16
+	base, size, charge uint64
+}
+
+// hostCharge returns what a buffer of size bytes at alignment align counts
+// against the host memory limits. At an alignment up to the allocator's
+// granule, its size. Above it, its size rounded up to the alignment: the
+// whole align-sized slots of the window the buffer takes, where no other
+// buffer of that alignment can go, so that a client asking for small
+// buffers at large alignments pays for the window it takes from everyone
+// (a 64-byte buffer at 1 GiB alignment counts 1 GiB, a 4 KiB one at 4 KiB
+// alignment 4 KiB). The padding an allocator may skip before an aligned
+// buffer is not charged: it holds no aligned slot and stays free for
+// buffers of smaller alignments; charging it as the allocator happened to
+// skip it would also make one connection's charge depend on what the
+// others allocated. size ≤ 2^63−1 and align ≤ MaxHostAlign: no overflow.
+func hostCharge(size, align, granule uint64) uint64 {
+	if align > granule {
+		return (size + align - 1) &^ (align - 1)
+	}
+	return size
 }
 
 // connHost is the host buffers one connection owns, by device and address.
@@ -27,7 +46,7 @@ type hostBuf struct {
 // it is freed when the connection ends.
 type connHost struct {
 	bufs  []hostBuf // sorted by device, then base
-	bytes uint64    // the sum of their sizes
+	bytes uint64    // the sum of their charges
 }
 
 // find returns the index of the buffer of device holding [pa, pa+n), or -1.
@@ -53,12 +72,12 @@ func (h *connHost) insert(b hostBuf) {
 		return c.device > b.device || c.device == b.device && c.base > b.base
 	})
 	h.bufs = slices.Insert(h.bufs, i, b)
-	h.bytes += b.size
+	h.bytes += b.charge
 }
 
 // remove forgets buffer i.
 func (h *connHost) remove(i int) {
-	h.bytes -= h.bufs[i].size
+	h.bytes -= h.bufs[i].charge
 	h.bufs = slices.Delete(h.bufs, i, i+1)
 }
 
@@ -105,7 +124,7 @@ func (sc *serverConn) host(f Frame) error {
 		err = hm.HostFree(hr.addr)
 		e.mu.Unlock()
 		if err == nil {
-			sc.s.releaseHost(sc.owned.bufs[i].size)
+			sc.s.releaseHost(sc.owned.bufs[i].charge)
 			sc.owned.remove(i)
 			sc.wbuf = appendHeader(sc.wbuf[:0], OpHostFreeReply, f.Tag, 0)
 		}
@@ -163,24 +182,33 @@ func (sc *serverConn) hostAlloc(tag uint32, e *export, hm ndl.HostMemory, device
 		return fmt.Errorf("remote: HOST_ALLOC: device %d: this connection holds %d host buffers, the most allowed (--host-buffers-per-client): %w",
 			device, len(sc.owned.bufs), ErrLimit)
 	}
-	if o.HostBytesPerClient > 0 && size > o.HostBytesPerClient-sc.owned.bytes {
-		return fmt.Errorf("remote: HOST_ALLOC: device %d: %d bytes more would pass this connection's host memory limit (%d of %d bytes in use, --host-memory-per-client): %w",
-			device, size, sc.owned.bytes, o.HostBytesPerClient, ErrLimit)
+	charge := hostCharge(size, align, o.HostGranule)
+	if o.HostBytesPerClient > 0 && charge > o.HostBytesPerClient-sc.owned.bytes {
+		return fmt.Errorf("remote: HOST_ALLOC: device %d: %d bytes more (%s) would pass this connection's host memory limit (%d of %d bytes in use, --host-memory-per-client): %w",
+			device, charge, chargeParts(size, align, charge), sc.owned.bytes, o.HostBytesPerClient, ErrLimit)
 	}
-	if err := sc.s.reserveHost(size); err != nil {
-		return fmt.Errorf("remote: HOST_ALLOC: device %d: %w", device, err)
+	if err := sc.s.reserveHost(charge); err != nil {
+		return fmt.Errorf("remote: HOST_ALLOC: device %d: %s: %w", device, chargeParts(size, align, charge), err)
 	}
 	e.mu.Lock()
 	pa, err := hm.HostAlloc(size, align)
 	e.mu.Unlock()
 	if err != nil {
-		sc.s.releaseHost(size)
+		sc.s.releaseHost(charge)
 		return err
 	}
-	sc.owned.insert(hostBuf{device: device, base: pa, size: size})
+	sc.owned.insert(hostBuf{device: device, base: pa, size: size, charge: charge})
 	sc.wbuf = appendHeader(sc.wbuf[:0], OpHostAllocReply, tag, u64ReplySize)
 	sc.wbuf = binary.LittleEndian.AppendUint64(sc.wbuf, pa)
 	return nil
+}
+
+// chargeParts says what a HOST_ALLOC's charge is made of, for a refusal.
+func chargeParts(size, align, charge uint64) string {
+	if charge == size {
+		return fmt.Sprintf("a buffer of %d bytes", size)
+	}
+	return fmt.Sprintf("a buffer of %d bytes, rounded up to its alignment %d: the aligned space it takes", size, align)
 }
 
 // freeHost frees every host buffer the connection still owns (it is
@@ -195,7 +223,7 @@ func (sc *serverConn) freeHost() {
 		if err != nil {
 			sc.s.logf("remote: freeing host buffer %#x of device %d after %s disconnected: %v", b.base, b.device, remoteName(sc.c), err)
 		}
-		sc.s.releaseHost(b.size)
+		sc.s.releaseHost(b.charge)
 	}
 	sc.owned = connHost{}
 }
@@ -235,7 +263,8 @@ func (s *Server) Clients() int {
 }
 
 // check refuses options no server can use: negative counts or timeouts,
-// a clock limit past units.MaxTimePS.
+// a host granule that is not a power of two up to MaxHostAlign, a clock
+// limit past units.MaxTimePS.
 func (o *ServerOptions) check() error {
 	for _, t := range []struct {
 		name string
@@ -247,6 +276,9 @@ func (o *ServerOptions) check() error {
 	}
 	if o.MaxClients < 0 || o.HostBuffersPerClient < 0 {
 		return fmt.Errorf("remote: new server: MaxClients %d, HostBuffersPerClient %d: want 0 (no limit) or more", o.MaxClients, o.HostBuffersPerClient)
+	}
+	if g := o.HostGranule; g&(g-1) != 0 || g > MaxHostAlign {
+		return fmt.Errorf("remote: new server: HostGranule %d: want 0 (the default) or a power of two up to %d", g, MaxHostAlign)
 	}
 	if _, err := units.PS("ClockLimitPS", o.ClockLimitPS); err != nil {
 		return fmt.Errorf("remote: new server: %w", err)
