@@ -392,6 +392,45 @@ func (d *Device) Sleep(dur time.Duration) error {
 	return nil
 }
 
+// SleepUntil runs the device's clock — the system's, for a device of a
+// system — towards t picoseconds, running in order the events due at or
+// before t, but at most maxEvents of them (at least one), with the device's
+// lock held; it reports done once none is left due by t, the clock then at
+// t (or past it, if a nested run or another caller took it there). It is
+// the runtime's ndl.SliceSleeper: the remote server calls it until done,
+// releasing its own lock and so the device's between calls, so that a long
+// sleep of a busy device does not hold off its other clients for the host
+// time the events take. Calls repeated until done run the same events at
+// the same times as one Sleep from the clock of the first call to t, and
+// leave the device in the same state, when nothing else calls the device
+// between them. A t past [MaxTime] is refused with an error wrapping
+// [ErrTimeOverflow], and nothing runs; a closed device refuses it as Sleep
+// does.
+func (d *Device) SleepUntil(t uint64, maxEvents int) (done bool, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.st.Closed {
+		return false, fmt.Errorf("sim device %s: sleep until %dps: %w", d.cfg.Name, t, hwarch.ErrDeviceClosed)
+	}
+	if t > uint64(MaxTime) {
+		return false, fmt.Errorf("sim device %s: sleep until %dps: past the latest time %dps (%v): %w",
+			d.cfg.Name, t, uint64(MaxTime), MaxTime, ErrTimeOverflow)
+	}
+	to := Time(t)
+	for ran := 0; ran < max(maxEvents, 1); ran++ {
+		at, ok := d.engine.NextAt()
+		if !ok || at > to {
+			break
+		}
+		d.engine.Step() // what RunUntil(to) runs next, at the same time
+	}
+	if at, ok := d.engine.NextAt(); ok && at <= to {
+		return false, nil // the event bound: the rest in the next slice
+	}
+	d.engine.RunUntil(to) // nothing left due: the clock to t, unless already past it
+	return true, nil
+}
+
 // Close marks the device closed; later BAR accesses fail with an error
 // wrapping hwarch.ErrDeviceClosed. The device's state is kept.
 func (d *Device) Close() error {

@@ -252,6 +252,10 @@ func serveLog(cmd *cobra.Command) *lograte.Limiter {
 	return lograte.NewDefault(cmd.ErrOrStderr(), "neuronsim serve: ")
 }
 
+// A served simulated device sleeps in slices: the server lets other
+// clients' requests in between them (remote.SleepSliceEvents).
+var _ ndl.SliceSleeper = (*sim.Device)(nil)
+
 // serveSystem builds the system and serves it until ctx ends.
 func serveSystem(ctx context.Context, cmd *cobra.Command, sf *systemFlags, listen string, allowRemote bool, o serveOptions) error {
 	s, err := sf.spec()

@@ -55,6 +55,28 @@ type Sleeper interface {
 	Sleep(d time.Duration) error
 }
 
+// SliceSleeper is implemented by a device whose clock can be run to a
+// time in bounded slices (a simulated device), so that whoever serialises
+// the device's callers — the remote server — can let other callers in
+// between the slices of a long sleep instead of holding them off for all
+// the host time it takes.
+type SliceSleeper interface {
+	Sleeper
+	Clock
+	// SleepUntil runs the device's clock towards ps, picoseconds as
+	// ClockPS reads them, running in order the events that fall due on
+	// the way, but at most maxEvents of them (at least one, whatever
+	// maxEvents is). It reports done when no event is left due at or
+	// before ps: the clock is then at ps, or past it if something else
+	// took it there (time never goes back); otherwise the clock is at the
+	// last event run and a later call goes on from there. Calls repeated
+	// until done leave the device exactly as one Sleep from the clock of
+	// the first call to ps would, when nothing else calls the device
+	// between them. A ps past internal/units.MaxTimePS is refused without
+	// running anything; after Close it fails with ErrClosed.
+	SleepUntil(ps uint64, maxEvents int) (done bool, err error)
+}
+
 // HostMemory is implemented by a backend that can hand out host memory the
 // device's DMA engines reach through its host window (the driver's
 // dma_alloc_coherent buffers): a simulated device does. Addresses are host

@@ -154,7 +154,9 @@
 // bar and offset as given (count 0 included, so the device checks bar and
 // offset); the client splits longer accesses into requests of MaxWords
 // words, which are not atomic together. SLEEP calls ndl.Sleeper.Sleep when
-// the device implements it and never sleeps on the server's wall clock.
+// the device implements it (ndl.SliceSleeper.SleepUntil, in slices, when
+// it implements that: see Locks) and never sleeps on the server's wall
+// clock.
 // A SLEEP above units.MaxTimePS, or one that would take the device's clock
 // past ServerOptions.ClockLimitPS, is refused (code 1, code 11).
 // The HOST_* requests call the device's ndl.HostMemory methods with the
@@ -167,6 +169,26 @@
 // every connection. The client splits host accesses at MaxHostBytes.
 // CLOCK calls ndl.Clock.ClockPS. docs/remote-protocol.md, "Server limits",
 // lists every limit and what is refused past it.
+//
+// # Locks
+//
+// The server has one lock of its own (Server.mu: its connections,
+// listeners and the host memory all connections hold), one per exported
+// device (export.mu, which serialises the calls on that device), and the
+// locks inside the devices (a simulated system's devices share one). The
+// order is export lock, then the device's own: a call on a device is made
+// with its export lock held, and the device takes its own inside the
+// call. The server lock is never held together with an export lock: it is
+// taken and released before or after a device call (a HOST_ALLOC charges
+// the host memory first, then calls the device; HOST_FREE calls the device,
+// then releases the charge), so no request waits on a device while
+// holding the server. Each export lock is held for one device call, except
+// SLEEP: on a device that implements ndl.SliceSleeper it is held for one
+// slice of at most SleepSliceEvents events at a time and released between
+// slices, so other clients' requests to the device are served while a long
+// SLEEP runs (the sleep's deadline is read and checked against the clock
+// limit under the lock, with the first slice); on one that does not, it is
+// held for the whole Sleep.
 // There is no CLOSE: closing a remote Device handle is local to the client,
 // and the server never closes the devices it serves.
 package remote

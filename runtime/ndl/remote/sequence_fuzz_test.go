@@ -271,6 +271,19 @@ func (r *seqRun) step(in *seqReader) {
 			ns = in.u64() & (1<<63 - 1)
 		}
 		req = appendSleep(nil, sc.tag, sleepRequest{ns: ns})
+		before, err := r.dev.ClockPS()
+		require.NoError(r.t, err)
+		check = func(f Frame) {
+			if f.Op != OpSleepReply {
+				return
+			}
+			// Served in slices, it ends where one sleep would: requests
+			// are sent one at a time here, so nothing came between them.
+			now, err := r.dev.ClockPS()
+			require.NoError(r.t, err)
+			require.GreaterOrEqual(r.t, now-before, ns*1000, "SLEEP %d ns from %d ps", ns, before)
+			require.LessOrEqual(r.t, now, uint64(DefaultClockLimitPS), "within the clock limit")
+		}
 	case 3: // HOST_ALLOC
 		var size, align uint64
 		switch in.u8() % 5 {
@@ -427,6 +440,9 @@ func FuzzRequestSequences(f *testing.F) {
 	f.Add(bytes.Repeat([]byte{0x03, 0, 74, 0x13, 0, 74}, 6))
 	// BAR4 writes to fresh pages until the page budget refuses.
 	f.Add(bytes.Repeat(append(append([]byte{0x01, 1}, le(nil, 1<<21)...), 0, 64, 1, 2, 3, 4), 40))
+	// SLEEPs, served in slices, between reads and a clock read of other
+	// connections: each ends where one sleep would.
+	f.Add([]byte{0x02, 0, 200, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 4, 0x22, 0, 7, 0x17, 0x02, 1, 0x02, 0, 1})
 	// Malformed frames and disconnects mixed with reads.
 	f.Add([]byte{0x09, 4, 0x7F, 0x19, 0, 0x01, 0x00, 0x28, 0x07, 0x0A, 5, 0x08})
 	f.Fuzz(func(t *testing.T, data []byte) {

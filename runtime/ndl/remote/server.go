@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -183,7 +184,9 @@ func (p *bigBuffers) put(frame *[]byte, words *[]uint32) {
 // Server serves exported devices to remote clients over the wire protocol:
 // one goroutine per connection, handling that connection's requests in
 // order. Calls on each exported device are serialised by the server, so a
-// device need not be safe for concurrent use. A Server never panics on
+// device need not be safe for concurrent use; a long SLEEP on a device that
+// implements ndl.SliceSleeper lets other requests to it in between its
+// slices (see the package doc, "Locks"). A Server never panics on
 // client bytes: a malformed frame closes only its connection.
 type Server struct {
 	exports []export
@@ -204,7 +207,8 @@ type Server struct {
 	wg        sync.WaitGroup // Serve calls and connection goroutines
 }
 
-// export is an Export with the lock serialising its device.
+// export is an Export with the lock serialising its device: taken before
+// the device's own lock, never with Server.mu held.
 type export struct {
 	Export
 	mu sync.Mutex
@@ -708,7 +712,9 @@ func (sc *serverConn) readWrite(f Frame) error {
 
 // sleep serves a SLEEP frame, leaving the reply in sc.wbuf: the device's
 // Sleep when it implements ndl.Sleeper, else an ERROR (ErrUnsupported) —
-// the server never sleeps on the wall clock for a client.
+// the server never sleeps on the wall clock for a client. A device that
+// implements ndl.SliceSleeper sleeps in slices of at most SleepSliceEvents
+// events, the export's lock released between them (sleepSliced).
 func (sc *serverConn) sleep(f Frame) error {
 	r, err := decodeSleep(f.Payload)
 	if err != nil {
@@ -728,18 +734,72 @@ func (sc *serverConn) sleep(f Frame) error {
 		sc.replyError(fmt.Errorf("remote: SLEEP: device %d: %w", r.device, err))
 		return nil
 	}
-	e.mu.Lock()
-	err = sc.sleepWithin(e, r.device, ns)
-	if err == nil {
-		err = sl.Sleep(time.Duration(ns))
+	if ss, ok := e.Device.(ndl.SliceSleeper); ok {
+		err = sc.sleepSliced(e, ss, r.device, ns)
+	} else {
+		e.mu.Lock()
+		err = sc.sleepWithin(e, r.device, ns)
+		if err == nil {
+			err = sl.Sleep(time.Duration(ns))
+		}
+		e.mu.Unlock()
 	}
-	e.mu.Unlock()
+	if errors.Is(err, errServerClosing) {
+		return err
+	}
 	if err != nil {
 		sc.replyError(err)
 		return nil
 	}
 	sc.wbuf = appendHeader(sc.wbuf[:0], OpSleepReply, f.Tag, 0)
 	return nil
+}
+
+// SleepSliceEvents is the most events a SLEEP runs with the export's lock
+// held, on a device that implements ndl.SliceSleeper: a long SLEEP of a
+// busy device runs in slices of this many events, and the other clients'
+// requests to the device (and, for the devices of one system, which share
+// a clock and a lock, to the others) are served between them.
+const SleepSliceEvents = 1024
+
+// errServerClosing ends a connection whose SLEEP the server's Close cut
+// short between slices; it is not logged.
+var errServerClosing = fmt.Errorf("remote: SLEEP: the server is closing: %w", errCleanClose)
+
+// sleepSliced serves a SLEEP of ns on a device that sleeps in slices: it
+// reads the clock and checks the clock limit, then runs the clock to the
+// time it read plus ns a slice of SleepSliceEvents events at a time, with
+// e.mu held for each slice and released between them, yielding the
+// processor so that requests waiting for the lock get it. The result is
+// that of one Sleep of ns when no other request reaches the device between
+// the slices; when one does, the time it takes counts as passing during the
+// sleep (the deadline is fixed at the start), so concurrent SLEEPs never
+// take the clock past the latest deadline checked against the limit. A
+// Close of the server stops it between slices (errServerClosing).
+func (sc *serverConn) sleepSliced(e *export, ss ndl.SliceSleeper, device uint16, ns uint64) error {
+	e.mu.Lock()
+	if err := sc.sleepWithin(e, device, ns); err != nil {
+		e.mu.Unlock()
+		return err
+	}
+	now, err := ss.ClockPS()
+	if err != nil {
+		e.mu.Unlock()
+		return err
+	}
+	deadline := now + ns*1000 // ≤ ClockLimitPS ≤ MaxTimePS: sleepWithin checked it
+	for {
+		done, err := ss.SleepUntil(deadline, SleepSliceEvents)
+		e.mu.Unlock()
+		if err != nil || done {
+			return err
+		}
+		if sc.s.isClosed() {
+			return errServerClosing
+		}
+		runtime.Gosched()
+		e.mu.Lock()
+	}
 }
 
 // sleepWithin checks that sleeping ns from the device's clock stays within

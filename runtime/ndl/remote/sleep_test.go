@@ -1,0 +1,145 @@
+package remote
+
+import (
+	"errors"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/runtime/ndl"
+)
+
+// sleepWait bounds how long slicedFake's unsliced Sleep waits for another
+// client's request: a safety net that turns a server holding the device for
+// the whole sleep into a failure rather than a hang, not a timing
+// assertion.
+const sleepWait = 10 * time.Second
+
+// slicedFake is a fake whose sleep cannot end before another client's READ
+// of it has been served: the sleep of a busy device, whose events take more
+// host time than a slice, with a client waiting for it meanwhile.
+type slicedFake struct {
+	*fakeDevice
+	sleeping, read      chan struct{} // closed when a sleep starts; by the first READ after that
+	startOnce, readOnce sync.Once
+	slices              atomic.Int64
+}
+
+var _ ndl.SliceSleeper = (*slicedFake)(nil)
+
+func newSlicedFake() *slicedFake {
+	return &slicedFake{fakeDevice: newFake(0x1000), sleeping: make(chan struct{}), read: make(chan struct{})}
+}
+
+// ReadBAR reads as the fake does, noting a read during a sleep.
+func (d *slicedFake) ReadBAR(bar int, off uint64, dst []uint32) error {
+	select {
+	case <-d.sleeping:
+		d.readOnce.Do(func() { close(d.read) })
+	default:
+	}
+	return d.fakeDevice.ReadBAR(bar, off, dst)
+}
+
+// Sleep is the sleep of a server that does not slice, which holds the
+// device for all of it: it waits for the other client's READ, which such a
+// server cannot serve meanwhile, and gives up after sleepWait.
+func (d *slicedFake) Sleep(dur time.Duration) error {
+	d.startOnce.Do(func() { close(d.sleeping) })
+	select {
+	case <-d.read:
+	case <-time.After(sleepWait):
+		return errors.New("slicedFake: no other client's request was served during the sleep")
+	}
+	return d.fakeDevice.Sleep(dur)
+}
+
+// SleepUntil is a slice: it ends the sleep only once the other client's
+// READ has been served (until then the device has events to run).
+func (d *slicedFake) SleepUntil(ps uint64, _ int) (bool, error) {
+	d.slices.Add(1)
+	d.startOnce.Do(func() { close(d.sleeping) })
+	select {
+	case <-d.read:
+	default:
+		return false, nil
+	}
+	now, err := d.ClockPS()
+	if err != nil {
+		return false, err
+	}
+	if ps > now {
+		return true, d.fakeDevice.Sleep(time.Duration((ps - now) / 1000))
+	}
+	return true, nil
+}
+
+// serveOne serves devices on a unix socket until the test ends.
+func serveOne(t *testing.T, opts ServerOptions, devs ...ndl.Device) (*Server, string) {
+	t.Helper()
+	var exports []Export
+	for _, d := range devs {
+		exports = append(exports, Export{Device: d})
+	}
+	srv, err := NewServer(exports, opts)
+	require.NoError(t, err)
+	addr := "unix:" + filepath.Join(shortTempDir(t), "s")
+	l, err := Listen(addr, false)
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv, addr
+}
+
+// TestLongSleepLetsOthersIn: while one client's SLEEP runs on a busy
+// device, another client's READ of the device is served: the server runs
+// the sleep in slices and releases the device between them (it used to
+// hold the device's lock for the whole sleep, so the READ waited for it,
+// and here the sleep for the READ). The sleep still ends where one sleep
+// would.
+func TestLongSleepLetsOthersIn(t *testing.T) {
+	dev := newSlicedFake()
+	_, addr := serveOne(t, ServerOptions{}, dev)
+	dial := func() *Device {
+		c, err := Dial(addr, ClientOptions{Timeout: 2 * sleepWait})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		d, err := c.Device(0)
+		require.NoError(t, err)
+		return d
+	}
+	a, b := dial(), dial()
+	before := dev.now()
+
+	slept := make(chan error, 1)
+	go func() { slept <- a.Sleep(time.Hour) }()
+	<-dev.sleeping
+	_, err := b.Read32(hwarch.BAR0, 0)
+	require.NoError(t, err, "the other client's READ during the SLEEP")
+	require.NoError(t, <-slept, "the SLEEP ends once the READ was served")
+	assert.Greater(t, dev.slices.Load(), int64(1), "the sleep ran in slices")
+	assert.Equal(t, before+time.Hour, dev.now(), "the clock where one sleep of an hour leaves it")
+}
+
+// TestSleepSlicedStopsAtClose: Close ends a SLEEP between its slices
+// rather than waiting for a sleep that may take long in host time.
+func TestSleepSlicedStopsAtClose(t *testing.T) {
+	dev := newSlicedFake() // its slices never end: no READ comes
+	srv, addr := serveOne(t, ServerOptions{}, dev)
+	c, err := Dial(addr, ClientOptions{Timeout: 2 * sleepWait})
+	require.NoError(t, err)
+	defer c.Close()
+	d, err := c.Device(0)
+	require.NoError(t, err)
+	slept := make(chan error, 1)
+	go func() { slept <- d.Sleep(time.Hour) }()
+	<-dev.sleeping
+	require.NoError(t, srv.Close(), "Close returns with the SLEEP running")
+	require.Error(t, <-slept, "the connection closed under the SLEEP")
+}
