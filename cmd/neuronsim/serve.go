@@ -116,7 +116,11 @@ func (l *serveLimits) options() (serveOptions, error) {
 			return o, &units.Error{Field: t.flag, Value: t.d.String(), Reason: fmt.Sprintf("must be in 1ms..%v", maxTimeoutFlag), Err: units.ErrRange}
 		}
 	}
-	window := int64(sim.HostMemoryLimit - sim.HostMemoryBase)
+	// The host bytes the connections are charged (a buffer's size, rounded
+	// up to its alignment above the granule) stay within what the
+	// allocator can hold: the window, less what rounding every size up to
+	// the granule can add over the most buffers it holds (63 MiB).
+	window := int64(sim.HostMemoryLimit-sim.HostMemoryBase) - sim.MaxHostBuffers*(sim.HostGranule-1)
 	perClient, err := units.ParseBytesIn("--host-memory-per-client", l.hostPerClient, 1, window)
 	if err != nil {
 		return o, err

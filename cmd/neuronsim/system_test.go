@@ -227,6 +227,10 @@ func TestServeLimitFlags(t *testing.T) {
 		{[]string{"--max-memory", "1K"}, `--max-memory "1K": must be in 4KiB..1024TiB`},
 		{[]string{"--max-memory", "1.5G"}, "sizes are integers only"},
 		{[]string{"--host-memory", "2TiB"}, `--host-memory "2TiB": must be in`},
+		// The whole window (1020 GiB) leaves no room for the granule
+		// rounding the charges do not count (2^20 buffers × 63 bytes).
+		{[]string{"--host-memory", "1020GiB"}, `--host-memory "1020GiB": must be in`},
+		{[]string{"--host-memory", "1020GiB", "--host-memory-per-client", "1020GiB"}, `--host-memory-per-client "1020GiB": must be in`},
 		{[]string{"--host-memory-per-client", "0"}, `--host-memory-per-client "0"`},
 		{[]string{"--host-memory", "1K", "--host-memory-per-client", "1M"}, "--host-memory-per-client 1M: more than --host-memory 1K"}, // once accepted
 		// The quotas may not add up past the allocator's 2^20 buffers (the
