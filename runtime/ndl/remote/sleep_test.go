@@ -13,6 +13,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/runtime/ndl"
+	"github.com/neuronsim/neuronsim/sim"
 )
 
 // sleepWait bounds how long slicedFake's unsliced Sleep waits for another
@@ -142,4 +143,86 @@ func TestSleepSlicedStopsAtClose(t *testing.T) {
 	<-dev.sleeping
 	require.NoError(t, srv.Close(), "Close returns with the SLEEP running")
 	require.Error(t, <-slept, "the connection closed under the SLEEP")
+}
+
+// readNoted is a served device that notes each READ of it done.
+type readNoted struct {
+	*sim.Device
+	read atomic.Bool
+}
+
+// ReadBAR reads the device (which takes the system's lock), then notes
+// the read done.
+func (d *readNoted) ReadBAR(bar int, off uint64, dst []uint32) error {
+	err := d.Device.ReadBAR(bar, off, dst)
+	d.read.Store(true)
+	return err
+}
+
+// TestLongSleepLetsOtherDevicesIn: the two devices of a simulated system
+// share one clock and one lock; while a client's SLEEP runs a long chain of
+// events on device 0, another client's READ of device 1 is served between
+// its slices. The chain goes on, an event a nanosecond, until the READ has
+// been served or sleepChainMax events have run: a server that held the
+// system for the whole SLEEP (as it used to) runs the chain to its end
+// before the READ.
+func TestLongSleepLetsOtherDevicesIn(t *testing.T) {
+	const sleepChainMax = 20_000_000
+	e, mu := sim.NewEngine(), new(sync.Mutex)
+	var devs [2]*sim.Device
+	for i := range devs {
+		d, err := sim.NewWiredDevice(sim.DeviceConfig{Generation: hwarch.Cayman, Name: []string{"a", "b"}[i], RoutingID: uint32(i), Ready: true},
+			sim.Wiring{Engine: e, Lock: mu})
+		require.NoError(t, err)
+		devs[i] = d
+	}
+	b := &readNoted{Device: devs[1]}
+	started := make(chan struct{})
+	var ran int
+	var seenAt sim.Time // when an event first saw the READ done
+	var chain sim.HandlerID
+	chain, err := e.Register("test.chain", sim.HandlerFunc(func(e *sim.Engine, n uint64) {
+		if n == 0 {
+			close(started)
+		}
+		ran++
+		if b.read.Load() {
+			seenAt = e.Now()
+			return
+		}
+		if n < sleepChainMax {
+			if err := e.After(sim.Nanosecond, chain, n+1); err != nil {
+				t.Error(err) // on the server's goroutine: no FailNow
+			}
+		}
+	}))
+	require.NoError(t, err)
+	mu.Lock()
+	start := e.Now()
+	require.NoError(t, e.After(0, chain, 0))
+	mu.Unlock()
+
+	_, addr := serveOne(t, ServerOptions{}, devs[0], b)
+	c, err := Dial(addr, ClientOptions{Timeout: time.Minute})
+	require.NoError(t, err)
+	defer c.Close()
+	da, err := c.Device(0)
+	require.NoError(t, err)
+	c2, err := Dial(addr, ClientOptions{Timeout: time.Minute})
+	require.NoError(t, err)
+	defer c2.Close()
+	db, err := c2.Device(1)
+	require.NoError(t, err)
+
+	slept := make(chan error, 1)
+	go func() { slept <- da.Sleep(time.Second) }()
+	<-started
+	_, err = db.Read32(hwarch.BAR0, 0)
+	require.NoError(t, err)
+	require.NoError(t, <-slept)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Less(t, ran, sleepChainMax, "the READ was served while the chain ran, not after it")
+	assert.NotZero(t, seenAt, "an event of the sleep saw the READ done")
+	assert.Equal(t, start+sim.FromDuration(time.Second), e.Now(), "the sleep still ends at its deadline")
 }
