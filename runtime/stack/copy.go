@@ -59,10 +59,15 @@ type CopyResult struct {
 	Pairs  int    // descriptor pairs, the completion marker's included
 	TimePS uint64 // device time the copy took
 	// Checked says the destination was read back and holds the source's
-	// bytes (with Payload only). Device memory is written and read in
-	// 32-bit words through BAR4, so when either side is the device's only
-	// the whole words are written and compared.
+	// bytes (with Payload only): every one of the Size bytes copied, the
+	// Verified bytes. Device memory is written and read in 32-bit words
+	// through BAR4; a device side's last bytes past a whole word are
+	// written by reading that word, changing them and writing it back,
+	// and read back as a whole word of which they are compared alone.
 	Checked bool
+	// Verified is how many bytes of the destination were read back and
+	// compared with the source's (Size once Checked; 0 without Payload).
+	Verified uint64
 }
 
 // CheckCore refuses an NC the device does not have.
@@ -93,13 +98,6 @@ func (s *Stack) Copy(req CopyRequest) (res CopyResult, err error) {
 		return res, err
 	}
 	defer func() { err = errors.Join(err, freeDst()) }()
-	// Device memory is written and read in whole 32-bit words: a device
-	// source's last bytes past them are never written, and a device
-	// destination's cannot be read back, so only the whole words count.
-	checked := n
-	if req.From == Device || req.To == Device {
-		checked = n &^ 3
-	}
 	if req.Payload {
 		if err := s.eachPiece(req.From, src, srcPA, n, newPattern(n), writePiece); err != nil {
 			return res, err
@@ -119,10 +117,10 @@ func (s *Stack) Copy(req CopyRequest) (res CopyResult, err error) {
 	if !req.Payload {
 		return res, nil
 	}
-	if err := s.eachPiece(req.To, dst, dstPA, checked, newPattern(n), checkPiece); err != nil {
+	if err := s.eachPiece(req.To, dst, dstPA, n, newPattern(n), checkPiece); err != nil {
 		return res, err
 	}
-	res.Checked = true
+	res.Checked, res.Verified = true, n
 	return res, nil
 }
 
@@ -160,9 +158,11 @@ const (
 // copy (its device address addr, or for a host buffer its physical address
 // pa), or reads them back and checks them against it (ErrCopyMismatch
 // naming the first byte that differs), copyPiece bytes at a time. A
-// device's side is written and read in whole words: a write makes the
-// pattern's bytes past the last whole word but does not write them, and a
-// check is given an n that is a multiple of 4.
+// device's side is written and read in whole words through BAR4; its last
+// bytes past a whole word (n not a multiple of 4) are written by reading
+// the word that holds them, changing them and writing it back, and read
+// back as that word of which they alone are compared. The word lies in
+// the allocation, which is whole pages.
 func (s *Stack) eachPiece(side Side, addr, pa, n uint64, g pattern, op pieceOp) error {
 	host := s.DMA.Host()
 	want := make([]byte, min(n, copyPiece))
@@ -179,11 +179,11 @@ func (s *Stack) eachPiece(side Side, addr, pa, n uint64, g pattern, op pieceOp) 
 		case op == writePiece && side == Host:
 			err = host.HostWrite(pa+off, w)
 		case op == writePiece:
-			err = s.DMA.WriteDevice(addr+off, w[:k&^3])
+			err = s.writeDevice(addr+off, w)
 		case side == Host:
 			err = host.HostRead(pa+off, got[:k])
 		default:
-			err = s.DMA.ReadDevice(addr+off, got[:k])
+			err = s.readDevice(addr+off, got[:k])
 		}
 		if err != nil {
 			return err
@@ -196,6 +196,44 @@ func (s *Stack) eachPiece(side Side, addr, pa, n uint64, g pattern, op pieceOp) 
 			return fmt.Errorf("%s destination byte %d of %d: read %#02x, wrote %#02x: %w", side, off+uint64(i), n, got[i], w[i], ErrCopyMismatch)
 		}
 	}
+	return nil
+}
+
+// writeDevice writes p at the word-aligned device address addr through
+// BAR4: its whole words, then its last len(p)%4 bytes by a read, change
+// and write of the word that holds them.
+func (s *Stack) writeDevice(addr uint64, p []byte) error {
+	whole := len(p) &^ 3
+	if err := s.DMA.WriteDevice(addr, p[:whole]); err != nil {
+		return err
+	}
+	if whole == len(p) {
+		return nil
+	}
+	var w [4]byte
+	if err := s.DMA.ReadDevice(addr+uint64(whole), w[:]); err != nil {
+		return err
+	}
+	copy(w[:], p[whole:])
+	return s.DMA.WriteDevice(addr+uint64(whole), w[:])
+}
+
+// readDevice reads len(p) bytes at the word-aligned device address addr
+// through BAR4: its whole words, then the word that holds its last
+// len(p)%4 bytes, of which those bytes are kept.
+func (s *Stack) readDevice(addr uint64, p []byte) error {
+	whole := len(p) &^ 3
+	if err := s.DMA.ReadDevice(addr, p[:whole]); err != nil {
+		return err
+	}
+	if whole == len(p) {
+		return nil
+	}
+	var w [4]byte
+	if err := s.DMA.ReadDevice(addr+uint64(whole), w[:]); err != nil {
+		return err
+	}
+	copy(p[whole:], w[:])
 	return nil
 }
 
