@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,6 +34,29 @@ func TestDVELoadCommand(t *testing.T) {
 			assert.Contains(t, out, "read back through csr_read: match")
 			assert.Contains(t, out, "second load: cache hit true, 0 bytes moved")
 			assert.Equal(t, tt.slow, strings.Contains(out, "control_slow  ->"))
+		})
+	}
+}
+
+// TestDVELoadTableBytes: dve load's bytes figure is of the tables alone —
+// the sum of the sizes it lists — with the event-accel word named apart
+// (it once printed their sum, 4 bytes more), and its device time is
+// printed with its parts.
+func TestDVELoadTableBytes(t *testing.T) {
+	sizeRE := regexp.MustCompile(`(?m)^  \S+ +-> 0x[0-9a-f]+ +\(TPB \+0x[0-9a-f]+\) +(\d+) bytes$`)
+	for _, arch := range []string{"sunda", "cayman", "mariana"} {
+		t.Run(arch, func(t *testing.T) {
+			out, err := runCLI(t, "dve", "load", "--arch", arch)
+			require.NoError(t, err)
+			sum := 0
+			for _, m := range sizeRE.FindAllStringSubmatch(out, -1) {
+				n, err := strconv.Atoi(m[1])
+				require.NoError(t, err)
+				sum += n
+			}
+			require.NotZero(t, sum, out)
+			assert.Contains(t, out, fmt.Sprintf("  moved %d bytes of tables (and the 4-byte event-accel word) in ", sum))
+			assert.Regexp(t, `(?m)^  \S+ of device time, in parts:\n    \S+ +staging the tables in HBM through BAR4 \(dmem_buf_copyin\)\n    \S+ +starting the queue \(descriptors and doorbell over MMIO\)\n    \S+ +DMA until the completion semaphore's increment is read \(polled every 1us\)\n  read back`, out)
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/neuronsim/neuronsim/internal/units"
+	"github.com/neuronsim/neuronsim/runtime/dma"
 	"github.com/neuronsim/neuronsim/runtime/dve"
 	"github.com/neuronsim/neuronsim/runtime/ndl"
 	"github.com/neuronsim/neuronsim/runtime/stack"
@@ -165,8 +166,10 @@ func dveLoad(out io.Writer, st *stack.Stack, core int, dir string) error {
 	if rep.State.ControlSlowTable.Empty() {
 		fmt.Fprintf(out, "  %-13s    none (control_slow_table empty on %s)\n", dve.TableControlSlow, g)
 	}
-	fmt.Fprintf(out, "  moved %s in %s on queue %s, %v of device time\n",
-		units.Plural(int64(rep.Bytes), "byte", "bytes"), units.Plural(int64(rep.Descriptors), "descriptor pair", "descriptor pairs"), dve.QueueName, sim.Time(load.TimePS))
+	fmt.Fprintf(out, "  moved %s of tables (and the %d-byte event-accel word) in %s on queue %s\n",
+		units.Plural(int64(rep.TableBytes), "byte", "bytes"), rep.Bytes-rep.TableBytes,
+		units.Plural(int64(rep.Descriptors), "descriptor pair", "descriptor pairs"), dve.QueueName)
+	printDVETime(out, load)
 	ok, err := st.VerifyDVE(core, rep, tables)
 	if err != nil {
 		return err
@@ -181,6 +184,30 @@ func dveLoad(out io.Writer, st *stack.Stack, core int, dir string) error {
 		return stack.ErrDVEMismatch
 	}
 	return nil
+}
+
+// printDVETime prints a load's device time and its parts, one a line: the
+// staging of the tables through BAR4, the start of the queue, and the wait
+// for the completion semaphore (the DMA itself, to within the polling
+// interval); what the three leave of the whole (the fingerprint, the
+// frees: nothing on a simulated device) is printed only when there is some.
+func printDVETime(out io.Writer, load stack.DVELoad) {
+	rep := load.Report
+	fmt.Fprintf(out, "  %v of device time, in parts:\n", sim.Time(load.TimePS))
+	poll := sim.Time(uint64(dma.PollInterval.Nanoseconds()) * 1000)
+	for _, p := range []struct {
+		ps   uint64
+		what string
+	}{
+		{rep.StagePS, "staging the tables in HBM through BAR4 (dmem_buf_copyin)"},
+		{rep.StartPS, "starting the queue (descriptors and doorbell over MMIO)"},
+		{rep.WaitPS, fmt.Sprintf("DMA until the completion semaphore's increment is read (polled every %v)", poll)},
+	} {
+		fmt.Fprintf(out, "    %-9v %s\n", sim.Time(p.ps), p.what)
+	}
+	if parts := rep.StagePS + rep.StartPS + rep.WaitPS; load.TimePS > parts {
+		fmt.Fprintf(out, "    %-9v other (fingerprint, frees)\n", sim.Time(load.TimePS-parts))
+	}
 }
 
 func newDVEDefaultsCommand() *cobra.Command {

@@ -305,6 +305,43 @@ func TestStackReopen(t *testing.T) {
 	assert.True(t, res.Checked, "the new DMA layer copies")
 }
 
+// TestStackDVEBytesAndTimeParts: a load's TableBytes are its tables' bytes
+// alone (the staged sizes; the DMA also moves the 4-byte event-accel word,
+// which Bytes counts and TableBytes does not), and its device time is the
+// sum of its three parts, each of them some time, on every generation and
+// revision. A second load is a cache hit: no bytes, no parts.
+func TestStackDVEBytesAndTimeParts(t *testing.T) {
+	for _, g := range hwarch.Generations() {
+		for _, r := range revisions {
+			t.Run(fmt.Sprintf("%s/%s", g, r.name), func(t *testing.T) {
+				_, st := openStack(t, sim.DeviceConfig{Generation: g, Revision: r.rev}, stack.Options{})
+				tables, err := dve.DefaultBins(g)
+				require.NoError(t, err)
+				l := st.DVELoader()
+				load, err := st.LoadDVE(l, 1, &tables)
+				require.NoError(t, err)
+				rep := load.Report
+				var sizes uint64
+				for _, d := range rep.Staged {
+					sizes += d.Size
+					assert.Equal(t, uint64(len(tables.Get(d.Name))), d.Size, d.Name)
+				}
+				assert.Equal(t, sizes, rep.TableBytes, "the tables' bytes alone")
+				assert.Equal(t, rep.TableBytes+dve.EventAccelBytes, rep.Bytes, "the DMA moves the event-accel word too")
+				assert.NotZero(t, rep.StagePS)
+				assert.NotZero(t, rep.StartPS)
+				assert.NotZero(t, rep.WaitPS)
+				assert.Equal(t, load.TimePS, rep.StagePS+rep.StartPS+rep.WaitPS, "the parts make the whole")
+
+				again, err := st.LoadDVE(l, 1, &tables)
+				require.NoError(t, err)
+				assert.True(t, again.Report.CacheHit)
+				assert.Zero(t, again.Report.TableBytes+again.Report.StagePS+again.Report.StartPS+again.Report.WaitPS)
+			})
+		}
+	}
+}
+
 // TestStackDVE loads the default tables through the stack and reads them
 // back; a table changed after the load is seen as a mismatch.
 func TestStackDVE(t *testing.T) {

@@ -25,12 +25,32 @@ var ErrLoad = errors.New("DVE table load failed")
 
 // Report says what one Load did.
 type Report struct {
-	State       State
-	CacheHit    bool   // the tables were already on the core: nothing moved
-	Bytes       uint64 // bytes the DMA moved, the event-accel word included
+	State    State
+	CacheHit bool // the tables were already on the core: nothing moved
+	// Bytes is every byte the DMA moved: the tables' and the 4-byte
+	// event-accel word's (EventAccelBytes).
+	Bytes uint64
+	// TableBytes is the tables' bytes alone: the sum of the Staged sizes,
+	// what a table load's throughput is of.
+	TableBytes  uint64
 	Descriptors int    // descriptor pairs run
 	Staged      []Dest // the destinations written, in load order
+	// The parts of the load's device time (on the device's clock, or the
+	// host's for a device without one; 0 on a cache hit):
+	// StagePS allocates the staging buffers and writes the tables into
+	// them through BAR4 (dmem_buf_copyin); StartPS writes the event-accel
+	// source word (once per NC), reads the semaphore, allocates the
+	// queue and starts the vring (descriptor writes and doorbell over
+	// MMIO); WaitPS is from the start to the semaphore read that shows
+	// the increment: the DMA of the tables and the event-accel word, plus
+	// up to one dma.PollInterval of polling and the reads themselves.
+	StagePS, StartPS, WaitPS uint64
 }
+
+// EventAccelBytes is the size of the event-accel descriptor's copy that
+// closes a load (a device word holding 1 into the semaphore's INCR
+// register): bytes the DMA moves besides the tables.
+const EventAccelBytes = 4
 
 // Loader is dve_dynamic_config_init for one device: it stages the tables in
 // device memory, runs one vring on the "qDveTable" queue of the NC that
@@ -72,19 +92,32 @@ func (l *Loader) Load(nc int, tables *Tables) (Report, error) {
 	defer l.mu.Unlock()
 	st := State{DVETblHash: fp, Queue: QueueName, Vring: VringName, NC: nc}
 	v := dma.NewVring(VringName)
-	handles, staged, err := l.stage(nc, transfers, v, &st)
+	rep := Report{State: st}
+	since, err := ndl.ElapsedPS(l.DMA.Device().Dev)
 	if err != nil {
 		return Report{}, err
 	}
-	if err := l.runVring(nc, v); err != nil {
+	handles, staged, err := l.stage(nc, transfers, v, &rep.State)
+	if err != nil {
+		return Report{}, err
+	}
+	if rep.StagePS, err = since(); err != nil {
+		l.free(handles)
+		return Report{}, err
+	}
+	if err := l.runVring(nc, v, &rep); err != nil {
 		l.free(handles)
 		return Report{}, err
 	}
 	l.free(l.staged[nc]) // the set this one replaces
 	l.staged[nc] = handles
 	l.Cache.Forget(nc)
-	l.Cache.Store(nc, st)
-	return Report{State: st, Bytes: v.Bytes(), Descriptors: v.Descriptors(), Staged: staged}, nil
+	l.Cache.Store(nc, rep.State)
+	rep.Bytes, rep.Descriptors, rep.Staged = v.Bytes(), v.Descriptors(), staged
+	for _, d := range staged {
+		rep.TableBytes += d.Size
+	}
+	return rep, nil
 }
 
 // tablesOrDefault returns tables, or the generation's default bins when it
@@ -144,8 +177,13 @@ func (l *Loader) copyIn(nc int, h dmem.Handle, tr Transfer) (uint64, error) {
 
 // runVring closes v with the event-accel descriptor that increments NC
 // nc's completion semaphore, runs it on the NC's "qDveTable" queue and
-// waits for the semaphore to move. l.mu is held.
-func (l *Loader) runVring(nc int, v *dma.Vring) error {
+// waits for the semaphore to move, timing the start (rep.StartPS) and the
+// wait (rep.WaitPS). l.mu is held.
+func (l *Loader) runVring(nc int, v *dma.Vring, rep *Report) error {
+	since, err := ndl.ElapsedPS(l.DMA.Device().Dev)
+	if err != nil {
+		return err
+	}
 	one, err := l.oneWord(nc)
 	if err != nil {
 		return err
@@ -168,10 +206,15 @@ func (l *Loader) runVring(nc int, v *dma.Vring) error {
 	if err := q.Run(v); err != nil {
 		return err
 	}
+	if rep.StartPS, err = since(); err != nil {
+		return err
+	}
 	if err := l.wait(q, readVA, before+1); err != nil {
 		return fmt.Errorf("dve load NC %d: %w", nc, err)
 	}
-	return nil
+	all, err := since()
+	rep.WaitPS = all - rep.StartPS
+	return err
 }
 
 // free frees staging buffers, ignoring errors: the buffers of a failed
