@@ -124,7 +124,10 @@ func printCopy(out io.Writer, g hwarch.Generation, res stack.CopyResult, from, t
 		marker = fmt.Sprintf("with %d completion markers, one a batch of at most %d pairs", markers, rtdma.MaxPairsPerBatch)
 	}
 	fmt.Fprintf(out, "  %d descriptor pairs (%s), %v of device time, ", res.Pairs, marker, took)
-	bandwidth(out, n, took)
+	// Each batch's marker is polled every PollInterval: the time is known
+	// to within one interval a batch, and the bandwidth to the digits that
+	// allows.
+	bandwidth(out, n, took, sim.Time(markers)*sim.Time(rtdma.PollInterval.Nanoseconds())*sim.Nanosecond)
 	fmt.Fprintln(out)
 }
 
@@ -316,12 +319,13 @@ func kernelCopy(out io.Writer, path string, n uint64, core int) (err error) {
 	return verifyCopy(out, src, back)
 }
 
-// wallRate formats n bytes over a host wall-clock duration as GB/s.
+// wallRate formats n bytes over a host wall-clock duration as GB/s, to
+// rateDigits significant digits as the device-time rates.
 func wallRate(n uint64, d time.Duration) string {
 	if d <= 0 {
 		return "n/a GB/s"
 	}
-	return fmt.Sprintf("%.2f GB/s", float64(n)/d.Seconds()/1e9)
+	return sigDigits(float64(n)/d.Seconds()/1e9, rateDigits) + " GB/s"
 }
 
 // verifyCopy compares the read-back with the pattern and names the first

@@ -4,6 +4,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -234,11 +236,47 @@ func newDVEDefaultsCommand() *cobra.Command {
 	return cmd
 }
 
-// bandwidth formats bytes over device time.
-func bandwidth(w io.Writer, n uint64, t sim.Time) {
+// rateDigits is the most significant digits a bandwidth is printed with:
+// the model's own rates (dma.Timing: 17, 23, 33 GB/s; 820 GiB/s) are given
+// to two or three, so a figure derived from them has no more.
+const rateDigits = 3
+
+// bandwidth writes n bytes over t of device time as GB/s (1e9 B/s), to the
+// significant digits t justifies when it is known to within res (rateDigits).
+func bandwidth(w io.Writer, n uint64, t, res sim.Time) {
 	if t == 0 {
 		fmt.Fprintf(w, "n/a")
 		return
 	}
-	fmt.Fprintf(w, "%.2f GB/s", float64(n)/float64(t)*1e3)
+	fmt.Fprintf(w, "%s GB/s", sigDigits(float64(n)/float64(t)*1e3, justifiedDigits(t, res)))
+}
+
+// justifiedDigits is how many significant digits a rate over a time t measured
+// to within res carries: the digits of t/res (a relative error below
+// 10^-(d-1) allows d), at least 1 and at most rateDigits. A res of 0 (the
+// time is exact) allows rateDigits.
+func justifiedDigits(t, res sim.Time) int {
+	if res == 0 {
+		return rateDigits
+	}
+	d := 1
+	for q := uint64(t / res); q >= 10 && d < rateDigits; q /= 10 {
+		d++
+	}
+	return d
+}
+
+// sigDigits formats v (> 0) rounded to digits significant digits, in plain
+// decimal notation: 32.12 to 3 is "32.1", 20.52 to 2 is "21", 1234 to 3 is
+// "1230", 0.803 to 1 is "0.8".
+func sigDigits(v float64, digits int) string {
+	if v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'e', digits-1, 64), 64) // rounded once
+	exp := int(math.Floor(math.Log10(r)))
+	if dec := digits - 1 - exp; dec > 0 {
+		return strconv.FormatFloat(r, 'f', dec, 64)
+	}
+	return strconv.FormatFloat(r, 'f', 0, 64)
 }
