@@ -61,6 +61,46 @@ func TestDVELoadTableBytes(t *testing.T) {
 	}
 }
 
+// TestDMACoreRangePerGeneration: --core is checked against the NeuronCores
+// of the chosen device's generation (hw/arch: 2 on sunda, 8 on cayman and
+// mariana) by dma copy, dve load and exec alike, and the error names that
+// range. It was once checked against the largest of every generation at
+// the flag (--core 9 on a sunda was told 0..7), and against the device only
+// after bring-up, in other words.
+func TestDMACoreRangePerGeneration(t *testing.T) {
+	prog := filepath.Join(t.TempDir(), "iota.s")
+	require.NoError(t, os.WriteFile(prog, []byte(".engine pool\niota dst=sbuf[0:128,0]:int32[64] imm0=0 imm1=64 signal=sem_incr(3,1) last\n"), 0o644))
+	commands := map[string][]string{
+		"dma":  {"dma", "copy", "--size", "4K"},
+		"dve":  {"dve", "load"},
+		"exec": {"exec", prog},
+	}
+	for _, tc := range []struct {
+		arch, core string
+		want       string // "" when the core exists
+	}{
+		{"sunda", "1", ""},
+		{"sunda", "2", "--core 2: must be in 0..1 (a sunda device has 2 NeuronCores)"},
+		{"trn1", "5", "--core 5: must be in 0..1 (a sunda device has 2 NeuronCores)"},
+		{"sunda", "9", "--core 9: must be in 0..1 (a sunda device has 2 NeuronCores)"},
+		{"cayman", "7", ""},
+		{"cayman", "8", "--core 8: must be in 0..7 (a cayman device has 8 NeuronCores)"},
+		{"mariana", "-1", "--core -1: must be in 0..7 (a mariana device has 8 NeuronCores)"},
+		{"mariana", "99999999999999999999", `--core "99999999999999999999": must be in 0..7 (a mariana device has 8 NeuronCores)`},
+	} {
+		for name, args := range commands {
+			t.Run(fmt.Sprintf("%s/%s/%s", name, tc.arch, tc.core), func(t *testing.T) {
+				_, err := runCLI(t, append(args, "--arch", tc.arch, "--core", tc.core)...)
+				if tc.want == "" {
+					require.NoError(t, err)
+					return
+				}
+				assert.EqualError(t, err, tc.want)
+			})
+		}
+	}
+}
+
 func TestDVEDefaultsRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	out, err := runCLI(t, "dve", "defaults", dir, "--arch", "cayman")
@@ -201,7 +241,7 @@ func TestDMACopyKernelErrors(t *testing.T) {
 			[]string{"MEM_BUF_COPY64 to handle 1 offset 0 count 65536"}, syscall.EPERM},
 		{"mismatch", kernelfake.Options{Arch: 3}, func(d *kernelfake.Driver) { d.CorruptCopyOut = &corrupt }, []string{"--size", "1MiB"},
 			[]string{"first at offset 12345 of 1048576", "1 byte differ"}, nil},
-		{"core", kernelfake.Options{Arch: 2}, nil, []string{"--core", "2"}, []string{"--core 2: the sunda at /dev/neuron0 has cores 0..1"}, nil},
+		{"core", kernelfake.Options{Arch: 2}, nil, []string{"--core", "2"}, []string{"--core 2: must be in 0..1 (a sunda device at /dev/neuron0 has 2 NeuronCores)"}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			drv := withFakeKernel(t, tt.opt)

@@ -70,9 +70,11 @@ func newDMACopyCommand() *cobra.Command {
 	cmd.Flags().Var(core, "core", "NeuronCore whose H2T queue copies")
 	cmd.Flags().BoolVar(&timingOnly, "timing-only", false, "move no payload (sweeps larger than host memory)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		nc := core.int()
 		if kernel != "" {
-			return kernelCopyCommand(cmd, tf, kernel, size, nc)
+			return kernelCopyCommand(cmd, tf, kernel, size, core)
+		}
+		if err := tf.checkCore(core); err != nil {
+			return err
 		}
 		for _, side := range []string{from, to} {
 			if _, ok := sides[side]; !ok {
@@ -88,7 +90,8 @@ func newDMACopyCommand() *cobra.Command {
 			return err
 		}
 		defer sys.close()
-		if err := sys.checkCore(nc); err != nil {
+		nc, err := sys.core(core)
+		if err != nil {
 			return err
 		}
 		res, err := sys.st.Copy(stack.CopyRequest{From: sides[from], To: sides[to], Size: n, NC: nc, Payload: !timingOnly})
@@ -132,7 +135,7 @@ func printCopy(out io.Writer, g hwarch.Generation, res stack.CopyResult, from, t
 }
 
 // kernelCopyCommand is dma copy --kernel: its flags checked, then the copy.
-func kernelCopyCommand(cmd *cobra.Command, tf *dmaTargetFlags, path, size string, core int) error {
+func kernelCopyCommand(cmd *cobra.Command, tf *dmaTargetFlags, path, size string, core *coreIndex) error {
 	if err := tf.sys.notWith("--kernel"); err != nil {
 		return err
 	}
@@ -254,7 +257,7 @@ var openKernel = func(path string) (*ndl.KernelDevice, error) { return ndl.OpenK
 
 // kernelCopy is dma copy --kernel: device memory of core's NC through the
 // driver, the pattern in and back out with MEM_BUF_COPY64, verified, freed.
-func kernelCopy(out io.Writer, path string, n uint64, core int) (err error) {
+func kernelCopy(out io.Writer, path string, n uint64, c *coreIndex) (err error) {
 	k, err := openKernel(path)
 	if err != nil {
 		return err
@@ -270,8 +273,9 @@ func kernelCopy(out io.Writer, path string, n uint64, core int) (err error) {
 		return err
 	}
 	geo := hwarch.MustGeometry(gen)
-	if core < 0 || core >= geo.NeuronCores {
-		return fmt.Errorf("--core %d: the %s at %s has cores 0..%d", core, gen, path, geo.NeuronCores-1)
+	core, err := c.index(geo, " at "+path)
+	if err != nil {
+		return err
 	}
 	if limit := k.MaxMemAllocBytes(false); n > limit {
 		return fmt.Errorf("--size %d: more than one allocation of %s device memory holds (%s, one HBM channel)", n, gen, units.FormatBytes(int64(limit)))

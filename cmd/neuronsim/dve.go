@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/dma"
 	"github.com/neuronsim/neuronsim/runtime/dve"
@@ -42,6 +43,7 @@ type dmaSystem struct {
 	sim   *sim.Device // the local simulated device; nil with --remote
 	st    *stack.Stack
 	close func()
+	where string // with --remote, " served at ADDR" (errors name the device)
 }
 
 // openDMASystem opens the runtime's stack on the target: a fresh simulated
@@ -64,6 +66,7 @@ func openDMASystem(t *dmaTargetFlags, timingOnly bool) (*dmaSystem, error) {
 			return nil, err
 		}
 		dev, sys.close, opts.BringUp.NoReset = d, done, true
+		sys.where = " served at " + t.remote
 	} else {
 		if t.sys.cmd.Flags().Changed("device") {
 			return nil, fmt.Errorf("--device picks a served device; it needs --remote")
@@ -90,12 +93,25 @@ func openDMASystem(t *dmaTargetFlags, timingOnly bool) (*dmaSystem, error) {
 	return sys, nil
 }
 
-// checkCore refuses a --core the device does not have.
-func (s *dmaSystem) checkCore(core int) error {
-	if geo := s.st.Up.Geometry; core < 0 || core >= geo.NeuronCores {
-		return fmt.Errorf("--core %d: the %s has cores 0..%d", core, geo.Generation, geo.NeuronCores-1)
+// core returns --core checked against the NeuronCores of the device opened
+// (a served device's generation is known only now).
+func (s *dmaSystem) core(c *coreIndex) (int, error) {
+	return c.index(s.st.Up.Geometry, s.where)
+}
+
+// checkCore checks --core, before anything is built, against the NeuronCores
+// of the generation the system flags choose; a served device's is checked
+// once it is open (dmaSystem.core).
+func (t *dmaTargetFlags) checkCore(c *coreIndex) error {
+	if t.remote != "" {
+		return nil
 	}
-	return nil
+	s, err := t.sys.spec()
+	if err != nil {
+		return err
+	}
+	_, err = c.index(hwarch.MustGeometry(s.Gen), "")
+	return err
 }
 
 func newDVECommand() *cobra.Command {
@@ -126,15 +142,19 @@ func newDVELoadCommand() *cobra.Command {
 	cmd.Flags().Var(core, "core", "NeuronCore to load")
 	cmd.Flags().StringVar(&dir, "tables", "", "directory of opcode.bin, control_fast.bin, [control_slow.bin,] datapath.bin, [param_ram.bin] (default: the built-in tables)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := tf.checkCore(core); err != nil {
+			return err
+		}
 		sys, err := openDMASystem(tf, false)
 		if err != nil {
 			return err
 		}
 		defer sys.close()
-		if err := sys.checkCore(core.int()); err != nil {
+		nc, err := sys.core(core)
+		if err != nil {
 			return err
 		}
-		return dveLoad(cmd.OutOrStdout(), sys.st, core.int(), dir)
+		return dveLoad(cmd.OutOrStdout(), sys.st, nc, dir)
 	}
 	return cmd
 }

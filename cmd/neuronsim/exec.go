@@ -76,7 +76,7 @@ func parseTile(s string, output bool) (tileSpec, error) {
 // execFlags are exec's flags.
 type execFlags struct {
 	tf                  *dmaTargetFlags
-	core                *intValue
+	core                *coreIndex
 	inputs, outputs     []string
 	tracePath, traceMax string
 }
@@ -115,13 +115,17 @@ func newExecCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
+		if err := f.tf.checkCore(f.core); err != nil {
+			return err
+		}
 		defer removeOutputsOnSignal(cmd.ErrOrStderr())()
 		sys, err := openDMASystem(f.tf, false)
 		if err != nil {
 			return err
 		}
 		defer sys.close()
-		if err := sys.checkCore(f.core.int()); err != nil {
+		nc, err := sys.core(f.core)
+		if err != nil {
 			return err
 		}
 		var rec *trace.Recorder
@@ -133,7 +137,7 @@ func newExecCommand() *cobra.Command {
 			rec.SetMaxBytes(traceBytes)
 			sys.sim.SetTrace(rec)
 		}
-		req := stack.ExecRequest{NC: f.core.int(), Program: prog, Inputs: make([]stack.Input, len(ins)), Outputs: make([]stack.Tile, len(outs))}
+		req := stack.ExecRequest{NC: nc, Program: prog, Inputs: make([]stack.Input, len(ins)), Outputs: make([]stack.Tile, len(outs))}
 		for i, t := range ins {
 			req.Inputs[i] = stack.Input{Tile: t.Tile, Data: t.data}
 		}

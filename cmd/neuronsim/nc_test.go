@@ -99,9 +99,9 @@ func TestExecCommand(t *testing.T) {
 	}{
 		{[]string{"exec", prog, "--input", "dram[0:1,0]=x"}, `--input "dram[0:1,0]=x": want SPACE[START:COUNT,OFFSET]=FILE`},
 		{[]string{"exec", prog, "--output", "sbuf[0:1,0]=y"}, `--output "sbuf[0:1,0]=y": an output needs :BYTES`},
-		{[]string{"exec", prog, "--core", "8"}, "--core 8: must be in 0..7"}, // no generation has more
-		{[]string{"exec", prog, "--core", "99999999999999999999"}, `--core "99999999999999999999": must be in 0..7`},
-		{[]string{"exec", prog, "--arch", "trn1", "--core", "2"}, "--core 2: the sunda has cores 0..1"},
+		{[]string{"exec", prog, "--core", "8"}, "--core 8: must be in 0..7 (a mariana device has 8 NeuronCores)"},
+		{[]string{"exec", prog, "--core", "99999999999999999999"}, `--core "99999999999999999999": must be in 0..7 (a mariana device has 8 NeuronCores)`},
+		{[]string{"exec", prog, "--arch", "trn1", "--core", "2"}, "--core 2: must be in 0..1 (a sunda device has 2 NeuronCores)"},
 		{[]string{"exec", prog, "--input", "sbuf[0:1,0]:64=x"}, "an input takes no :BYTES"},
 		{[]string{"exec", prog, "--output", "sbuf[0:1,0]:6=y"}, "bytes per partition 6: not a multiple of 4"},
 		{[]string{"exec", prog, "--output", "sbuf[0:1,0]:0=y"}, `bytes per partition "0": must be in 4B..`},

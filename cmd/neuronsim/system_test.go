@@ -167,6 +167,9 @@ func TestServeAndRemoteClients(t *testing.T) {
 	assert.Contains(t, got, "cayman host → device copy of 3145728 bytes on core 2 (functional)")
 	assert.Contains(t, got, "destination verified")
 	assert.NotContains(t, got, " 0s of device time", "device time on the served device's clock")
+	_, err = runCLI(t, "dma", "copy", "--size", "4K", "--remote", addr, "--core", "8")
+	assert.EqualError(t, err, "--core 8: must be in 0..7 (a cayman device served at "+addr+" has 8 NeuronCores)",
+		"a served device's cores are its generation's, checked once it is open")
 	got, err = runCLI(t, "dve", "load", "--remote", addr, "--device", "7", "--core", "1")
 	require.NoError(t, err)
 	assert.Contains(t, got, "read back through csr_read: match")

@@ -197,11 +197,52 @@ func (d *deviceIndex) index(n int, why string) (int, error) {
 	return d.v, nil
 }
 
-// newCoreIndex is a --core flag: a NeuronCore's index, 0 unless given, at
-// most the largest of any generation; the command checks it against the
-// device it opens.
-func newCoreIndex() *intValue {
-	return newIntDefault("--core", 0, maxOfGenerations(func(g *hwarch.Geometry) int { return g.NeuronCores })-1, 0)
+// coreIndex is a --core flag: a NeuronCore's index, 0 unless given. How
+// many cores there are is the device's generation's (hw/arch
+// Geometry.NeuronCores: 2 on sunda, 8 on cayman and mariana), known only
+// once --arch is read or a served device is opened, so Set reads any
+// decimal integer and index checks it against that generation, naming its
+// range (not one maximum over every generation, which let --core 5 past
+// the flag on a sunda and named 0..7 as the range for one).
+type coreIndex struct {
+	v    int // an integer past int's range is held saturated (units.ParseCount): out of every range
+	set  bool
+	text string // as given
+}
+
+func newCoreIndex() *coreIndex { return &coreIndex{} }
+
+func (c *coreIndex) String() string { return strconv.Itoa(c.v) }
+
+// Set implements pflag.Value.
+func (c *coreIndex) Set(s string) error {
+	v, err := units.ParseCount("--core", s)
+	if err != nil {
+		return err
+	}
+	c.v, c.set, c.text = v, true, s
+	return nil
+}
+
+// Type implements pflag.Value.
+func (c *coreIndex) Type() string { return "int" }
+
+// index returns the core (0 when not given) checked against the
+// NeuronCores of geo's generation; where names the device ("" for none
+// more than its generation).
+func (c *coreIndex) index(geo *hwarch.Geometry, where string) (int, error) {
+	if _, err := units.Int("--core", int64(c.v), 0, int64(geo.NeuronCores)-1); err != nil {
+		var ue *units.Error
+		if !errors.As(err, &ue) {
+			return 0, err
+		}
+		if c.v == math.MaxInt || c.v == math.MinInt {
+			ue.Value = strconv.Quote(c.text) // saturated: the text as given
+		}
+		ue.Reason += fmt.Sprintf(" (a %s device%s has %d NeuronCores)", geo.Generation, where, geo.NeuronCores)
+		return 0, ue
+	}
+	return c.v, nil
 }
 
 // int returns the value (or the default) as an int; the ranges of the flags
