@@ -124,7 +124,7 @@ func printCopy(out io.Writer, g hwarch.Generation, res stack.CopyResult, from, t
 	markers := rtdma.CopyBatches(n) // each batch ends in a completion marker
 	marker := "with the completion marker"
 	if markers > 1 {
-		marker = fmt.Sprintf("with %d completion markers, one a batch of at most %d pairs", markers, rtdma.MaxPairsPerBatch)
+		marker = fmt.Sprintf("with %d completion markers, one after each batch of at most %d data pairs", markers, rtdma.MaxDataPairsPerBatch)
 	}
 	fmt.Fprintf(out, "  %d descriptor pairs (%s), %v of device time, ", res.Pairs, marker, took)
 	// Each batch's marker is polled every PollInterval: the time is known

@@ -13,6 +13,7 @@ import (
 	"github.com/neuronsim/neuronsim/hw/isa/asm"
 	"github.com/neuronsim/neuronsim/runtime/bringup"
 	"github.com/neuronsim/neuronsim/runtime/dma"
+	"github.com/neuronsim/neuronsim/runtime/dmem"
 	"github.com/neuronsim/neuronsim/runtime/dve"
 	"github.com/neuronsim/neuronsim/runtime/stack"
 	"github.com/neuronsim/neuronsim/sim"
@@ -361,4 +362,59 @@ func TestStackDVE(t *testing.T) {
 	assert.False(t, ok, "another core holds no tables")
 	_, err = st.LoadDVE(l, 8, &tables)
 	require.ErrorIs(t, err, stack.ErrRequest)
+}
+
+// TestCopyBatchesAsTheDriver: a copy's batches are the driver's: the pair
+// added when sync_threshold = 4096/2 − 16 − 1 = 2031 data pairs are pending
+// ends the batch, so a batch holds up to 2032 data pairs of 64 KiB and its
+// completion pair (driver 2.24.7.0 neuron_dma.c:311,329-359). They once
+// held 2030 data pairs, so a copy of 2031 or 2032 × 64 KiB took two
+// batches and two markers where the driver rings one. CopyMany batches
+// its transfers the same way.
+func TestCopyBatchesAsTheDriver(t *testing.T) {
+	const chunk = 64 << 10
+	for _, tc := range []struct {
+		name    string
+		n       uint64
+		pairs   int
+		batches uint64
+	}{
+		{"one pair", 4096, 2, 1},
+		{"2030 chunks", 2030 * chunk, 2031, 1},
+		{"2031 chunks", 2031 * chunk, 2032, 1},
+		{"2032 chunks: a full batch", 2032 * chunk, 2033, 1},
+		{"2032 chunks and a byte", 2032*chunk + 1, 2035, 2},
+		{"4064 chunks: two full batches", 4064 * chunk, 4066, 2},
+		{"4 GiB", 4 << 30, 65536 + 33, 33},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, st := openStack(t, sim.DeviceConfig{Generation: hwarch.Cayman, TimingOnly: true}, stack.Options{})
+			assert.Equal(t, tc.batches, dma.CopyBatches(tc.n))
+			res, err := st.Copy(stack.CopyRequest{From: stack.Device, To: stack.Device, Size: tc.n})
+			require.NoError(t, err)
+			assert.Equal(t, tc.pairs, res.Pairs, "data pairs and one completion pair a batch")
+		})
+	}
+	t.Run("CopyMany", func(t *testing.T) {
+		for _, tc := range []struct {
+			transfers, pairs int
+		}{{2031, 2032}, {2032, 2033}, {2033, 2035}, {4064, 4066}} {
+			_, st := openStack(t, sim.DeviceConfig{Generation: hwarch.Cayman, TimingOnly: true}, stack.Options{})
+			var addr [2]uint64
+			for i := range addr {
+				h, err := st.Mem.Alloc(dmem.Request{Size: uint64(tc.transfers) * chunk, Channel: dmem.Any, Name: "copy many"})
+				require.NoError(t, err)
+				b, err := st.Mem.Info(h)
+				require.NoError(t, err)
+				addr[i] = b.Addr
+			}
+			ts := make([]dma.Transfer, tc.transfers)
+			for i := range ts {
+				ts[i] = dma.Transfer{Src: addr[0] + uint64(i)*chunk, Dst: addr[1] + uint64(i)*chunk, Len: chunk}
+			}
+			pairs, err := st.DMA.CopyMany(0, ts)
+			require.NoError(t, err)
+			assert.Equal(t, tc.pairs, pairs, "%d transfers of 64 KiB", tc.transfers)
+		}
+	})
 }

@@ -22,13 +22,27 @@ func (m *DMA) H2T(nc int) (*Queue, error) {
 	return m.OpenQueue(h2tName(nc), eng, q, DefaultRingSize)
 }
 
-// MaxPairsPerBatch is how many descriptor pairs a copy puts in one batch
-// before waiting for it: 4096/2 − 17, as the driver does.
-const MaxPairsPerBatch = 4096/2 - 17
+// copySyncThreshold is the driver's sync_threshold for its copies:
+// DMA_H2T_DESC_COUNT/2 − UDMA_MAX_NUM_CDESC_PER_CACHE_LINE − 1 =
+// 4096/2 − 16 − 1 = 2031 (driver 2.24.7.0 neuron_dma.c:311, neuron_ring.h:11,
+// udma/udma.h:16): half the H2T ring, less a cache line of descriptors, so
+// that two copies' batches fit the ring at once.
+const copySyncThreshold = 4096/2 - 16 - 1
 
-// CopyBatchBytes is the most bytes one batch of a Copy moves: its pairs
-// but the marker, of udma.MaxTransfer each.
-const CopyBatchBytes = uint64(MaxPairsPerBatch-1) * udma.MaxTransfer
+// MaxDataPairsPerBatch is the most data pairs one batch of a copy holds:
+// the driver checks the pending count before it adds a pair, and the pair
+// added when copySyncThreshold are pending ends the batch, so a batch has
+// copySyncThreshold + 1 = 2032 data pairs at most (neuron_dma.c:329-343).
+const MaxDataPairsPerBatch = copySyncThreshold + 1
+
+// MaxPairsPerBatch is the most descriptor pairs one batch of a copy
+// rings with one doorbell: its data pairs and the completion pair after
+// them, 2033 (neuron_dma.c:349-359).
+const MaxPairsPerBatch = MaxDataPairsPerBatch + 1
+
+// CopyBatchBytes is the most bytes one batch of a Copy moves: its data
+// pairs, of udma.MaxTransfer each (2032 × 64 KiB = 127 MiB).
+const CopyBatchBytes = uint64(MaxDataPairsPerBatch) * udma.MaxTransfer
 
 // CopyBatches is how many batches, each ending in its completion marker,
 // a Copy of n bytes runs (one for n = 0).
@@ -36,8 +50,8 @@ func CopyBatches(n uint64) uint64 { return max(1, (n+CopyBatchBytes-1)/CopyBatch
 
 // Copy moves n bytes from src to dst (device addresses: device memory, or
 // host memory with the host bit) through NC nc's H2T queue, as the driver's
-// copies do: batches of at most MaxPairsPerBatch pairs of at most 64 KiB,
-// each followed by a 4-byte copy of the marker into a host word that is
+// copies do: batches of at most MaxDataPairsPerBatch pairs of at most
+// 64 KiB, each followed by a 4-byte copy of the marker into a host word that is
 // polled (every PollInterval of device time) until it holds the marker. It
 // returns the descriptor pairs used, markers included.
 func (m *DMA) Copy(nc int, dst, src, n uint64) (int, error) {
@@ -143,12 +157,12 @@ func (m *DMA) CopyMany(nc int, ts []Transfer) (int, error) {
 	}
 	for i, t := range ts {
 		need := int((t.Len + udma.MaxTransfer - 1) / udma.MaxTransfer)
-		if v.Descriptors()+need >= MaxPairsPerBatch {
+		if v.Descriptors()+need > MaxDataPairsPerBatch {
 			if err := flush(); err != nil {
 				return pairs, fmt.Errorf("dma: copy list on NC %d at transfer %d: %w", nc, i, err)
 			}
 		}
-		if need >= MaxPairsPerBatch {
+		if need > MaxDataPairsPerBatch {
 			n, err := m.Copy(nc, t.Dst, t.Src, t.Len)
 			pairs += n
 			if err != nil {
