@@ -330,3 +330,29 @@ func TestDMACopyLimitIsExact(t *testing.T) {
 		}
 	}
 }
+
+// TestDeviceTimeLabels: dma copy and exec say what their device time holds:
+// the copy its H2T queue's opening (first use) apart from the doorbells,
+// DMA, polls and reads, exec the staging, start, polls and unloading of the
+// program without its inputs and outputs.
+func TestDeviceTimeLabels(t *testing.T) {
+	prog := filepath.Join(t.TempDir(), "iota.s")
+	require.NoError(t, os.WriteFile(prog, []byte(".engine pool\niota dst=sbuf[0:128,0]:int32[64] imm0=0 imm1=64 signal=sem_incr(3,1) last\n"), 0o644))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"dma", "copy", "--size", "4099", "--arch", "cayman"},
+			`(?m)^  2 descriptor pairs \(with the completion marker\), 5\.1us of device time, 0\.8 GB/s\n  device time: 1\.2us opening the core's H2T queue \(its first use\), 3\.9us from the first doorbell to the queue read after the last marker \(doorbells, the DMA, marker polls every 1us, status and head reads\)$`},
+		{[]string{"dma", "copy", "--size", "4099", "--arch", "sunda"},
+			`(?m)^  device time: 1\.44us opening the core's H2T queue \(its first use\), \S+ from the first doorbell`},
+		{[]string{"exec", prog, "--arch", "cayman"},
+			`(?m)^cayman core 0: \S+ of device time to stage the program by DMA, start its engines over CSR, poll them every 1us until they end and unload it \(inputs and outputs not counted\)$`},
+	} {
+		t.Run(strings.Join(tc.args[:2], " ")+" "+tc.args[len(tc.args)-1], func(t *testing.T) {
+			out, err := runCLI(t, tc.args...)
+			require.NoError(t, err)
+			assert.Regexp(t, tc.want, out)
+		})
+	}
+}

@@ -130,8 +130,15 @@ func printCopy(out io.Writer, g hwarch.Generation, res stack.CopyResult, from, t
 	// Each batch's marker is polled every PollInterval: the time is known
 	// to within one interval a batch, and the bandwidth to the digits that
 	// allows.
-	bandwidth(out, n, took, sim.Time(markers)*sim.Time(rtdma.PollInterval.Nanoseconds())*sim.Nanosecond)
+	poll := sim.Time(rtdma.PollInterval.Nanoseconds()) * sim.Nanosecond
+	bandwidth(out, n, took, sim.Time(markers)*poll)
 	fmt.Fprintln(out)
+	fmt.Fprintf(out, "  device time: ")
+	if res.QueuePS != 0 {
+		fmt.Fprintf(out, "%v opening the core's H2T queue (its first use), ", sim.Time(res.QueuePS))
+	}
+	fmt.Fprintf(out, "%v from the first doorbell to the queue read after the last marker (doorbells, the DMA, marker polls every %v, status and head reads)\n",
+		sim.Time(res.TimePS-res.QueuePS), poll)
 }
 
 // kernelCopyCommand is dma copy --kernel: its flags checked, then the copy.

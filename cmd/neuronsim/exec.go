@@ -301,8 +301,13 @@ func engineState(status uint32) string {
 	return "NOT DONE (" + strings.Join(bits, ", ") + ")"
 }
 
+// printExec prints a run's report: the device time of the run (from the
+// program's staging to its unloading, the inputs' writes before it and the
+// outputs' reads after it not counted), each engine's records, busy time
+// and state, and the non-zero semaphores.
 func printExec(out io.Writer, g hwarch.Generation, core int, res stack.ExecResult) {
-	fmt.Fprintf(out, "%s core %d: %v of device time\n", g, core, sim.Time(res.TimePS))
+	fmt.Fprintf(out, "%s core %d: %v of device time to stage the program by DMA, start its engines over CSR, poll them every %v until they end and unload it (inputs and outputs not counted)\n",
+		g, core, sim.Time(res.TimePS), sim.Time(program.DefaultPollInterval.Nanoseconds())*sim.Nanosecond)
 	for _, e := range res.Result.Engines {
 		state := engineState(e.Status)
 		if e.Status&hwisa.StatusError != 0 {

@@ -418,3 +418,26 @@ func TestCopyBatchesAsTheDriver(t *testing.T) {
 		}
 	})
 }
+
+// TestStackCopyTimeParts: a copy's device time holds the opening of the
+// core's H2T queue on its first use (QueuePS: its register writes over
+// MMIO, 12 of them) and nothing of it after; the rest is the same for the
+// same copy.
+func TestStackCopyTimeParts(t *testing.T) {
+	for _, tc := range []struct {
+		g     hwarch.Generation
+		write sim.Time // the MMIO write latency
+	}{{hwarch.Sunda, 120 * sim.Nanosecond}, {hwarch.Cayman, 100 * sim.Nanosecond}, {hwarch.Mariana, 100 * sim.Nanosecond}} {
+		t.Run(tc.g.String(), func(t *testing.T) {
+			_, st := openStack(t, sim.DeviceConfig{Generation: tc.g}, stack.Options{})
+			req := stack.CopyRequest{From: stack.Host, To: stack.Device, Size: 1 << 20, NC: 1, Payload: true}
+			first, err := st.Copy(req)
+			require.NoError(t, err)
+			assert.Equal(t, uint64(12*tc.write), first.QueuePS, "the engine's 2 and each half's 5 queue registers")
+			again, err := st.Copy(req)
+			require.NoError(t, err)
+			assert.Zero(t, again.QueuePS, "the queue is open")
+			assert.Equal(t, first.TimePS-first.QueuePS, again.TimePS)
+		})
+	}
+}

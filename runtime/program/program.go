@@ -149,8 +149,12 @@ type Runner struct {
 	// MaxPolls bounds Run's status polls (each a status read, then a sleep
 	// of PollInterval); 0: 10 million.
 	MaxPolls     int
-	PollInterval time.Duration // 0: 1 µs
+	PollInterval time.Duration // 0: DefaultPollInterval
 }
+
+// DefaultPollInterval is how often Wait polls the engines' status when the
+// Runner's PollInterval is 0.
+const DefaultPollInterval = time.Microsecond
 
 // EngineResult is what one engine did.
 type EngineResult struct {
@@ -374,7 +378,7 @@ func (r *Runner) Wait(blocks []Block) (Result, error) {
 		maxPolls = 10_000_000
 	}
 	if every <= 0 {
-		every = time.Microsecond
+		every = DefaultPollInterval
 	}
 	for i := 0; ; i++ {
 		finished := true

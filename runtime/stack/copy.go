@@ -55,9 +55,18 @@ type CopyRequest struct {
 // CopyResult is what a copy did. Done says the copy ran (Pairs and TimePS
 // are valid) even when the check that follows it failed.
 type CopyResult struct {
-	Done   bool
-	Pairs  int    // descriptor pairs, the completion marker's included
-	TimePS uint64 // device time the copy took
+	Done  bool
+	Pairs int // descriptor pairs, the completion marker's included
+	// TimePS is the device time the copy took: QueuePS opening the NC's H2T
+	// queue when the copy is its first use, then for each batch the
+	// doorbells (MMIO writes), the DMA of its pairs and its marker, the
+	// marker's polls (every dma.PollInterval, so up to one interval more
+	// than the DMA) and the queue's status and head reads (MMIO) after it.
+	TimePS uint64
+	// QueuePS is the part of TimePS spent opening the NC's H2T queue (the
+	// engine's and queue's registers over MMIO) on its first use; 0 when
+	// it was open.
+	QueuePS uint64
 	// Checked says the destination was read back and holds the source's
 	// bytes (with Payload only): every one of the Size bytes copied, the
 	// Verified bytes. Device memory is written and read in 32-bit words
@@ -105,6 +114,12 @@ func (s *Stack) Copy(req CopyRequest) (res CopyResult, err error) {
 	}
 	since, err := s.Clock()
 	if err != nil {
+		return res, err
+	}
+	if _, err := s.DMA.H2T(req.NC); err != nil {
+		return res, err
+	}
+	if res.QueuePS, err = since(); err != nil {
 		return res, err
 	}
 	if res.Pairs, err = s.DMA.Copy(req.NC, dst, src, n); err != nil {
