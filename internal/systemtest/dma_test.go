@@ -229,3 +229,30 @@ func TestDMAPastPageBudgetSaysSo(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, udma.StatusHalted|udma.ErrMemoryFull, st&^udma.StatusBusy)
 }
+
+// TestSyncNotReadyIsNotAQueueError: a queue synced while its device is in a
+// reset, or is not yet ready after one, reads 0xDEADBEEF for its status: the
+// runtime says the device is not ready (bringup.ErrNotReady) and does not
+// decode that word as DMA error bits (it once said "halted" with a list of
+// errors 0xDEADBEEF's bits stand for). Once the reset is over the queue
+// reads its power-on registers again.
+func TestSyncNotReadyIsNotAQueueError(t *testing.T) {
+	for _, g := range hwarch.Generations() {
+		t.Run(g.String(), func(t *testing.T) {
+			simDev, _, m := dmaDevice(t, g, 0)
+			q, err := m.AllocQueue("probe", 0, udma.MinRing)
+			require.NoError(t, err)
+			require.NoError(t, q.Sync())
+			simDev.FaultReset()
+			err = q.Sync()
+			require.ErrorIs(t, err, bringup.ErrNotReady)
+			assert.NotErrorIs(t, err, dma.ErrQueueError)
+			assert.Contains(t, err.Error(), "the status register reads 0xdeadbeef: the device is in a reset or not yet ready after one")
+			assert.NotContains(t, err.Error(), "halted")
+			err = q.Wait(10)
+			require.ErrorIs(t, err, bringup.ErrNotReady, "Wait syncs too")
+			require.NoError(t, simDev.Sleep(2*time.Second))
+			require.NoError(t, q.Sync(), "ready again: the queue's registers read their power-on values")
+		})
+	}
+}

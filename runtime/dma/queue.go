@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"sync"
 
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/hw/udma"
+	"github.com/neuronsim/neuronsim/runtime/bringup"
 	"github.com/neuronsim/neuronsim/runtime/ndl"
 )
 
@@ -279,11 +281,18 @@ func (qu *Queue) Status() (uint32, error) {
 }
 
 // Sync reads the M2S head and retires the pairs the engine has finished. A
-// queue halted on an error is ErrQueueError with the status bits.
+// queue halted on an error is ErrQueueError with the status bits. A device
+// that is not ready — in a reset, or not yet booted after one — answers
+// every register read with hwarch.NotReady (0xDEADBEEF); that is
+// bringup.ErrNotReady, not a status whose bits mean anything (0xDEADBEEF
+// has the halted bit and DMA error bits set).
 func (qu *Queue) Sync() error {
 	st, err := qu.Status()
 	if err != nil {
 		return err
+	}
+	if st == hwarch.NotReady {
+		return qu.notReady("status")
 	}
 	if st&udma.StatusHalted != 0 {
 		return fmt.Errorf("dma: queue %q (engine %d queue %d): status %#x (%s): %w", qu.Name, qu.Engine, qu.Index, st, udma.StatusText(st), ErrQueueError)
@@ -294,6 +303,9 @@ func (qu *Queue) Sync() error {
 	head, err := qu.m.read(qu.Engine, udma.QueueReg(udma.M2S, qu.Index, udma.QHead))
 	if err != nil {
 		return err
+	}
+	if head == hwarch.NotReady {
+		return qu.notReady("head")
 	}
 	// The pairs still pending end at the runtime's tail; the head says
 	// where the engine is.
@@ -307,6 +319,14 @@ func (qu *Queue) Sync() error {
 		qu.pending = inRing
 	}
 	return nil
+}
+
+// notReady is the error of a queue register (what) that read
+// hwarch.NotReady: the device is not ready, and the queue's state on it is
+// unknown.
+func (qu *Queue) notReady(what string) error {
+	return fmt.Errorf("dma: queue %q (engine %d queue %d): the %s register reads %#x: the device is in a reset or not yet ready after one, so its queues' state is unknown: %w",
+		qu.Name, qu.Engine, qu.Index, what, hwarch.NotReady, bringup.ErrNotReady)
 }
 
 // Run dumps a vring and starts it.
