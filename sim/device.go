@@ -58,7 +58,9 @@ type DeviceConfig struct {
 	FWAPI      uint32 // MISC RAM +0x00; default DefaultFWAPIVersion
 	// DMA is the DMA timing model; zero takes dma.DefaultTiming.
 	DMA dma.Timing
-	// TimingOnly runs DMA without payloads (see dma.Options).
+	// TimingOnly runs DMA without payloads: only control writes (at most
+	// dma.ControlBytes) and transfers from host memory (staging) move their
+	// bytes (see dma.Options).
 	TimingOnly bool
 	// Ready starts the device with its firmware already booted, as if Boot
 	// had passed before time 0.

@@ -356,3 +356,16 @@ func TestDeviceTimeLabels(t *testing.T) {
 		})
 	}
 }
+
+// TestDMATimingOnlyHelpSaysWhatMoves: dma copy's help says what a
+// timing-only device moves, as sim/dma does it (process.go move): nothing
+// out of device memory, but a transfer from host memory still carries its
+// bytes. It once said the mode moved no payload at all.
+func TestDMATimingOnlyHelpSaysWhatMoves(t *testing.T) {
+	out, err := runCLI(t, "dma", "copy", "--help")
+	require.NoError(t, err)
+	flat := strings.Join(strings.Fields(out), " ")
+	assert.Contains(t, flat, "a copy from the device moves nothing, but one from host memory still carries its bytes")
+	assert.Contains(t, flat, "--timing-only copy on a device that moves no bytes out of device memory, only from host memory")
+	assert.NotContains(t, flat, "without moving the payload")
+}

@@ -45,7 +45,11 @@ func newDMACopyCommand() *cobra.Command {
 			"queue with the driver's marker completion, and prints the descriptor pairs, the device time\n" +
 			"and the achieved bandwidth; in functional mode it reads every byte of the destination back,\n" +
 			"compares it with the source and says how many bytes it compared. --timing-only\n" +
-			"runs the same descriptors without moving the payload.\n\n" +
+			"runs the same descriptors, in the same device time, on a device that moves no bytes\n" +
+			"out of device memory: a copy from the device moves nothing, but one from host memory\n" +
+			"still carries its bytes (the device cannot tell a payload from the staging of programs\n" +
+			"and tables, which must arrive); its source is never filled, and the simulated memories\n" +
+			"keep no page for zeros, so neither side takes host memory for the payload.\n\n" +
 			"--size is at most 1 GiB for a functional copy; a timing-only one is bounded by what the\n" +
 			"simulated device holds for its two sides, checked before anything is built: a device buffer\n" +
 			"is one allocation from one HBM channel (the channel less the firmware carve-out and the small\n" +
@@ -68,7 +72,7 @@ func newDMACopyCommand() *cobra.Command {
 	cmd.Flags().StringVar(&to, "to", "device", "destination: host or device")
 	cmd.Flags().StringVar(&size, "size", "1MiB", "bytes to copy, "+sizeUnits+"; at most 1 GiB, or with --timing-only what the device's memory holds for the copy (see above)")
 	cmd.Flags().Var(core, "core", "NeuronCore whose H2T queue copies")
-	cmd.Flags().BoolVar(&timingOnly, "timing-only", false, "move no payload (sweeps larger than host memory)")
+	cmd.Flags().BoolVar(&timingOnly, "timing-only", false, "copy on a device that moves no bytes out of device memory, only from host memory (its source unfilled): sizes larger than host memory")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if kernel != "" {
 			return kernelCopyCommand(cmd, tf, kernel, size, core)

@@ -441,3 +441,34 @@ func TestStackCopyTimeParts(t *testing.T) {
 		})
 	}
 }
+
+// TestTimingOnlyMovesWhatItSays pins what a timing-only device moves, as
+// dma copy's help and docs/timing-model.md say: a transfer from host memory
+// carries its bytes (staging must arrive), one from device memory does not
+// (longer than dma.ControlBytes), whatever the destination; the copy's time
+// is the functional one's.
+func TestTimingOnlyMovesWhatItSays(t *testing.T) {
+	for _, tc := range []struct {
+		from, to stack.Side
+		moves    bool
+	}{
+		{stack.Host, stack.Device, true}, {stack.Host, stack.Host, true},
+		{stack.Device, stack.Device, false}, {stack.Device, stack.Host, false},
+	} {
+		t.Run(fmt.Sprintf("%s-%s", tc.from, tc.to), func(t *testing.T) {
+			req := stack.CopyRequest{From: tc.from, To: tc.to, Size: 64<<10 + 8, Payload: true}
+			_, fn := openStack(t, sim.DeviceConfig{Generation: hwarch.Cayman}, stack.Options{})
+			want, err := fn.Copy(req)
+			require.NoError(t, err)
+			_, st := openStack(t, sim.DeviceConfig{Generation: hwarch.Cayman, TimingOnly: true}, stack.Options{})
+			res, err := st.Copy(req)
+			if tc.moves {
+				require.NoError(t, err, "the bytes arrived")
+				assert.True(t, res.Checked)
+			} else {
+				require.ErrorIs(t, err, stack.ErrCopyMismatch, "nothing arrived")
+			}
+			assert.Equal(t, want.TimePS, res.TimePS, "the same device time")
+		})
+	}
+}

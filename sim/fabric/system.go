@@ -30,7 +30,7 @@ type Config struct {
 	// generation is refused.
 	DeviceID   uint16
 	DMA        dma.Timing // zero: dma.DefaultTiming, or dma.Timing{Ideal: true} with ideal endpoints (the system keeps the timing it resolved)
-	TimingOnly bool       // DMA without payloads (control writes still move)
+	TimingOnly bool       // DMA without payloads (control writes and transfers from host memory still move)
 	// Ready starts every device with its firmware booted.
 	Ready bool
 	// HostPorts, when set, holds one host port per device: where device
