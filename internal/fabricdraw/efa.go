@@ -67,7 +67,7 @@ func (d *drawer) scaleOut() {
 	for i := range names {
 		names[i] = d.t.Nodes[so.Spine(i)].Name
 	}
-	d.printf("spines: %s ◄––► every leaf; a leaf sends a write for device d up to spine d mod %d\n", summarise(names), so.Spines)
+	d.printf("spines: %s ◄––► every leaf; a leaf sends a write up to spine p mod %d, p the destination NIC's port on its leaf\n", summarise(names), so.Spines)
 	d.line(d.groupLine("efa-spine"))
 	d.spineLinksByLeaf(byLeaf)
 }

@@ -113,8 +113,12 @@ type EFAParams struct {
 	LeafPorts int
 	// Spines is the number of spine switches; every leaf links to every
 	// one (none when there is one leaf). Default 2 (chosen). A leaf sends a
-	// write for device d up to spine d mod Spines (destination-mod-k
-	// routing, as InfiniBand fat trees do; chosen).
+	// write up to spine p mod Spines, p the port of the destination's NIC
+	// on its own leaf (0..LeafPorts−1; destination-mod-k routing on the
+	// leaf port, as InfiniBand fat trees route; chosen): the NICs of a
+	// leaf are spread over the spines whatever the device numbering, so
+	// that a leaf's uplinks share its traffic evenly when Spines divides
+	// its NICs (docs/fabric.md §EFA, "Spine choice").
 	Spines int
 	// Oversubscription is the ratio of a leaf's downlink bandwidth to its
 	// uplink bandwidth (≥ 1): its links to the spines carry together the
@@ -200,6 +204,7 @@ type ScaleOut struct {
 	up, down              []int32   // per device: its link to its NIC, its NIC's link to it
 	nicUp, nicDown        []int32   // per NIC (m·NICs + k): to its leaf, from its leaf
 	nicLeaf               []int32   // per NIC: its leaf (0..Leaves−1)
+	nicPort               []int32   // per NIC: its port on its leaf (0..LeafPorts−1)
 	leafUp                [][]int32 // [leaf][spine]
 	spineDown             [][]int32 // [spine][leaf]
 }
@@ -215,6 +220,22 @@ func (s *ScaleOut) Leaf(i int) int { return s.leaf0 + i }
 
 // LeafOf returns the leaf (0..Leaves−1) of NIC k of node m.
 func (s *ScaleOut) LeafOf(m, k int) int { return int(s.nicLeaf[m*s.NICs+k]) }
+
+// PortOf returns the port (0..LeafPorts−1) of NIC k of node m on its leaf:
+// the NICs of a leaf in the order they fill it (rail-optimised, node m's
+// NIC is port m mod LeafPorts of its rail's leaf; fat tree, NIC i of the
+// system is port i mod LeafPorts).
+func (s *ScaleOut) PortOf(m, k int) int { return int(s.nicPort[m*s.NICs+k]) }
+
+// SpineOf returns the spine (0..Spines−1) a leaf sends a write up to for
+// NIC k of node m on another leaf: its port mod Spines. -1 when there are
+// no spines (one leaf).
+func (s *ScaleOut) SpineOf(m, k int) int {
+	if s.Spines == 0 {
+		return -1
+	}
+	return s.PortOf(m, k) % s.Spines
+}
 
 // Spine returns the topology node of spine i (0..Spines−1).
 func (s *ScaleOut) Spine(i int) int { return s.spine0 + i }
@@ -248,8 +269,8 @@ func MaxNodes(devicesPerNode int) int {
 // chip of its NIC): the rail-local, "PXN" rule rail-optimised GPU
 // clusters use (NCCL's PXN); AWS does not publish libnccom's: chosen. The NIC
 // sends to its leaf; a leaf delivers to a NIC of its own, or sends up to
-// spine d mod Spines for device d, which sends down to the destination
-// NIC's leaf.
+// spine p mod Spines, p the destination NIC's port on its leaf (SpineOf),
+// which sends down to the destination NIC's leaf.
 func BuildNodes(k Kind, g hwarch.Generation, devices, nodes int, p Params) (*Topology, error) {
 	if nodes == 1 {
 		return Build(k, g, devices, p)
@@ -389,10 +410,12 @@ func (t *Topology) scaleOut(so *ScaleOut) error {
 	}
 	wire := LinkParams{Bandwidth: e.NICBandwidth, Latency: e.LeafLatency}
 	so.nicUp, so.nicDown = make([]int32, nics), make([]int32, nics)
+	so.nicPort = make([]int32, nics)
 	down := make([]int, so.Leaves) // NICs per leaf
 	for i := range nics {
 		leaf := int(so.nicLeaf[i])
 		so.nicUp[i], so.nicDown[i] = t.duplexIDs(so.nic0+i, so.Leaf(leaf), "efa-leaf", wire)
+		so.nicPort[i] = int32(down[leaf]) // the NICs fill a leaf's ports in NIC order
 		down[leaf]++
 	}
 	so.leafUp = make([][]int32, so.Leaves)
@@ -469,7 +492,7 @@ func (so *ScaleOut) hop(x, dst int) int32 {
 		if x-so.leaf0 == leaf {
 			return so.nicDown[dest]
 		}
-		return so.leafUp[x-so.leaf0][dst%so.Spines]
+		return so.leafUp[x-so.leaf0][int(so.nicPort[dest])%so.Spines]
 	case x < so.spine0+so.Spines: // a spine
 		return so.spineDown[x-so.spine0][leaf]
 	}

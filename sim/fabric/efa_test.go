@@ -113,7 +113,8 @@ func TestEFASpecsMatchDefaults(t *testing.T) {
 // destination's rail (after moving inside the node to the device of the
 // destination's local index when its own NIC is another), fat tree
 // through its own NIC; a path crosses a spine exactly when the two NICs
-// are on different leaves, the spine d mod Spines.
+// are on different leaves, the spine of the destination NIC's leaf port
+// (SpineOf).
 func TestEFARouting(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -181,9 +182,82 @@ func TestEFARouting(t *testing.T) {
 					want := []string{"efa-nic", "efa-leaf", "efa-leaf", "efa-nic"}
 					if srcLeaf != dstLeaf {
 						want = []string{"efa-nic", "efa-leaf", "efa-spine", "efa-spine", "efa-leaf", "efa-nic"}
-						require.Equal(t, so.Spine(b%so.Spines), topo.Links[path[k+2]].To, "%d → %d: spine d mod Spines", a, b)
+						require.Equal(t, so.Spine(so.PortOf(mb, so.NICOf(lb))%so.Spines), topo.Links[path[k+2]].To, "%d → %d: spine port mod Spines", a, b)
 					}
 					require.Equal(t, want, tail, "%d → %d", a, b)
+				}
+			}
+		})
+	}
+}
+
+// TestEFASpinesSpread: a leaf spreads the NICs of every other leaf over
+// the spines — each spine reaches ⌊n/Spines⌋ or ⌈n/Spines⌉ of a leaf's n
+// NICs, exactly n/Spines when Spines divides n — whatever the device
+// numbering. Rail-optimised, the NICs of a rail are NIC k of every node,
+// devices k, k + node devices, …: a spine chosen by the destination
+// device's index mod Spines sent a rail's whole traffic to one spine when
+// Spines divided the node's devices (4 devices a node and 2 or 4 spines),
+// leaving the others idle.
+func TestEFASpinesSpread(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		g             hwarch.Generation
+		kind          Kind
+		nd, nodes     int
+		net           EFANetwork
+		ports, spines int
+	}{
+		{"trn2-rail-4x4-ports2-spines2", hwarch.Cayman, KindRing, 4, 4, RailOptimised, 2, 2},
+		{"trn2-rail-4x8-ports4-spines2", hwarch.Cayman, KindRing, 4, 8, RailOptimised, 4, 2},
+		{"trn2-rail-4x8-ports4-spines4", hwarch.Cayman, KindRing, 4, 8, RailOptimised, 4, 4},
+		{"trn2-rail-16x4-ports2-spines2", hwarch.Cayman, KindTorus2D, 16, 4, RailOptimised, 2, 2},
+		{"trn1-rail-16x4-ports2-spines2", hwarch.Sunda, KindTorus2D, 16, 4, RailOptimised, 2, 2},
+		{"trn2-rail-uneven-4x5-ports2-spines2", hwarch.Cayman, KindRing, 4, 5, RailOptimised, 2, 2},
+		{"trn2-fat-tree-4x4-ports4-spines4", hwarch.Cayman, KindRing, 4, 4, FatTree, 4, 4},
+		{"trn2-fat-tree-4x4-ports8-spines4", hwarch.Cayman, KindRing, 4, 4, FatTree, 8, 4},
+		{"trn1-fat-tree-16x2-ports4-spines2", hwarch.Sunda, KindTorus2D, 16, 2, FatTree, 4, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := efaParams(c.g, func(e *EFAParams) { e.Network, e.LeafPorts, e.Spines = c.net, c.ports, c.spines })
+			topo, err := BuildNodes(c.kind, c.g, c.nd*c.nodes, c.nodes, p)
+			require.NoError(t, err)
+			so := topo.Scale
+			require.Equal(t, c.spines, so.Spines)
+			require.Greater(t, so.Leaves, 1)
+			// The NICs of each leaf, by (node, NIC) and the device behind
+			// each (the first of its devices).
+			nicsOn := make([][][2]int, so.Leaves)
+			for m := range so.Nodes {
+				for k := range so.NICs {
+					nicsOn[so.LeafOf(m, k)] = append(nicsOn[so.LeafOf(m, k)], [2]int{m, k})
+				}
+			}
+			for from := range so.Leaves {
+				for to := range so.Leaves {
+					if from == to {
+						continue
+					}
+					per := make([]int, so.Spines)
+					for _, mk := range nicsOn[to] {
+						dst := mk[0]*c.nd + mk[1]*p.EFA.DevicesPerNIC
+						id := so.hop(so.Leaf(from), dst)
+						require.GreaterOrEqual(t, id, int32(0))
+						l := topo.Links[id]
+						require.Equal(t, "efa-spine", l.Group)
+						s := l.To - so.Spine(0)
+						require.Equal(t, so.SpineOf(mk[0], mk[1]), s)
+						per[s]++
+						// Every device of the NIC goes the same way.
+						for j := 1; j < p.EFA.DevicesPerNIC; j++ {
+							require.Equal(t, id, so.hop(so.Leaf(from), dst+j))
+						}
+					}
+					n := len(nicsOn[to])
+					for s, got := range per {
+						assert.GreaterOrEqual(t, got, n/so.Spines, "leaf %d → leaf %d: NICs through spine %d of %d", from, to, s, per)
+						assert.LessOrEqual(t, got, (n+so.Spines-1)/so.Spines, "leaf %d → leaf %d: NICs through spine %d of %d", from, to, s, per)
+					}
 				}
 			}
 		})
