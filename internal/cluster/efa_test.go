@@ -255,8 +255,8 @@ func timingSweep(t *testing.T, spec fabric.SystemSpec, nodes int, params *fabric
 // With the spine chosen by destination device index mod Spines, a rail's
 // traffic all went through one spine, whose link has 1/Spines of the
 // leaf's uplink bandwidth: rail-optimised, 4 nodes of 4 Trn2 devices on
-// leaves of 2 ports, 16 MiB took 819.5, 900.0 and 1570.4 µs with 1, 2 and
-// 4 spines.
+// leaves of 2 ports, 16 MiB took 831.5, 900.0 and 1570.4 µs with 1, 2 and
+// 4 spines (now 831.5, 831.5; 4 spines, more than the ports, 995.6).
 func TestEFAMoreSpinesNeverSlower(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds systems of up to 32 devices")
@@ -294,5 +294,42 @@ func TestEFAMoreSpinesNeverSlower(t *testing.T) {
 				prev = got
 			}
 		})
+	}
+}
+
+// TestEFATimeNonDecreasingInLatency: a collective across nodes takes no
+// less time when the EFA hop's latency grows. 4 nodes of 4 Trn2 devices,
+// 16 MiB hierarchical all-reduce, the minimal message's latency T from 5
+// to 12 µs by 100 ns (--efa-latency T). With the collective's 4-byte
+// semaphores booked in the links' calendars behind data chunks that reach
+// a link after them, T = 7.0, 7.2 µs took 807.58 µs and 7.3 µs 767.30 (9.0
+// µs 763.99): a semaphore that came a little later waited ~18 µs behind a
+// burst on the destination's NIC link, one that came earlier slipped
+// between its chunks.
+func TestEFATimeNonDecreasingInLatency(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 71 sweeps of a 16-device system")
+	}
+	g := hwarch.Cayman
+	tables, err := arch.For(g, arch.Options{Switch: switchOf(g)})
+	require.NoError(t, err)
+	names := func(fabric.EFASetting) string { return "latency" }
+	var prev float64
+	var prevT uint64
+	for T := uint64(5000); T <= 12000; T += 100 {
+		p := cluster.DefaultParams(g, tables)
+		ps := T * 1000
+		require.NoError(t, fabric.EFASettings{Nodes: 4, Latency: &ps}.Apply(&p, names))
+		res, err := cluster.RunSweeps(cluster.SweepSet{
+			Config:  cluster.Config{Generation: g, Nodes: 4, Switch: switchOf(g), Params: &p, TimingOnly: true},
+			Systems: []cluster.SweepSystem{{Devices: 16, Kind: fabric.KindRing, Sizes: []int64{16 << 20}}},
+			Sweep:   cluster.Sweep{Op: enc.AllReduce, Dtype: enc.Float32},
+		})
+		require.NoError(t, err)
+		got := res.Reports[0].Rows[0].TimeUS
+		if prevT > 0 {
+			assert.GreaterOrEqual(t, got, prev, "T %d ns: %.2f µs, below T %d ns: %.2f µs", T, got, prevT, prev)
+		}
+		prev, prevT = got, T
 	}
 }

@@ -557,3 +557,49 @@ func FuzzBuildNodes(f *testing.F) {
 		}
 	})
 }
+
+// TestControlWriteNotBehindLaterChunks: in the aware model a 4-byte write
+// (a semaphore) that reaches a busy EFA link while a burst of data writes
+// booked before it is crossing lands at its path's latency, as on an idle
+// system: it does not wait for the burst's chunks that reach the link
+// after it. Booked in the links' calendars, it waited for the whole burst
+// (16 writes of 64 KiB ahead of it on the destination's NIC link: ~40 µs
+// at 25 GB/s), or slipped into a gap between two chunks when it came a
+// little earlier — which made a collective's time fall as the EFA latency
+// rose. The data still lands as it did without it.
+func TestControlWriteNotBehindLaterChunks(t *testing.T) {
+	const burst, size = 16, 64 << 10
+	for _, c := range []struct {
+		name   string
+		offset uint64 // when the semaphore starts, after the burst
+	}{
+		{"at-once", 0},
+		{"1us-later", 1000 * ns},
+		{"5us-later", 5000 * ns},
+		{"20us-later", 20000 * ns},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// 2 nodes of 2 Trn2 devices on one fat-tree leaf: devices 0
+			// and 1 (node 0) both send to device 2 (node 1) through
+			// their own NICs, sharing the leaf's link down to device 2's
+			// NIC and that NIC's link to it.
+			p := efaParams(hwarch.Cayman, func(e *EFAParams) { e.Network = FatTree })
+			cfg := Config{Generation: hwarch.Cayman, Devices: 4, Nodes: 2, Kind: KindRing, Params: &p, TimingOnly: true, Ready: true}
+			idle, err := New(cfg)
+			require.NoError(t, err)
+			const start = 1000 * ns
+			latency := landPS(t, idle, 0, 2, 4, 0, 0x10000, start) - start
+
+			s, err := New(cfg)
+			require.NoError(t, err)
+			done := flows(t, s, [][2]int{{1, 2}}, burst, size)[0]
+			ref, err := New(cfg)
+			require.NoError(t, err)
+			alone := flows(t, ref, [][2]int{{1, 2}}, burst, size)[0]
+			require.Equal(t, alone, done)
+			require.Greater(t, done, uint64(40000*ns), "the burst keeps device 2's links busy ~40 µs")
+			got := landPS(t, s, 0, 2, 4, 0, 0x10000, start+c.offset) - (start + c.offset)
+			assert.Equal(t, latency, got, "the semaphore takes its path's latency")
+		})
+	}
+}

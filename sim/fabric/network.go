@@ -111,7 +111,45 @@ func (s *System) timingAfter(path []int, n int, before, start, sent uint64, hops
 	if p.Model == Free {
 		return s.cutThrough(path, n, now, start, sent, hops)
 	}
+	if n <= ControlBytes && before == 0 {
+		return s.control(path, n, sent, hops)
+	}
 	return s.storeAndForward(path, n, before, now, start, sent, hops)
+}
+
+// ControlBytes is the largest write the aware model treats as a control
+// write (a semaphore increment or flag: the runtime's are 4 bytes), which
+// is not booked in the links' calendars (System.control).
+const ControlBytes = 8
+
+// control times a control write in the aware model: it crosses each link
+// of its path at its arrival, taking its own serialisation (a few ps) and
+// the link's delay, without waiting for the chunks booked there (its
+// bytes are counted). The calendars hold the chunks other writes booked
+// ahead, including chunks that reach the link after the control write:
+// booked behind them — the first gap that held it — a 4-byte semaphore
+// that arrived a few hundred ns after a burst of data writes was booked
+// waited for all of them, tens of µs, while one that came a little earlier
+// slipped into a gap between their chunks, so a larger latency could move
+// a collective's credits ahead of the data and make it faster (docs/
+// fabric.md §Models, "Control writes"). The writes of one path still land
+// in order (inOrder): a semaphore never lands before the data written
+// before it on its path.
+func (s *System) control(path []int, n int, sent uint64, hops *[]uint64) (injected, lands uint64) {
+	t := sent
+	for i, id := range path {
+		busy := s.busyOf(id, uint64(n))
+		s.st.Links[id].count(uint64(n), busy)
+		if hops != nil {
+			*hops = append(*hops, t)
+		}
+		end := addTime(t, busy)
+		if i == 0 {
+			injected = end
+		}
+		t = addTime(end, s.hopDelay[id])
+	}
+	return injected, addTime(t, s.p.Endpoint)
 }
 
 // cutThrough is the contention-free model: the write goes at its path's
