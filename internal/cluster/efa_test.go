@@ -333,3 +333,71 @@ func TestEFATimeNonDecreasingInLatency(t *testing.T) {
 		prev, prevT = got, T
 	}
 }
+
+// TestSpinesNote: a sweep across nodes whose spines carried nothing says
+// why (cluster.SpinesKey), so that efa-spine's 0 % — or its absence — is
+// not read as spines to spare: no spines (one leaf holds every NIC),
+// rail-optimised with each rail on one leaf (the default shape of a few
+// nodes: its two spines are built and never used), or every write between
+// nodes within a leaf; a sweep whose writes crossed the spines, or of one
+// node, has no note.
+func TestSpinesNote(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds systems of up to 16 devices")
+	}
+	g := hwarch.Cayman
+	tables, err := arch.For(g, arch.Options{Switch: switchOf(g)})
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name  string
+		nodes int
+		net   fabric.EFANetwork
+		ports int
+		op    enc.Op
+		want  string // a part of the note; "" for none
+	}{
+		{"one-node", 1, fabric.RailOptimised, 64, enc.AllReduce, ""},
+		{"fat-tree-one-leaf", 4, fabric.FatTree, 64, enc.AllReduce, "none: one leaf of 64 ports holds all 16 NICs (4 nodes × 4)"},
+		{"rail-each-rail-one-leaf", 2, fabric.RailOptimised, 64, enc.AllReduce, "rail-optimised, each rail's 2 nodes fit one leaf of 64 ports"},
+		{"rail-each-rail-one-leaf-alltoall", 4, fabric.RailOptimised, 4, enc.AllToAll, "rail-optimised, each rail's 4 nodes fit one leaf of 4 ports"},
+		{"rail-across-leaves", 4, fabric.RailOptimised, 2, enc.AllToAll, ""},
+		{"fat-tree-across-leaves", 4, fabric.FatTree, 4, enc.AllReduce, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := cluster.DefaultParams(g, tables)
+			p.EFA.Network, p.EFA.LeafPorts = c.net, c.ports
+			res, err := cluster.RunSweeps(cluster.SweepSet{
+				Config:  cluster.Config{Generation: g, Nodes: c.nodes, Switch: switchOf(g), Params: &p, TimingOnly: true},
+				Systems: []cluster.SweepSystem{{Devices: 4 * c.nodes, Kind: fabric.KindRing, Sizes: []int64{1 << 20}}},
+				Sweep:   cluster.Sweep{Op: c.op, Dtype: enc.Float32},
+			})
+			require.NoError(t, err)
+			rep := res.Reports[0]
+			got, ok := rep.Extra[cluster.SpinesKey].(string)
+			if c.want == "" {
+				assert.False(t, ok, "no note: %q", got)
+				return
+			}
+			require.True(t, ok, "a note")
+			assert.Contains(t, got, c.want)
+			u, ok := cluster.LinkUsageOf(rep)
+			require.True(t, ok)
+			for _, cl := range u[0].Classes {
+				if cl.Class == "efa-spine" {
+					assert.Zero(t, cl.Bytes, "the spines carried nothing")
+				}
+			}
+		})
+	}
+	// A network of spines whose collective kept every write in a leaf (the
+	// shape alone does not say so): the general note.
+	p := fabric.DefaultParams(g)
+	p.EFA.Network, p.EFA.LeafPorts = fabric.FatTree, 4
+	topo, err := fabric.BuildNodes(fabric.KindRing, g, 16, 4, p)
+	require.NoError(t, err)
+	idle := cluster.LinkUsage{{Size: 1, Classes: []cluster.LinkClass{{Class: "efa-nic", Bytes: 8}, {Class: "efa-spine"}}}}
+	assert.Contains(t, cluster.SpinesNote(topo.Scale, idle), "every write between nodes stayed within one leaf of 4 ports")
+	idle[0].Classes[1].Bytes = 1
+	assert.Empty(t, cluster.SpinesNote(topo.Scale, idle))
+	assert.Empty(t, cluster.SpinesNote(nil, nil))
+}

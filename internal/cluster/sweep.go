@@ -29,7 +29,9 @@ type Sweep struct {
 // reference. The report's Extra names the system and holds, under
 // LinkUsageKey, the link use of every size (LinkUsage): the fabric's link
 // counters over each collective, by class; and under RingOrderKey, where
-// its rings ran in an order worth telling, that order (NoteRingOrder).
+// its rings ran in an order worth telling, that order (NoteRingOrder); and
+// under SpinesKey, on a system of nodes whose spines carried nothing, why
+// (SpinesNote).
 func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 	ranks := c.Ranks()
 	given := sw.Options.RingOrder
@@ -72,6 +74,9 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 		sw.Progress.Step()
 	}
 	rep.Extra[LinkUsageKey] = usage
+	if n := SpinesNote(c.System.Topology().Scale, usage); n != "" {
+		rep.Extra[SpinesKey] = n
+	}
 	rep.Extra[TimeResolutionKey] = TimeResolutionNote(resolution)
 	NoteFlatRing(rep, nodes, sw.Options.Channels, nics)
 	NoteRingOrder(rep, c.cfg.RingOrder(), given, c.cfg.RankOrderRings)
