@@ -603,3 +603,23 @@ func TestControlWriteNotBehindLaterChunks(t *testing.T) {
 		})
 	}
 }
+
+// TestControlWriteBookedInParityMode: in the parity mode (ideal endpoints)
+// a 4-byte write is a message like any other, stored and forwarded through
+// the links' FIFOs as the analytical contention-aware backend has it: sent
+// while a burst crosses its path, it lands later than on an idle system.
+func TestControlWriteBookedInParityMode(t *testing.T) {
+	const burst, size = 16, 64 << 10
+	p := efaParams(hwarch.Cayman, func(e *EFAParams) { e.Network = FatTree }).WithIdealEndpoints()
+	cfg := Config{Generation: hwarch.Cayman, Devices: 4, Nodes: 2, Kind: KindRing, Params: &p, TimingOnly: true, Ready: true}
+	idle, err := New(cfg)
+	require.NoError(t, err)
+	const start = 1000 * ns
+	latency := landPS(t, idle, 0, 2, 4, 0, 0x10000, start) - start
+	s, err := New(cfg)
+	require.NoError(t, err)
+	flows(t, s, [][2]int{{1, 2}}, burst, size)
+	const later = start + 20000*ns // the burst is crossing device 2's links
+	got := landPS(t, s, 0, 2, 4, 0, 0x10000, later) - later
+	assert.Greater(t, got, latency, "behind the burst in the parity mode's FIFOs")
+}

@@ -111,7 +111,7 @@ func (s *System) timingAfter(path []int, n int, before, start, sent uint64, hops
 	if p.Model == Free {
 		return s.cutThrough(path, n, now, start, sent, hops)
 	}
-	if n <= ControlBytes && before == 0 {
+	if n <= ControlBytes && before == 0 && p.Endpoints != EndpointsIdeal {
 		return s.control(path, n, sent, hops)
 	}
 	return s.storeAndForward(path, n, before, now, start, sent, hops)
@@ -119,7 +119,10 @@ func (s *System) timingAfter(path []int, n int, before, start, sent uint64, hops
 
 // ControlBytes is the largest write the aware model treats as a control
 // write (a semaphore increment or flag: the runtime's are 4 bytes), which
-// is not booked in the links' calendars (System.control).
+// is not booked in the links' calendars (System.control) — except in the
+// parity mode (EndpointsIdeal), where every message, however small, is
+// stored and forwarded through the links' FIFOs as the analytical
+// contention-aware backend has it.
 const ControlBytes = 8
 
 // control times a control write in the aware model: it crosses each link
