@@ -143,6 +143,11 @@ func TestFieldSyntax(t *testing.T) {
 		{"nop engine=pe imm0=f32(-inf) imm1=f32(0x1p-3)", func(r *isa.Record) { r.Imm0, r.Imm1 = 0xFF80_0000, 0x3E00_0000 }},
 		{"nop engine=pe imm0=f32(NaN) imm1=f32(-0)", func(r *isa.Record) { r.Imm0, r.Imm1 = 0x7FC0_0000, 0x8000_0000 }},
 		{"nop engine=pe imm0=f32(1e-45)", func(r *isa.Record) { r.Imm0 = 1 }},
+		// Rounded to the nearest fp32: into the denormals, up to the largest.
+		{"nop engine=pe imm0=f32(0x1.0000001p-150) imm1=f32(-0x1p-149)", func(r *isa.Record) { r.Imm0, r.Imm1 = 1, 0x8000_0001 }},
+		{"nop engine=pe imm0=f32(3.4028235e38) imm1=f32(0x1.fffffep127)", func(r *isa.Record) { r.Imm0, r.Imm1 = 0x7F7F_FFFF, 0x7F7F_FFFF }},
+		{"nop engine=pe imm0=f32(0x0p-2000) imm1=f32(-0e-900)", func(r *isa.Record) { r.Imm0, r.Imm1 = 0, 0x8000_0000 }},
+		{"nop engine=pe imm0=f32(0xep-140)", func(r *isa.Record) { r.Imm0 = math.Float32bits(0xep-140) }},
 		{"\t nop \t engine=pe\r", func(*isa.Record) {}},
 		{"nop engine=pe ; a comment with = and [", func(*isa.Record) {}},
 		{"nop engine=pe# another", func(*isa.Record) {}},
@@ -210,7 +215,14 @@ func TestErrors(t *testing.T) {
 		{"imm range", "nop engine=pe imm0=0x100000000", "prog.s:1:20: immediate 0x100000000 out of range (want -2147483648..0xffffffff)"},
 		{"imm negative range", "nop engine=pe imm1=-2147483649", "prog.s:1:20: immediate -2147483649 out of range"},
 		{"f32 range", "nop engine=pe imm0=f32(1e39)", "prog.s:1:24: \"1e39\" is out of fp32 range"},
-		{"f32 underflow", "nop engine=pe imm0=f32(1e-50)", "prog.s:1:24: \"1e-50\" is too small for fp32 (it would be 0)"}, // once silently 0
+		{"f32 underflow", "nop engine=pe imm0=f32(1e-50)", "prog.s:1:24: \"1e-50\" is too small for fp32 (it would round to 0"},                    // once silently 0
+		{"f32 hex underflow, digit e", "nop engine=pe imm0=f32(0xep-200)", "prog.s:1:24: \"0xep-200\" is too small for fp32 (it would round to 0"}, // once silently 0
+		{"f32 hex underflow, digit a", "nop engine=pe imm0=f32(-0xAp-200)", "prog.s:1:24: \"-0xAp-200\" is too small for fp32"},
+		{"f32 hex underflow, 0e digits", "nop engine=pe imm0=f32(0x0ep-160)", "prog.s:1:24: \"0x0ep-160\" is too small for fp32"},
+		{"f32 half the smallest", "nop engine=pe imm0=f32(0x1p-150)", "prog.s:1:24: \"0x1p-150\" is too small for fp32"},
+		{"f32 decimal under half the smallest", "nop engine=pe imm1=f32(7e-46)", "prog.s:1:24: \"7e-46\" is too small for fp32"},
+		{"f32 hex overflow", "nop engine=pe imm0=f32(0x1p128)", "prog.s:1:24: \"0x1p128\" is out of fp32 range (it would round to ±Inf"},
+		{"f32 just past the largest", "nop engine=pe imm0=f32(-3.40282357e38)", "prog.s:1:24: \"-3.40282357e38\" is out of fp32 range"},
 		{"f32 underscores", "nop engine=pe imm0=f32(1_000)", "prog.s:1:24: want an fp32 literal in f32(...), got \"1_000\" (no underscores)"},
 		{"f32 syntax", "nop engine=pe imm0=f32(one)", "prog.s:1:24: want an fp32 literal in f32(...), got \"one\""},
 		{"f32 unclosed", "nop engine=pe imm0=f32(1", "prog.s:1:25: want ')' to close f32("},

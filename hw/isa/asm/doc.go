@@ -53,7 +53,13 @@
 // not checked: wait=sem_incr(1,1) encodes what it says.
 //
 // FLOAT is anything strconv.ParseFloat accepts (1, -0.5, 1e-3, 0x1p-4, inf,
-// -Inf, nan) that fits fp32; its fp32 bit pattern is stored.
+// -Inf, nan) without underscores that fits fp32; its fp32 bit pattern is
+// stored. A literal fp32 cannot hold exactly is rounded to the nearest fp32
+// (ties to even), a denormal included (1e-45 is 0x1p-149), but a literal
+// that would round to ±Inf (past 0x1.fffffep127, e.g. 1e39 or 0x1p128) or a
+// non-zero literal that would round to zero (below half of 0x1p-149, e.g.
+// 1e-50 or 0xep-200) is an error naming the literal and its column: write
+// inf, or 0, for those.
 //
 // Examples:
 //

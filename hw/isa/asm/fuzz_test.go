@@ -56,6 +56,8 @@ func FuzzAssemble(f *testing.F) {
 	f.Add(".engine dve\ntensor_tensor op=add dst=sbuf[4:16,0]:fp32[8/16,16/1] src0=sbuf[4:16,0x400]:fp32[8,16] src1=sbuf[4,0x800]:fp32 ; c\n")
 	f.Add(".record " + string(bytes.Repeat([]byte("ab"), isa.RecordSize)) + "\n")
 	f.Add("nop engine=pe dst=sbuf[0:1,0]:int8[2,256,256]\nnop\n")
+	f.Add("nop engine=pe imm0=f32(0xep-200) imm1=f32(0x1p128)\n")
+	f.Add("nop engine=pe imm0=f32(-0x0ep-160) imm1=f32(0x1.0000001p-150)\n")
 	f.Fuzz(func(t *testing.T, src string) {
 		bin, err := Assemble("fuzz.s", []byte(src))
 		if err != nil {

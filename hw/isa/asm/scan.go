@@ -360,12 +360,12 @@ func (c *cursor) imm() (uint32, *Error) {
 		if err == nil && strings.ContainsRune(text, '_') {
 			return 0, c.errf(at, "want an fp32 literal in f32(...), got %q (no underscores)", text)
 		}
-		if err == nil && f == 0 && strings.ContainsAny(strings.SplitN(strings.ToLower(text), "e", 2)[0], "123456789") {
-			return 0, c.errf(at, "%q is too small for fp32 (it would be 0)", text)
+		if err == nil && f == 0 && nonzeroLiteral(text) {
+			return 0, c.errf(at, "%q is too small for fp32 (it would round to 0; the smallest is 0x1p-149)", text)
 		}
 		if err != nil {
 			if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
-				return 0, c.errf(at, "%q is out of fp32 range", text)
+				return 0, c.errf(at, "%q is out of fp32 range (it would round to ±Inf; the largest is 0x1.fffffep127); write inf for an infinity", text)
 			}
 			return 0, c.errf(at, "want an fp32 literal in f32(...), got %q", text)
 		}
@@ -383,4 +383,21 @@ func (c *cursor) imm() (uint32, *Error) {
 		}
 	}
 	return uint32(v), e
+}
+
+// nonzeroLiteral reports whether a literal strconv.ParseFloat accepted
+// names a value other than zero: whether its significand (the digits
+// before the exponent, "e" of a decimal, "p" of a 0x hex literal) has a
+// digit other than 0. A hex significand's digits include a..f, and its
+// exponent starts at "p", not at an "e" digit.
+func nonzeroLiteral(text string) bool {
+	s := strings.ToLower(strings.TrimLeft(text, "+-"))
+	digits := "123456789"
+	if rest, ok := strings.CutPrefix(s, "0x"); ok {
+		s, _, _ = strings.Cut(rest, "p")
+		digits += "abcdef"
+	} else {
+		s, _, _ = strings.Cut(s, "e")
+	}
+	return strings.ContainsAny(s, digits)
 }
