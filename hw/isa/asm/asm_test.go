@@ -240,6 +240,10 @@ func TestErrors(t *testing.T) {
 		{"aux", "nop engine=pe aux=65536", "prog.s:1:19: aux 65536 out of range (want 0..65535)"},
 		{"aux trailing", "nop engine=pe aux=1)", "prog.s:1:20: unexpected \")\" after the aux"},
 		{"line too long", "nop engine=pe ;" + strings.Repeat("x", MaxLineLen), "prog.s:1:4097: line too long (4111 bytes; at most 4096)"},
+		// The records after a too-long .engine line are not also blamed for
+		// having no engine.
+		{"engine line too long", ".engine pe ;" + strings.Repeat("x", MaxLineLen) + "\nnop last\nnop\n", "prog.s:1:4097: line too long (4108 bytes; at most 4096)"},
+		{"CR-LF line too long", ".engine pe ;" + strings.Repeat("x", MaxLineLen-11) + "\r\nnop last\r\n", "prog.s:1:4097: line too long (4097 bytes; at most 4096)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -346,4 +350,29 @@ func TestDisassembleLength(t *testing.T) {
 	text, err := Disassemble(nil)
 	require.NoError(t, err)
 	assert.Empty(t, text)
+}
+
+// TestLineEnds: a line of MaxLineLen bytes assembles whatever ends it (LF,
+// CR-LF, the end of the file); its CR is not one of its bytes.
+func TestLineEnds(t *testing.T) {
+	full := ".engine pe ;" + strings.Repeat("x", MaxLineLen-12)
+	require.Len(t, full, MaxLineLen)
+	rec := "nop last ;" + strings.Repeat("y", MaxLineLen-10)
+	tests := []struct {
+		name, src string
+		records   int
+	}{
+		{"LF", full + "\n" + rec + "\n", 1},
+		{"CR-LF", full + "\r\n" + rec + "\r\n", 1},
+		{"CR-LF, no end on the last line", full + "\r\n" + rec, 1},
+		{"CR at the end of the file", full + "\r\n" + rec + "\r", 1},
+		{"CR-LF blank lines", "\r\n" + full + "\r\n\r\n" + rec + "\r\n" + rec + "\r\n", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bin, err := Assemble("prog.s", []byte(tt.src))
+			require.NoError(t, err)
+			assert.Len(t, bin, tt.records*isa.RecordSize)
+		})
+	}
 }

@@ -80,7 +80,10 @@
 // field given twice, a record before any engine is known. Errors carry the
 // line and the byte column (both from 1) and say what was expected;
 // Assemble reports up to MaxErrors of them. A line is at most MaxLineLen
-// bytes and a program at most MaxRecords records.
+// bytes, not counting its end (LF or CR-LF: a CR before the LF, or at the
+// end of the file, is not one of the line's bytes), and a program at most
+// MaxRecords records. A line too long is one error: the records after a too
+// long .engine line are not also blamed for having no engine.
 //
 // # Disassembly
 //

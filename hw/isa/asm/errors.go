@@ -8,7 +8,7 @@ import (
 // Limits of the assembler, so hostile input cannot make it allocate without
 // bound.
 const (
-	MaxLineLen = 4096     // bytes in one source line, comment included
+	MaxLineLen = 4096     // bytes in one source line, comment included, line end (LF or CR-LF) not
 	MaxRecords = 1 << 20  // records in one program (64 MiB of binary)
 	MaxErrors  = 10       // errors Assemble collects before it stops
 	MaxSource  = 64 << 20 // bytes in one source file, as the commands and scenarios read it

@@ -2,6 +2,7 @@ package asm
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/neuronsim/neuronsim/hw/isa"
@@ -57,6 +58,8 @@ func FuzzAssemble(f *testing.F) {
 	f.Add(".record " + string(bytes.Repeat([]byte("ab"), isa.RecordSize)) + "\n")
 	f.Add("nop engine=pe dst=sbuf[0:1,0]:int8[2,256,256]\nnop\n")
 	f.Add("nop engine=pe imm0=f32(0xep-200) imm1=f32(0x1p128)\n")
+	f.Add(".engine pe ;" + strings.Repeat("x", MaxLineLen-11) + "\r\nnop last\r\n")
+	f.Add(".engine pe ;" + strings.Repeat("x", MaxLineLen-12) + "\r\nnop last\r")
 	f.Add("nop engine=pe imm0=f32(-0x0ep-160) imm1=f32(0x1.0000001p-150)\n")
 	f.Fuzz(func(t *testing.T, src string) {
 		bin, err := Assemble("fuzz.s", []byte(src))

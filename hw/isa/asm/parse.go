@@ -29,9 +29,14 @@ func Assemble(name string, src []byte) ([]byte, error) {
 		} else {
 			text = ""
 		}
+		// A CR-LF line end is a line end: its CR is no byte of the line.
+		l = strings.TrimSuffix(l, "\r")
 		if len(l) > MaxLineLen {
 			if fail(line, &Error{Col: MaxLineLen + 1, Msg: fmt.Sprintf("line too long (%d bytes; at most %d)", len(l), MaxLineLen)}) {
 				break
+			}
+			if toks := tokenize(l[:MaxLineLen]); len(toks) > 0 && toks[0].s == ".engine" {
+				haveEng = true // as for a bad .engine: the records after it are not engineless
 			}
 			continue
 		}
