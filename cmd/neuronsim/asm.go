@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -104,19 +105,36 @@ func newDisasmCommand() *cobra.Command {
 			return fmt.Errorf("%s: %w", in, err)
 		}
 		n := len(bin) / isa.RecordSize
-		text = fmt.Sprintf("; %s: %s (%d bytes)\n", filepath.Base(in), units.Plural(int64(n), "record", "records"), len(bin)) + text
+		head := disasmHeader(in, n, len(bin))
 		if out == "" {
-			_, err := io.WriteString(cmd.OutOrStdout(), text)
+			_, err := io.WriteString(cmd.OutOrStdout(), head+text)
 			return err
 		}
 		if err := checkNotInputs([2]string{"-o", out}, [2]string{"the program", in}); err != nil {
 			return err
 		}
-		if err := output.WriteFile(out, []byte(text)); err != nil {
+		buf := make([]byte, 0, len(head)+len(text)) // one copy of the text, not two
+		if err := output.WriteFile(out, append(append(buf, head...), text...)); err != nil {
 			return err
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "disassembled %s (%d bytes) to %s\n", units.Plural(int64(n), "record", "records"), len(bin), out)
 		return nil
 	}
 	return cmd
+}
+
+// disasmHeader is the comment line disasm writes before the records: the
+// file's base name, cut to 255 bytes and quoted if it holds a control
+// character (a newline would end the comment), invalid UTF-8, a quote or a
+// backslash, so that the line is well within asm.MaxLineLen and asm reads
+// it back as a comment.
+func disasmHeader(path string, records, size int) string {
+	name := filepath.Base(path)
+	if len(name) > 255 {
+		name = name[:255] + "…"
+	}
+	if q := strconv.Quote(name); q != `"`+name+`"` {
+		name = q
+	}
+	return fmt.Sprintf("; %s: %s (%d bytes)\n", name, units.Plural(int64(records), "record", "records"), size)
 }

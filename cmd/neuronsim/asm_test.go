@@ -10,6 +10,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	hwisa "github.com/neuronsim/neuronsim/hw/isa"
+	"github.com/neuronsim/neuronsim/hw/isa/asm"
 )
 
 // runAsmCLI is runCLI with the asm and disasm commands in the tree (added
@@ -124,4 +127,71 @@ func TestDisasmEmptyAndDefaultOutput(t *testing.T) {
 	out, err = runAsmCLI(t, "disasm", src+".bin")
 	require.NoError(t, err)
 	assert.Equal(t, "; one.bin: 1 record (64 bytes)\n.engine sp\nnop last\n", out)
+}
+
+// TestAsmDisasmLargestProgram: the disassembly of the largest program
+// disasm reads (asm.MaxRecords records, each of about the longest readable
+// form, the engine changing at every record) is a source asm reads, and
+// assembles back to the same bytes. Once MaxSource (64 MiB) was far below
+// what disasm wrote for it (about 370 MiB).
+func TestAsmDisasmLargestProgram(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and reads a 64 MiB program and its 370 MiB text")
+	}
+	long := "activation engine=act acc last op=sigmoid wait=sem_incr(255,65535) signal=sem_decr(255,65535)" +
+		" dst=psum[127:255,0xffffff]:fp4_e2m1fn_x4[65535/-32768,65535/-32768,65535/-32768]" +
+		" src0=psum[127:255,0xffffff]:fp8_e4m3fn_x4[65535/-32768,65535/-32768,65535/-32768]" +
+		" src1=psum[127,0xffffff]:fp8_e5m2_x4 imm0=f32(-1.1754944e-38) imm1=f32(-3.4028235e+38) aux=65535"
+	rec, err := asm.ParseRecord(long)
+	require.NoError(t, err)
+	require.Equal(t, long, asm.FormatRecord(rec[:]), "the record is written in its readable form")
+	dir := t.TempDir()
+	bin := make([]byte, 0, asm.MaxRecords*hwisa.RecordSize)
+	for i := 0; i < asm.MaxRecords; i++ {
+		rec[1] = byte(hwisa.ACT) + byte(i%2)*byte(hwisa.POOL-hwisa.ACT) // .engine at every record
+		bin = append(bin, rec[:]...)
+	}
+	prog := filepath.Join(dir, "largest.bin")
+	require.NoError(t, os.WriteFile(prog, bin, 0o644))
+	text, again := filepath.Join(dir, "largest.s"), filepath.Join(dir, "again.bin")
+	_, err = runAsmCLI(t, "disasm", prog, "-o", text)
+	require.NoError(t, err)
+	fi, err := os.Stat(text)
+	require.NoError(t, err)
+	assert.Greater(t, fi.Size(), int64(350<<20), "the text is about the largest disasm writes")
+	assert.LessOrEqual(t, fi.Size(), int64(asm.MaxSource))
+	_, err = runAsmCLI(t, "asm", text, "-o", again)
+	require.NoError(t, err)
+	back, err := os.ReadFile(again)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(bin, back), "assembled back to the same bytes")
+}
+
+// TestDisasmHeaderName: disasm's header comment stays one line of a
+// source asm reads, whatever the binary's name.
+func TestDisasmHeaderName(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct{ name, want string }{
+		{"plain.bin", "; plain.bin: 1 record (64 bytes)\n"},
+		{"new\nline.bin", "; \"new\\nline.bin\": 1 record (64 bytes)\n"},
+		{"cr\rnop last.bin", "; \"cr\\rnop last.bin\": 1 record (64 bytes)\n"},
+		{strings.Repeat("n", 250) + ".bin", "; " + strings.Repeat("n", 250) + ".bin: 1 record (64 bytes)\n"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.ReplaceAll(tt.name[:min(len(tt.name), 20)], "\n", "_"), func(t *testing.T) {
+			prog := filepath.Join(dir, tt.name)
+			require.NoError(t, os.WriteFile(prog, make([]byte, hwisa.RecordSize), 0o644))
+			text := filepath.Join(dir, "out.s")
+			_, err := runAsmCLI(t, "disasm", prog, "-o", text)
+			require.NoError(t, err)
+			got, err := os.ReadFile(text)
+			require.NoError(t, err)
+			assert.True(t, strings.HasPrefix(string(got), tt.want), "%q", got)
+			_, err = runAsmCLI(t, "asm", text, "-o", filepath.Join(dir, "out.bin"))
+			require.NoError(t, err)
+			back, err := os.ReadFile(filepath.Join(dir, "out.bin"))
+			require.NoError(t, err)
+			assert.Equal(t, make([]byte, hwisa.RecordSize), back)
+		})
+	}
 }

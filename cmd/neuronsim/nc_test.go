@@ -134,7 +134,7 @@ func TestProgramFilesBounded(t *testing.T) {
 	}{
 		{[]string{"validate", big}, "a program holds at most 1048576 records"},
 		{[]string{"exec", big}, "a program holds at most 1048576 records"},
-		{[]string{"asm", bigSource}, bigSource + ": more than 67108864 bytes; asm reads sources up to 64 MiB"},
+		{[]string{"asm", bigSource}, bigSource + ": more than 403701760 bytes; " + asm.MaxSourceWhy},
 		{[]string{"validate", fifo}, fifo + ": is a FIFO (named pipe), not a regular file"},
 		{[]string{"exec", fifo}, fifo + ": is a FIFO (named pipe), not a regular file"},
 		{[]string{"asm", fifo}, fifo + ": is a FIFO (named pipe), not a regular file"},

@@ -18,7 +18,7 @@ import (
 
 // readProgram reads a program: a .s file is assembled, anything else is
 // taken as binary records. Both are bounded as asm and disasm bound them
-// (a source of 64 MiB, a program of asm.MaxRecords records); whether the
+// (a source of asm.MaxSource bytes, a program of asm.MaxRecords records); whether the
 // bytes are whole records is the runtime's to say (program.Split, the
 // validators).
 func readProgram(path string) ([]byte, error) {

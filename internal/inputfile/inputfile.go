@@ -47,7 +47,7 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Read returns the contents of the regular file at path, of at most limit
 // bytes; why says what the limit is for, in the refusal of a larger file
-// ("PATH: more than N bytes; WHY"), e.g. "asm reads sources up to 64 MiB".
+// ("PATH: more than N bytes; WHY"), e.g. "a program holds at most 1048576 records".
 // A missing or unreadable file's error is the *fs.PathError of os.Stat or
 // os.Open (errors.Is(err, fs.ErrNotExist) holds for a missing one).
 func Read(path string, limit int64, why string) ([]byte, error) {

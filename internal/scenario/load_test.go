@@ -92,7 +92,7 @@ func TestProgramFilesBounded(t *testing.T) {
 	}{
 		{"fifo", "fifo.s", inputfile.ErrNotRegular, "steps[0] (validate): " + fifo + ": is a FIFO (named pipe), not a regular file"},
 		{"device", os.DevNull, inputfile.ErrNotRegular, "steps[0] (validate): " + os.DevNull + ": is a character device, not a regular file"},
-		{"past 64 MiB", "big.s", inputfile.ErrTooLarge, "steps[0] (validate): " + big + ": more than 67108864 bytes; asm reads sources up to 64 MiB"},
+		{"past MaxSource", "big.s", inputfile.ErrTooLarge, "steps[0] (validate): " + big + ": more than 403701760 bytes; " + asm.MaxSourceWhy},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			built := countBuilds(t)
@@ -113,7 +113,7 @@ func TestProgramFilesBounded(t *testing.T) {
 	require.NoError(t, err)
 	_, err = p.Run(Options{OutDir: t.TempDir()})
 	require.ErrorIs(t, err, inputfile.ErrTooLarge)
-	assert.Contains(t, err.Error(), "big.s: more than 67108864 bytes")
+	assert.Contains(t, err.Error(), "big.s: more than 403701760 bytes")
 }
 
 // TestSnapshotFilesRegular: a snapshot to restore that is a FIFO or a

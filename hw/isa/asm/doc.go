@@ -100,5 +100,7 @@
 // imm0 of tensor_scalar and memset with a float dst dtype) and X reproduces
 // the bits. So Assemble(Disassemble(bin)) == bin for every bin whose length
 // is a multiple of 64 (up to MaxRecords records), and disassembling that
-// again gives the same text.
+// again gives the same text. Disassemble writes at most MaxRecordText bytes
+// a record, so the text of MaxRecords records fits in MaxSource, what the
+// commands read of a source.
 package asm

@@ -8,15 +8,28 @@ import (
 // Limits of the assembler, so hostile input cannot make it allocate without
 // bound.
 const (
-	MaxLineLen = 4096     // bytes in one source line, comment included, line end (LF or CR-LF) not
-	MaxRecords = 1 << 20  // records in one program (64 MiB of binary)
-	MaxErrors  = 10       // errors Assemble collects before it stops
-	MaxSource  = 64 << 20 // bytes in one source file, as the commands and scenarios read it
+	MaxLineLen = 4096    // bytes in one source line, comment included, line end (LF or CR-LF) not
+	MaxRecords = 1 << 20 // records in one program (64 MiB of binary)
+	MaxErrors  = 10      // errors Assemble collects before it stops
+	// MaxRecordText is the most bytes Disassemble writes for one record:
+	// its line and newline, and the blank line and ".engine NAME" line of
+	// an engine change before it. A record whose readable form is longer
+	// (none is: the longest is about 360 bytes) is written as ".record HEX".
+	MaxRecordText = 384
+	// MaxSource is the most bytes in one source file, as the commands and
+	// scenarios read it: what Disassemble writes for MaxRecords records,
+	// and a header line of `neuronsim disasm`, fit, so that the
+	// disassembly of any program assembles back.
+	MaxSource = 385 << 20
 )
+
+// The disassembly of the largest program, and a header line, fit in
+// MaxSource (a negative constant does not convert to uint).
+const _ = uint(MaxSource - MaxRecords*MaxRecordText - (MaxLineLen + 1))
 
 // MaxSourceWhy says what MaxSource is, for the refusal of a larger source
 // file.
-const MaxSourceWhy = "asm reads sources up to 64 MiB"
+const MaxSourceWhy = "asm reads sources up to 385 MiB (the disassembly of the largest program)"
 
 // Error is one assembly error: where it is and what was expected.
 type Error struct {

@@ -63,6 +63,11 @@ func FormatRecord(b []byte) string {
 
 func rawRecord(b []byte) string { return ".record " + hex.EncodeToString(b) }
 
+// maxReadable is the longest readable line Disassemble and FormatRecord
+// write: with its newline and an engine change before it
+// ("\n.engine pool\n"), MaxRecordText.
+const maxReadable = MaxRecordText - 1 - len("\n.engine pool\n")
+
 // readable formats the record in the text syntax, with or without its
 // engine= field, and reports whether that text assembles back to b exactly.
 func readable(b []byte, withEngine bool) (string, bool) {
@@ -119,6 +124,9 @@ func readable(b []byte, withEngine bool) (string, bool) {
 		sb.WriteString(" aux=" + strconv.Itoa(int(r.Aux)))
 	}
 	line := sb.String()
+	if len(line) > maxReadable {
+		return "", false // not reached; keeps Disassemble within MaxRecordText a record
+	}
 	// The checks above should make this hold; verifying makes it certain.
 	res, e := parseLine(line, r.Engine, !withEngine)
 	if e != nil || res.kind != lineRecord || string(res.rec[:]) != string(b) {

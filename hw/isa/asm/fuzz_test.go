@@ -29,6 +29,9 @@ func FuzzDisasmRoundTrip(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if len(text) > len(bin)/isa.RecordSize*MaxRecordText {
+			t.Fatalf("%d bytes of text for %d records: more than MaxRecordText a record", len(text), len(bin)/isa.RecordSize)
+		}
 		back, err := Assemble("fuzz.s", []byte(text))
 		if err != nil {
 			t.Fatalf("%v\n%s", err, text)

@@ -1,6 +1,7 @@
 package asm
 
 import (
+	"bytes"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -12,7 +13,7 @@ import (
 // the file name errors carry (may be empty). On failure it returns an
 // ErrorList of up to MaxErrors errors and no bytes.
 func Assemble(name string, src []byte) ([]byte, error) {
-	text := string(src)
+	text := src // lines are made strings one at a time: no copy of a large source
 	var out []byte
 	var errs ErrorList
 	fail := func(line int, e *Error) bool {
@@ -23,23 +24,25 @@ func Assemble(name string, src []byte) ([]byte, error) {
 	var eng isa.Engine
 	haveEng, records := false, 0
 	for line := 1; len(text) > 0; line++ {
-		l := text
-		if i := strings.IndexByte(text, '\n'); i >= 0 {
-			l, text = text[:i], text[i+1:]
+		lb := text
+		if i := bytes.IndexByte(text, '\n'); i >= 0 {
+			lb, text = text[:i], text[i+1:]
 		} else {
-			text = ""
+			text = nil
 		}
 		// A CR-LF line end is a line end: its CR is no byte of the line.
-		l = strings.TrimSuffix(l, "\r")
-		if len(l) > MaxLineLen {
-			if fail(line, &Error{Col: MaxLineLen + 1, Msg: fmt.Sprintf("line too long (%d bytes; at most %d)", len(l), MaxLineLen)}) {
+		lb = bytes.TrimSuffix(lb, []byte("\r"))
+		if len(lb) > MaxLineLen {
+			l := string(lb[:MaxLineLen])
+			if fail(line, &Error{Col: MaxLineLen + 1, Msg: fmt.Sprintf("line too long (%d bytes; at most %d)", len(lb), MaxLineLen)}) {
 				break
 			}
-			if toks := tokenize(l[:MaxLineLen]); len(toks) > 0 && toks[0].s == ".engine" {
+			if toks := tokenize(l); len(toks) > 0 && toks[0].s == ".engine" {
 				haveEng = true // as for a bad .engine: the records after it are not engineless
 			}
 			continue
 		}
+		l := string(lb)
 		res, e := parseLine(l, eng, haveEng)
 		if res.kind == lineEngine && e != nil {
 			haveEng = true // a bad .engine: do not also blame every record after it
