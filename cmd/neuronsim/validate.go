@@ -61,12 +61,21 @@ func newValidateCommand() *cobra.Command {
 		Short: "Run the runtime's instruction validators (seed 004) over a program",
 		Long: "validate runs ib_final_inst_validity_check over a program (a .s file is assembled first):\n" +
 			"each engine's block, split by the records' engine byte, or — with --engine — the whole file as\n" +
-			"one block issued on that engine. On the first invalid record it prints the runtime's message,\n" +
+			"one block issued on that engine (pe, act, pool, dve or sp; an empty program is valid on none).\n" +
+			"On the first invalid record it prints the runtime's message,\n" +
 			"the record disassembled and the debug reason, and exits non-zero.",
 		Example: "  neuronsim validate prog.s --arch cayman\n" +
 			"  neuronsim validate prog.bin --arch sunda --engine dve",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var issue hwisa.Engine
+			if cmd.Flags().Changed("engine") {
+				e, err := recordEngine(engine)
+				if err != nil {
+					return err
+				}
+				issue = e
+			}
 			prog, err := readProgram(args[0])
 			if err != nil {
 				return err
@@ -83,12 +92,11 @@ func newValidateCommand() *cobra.Command {
 			out := cmd.OutOrStdout()
 			var blocks []program.Block
 			var valid int
-			if engine != "" {
-				e, perr := hwisa.ParseEngine(engine)
-				if perr != nil {
-					return perr
+			if cmd.Flags().Changed("engine") {
+				if err := program.CheckSize(prog); err != nil {
+					return fmt.Errorf("%s: %w", args[0], err) // an empty program is not valid on any engine
 				}
-				blocks = []program.Block{{Engine: e, Bytes: prog}}
+				blocks = []program.Block{{Engine: issue, Bytes: prog}}
 				valid, err = program.ValidateBlocks(blocks, v)
 			} else {
 				blocks, valid, err = program.Validate(prog, v)
@@ -101,7 +109,7 @@ func newValidateCommand() *cobra.Command {
 			}
 			var inv *rtisa.InvalidError
 			if valid == len(blocks) || !errors.As(err, &inv) {
-				return err // Split's error, or the validator's without a record to show
+				return fmt.Errorf("%s: %w", args[0], err) // Split's error, or the validator's without a record to show
 			}
 			b := blocks[valid]
 			fmt.Fprintf(out, "%s block (%s): %s\n", b.Engine, gen, fmt.Sprintf(rtisa.GoFormat(rtisa.MsgInvalidInstruction), inv.Opcode, inv.Offset))
@@ -125,4 +133,23 @@ func selectValidator(d *rtarch.Dispatch, dev uint16) (*rtisa.Validator, error) {
 		return nil, err
 	}
 	return rtisa.FromDispatch(d)
+}
+
+// recordEngine reads validate's --engine: an engine that issues instruction
+// records (pe, act, pool, dve or sp). top_sp is an engine of the device but
+// issues none: every record would be refused, and an empty block would pass
+// on it, so it is refused as the flag's value.
+func recordEngine(s string) (hwisa.Engine, error) {
+	const want = "want pe, act, pool, dve or sp"
+	if s == "" {
+		return 0, fmt.Errorf("--engine: empty: %s, or leave --engine out to split the program by its records' engines", want)
+	}
+	e, err := hwisa.ParseEngine(s)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("--engine %q: unknown engine (%s)", s, want)
+	case e >= hwisa.TopSP:
+		return 0, fmt.Errorf("--engine %s: the %s engine issues no instruction records (%s)", s, s, want)
+	}
+	return e, nil
 }

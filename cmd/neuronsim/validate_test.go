@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -35,9 +36,49 @@ func TestValidateBlocksInOrder(t *testing.T) {
 
 	bad := writeFile(t, dir, "bad.bin", string(make([]byte, 100)))
 	out, err = runCLI(t, "validate", bad, "--arch", "cayman")
-	require.EqualError(t, err, "bad program: 100 bytes is not a whole number of 64-byte records")
+	require.EqualError(t, err, bad+": bad program: 100 bytes is not a whole number of 64-byte records")
 	assert.Empty(t, out)
 	out, err = runCLI(t, "validate", bad, "--arch", "cayman", "--engine", "dve")
-	require.EqualError(t, err, "ib_final_inst_validity_check: a block of 100 bytes: instruction block size is not a multiple of TPB_INST_NBYTES (64)")
+	require.EqualError(t, err, bad+": bad program: 100 bytes is not a whole number of 64-byte records")
 	assert.Empty(t, out)
+}
+
+// TestValidateRefusals: an empty program is valid on no engine, --engine
+// takes only an engine that issues records (not top_sp, not empty), and
+// every refusal of a program names its file; a bad flag is refused before
+// the program is read.
+func TestValidateRefusals(t *testing.T) {
+	dir := t.TempDir()
+	empty := writeFile(t, dir, "empty.bin", "")
+	emptySrc := writeFile(t, dir, "empty.s", "; nothing\n")
+	one := writeFile(t, dir, "one.s", "nop engine=pe last\n")
+	missing := filepath.Join(dir, "missing.bin")
+	const wantEngines = "want pe, act, pool, dve or sp"
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"empty", []string{empty}, empty + ": bad program: empty: a program holds at least one 64-byte record"},
+		{"empty on top_sp", []string{empty, "--engine", "top_sp"}, "--engine top_sp: the top_sp engine issues no instruction records (" + wantEngines + ")"},
+		{"empty on pe", []string{empty, "--engine", "pe"}, empty + ": bad program: empty: a program holds at least one 64-byte record"},
+		{"empty source on sp", []string{emptySrc, "--engine", "sp"}, emptySrc + ": bad program: empty: a program holds at least one 64-byte record"},
+		{"a record on top_sp", []string{one, "--engine", "top_sp"}, "--engine top_sp: the top_sp engine issues no instruction records"},
+		{"empty engine", []string{one, "--engine", ""}, "--engine: empty: " + wantEngines + ", or leave --engine out"},
+		{"unknown engine", []string{one, "--engine", "tpb"}, "--engine \"tpb\": unknown engine (" + wantEngines + ")"},
+		{"engine by number", []string{one, "--engine", "0"}, "--engine \"0\": unknown engine"},
+		{"flag before the file", []string{missing, "--engine", "top_sp"}, "--engine top_sp: "},
+		{"missing file", []string{missing, "--engine", "pe"}, "stat " + missing + ": no such file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := runCLI(t, append([]string{"validate", "--arch", "cayman"}, tt.args...)...)
+			require.Error(t, err)
+			assert.True(t, strings.HasPrefix(err.Error(), tt.want), "got  %s\nwant %s", err, tt.want)
+			assert.Empty(t, out, "nothing is reported valid")
+		})
+	}
+	out, err := runCLI(t, "validate", "--arch", "cayman", one, "--engine", "pe")
+	require.NoError(t, err)
+	assert.Equal(t, "pe block: 1 record valid on cayman\n", out)
 }

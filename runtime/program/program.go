@@ -73,11 +73,8 @@ func (b *Block) idle() bool { return b.run != runMaybe }
 // megabytes on a thousand ranks. A size that is not a multiple of 64, or
 // an engine byte past SP, is ErrBadProgram.
 func Split(prog []byte) ([]Block, error) {
-	if len(prog) == 0 {
-		return nil, fmt.Errorf("%w: empty: a program holds at least one %d-byte record", ErrBadProgram, isa.RecordSize)
-	}
-	if len(prog)%isa.RecordSize != 0 {
-		return nil, fmt.Errorf("%w: %d bytes is not a whole number of %d-byte records", ErrBadProgram, len(prog), isa.RecordSize)
+	if err := CheckSize(prog); err != nil {
+		return nil, err
 	}
 	// Count each engine's bytes first, so that every block is allocated
 	// once at its size rather than grown record by record (a collective's
@@ -110,6 +107,19 @@ func Split(prog []byte) ([]Block, error) {
 		}
 	}
 	return out, nil
+}
+
+// CheckSize refuses, as ErrBadProgram, a program of no records or whose
+// size is not a whole number of records: Split's first check, for callers
+// that take a program as one block without splitting it.
+func CheckSize(prog []byte) error {
+	if len(prog) == 0 {
+		return fmt.Errorf("%w: empty: a program holds at least one %d-byte record", ErrBadProgram, isa.RecordSize)
+	}
+	if len(prog)%isa.RecordSize != 0 {
+		return fmt.Errorf("%w: %d bytes is not a whole number of %d-byte records", ErrBadProgram, len(prog), isa.RecordSize)
+	}
+	return nil
 }
 
 // ValidateBlocks runs v over blocks in order, each as issued on its engine,

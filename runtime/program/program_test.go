@@ -117,3 +117,27 @@ func TestLoadNamesRefusedBlock(t *testing.T) {
 	_, err = r.Load(prog[:10])
 	require.ErrorIs(t, err, ErrBadProgram)
 }
+
+// TestCheckSize: a program of no records or of a partial record is
+// ErrBadProgram, whatever engine it is meant for.
+func TestCheckSize(t *testing.T) {
+	tests := []struct {
+		size int
+		want string
+	}{
+		{0, "bad program: empty: a program holds at least one 64-byte record"},
+		{1, "bad program: 1 bytes is not a whole number of 64-byte records"},
+		{100, "bad program: 100 bytes is not a whole number of 64-byte records"},
+		{64, ""},
+		{128, ""},
+	}
+	for _, tt := range tests {
+		err := CheckSize(make([]byte, tt.size))
+		if tt.want == "" {
+			assert.NoError(t, err, tt.size)
+			continue
+		}
+		assert.ErrorIs(t, err, ErrBadProgram, tt.size)
+		assert.EqualError(t, err, tt.want)
+	}
+}
