@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -40,16 +39,21 @@ func parseTile(s string, output bool) (tileSpec, error) {
 			s, map[bool]string{true: ":BYTES"}[output], map[bool]string{true: ":2048"}[output])
 	}
 	t := tileSpec{Tile: stack.Tile{PSUM: m[1] == "psum"}, file: m[6]}
-	var err error
-	if t.Start, err = strconv.Atoi(m[2]); err != nil || t.Start > 127 {
-		return t, fmt.Errorf("%q: start partition %s out of 0..127", s, m[2])
+	// START and COUNT are each bounded by the partitions of the largest
+	// core before they are added: START+COUNT cannot overflow.
+	parts := maxOfGenerations(func(g *hwarch.Geometry) int { return g.SBUFPartitions })
+	start, err := units.ParseInt("start partition", m[2], 0, parts-1)
+	if err != nil {
+		return t, fmt.Errorf("%q: %w", s, err)
 	}
-	if t.Count, err = strconv.Atoi(m[3]); err != nil || t.Count < 1 {
-		return t, fmt.Errorf("%q: partition count %s: at least 1", s, m[3])
+	count, err := units.ParseInt("partition count", m[3], 1, parts)
+	if err != nil {
+		return t, fmt.Errorf("%q: %w", s, err)
 	}
-	if t.Start+t.Count > 128 {
-		return t, fmt.Errorf("%q: %d partitions from %d pass partition 127", s, t.Count, t.Start)
+	if start+count > parts {
+		return t, fmt.Errorf("%q: %d partitions from %d pass partition %d", s, count, start, parts-1)
 	}
+	t.Start, t.Count = int(start), int(count)
 	if t.Offset, err = units.ParseUint("offset", m[4], math.MaxUint32); err != nil {
 		return t, fmt.Errorf("%q: %w", s, err)
 	}

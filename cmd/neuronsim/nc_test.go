@@ -205,13 +205,22 @@ func TestOutputIsNotAnInput(t *testing.T) {
 // wrong with which part.
 func TestExecTileSpecErrors(t *testing.T) {
 	for spec, want := range map[string]string{
-		"sbuf[0:0,0]=x.bin":           "partition count 0: at least 1",
+		"sbuf[0:0,0]=x.bin":           "partition count 0: must be in 1..128",
 		"sbuf[120:10,0]=x.bin":        "10 partitions from 120 pass partition 127",
+		"sbuf[128:1,0]=x.bin":         "start partition 128: must be in 0..127",
+		"sbuf[0:129,0]=x.bin":         "partition count 129: must be in 1..128",
+		"sbuf[0:128,0]=x.bin":         "",
+		"sbuf[127:1,0]=x.bin":         "",
 		"sbuf[0:1,1e3]=x.bin":         `offset "1e3": not a decimal or 0x hex integer`,
 		"sbuf[0:1,0x1ffffffff]=x.bin": `offset "0x1ffffffff": at most 4294967295`,
 		"sbuf[0:1,010]=x.bin":         "", // 010 is ten, not octal: the spec is good
+		// START+COUNT once overflowed int and passed the check.
+		"sbuf[1:9223372036854775807,0]=x.bin":   "partition count 9223372036854775807: must be in 1..128",
+		"psum[2:9223372036854775807,0]:4=x.bin": "partition count 9223372036854775807: must be in 1..128",
+		"sbuf[0:99999999999999999999,0]=x.bin":  `partition count "99999999999999999999": must be in 1..128`,
+		"sbuf[99999999999999999999:1,0]=x.bin":  `start partition "99999999999999999999": must be in 0..127`,
 	} {
-		_, err := parseTile(spec, false)
+		_, err := parseTile(spec, strings.Contains(spec, "]:"))
 		if want == "" {
 			assert.NoError(t, err, spec)
 			continue

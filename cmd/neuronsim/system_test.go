@@ -191,6 +191,19 @@ func TestServeAndRemoteClients(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want, have, "the served device computed what a local one does")
 
+	// A tile checked only against the served device's geometry is refused
+	// before the program runs (and before an output's buffer is made).
+	for _, spec := range []string{"--output=sbuf[0:128,0xFFFFFC]:8=", "--output=psum[0:128,0]:1G=", "--input=sbuf[127:1,0xFFFFFC]=" + prog} {
+		if strings.HasPrefix(spec, "--output") {
+			spec += filepath.Join(dir, "never.bin")
+		}
+		got, err := runCLI(t, "exec", prog, "--remote", addr, "--device", "5", spec)
+		require.Error(t, err, spec)
+		assert.Contains(t, err.Error(), "tile out of bounds", spec)
+		assert.Regexp(t, "^--(in|out)put ", err.Error(), spec)
+		assert.NotContains(t, got, "device time", "the program did not run: %s", spec)
+	}
+
 	for _, tc := range []struct {
 		args []string
 		want string

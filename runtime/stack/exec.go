@@ -63,13 +63,40 @@ func (e *TileError) Error() string {
 // Unwrap returns the access's error.
 func (e *TileError) Unwrap() error { return e.Err }
 
+// checkTiles refuses, before anything is written or run, an input or
+// output that does not fit the device's SBUF or PSUM (program.CheckTile)
+// or an input whose bytes do not split into its partitions: an output's
+// buffer, Count × Bytes, is allocated only once its tile is known to fit.
+func (s *Stack) checkTiles(req ExecRequest) error {
+	geo := s.Up.Geometry
+	for i, in := range req.Inputs {
+		if in.Count <= 0 || len(in.Data) == 0 || len(in.Data)%in.Count != 0 {
+			return &TileError{Index: i, Err: fmt.Errorf("program: %d bytes do not split into %d partitions", len(in.Data), in.Count)}
+		}
+		if err := program.CheckTile(geo, in.PSUM, in.Start, in.Count, in.Offset, uint64(len(in.Data)/in.Count)); err != nil {
+			return &TileError{Index: i, Err: err}
+		}
+	}
+	for i, t := range req.Outputs {
+		if err := program.CheckTile(geo, t.PSUM, t.Start, t.Count, t.Offset, t.Bytes); err != nil {
+			return &TileError{Output: true, Index: i, Err: err}
+		}
+	}
+	return nil
+}
+
 // Exec writes the inputs by DMA, runs the program on the NC through a
 // runner of the stack (validated, staged by DMA, started over CSR, waited
 // for), timed on the device's clock, reads the semaphores and then each
-// output, handing it to req.Output.
+// output, handing it to req.Output. Every input and output tile is checked
+// against the device's SBUF and PSUM first: one that does not fit is a
+// TileError before anything is written.
 func (s *Stack) Exec(req ExecRequest) (ExecResult, error) {
 	var res ExecResult
 	if err := s.CheckCore(req.NC); err != nil {
+		return res, err
+	}
+	if err := s.checkTiles(req); err != nil {
 		return res, err
 	}
 	r := s.Runner(req.NC)
