@@ -7,6 +7,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/neuronsim/neuronsim/runtime/program"
 	"github.com/neuronsim/neuronsim/runtime/stack"
 	"github.com/neuronsim/neuronsim/sim"
+	"github.com/neuronsim/neuronsim/sim/tpb"
 	"github.com/neuronsim/neuronsim/sim/trace"
 )
 
@@ -83,6 +85,7 @@ type execFlags struct {
 	core                *coreIndex
 	inputs, outputs     []string
 	tracePath, traceMax string
+	maxTime             time.Duration
 }
 
 func newExecCommand() *cobra.Command {
@@ -107,6 +110,7 @@ func newExecCommand() *cobra.Command {
 	cmd.Flags().StringArrayVar(&f.outputs, "output", nil, "SPACE[START:COUNT,OFFSET]:BYTES=FILE read after the run (repeatable)")
 	cmd.Flags().StringVar(&f.tracePath, "trace", "", "write a Chrome/Perfetto trace-event JSON file")
 	cmd.Flags().StringVar(&f.traceMax, "trace-max", "64M", "largest --trace file: recording stops there, with a note in the trace's metadata")
+	cmd.Flags().DurationVar(&f.maxTime, "max-time", 10*time.Second, "most device time the program may take: a run past it is stopped, a program that must take longer is refused before it starts")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		prog, err := readProgram(args[0])
 		if err != nil {
@@ -122,6 +126,13 @@ func newExecCommand() *cobra.Command {
 		if err := f.tf.checkCore(f.core); err != nil {
 			return err
 		}
+		maxPS, err := units.DurationToPS("--max-time", f.maxTime)
+		if err == nil && maxPS == 0 {
+			err = fmt.Errorf("--max-time %v: must be more than 0", f.maxTime)
+		}
+		if err != nil {
+			return err
+		}
 		defer removeOutputsOnSignal(cmd.ErrOrStderr())()
 		sys, err := openDMASystem(f.tf, false)
 		if err != nil {
@@ -130,6 +141,9 @@ func newExecCommand() *cobra.Command {
 		defer sys.close()
 		nc, err := sys.core(f.core)
 		if err != nil {
+			return err
+		}
+		if err := checkMinTime(args[0], prog, sys.st.Tables().Generation, nc, maxPS); err != nil {
 			return err
 		}
 		var rec *trace.Recorder
@@ -141,7 +155,7 @@ func newExecCommand() *cobra.Command {
 			rec.SetMaxBytes(traceBytes)
 			sys.sim.SetTrace(rec)
 		}
-		req := stack.ExecRequest{NC: nc, Program: prog, Inputs: make([]stack.Input, len(ins)), Outputs: make([]stack.Tile, len(outs))}
+		req := stack.ExecRequest{NC: nc, Program: prog, MaxTimePS: maxPS, Inputs: make([]stack.Input, len(ins)), Outputs: make([]stack.Tile, len(outs))}
 		for i, t := range ins {
 			req.Inputs[i] = stack.Input{Tile: t.Tile, Data: t.data}
 		}
@@ -151,6 +165,22 @@ func newExecCommand() *cobra.Command {
 		return execRun(cmd.OutOrStdout(), sys.st, req, ins, outs, rec, f.tracePath)
 	}
 	return cmd
+}
+
+// checkMinTime refuses, before it starts, a program on core nc of a gen
+// device that must take more than maxPS of device time (tpb.MinProgramPS, a
+// lower bound from its records' costs): it could only be stopped at the
+// limit, after as many status polls as the limit has microseconds.
+func checkMinTime(path string, prog []byte, gen hwarch.Generation, nc int, maxPS uint64) error {
+	least, err := tpb.MinProgramPS(gen, nc, prog)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if least > maxPS {
+		return fmt.Errorf("%s: the program takes at least %v of device time on %s (its records' costs), more than --max-time %v: it cannot finish; not run",
+			path, sim.Time(least), gen, sim.Time(maxPS))
+	}
+	return nil
 }
 
 // check checks everything that can be checked before the device is brought

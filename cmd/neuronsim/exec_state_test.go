@@ -1,9 +1,11 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	hwisa "github.com/neuronsim/neuronsim/hw/isa"
 )
@@ -22,5 +24,48 @@ func TestEngineState(t *testing.T) {
 		{0, "NOT DONE (idle)"},
 	} {
 		assert.Equal(t, tc.want, engineState(tc.status), "status %#x", tc.status)
+	}
+}
+
+// TestExecMaxTime: a program whose records must take longer than
+// --max-time is refused before it starts; one that runs past it (a wait
+// that never holds) is stopped there; --max-time is range-checked.
+func TestExecMaxTime(t *testing.T) {
+	dir := t.TempDir()
+	var slow strings.Builder
+	slow.WriteString(".engine dve\n")
+	for i := 0; i < 10; i++ { // 10 × 8·65536 cycles at 1.2 GHz: 4.369 ms on mariana
+		slow.WriteString("reciprocal dst=sbuf[0:128,0]:bf16[256,256] src0=sbuf[0:128,0x20000]:bf16[256,256]")
+		if i == 9 {
+			slow.WriteString(" last")
+		}
+		slow.WriteString("\n")
+	}
+	slowProg := writeFile(t, dir, "slow.s", slow.String())
+	stuck := writeFile(t, dir, "stuck.s", "nop engine=pe wait=sem_ge(5,1) last\n")
+	tests := []struct {
+		name    string
+		args    []string
+		want    string // error prefix; "" for a run that succeeds
+		started bool
+	}{
+		{"must take longer", []string{slowProg, "--max-time", "4ms"}, slowProg + ": the program takes at least 4.36906667ms of device time on mariana (its records' costs), more than --max-time 4ms: it cannot finish; not run", false},
+		{"fits", []string{slowProg, "--max-time", "5ms"}, "", true},
+		{"stopped at the limit", []string{stuck, "--max-time", "200us"}, "program: not done after ", true},
+		{"zero", []string{stuck, "--max-time", "0"}, "--max-time 0s: must be more than 0", false},
+		{"negative", []string{stuck, "--max-time", "-1s"}, "--max-time -1s: negative", false},
+		{"too long", []string{stuck, "--max-time", "2562047h"}, "--max-time 2562047h0m0s: too long", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := runCLI(t, append([]string{"exec", "--arch", "mariana"}, tt.args...)...)
+			if tt.want == "" {
+				require.NoError(t, err)
+			} else {
+				require.Error(t, err)
+				assert.True(t, strings.HasPrefix(err.Error(), tt.want), "got  %s\nwant %s", err, tt.want)
+			}
+			assert.Equal(t, tt.started, strings.Contains(out, "device time"), out)
+		})
 	}
 }

@@ -11,6 +11,7 @@ package program
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
@@ -160,6 +161,12 @@ type Runner struct {
 	// of PollInterval); 0: 10 million.
 	MaxPolls     int
 	PollInterval time.Duration // 0: DefaultPollInterval
+	// MaxTimePS, when not 0, bounds a run by device time: Wait gives up
+	// (ErrTimeout) once more than MaxTimePS picoseconds of device time
+	// (ndl.ElapsedPS) have passed since it began, at once after Start,
+	// with an engine still running; MaxPolls then bounds the polls only
+	// when set.
+	MaxTimePS uint64
 }
 
 // DefaultPollInterval is how often Wait polls the engines' status when the
@@ -386,9 +393,19 @@ func (r *Runner) Wait(blocks []Block) (Result, error) {
 	maxPolls, every := r.MaxPolls, r.PollInterval
 	if maxPolls <= 0 {
 		maxPolls = 10_000_000
+		if r.MaxTimePS > 0 {
+			maxPolls = math.MaxInt // device time bounds the wait: every poll sleeps
+		}
 	}
 	if every <= 0 {
 		every = DefaultPollInterval
+	}
+	var since func() (uint64, error)
+	if r.MaxTimePS > 0 {
+		var err error
+		if since, err = ndl.ElapsedPS(r.Dev.Dev); err != nil {
+			return Result{}, err
+		}
 	}
 	for i := 0; ; i++ {
 		finished := true
@@ -405,6 +422,16 @@ func (r *Runner) Wait(blocks []Block) (Result, error) {
 		if finished {
 			setIdle(blocks)
 			break
+		}
+		if since != nil {
+			took, err := since()
+			if err != nil {
+				return Result{}, err
+			}
+			if took > r.MaxTimePS {
+				res, _ := r.collect(blocks)
+				return res, fmt.Errorf("program: not done after %d ps of device time (the limit is %d ps): %w", took, r.MaxTimePS, ErrTimeout)
+			}
 		}
 		if i >= maxPolls {
 			res, _ := r.collect(blocks)

@@ -32,6 +32,9 @@ type ExecRequest struct {
 	// Output receives output i's bytes as soon as they are read, in
 	// order; its error ends the run as it is.
 	Output func(i int, data []byte) error
+	// MaxTimePS, when not 0, is the most device time the run may take
+	// (program.Runner.MaxTimePS).
+	MaxTimePS uint64
 }
 
 // ExecResult is what a run did. Ran says the program ran to an end
@@ -100,6 +103,7 @@ func (s *Stack) Exec(req ExecRequest) (ExecResult, error) {
 		return res, err
 	}
 	r := s.Runner(req.NC)
+	r.MaxTimePS = req.MaxTimePS
 	for i, in := range req.Inputs {
 		if err := r.WriteTile(in.PSUM, in.Start, in.Count, in.Offset, in.Data); err != nil {
 			return res, &TileError{Index: i, Err: err}
