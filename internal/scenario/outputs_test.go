@@ -148,11 +148,18 @@ func TestPrecheckBeforeBringUp(t *testing.T) {
 	bad[len(bad)-10] ^= 1
 	require.NoError(t, os.WriteFile(filepath.Join(snapDir, "flip.snap"), bad, 0o644))
 
+	// 20000 reciprocals of 64 Ki elements on cayman's 960 MHz DVE: at least
+	// 10.92 s of device time, more than an exec step may run.
+	slow := filepath.Join(snapDir, "slow.s")
+	require.NoError(t, os.WriteFile(slow, []byte(".engine dve\n"+strings.Repeat("reciprocal dst=sbuf[0:128,0]:bf16[256,256] src0=sbuf[0:128,0x10000]:bf16[256,256]\n", 20000)+"nop engine=dve last\n"), 0o644))
+
 	for _, tc := range []struct {
 		name, steps, outputs string
 		opt                  Options
 		want                 string
 	}{
+		{"exec that must take longer than allowed", "  - validate: {program: " + slow + "}\n  - exec: {program: " + slow + "}\n", "", Options{},
+			"steps[1] (exec): " + slow + ": the program takes at least 10.922666681042s of device time on cayman (its records' costs), more than the 10s an exec step may run: it cannot finish"},
 		{"program file missing", "  - exec: {program: no-such.s}\n", "", Options{}, "no-such.s: no such file or directory"},
 		{"program does not assemble", "  - validate: {source: \"frobnicate x\"}\n", "", Options{}, "steps[0] (validate)"},
 		{"output dir under a file", "", "outputs: {dir: " + filepath.Join(file, "out") + "}\n", Options{OutDir: "-"}, "outputs.dir"},

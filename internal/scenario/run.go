@@ -536,7 +536,8 @@ func (run *runner) precheck(opt Options) error {
 }
 
 // precheckPrograms reads and assembles the program of every step that has
-// one, for the step to run.
+// one, for the step to run, and refuses an exec step's program that must
+// take more device time than an exec step may run (checkExecTime).
 func (run *runner) precheckPrograms() error {
 	p := run.p
 	for i := range p.Steps {
@@ -547,6 +548,11 @@ func (run *runner) precheckPrograms() error {
 		pf, err := run.assemble(pa.programStep())
 		if err != nil {
 			return fmt.Errorf("%s: %s: %w", p.file, p.stepName(i), err)
+		}
+		if _, exec := pa.(*ExecStep); exec {
+			if err := checkExecTime(run.r.gen, pa.programStep().Core, pf); err != nil {
+				return fmt.Errorf("%s: %s: %w", p.file, p.stepName(i), err)
+			}
 		}
 		if run.programs == nil {
 			run.programs = map[int]programFile{}

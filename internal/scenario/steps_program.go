@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"path/filepath"
 
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/hw/isa/asm"
 	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/program"
+	"github.com/neuronsim/neuronsim/sim/simkernel"
+	"github.com/neuronsim/neuronsim/sim/tpb"
 )
 
 // ProgramStep holds the fields of a validate or exec step: a program
@@ -140,12 +143,33 @@ func (st *ExecStep) run(run *runner) error {
 	if err != nil {
 		return err
 	}
+	runner.MaxTimePS = ExecMaxTimePS
 	res, err := runner.Run(pf.bin)
 	if err != nil {
 		return err
 	}
 	for _, e := range res.Engines {
 		run.printf("neuron%d core %d %s: %s, busy %v", ps.Device, ps.Core, e.Engine, units.Plural(int64(e.Retired), "record", "records"), e.Busy)
+	}
+	return nil
+}
+
+// ExecMaxTimePS is the most device time an exec step's run may take, 10 s
+// (neuronsim exec's default --max-time): the run is stopped there.
+const ExecMaxTimePS = 10_000_000_000_000
+
+// checkExecTime refuses, before anything is built, an exec step's program
+// that must take more than ExecMaxTimePS on core nc of a gen device
+// (tpb.MinProgramPS, a lower bound from its records' costs): it could
+// only be stopped at the limit.
+func checkExecTime(gen hwarch.Generation, nc int, pf programFile) error {
+	least, err := tpb.MinProgramPS(gen, nc, pf.bin)
+	if err != nil {
+		return fmt.Errorf("%s: %w", pf.name, err)
+	}
+	if least > ExecMaxTimePS {
+		return fmt.Errorf("%s: the program takes at least %v of device time on %s (its records' costs), more than the %v an exec step may run: it cannot finish",
+			pf.name, simkernel.Time(least), gen, simkernel.Time(ExecMaxTimePS))
 	}
 	return nil
 }
