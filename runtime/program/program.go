@@ -158,7 +158,7 @@ type Runner struct {
 	Validator Validator
 	NC        int
 	// MaxPolls bounds Run's status polls (each a status read, then a sleep
-	// of PollInterval); 0: 10 million.
+	// of PollInterval); 0: 10 million, or no bound when MaxTimePS is set.
 	MaxPolls     int
 	PollInterval time.Duration // 0: DefaultPollInterval
 	// MaxTimePS, when not 0, bounds a run by device time: Wait gives up
