@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -243,4 +244,28 @@ func TestExecInvalidPrintsNoRun(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "needs cayman or later")
 	assert.NotContains(t, out, "device time")
+}
+
+// FuzzExecTileSpec: any --input/--output spec is refused or yields a tile
+// whose START and COUNT lie in a core's 128 partitions (START+COUNT never
+// wrapped) and, for an output, whose BYTES is a non-zero multiple of 4.
+func FuzzExecTileSpec(f *testing.F) {
+	for _, s := range []string{"sbuf[0:128,0]=x.bin", "psum[127:1,0x10]:4=y.bin", "sbuf[1:9223372036854775807,0]=x.bin",
+		"sbuf[9223372036854775807:2,0]:8=y", "sbuf[0:99999999999999999999,0]=x", "sbuf[120:10,0]=x", "sbuf[0:1,0xffffffff]:4G=y", "sbuf[0:0,0]=x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, output := range []bool{false, true} {
+			tile, err := parseTile(s, output)
+			if err != nil {
+				continue
+			}
+			if tile.Start < 0 || tile.Count < 1 || tile.Start > 128-tile.Count {
+				t.Fatalf("%q: partitions %d+%d accepted", s, tile.Start, tile.Count)
+			}
+			if output && (tile.Bytes == 0 || tile.Bytes%4 != 0 || tile.Bytes > math.MaxUint32) {
+				t.Fatalf("%q: %d bytes per partition accepted", s, tile.Bytes)
+			}
+		}
+	})
 }
