@@ -135,7 +135,7 @@ func (f *fabricFlags) params(t *rtarch.Tables) (fabric.Params, error) {
 			}
 		}
 	}
-	p, err := cluster.RunParams(f.gen, t, f.model, f.ends,
+	p, err := cluster.RunParams(f.gen, f.device, t, f.model, f.ends,
 		cluster.LinkTiming{Latency: f.linkLat.v, SetLatency: f.linkLat.set, Bandwidth: f.linkBW.v, SetBandwidth: f.linkBW.set})
 	if err != nil {
 		return p, err

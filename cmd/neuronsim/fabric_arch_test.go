@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -37,4 +38,33 @@ func TestFabricSweepArchProduct(t *testing.T) {
 	assert.Contains(t, err.Error(), "--arch inf2 contradicts --system trn1-32xl")
 	_, err = runCLI(t, "fabric", "topo", "--arch", "trn1", "--system", "trn1-32xl")
 	assert.NoError(t, err)
+}
+
+// TestFabricTopoDirectLinks: fabric topo prints each product's own direct
+// device-to-device link (docs/fabric.md §Parameters): a ring, a chain and
+// the 4×4 torus (a chain's links are the "ring" group) of Trn1
+// devices 96 GB/s per direction, of Inf2 96 GiB/s,
+// of Trn2 256 GB/s, of Trn3 128 GB/s (chosen). Every ring once printed
+// Inf2's 96 GiB/s.
+func TestFabricTopoDirectLinks(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--arch", "trn1", "--devices", "8", "--topology", "ring"}, "ring links: 96 GB/s, 500 ns per direction"},
+		{[]string{"--arch", "sunda", "--devices", "6"}, "ring links: 96 GB/s, 500 ns per direction"},
+		{[]string{"--arch", "inf2", "--devices", "12"}, "ring links: 103.08 GB/s (96 GiB/s), 500 ns per direction"},
+		{[]string{"--arch", "inf2", "--devices", "6"}, "ring links: 103.08 GB/s (96 GiB/s), 500 ns per direction"},
+		{[]string{"--arch", "trn2", "--devices", "8"}, "ring links: 256 GB/s, 500 ns per direction"},
+		{[]string{"--arch", "trn2", "--devices", "16"}, "xy links: 256 GB/s, 500 ns per direction"},
+		{[]string{"--arch", "trn1", "--devices", "16"}, "xy links: 96 GB/s, 500 ns per direction"},
+		{[]string{"--arch", "trn3", "--devices", "8", "--topology", "ring"}, "ring links: 128 GB/s, 500 ns per direction"},
+		{[]string{"--arch", "trn3", "--switch", "none", "--devices", "16", "--topology", "torus2d"}, "xy links: 128 GB/s, 500 ns per direction"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			out, err := runCLI(t, append([]string{"fabric", "topo"}, tc.args...)...)
+			require.NoError(t, err, out)
+			assert.Contains(t, out, tc.want)
+		})
+	}
 }

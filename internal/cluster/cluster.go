@@ -126,7 +126,7 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	p := cfg.Params
 	if p == nil {
-		d := DefaultParams(cfg.Generation, tables)
+		d := DefaultParamsOf(cfg.Generation, cfg.DeviceID, tables)
 		p = &d
 	}
 	sys, err := fabric.New(fabric.Config{Generation: cfg.Generation, DeviceID: cfg.DeviceID, Devices: cfg.Devices, Nodes: cfg.Nodes, Kind: cfg.Kind, Params: p,

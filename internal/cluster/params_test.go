@@ -85,7 +85,7 @@ func TestLinkTimingEveryBuiltLink(t *testing.T) {
 	for _, spec := range fabric.Systems {
 		t.Run(spec.Name, func(t *testing.T) {
 			tables := arch.MustFor(spec.Generation, arch.Options{Switch: spec.Switch()})
-			p, err := RunParams(spec.Generation, tables, fabric.Aware, fabric.EndpointsReal,
+			p, err := RunParams(spec.Generation, 0, tables, fabric.Aware, fabric.EndpointsReal,
 				LinkTiming{Latency: alpha, SetLatency: true, Bandwidth: bw, SetBandwidth: true})
 			require.NoError(t, err)
 			topo, err := fabric.Build(spec.Kind, spec.Generation, spec.Devices, p)
@@ -112,19 +112,46 @@ func TestLinkTimingEveryBuiltLink(t *testing.T) {
 func TestRunParams(t *testing.T) {
 	tables := arch.MustFor(hwarch.Cayman, arch.Options{})
 	lt := LinkTiming{Latency: 700_000, SetLatency: true, Bandwidth: 40e9, SetBandwidth: true}
-	got, err := RunParams(hwarch.Cayman, tables, fabric.Free, fabric.EndpointsReal, lt)
+	got, err := RunParams(hwarch.Cayman, 0, tables, fabric.Free, fabric.EndpointsReal, lt)
 	require.NoError(t, err)
 	want := DefaultParams(hwarch.Cayman, tables)
 	want.Model = fabric.Free
 	lt.Apply(&want)
 	assert.Equal(t, want, got)
 
-	got, err = RunParams(hwarch.Cayman, tables, fabric.Aware, fabric.EndpointsIdeal, lt)
+	got, err = RunParams(hwarch.Cayman, 0, tables, fabric.Aware, fabric.EndpointsIdeal, lt)
 	require.NoError(t, err)
 	assert.Equal(t, IdealParams(hwarch.Cayman, tables, fabric.Aware, 40e9, 700_000), got)
 
 	for _, half := range []LinkTiming{{Latency: 1, SetLatency: true}, {Bandwidth: 1, SetBandwidth: true}, {}} {
-		_, err := RunParams(hwarch.Cayman, tables, fabric.Aware, fabric.EndpointsIdeal, half)
+		_, err := RunParams(hwarch.Cayman, 0, tables, fabric.Aware, fabric.EndpointsIdeal, half)
 		assert.ErrorIs(t, err, ErrIdealNeedsLinks, "%+v", half)
+	}
+}
+
+// TestRunParamsDevice: RunParams takes the device's own direct links — an
+// Inf2's ring is 96 GiB/s, a Trn1's 96 GB/s, a Trn2's 256 GB/s, a Trn3's
+// 128 GB/s — and a cluster built without parameters takes its DeviceID's.
+func TestRunParamsDevice(t *testing.T) {
+	for _, tc := range []struct {
+		g   hwarch.Generation
+		dev uint16
+		bw  uint64
+	}{
+		{hwarch.Sunda, hwarch.DeviceTrn1, 96e9},
+		{hwarch.Sunda, hwarch.DeviceInf2, 96 << 30},
+		{hwarch.Cayman, 0, 256e9},
+		{hwarch.Mariana, 0, 128e9},
+	} {
+		tables := arch.MustFor(tc.g, arch.Options{})
+		p, err := RunParams(tc.g, tc.dev, tables, fabric.Aware, fabric.EndpointsReal, LinkTiming{})
+		require.NoError(t, err)
+		assert.Equal(t, tc.bw, p.Ring.Bandwidth, "%s %#x ring", tc.g, tc.dev)
+		assert.Equal(t, tc.bw, p.XY.Bandwidth, "%s %#x xy", tc.g, tc.dev)
+		c, err := New(Config{Generation: tc.g, DeviceID: tc.dev, Devices: 4, Kind: fabric.KindRing, TimingOnly: true})
+		require.NoError(t, err)
+		for _, l := range c.System.Topology().Links {
+			assert.Equal(t, tc.bw, l.Params.Bandwidth, "%s %#x: cluster's ring link", tc.g, tc.dev)
+		}
 	}
 }

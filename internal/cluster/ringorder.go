@@ -66,7 +66,7 @@ func (cfg Config) RingOrder() RingOrder {
 	if kind.HasSwitches() || kind == fabric.KindFullyConnected {
 		return RingOrder{} // rank order is as good as any: one switch path apart, or one link
 	}
-	p := fabric.DefaultParams(cfg.Generation)
+	p := fabric.DefaultParamsOf(cfg.Generation, cfg.DeviceID)
 	if cfg.Params != nil {
 		p = *cfg.Params
 	}

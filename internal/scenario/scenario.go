@@ -377,7 +377,7 @@ func (r *resolved) timingOverrides(d *strictyaml.Decoder, at func(string) *yaml.
 			return d.ValueError(n, path, err)
 		}
 	}
-	if r.params, err = cluster.RunParams(r.gen, r.tables, r.model, fabric.EndpointsReal,
+	if r.params, err = cluster.RunParams(r.gen, r.deviceID, r.tables, r.model, fabric.EndpointsReal,
 		cluster.LinkTiming{Latency: lat, SetLatency: hasLat, Bandwidth: bw, SetBandwidth: bw != 0}); err != nil {
 		return err
 	}

@@ -891,7 +891,7 @@ func (b *pointBuilder) params(sys system, model string, bw, lat optPS) (fabric.P
 	}
 	// axes checked that ideal endpoints have both the link_bw and
 	// link_latency axes, so RunParams cannot refuse.
-	p, err := cluster.RunParams(sys.gen, sys.tables, m, b.fx.ends, lt)
+	p, err := cluster.RunParams(sys.gen, 0, sys.tables, m, b.fx.ends, lt)
 	if err != nil {
 		return p, err
 	}

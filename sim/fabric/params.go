@@ -105,12 +105,20 @@ type Params struct {
 const ns = 1000
 
 // DefaultParams returns the parameters of a generation's real systems
-// (trainium-facts §4 and §10; docs/fabric.md lists each with its source):
+// with the generation's first device (DefaultParamsOf with device 0: on
+// sunda a Trn1, not an Inf2).
+func DefaultParams(g hwarch.Generation) Params { return DefaultParamsOf(g, 0) }
+
+// DefaultParamsOf returns the parameters of the real systems of the
+// device of PCI device id dev, of generation g (0: the generation's first
+// device, hwarch.DefaultDeviceID; Trn1 and Inf2 are both sunda and differ
+// in their links), from trainium-facts §4 and §10 (docs/fabric.md
+// §Parameters lists each with its source):
 //
-//   - XY: 96 GB/s per direction on Trn1 (384 GB/s per chip over 4 links,
-//     derived), 256 GB/s on Trn2 (1,024 GB/s intra-instance over 4);
+//   - XY and Ring, the direct device-to-device links of the torus, the
+//     ring and the chain: DirectLink(g, dev), 96 GB/s per direction on
+//     Trn1, 96 GiB/s on Inf2, 256 GB/s on Trn2, 128 GB/s on Trn3 (chosen);
 //   - Z: 128 GB/s (the UltraServer's 256 GB/s inter-instance over 2);
-//   - Ring: 96 GiB/s (Inf2's 192 GiB/s per chip over 2 links);
 //   - InServer: 128 GB/s per direction (4 PCIe Gen6 ×8 links = 256 GB/s
 //     bidirectional); InterServer: 160 GB/s (5 links = 320 GB/s
 //     bidirectional); InterRack: 64 GB/s (2 links = 128 GB/s
@@ -127,26 +135,50 @@ const ns = 1000
 //     InterServerLinks 5; MaxLinksPerPodPort and MaxFolds from the
 //     runtime's get_max_links_per_pod_port and get_mesh_max_folds, given by
 //     the caller (sim does not import the runtime): see WithSoc.
-func DefaultParams(g hwarch.Generation) Params {
+func DefaultParamsOf(g hwarch.Generation, dev uint16) Params {
+	direct := DirectLink(g, dev)
 	p := Params{
 		Model: Aware, ChunkBytes: 4096, Endpoint: 500 * ns, Switch: 300 * ns,
+		XY:          direct,
 		Z:           LinkParams{128e9, 500 * ns},
-		Ring:        LinkParams{96 << 30, 500 * ns},
+		Ring:        direct,
 		InServer:    LinkParams{128e9, 500 * ns},
 		InterServer: LinkParams{160e9, 500 * ns},
 		Link:        LinkParams{100e9, 500 * ns},
 		ServerSize:  16, PodPorts: 4, InterServerLinks: 5, Folds: 1,
 	}
-	switch g {
-	case hwarch.Sunda:
-		p.XY = LinkParams{96e9, 500 * ns}
-	default:
-		p.XY = LinkParams{256e9, 500 * ns}
-	}
 	p.InterRack = DefaultInterRack
 	p.SecondLevel = LinkParams{p.InterServer.Bandwidth / Gen2Spines, p.InterServer.Latency}
 	p.EFA = DefaultEFA(g)
 	return p
+}
+
+// DirectLink returns one direction of a direct device-to-device link —
+// the torus's XY links, the ring's and the chain's — of the device of PCI
+// device id dev of generation g (0, or an id that is not g's Inf2: the
+// generation's first device), each with 500 ns of latency
+// (trainium-facts §4, docs/fabric.md §Parameters):
+//
+//   - Trn1: 96 GB/s, NeuronLink-v2's 384 GB/s per chip over its 4 links
+//     (derived);
+//   - Inf2: 96 GiB/s, 192 GiB/s per chip over its 2 links (the per-chip
+//     figure is published, the split derived);
+//   - Trn2: 256 GB/s, 1,024 GB/s intra-instance over 4 neighbours
+//     (derived);
+//   - Trn3: 128 GB/s. A Trn3 device has no direct device links (its
+//     devices meet on NeuronSwitch-v1), so a ring or torus of Trn3
+//     devices gets its in-server bundle's 128 GB/s per direction (4 PCIe
+//     Gen6 ×8 links = 256 GB/s bidirectional): chosen, not published.
+func DirectLink(g hwarch.Generation, dev uint16) LinkParams {
+	switch {
+	case g == hwarch.Sunda && dev == hwarch.DeviceInf2:
+		return LinkParams{96 << 30, 500 * ns}
+	case g == hwarch.Sunda:
+		return LinkParams{96e9, 500 * ns}
+	case g == hwarch.Mariana:
+		return LinkParams{128e9, 500 * ns}
+	}
+	return LinkParams{256e9, 500 * ns}
 }
 
 // WithSoc sets the runtime's fabric constants: get_max_links_per_pod_port

@@ -23,7 +23,7 @@ type Config struct {
 	// Devices/Nodes + local index. 0 is 1: one node, no EFA network.
 	Nodes    int
 	Kind     Kind    // of each node; KindAuto: AutoKind of a node's devices
-	Params   *Params // nil: DefaultParams(Generation)
+	Params   *Params // nil: DefaultParamsOf(Generation, DeviceID)
 	Revision uint8   // PCI revision of every device
 	// DeviceID is the PCI device id of every device (Inf2 is 0x7264); 0:
 	// the generation's first (hwarch.DefaultDeviceID). An id of another
@@ -225,7 +225,7 @@ func resolve(cfg Config) (Config, Params, *Topology, error) {
 	if !cfg.Generation.Valid() {
 		return cfg, Params{}, nil, fmt.Errorf("fabric: %w %d", hwarch.ErrUnknownGeneration, uint8(cfg.Generation))
 	}
-	p := DefaultParams(cfg.Generation)
+	p := DefaultParamsOf(cfg.Generation, cfg.DeviceID)
 	if cfg.Params != nil {
 		p = *cfg.Params
 	}
