@@ -620,7 +620,7 @@ func (s *sweepFlags) sizeSystem(f *fabricFlags, plan *sweepPlan, sys *cluster.Sw
 	cfg.Devices = sys.Devices
 	sw := plan.set.Sweep
 	if s.channels.set {
-		if err := cfg.CheckChannels(s.channels.int(), sw.Algo); err != nil {
+		if err := cfg.CheckChannels(s.channels.int(), sw.Op, sw.Algo); err != nil {
 			return fmt.Errorf("--channels %d: %w", s.channels.int(), err)
 		}
 	}

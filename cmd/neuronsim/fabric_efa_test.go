@@ -64,6 +64,47 @@ func TestFabricSweepNodes(t *testing.T) {
 	}
 }
 
+// TestFabricSweepChannelsOps: the flat ring's channel notes are only for
+// a flat ring across nodes: a permute (whose ring rows are one shift to
+// its peers), an alltoall (mesh) and a hierarchical all-reduce print no
+// "# channels" nor "# flat_ring" line, on Trn1 (auto's flat ring from
+// 64 MiB) and Trn2; --channels is refused for a permute and an alltoall,
+// naming the flag and the collective. A permute once printed "# channels:
+// 8" and took --channels, which changed nothing.
+func TestFabricSweepChannelsOps(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		algo string
+	}{
+		{"trn2-permute", []string{"--arch", "cayman", "--devices", "4", "--op", "permute", "-b", "1M", "-e", "1M"}, "ring"},
+		{"trn1-permute-64M", []string{"--arch", "trn1", "--devices", "4", "--op", "permute", "-b", "64M", "-e", "64M"}, "ring"},
+		{"trn2-alltoall", []string{"--arch", "cayman", "--devices", "4", "--op", "alltoall", "-b", "1M", "-e", "1M"}, "mesh"},
+		{"trn2-hier", []string{"--arch", "cayman", "--devices", "4", "--op", "all_reduce", "--algo", "hier", "-b", "1M", "-e", "1M"}, "hier"},
+		{"trn1-hier-64M", []string{"--arch", "trn1", "--devices", "4", "--op", "all_gather", "-b", "64M", "-e", "64M", "--algo", "hier"}, "hier"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"fabric", "sweep", "--nodes", "2", "--model", "free"}, tc.args...)
+			out, err := runCLI(t, args...)
+			require.NoError(t, err, out)
+			assert.Contains(t, out, " "+tc.algo+"\n")
+			assert.NotContains(t, out, "# channels:")
+			assert.NotContains(t, out, "# flat_ring:")
+			assert.NotContains(t, out, "# auto_flat_ring:")
+		})
+	}
+	for _, tc := range []struct{ op, want string }{
+		{"permute", "--channels 2: a permute runs no ring channels"},
+		{"alltoall", "--channels 2: an alltoall runs on mesh"},
+	} {
+		for _, algo := range []string{"auto", "ring", "mesh"} {
+			_, err := runCLI(t, "fabric", "sweep", "--arch", "cayman", "--devices", "4", "--nodes", "2", "--op", tc.op, "--algo", algo, "--channels", "2", "-b", "1M", "-e", "1M")
+			require.Error(t, err, "%s %s", tc.op, algo)
+			assert.Contains(t, err.Error(), tc.want, "%s %s", tc.op, algo)
+		}
+	}
+}
+
 // TestFabricTopoNodes: fabric topo --nodes draws the NICs, leaves and
 // spines with the parameters the flags give.
 func TestFabricTopoNodes(t *testing.T) {

@@ -401,3 +401,45 @@ func TestSpinesNote(t *testing.T) {
 	assert.Empty(t, cluster.SpinesNote(topo.Scale, idle))
 	assert.Empty(t, cluster.SpinesNote(nil, nil))
 }
+// TestChannelsOps: channels are checked against the op as well as the
+// algorithm — a permute and an alltoall run none and are refused by name —
+// and a report's channel and flat-ring notes are only for a flat ring's
+// ops: a permute's ring rows over nodes note neither.
+func TestChannelsOps(t *testing.T) {
+	cfg := cluster.Config{Generation: hwarch.Cayman, Devices: 32, Nodes: 2}
+	for _, tc := range []struct {
+		op   enc.Op
+		algo enc.Algo
+		want string // "" accepted
+	}{
+		{enc.AllReduce, enc.Ring, ""},
+		{enc.AllGather, enc.Auto, ""},
+		{enc.ReduceScatter, enc.Ring, ""},
+		{enc.Permute, enc.Ring, "a permute runs no ring channels"},
+		{enc.Permute, enc.Auto, "a permute runs no ring channels"},
+		{enc.AllToAll, enc.Auto, "an alltoall runs on mesh"},
+		{enc.AllToAll, enc.Mesh, "an alltoall runs on mesh"},
+		{enc.AllReduce, enc.Hier, "algo ring or auto, not hier"},
+	} {
+		err := cfg.CheckChannels(4, tc.op, tc.algo)
+		assert.Equal(t, tc.want == "", cfg.ChannelsApply(tc.op, tc.algo), "%v %v", tc.op, tc.algo)
+		if tc.want == "" {
+			assert.NoError(t, err, "%v %v", tc.op, tc.algo)
+			continue
+		}
+		require.Error(t, err, "%v %v", tc.op, tc.algo)
+		assert.Contains(t, err.Error(), tc.want)
+	}
+	for _, tc := range []struct {
+		op   enc.Op
+		note bool
+	}{{enc.AllReduce, true}, {enc.AllGather, true}, {enc.Permute, false}} {
+		rep := &nccom.Report{Op: tc.op.String(), Rows: []nccom.Row{{Algorithm: "ring"}}}
+		cluster.NoteFlatRing(rep, 2, 1, 16)
+		cluster.NoteAutoFlatRing(rep, 2)
+		for _, k := range []string{cluster.ChannelsKey, cluster.FlatRingKey, cluster.AutoFlatRingKey} {
+			_, ok := rep.Extra[k]
+			assert.Equal(t, tc.note, ok, "%v: %s", tc.op, k)
+		}
+	}
+}

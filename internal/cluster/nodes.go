@@ -37,28 +37,35 @@ func (cfg Config) NodeNICs() int {
 }
 
 // ChannelsApply reports whether flat-ring channels (enc.Options.Channels)
-// are those of a collective of algo on the cluster: they are the flat
-// ring's across nodes, so the cluster has several nodes and algo is ring
-// or auto (whose choice across nodes may be the flat ring). Every surface
+// are those of a collective op of algo on the cluster: they are the flat
+// ring's across nodes, so the cluster has several nodes and
+// enc.ChannelsApply holds — algo ring or auto (whose choice across nodes
+// may be the flat ring) and op all_reduce, all_gather or reduce_scatter
+// (a permute's ring and an alltoall's mesh run no channels). Every surface
 // that takes channels — fabric sweep's --channels, a scenario step's, a
 // sweep grid's axis — asks it.
-func (cfg Config) ChannelsApply(algo enc.Algo) bool {
-	return cfg.Nodes > 1 && (algo == enc.Ring || algo == enc.Auto)
+func (cfg Config) ChannelsApply(op enc.Op, algo enc.Algo) bool {
+	return cfg.Nodes > 1 && enc.ChannelsApply(op, algo)
 }
 
 // CheckChannels says why k flat-ring channels cannot be those of a
-// collective of algo on the cluster — outside 1..enc.MaxChannels, not
-// applying to it (ChannelsApply), or not dividing a node's ranks (each
-// channel enters a node at its own local rank); nil when they can. The
-// caller wraps it in where the count came from and its own sentinel.
-func (cfg Config) CheckChannels(k int, algo enc.Algo) error {
+// collective op of algo on the cluster — outside 1..enc.MaxChannels, not
+// applying to it (ChannelsApply: one node, an op or an algorithm that runs
+// no channels), or not dividing a node's ranks (each channel enters a node
+// at its own local rank); nil when they can. The caller wraps it in where
+// the count came from and its own sentinel.
+func (cfg Config) CheckChannels(k int, op enc.Op, algo enc.Algo) error {
 	node := cfg.NodeRanks()
 	switch {
 	case k < 1 || k > enc.MaxChannels:
 		return fmt.Errorf("1..%d rings side by side, not %d", enc.MaxChannels, k)
 	case cfg.Nodes <= 1:
 		return errors.New("channels are the flat ring's across nodes, and the system has one node")
-	case !cfg.ChannelsApply(algo):
+	case op == enc.Permute:
+		return errors.New("a permute runs no ring channels (its ring is one shift to its peers), so they would change nothing; channels apply to all_reduce, all_gather and reduce_scatter")
+	case op == enc.AllToAll:
+		return errors.New("an alltoall runs on mesh, not a ring, so channels would change nothing; they apply to all_reduce, all_gather and reduce_scatter")
+	case !cfg.ChannelsApply(op, algo):
 		return fmt.Errorf("channels are the flat ring's: algo ring or auto, not %s", algo)
 	case node%k != 0:
 		return fmt.Errorf("%d channels do not divide a node's %d ranks: each channel enters a node at its own local rank", k, node)

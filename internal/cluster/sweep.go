@@ -192,8 +192,13 @@ func NoteAutoRDHTwoRanks(rep *nccom.Report, ranks int) {
 }
 
 // ringAcrossNodes reports whether rep, a report of a collective over nodes
-// nodes, ran a ring across several nodes (one of its rows is a ring).
+// nodes, ran a flat ring across several nodes: one of its rows is a ring
+// and its op one whose ring is a flat ring (enc.ChannelsApply; not a
+// permute, whose ring is one shift to its peers).
 func ringAcrossNodes(rep *nccom.Report, nodes int) bool {
+	if op, err := enc.ParseOp(rep.Op); err == nil && !enc.ChannelsApply(op, enc.Ring) {
+		return false // a permute's ring is no flat ring: it runs no channels, and auto did not choose it
+	}
 	return nodes > 1 && slices.ContainsFunc(rep.Rows, func(r nccom.Row) bool { return r.Algorithm == enc.Ring.String() })
 }
 

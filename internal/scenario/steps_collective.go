@@ -42,7 +42,7 @@ func (st *CollectiveStep) check(c *checkContext) error {
 	if st.Chunks != nil && (*st.Chunks < 1 || *st.Chunks > enc.MaxChunks) {
 		return c.errorf("chunks", "1..%d pieces, not %d", enc.MaxChunks, *st.Chunks)
 	}
-	if err := c.channels(st.Channels, st.Algo); err != nil {
+	if err := c.channels(st.Channels, st.Op, st.Algo); err != nil {
 		return err
 	}
 	return buffersFor(c.d, c.at("size"), c.p+".size", r, st.Op, st.Algo, st.Dtype, []int64{int64(st.Size)}, st.options(), "it")
@@ -67,14 +67,15 @@ func stepChannels(ch *int) int {
 	return *ch
 }
 
-// channels checks a step's channels, if given, on the step's system
-// (cluster.Config.CheckChannels).
-func (c *checkContext) channels(ch *int, algoS string) error {
+// channels checks a step's channels, if given, on the step's system, op
+// and algorithm (cluster.Config.CheckChannels: none for a permute or an
+// alltoall).
+func (c *checkContext) channels(ch *int, opS, algoS string) error {
 	if ch == nil {
 		return nil
 	}
-	_, algo, _ := words("", algoS, "")
-	if err := c.r.clusterConfig().CheckChannels(*ch, algo); err != nil {
+	op, algo, _ := words(opS, algoS, "")
+	if err := c.r.clusterConfig().CheckChannels(*ch, op, algo); err != nil {
 		return c.errorf("channels", "%v", err)
 	}
 	return nil
@@ -185,7 +186,7 @@ func (st *SweepStep) check(c *checkContext) error {
 	if st.Factor != nil && st.Step != nil {
 		return c.errorf("step", "give one of factor and step, not both")
 	}
-	if err := c.channels(st.Channels, st.Algo); err != nil {
+	if err := c.channels(st.Channels, st.Op, st.Algo); err != nil {
 		return err
 	}
 	sizes, err := st.sizes(c.r)

@@ -139,7 +139,8 @@ func TestSweepOverNodes(t *testing.T) {
 }
 
 // TestStepChannelsRefused: a step's channels out of range, on one node,
-// for an algorithm other than the ring's, or not dividing a node's ranks
+// for an algorithm other than the ring's, for a permute or an alltoall
+// (which run none), or not dividing a node's ranks
 // are refused at their position, naming the key.
 func TestStepChannelsRefused(t *testing.T) {
 	const two = "name: x\nsystem: {name: trn2-48xl, nodes: 2, buffer_bytes: 4M}\nsteps:\n"
@@ -151,6 +152,8 @@ func TestStepChannelsRefused(t *testing.T) {
 		{"one node", "name: x\nsystem: {arch: cayman, devices: 16}\nsteps:\n  - collective: {op: all_reduce, size: 64K, channels: 2}\n", "2}", "channels are the flat ring's across nodes, and the system has one node"},
 		{"hier", two + "  - sweep: {op: all_reduce, algo: hier, min: 64K, max: 64K, channels: 2}\n", "2}", "algo ring or auto, not hier"},
 		{"not dividing", two + "  - collective: {op: all_reduce, algo: ring, size: 64K, channels: 3}\n", "3}", "3 channels do not divide a node's 16 ranks"},
+		{"permute", two + "  - collective: {op: permute, size: 64K, channels: 2}\n", "2}", "collective.channels: a permute runs no ring channels"},
+		{"alltoall", two + "  - sweep: {op: alltoall, min: 64K, max: 64K, channels: 2}\n", "2}", "sweep.channels: an alltoall runs on mesh"},
 		{"text", two + "  - collective: {op: all_reduce, size: 64K, channels: many}\n", "many", "channels"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -909,7 +909,7 @@ func (b *pointBuilder) collectives(sh shapeOf, model string, p fabric.Params, bw
 	g := b.g
 	for _, op := range b.av.ops {
 		for _, algo := range b.av.algos {
-			chs, err := b.channelsOf(sh, p, algo.v)
+			chs, err := b.channelsOf(sh, p, op.v, algo.v)
 			if err != nil {
 				return err
 			}
@@ -941,17 +941,20 @@ func (b *pointBuilder) collectives(sh shapeOf, model string, p fabric.Params, bw
 	return nil
 }
 
-// channelsOf returns the flat-ring channels of the points of algorithm
-// algo on shape sh with fabric parameters p, one per value of the channels
-// axis, nics resolved to a node's EFA NICs (cluster.Config.NodeNICs): over
-// several nodes with algo ring or auto. Points the channels do not apply
-// to — of one node, or of another algorithm — run once, with none (0). A
+// channelsOf returns the flat-ring channels of the points of op and
+// algorithm algo on shape sh with fabric parameters p, one per value of
+// the channels axis, nics resolved to a node's EFA NICs
+// (cluster.Config.NodeNICs): over several nodes with algo ring or auto
+// and op all_reduce, all_gather or reduce_scatter. Points the channels do
+// not apply to — of one node, of another algorithm, a permute or an
+// alltoall (cluster.Config.ChannelsApply) — run once, with none (0). A
 // count that does not divide a node's ranks, or two values that come to
 // the same count, are refused naming the value.
-func (b *pointBuilder) channelsOf(sh shapeOf, p fabric.Params, algoS string) ([]int, error) {
+func (b *pointBuilder) channelsOf(sh shapeOf, p fabric.Params, opS, algoS string) ([]int, error) {
 	cfg := sh.config(&p)
+	op, _ := enc.ParseOp(opS)
 	algo, _ := enc.ParseAlgo(algoS)
-	if !cfg.ChannelsApply(algo) {
+	if !cfg.ChannelsApply(op, algo) {
 		return []int{0}, nil
 	}
 	nics := cfg.NodeNICs()
@@ -962,7 +965,7 @@ func (b *pointBuilder) channelsOf(sh shapeOf, p fabric.Params, algoS string) ([]
 		if k == 0 {
 			k = nics
 		}
-		if err := cfg.CheckChannels(k, algo); err != nil {
+		if err := cfg.CheckChannels(k, op, algo); err != nil {
 			return nil, b.e.fail(c.n, c.p, nil, "%v (%s)", err, sh.sys.describe())
 		}
 		if prev, dup := seen[k]; dup {

@@ -213,3 +213,14 @@ func (a Algo) check(op Op, ranks, group int) error {
 	}
 	return nil
 }
+
+// ChannelsApply reports whether Options.Channels can change a schedule of
+// op with algo: the channels are Ring's rings side by side (the flat
+// ring's across nodes), so algo is Ring, or Auto, which may choose it,
+// and op is AllReduce, AllGather or ReduceScatter. Permute's ring is one
+// shift to its peers, which the channels leave as it is, and AllToAll runs
+// on Mesh only. Every surface that takes a channel count refuses it where
+// this is false, and no report notes channels for such a run.
+func ChannelsApply(op Op, algo Algo) bool {
+	return (algo == Ring || algo == Auto) && (op == AllReduce || op == AllGather || op == ReduceScatter)
+}

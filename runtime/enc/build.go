@@ -171,7 +171,7 @@ func prepare(op Op, algo Algo, ranks int, size int64, elem int, opt Options) (*b
 	if opt.Channels < 0 || opt.Channels > MaxChannels {
 		return fail(name, "Channels %d outside 1..%d", opt.Channels, MaxChannels)
 	}
-	if channels > 1 && algo == Ring && op != Permute && ranks > 1 {
+	if channels > 1 && ChannelsApply(op, algo) && ranks > 1 {
 		switch g := opt.GroupSize; {
 		case !groupDivides(g, ranks):
 			return fail(name, "%d channels need Options.GroupSize, the ranks of a node, dividing the %d ranks (GroupSize %d)", channels, ranks, g)

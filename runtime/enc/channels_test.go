@@ -137,3 +137,27 @@ func TestChannelledRingTransfers(t *testing.T) {
 	held := uint64(MaxXfers) * uint64(unsafe.Sizeof(Xfer{}))
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, held/64, "refused before allocating the transfers")
 }
+
+// TestChannelsApply: channels are Ring's (and Auto's, which may choose
+// it) for all_reduce, all_gather and reduce_scatter only: a permute's ring
+// and an alltoall's mesh run none, nor do the other algorithms; a permute
+// built with channels is the same schedule as one without.
+func TestChannelsApply(t *testing.T) {
+	for _, tc := range []struct {
+		op   Op
+		algo Algo
+		want bool
+	}{
+		{AllReduce, Ring, true}, {AllGather, Auto, true}, {ReduceScatter, Ring, true},
+		{AllReduce, Hier, false}, {AllReduce, Mesh, false}, {AllGather, RDH, false}, {AllReduce, KangaRing, false},
+		{Permute, Ring, false}, {Permute, Auto, false}, {Permute, Mesh, false},
+		{AllToAll, Auto, false}, {AllToAll, Mesh, false}, {AllToAll, Ring, false},
+	} {
+		assert.Equal(t, tc.want, ChannelsApply(tc.op, tc.algo), "%v %v", tc.op, tc.algo)
+	}
+	one, err := Build(Permute, Ring, 8, 1<<16, 4, Options{GroupSize: 4})
+	require.NoError(t, err)
+	four, err := Build(Permute, Ring, 8, 1<<16, 4, Options{GroupSize: 4, Channels: 4})
+	require.NoError(t, err)
+	assert.Equal(t, one, four, "channels change no permute")
+}
