@@ -114,9 +114,9 @@ func TestFabricTopoNodes(t *testing.T) {
 	for _, want := range []string{
 		"topology: torus2d, 48 devices",
 		"3 nodes of 16 devices (torus2d) joined by EFA: fat-tree network, 16 NICs per node (1 device a NIC), 3 leaves of 16 ports, 2 spines, oversubscription 2:1",
-		"efa-nic links: 50 GB/s, 9100 ns per direction", // (20,000 − 2·500 − 300 − 500) / 2
-		"efa-leaf links: 50 GB/s, 500 ns per direction",
-		"efa-spine links: 200 GB/s, 500 ns per direction", // 16 × 50 / 2 / 2 spines
+		"dev-nic links: 50 GB/s, 9100 ns per direction", // (20,000 − 2·500 − 300 − 500) / 2
+		"nic-leaf links: 50 GB/s, 500 ns per direction",
+		"leaf-spine links: 200 GB/s, 500 ns per direction", // 16 × 50 / 2 / 2 spines
 		"spines: spine0, spine1 ◄––► every leaf",
 	} {
 		assert.Contains(t, out, want)
@@ -156,6 +156,37 @@ func TestFabricEFAFlagErrors(t *testing.T) {
 			out, err := runCLI(t, append([]string{"fabric", "topo", "--arch", "cayman", "--devices", "16"}, tc.args...)...)
 			require.Error(t, err, out)
 			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// TestFabricSweepLinkClassesPerSystem: over 2 nodes of each system AWS
+// sells, the link table names the EFA classes by what they are (dev-nic,
+// nic-leaf, leaf-spine; no "efa-…") and the report says what each class is
+// on that system ("# link_classes: …"); on trn1-32xl, whose NIC two
+// devices share, the NIC's busy port is nic-leaf, not a leaf switch.
+func TestFabricSweepLinkClassesPerSystem(t *testing.T) {
+	for _, tc := range []struct {
+		system string
+		size   string
+		want   []string
+	}{
+		{"trn1-32xl", "16M", []string{"nic-leaf", "nic-leaf = an EFA NIC's port to its leaf switch: the NIC's own bandwidth, shared by the NIC's 2 devices"}},
+		{"trn2-48xl", "1M", []string{"dev-nic = a device's link to its EFA NIC (one device a NIC)"}},
+		{"trn2-ultraserver", "1M", []string{"z = an UltraServer Z-ring link"}},
+		{"trn3-gen1", "64K", []string{"inter-rack = a direct link to the same-position device of the other rack"}},
+		{"trn3-gen2", "64K", []string{"inter-server = a device's link to one of the two second-level switches"}},
+	} {
+		t.Run(tc.system, func(t *testing.T) {
+			out, err := runCLI(t, "fabric", "sweep", "--system", tc.system, "--nodes", "2", "--model", "free", "-b", tc.size, "-e", tc.size)
+			require.NoError(t, err, out)
+			assert.Contains(t, out, "# link_classes: ")
+			for _, w := range tc.want {
+				assert.Contains(t, out, w)
+			}
+			assert.NotContains(t, out, "efa-nic")
+			assert.NotContains(t, out, "efa-leaf")
+			assert.NotContains(t, out, "efa-spine")
 		})
 	}
 }

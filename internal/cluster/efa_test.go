@@ -227,8 +227,8 @@ func TestEFAFlatRingChannels(t *testing.T) {
 		require.True(t, ok)
 		return u[0].Bottleneck
 	}
-	assert.Equal(t, "efa-nic", bottleneck(one))
-	assert.NotEqual(t, "efa-nic", bottleneck(all))
+	assert.Equal(t, "dev-nic", bottleneck(one))
+	assert.NotEqual(t, "dev-nic", bottleneck(all))
 	assert.Equal(t, cluster.FlatRingNote, one.Extra[cluster.FlatRingKey])
 	assert.NotContains(t, all.Extra, cluster.FlatRingKey)
 	assert.Equal(t, 16, all.Extra[cluster.ChannelsKey])
@@ -401,6 +401,7 @@ func TestSpinesNote(t *testing.T) {
 	assert.Empty(t, cluster.SpinesNote(topo.Scale, idle))
 	assert.Empty(t, cluster.SpinesNote(nil, nil))
 }
+
 // TestChannelsOps: channels are checked against the op as well as the
 // algorithm — a permute and an alltoall run none and are refused by name —
 // and a report's channel and flat-ring notes are only for a flat ring's

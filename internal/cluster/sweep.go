@@ -77,6 +77,9 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 	if n := SpinesNote(c.System.Topology().Scale, usage); n != "" {
 		rep.Extra[SpinesKey] = n
 	}
+	if t := c.System.Topology(); t.Scale != nil {
+		rep.Extra[LinkClassesKey] = t.ClassLegend()
+	}
 	rep.Extra[TimeResolutionKey] = TimeResolutionNote(resolution)
 	NoteFlatRing(rep, nodes, sw.Options.Channels, nics)
 	NoteRingOrder(rep, c.cfg.RingOrder(), given, c.cfg.RankOrderRings)
@@ -90,6 +93,12 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 	sw.Progress.Done()
 	return rep, nil
 }
+
+// LinkClassesKey is the report's Extra key of what each class of link of
+// the link table is on the system swept (fabric.Topology.ClassLegend),
+// set for a system of several nodes, whose EFA classes are named by their
+// ends (fabric.ClassLabel).
+const LinkClassesKey = "link_classes"
 
 // TimeResolutionKey is the report's Extra key of TimeResolutionNote.
 const TimeResolutionKey = "time_resolution"

@@ -19,8 +19,8 @@ import (
 const LinkUsageKey = "link_usage"
 
 // LinkClass is the use of one class of links (the directed links of one
-// fabric Link.Group) during one collective (docs/fabric.md §Link
-// utilisation).
+// fabric Link.Group, named by fabric.ClassLabel) during one collective
+// (docs/fabric.md §Link utilisation).
 type LinkClass struct {
 	Class string `json:"class"`
 	Links int    `json:"links"` // directed links of the class
@@ -58,7 +58,7 @@ func linkUse(t *fabric.Topology, c fabric.Counters, size int64, elapsed uint64) 
 	}
 	out := SizeLinks{Size: size, ElapsedPS: elapsed}
 	for _, u := range classes {
-		out.Classes = append(out.Classes, LinkClass{Class: u.Group, Links: u.Links, Bytes: u.Bytes,
+		out.Classes = append(out.Classes, LinkClass{Class: fabric.ClassLabel(u.Group), Links: u.Links, Bytes: u.Bytes,
 			BusiestLink: t.LinkName(u.Busiest), BusiestBusyPS: u.MaxBusy,
 			Utilisation: u.Utilisation(elapsed), Mean: u.MeanUtilisation(elapsed)})
 	}
@@ -77,7 +77,7 @@ const SpinesKey = "spines"
 
 // SpinesNote says why the spines of so, the EFA network of a system of
 // nodes, carried nothing over a sweep whose link use is u, so that no
-// one reads efa-spine's 0 % (or its absence) as spines to spare: the
+// one reads leaf-spine's 0 % (or its absence) as spines to spare: the
 // network has none (its NICs fit one leaf), or it is rail-optimised with
 // every rail on one leaf (writes between nodes never leave their rail's
 // leaf), or the collective's writes between nodes all stayed within a
@@ -89,21 +89,21 @@ func SpinesNote(so *fabric.ScaleOut, u LinkUsage) string {
 	}
 	e := so.Params()
 	if so.Spines == 0 {
-		return fmt.Sprintf("none: one leaf of %d ports holds all %d NICs (%d nodes × %d), so no write between nodes crosses a spine; the link table has no efa-spine class (docs/fabric.md §EFA)",
+		return fmt.Sprintf("none: one leaf of %d ports holds all %d NICs (%d nodes × %d), so no write between nodes crosses a spine; the link table has no leaf-spine class (docs/fabric.md §EFA)",
 			e.LeafPorts, so.Nodes*so.NICs, so.Nodes, so.NICs)
 	}
 	for _, s := range u {
 		for _, c := range s.Classes {
-			if c.Class == "efa-spine" && c.Bytes > 0 {
+			if c.Class == fabric.ClassLabel("efa-spine") && c.Bytes > 0 {
 				return ""
 			}
 		}
 	}
 	if so.Network == fabric.RailOptimised && so.Nodes <= e.LeafPorts {
-		return fmt.Sprintf("they carry no traffic in this shape: rail-optimised, each rail's %d nodes fit one leaf of %d ports and a write between nodes leaves through the NIC of its destination's rail, so it never leaves that rail's leaf; efa-spine's 0 %% says nothing of the %d spines' capacity (docs/fabric.md §EFA)",
+		return fmt.Sprintf("they carry no traffic in this shape: rail-optimised, each rail's %d nodes fit one leaf of %d ports and a write between nodes leaves through the NIC of its destination's rail, so it never leaves that rail's leaf; leaf-spine's 0 %% says nothing of the %d spines' capacity (docs/fabric.md §EFA)",
 			so.Nodes, e.LeafPorts, so.Spines)
 	}
-	return fmt.Sprintf("they carried no traffic: every write between nodes stayed within one leaf of %d ports; efa-spine's 0 %% says nothing of the %d spines' capacity (docs/fabric.md §EFA)", e.LeafPorts, so.Spines)
+	return fmt.Sprintf("they carried no traffic: every write between nodes stayed within one leaf of %d ports; leaf-spine's 0 %% says nothing of the %d spines' capacity (docs/fabric.md §EFA)", e.LeafPorts, so.Spines)
 }
 
 // LinkUsageOf returns the link use a sweep report holds (Cluster.Sweep

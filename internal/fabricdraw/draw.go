@@ -502,7 +502,7 @@ func (d *drawer) star() {
 // groupLine is "<group> links: <params> per direction" ("links: …" for
 // the α-β group "link").
 func (d *drawer) groupLine(group string) string {
-	name := group + " links"
+	name := fabric.ClassLabel(group) + " links"
 	if group == "link" {
 		name = "links"
 	}
