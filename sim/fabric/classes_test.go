@@ -51,6 +51,9 @@ func TestClassLabelsPerSystem(t *testing.T) {
 				assert.Contains(t, legend, w)
 			}
 			assert.NotContains(t, legend, "efa-")
+			for id := range topo.Links {
+				assert.NotContains(t, topo.LinkName(id), "(efa-", "a link's name gives its class as reports do")
+			}
 			assert.Len(t, strings.Split(legend, "; "), len(tc.classes), "one entry a class: %s", legend)
 		})
 	}

@@ -605,13 +605,14 @@ func (t *Topology) Path(src, dst int) ([]int, error) {
 	return p, nil
 }
 
-// LinkName names a link "neuron0:2→neuron4:0 (xy)".
+// LinkName names a link "neuron0:2→neuron4:0 (xy)", its class as reports
+// name it (ClassLabel: "n0-nic0:0→neuron0:4 (dev-nic)").
 func (t *Topology) LinkName(id int) string {
 	if id < 0 || id >= len(t.Links) {
 		return fmt.Sprintf("link %d", id)
 	}
 	l := t.Links[id]
-	return fmt.Sprintf("%s:%d→%s:%d (%s)", t.Nodes[l.From].Name, l.FromPort, t.Nodes[l.To].Name, l.ToPort, l.Group)
+	return fmt.Sprintf("%s:%d→%s:%d (%s)", t.Nodes[l.From].Name, l.FromPort, t.Nodes[l.To].Name, l.ToPort, ClassLabel(l.Group))
 }
 
 // Neighbour returns the device behind device d's B0_s window.
