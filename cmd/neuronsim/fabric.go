@@ -289,7 +289,7 @@ list sweeps each count (a table per count; with --json a report per count);
 	fl.StringVar(&s.ringOrder, "ring-order", "links", "the order the rings visit the ranks (ring, kangaring, hier's rings in a node, permute's peers): links, a cycle along the topology's links (the 4×4 torus: 0-3 7-4 8-11 15-12; rank order on switched fabrics); ranks, rank order 0, 1, …; or the ranks in order, runs first-last allowed (\"0-3 7-4 8-11 15-12\" or 0,1,2,3,…) (docs/fabric.md §Ring order)")
 	fl.Var(s.ranksPerDevice, "ranks-per-device", "NeuronCores of each device taking part, 1..the generation's NeuronCores (rank r is NC r mod k of device r/k)")
 	fl.Var(s.engines, "engines", "DMA engines each rank spreads its transfers over, 1..a NeuronCore's DMA engines (16) (default: the generation's calibrated count: 5 on sunda, 7 on cayman and mariana)")
-	fl.StringVar(&s.jsonFile, "json", "", "write nccom-test's JSON report to this file; with several --devices counts, one report per count, to NAME-<N>devices.EXT")
+	fl.StringVar(&s.jsonFile, "json", "", "write nccom-test's JSON report to this file; with several --devices counts, one report per count, to NAME-<N>devices.EXT (with --nodes, NAME-<nodes>x<N>devices.EXT, N a node's devices)")
 	fl.StringVar(&s.plotFile, "plot", "", "draw busbw against size, one line per device count, to this PNG")
 	s.devPlot.add(fl)
 	fl.StringVar(&s.pcapFile, "pcap", "", "write the fabric's packets to this pcap file (contrib/wireshark/neuronsim.lua dissects them)")
@@ -343,9 +343,10 @@ func checkNotInputs(out [2]string, inputs ...[2]string) error {
 // build and sweep, and the outputs to write.
 type sweepPlan struct {
 	set     cluster.SweepSet
-	counts  []int
+	counts  []int // every node's devices
+	nodes   int   // --nodes
 	pcapMax uint64
-	title   string // the plot's
+	title   string // the plots', naming the system and the nodes (sweepTitle)
 	// devSizes are the sizes --plot-devices draws (nil without it), and
 	// devNote names the sizes it leaves out.
 	devSizes []int64
@@ -419,11 +420,11 @@ func writeSweep(cmd *cobra.Command, s *sweepFlags, plan *sweepPlan, reports []*n
 		}
 		n := plan.counts[i]
 		ranks := n * max(plan.set.Config.RanksPerDevice, 1)
-		series = append(series, plot.Series{Label: units.Plural(int64(n), "device", "devices") + ", " + units.Plural(int64(ranks), "rank", "ranks"), Report: rep})
+		series = append(series, plot.Series{Label: devicesLabel(n, plan.nodes) + ", " + units.Plural(int64(ranks), "rank", "ranks"), Report: rep})
 	}
 	if s.jsonFile != "" {
 		for i, rep := range reports {
-			o, err := output.Create(jsonPath(s.jsonFile, plan.counts, i))
+			o, err := output.Create(jsonPath(s.jsonFile, plan.counts, plan.nodes, i))
 			if err != nil {
 				return files, fmt.Errorf("--json: %w", err)
 			}
@@ -501,9 +502,7 @@ func (s *sweepFlags) plan(f *fabricFlags) (*sweepPlan, error) {
 	if plan.devSizes, plan.devNote, err = s.devPlot.plan(plan.set.Systems); err != nil {
 		return nil, err
 	}
-	if l := f.named.label(); l != "" {
-		plan.title = l + ": " + plan.title
-	}
+	plan.title = sweepTitle(f.named.label(), plan.nodes, plan.title)
 	return plan, nil
 }
 
@@ -515,7 +514,7 @@ func (s *sweepFlags) checkOutputs(f *fabricFlags, counts []int) error {
 	var paths [][2]string
 	if s.jsonFile != "" {
 		for i := range counts {
-			paths = append(paths, [2]string{"--json", jsonPath(s.jsonFile, counts, i)})
+			paths = append(paths, [2]string{"--json", jsonPath(s.jsonFile, counts, f.efa.count(), i)})
 		}
 	}
 	paths = append(paths, [2]string{"--plot", s.plotFile}, [2]string{"--plot-devices", s.devPlot.file}, [2]string{"--pcap", s.pcapFile})
@@ -586,7 +585,7 @@ func (s *sweepFlags) fabricParams(f *fabricFlags, t *rtarch.Tables) (fabric.Para
 // newPlan returns the plan of a sweep of sw over the fabric p, without its
 // systems yet: the configuration every system shares and the plot's title.
 func (s *sweepFlags) newPlan(f *fabricFlags, family hwarch.SwitchFamily, p fabric.Params, sw cluster.Sweep, timingOnly bool, counts []int, pcapMax int64) *sweepPlan {
-	plan := &sweepPlan{counts: counts, pcapMax: uint64(pcapMax),
+	plan := &sweepPlan{counts: counts, nodes: f.efa.count(), pcapMax: uint64(pcapMax),
 		title: fmt.Sprintf("%s %s, %s (%s model)", f.product(), sw.Op, sw.Dtype, p.Model),
 		set: cluster.SweepSet{Sweep: sw, Config: cluster.Config{Generation: f.gen, DeviceID: f.device, Nodes: f.efa.count(), Switch: family, Params: &p,
 			TimingOnly: timingOnly, RanksPerDevice: s.ranksPerDevice.int(), WhatIf: f.bringUpWhatIf(), RankOrderRings: s.ringOrder == "ranks"}}}
@@ -702,15 +701,49 @@ func (s *sweepFlags) sizes(sw cluster.Sweep, ranks int, minB, maxB, factor, step
 	return sizes, nil
 }
 
-// jsonPath is where --json writes the report of counts[i]: the path given
-// when there is one count; with several, one file per count, the count
-// inserted before the extension (report.json → report-2devices.json).
-func jsonPath(path string, counts []int, i int) string {
+// jsonPath is where --json writes the report of counts[i] (every node's
+// devices) on nodes nodes: the path given when there is one count; with
+// several, one file per count, the count inserted before the extension
+// (report.json → report-2devices.json), and over several nodes the nodes
+// and a node's devices (2 nodes of 4: report-2x4devices.json), so the
+// files of runs of other node counts are not confused with them.
+func jsonPath(path string, counts []int, nodes, i int) string {
 	if len(counts) == 1 {
 		return path
 	}
 	ext := filepath.Ext(path)
+	if nodes > 1 {
+		return fmt.Sprintf("%s-%dx%ddevices%s", strings.TrimSuffix(path, ext), nodes, counts[i]/nodes, ext)
+	}
 	return fmt.Sprintf("%s-%ddevices%s", strings.TrimSuffix(path, ext), counts[i], ext)
+}
+
+// devicesLabel names n devices (every node's) on nodes nodes: "8
+// devices", over several nodes "8 devices (2 nodes × 4)".
+func devicesLabel(n, nodes int) string {
+	l := units.Plural(int64(n), "device", "devices")
+	if nodes > 1 {
+		l += fmt.Sprintf(" (%d nodes × %d)", nodes, n/nodes)
+	}
+	return l
+}
+
+// sweepTitle is a sweep's plot title: what base (product, collective,
+// data type, model) ran on — the named system (label, "" without
+// --system) and, over several nodes, how many, joined by EFA — so the
+// plots of two runs on other systems or node counts cannot be confused:
+// "trn2-48xl (16 devices) × 2 nodes over EFA: Trn2 all_reduce, fp32
+// (aware model)".
+func sweepTitle(label string, nodes int, base string) string {
+	switch {
+	case nodes > 1 && label != "":
+		return fmt.Sprintf("%s × %d nodes over EFA: %s", label, nodes, base)
+	case nodes > 1:
+		return fmt.Sprintf("%d nodes over EFA: %s", nodes, base)
+	case label != "":
+		return label + ": " + base
+	}
+	return base
 }
 
 // isTTY reports whether w is a terminal.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/neuronsim/neuronsim/internal/sweep"
+	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
 )
 
 // TestSweepNodesMatchesFabricSweep: a grid point of 2 × trn2-48xl over
@@ -77,5 +79,62 @@ func TestSweepNodesMatchesFabricSweep(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSweepNamesCarryNodes: a fabric sweep over several nodes says so in
+// every name it gives — the plots' title (with the system too), the --plot
+// legend, the --json file of each device count (NAME-<nodes>x<N>devices,
+// N a node's devices) — so the outputs of runs on other systems or node
+// counts cannot be taken for each other. Once a 2-node sweep of 2 and 4
+// devices a node wrote r-4devices.json and r-8devices.json, the names a
+// one-node sweep of 4 and 8 devices writes, under a title without nodes.
+func TestSweepNamesCarryNodes(t *testing.T) {
+	for _, tc := range []struct {
+		label string
+		nodes int
+		want  string
+	}{
+		{"", 1, "Trn2 all_reduce, fp32 (aware model)"},
+		{"trn2-48xl (16 devices)", 1, "trn2-48xl (16 devices): Trn2 all_reduce, fp32 (aware model)"},
+		{"", 2, "2 nodes over EFA: Trn2 all_reduce, fp32 (aware model)"},
+		{"trn2-48xl (16 devices)", 4, "trn2-48xl (16 devices) × 4 nodes over EFA: Trn2 all_reduce, fp32 (aware model)"},
+	} {
+		assert.Equal(t, tc.want, sweepTitle(tc.label, tc.nodes, "Trn2 all_reduce, fp32 (aware model)"))
+	}
+	for _, tc := range []struct {
+		counts []int
+		nodes  int
+		i      int
+		want   string
+	}{
+		{[]int{16}, 2, 0, "r.json"},
+		{[]int{2, 4}, 1, 1, "r-4devices.json"},
+		{[]int{4, 8}, 2, 0, "r-2x2devices.json"},
+		{[]int{4, 8}, 2, 1, "r-2x4devices.json"},
+		{[]int{96, 192}, 3, 1, "r-3x64devices.json"},
+	} {
+		assert.Equal(t, tc.want, jsonPath("r.json", tc.counts, tc.nodes, tc.i), "%v on %d nodes", tc.counts, tc.nodes)
+	}
+	assert.Equal(t, "8 devices", devicesLabel(8, 1))
+	assert.Equal(t, "8 devices (2 nodes × 4)", devicesLabel(8, 2))
+
+	dir := t.TempDir()
+	js := filepath.Join(dir, "r.json")
+	out, err := runCLI(t, "fabric", "sweep", "--arch", "cayman", "--devices", "2,4", "--nodes", "2", "-b", "64K", "-e", "64K",
+		"--json", js, "--plot", filepath.Join(dir, "p.png"), "--plot-devices", filepath.Join(dir, "d.png"))
+	require.NoError(t, err, out)
+	for _, n := range []int{2, 4} {
+		f, err := os.Open(filepath.Join(dir, fmt.Sprintf("r-2x%ddevices.json", n)))
+		require.NoError(t, err, "the report of 2 nodes of %d devices", n)
+		rep, err := nccom.ReadJSON(f)
+		f.Close()
+		require.NoError(t, err)
+		assert.EqualValues(t, 2, rep.Extra["nodes"])
+		assert.EqualValues(t, 2*n, rep.Extra["devices"])
+	}
+	for _, n := range []int{4, 8} {
+		_, err := os.Stat(filepath.Join(dir, fmt.Sprintf("r-%ddevices.json", n)))
+		assert.ErrorIs(t, err, os.ErrNotExist, "no name a one-node sweep of %d devices would write", n)
 	}
 }
