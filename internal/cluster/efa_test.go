@@ -383,7 +383,7 @@ func TestSpinesNote(t *testing.T) {
 			u, ok := cluster.LinkUsageOf(rep)
 			require.True(t, ok)
 			for _, cl := range u[0].Classes {
-				if cl.Class == "efa-spine" {
+				if cl.Class == fabric.ClassLabel("efa-spine") {
 					assert.Zero(t, cl.Bytes, "the spines carried nothing")
 				}
 			}
@@ -395,7 +395,7 @@ func TestSpinesNote(t *testing.T) {
 	p.EFA.Network, p.EFA.LeafPorts = fabric.FatTree, 4
 	topo, err := fabric.BuildNodes(fabric.KindRing, g, 16, 4, p)
 	require.NoError(t, err)
-	idle := cluster.LinkUsage{{Size: 1, Classes: []cluster.LinkClass{{Class: "efa-nic", Bytes: 8}, {Class: "efa-spine"}}}}
+	idle := cluster.LinkUsage{{Size: 1, Classes: []cluster.LinkClass{{Class: fabric.ClassLabel("efa-nic"), Bytes: 8}, {Class: fabric.ClassLabel("efa-spine")}}}}
 	assert.Contains(t, cluster.SpinesNote(topo.Scale, idle), "every write between nodes stayed within one leaf of 4 ports")
 	idle[0].Classes[1].Bytes = 1
 	assert.Empty(t, cluster.SpinesNote(topo.Scale, idle))
