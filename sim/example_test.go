@@ -33,10 +33,10 @@ func ExampleEngine() {
 	// Output:
 	// 500ns: doorbell on queue 0
 	// 500ns: doorbell on queue 1
-	// ran 2 by 1us, 2 pending
-	// 2.5us: queue 0 complete
-	// 2.5us: queue 1 complete
-	// ran 2 by 2.5us, err <nil>
+	// ran 2 by 1µs, 2 pending
+	// 2.5µs: queue 0 complete
+	// 2.5µs: queue 1 complete
+	// ran 2 by 2.5µs, err <nil>
 	// true
 }
 
@@ -68,7 +68,7 @@ func ExampleEngine_State() {
 	// 10ns: event 1
 	// 20ns: event 2
 	// sim engine: restore: event 0 (at 10ns, seq 0): handler ID 7: unknown event handler: invalid state
-	// 1us 0
+	// 1µs 0
 }
 
 // Memory costs only the pages written, reads untouched memory as zeros, and
@@ -102,5 +102,5 @@ func ExampleCyclesAt() {
 	// Output:
 	// 714ps
 	// 5ns
-	// 357.142857us
+	// 357.142857µs
 }

@@ -56,7 +56,7 @@ func TestDVELoadTableBytes(t *testing.T) {
 			}
 			require.NotZero(t, sum, out)
 			assert.Contains(t, out, fmt.Sprintf("  moved %d bytes of tables (and the 4-byte event-accel word) in ", sum))
-			assert.Regexp(t, `(?m)^  \S+ of device time, in parts:\n    \S+ +staging the tables in HBM through BAR4 \(dmem_buf_copyin\)\n    \S+ +starting the queue \(descriptors and doorbell over MMIO\)\n    \S+ +DMA until the completion semaphore's increment is read \(polled every 1us\)\n  read back`, out)
+			assert.Regexp(t, `(?m)^  \S+ of device time, in parts:\n    \S+ +staging the tables in HBM through BAR4 \(dmem_buf_copyin\)\n    \S+ +starting the queue \(descriptors and doorbell over MMIO\)\n    \S+ +DMA until the completion semaphore's increment is read \(polled every 1µs\)\n  read back`, out)
 		})
 	}
 }
@@ -343,11 +343,11 @@ func TestDeviceTimeLabels(t *testing.T) {
 		want string
 	}{
 		{[]string{"dma", "copy", "--size", "4099", "--arch", "cayman"},
-			`(?m)^  2 descriptor pairs \(with the completion marker\), 5\.1us of device time, 0\.8 GB/s\n  device time: 1\.2us opening the core's H2T queue \(its first use\), 3\.9us from the first doorbell to the queue read after the last marker \(doorbells, the DMA, marker polls every 1us, status and head reads\)$`},
+			`(?m)^  2 descriptor pairs \(with the completion marker\), 5\.1µs of device time, 0\.8 GB/s\n  device time: 1\.2µs opening the core's H2T queue \(its first use\), 3\.9µs from the first doorbell to the queue read after the last marker \(doorbells, the DMA, marker polls every 1µs, status and head reads\)$`},
 		{[]string{"dma", "copy", "--size", "4099", "--arch", "sunda"},
-			`(?m)^  device time: 1\.44us opening the core's H2T queue \(its first use\), \S+ from the first doorbell`},
+			`(?m)^  device time: 1\.44µs opening the core's H2T queue \(its first use\), \S+ from the first doorbell`},
 		{[]string{"exec", prog, "--arch", "cayman"},
-			`(?m)^cayman core 0: \S+ of device time to stage the program by DMA, start its engines over CSR, poll them every 1us until they end and unload it \(inputs and outputs not counted\)$`},
+			`(?m)^cayman core 0: \S+ of device time to stage the program by DMA, start its engines over CSR, poll them every 1µs until they end and unload it \(inputs and outputs not counted\)$`},
 	} {
 		t.Run(strings.Join(tc.args[:2], " ")+" "+tc.args[len(tc.args)-1], func(t *testing.T) {
 			out, err := runCLI(t, tc.args...)

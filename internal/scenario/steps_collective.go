@@ -148,7 +148,7 @@ func (st *CollectiveStep) run(run *runner) error {
 	if !run.r.timing {
 		check = "checked against the CPU reference"
 	}
-	run.printf("%s %s of %s (%s) on %s: %.2f us, algbw %.2f GB/s, busbw %.2f GB/s, %s",
+	run.printf("%s %s of %s (%s) on %s: %.2f µs, algbw %.2f GB/s, busbw %.2f GB/s, %s",
 		sch.Algo, op, units.Plural(int64(st.Size), "byte", "bytes"), d, units.Plural(int64(run.c.Ranks()), "rank", "ranks"), row.TimeUS, row.AlgBW, row.BusBW, check)
 	return nil
 }

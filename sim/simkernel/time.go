@@ -36,9 +36,9 @@ const MaxTime Time = Time(units.MaxTimePS)
 // picosecondsPerSecond is Second as a plain integer, for CyclesAt.
 const picosecondsPerSecond = uint64(Second)
 
-// String formats t in the largest unit (ps, ns, us, ms, s) that is not larger
+// String formats t in the largest unit (ps, ns, µs, ms, s) that is not larger
 // than t, with the exact decimal fraction and no trailing zeros: "250ps",
-// "1.5us", "3ms", "12.000001s". Zero is "0s".
+// "1.5µs", "3ms", "12.000001s" (µs as time.Duration writes it). Zero is "0s".
 func (t Time) String() string {
 	if t == 0 {
 		return "0s"
@@ -50,7 +50,7 @@ func (t Time) String() string {
 	case t >= Millisecond:
 		unit, name = Millisecond, "ms"
 	case t >= Microsecond:
-		unit, name = Microsecond, "us"
+		unit, name = Microsecond, "µs"
 	case t >= Nanosecond:
 		unit, name = Nanosecond, "ns"
 	}
