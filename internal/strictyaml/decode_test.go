@@ -469,7 +469,20 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte("ratio: 1e308\ntimeout: -2562047h47m16.854775808s\nswitch: {ports: 65535, latency: 2562047h47m16.854775807s}\n"))
 	f.Add([]byte("devices: {d: {clock: 3.4028235e38}, e: {clock: -.inf}, f: {clock: 1e-45}}\nratio: -0\n"))
 	f.Add([]byte("steps:\n- wait: 0s\n- copy: {bytes: 4294967295, src: 'x: y'}\n- copy: ~\n"))
+	f.Add([]byte("name:\nswitch: ~\ntags: [a, ~, null]\nsteps:\n- wait:\n- copy: {bytes: null}\n"))
+	f.Add([]byte("devices: {'x y': {links: [[~]]}, d: null}\ncluster: !!null\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// RefuseNulls takes any tree yaml.v3 parses: it never panics, and
+		// every error is an *Error wrapping ErrStrict.
+		var root yaml.Node
+		if yaml.Unmarshal(data, &root) == nil {
+			if err := (&Decoder{File: "fuzz.yaml"}).RefuseNulls(&root, "steps", "steps[].*", "tags[]"); err != nil {
+				var e *Error
+				if !errors.As(err, &e) || !errors.Is(err, ErrStrict) {
+					t.Fatalf("RefuseNulls: error is not an *Error wrapping ErrStrict: %#v", err)
+				}
+			}
+		}
 		var a strictSample
 		err := Decode("fuzz.yaml", data, &a)
 		if err != nil {

@@ -20,6 +20,10 @@
 // Decoder to decode its parts and to make positioned errors. Every error is
 // an *Error wrapping ErrStrict.
 //
+// Decode takes a null for a pointer, struct, map or slice as the key left
+// out; Decoder.RefuseNulls, run by a caller on the document's tree, refuses
+// the nulls a user typed, but those the caller says mean what they say.
+//
 // The package was written for neuronsim's scenario files
 // (internal/scenario, docs/scenarios.md), and its messages still say so
 // ("scenario decoding", "a scenario file holds exactly one"): they are kept

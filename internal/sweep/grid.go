@@ -537,7 +537,17 @@ func parseGrid(file string, data []byte, maxBuild int64) (*Grid, error) {
 		}
 		return nil, err
 	}
-	e := &expander{d: &strictyaml.Decoder{File: file}, raw: &raw, budget: maxBuild, maxBuild: maxBuild}
+	d := &strictyaml.Decoder{File: file}
+	// A null (efa:, outputs: or outputs.plots: ~) would decode as the key
+	// left out, its default; no null of a grid means anything else.
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("sweep: grid %s: %v: %w", file, err, ErrGrid)
+	}
+	if err := d.RefuseNulls(&root); err != nil {
+		return nil, gridError{err}
+	}
+	e := &expander{d: d, raw: &raw, budget: maxBuild, maxBuild: maxBuild}
 	g, err := e.expand()
 	if err != nil {
 		return nil, err

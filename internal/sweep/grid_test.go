@@ -186,6 +186,43 @@ func TestGridErrors(t *testing.T) {
 	}
 }
 
+// TestGridNulls: a key of a grid given YAML null (`key:`, `~`, `null`)
+// or a null item is refused at its key path and line, wrapping ErrGrid:
+// the decoder would take a null efa block, outputs section or
+// outputs.plots as the key left out, its default, which a user who typed
+// the key did not ask for. The nulls the decoder refused already (a
+// word's, an axis') stay refused with their own messages.
+func TestGridNulls(t *testing.T) {
+	const base = "axes:\n  systems: [trn2-48xl]\n  nodes: [2]\n  ops: [all_reduce]\n  sizes: [64K]\n"
+	for _, tc := range []struct {
+		name, src string
+		want      string
+	}{
+		{"efa block empty", base + "efa:\n", "grid.yaml:6:5: efa: null: give a value, or leave the key out for its default"},
+		{"efa block ~", base + "efa: ~\n", "grid.yaml:6:6: efa: null: give a value"},
+		{"outputs null", base + "outputs: null\n", "grid.yaml:6:10: outputs: null: give a value"},
+		{"plots null", base + "outputs:\n  plots:\n", "grid.yaml:7:9: outputs.plots: null: give a value"},
+		{"plots ~ in flow", base + "outputs: {plots: ~}\n", "grid.yaml:6:18: outputs.plots: null: give a value"},
+		{"efa key null", base + "efa: {spines: null}\n", "efa.spines: expected a single value, got a null"},
+		{"what_if null", base + "what_if:\n", "what_if: expected true or false, got null"},
+		{"axis item null", "axes:\n  systems: [trn2-48xl, ~]\n  ops: [all_reduce]\n  sizes: [64K]\n", "axes.systems[1]: expected a single value, got a null"},
+		{"range bound null", "axes:\n  systems: [trn2-48xl]\n  ops: [all_reduce]\n  sizes: {min: 1K, max: 1M, factor: ~}\n", "axes.sizes.factor: expected a single value, got a null"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := ParseGrid("grid.yaml", []byte(tc.src))
+			require.Error(t, err, "%v", g)
+			assert.ErrorIs(t, err, ErrGrid)
+			assert.ErrorIs(t, err, strictyaml.ErrStrict)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	// The same grids with the keys given, or left out, parse.
+	for _, src := range []string{base, base + "efa: {spines: 1}\n", base + "outputs: {plots: true}\n"} {
+		_, err := ParseGrid("grid.yaml", []byte(src))
+		require.NoError(t, err, src)
+	}
+}
+
 // TestGridWhatIfDevices: a grid with what_if takes device counts past the
 // driver's 64 up to 16,384, as fabric sweep --what-if and a scenario's
 // what_if do (rtarch.Soc.CheckDevicesField); its points of 65 and 1,024
@@ -274,6 +311,8 @@ func FuzzGrid(f *testing.F) {
 		"axes:\n  systems: [trn2-48xl]\n  nodes: [1, 2]\n  ops: [all_reduce]\n  algos: [auto, hier]\n  sizes: [64K]\nefa:\n  network: fat-tree\n  oversubscription: 2\n  bandwidth: 400Gbps\n  latency_ns: 20000\n  leaf_ports: 8\n  spines: 2\n  devices_per_nic: 2\n",
 		"arch: sunda\naxes:\n  devices: [2]\n  nodes: [2]\n  ops: [all_gather]\n  sizes: [4K]\nefa:\n  bandwidth: 400\n",
 		"axes: {}\n", "axes:\n  sizes: []\n", "- 1\n", "",
+		"axes:\n  systems: [trn2-48xl]\n  nodes: [2]\n  ops: [all_reduce]\n  sizes: [64K]\nefa:\noutputs: {plots: ~}\n",
+		"arch: cayman\nwhat_if: null\naxes:\n  devices: [2, ~]\n  ops: [all_reduce]\n  sizes: {min: 1K, max: ~, factor: 2}\n",
 	} {
 		f.Add(s)
 	}
