@@ -8,7 +8,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/strictyaml"
+	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/sim/fabric"
 )
 
@@ -29,15 +31,20 @@ type heldKey struct {
 	// givenOn, when set, says what the key gives on sys, for a key whose
 	// value is not a word (efa: the network its keys make of sys's).
 	givenOn func(sys *fabric.System) string
+	// advice, when set, replaces the refusal's closing advice (switch,
+	// which the runtime keeps across a restore).
+	advice string
 }
 
 // heldKeys lists the keys of the system section that a snapshot's system
-// carries and the scenario gives: topology (but auto, which any topology
-// is), model, the EFA network's parameters (efa: the keys it gives), and the
-// fabric timing keys (every system.timing key but
-// engines and launch_cost_ns, which are the runtime's collective
-// executor's and stay in effect across a restore). Each compares against
-// the value resolved into r.
+// carries and the scenario gives: name (the named system's generation,
+// product, shape and switch family, nameHolds), switch (given or left out:
+// the family the runtime keeps, switchHolds), topology (but auto, which
+// any topology is), model, the EFA network's parameters (efa: the keys it
+// gives), and the fabric timing keys (every system.timing key but engines
+// and launch_cost_ns, which are the runtime's collective executor's and
+// stay in effect across a restore). Each compares against the value
+// resolved into r.
 func (r *resolved) heldKeys(root *yaml.Node) []heldKey {
 	sysNode := child(docRoot(root), "system")
 	var keys []heldKey
@@ -45,6 +52,33 @@ func (r *resolved) heldKeys(root *yaml.Node) []heldKey {
 		if n := child(parent, key); n != nil {
 			keys = append(keys, heldKey{path: path + key, n: n, given: n.Value, holds: holds})
 		}
+	}
+	if spec, err := fabric.LookupSystem(r.system); r.system != "" && err == nil {
+		n, path := child(sysNode, "name"), "system.name"
+		if sysNode != nil && sysNode.Kind == yaml.ScalarNode {
+			n, path = sysNode, "system" // system: NAME
+		}
+		if n != nil {
+			keys = append(keys, heldKey{path: path, n: n, holds: func(sys *fabric.System) (string, bool) { return nameHolds(spec, sys) },
+				given: fmt.Sprintf("%s (%d %s devices, topology %s)", spec.Name, spec.Devices, spec.Generation, spec.Kind)})
+		}
+	}
+	family := r.family
+	switchHeld := func(sys *fabric.System) (string, bool) { return switchHolds(family, sys) }
+	const keeps = "the runtime keeps the scenario's switch family across a restore, and it sets get_mesh_max_folds, which the snapshot's fabric holds for its own"
+	if n := child(sysNode, "switch"); n != nil {
+		keys = append(keys, heldKey{path: "system.switch", n: n, given: n.Value, holds: switchHeld,
+			advice: keeps + ": make the key agree"})
+	} else {
+		// Left out: the generation's default, which the snapshot's fabric
+		// must have been built for too.
+		at, path := sysNode, "system"
+		if at == nil {
+			at, path = docRoot(root), ""
+		}
+		keys = append(keys, heldKey{path: path, n: at, holds: switchHeld,
+			given:  fmt.Sprintf("switch left out (the runtime takes %s, %s's default)", family, r.gen),
+			advice: keeps + ": give system.switch the snapshot's family"})
 	}
 	if n := child(sysNode, "topology"); n != nil {
 		if k, err := fabric.ParseKind(n.Value); err == nil && k != fabric.KindAuto {
@@ -151,9 +185,88 @@ func (r *resolved) agree(d *strictyaml.Decoder, sys *fabric.System, from string)
 			if k.givenOn != nil {
 				given = k.givenOn(sys)
 			}
-			return d.Errorf(k.n, k.path, "%s, but the snapshot %s holds a system with %s (a restore takes the system from the snapshot, its timing included; drop the key or make it agree)",
-				given, from, held)
+			advice := k.advice
+			if advice == "" {
+				advice = "a restore takes the system from the snapshot, its timing included; drop the key or make it agree"
+			}
+			return d.Errorf(k.n, k.path, "%s, but the snapshot %s holds a system with %s (%s)", given, from, held, advice)
 		}
 	}
 	return nil
+}
+
+// nameHolds reports whether sys is the named system spec — its generation
+// and product (trn1-32xl is Trn1 devices, not Inf2 ones), a node's device
+// count, its topology, and the switch family its fabric was built for —
+// and if not, what sys is instead ("16 sunda devices, topology torus2d").
+// A system of several nodes is the named system's nodes.
+func nameHolds(spec fabric.SystemSpec, sys *fabric.System) (string, bool) {
+	cfg := sys.Device(0).Config()
+	t := sys.Topology()
+	g, n, k := cfg.Generation, t.Devices, t.Kind
+	held := fmt.Sprintf("%d %s devices", n, g)
+	if so := t.Scale; so != nil {
+		n = so.NodeDevices // a node's: the name is one node's system
+		held = fmt.Sprintf("%d nodes of %d %s devices", so.Nodes, n, g)
+	}
+	ok := g == spec.Generation && n == spec.Devices && k == spec.Kind
+	if def, err := hwarch.DefaultDeviceID(spec.Generation); err == nil && g == spec.Generation {
+		if p := hwarch.ProductOfDevice(cfg.DeviceID); p != hwarch.ProductOfDevice(def) {
+			held += fmt.Sprintf(" (%s, device id %#04x)", p, cfg.DeviceID)
+			ok = false
+		}
+	}
+	held += ", topology " + k.String()
+	if sw, swOK := switchHolds(spec.Switch(), sys); !swOK {
+		held += ", " + sw
+		ok = false
+	}
+	return held, ok
+}
+
+// switchFamilies are the switch families a scenario's system.switch names.
+var switchFamilies = []hwarch.SwitchFamily{hwarch.SwitchNone, hwarch.SwitchV1}
+
+// meshMaxFolds is get_mesh_max_folds of the runtime's tables for
+// generation g with switch family f (the family's one effect on a fabric
+// the runtime builds: cluster.DefaultParamsOf puts it in the fabric's
+// parameters as MaxFolds).
+func meshMaxFolds(g hwarch.Generation, f hwarch.SwitchFamily) (int, bool) {
+	t, err := rtarch.For(g, rtarch.Options{Switch: f})
+	if err != nil {
+		return 0, false
+	}
+	return t.Soc.MeshMaxFolds(), true
+}
+
+// heldSwitch returns the switch families whose runtime tables give the
+// get_mesh_max_folds sys's fabric holds (its Params.MaxFolds), and that
+// value; recorded is false for a fabric built without the runtime's tables
+// (MaxFolds 0), which holds no family.
+func heldSwitch(sys *fabric.System) (fams []hwarch.SwitchFamily, folds int, recorded bool) {
+	folds = sys.Params().MaxFolds
+	if folds == 0 {
+		return nil, 0, false
+	}
+	g := sys.Device(0).Config().Generation
+	for _, f := range switchFamilies {
+		if v, ok := meshMaxFolds(g, f); ok && v == folds {
+			fams = append(fams, f)
+		}
+	}
+	return fams, folds, true
+}
+
+// switchHolds reports whether sys's fabric was built for switch family f
+// (heldSwitch; a fabric that records none holds any), and if not, what it
+// was built for: "switch v1 (get_mesh_max_folds 16)".
+func switchHolds(f hwarch.SwitchFamily, sys *fabric.System) (string, bool) {
+	fams, folds, recorded := heldSwitch(sys)
+	if !recorded || slices.Contains(fams, f) {
+		return "", true
+	}
+	if len(fams) == 0 {
+		return fmt.Sprintf("get_mesh_max_folds %d, which no switch family of %s gives", folds, sys.Device(0).Config().Generation), false
+	}
+	return fmt.Sprintf("switch %s (get_mesh_max_folds %d)", fams[0], folds), false
 }

@@ -1,13 +1,16 @@
 package scenario
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/sim/fabric"
 )
 
@@ -101,6 +104,134 @@ func TestRestoreStepRefusesEFAItDoesNotHold(t *testing.T) {
 			assert.Contains(t, err.Error(), "steps[0] (snapshot): ")
 			assert.Contains(t, err.Error(), tc.want)
 			assert.Contains(t, err.Error(), "but the snapshot "+path+" holds a system with an EFA network of network rail, oversubscription 1, bandwidth 53687091200 B/s")
+		})
+	}
+}
+
+// TestRestoreRefusesSwitchItDoesNotHold: the switch family stays the
+// runtime's across a restore, and it sets get_mesh_max_folds, which the
+// snapshot's fabric holds as it was built: a system.switch of another
+// family than the snapshot's is refused at the key, in either restore
+// form; left out, `snapshot restore` (a Base) takes the snapshot's family,
+// and a restore step, whose runtime takes the generation's default, is
+// refused at system unless the default is the snapshot's.
+func TestRestoreRefusesSwitchItDoesNotHold(t *testing.T) {
+	if raceEnabled {
+		t.Skip("whole-system scenarios run in the plain test run, not under -race")
+	}
+	dir := t.TempDir()
+	const sys = "system: {arch: mariana, devices: 2, boot: false, reset: false, buffer_bytes: 1M, "
+	for _, s := range []string{"none", "v1"} {
+		_, err := runDoc(t, dir, "name: a\n"+sys+"switch: "+s+"}\nsteps:\n  - snapshot: {save: "+s+".snap}\n", Options{})
+		require.NoError(t, err)
+	}
+	for _, tc := range []struct {
+		name, snap, sys string
+		family          hwarch.SwitchFamily // the base's, when accepted
+		want, wantStep  string              // "" when accepted; wantStep: the step form's, when not want
+	}{
+		{"v1 on none", "none", "switch: v1", 0, "system.switch: v1, but the snapshot %s holds a system with switch none (get_mesh_max_folds 8) (the runtime keeps the scenario's switch family across a restore", ""},
+		{"none on v1", "v1", "switch: none", 0, "system.switch: none, but the snapshot %s holds a system with switch v1 (get_mesh_max_folds 16)", ""},
+		{"none agrees", "none", "switch: none", hwarch.SwitchNone, "", ""},
+		{"v1 agrees", "v1", "switch: v1", hwarch.SwitchV1, "", ""},
+		{"left out on none", "none", "", hwarch.SwitchNone, "", "system: switch left out (the runtime takes v1, mariana's default), but the snapshot %s holds a system with switch none (get_mesh_max_folds 8) (the runtime keeps the scenario's switch family across a restore, and it sets get_mesh_max_folds, which the snapshot's fabric holds for its own: give system.switch the snapshot's family)"},
+		{"left out on v1", "v1", "", hwarch.SwitchV1, "", ""},
+	} {
+		path := filepath.Join(dir, tc.snap+".snap")
+		t.Run(tc.name+"/base", func(t *testing.T) {
+			base, err := LoadSnapshot(path, fabric.LoadOptions{})
+			require.NoError(t, err)
+			p, err := ParseWith("more.yaml", []byte("name: more\nsystem: {"+tc.sys+"}\n"), base)
+			if tc.want == "" {
+				require.NoError(t, err)
+				assert.Equal(t, tc.family, p.sys.family, "the runtime's switch family")
+				return
+			}
+			require.ErrorIs(t, err, ErrStrict)
+			assert.Contains(t, err.Error(), "more.yaml:2:")
+			assert.Contains(t, err.Error(), fmtWant(tc.want, path))
+		})
+		t.Run(tc.name+"/step", func(t *testing.T) {
+			doc := "name: b\n" + sys + tc.sys + "}\nsteps:\n  - snapshot: {restore: " + path + "}\n  - dma_copy: {bytes: 4K}\n"
+			_, err := runDoc(t, t.TempDir(), doc, Options{})
+			want := tc.want
+			if tc.wantStep != "" {
+				want = tc.wantStep
+			}
+			if want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "steps[0] (snapshot): ")
+			assert.Contains(t, err.Error(), fmtWant(want, path))
+		})
+	}
+}
+
+// TestRestoreRefusesNameItDoesNotHold: a scenario with system.name (either
+// spelling) that restores a snapshot — by a Base or by a restore step — is
+// refused when the snapshot's system is not that named system: its
+// topology (the name gives it, not system.topology), its product (Inf2
+// devices are not trn1-32xl's Trn1 ones); the named system's own snapshot
+// is accepted.
+func TestRestoreRefusesNameItDoesNotHold(t *testing.T) {
+	if raceEnabled {
+		t.Skip("whole-system scenarios run in the plain test run, not under -race")
+	}
+	dir := t.TempDir()
+	const quiet = "boot: false, reset: false, buffer_bytes: 1M"
+	_, err := runDoc(t, dir, "name: a\nsystem: {arch: cayman, devices: 16, topology: ring, "+quiet+"}\nsteps:\n  - snapshot: {save: ring.snap}\n", Options{})
+	require.NoError(t, err)
+	_, err = runDoc(t, dir, "name: a\nsystem: {name: trn2-48xl, "+quiet+"}\nsteps:\n  - snapshot: {save: torus.snap}\n", Options{})
+	require.NoError(t, err)
+	inf2, err := fabric.New(fabric.Config{Generation: hwarch.Sunda, DeviceID: hwarch.DeviceInf2, Devices: 16, Kind: fabric.KindTorus2D, TimingOnly: true, Ready: true})
+	require.NoError(t, err)
+	var b bytes.Buffer
+	require.NoError(t, inf2.Save(&b))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "inf2.snap"), b.Bytes(), 0o644))
+	for _, tc := range []struct {
+		name, snap, system string // system: the system section's first keys
+		want               string // "" when accepted
+	}{
+		{"topology differs", "ring", "{name: trn2-48xl", "system.name: trn2-48xl (16 cayman devices, topology torus2d), but the snapshot %s holds "},
+		{"topology differs, by name alone", "ring", "trn2-48xl", "trn2-48xl (16 cayman devices, topology torus2d), but the snapshot %s holds "},
+		{"product differs", "inf2", "{name: trn1-32xl", "system.name: trn1-32xl (16 sunda devices, topology torus2d), but the snapshot %s holds "},
+		{"the named system", "torus", "{name: trn2-48xl", ""},
+	} {
+		path := filepath.Join(dir, tc.snap+".snap")
+		held := map[string]string{"ring": "16 cayman devices, topology ring", "inf2": "16 sunda devices (Inf2, device id 0x7264), topology torus2d"}[tc.snap]
+		section := func(more string) string {
+			if tc.system[0] != '{' {
+				return "system: " + tc.system + "\n"
+			}
+			return "system: " + tc.system + more + "}\n"
+		}
+		t.Run(tc.name+"/base", func(t *testing.T) {
+			base, err := LoadSnapshot(path, fabric.LoadOptions{})
+			require.NoError(t, err)
+			_, err = ParseWith("more.yaml", []byte("name: more\n"+section("")), base)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrStrict)
+			assert.Contains(t, err.Error(), "more.yaml:2:")
+			assert.Contains(t, err.Error(), fmtWant(tc.want, path)+held)
+		})
+		t.Run(tc.name+"/step", func(t *testing.T) {
+			if tc.system[0] != '{' && tc.want == "" {
+				t.Skip("the name alone brings the devices up with reset")
+			}
+			doc := "name: b\n" + section(", "+quiet) + "steps:\n  - snapshot: {restore: " + path + "}\n  - dma_copy: {bytes: 4K}\n"
+			_, err := runDoc(t, t.TempDir(), doc, Options{})
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "steps[0] (snapshot): ")
+			assert.Contains(t, err.Error(), fmtWant(tc.want, path)+"a system with "+held)
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -529,6 +530,20 @@ func (sc *Scenario) takeSystem(d *strictyaml.Decoder, at func(string) *yaml.Node
 		return mismatch("mode", sys.Mode, mode)
 	}
 	sys.Mode = mode
+	if sys.Switch == "" {
+		// The runtime keeps its switch family across the restore: the one
+		// the snapshot's fabric was built for (a switch given must be it,
+		// resolved.agree).
+		fams, folds, recorded := heldSwitch(bs)
+		switch {
+		case !recorded:
+		case len(fams) == 0:
+			return d.Errorf(at("system"), "system", "the snapshot %s holds a system with get_mesh_max_folds %d, which no switch family of %s gives (v1 or none): it was not built by this runtime",
+				base.From, folds, cfg.Generation)
+		case !slices.Contains(fams, hwarch.DefaultSwitchFamily(cfg.Generation)):
+			sys.Switch = fams[0].String()
+		}
+	}
 	return nil
 }
 

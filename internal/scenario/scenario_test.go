@@ -184,6 +184,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("name: x\nsteps:\n  - validate: {program: /dev/zero}\n"))
 	f.Add([]byte("name: x\noutputs: {dir: ., report: fuzz.yaml}\nsteps: []\n"))
 	f.Add([]byte("name: x\nsystem: {arch: mariana, devices: 1024, what_if: true, mode: timing}\nsteps:\n  - sweep: {op: all_reduce, min: 1K, max: 1G, factor: 4}\n"))
+	f.Add([]byte("name: x\nsystem: {name: trn2-48xl, switch: none}\nsteps:\n  - snapshot: {restore: s.snap}\n"))
+	f.Add([]byte("name: x\nsystem: trn3-gen1\nsteps:\n  - snapshot: {restore: ~}\n  - bringup:\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse("fuzz.yaml", data)
 		if err == nil && p.Name == "" {

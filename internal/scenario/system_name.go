@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"fmt"
 	"strconv"
 
 	"go.yaml.in/yaml/v3"
@@ -75,7 +74,7 @@ func namedSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *System)
 }
 
 // checkBaseName refuses a system.name that the snapshot being restored
-// does not hold.
+// does not hold (nameHolds).
 func checkBaseName(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *System, base *Base) error {
 	if sys.Name == "" {
 		return nil
@@ -84,16 +83,9 @@ func checkBaseName(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *Syste
 	if err != nil {
 		return d.Errorf(at("system.name"), "system.name", "%v", err)
 	}
-	bs := base.System
-	g, n, k := bs.Device(0).Config().Generation, bs.Topology().Devices, bs.Topology().Kind
-	held := fmt.Sprintf("%d %s devices", n, g)
-	if so := bs.Topology().Scale; so != nil {
-		n = so.NodeDevices // a node's: the name is one node's system
-		held = fmt.Sprintf("%d nodes of %d %s devices", so.Nodes, n, g)
-	}
-	if g != spec.Generation || n != spec.Devices || k != spec.Kind {
-		return d.Errorf(at("system.name"), "system.name", "%s (%d %s devices, topology %s), but the snapshot %s holds %s, topology %s (drop the key or make it agree)",
-			spec.Name, spec.Devices, spec.Generation, spec.Kind, base.From, held, k)
+	if held, ok := nameHolds(spec, base.System); !ok {
+		return d.Errorf(at("system.name"), "system.name", "%s (%d %s devices, topology %s), but the snapshot %s holds %s (drop the key or make it agree)",
+			spec.Name, spec.Devices, spec.Generation, spec.Kind, base.From, held)
 	}
 	return nil
 }
