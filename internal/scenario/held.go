@@ -39,7 +39,8 @@ type heldKey struct {
 // heldKeys lists the keys of the system section that a snapshot's system
 // carries and the scenario gives: name (the named system's generation,
 // product, shape and switch family, nameHolds), switch (given or left out:
-// the family the runtime keeps, switchHolds), topology (but auto, which
+// the family the runtime keeps, switchHolds), arch, revision, mode,
+// topology (but auto, which
 // any topology is), model, the EFA network's parameters (efa: the keys it
 // gives), and the fabric timing keys (every system.timing key but engines
 // and launch_cost_ns, which are the runtime's collective executor's and
@@ -80,6 +81,33 @@ func (r *resolved) heldKeys(root *yaml.Node) []heldKey {
 			given:  fmt.Sprintf("switch left out (the runtime takes %s, %s's default)", family, r.gen),
 			advice: keeps + ": give system.switch the snapshot's family"})
 	}
+	// The device-side keys `snapshot restore` takes from the snapshot
+	// (takeSystem, which refuses them there first): arch (a product word
+	// the product too; a generation word any product of it), revision,
+	// mode.
+	gen, dev := r.gen, r.deviceID
+	add(sysNode, "system.", "arch", func(sys *fabric.System) (string, bool) {
+		cfg := sys.Device(0).Config()
+		if cfg.Generation != gen {
+			return "arch " + cfg.Generation.String(), false
+		}
+		p := hwarch.ProductOfDevice(cfg.DeviceID)
+		return fmt.Sprintf("arch %s (device id %#04x)", p, cfg.DeviceID), dev == 0 || p == hwarch.ProductOfDevice(dev)
+	})
+	rev := r.revision
+	add(sysNode, "system.", "revision", func(sys *fabric.System) (string, bool) {
+		got := sys.Device(0).Config().Revision
+		return fmt.Sprintf("revision %#02x", got), got == rev
+	})
+	timing := r.timing
+	add(sysNode, "system.", "mode", func(sys *fabric.System) (string, bool) {
+		got := sys.Device(0).Config().TimingOnly
+		mode := "functional"
+		if got {
+			mode = "timing"
+		}
+		return "mode " + mode, got == timing
+	})
 	if n := child(sysNode, "topology"); n != nil {
 		if k, err := fabric.ParseKind(n.Value); err == nil && k != fabric.KindAuto {
 			add(sysNode, "system.", "topology", func(sys *fabric.System) (string, bool) {

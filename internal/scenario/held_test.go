@@ -16,8 +16,9 @@ import (
 
 // TestRestoreRefusesTimingItDoesNotHold: a scenario that restores a
 // snapshot — by `neuronsim snapshot restore` (a Base) or by a
-// `snapshot: {restore: …}` step — and gives a topology, model or fabric
-// timing key the snapshot's system does not hold is refused at the key,
+// `snapshot: {restore: …}` step — and gives a topology, model, mode,
+// revision or fabric timing key the snapshot's system does not hold is
+// refused at the key,
 // with the snapshot's value; a key that agrees, and the executor's keys
 // (which a snapshot does not carry), are accepted.
 func TestRestoreRefusesTimingItDoesNotHold(t *testing.T) {
@@ -44,6 +45,10 @@ func TestRestoreRefusesTimingItDoesNotHold(t *testing.T) {
 		{"topology differs", "topology: chain", "system.topology: chain, but the snapshot %s holds a system with topology ring"},
 		{"topology auto", "topology: auto", ""},
 		{"executor keys are the runtime's", "timing: {engines: 2, launch_cost_ns: 10}", ""},
+		{"mode differs", "mode: functional", "system.mode: functional, but the snapshot %s holds a system with mode timing"},
+		{"mode agrees", "mode: timing", ""},
+		{"revision differs", "revision: emu", "system.revision: emu, but the snapshot %s holds a system with revision 0x0"},
+		{"revision agrees", "revision: silicon", ""},
 	} {
 		t.Run(tc.name+"/base", func(t *testing.T) {
 			base, err := LoadSnapshot(path, fabric.LoadOptions{})
@@ -232,6 +237,55 @@ func TestRestoreRefusesNameItDoesNotHold(t *testing.T) {
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "steps[0] (snapshot): ")
 			assert.Contains(t, err.Error(), fmtWant(tc.want, path)+"a system with "+held)
+		})
+	}
+}
+
+// TestRestoreRefusesArchItDoesNotHold: system.arch given as a product
+// must be the snapshot's devices' product in either restore form (a
+// restore step took any product of the generation); a generation word
+// agrees with every product of it.
+func TestRestoreRefusesArchItDoesNotHold(t *testing.T) {
+	if raceEnabled {
+		t.Skip("whole-system scenarios run in the plain test run, not under -race")
+	}
+	dir := t.TempDir()
+	inf2, err := fabric.New(fabric.Config{Generation: hwarch.Sunda, DeviceID: hwarch.DeviceInf2, Devices: 2, TimingOnly: true, Ready: true})
+	require.NoError(t, err)
+	var b bytes.Buffer
+	require.NoError(t, inf2.Save(&b))
+	path := filepath.Join(dir, "inf2.snap")
+	require.NoError(t, os.WriteFile(path, b.Bytes(), 0o644))
+	for _, tc := range []struct {
+		name, arch, want string // want: "" when accepted
+	}{
+		{"another product", "trn1", "system.arch: trn1, but the snapshot %s holds a system with arch Inf2 (device id 0x7264)"},
+		{"the product", "inf2", ""},
+		{"the generation", "sunda", ""},
+	} {
+		t.Run(tc.name+"/base", func(t *testing.T) {
+			base, err := LoadSnapshot(path, fabric.LoadOptions{})
+			require.NoError(t, err)
+			_, err = ParseWith("more.yaml", []byte("name: more\nsystem: {arch: "+tc.arch+"}\n"), base)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrStrict)
+			assert.Contains(t, err.Error(), "more.yaml:2:")
+			assert.Contains(t, err.Error(), fmtWant(tc.want, path))
+		})
+		t.Run(tc.name+"/step", func(t *testing.T) {
+			doc := "name: b\nsystem: {arch: " + tc.arch + ", devices: 2, mode: timing, boot: false, reset: false, buffer_bytes: 1M}\n" +
+				"steps:\n  - snapshot: {restore: " + path + "}\n  - dma_copy: {bytes: 4K}\n"
+			_, err := runDoc(t, t.TempDir(), doc, Options{})
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "steps[0] (snapshot): ")
+			assert.Contains(t, err.Error(), fmtWant(tc.want, path))
 		})
 	}
 }

@@ -112,8 +112,9 @@ func loadSnapshot(path string, o fabric.LoadOptions) (*fabric.System, error) {
 // fits checks that a restored system is one this scenario's steps can run
 // on: the same generation and device count, the named system if
 // system.name gives one, the switch family the runtime keeps (given or the
-// default), and the topology, model, EFA network and fabric timing the
-// scenario's system section gives, if it gives them (resolved.agree).
+// default), and the arch (a product word: the product), revision, mode,
+// topology, model, EFA network and fabric timing the scenario's system
+// section gives, if it gives them (resolved.agree).
 func (run *runner) fits(name string, sys *fabric.System) error {
 	if got := sys.Topology().Devices; got != run.r.devices {
 		return fmt.Errorf("%s holds a system of %s; this scenario's has %d", name, units.Plural(int64(got), "device", "devices"), run.r.devices)
