@@ -1,6 +1,7 @@
 package vfiouser
 
 import (
+	"errors"
 	"net"
 	"os"
 	"sync"
@@ -164,4 +165,28 @@ func guestDMASeed(tb testing.TB) []byte {
 	w(udma.QueueReg(udma.S2M, q, udma.QTailInc), 1)
 	w(udma.QueueReg(udma.M2S, q, udma.QTailInc), 1)
 	return out
+}
+
+// FuzzVersionData: any VERSION data either is refused with an error that
+// wraps ErrMessage or ErrLimit, or gives capabilities within their bounds;
+// it never panics.
+func FuzzVersionData(f *testing.F) {
+	for _, s := range []string{"", "{}", clientCaps, `null`, `{"capabilities":null}`, `{"capabilities":{"write_multiple":null}}`,
+		`{"capabilities":{"max_msg_fds":null,"pgsizes":4096}}`, `[1]`, `{"capabilities":{"write_multiple":true}} {}`} {
+		f.Add(append([]byte(s), 0))
+	}
+	f.Add([]byte("{}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		caps, err := parseVersionData(data)
+		if err != nil {
+			if !errors.Is(err, ErrMessage) && !errors.Is(err, ErrLimit) {
+				t.Fatalf("error wraps neither ErrMessage nor ErrLimit: %v", err)
+			}
+			return
+		}
+		if caps.MaxMsgFDs > maxCapFDs || caps.MaxDataXferSize < 1 || caps.MaxDataXferSize > maxCapXfer ||
+			caps.MaxDMAMaps < 1 || caps.MaxDMAMaps > maxCapMaps || caps.PgSizes < 1 {
+			t.Fatalf("capabilities out of bounds: %+v", caps)
+		}
+	})
 }

@@ -39,6 +39,11 @@ func TestVersion(t *testing.T) {
 		{"max_data_xfer_size huge", versionPayload(0, 1, `{"capabilities":{"max_data_xfer_size":99999999999999999999}}`), syscall.EINVAL, 0},
 		{"pgsizes without 4 KiB", versionPayload(0, 1, `{"capabilities":{"pgsizes":8192}}`), syscall.ENOTSUP, 0},
 		{"write_multiple not bool", versionPayload(0, 1, `{"capabilities":{"write_multiple":1}}`), syscall.EINVAL, 0},
+		{"write_multiple null", versionPayload(0, 1, `{"capabilities":{"write_multiple":null}}`), syscall.EINVAL, 0},
+		{"write_multiple false", versionPayload(0, 1, `{"capabilities":{"write_multiple":false}}`), 0, 1},
+		{"version data null", versionPayload(0, 1, `null`), syscall.EINVAL, 0},
+		{"capabilities null", versionPayload(0, 1, `{"capabilities":null}`), syscall.EINVAL, 0},
+		{"max_msg_fds null", versionPayload(0, 1, `{"capabilities":{"max_msg_fds":null}}`), syscall.EINVAL, 0},
 		{"not UTF-8", append(versionPayload(0, 1, ""), '"', 0xff, '"', 0), syscall.EINVAL, 0},
 		{"too long", versionPayload(0, 1, `{"capabilities":{"x":"`+string(bytes.Repeat([]byte{'a'}, MaxVersionJSON))+`"}}`), syscall.E2BIG, 0},
 	}

@@ -40,8 +40,9 @@ const (
 // parseVersionData decodes the version data of a VERSION message: empty,
 // or a NUL-terminated UTF-8 JSON object with an optional "capabilities"
 // object. Unknown capabilities are ignored (later minor versions add
-// them); a known one of the wrong type or out of its bounds is an error,
-// as is anything after the object.
+// them); a known one of the wrong type (null included: it is no value,
+// not the default) or out of its bounds is an error, as is anything after
+// the object.
 func parseVersionData(data []byte) (Capabilities, error) {
 	caps := DefaultCapabilities()
 	if len(data) == 0 {
@@ -66,6 +67,9 @@ func parseVersionData(data []byte) (Capabilities, error) {
 	var top map[string]json.RawMessage
 	if err := decodeOne(data, &top); err != nil {
 		return caps, fmt.Errorf("version data: %v: %w", err, ErrMessage)
+	}
+	if top == nil { // null decodes into no map: it is not an object
+		return caps, fmt.Errorf("version data is not an object: %w", ErrMessage)
 	}
 	raw, ok := top["capabilities"]
 	if !ok {
@@ -101,7 +105,8 @@ func parseVersionData(data []byte) (Capabilities, error) {
 		*n.dst = v
 	}
 	if r, ok := cm["write_multiple"]; ok {
-		if err := decodeOne(r, &caps.WriteMultiple); err != nil {
+		// null would decode into the bool as nothing at all: the default.
+		if err := decodeOne(r, &caps.WriteMultiple); err != nil || bytes.Equal(bytes.TrimSpace(r), []byte("null")) {
 			return caps, fmt.Errorf("version data: capability write_multiple is not a boolean: %w", ErrMessage)
 		}
 	}
