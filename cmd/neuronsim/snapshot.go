@@ -35,7 +35,10 @@ func newSnapshotSaveCommand() *cobra.Command {
 		Long: `save runs SCENARIO and saves the system it ends with to FILE, written atomically.
 FILE, like every output of the scenario, may not be the same file as one the run
 reads (the scenario, a program it names), by its path or through a link: that is
-refused before anything runs.`,
+refused before anything runs. A save whose copy of the system's state and
+compressor buffers would pass --mem-limit is refused before anything is copied,
+with the estimate and the limit (at an idle device's state before anything is
+built, at the system's own when the save comes).`,
 		Example: "  neuronsim snapshot save trn2-torus-collectives /tmp/torus.snap",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/neuronsim/neuronsim/internal/memlimit"
 )
 
 // TestSnapshotCommands: save after a scenario, restore before another,
@@ -37,4 +39,38 @@ func TestSnapshotCommands(t *testing.T) {
 	_, err = runCLI(t, "snapshot", "restore", snap, steps, "--out", filepath.Join(dir, "c"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "invalid system snapshot")
+}
+
+// TestSnapshotSaveMemLimit: `snapshot save` over --mem-limit is refused
+// with the estimate and the limit, and FILE is not written: 1,024 Trn3
+// what-if devices before anything is built, a system restored with 64 MiB
+// on its devices when the save comes, before anything is copied.
+func TestSnapshotSaveMemLimit(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.snap")
+	bigDoc := filepath.Join(dir, "big.yaml")
+	const sys = "system: {arch: cayman, devices: 2, boot: false, reset: false, buffer_bytes: 128M}\n"
+	require.NoError(t, os.WriteFile(bigDoc, []byte("name: big\n"+sys+"steps:\n  - dma_copy: {bytes: 64M}\n"), 0o644))
+	out, err := runCLI(t, "snapshot", "save", bigDoc, big, "--out", filepath.Join(dir, "big"))
+	require.NoError(t, err, out)
+	for _, tc := range []struct {
+		name, doc, limit, want string
+	}{
+		{"1024 what-if Trn3 devices", "name: x\nsystem: {arch: mariana, what_if: true, devices: 1024}\nsteps:\n  - bringup:\n", "600M",
+			"saving the system of 1024 devices (at least 398.3 KiB of state a device) needs about 706.3 MiB of memory, more than the limit of 600 MiB (--mem-limit)"},
+		{"a restored system with 64 MiB on its devices", "name: x\n" + sys + "steps:\n  - snapshot: {restore: " + big + "}\n", "100M",
+			"saving the system of 2 devices to " + filepath.Join(dir, "s.snap") + " (a copy of its state and the compressor's buffers, "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := filepath.Join(t.TempDir(), "x.yaml")
+			require.NoError(t, os.WriteFile(doc, []byte(tc.doc), 0o644))
+			snap := filepath.Join(dir, "s.snap")
+			_, err := runCLI(t, "snapshot", "save", doc, snap, "--out", t.TempDir(), "--mem-limit", tc.limit)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, memlimit.ErrTooLarge)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Contains(t, err.Error(), "more than the limit of "+tc.limit[:3]+" MiB (--mem-limit)")
+			assert.NoFileExists(t, snap)
+		})
+	}
 }

@@ -190,7 +190,10 @@ func (p *Parsed) Run(opt Options) (*Summary, error) {
 	if dir == "" {
 		dir = "neuronsim-out"
 	}
-	run := &runner{p: p, r: r, dir: dir, load: opt.Snapshot}
+	if opt.MemLimit.Bytes == 0 {
+		opt.MemLimit = memlimit.Default()
+	}
+	run := &runner{p: p, r: r, dir: dir, load: opt.Snapshot, limit: opt.MemLimit}
 	defer run.abort()
 	if err := run.precheck(opt); err != nil {
 		return nil, err
@@ -312,7 +315,8 @@ type runner struct {
 	trace  *trace.Recorder
 	pcap   *capture.Writer // the pcap output's writer, or nil
 	load   fabric.LoadOptions
-	index  int // the step running
+	limit  memlimit.Limit // the memory the steps may plan to use (Options.MemLimit)
+	index  int            // the step running
 
 	files    []*output.File          // outputs written so far, not yet committed, in order
 	saved    map[string]*output.File // snapshot saves by path, for a later restore of the same run

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/neuronsim/neuronsim/internal/cluster"
 	"github.com/neuronsim/neuronsim/internal/inputfile"
+	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/output"
 	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/sim"
@@ -31,6 +33,36 @@ func (st *SnapshotStep) check(c *checkContext) error {
 	return nil
 }
 
+// memory is what a save holds at the least, known before anything is
+// built: the system's own devices (cluster.FixedTimingMemory), every
+// device's part of the state copy as an idle device's
+// (fabric.IdleDeviceSnapshotBytes: on Trn3 most of it every DMA engine's
+// state) and the compressor's buffers. The step checks the estimate of the
+// live system (fabric.System.SaveFileBytes) again before it copies.
+func (st *SnapshotStep) memory(r *resolved) (uint64, string, error) {
+	if st.Save == "" {
+		return 0, "", nil
+	}
+	dev, err := fabric.IdleDeviceSnapshotBytes(r.gen)
+	if err != nil {
+		return 0, "", err
+	}
+	return cluster.FixedTimingMemory(r.devices) + uint64(r.devices)*dev + fabric.SaveBuffers,
+		fmt.Sprintf("saving the system of %s (at least %s of state a device)", units.Plural(int64(r.devices), "device", "devices"), memlimit.Human(dev)), nil
+}
+
+// checkSave refuses the save before anything is copied when the system
+// itself (cluster.FixedTimingMemory) and what the save takes of the live
+// system (fabric.System.SaveFileBytes: the state copy, its resident memory
+// pages included, and the compressor's buffers) are above the run's limit.
+func (run *runner) checkSave(name string) error {
+	sys := run.c.System
+	copyBytes := sys.SaveFileBytes()
+	what := fmt.Sprintf("saving the system of %s to %s (a copy of its state and the compressor's buffers, %s, estimated before copying)",
+		units.Plural(int64(run.r.devices), "device", "devices"), name, memlimit.Human(copyBytes))
+	return run.limit.Check(what, cluster.FixedTimingMemory(run.r.devices)+copyBytes)
+}
+
 func (st *SnapshotStep) run(run *runner) error {
 	c := run.c
 	run.dve = nil // the runtime lets go of everything, DVE caches included
@@ -41,6 +73,9 @@ func (st *SnapshotStep) run(run *runner) error {
 		// nothing to give back, which would spend device time after the
 		// save that a restore does not.
 		c.LetGo()
+		if err := run.checkSave(st.Save); err != nil {
+			return err
+		}
 		path := run.outPath(st.Save)
 		if old := run.saved[path]; old != nil {
 			old.Abort() // saved again: the later one is the output

@@ -12,6 +12,7 @@ package dma
 import (
 	"errors"
 	"fmt"
+	"unsafe"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/hw/udma"
@@ -488,4 +489,19 @@ func checkQueue(qs *QueueState) error {
 		return err
 	}
 	return nil
+}
+
+// StateBytes bounds the memory State takes for its copy, without making
+// it: every engine's state written in full (engines as their last reset
+// left them included) and each engine's storage registers.
+func (c *Controller) StateBytes() uint64 {
+	n := simkernel.SliceBytes(len(c.st.engines), unsafe.Sizeof(EngineState{}))
+	for _, es := range c.st.engines {
+		regs := 0
+		if es != nil {
+			regs = len(es.Regs)
+		}
+		n += simkernel.MapBytes(regs, 16)
+	}
+	return n
 }

@@ -119,6 +119,7 @@ func (s *System) Snapshot() *Snapshot {
 		Links: cloneLinks(st.Links), Last: append([]uint64(nil), st.Last...),
 		InFlight: append([]Delivery(nil), st.InFlight...), Free: append([]int(nil), st.Free...),
 		Stats: st.Stats, Faults: faults, Reservations: res, Messages: maps.Clone(st.Messages), Capture: capture,
+		Device: make([]DeviceImage, 0, len(s.devs)),
 	}
 	if st.LastMap != nil {
 		snap.LastMap = make(map[uint64]uint64, len(st.LastMap))

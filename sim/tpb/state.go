@@ -161,3 +161,17 @@ func (c *Core) validState(s *CoreState) error {
 	}
 	return nil
 }
+
+// StateBytes bounds the memory State takes for its copy beyond the
+// CoreState value itself: every engine's storage registers and the
+// stationary tile.
+func (c *Core) StateBytes() uint64 {
+	var n uint64
+	for e := range c.st.Engines {
+		n += simkernel.MapBytes(len(c.st.Engines[e].Regs), 16)
+	}
+	if c.st.PE.Stationary != nil {
+		n += simkernel.SliceBytes(len(c.st.PE.Stationary), 4)
+	}
+	return n
+}
