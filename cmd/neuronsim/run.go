@@ -85,7 +85,7 @@ func memLimitOf(cmd *cobra.Command, v string) (memlimit.Limit, error) {
 
 // addMemLimitFlag adds --mem-limit, the host memory a run may plan to use.
 func addMemLimitFlag(cmd *cobra.Command, v *string) {
-	cmd.Flags().StringVar(v, "mem-limit", "", "host memory the run's system, collectives and sweeps (functional or timing-only), DVE loads and copies may plan to use; refused before bring-up above it (default 3/4 of physical memory, /proc/meminfo MemTotal)")
+	cmd.Flags().StringVar(v, "mem-limit", "", "host memory the run's system, collectives and sweeps (functional or timing-only), DVE loads, copies and snapshot saves and loads may plan to use; refused before bring-up (a save: before it copies; a load: from the file's header) above it (default 3/4 of physical memory, /proc/meminfo MemTotal)")
 }
 
 // openScenario loads a scenario file, a shipped scenario by name, or the

@@ -75,7 +75,7 @@ names (by its path or through a link): that is refused before anything runs.`,
 		},
 	}
 	cmd.Flags().StringVar(&outDir, "out", "", "output directory of the scenario's own outputs")
-	cmd.Flags().Var(maxSize, "max-size", fmt.Sprintf("the most the file's decoded state and the system built from it may take in memory; the file is streamed, never held, and loading takes at most %s of buffers besides (default %s; %s)",
+	cmd.Flags().Var(maxSize, "max-size", fmt.Sprintf("the most the file's decoded state and the system built from it may take in memory, and at most --mem-limit less the buffers; the file is streamed, never held, and loading takes at most %s of buffers besides (default %s; %s)",
 		units.FormatBytes(fabric.LoadBuffers), units.FormatBytes(fabric.DefaultMaxSnapshotBytes), units.SizeGrammar))
 	addMemLimitFlag(cmd, &memLimit)
 	return cmd
@@ -104,7 +104,7 @@ func runWithSnapshots(cmd *cobra.Command, name, restore, save, outDir, memLimit 
 	if restore != "" {
 		// The snapshot first: its faults are its own, and its system is
 		// the one the scenario runs on.
-		if base, err = scenario.LoadSnapshot(restore, load); err != nil {
+		if base, err = scenario.LoadSnapshotWithin(restore, load, limit); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"testing"
@@ -73,4 +74,25 @@ func TestSnapshotSaveMemLimit(t *testing.T) {
 			assert.NoFileExists(t, snap)
 		})
 	}
+}
+
+// TestSnapshotRestoreMemLimit: `snapshot restore` of a file whose header
+// declares a decoded length of 3 GiB (under the default --max-size of 4
+// GiB) is refused from the header under --mem-limit 1G, with
+// memlimit.ErrTooLarge and the limit.
+func TestSnapshotRestoreMemLimit(t *testing.T) {
+	dir := t.TempDir()
+	snap := filepath.Join(dir, "sys.snap")
+	out, err := runCLI(t, "snapshot", "save", "qemu-cayman", snap, "--out", filepath.Join(dir, "a"))
+	require.NoError(t, err, out)
+	b, err := os.ReadFile(snap)
+	require.NoError(t, err)
+	binary.LittleEndian.PutUint64(b[24:], 3<<30)
+	require.NoError(t, os.WriteFile(snap, b, 0o644))
+	steps := filepath.Join(dir, "steps.yaml")
+	require.NoError(t, os.WriteFile(steps, []byte("name: steps\nsteps:\n  - dma_copy: {bytes: 4K}\n"), 0o644))
+	_, err = runCLI(t, "snapshot", "restore", snap, steps, "--out", filepath.Join(dir, "b"), "--mem-limit", "1G")
+	require.Error(t, err)
+	assert.ErrorIs(t, err, memlimit.ErrTooLarge)
+	assert.Contains(t, err.Error(), "loading within the memory limit of 1 GiB (--mem-limit), less the loader's 10 MiB of buffers (fabric.LoadBuffers): fabric snapshot: the header declares 3221225472 bytes decoded, over the limit of 1063256064 bytes")
 }

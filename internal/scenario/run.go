@@ -125,11 +125,22 @@ func (p *Parsed) AddSnapshotSteps(restore, save string) {
 	}
 }
 
-// LoadSnapshot reads a snapshot file within the limits o and restores the
-// system it holds, as the base of a scenario (ParseWith). Errors name the
-// file.
+// LoadSnapshot reads a snapshot file within the limits o and the default
+// memory limit and restores the system it holds, as the base of a scenario
+// (LoadSnapshotWithin).
 func LoadSnapshot(path string, o fabric.LoadOptions) (*Base, error) {
-	sys, err := loadSnapshot(path, o)
+	return LoadSnapshotWithin(path, o, memlimit.Limit{})
+}
+
+// LoadSnapshotWithin reads a snapshot file within the limits o and restores
+// the system it holds, as the base of a scenario (ParseWith). What loading
+// may take is bounded by the memory limit too (the zero Limit:
+// memlimit.Default()), less fabric.LoadBuffers: a file whose header
+// declares more is refused before anything is decompressed, with an error
+// wrapping memlimit.ErrTooLarge and fabric.ErrSnapshotLimit. Errors name
+// the file.
+func LoadSnapshotWithin(path string, o fabric.LoadOptions, limit memlimit.Limit) (*Base, error) {
+	sys, err := loadSnapshot(path, o, limit)
 	var pe *fs.PathError
 	switch {
 	case errors.As(err, &pe), errors.Is(err, inputfile.ErrNotRegular):
@@ -717,7 +728,7 @@ func (run *runner) precheckRestores() error {
 			sys = p.base.System
 		} else {
 			var err error
-			if sys, err = loadSnapshot(path, run.load); err != nil {
+			if sys, err = loadSnapshot(path, run.load, run.limit); err != nil {
 				return fmt.Errorf("%s: %s: restore %s: %w", p.file, p.stepName(i), st.Restore, err)
 			}
 			if err := run.fits(st.Restore, sys); err != nil {

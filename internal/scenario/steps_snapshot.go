@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -104,7 +105,7 @@ func (st *SnapshotStep) run(run *runner) error {
 			from = f.Temp()
 		}
 		var err error
-		if sys, err = loadSnapshot(from, run.load); err != nil {
+		if sys, err = loadSnapshot(from, run.load, run.limit); err != nil {
 			return fmt.Errorf("restore %s: %w", st.Restore, err)
 		}
 		if err := run.fits(st.Restore, sys); err != nil {
@@ -133,15 +134,49 @@ func (st *SnapshotStep) run(run *runner) error {
 	return nil
 }
 
-// loadSnapshot reads and restores a snapshot file within the limits o: a
-// regular file (a FIFO or a device is refused before it is opened).
-func loadSnapshot(path string, o fabric.LoadOptions) (*fabric.System, error) {
+// loadSnapshot reads and restores a snapshot file within the limits o and
+// the memory limit: a regular file (a FIFO or a device is refused before
+// it is opened).
+func loadSnapshot(path string, o fabric.LoadOptions, limit memlimit.Limit) (*fabric.System, error) {
 	f, err := inputfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return fabric.LoadWith(f, o)
+	o, bound := loadWithin(o, limit)
+	sys, err := fabric.LoadWith(f, o)
+	if bound && errors.Is(err, fabric.ErrSnapshotLimit) {
+		return nil, fmt.Errorf("loading within the memory limit of %s (%s), less the loader's %s of buffers (fabric.LoadBuffers): %w: %w",
+			memlimit.Human(limit.Bytes), limit.Source, memlimit.Human(fabric.LoadBuffers), err, memlimit.ErrTooLarge)
+	}
+	return sys, err
+}
+
+// loadWithin bounds what a load may take (o.MaxBytes: its decoded state
+// and the system built from it, the lengths its header declares checked
+// against it before anything is decompressed) by the memory limit too
+// (the zero Limit: memlimit.Default()), less fabric.LoadBuffers, which the
+// loader takes besides; it reports whether the memory limit is the
+// tighter.
+func loadWithin(o fabric.LoadOptions, limit memlimit.Limit) (fabric.LoadOptions, bool) {
+	if limit.Bytes == 0 {
+		limit = memlimit.Default()
+	}
+	if o.MaxBytes == 0 {
+		o.MaxBytes = fabric.DefaultMaxSnapshotBytes
+	}
+	if o.MaxBytes < 0 {
+		return o, false // refused by fabric.LoadWith
+	}
+	room := int64(1) // a limit below the buffers: every file is over it
+	if limit.Bytes > fabric.LoadBuffers {
+		room = int64(min(limit.Bytes-fabric.LoadBuffers, uint64(1)<<62))
+	}
+	if room < o.MaxBytes {
+		o.MaxBytes = room
+		return o, true
+	}
+	return o, false
 }
 
 // fits checks that a restored system is one this scenario's steps can run
