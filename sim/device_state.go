@@ -50,8 +50,20 @@ func (d *Device) Snapshot() DeviceSnapshot { return d.snapshot(true) }
 // for all its devices, which it saves once (sim/fabric's System.Snapshot):
 // Engine and Host are left zero. Snapshot copies both, the system's whole
 // event queue and host memory, so a system taking its devices' parts with
-// it would copy them once per device.
-func (d *Device) SnapshotInSystem() DeviceSnapshot { return d.snapshot(false) }
+// it would copy them once per device. The DMA state is returned apart, as
+// a [dma.CompactState] (DMA is left zero): every engine its last reset
+// left as it was is its epoch alone, where DMA would copy each in full
+// (300 KiB a Trn3 device); its Expand gives the DMA state
+// [Device.RestoreInSystem] takes.
+func (d *Device) SnapshotInSystem() (DeviceSnapshot, dma.CompactState) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := d.st
+	st.NCSync = slices.Clone(d.st.NCSync)
+	st.TopSPSync = slices.Clone(d.st.TopSPSync)
+	return DeviceSnapshot{Config: d.cfg, System: d.system, State: st, Regs: d.regs.State(), HBM: d.hbm.State(), Cores: d.coreStates()},
+		d.dma.CompactState()
+}
 
 // snapshot is Snapshot, with the events and host memory if shared.
 func (d *Device) snapshot(shared bool) DeviceSnapshot {

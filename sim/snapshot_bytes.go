@@ -18,16 +18,16 @@ func (h *HostMemory) StateBytes() uint64 {
 
 // SnapshotInSystemBytes bounds the memory [Device.SnapshotInSystem] takes
 // for its copy, without making it: the synchronisation state, the register
-// and device memories' resident pages, every DMA engine's state and the
-// NeuronCores' (the DeviceSnapshot value itself is its caller's). It reads
-// only counts, so it costs a few microseconds where the copy costs
-// hundreds of kilobytes.
+// and device memories' resident pages, the DMA engines' compact state
+// ([dma.Controller.CompactStateBytes]) and the NeuronCores' (the
+// DeviceSnapshot value itself is its caller's). It reads
+// only counts, so it costs a few microseconds a device.
 func (d *Device) SnapshotInSystemBytes() uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	sync := unsafe.Sizeof(tpb.SyncState{})
 	n := simkernel.SliceBytes(len(d.st.NCSync), sync) + simkernel.SliceBytes(len(d.st.TopSPSync), sync)
-	n += d.regs.StateBytes() + d.hbm.StateBytes() + d.dma.StateBytes()
+	n += d.regs.StateBytes() + d.hbm.StateBytes() + d.dma.CompactStateBytes()
 	n += simkernel.SliceBytes(len(d.cores), unsafe.Sizeof(tpb.CoreState{}))
 	for _, c := range d.cores {
 		n += c.StateBytes()

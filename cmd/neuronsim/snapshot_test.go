@@ -57,8 +57,8 @@ func TestSnapshotSaveMemLimit(t *testing.T) {
 	for _, tc := range []struct {
 		name, doc, limit, want string
 	}{
-		{"1024 what-if Trn3 devices", "name: x\nsystem: {arch: mariana, what_if: true, devices: 1024}\nsteps:\n  - bringup:\n", "600M",
-			"saving the system of 1024 devices (at least 398.3 KiB of state a device) needs about 706.3 MiB of memory, more than the limit of 600 MiB (--mem-limit)"},
+		{"1024 what-if Trn3 devices", "name: x\nsystem: {arch: mariana, what_if: true, devices: 1024}\nsteps:\n  - bringup:\n", "300M",
+			"saving the system of 1024 devices (at least 57 KiB of state a device) needs about 365 MiB of memory, more than the limit of 300 MiB (--mem-limit)"},
 		{"a restored system with 64 MiB on its devices", "name: x\n" + sys + "steps:\n  - snapshot: {restore: " + big + "}\n", "100M",
 			"saving the system of 2 devices to " + filepath.Join(dir, "s.snap") + " (a copy of its state and the compressor's buffers, "},
 	} {

@@ -34,8 +34,8 @@ func TestSnapshotSaveMemoryRefused(t *testing.T) {
 		built     int // systems built before the refusal
 		want      string
 	}{
-		{"1024 what-if Trn3 devices", "name: x\nsystem: {arch: mariana, what_if: true, devices: 1024}\nsteps:\n  - snapshot: {save: s.snap}\n", limit(600), 0,
-			"x.yaml: steps[0] (snapshot): saving the system of 1024 devices (at least 398.3 KiB of state a device) needs about 706.3 MiB of memory, more than the limit of 600 MiB (test)"},
+		{"1024 what-if Trn3 devices", "name: x\nsystem: {arch: mariana, what_if: true, devices: 1024}\nsteps:\n  - snapshot: {save: s.snap}\n", limit(300), 0,
+			"x.yaml: steps[0] (snapshot): saving the system of 1024 devices (at least 57 KiB of state a device) needs about 365 MiB of memory, more than the limit of 300 MiB (test)"},
 		{"a restored system with 64 MiB on its devices", "name: x\nsystem: {arch: cayman, devices: 2, boot: false, reset: false, buffer_bytes: 128M}\n" +
 			"steps:\n  - snapshot: {restore: " + filepath.Join(big, "big.snap") + "}\n  - snapshot: {save: s.snap}\n", limit(100), 1,
 			"steps[1] (snapshot): saving the system of 2 devices to s.snap (a copy of its state and the compressor's buffers, "},

@@ -137,7 +137,7 @@ type State struct {
 // the first time the engine is written (a register, a doorbell) and until
 // then is the state its last reset left — every queue empty at phase 1 with
 // epoch fresh[e], the engine normal, no storage register set — which State
-// writes out in full. A Trn3 device has 132 engines of 2.3 KiB and a
+// writes out in full and CompactState as its epoch alone. A Trn3 device has 132 engines of 2.3 KiB and a
 // collective uses a few of them: made all at New, they were three quarters
 // of a timing-only device's host memory and half of a 4,096-device
 // cluster's build time (docs/dma-model.md §Engines and queues, "Host

@@ -27,7 +27,7 @@ import (
 
 // SnapshotVersion is the version of the snapshot format Save writes and
 // Load accepts.
-const SnapshotVersion = 9
+const SnapshotVersion = 10
 
 // Snapshot is a whole system: its configuration, its virtual time and
 // pending events, host memory, every device (memory pages, registers, DMA
@@ -77,8 +77,10 @@ type DeviceImage struct {
 	Serial    uint64
 	State     sim.DeviceState
 	Regs, HBM simkernel.MemoryState
-	DMA       dma.State
-	Cores     []tpb.CoreState
+	// DMA is every DMA engine's state, those as their last reset left
+	// them by their epoch alone (version 10; written in full before).
+	DMA   dma.CompactState
+	Cores []tpb.CoreState
 }
 
 // PortReservation is a reservation of a device's port: a write reserved by
@@ -128,9 +130,9 @@ func (s *System) Snapshot() *Snapshot {
 		}
 	}
 	for _, d := range s.devs {
-		ds := d.SnapshotInSystem()
+		ds, dmaState := d.SnapshotInSystem()
 		snap.Device = append(snap.Device, DeviceImage{Name: ds.Config.Name, RoutingID: ds.Config.RoutingID, Serial: ds.Config.Serial,
-			State: ds.State, Regs: ds.Regs, HBM: ds.HBM, DMA: ds.DMA, Cores: ds.Cores})
+			State: ds.State, Regs: ds.Regs, HBM: ds.HBM, DMA: dmaState, Cores: ds.Cores})
 	}
 	return snap
 }
@@ -193,11 +195,15 @@ func restore(snap *Snapshot, own bool) (*System, error) {
 		return nil, badErr("", err)
 	}
 	for i, d := range s.devs {
-		img, ds := snap.Device[i], d.SnapshotInSystem()
+		img, ds := snap.Device[i], sim.DeviceSnapshot{Config: d.Config(), System: true}
 		if img.Name != ds.Config.Name || img.RoutingID != ds.Config.RoutingID || img.Serial != ds.Config.Serial {
 			return nil, bad("device %d is %s (routing id %d), the system's is %s (routing id %d)", i, img.Name, img.RoutingID, ds.Config.Name, ds.Config.RoutingID)
 		}
-		ds.State, ds.Regs, ds.HBM, ds.DMA, ds.Cores = img.State, img.Regs, img.HBM, img.DMA, img.Cores
+		full, err := img.DMA.Expand()
+		if err != nil {
+			return nil, badErr(fmt.Sprintf("device %d: ", i), err)
+		}
+		ds.State, ds.Regs, ds.HBM, ds.DMA, ds.Cores = img.State, img.Regs, img.HBM, full, img.Cores
 		restoreDevice := d.RestoreInSystem
 		if own {
 			restoreDevice = d.RestoreInSystemOwned
@@ -525,8 +531,10 @@ func (c snapshotCheck) capture() error {
 // version 5 files (without the endpoint mode and the ideal DMA timing),
 // version 6 files (fabric parameters without Params.InterRack),
 // version 7 files (without the nodes and the EFA network, Snapshot.Nodes
-// and Params.EFA) and version 8 files (fabric parameters without
-// Params.SecondLevel) are refused by name.
+// and Params.EFA), version 8 files (fabric parameters without
+// Params.SecondLevel) and version 9 files (every DMA engine's state written
+// in full, where DeviceImage.DMA now keeps an engine as its reset left it
+// by its epoch: dma.CompactState) are refused by name.
 var snapshotMagic = [8]byte{'N', 'S', 'S', 'N', 'A', 'P', 0, 1}
 
 const (
@@ -856,6 +864,7 @@ func checkSnapshotVersion(v uint32) error {
 		6: "version 6 (before the fabric parameters kept the Trn3 Gen1 inter-rack links) is no longer read",
 		7: "version 7 (before the nodes of a system and their EFA scale-out network, Snapshot.Nodes and Params.EFA, were kept) is no longer read",
 		8: "version 8 (before the fabric parameters kept the Trn3 Gen2 second-level links, Params.SecondLevel, apart from the inter-server bundle) is no longer read",
+		9: "version 9 (before the DMA engines as their last reset left them were kept by their epoch alone, DeviceImage.DMA a dma.CompactState) is no longer read",
 	}
 	switch w, old := why[v]; {
 	case v == SnapshotVersion:

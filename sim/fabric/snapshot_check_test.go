@@ -101,9 +101,11 @@ func TestRestoreRefusesImpossibleState(t *testing.T) {
 			r := PortReservation{Device: 1, Index: 3, Reservation: Reservation{Valid: true, Dst: 0}}
 			s.Reservations = []PortReservation{r, r}
 		}, "Reservations[1]: device 1 slot 3 is reserved twice", nil},
-		{"DMA engine state 7", func(s *Snapshot) { s.Device[1].DMA.Engines[2].State = 7 }, "device 1: sim device", nil},
-		{"DMA engine busy past the latest time", func(s *Snapshot) { s.Device[1].DMA.Engines[2].BusyUntil = math.MaxUint64 }, "engine 2: BusyUntil", units.ErrRange},
-		{"DMA queue status bits", func(s *Snapshot) { s.Device[0].DMA.Engines[0].Queues[5].Status = 1 << 30 }, "engine 0: queue 5: Status", nil},
+		{"DMA engine state 7", func(s *Snapshot) { dmaEngine(s, 1, 2).State = 7 }, "device 1: sim device", nil},
+		{"DMA engine busy past the latest time", func(s *Snapshot) { dmaEngine(s, 1, 2).BusyUntil = math.MaxUint64 }, "engine 2: BusyUntil", units.ErrRange},
+		{"DMA queue status bits", func(s *Snapshot) { dmaEngine(s, 0, 0).Queues[5].Status = 1 << 30 }, "engine 0: queue 5: Status", nil},
+		{"DMA engine with an epoch and a state", func(s *Snapshot) { dmaEngine(s, 0, 3); s.Device[0].DMA.Engines[3].Epoch = 1 },
+			"device 0: dma: restore: engine 3: Epoch 1 given with a whole state", dma.ErrInvalidState},
 		{"DMA shared host link", func(s *Snapshot) { s.Device[0].DMA.HostFree = units.MaxTimePS + 1 }, "HostFree", units.ErrRange},
 		{"TPB engine end", func(s *Snapshot) { s.Device[0].Cores[1].Engines[2].End = math.MaxUint64 }, "NC 1: tpb: invalid core state: engine 2: End", units.ErrRange},
 		{"reset until", func(s *Snapshot) {
@@ -340,7 +342,8 @@ func TestLoadRefusesByName(t *testing.T) {
 		{"version 6", func() []byte { b := append([]byte(nil), good...); b[8] = 6; return b }(), LoadOptions{}, "version 6 (before the fabric parameters kept the Trn3 Gen1 inter-rack links", nil},
 		{"version 7", func() []byte { b := append([]byte(nil), good...); b[8] = 7; return b }(), LoadOptions{}, "version 7 (before the nodes of a system and their EFA scale-out network", nil},
 		{"version 8", func() []byte { b := append([]byte(nil), good...); b[8] = 8; return b }(), LoadOptions{}, "version 8 (before the fabric parameters kept the Trn3 Gen2 second-level links", nil},
-		{"version 10", func() []byte { b := append([]byte(nil), good...); b[8] = 10; return b }(), LoadOptions{}, "version 10; this build reads version 9", nil},
+		{"version 9", func() []byte { b := append([]byte(nil), good...); b[8] = 9; return b }(), LoadOptions{}, "version 9 (before the DMA engines as their last reset left them were kept by their epoch alone", nil},
+		{"version 11", func() []byte { b := append([]byte(nil), good...); b[8] = 11; return b }(), LoadOptions{}, "version 11; this build reads version 10", nil},
 		{"other layout", otherLayout, LoadOptions{}, "layout fingerprint", nil},
 		{"too many devices for the limit", good, LoadOptions{MaxBytes: 1 << 20}, "a system of 2 devices takes about 2 MiB", ErrSnapshotLimit},
 		{"trailing decoded bytes", trailing, LoadOptions{}, fmt.Sprintf("decompresses to more than the %d bytes its header declares", len(raw)), nil},
@@ -360,23 +363,24 @@ func TestLoadRefusesByName(t *testing.T) {
 	}
 }
 
-// TestSnapshotLayoutPinned: the layout of format version 9 (version 2 had
+// TestSnapshotLayoutPinned: the layout of format version 10 (version 2 had
 // the host memory's buffers in a map and its free list as pairs; version 3
 // has both as slices of sim.HostExtent; version 4 has LinkState.Spans for
 // LinkState.Free; version 5 has Snapshot.DeviceID, sim.DeviceState.Boot
 // and DeviceStats.FunctionResets; version 6 has Params.Endpoints,
 // Snapshot.Messages and
 // dma.Timing.Ideal; version 7 has Params.InterRack; version 8 has
-// Snapshot.Nodes and Params.EFA; version 9 has Params.SecondLevel). A
+// Snapshot.Nodes and Params.EFA; version 9 has Params.SecondLevel;
+// version 10 has DeviceImage.DMA a dma.CompactState). A
 // change to a state type changes the fingerprint and fails here: bump
 // SnapshotVersion (old files are then refused by name) and record the new
 // fingerprint.
 func TestSnapshotLayoutPinned(t *testing.T) {
 	got, err := snapshotLayout()
 	require.NoError(t, err)
-	const version9 = 0x5d5c3a0e0165d9a0
-	require.Equal(t, 9, SnapshotVersion, "a new version pins its fingerprint here")
-	assert.Equalf(t, uint64(version9), got, "the Snapshot's encoded layout changed (fingerprint %#016x): bump SnapshotVersion and pin the new fingerprint", got)
+	const version10 = 0x4809d5664a29f48c
+	require.Equal(t, 10, SnapshotVersion, "a new version pins its fingerprint here")
+	assert.Equalf(t, uint64(version10), got, "the Snapshot's encoded layout changed (fingerprint %#016x): bump SnapshotVersion and pin the new fingerprint", got)
 }
 
 // FuzzRestoreEncoding feeds mutated snapshot encodings, compressed and
@@ -505,4 +509,18 @@ func BenchmarkSnapshotSaveLoad(b *testing.B) {
 			require.NoError(b, err)
 		}
 	})
+}
+
+// dmaEngine is engine e of device dev's DMA state in the snapshot, written
+// in full (an engine kept by its epoch is expanded) for a test to change.
+func dmaEngine(s *Snapshot, dev, e int) *dma.EngineState {
+	ce := &s.Device[dev].DMA.Engines[e]
+	if ce.State == nil {
+		full, err := (dma.CompactState{Engines: []dma.CompactEngine{*ce}}).Expand()
+		if err != nil {
+			panic(err)
+		}
+		ce.State, ce.Epoch = &full.Engines[0], 0
+	}
+	return ce.State
 }

@@ -31,12 +31,16 @@ func AllocBytes(n uint64) uint64 {
 func SliceBytes(n int, elem uintptr) uint64 { return AllocBytes(uint64(n) * uint64(elem)) }
 
 // MapBytes bounds the memory of a map of n entries whose key and value take
-// slot bytes, made with n as its size hint: its header, and groups of 8
+// slot bytes, made with n as its size hint: its header (alone for an
+// empty map), and groups of 8
 // slots and a control word for n·8/7 slots rounded up to a power of two,
 // in tables of at most 1,024 slots each with their header and directory
 // entry.
 func MapBytes(n int, slot uintptr) uint64 {
 	const header = 64
+	if n == 0 {
+		return header // its groups are made on the first insert
+	}
 	if n <= 8 {
 		return header + AllocBytes(8+8*uint64(slot))
 	}
