@@ -37,8 +37,8 @@ func (st *SnapshotStep) check(c *checkContext) error {
 // memory is what a save holds at the least, known before anything is
 // built: the system's own devices (cluster.FixedTimingMemory), every
 // device's part of the state copy as an idle device's
-// (fabric.IdleDeviceSnapshotBytes: on Trn3 most of it every DMA engine's
-// state) and the compressor's buffers. The step checks the estimate of the
+// (fabric.IdleDeviceSnapshotBytes: 57 KiB on Trn3) and the compressor's
+// buffers. The step checks the estimate of the
 // live system (fabric.System.SaveFileBytes) again before it copies.
 func (st *SnapshotStep) memory(r *resolved) (uint64, string, error) {
 	if st.Save == "" {
