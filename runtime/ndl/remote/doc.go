@@ -156,7 +156,11 @@
 // words, which are not atomic together. SLEEP calls ndl.Sleeper.Sleep when
 // the device implements it (ndl.SliceSleeper.SleepUntil, in slices, when
 // it implements that: see Locks) and never sleeps on the server's wall
-// clock.
+// clock. A SLEEP in slices stops between two of them when its client has
+// closed the connection (an end of stream: a client keeps its sending side
+// open until its last reply) or lost it, and the connection ends without
+// a reply; the device keeps what the slices run, its clock where the last
+// one left it.
 // A SLEEP above units.MaxTimePS, or one that would take the device's clock
 // past ServerOptions.ClockLimitPS, is refused (code 1, code 11).
 // The HOST_* requests call the device's ndl.HostMemory methods with the
@@ -188,7 +192,15 @@
 // slices, so other clients' requests to the device are served while a long
 // SLEEP runs (the sleep's deadline is read and checked against the clock
 // limit under the lock, with the first slice); on one that does not, it is
-// held for the whole Sleep.
+// held for the whole Sleep. Between the slices, with no lock held, the
+// server checks whether anyone is left to answer: a Close of the server,
+// or the client gone, which a watcher goroutine notices by reading the
+// connection while the SLEEP runs (the connection's goroutine does not
+// read it then); the watcher takes no lock, keeps what it reads (at most
+// 4 KiB, what a client sends ahead) for the requests that follow, and is
+// stopped, with a read deadline in the past, and waited for before the
+// SLEEP returns, so a connection is read by one goroutine at a time. A
+// stopped SLEEP leaves the device as its last slice did.
 // There is no CLOSE: closing a remote Device handle is local to the client,
 // and the server never closes the devices it serves.
 package remote

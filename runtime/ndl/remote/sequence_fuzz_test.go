@@ -361,6 +361,31 @@ func (r *seqRun) step(in *seqReader) {
 			p[k] = in.u8()
 		}
 		req = frame(uint32(n), in.u8(), sc.tag, p...)
+	case 10: // a SLEEP with a CLOCK behind it in one write: both answered, in order, or the client leaves before the replies
+		sleepTag := sc.tag
+		sc.tag++
+		req = appendClock(appendSleep(nil, sleepTag, sleepRequest{ns: uint64(in.u8()) * 1000}), sc.tag, 0)
+		wrote := make(chan error, 1)
+		_ = sc.c.SetDeadline(time.Now().Add(10 * time.Second))
+		go func() { _, err := sc.c.Write(req); wrote <- err }()
+		if in.u8()%2 == 0 {
+			r.closeConn(i) // the server stops the SLEEP if it still runs
+			<-wrote
+			return
+		}
+		for _, want := range []struct {
+			op  Op
+			tag uint32
+		}{{OpSleepReply, sleepTag}, {OpClockReply, sc.tag}} {
+			f, err := ReadFrame(sc.c, nil)
+			require.NoError(r.t, err, "the reply to %s", want.op)
+			require.Equal(r.t, want.tag, f.Tag, "reply tag")
+			if f.Op != OpError || errorCode(f) != codeLimit { // the clock limit may be used up
+				require.Equal(r.t, want.op, f.Op)
+			}
+		}
+		require.NoError(r.t, <-wrote)
+		return
 	default: // a device index the server does not export
 		req = appendClock(nil, sc.tag, 1+uint16(in.u8()))
 		check = func(f Frame) { require.Equal(r.t, codeNoDevice, errorCode(f)) }
@@ -443,6 +468,8 @@ func FuzzRequestSequences(f *testing.F) {
 	// SLEEPs, served in slices, between reads and a clock read of other
 	// connections: each ends where one sleep would.
 	f.Add([]byte{0x02, 0, 200, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 4, 0x22, 0, 7, 0x17, 0x02, 1, 0x02, 0, 1})
+	// SLEEPs with a CLOCK pipelined behind them, answered or left.
+	f.Add([]byte{0x0A, 200, 1, 0x1A, 3, 0, 0x0A, 1, 1, 0x07})
 	// Malformed frames and disconnects mixed with reads.
 	f.Add([]byte{0x09, 4, 0x7F, 0x19, 0, 0x01, 0x00, 0x28, 0x07, 0x0A, 5, 0x08})
 	f.Fuzz(func(t *testing.T, data []byte) {

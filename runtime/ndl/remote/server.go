@@ -477,6 +477,31 @@ type serverConn struct {
 	bigIn, bigOut *[]byte
 	bigWords      *[]uint32
 	ownIn, ownOut []byte
+
+	// ahead[aheadOff:] is what the client sent while a SLEEP ran, read by
+	// the SLEEP's watcher (watchSleep) and not yet taken by a request:
+	// at most aheadMax bytes. Only the connection's goroutine touches it,
+	// except while a watcher runs, which alone does until it ends.
+	ahead    []byte
+	aheadOff int
+}
+
+// aheadReader reads a connection's requests: first the bytes a SLEEP's
+// watcher read ahead, then the connection's.
+type aheadReader struct{ sc *serverConn }
+
+// Read reads what was read ahead, or else from the connection.
+func (r aheadReader) Read(p []byte) (int, error) {
+	sc := r.sc
+	if sc.aheadOff < len(sc.ahead) {
+		n := copy(p, sc.ahead[sc.aheadOff:])
+		sc.aheadOff += n
+		if sc.aheadOff == len(sc.ahead) {
+			sc.ahead, sc.aheadOff = sc.ahead[:0], 0
+		}
+		return n, nil
+	}
+	return sc.c.Read(p)
 }
 
 // run does the handshake and serves requests until the connection ends; it
@@ -606,7 +631,7 @@ func (sc *serverConn) readWithin(t time.Duration, what, name string) (Frame, err
 			return Frame{}, fmt.Errorf("remote: set read deadline: %w", err)
 		}
 	}
-	f, err := readFrameGrow(sc.c, &sc.rbuf, sc.growRequest)
+	f, err := readFrameGrow(aheadReader{sc}, &sc.rbuf, sc.growRequest)
 	switch {
 	case err == nil:
 		return f, nil
@@ -744,7 +769,7 @@ func (sc *serverConn) sleep(f Frame) error {
 		}
 		e.mu.Unlock()
 	}
-	if errors.Is(err, errServerClosing) {
+	if errors.Is(err, errConnEnding) {
 		return err
 	}
 	if err != nil {
@@ -762,9 +787,14 @@ func (sc *serverConn) sleep(f Frame) error {
 // a clock and a lock, to the others) are served between them.
 const SleepSliceEvents = 1024
 
+// errConnEnding marks the errors of a SLEEP that end its connection
+// instead of an ERROR reply: the sleep was stopped between slices because
+// nobody is left to answer, or the connection cannot be read on.
+var errConnEnding = errors.New("the connection is ending")
+
 // errServerClosing ends a connection whose SLEEP the server's Close cut
 // short between slices; it is not logged.
-var errServerClosing = fmt.Errorf("remote: SLEEP: the server is closing: %w", errCleanClose)
+var errServerClosing = fmt.Errorf("remote: SLEEP: the server is closing: %w: %w", errConnEnding, errCleanClose)
 
 // sleepSliced serves a SLEEP of ns on a device that sleeps in slices: it
 // reads the clock and checks the clock limit, then runs the clock to the
@@ -774,8 +804,14 @@ var errServerClosing = fmt.Errorf("remote: SLEEP: the server is closing: %w", er
 // that of one Sleep of ns when no other request reaches the device between
 // the slices; when one does, the time it takes counts as passing during the
 // sleep (the deadline is fixed at the start), so concurrent SLEEPs never
-// take the clock past the latest deadline checked against the limit. A
-// Close of the server stops it between slices (errServerClosing).
+// take the clock past the latest deadline checked against the limit.
+//
+// Between slices it stops when nobody is left to answer: a Close of the
+// server (errServerClosing), or the client closing or losing the
+// connection, which a watcher reading the connection meanwhile notices
+// (watchSleep; errClientGone for an end of stream). Stopping leaves the
+// device where the last slice left it: every event run whole, the clock at
+// the last one, the rest of the sleep not run.
 func (sc *serverConn) sleepSliced(e *export, ss ndl.SliceSleeper, device uint16, ns uint64) error {
 	e.mu.Lock()
 	if err := sc.sleepWithin(e, device, ns); err != nil {
@@ -788,18 +824,130 @@ func (sc *serverConn) sleepSliced(e *export, ss ndl.SliceSleeper, device uint16,
 		return err
 	}
 	deadline := now + ns*1000 // ≤ ClockLimitPS ≤ MaxTimePS: sleepWithin checked it
+	var w sleepWatch
 	for {
 		done, err := ss.SleepUntil(deadline, SleepSliceEvents)
 		e.mu.Unlock()
 		if err != nil || done {
-			return err
+			if werr := sc.stopWatch(&w); err == nil && werr != nil && !errors.Is(werr, errClientGone) {
+				err = werr // the connection cannot be read on: end it
+			}
+			return err // a client gone as the sleep ended: the reply, or the next read, finds it
 		}
 		if sc.s.isClosed() {
+			_ = sc.stopWatch(&w)
 			return errServerClosing
+		}
+		if err := sc.watchSleep(&w, device); err != nil {
+			_ = sc.stopWatch(&w)
+			if sc.s.isClosed() {
+				return errServerClosing
+			}
+			return err
 		}
 		runtime.Gosched()
 		e.mu.Lock()
 	}
+}
+
+// aheadMax bounds the bytes a SLEEP's watcher reads ahead of the
+// connection's next request: a client keeps one request in flight, or a
+// few pipelined; one that sends more while its SLEEP runs is no longer
+// watched (a disconnect is then noticed when the sleep ends).
+const aheadMax = 4096
+
+// errClientGone ends a connection whose client closed it while a SLEEP ran
+// (an end of stream read between slices): a clean disconnect, not logged.
+var errClientGone = fmt.Errorf("remote: SLEEP: the client closed the connection; the sleep was stopped (%w): %w", errConnEnding, errCleanClose)
+
+// sleepWatch is the watcher of one sliced SLEEP's connection.
+type sleepWatch struct {
+	started bool       // watchSleep started it (or found it could not)
+	ended   chan error // the watcher's result; nil: none running
+}
+
+// watchSleep checks, between two slices of a SLEEP, whether the client is
+// still there, and returns why not. The first call starts a watcher: a
+// goroutine that reads what the client sends meanwhile into sc.ahead (at
+// most aheadMax bytes; aheadReader gives them to the requests that follow)
+// until stopWatch stops it with a read deadline in the past. An end of
+// stream (errClientGone) or a read error ends the sleep at the next check;
+// a full sc.ahead or a connection whose read deadline cannot be set is
+// left unwatched. A SLEEP that ends in its first slice starts no watcher.
+func (sc *serverConn) watchSleep(w *sleepWatch, device uint16) error {
+	if !w.started {
+		w.started = true
+		if sc.aheadOff > 0 { // what is left of an earlier read ahead, to the front
+			n := copy(sc.ahead, sc.ahead[sc.aheadOff:])
+			sc.ahead, sc.aheadOff = sc.ahead[:n], 0
+		}
+		if len(sc.ahead) >= aheadMax || sc.c.SetReadDeadline(time.Time{}) != nil {
+			return nil
+		}
+		if cap(sc.ahead) < aheadMax {
+			sc.ahead = append(make([]byte, 0, aheadMax), sc.ahead...)
+		}
+		w.ended = make(chan error, 1)
+		go sc.readAhead(w.ended)
+		return nil
+	}
+	if w.ended == nil {
+		return nil
+	}
+	select {
+	case err := <-w.ended:
+		w.ended = nil
+		if err != nil {
+			return err
+		}
+	default:
+	}
+	return nil
+}
+
+// readAhead is a SLEEP's watcher: it reads the connection into sc.ahead
+// until it is full, the read deadline passes (stopWatch), or the read
+// fails, and sends what ended it: nil for the first two,
+// errClientGone for an end of stream, else the read's error.
+func (sc *serverConn) readAhead(ended chan<- error) {
+	for len(sc.ahead) < aheadMax {
+		n, err := sc.c.Read(sc.ahead[len(sc.ahead):aheadMax])
+		sc.ahead = sc.ahead[:len(sc.ahead)+n]
+		switch {
+		case err == nil:
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			ended <- nil
+			return
+		case errors.Is(err, io.EOF):
+			ended <- errClientGone
+			return
+		default:
+			ended <- fmt.Errorf("remote: SLEEP: reading the connection while sleeping (%w): %w", errConnEnding, err)
+			return
+		}
+	}
+	ended <- nil
+}
+
+// stopWatch stops a SLEEP's watcher, if one runs, and waits for it; it
+// returns what ended it (nil when it was stopped or had stopped itself).
+// The read deadline is left unset: the next read sets its own.
+func (sc *serverConn) stopWatch(w *sleepWatch) error {
+	if w.ended == nil {
+		return nil
+	}
+	ended := w.ended
+	w.ended = nil
+	if err := sc.c.SetReadDeadline(time.Unix(1, 0)); err != nil {
+		_ = sc.c.Close() // the only other way to end the watcher's read; the connection is over
+		<-ended
+		return fmt.Errorf("remote: SLEEP: stopping the watcher (%w): set read deadline: %w", errConnEnding, err)
+	}
+	err := <-ended
+	if derr := sc.c.SetReadDeadline(time.Time{}); derr != nil && err == nil {
+		err = fmt.Errorf("remote: SLEEP (%w): set read deadline: %w", errConnEnding, derr)
+	}
+	return err
 }
 
 // sleepWithin checks that sleeping ns from the device's clock stays within

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"errors"
+	"net"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -225,4 +226,197 @@ func TestLongSleepLetsOtherDevicesIn(t *testing.T) {
 	assert.Less(t, ran, sleepChainMax, "the READ was served while the chain ran, not after it")
 	assert.NotZero(t, seenAt, "an event of the sleep saw the READ done")
 	assert.Equal(t, start+sim.FromDuration(time.Second), e.Now(), "the sleep still ends at its deadline")
+}
+
+// pipeConn serves one connection of srv over a pipe and does its
+// handshake: it returns the client's end, and a channel closed when the
+// server's goroutine for the connection has ended.
+func pipeConn(t *testing.T, srv *Server) (net.Conn, <-chan struct{}) {
+	t.Helper()
+	client, server := net.Pipe()
+	require.Equal(t, admitted, srv.track(server))
+	done := make(chan struct{})
+	go func() { srv.serveConn(server); close(done) }()
+	t.Cleanup(func() { _ = client.Close() })
+	_, err := client.Write(helloFrame(Version))
+	require.NoError(t, err)
+	f, err := ReadFrame(client, nil)
+	require.NoError(t, err)
+	require.Equal(t, OpHelloReply, f.Op)
+	return client, done
+}
+
+// readWord serves a READ of one word of BAR0 on c and checks the reply.
+func readWord(t *testing.T, c net.Conn, tag uint32) {
+	t.Helper()
+	_, err := c.Write(appendRW(nil, OpRead, tag, rwRequest{bar: hwarch.BAR0, count: 1}))
+	require.NoError(t, err)
+	f, err := ReadFrame(c, nil)
+	require.NoError(t, err)
+	require.Equal(t, OpReadReply, f.Op)
+	require.Equal(t, tag, f.Tag)
+}
+
+// TestSleepStopsWhenClientGoes: a client that closes its connection while
+// its SLEEP runs in slices is noticed between slices, and the sleep stops
+// there, the device as the last slice left it (the fake's slices run
+// nothing until the sleep is done: its clock has not moved) and free for
+// others. The server used to run the sleep to its end for nobody — here,
+// never, as the fake's sleep ends only after another client's READ.
+func TestSleepStopsWhenClientGoes(t *testing.T) {
+	dev := newSlicedFake()
+	srv, err := NewServer([]Export{{Device: dev}}, ServerOptions{IdleTimeout: time.Hour})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	c, done := pipeConn(t, srv)
+	before := dev.now()
+	_, err = c.Write(appendSleep(nil, 1, sleepRequest{ns: uint64(time.Hour)}))
+	require.NoError(t, err)
+	<-dev.sleeping
+	require.NoError(t, c.Close())
+	select {
+	case <-done:
+	case <-time.After(sleepWait): // a safety net, not a timing assertion
+		t.Fatal("the server went on sleeping for a client that had closed its connection")
+	}
+	assert.Equal(t, before, dev.now(), "the clock where the last slice left it")
+	assert.Equal(t, 0, srv.Clients(), "the connection is untracked")
+
+	c2, _ := pipeConn(t, srv)
+	readWord(t, c2, 7) // the device is not held
+}
+
+// TestSleepKeepsRequestsSentDuringIt: what a client sends while its SLEEP
+// runs — the server's watcher reads it, to notice a disconnect — is served
+// after the SLEEP, in order.
+func TestSleepKeepsRequestsSentDuringIt(t *testing.T) {
+	dev := newSlicedFake()
+	srv, err := NewServer([]Export{{Device: dev}}, ServerOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	a, _ := pipeConn(t, srv)
+	b, _ := pipeConn(t, srv)
+	reqs := appendSleep(nil, 1, sleepRequest{ns: uint64(time.Hour)})
+	reqs = appendRW(reqs, OpRead, 2, rwRequest{bar: hwarch.BAR0, count: 1})
+	reqs = appendClock(reqs, 3, 0)
+	wrote := make(chan error, 1)
+	go func() { _, err := a.Write(reqs); wrote <- err }() // a pipe's write waits for the reads
+	<-dev.sleeping
+	select {
+	case err := <-wrote:
+		require.NoError(t, err)
+	case <-time.After(sleepWait): // a safety net, not a timing assertion
+		t.Fatal("the requests after the SLEEP were not read while it ran")
+	}
+	readWord(t, b, 9) // ends the fake's sleep
+	for _, want := range []struct {
+		op  Op
+		tag uint32
+	}{{OpSleepReply, 1}, {OpReadReply, 2}, {OpClockReply, 3}} {
+		f, err := ReadFrame(a, nil)
+		require.NoError(t, err)
+		assert.Equal(t, want.op, f.Op)
+		assert.Equal(t, want.tag, f.Tag)
+	}
+	readWord(t, a, 4) // and the connection goes on
+}
+
+// closeNoted is a listener whose connections note their Close.
+type closeNoted struct {
+	net.Listener
+	closed chan struct{} // closed by the first Close of an accepted connection
+	once   *sync.Once
+}
+
+// Accept accepts a connection whose Close is noted.
+func (l closeNoted) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &closeNotedConn{Conn: c, l: l}, nil
+}
+
+// closeNotedConn is a connection closeNoted accepted.
+type closeNotedConn struct {
+	net.Conn
+	l closeNoted
+}
+
+// Close closes the connection and notes it.
+func (c *closeNotedConn) Close() error {
+	err := c.Conn.Close()
+	c.l.once.Do(func() { close(c.l.closed) })
+	return err
+}
+
+// TestSleepStoppedForAGoneClientLeavesTheDeviceWhole: a simulated device
+// runs a chain of events, one a nanosecond, during a one-second SLEEP
+// whose client disconnects (over a unix socket) after the first. The
+// server stops the sleep between slices: the clock is at the last event
+// run (no event half done, none skipped), short of the deadline, and a
+// later SLEEP goes on with the chain from there. Before, the server ran
+// the billion events of the second for nobody.
+func TestSleepStoppedForAGoneClientLeavesTheDeviceWhole(t *testing.T) {
+	e, mu := sim.NewEngine(), new(sync.Mutex)
+	dev, err := sim.NewWiredDevice(sim.DeviceConfig{Generation: hwarch.Cayman, Name: "a", Ready: true}, sim.Wiring{Engine: e, Lock: mu})
+	require.NoError(t, err)
+	started := make(chan struct{})
+	var last uint64 // the chain's last event run, under mu
+	var lastAt sim.Time
+	var chain sim.HandlerID
+	chain, err = e.Register("test.chain", sim.HandlerFunc(func(e *sim.Engine, n uint64) {
+		if n == 0 {
+			close(started)
+		}
+		last, lastAt = n, e.Now()
+		if err := e.After(sim.Nanosecond, chain, n+1); err != nil {
+			t.Error(err) // on the server's goroutine: no FailNow
+		}
+	}))
+	require.NoError(t, err)
+	mu.Lock()
+	start := e.Now()
+	require.NoError(t, e.After(0, chain, 0))
+	mu.Unlock()
+
+	srv, err := NewServer([]Export{{Device: dev}}, ServerOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	ul, err := Listen("unix:"+filepath.Join(shortTempDir(t), "s"), false)
+	require.NoError(t, err)
+	l := closeNoted{Listener: ul, closed: make(chan struct{}), once: new(sync.Once)}
+	go func() { _ = srv.Serve(l) }()
+	addr := "unix:" + ul.Addr().String()
+	c, err := Dial(addr, ClientOptions{Timeout: time.Minute})
+	require.NoError(t, err)
+	d, err := c.Device(0)
+	require.NoError(t, err)
+	slept := make(chan error, 1)
+	go func() { slept <- d.Sleep(time.Second) }()
+	<-started
+	require.NoError(t, c.Close())
+	require.Error(t, <-slept)
+	select {
+	case <-l.closed:
+	case <-time.After(sleepWait): // a safety net, not a timing assertion
+		t.Fatal("the server went on sleeping for a client that had closed its connection")
+	}
+	mu.Lock()
+	stoppedAt, stoppedLast := e.Now(), last
+	assert.Equal(t, lastAt, stoppedAt, "the clock is at the last event run")
+	assert.Equal(t, start+sim.Time(stoppedLast)*sim.Nanosecond, stoppedAt, "every event up to it ran, in order")
+	assert.Less(t, stoppedAt, start+sim.FromDuration(time.Second), "the sleep stopped short of its deadline")
+	mu.Unlock()
+
+	c2, err := Dial(addr, ClientOptions{Timeout: time.Minute})
+	require.NoError(t, err)
+	defer c2.Close()
+	d2, err := c2.Device(0)
+	require.NoError(t, err)
+	require.NoError(t, d2.Sleep(10*time.Nanosecond))
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, stoppedAt+10*sim.Nanosecond, e.Now(), "a later SLEEP goes on from there")
+	assert.Equal(t, stoppedLast+10, last, "and the chain with it")
 }
