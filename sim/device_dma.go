@@ -385,6 +385,19 @@ func (d *Device) HostFree(pa uint64) error {
 	return h.Free(pa)
 }
 
+// HostBufferLimit returns the most host buffers the device's host-memory
+// allocator holds live at once, all its users together (MaxHostBuffers;
+// the devices of one system share one allocator), or 0 when the device has
+// none (its host port is a guest's memory): the runtime's optional
+// ndl.HostBufferLimit, against which the remote server checks its
+// per-connection buffer quotas.
+func (d *Device) HostBufferLimit() int {
+	if d.hostMem == nil {
+		return 0
+	}
+	return MaxHostBuffers
+}
+
 // HostRead reads host memory through the device's host port.
 func (d *Device) HostRead(pa uint64, p []byte) error { return d.host.Read(pa, p) }
 

@@ -92,6 +92,18 @@ type HostMemory interface {
 	HostWrite(pa uint64, p []byte) error
 }
 
+// HostBufferLimit is implemented by a HostMemory backend whose allocator
+// holds a bounded number of live buffers (a simulated device: 2^20, shared
+// by the devices of one system), past which HostAlloc fails. The remote
+// server refuses to start with per-connection buffer quotas that add up
+// past it, so that no client within its quota is refused for buffers
+// other clients took.
+type HostBufferLimit interface {
+	// HostBufferLimit returns the most host buffers the allocator holds
+	// live at once, all its users together; 0 when it sets no such bound.
+	HostBufferLimit() int
+}
+
 // LazyHostMemory is implemented by a backend whose host memory can hold a
 // buffer that is filled when it is read instead of written up front (a
 // simulated device does: its host-memory model). A runtime that would

@@ -36,7 +36,8 @@ var (
 	// ErrLimit marks a request refused by one of the server's limits: its
 	// client count, a connection's or the server's host memory, a
 	// connection's buffer count, or the clock limit of SLEEP. The text
-	// names the limit and its flag.
+	// names the limit and its flag. NewServer wraps it too, refusing
+	// host-buffer quotas past a device's allocator (ndl.HostBufferLimit).
 	ErrLimit = errors.New("server limit reached")
 )
 

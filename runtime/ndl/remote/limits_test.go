@@ -396,3 +396,59 @@ func TestLargeFramesCutShort(t *testing.T) {
 	}
 	runtime.KeepAlive(dev)
 }
+
+// bufferLimited is a fake whose host-memory allocator holds n buffers.
+type bufferLimited struct {
+	*fakeDevice
+	n int
+}
+
+// HostBufferLimit returns n.
+func (d bufferLimited) HostBufferLimit() int { return d.n }
+
+var _ ndl.HostBufferLimit = (*sim.Device)(nil)
+
+// TestBufferQuotasFitTheAllocator: NewServer refuses host-buffer quotas
+// that add up, over MaxClients connections, past the buffers an exported
+// device's allocator holds (ndl.HostBufferLimit), naming the numbers, so a
+// Go API user gets the check `neuronsim serve` makes; quotas within it, no
+// quota, and devices that set no bound are accepted.
+func TestBufferQuotasFitTheAllocator(t *testing.T) {
+	limited := func(n int) Export { return Export{Device: bufferLimited{newFake(0x1000), n}} }
+	plain := Export{Device: newFake(0x1000)}
+	for _, tc := range []struct {
+		name             string
+		exports          []Export
+		clients, buffers int
+		refused          string // "": accepted
+	}{
+		{"fits", []Export{limited(10)}, 2, 5, ""},
+		{"past it", []Export{limited(10)}, 4, 3, "HostBuffersPerClient 3 × MaxClients 4 = 12 host buffers, more than the 10 the host-memory allocator of device 0 holds"},
+		{"past the smaller of two", []Export{limited(100), plain, limited(10)}, 4, 3, "more than the 10 the host-memory allocator of device 2 holds: a client could be promised buffers others already took (give at most 2 per client, or fewer clients)"},
+		{"more clients than buffers", []Export{limited(10)}, 11, 1, "give at most 10 clients"},
+		{"product past 2^64", []Export{limited(10)}, 1 << 40, 1 << 40, "= over 2^64 host buffers"},
+		{"no buffer quota", []Export{limited(10)}, 64, 0, ""},
+		{"no client limit", []Export{limited(10)}, 0, 64, ""},
+		{"no bound reported", []Export{plain}, 64, 1 << 30, ""},
+		{"a bound of 0: none", []Export{limited(0)}, 64, 1 << 30, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewServer(tc.exports, ServerOptions{MaxClients: tc.clients, HostBuffersPerClient: tc.buffers})
+			if tc.refused == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrLimit)
+			assert.Contains(t, err.Error(), tc.refused)
+		})
+	}
+
+	// A simulated device reports its allocator's sim.MaxHostBuffers.
+	dev, err := sim.NewDevice(sim.DeviceConfig{Generation: hwarch.Cayman, Ready: true})
+	require.NoError(t, err)
+	_, err = NewServer([]Export{{Device: dev}}, ServerOptions{MaxClients: 64, HostBuffersPerClient: sim.MaxHostBuffers / 64})
+	require.NoError(t, err)
+	_, err = NewServer([]Export{{Device: dev}}, ServerOptions{MaxClients: 64, HostBuffersPerClient: sim.MaxHostBuffers/64 + 1})
+	require.ErrorIs(t, err, ErrLimit)
+	assert.Contains(t, err.Error(), fmt.Sprintf("= %d host buffers, more than the %d", 64*(sim.MaxHostBuffers/64+1), sim.MaxHostBuffers))
+}

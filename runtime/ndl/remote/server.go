@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"net"
 	"os"
 	"runtime"
@@ -54,7 +55,13 @@ type ServerOptions struct {
 	// 0: no limit.
 	HostBytesPerClient uint64
 	// HostBuffersPerClient bounds the host buffers one connection holds
-	// allocated. 0: no limit.
+	// allocated. 0: no limit. When both it and MaxClients are set,
+	// NewServer refuses them if MaxClients × HostBuffersPerClient passes
+	// the buffers the host-memory allocator of an exported device holds
+	// (ndl.HostBufferLimit, which a simulated device implements): all the
+	// connections may put their buffers on one device, and a connection
+	// within its quota must never be refused by the allocator for buffers
+	// others took. With either 0 the allocator's own refusal is the bound.
 	HostBuffersPerClient int
 	// HostBytes bounds the bytes of host memory all connections together
 	// hold allocated. 0: no limit.
@@ -261,8 +268,45 @@ func NewServer(exports []Export, opts ServerOptions) (*Server, error) {
 			infos[i].BARSizes[b] = e.Device.BARSize(b)
 		}
 	}
+	if err := opts.checkBufferQuotas(exports); err != nil {
+		return nil, err
+	}
 	s.hello = appendHelloReplyPayload(nil, helloReply{version: Version, devices: infos})
 	return s, nil
+}
+
+// checkBufferQuotas refuses host-buffer quotas that add up, over
+// MaxClients connections, past the buffers the host-memory allocator of an
+// exported device holds (ndl.HostBufferLimit), naming the numbers; with
+// MaxClients or HostBuffersPerClient 0 (no limit) there is nothing to add up.
+func (o *ServerOptions) checkBufferQuotas(exports []Export) error {
+	if o.MaxClients == 0 || o.HostBuffersPerClient == 0 {
+		return nil
+	}
+	hi, total := bits.Mul64(uint64(o.MaxClients), uint64(o.HostBuffersPerClient))
+	for i, e := range exports {
+		if _, ok := e.Device.(ndl.HostMemory); !ok {
+			continue
+		}
+		l, ok := e.Device.(ndl.HostBufferLimit)
+		if !ok {
+			continue
+		}
+		lim := l.HostBufferLimit()
+		if lim <= 0 || hi == 0 && total <= uint64(lim) {
+			continue
+		}
+		sum, fix := fmt.Sprint(total), fmt.Sprintf("give at most %d per client, or fewer clients", lim/o.MaxClients)
+		if hi != 0 {
+			sum = "over 2^64"
+		}
+		if o.MaxClients > lim {
+			fix = fmt.Sprintf("give at most %d clients", lim)
+		}
+		return fmt.Errorf("remote: new server: HostBuffersPerClient %d × MaxClients %d = %s host buffers, more than the %d the host-memory allocator of device %d holds: a client could be promised buffers others already took (%s): %w",
+			o.HostBuffersPerClient, o.MaxClients, sum, lim, i, fix, ErrLimit)
+	}
+	return nil
 }
 
 // Serve accepts connections on l and serves each in its own goroutine until
