@@ -14,17 +14,19 @@ import (
 	"github.com/neuronsim/neuronsim/sim"
 )
 
-// The simulated device implements ndl.Device and all four optional
+// The simulated device implements ndl.Device and all five optional
 // interfaces; the contract below checks it at run time too, and fails if it
 // gains one more. The remote backend does not fill lazy buffers (a fill
-// function cannot cross the connection): its contract declares no
-// ndl.LazyHostMemory, so it fails if it gains it.
+// function cannot cross the connection) nor sleep in slices (its server
+// slices the served device's sleeps): its contract declares neither
+// ndl.LazyHostMemory nor ndl.SliceSleeper, so it fails if it gains one.
 var (
 	_ ndl.Device         = (*sim.Device)(nil)
 	_ ndl.Sleeper        = (*sim.Device)(nil)
 	_ ndl.Clock          = (*sim.Device)(nil)
 	_ ndl.HostMemory     = (*sim.Device)(nil)
 	_ ndl.LazyHostMemory = (*sim.Device)(nil)
+	_ ndl.SliceSleeper   = (*sim.Device)(nil)
 )
 
 // config is one simulated device under test and what the contract expects
@@ -86,6 +88,7 @@ func TestInProcessBackendContract(t *testing.T) {
 			want := c.want
 			want.HostFreeErr, want.HostAccessErr = sim.ErrHostBadFree, sim.ErrHostRange
 			want.LazyHostMemory, want.HostLazyErr = true, sim.ErrHostLazy
+			want.SliceSleeper = true
 			ndltest.RunContract(t, func(t *testing.T) ndl.Device { return newDevice(t, c.cfg) }, want)
 		})
 	}

@@ -1,7 +1,7 @@
 // Package ndltest is the contract every ndl backend keeps: RunContract runs
 // one suite of checks against any implementation of ndl.Device and of the
-// optional interfaces it declares (ndl.Sleeper, ndl.Clock, ndl.HostMemory,
-// ndl.LazyHostMemory),
+// optional interfaces it declares (ndl.Sleeper, ndl.SliceSleeper, ndl.Clock,
+// ndl.HostMemory, ndl.LazyHostMemory),
 // so the in-process simulated device, the remote client and the kernel
 // backend are held to the same behaviour, and a backend that gains or loses
 // an optional interface without saying so fails.
@@ -46,6 +46,9 @@ type Capabilities struct {
 	// ndl.LazyHostMemory (which is checked only with ndl.HostMemory, whose
 	// HostRead, HostWrite and HostFree reach its buffers).
 	Sleeper, Clock, HostMemory, LazyHostMemory bool
+	// SliceSleeper says whether the backend implements ndl.SliceSleeper
+	// (which embeds ndl.Sleeper and ndl.Clock: those are declared too).
+	SliceSleeper bool
 	// HostFreeErr and HostAccessErr are the sentinels the backend's errors
 	// wrap for HostFree of an address that is not an allocated buffer's
 	// base, and for HostRead/HostWrite of a range outside every allocated
@@ -64,28 +67,41 @@ type check struct {
 	// capabilities (nil: every backend).
 	applies func(Capabilities) bool
 	run     func(dev ndl.Device, want Capabilities) error
+	// runPair, when set instead of run, checks dev against other, a
+	// second device opened alike.
+	runPair func(dev, other ndl.Device, want Capabilities) error
+}
+
+// runOn runs c on devices from open.
+func (c check) runOn(open func() ndl.Device, want Capabilities) error {
+	if c.runPair != nil {
+		return c.runPair(open(), open(), want)
+	}
+	return c.run(open(), want)
 }
 
 // checks is the contract, in the order RunContract runs it.
 var checks = []check{
-	{"interfaces", nil, checkInterfaces},
-	{"identity", nil, checkIdentity},
-	{"bar-sizes", nil, checkBARSizes},
-	{"round-trip", nil, checkRoundTrip},
-	{"zero-length", nil, checkZeroLength},
-	{"absent-bars", nil, checkAbsentBARs},
-	{"alignment", nil, checkAlignment},
-	{"bounds", nil, checkBounds},
-	{"close", nil, checkClose},
-	{"sleeper", func(c Capabilities) bool { return c.Sleeper }, checkSleeper},
-	{"clock", func(c Capabilities) bool { return c.Clock }, checkClock},
-	{"host-memory", func(c Capabilities) bool { return c.HostMemory }, checkHostMemory},
-	{"lazy-host-memory", func(c Capabilities) bool { return c.LazyHostMemory }, checkLazyHostMemory},
+	{"interfaces", nil, checkInterfaces, nil},
+	{"identity", nil, checkIdentity, nil},
+	{"bar-sizes", nil, checkBARSizes, nil},
+	{"round-trip", nil, checkRoundTrip, nil},
+	{"zero-length", nil, checkZeroLength, nil},
+	{"absent-bars", nil, checkAbsentBARs, nil},
+	{"alignment", nil, checkAlignment, nil},
+	{"bounds", nil, checkBounds, nil},
+	{"close", nil, checkClose, nil},
+	{"sleeper", func(c Capabilities) bool { return c.Sleeper }, checkSleeper, nil},
+	{"slice-sleeper", func(c Capabilities) bool { return c.SliceSleeper }, nil, checkSliceSleeper},
+	{"clock", func(c Capabilities) bool { return c.Clock }, checkClock, nil},
+	{"host-memory", func(c Capabilities) bool { return c.HostMemory }, checkHostMemory, nil},
+	{"lazy-host-memory", func(c Capabilities) bool { return c.LazyHostMemory }, checkLazyHostMemory, nil},
 }
 
 // RunContract runs the contract against the backend open returns, one
-// subtest per check, each on a device of its own: open is called once per
-// check and must return a device that is up (its registers answer), and
+// subtest per check, each on a device of its own (two for the check that
+// compares slices of a sleep with one sleep): open is called once per
+// device and must return a device that is up (its registers answer), and
 // release it when t ends (t.Cleanup). A check that does not apply to want
 // (an optional interface the backend does not declare) is not run; the
 // "interfaces" check fails when the backend implements an optional interface
@@ -97,7 +113,7 @@ func RunContract(t *testing.T, open func(t *testing.T) ndl.Device, want Capabili
 			continue
 		}
 		t.Run(c.name, func(t *testing.T) {
-			if err := c.run(open(t), want); err != nil {
+			if err := c.runOn(func() ndl.Device { return open(t) }, want); err != nil {
 				t.Error(err)
 			}
 		})
@@ -134,12 +150,13 @@ func checkInterfaces(dev ndl.Device, want Capabilities) error {
 	_, clock := dev.(ndl.Clock)
 	_, host := dev.(ndl.HostMemory)
 	_, lazy := dev.(ndl.LazyHostMemory)
+	_, slicer := dev.(ndl.SliceSleeper)
 	for _, i := range []struct {
 		name      string
 		has, want bool
 	}{
 		{"ndl.Sleeper", sleeper, want.Sleeper}, {"ndl.Clock", clock, want.Clock}, {"ndl.HostMemory", host, want.HostMemory},
-		{"ndl.LazyHostMemory", lazy, want.LazyHostMemory},
+		{"ndl.LazyHostMemory", lazy, want.LazyHostMemory}, {"ndl.SliceSleeper", slicer, want.SliceSleeper},
 	} {
 		switch {
 		case i.has && !i.want:
@@ -390,6 +407,10 @@ func checkClose(dev ndl.Device, want Capabilities) error {
 	if s, ok := dev.(ndl.Sleeper); ok && want.Sleeper {
 		f.want("Sleep after Close", s.Sleep(time.Microsecond), ndl.ErrClosed)
 	}
+	if s, ok := dev.(ndl.SliceSleeper); ok && want.SliceSleeper {
+		_, err := s.SleepUntil(1<<40, 1)
+		f.want("SleepUntil after Close", err, ndl.ErrClosed)
+	}
 	if got := dev.Identity(); got != id {
 		f.add("Identity() after Close = %v, want %v", got, id)
 	}
@@ -438,6 +459,98 @@ func checkSleeper(dev ndl.Device, want Capabilities) error {
 		}
 		if after := now(); after != before {
 			f.add("a refused Sleep(%v) moved the clock from %d ps to %d ps", d, before, after)
+		}
+	}
+	return f.err()
+}
+
+// maxSlices bounds the SleepUntil calls of one sleep in slices: a backend
+// that never reports done fails rather than hangs.
+const maxSlices = 1 << 20
+
+// checkSliceSleeper holds ndl.SliceSleeper to its documentation: calls
+// repeated until done, at any event bound, take the clock exactly to the
+// time asked and as far as one Sleep of the same span takes another device
+// opened alike; a further call at that time is done at once; a time
+// already passed is done at once without moving the clock; a time past
+// units.MaxTimePS is refused without moving it. (After Close: "close".)
+func checkSliceSleeper(dev, other ndl.Device, want Capabilities) error {
+	ss, ok := dev.(ndl.SliceSleeper)
+	if !ok {
+		return fmt.Errorf("%T does not implement ndl.SliceSleeper", dev)
+	}
+	one, ok := other.(ndl.SliceSleeper)
+	if !ok {
+		return fmt.Errorf("%T does not implement ndl.SliceSleeper", other)
+	}
+	var f failures
+	clock := func(c ndl.Clock) uint64 {
+		ps, err := c.ClockPS()
+		f.ok("ClockPS", err)
+		return ps
+	}
+	for _, d := range []time.Duration{0, time.Nanosecond, 3 * time.Microsecond, 3 * time.Millisecond} {
+		for _, maxEvents := range []int{0, 1, 1024} {
+			b0 := clock(one)
+			f.ok(fmt.Sprintf("Sleep(%v)", d), one.Sleep(d))
+			slept := clock(one) - b0
+
+			a0 := clock(ss)
+			to := a0 + uint64(d.Nanoseconds())*1000
+			calls, prev, done := 0, a0, false
+			for !done && calls < maxSlices {
+				var err error
+				done, err = ss.SleepUntil(to, maxEvents)
+				calls++
+				if err != nil {
+					f.add("SleepUntil(%d, %d) from %d ps, call %d: %v", to, maxEvents, a0, calls, err)
+					break
+				}
+				now := clock(ss)
+				if now < prev || now > to {
+					f.add("SleepUntil(%d, %d), call %d, took the clock from %d ps to %d ps, want within [%d, %d]", to, maxEvents, calls, prev, now, prev, to)
+					break
+				}
+				prev = now
+			}
+			if !done {
+				f.add("SleepUntil(%d, %d) from %d ps not done after %d calls", to, maxEvents, a0, calls)
+				return f.err()
+			}
+			if a1 := clock(ss); a1 != to || a1-a0 != slept {
+				f.add("SleepUntil(%d, %d) until done took the clock from %d ps to %d ps; want %d ps, %d ps on, as one Sleep(%v) goes", to, maxEvents, a0, a1, to, slept, d)
+			}
+			done, err := ss.SleepUntil(to, maxEvents)
+			if err != nil || !done {
+				f.add("SleepUntil(%d, %d) again once done: done %v, %v; want done", to, maxEvents, done, err)
+			}
+			if now := clock(ss); now != to {
+				f.add("SleepUntil(%d, %d) again once done moved the clock to %d ps", to, maxEvents, now)
+			}
+		}
+	}
+	// A time already passed: done at once, the clock kept (it never goes back).
+	now := clock(ss)
+	for _, ps := range []uint64{0, now - 1, now} {
+		if ps > now {
+			continue // now is 0
+		}
+		done, err := ss.SleepUntil(ps, 1)
+		if err != nil || !done {
+			f.add("SleepUntil(%d, 1) at %d ps, a time passed: done %v, %v; want done", ps, now, done, err)
+		}
+		if after := clock(ss); after != now {
+			f.add("SleepUntil(%d, 1) at %d ps, a time passed, moved the clock to %d ps", ps, now, after)
+		}
+	}
+	// Past the latest time: refused, nothing run.
+	for _, ps := range []uint64{units.MaxTimePS + 1, math.MaxUint64} {
+		done, err := ss.SleepUntil(ps, 1)
+		if err == nil {
+			f.add("SleepUntil(%d, 1), past the latest time %d ps: done %v, want it refused", ps, units.MaxTimePS, done)
+		}
+		if after := clock(ss); after != now {
+			f.add("a refused SleepUntil(%d, 1) moved the clock from %d ps to %d ps", ps, now, after)
 		}
 	}
 	return f.err()

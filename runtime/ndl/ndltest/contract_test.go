@@ -42,7 +42,7 @@ var (
 
 func refWant() Capabilities {
 	r := newRef()
-	return Capabilities{Identity: r.id, BARs: r.bars, Sleeper: true, Clock: true, HostMemory: true, LazyHostMemory: true,
+	return Capabilities{Identity: r.id, BARs: r.bars, Sleeper: true, SliceSleeper: true, Clock: true, HostMemory: true, LazyHostMemory: true,
 		HostFreeErr: errFree, HostAccessErr: errAccess, HostLazyErr: errLazy}
 }
 
@@ -119,6 +119,32 @@ func (r *ref) Sleep(d time.Duration) error {
 
 func (r *ref) ClockPS() (uint64, error) { return r.ps, nil }
 
+// refTick is the ref's event period: an event falls due every
+// microsecond, and SleepUntil runs at most maxEvents of them a call.
+const refTick = 1_000_000
+
+// SleepUntil runs the clock towards ps an event at a time.
+func (r *ref) SleepUntil(ps uint64, maxEvents int) (bool, error) {
+	if r.closed {
+		return false, ndl.ErrClosed
+	}
+	if ps > units.MaxTimePS {
+		return false, errors.New("ref: past the latest time")
+	}
+	for range max(maxEvents, 1) {
+		next := (r.ps/refTick + 1) * refTick
+		if next > ps {
+			break
+		}
+		r.ps = next
+	}
+	if next := (r.ps/refTick + 1) * refTick; next <= ps {
+		return false, nil
+	}
+	r.ps = max(r.ps, ps)
+	return true, nil
+}
+
 func (r *ref) HostAlloc(size, align uint64) (uint64, error) {
 	if size == 0 || align == 0 || align&(align-1) != 0 {
 		return 0, errors.New("ref: bad request")
@@ -183,7 +209,7 @@ func failing(open func() ndl.Device, want Capabilities) []string {
 		if c.applies != nil && !c.applies(want) {
 			continue
 		}
-		if err := c.run(open(), want); err != nil {
+		if err := c.runOn(open, want); err != nil {
 			names = append(names, c.name)
 		}
 	}
@@ -222,8 +248,22 @@ type (
 	zeroRefused struct{ *ref } // a zero-length WriteBAR fails
 	// eager stores a lazy buffer's bytes as a plain buffer's: reads give
 	// zeros and writes succeed.
-	eager     struct{ *ref }
-	lostFill  struct{ *ref } // a lazy buffer's fill error is dropped (the read succeeds)
+	eager    struct{ *ref }
+	lostFill struct{ *ref } // a lazy buffer's fill error is dropped (the read succeeds)
+	// Slice sleepers broken one way each.
+	neverDone    struct{ *ref } // SleepUntil never reports done
+	rewinds      struct{ *ref } // SleepUntil to a time passed sets the clock back to it
+	clampsPast   struct{ *ref } // SleepUntil past the latest time goes to it instead
+	overshoots   struct{ *ref } // SleepUntil ends a nanosecond past the time asked
+	slicesClosed struct{ *ref } // SleepUntil works after Close
+	// noSlices sleeps and has a clock but does not sleep in slices.
+	noSlices struct {
+		ndl.Device
+		ndl.Sleeper
+		ndl.Clock
+		ndl.HostMemory
+		ndl.LazyHostMemory
+	}
 	staleFill struct{ *ref } // HostFree keeps the lazy buffer's fill, which a new buffer at its address reads through
 )
 
@@ -284,6 +324,33 @@ func (d staleFill) HostFree(pa uint64) error {
 	}
 	return err
 }
+func (d neverDone) SleepUntil(ps uint64, n int) (bool, error) {
+	_, err := d.ref.SleepUntil(ps, n)
+	return false, err
+}
+func (d rewinds) SleepUntil(ps uint64, n int) (bool, error) {
+	if ps < d.ps {
+		d.ps = ps
+		return true, nil
+	}
+	return d.ref.SleepUntil(ps, n)
+}
+func (d clampsPast) SleepUntil(ps uint64, n int) (bool, error) {
+	return d.ref.SleepUntil(min(ps, units.MaxTimePS), n)
+}
+func (d overshoots) SleepUntil(ps uint64, n int) (bool, error) {
+	done, err := d.ref.SleepUntil(ps, n)
+	if done && d.ps == ps && ps > 0 {
+		d.ps++
+	}
+	return done, err
+}
+func (d slicesClosed) SleepUntil(ps uint64, n int) (bool, error) {
+	closed := d.closed
+	d.closed = false
+	defer func() { d.closed = closed }()
+	return d.ref.SleepUntil(ps, n)
+}
 func (d zeroRefused) WriteBAR(b int, off uint64, src []uint32) error {
 	if len(src) == 0 {
 		return errors.New("zero-length write")
@@ -321,6 +388,13 @@ func TestContractCatchesBrokenBackends(t *testing.T) {
 		{"lazy buffer stored", func() ndl.Device { return eager{newRef()} }, nil, "lazy-host-memory"},
 		{"fill error lost", func() ndl.Device { return lostFill{newRef()} }, nil, "lazy-host-memory"},
 		{"fill kept past free", func() ndl.Device { return staleFill{newRef()} }, nil, "lazy-host-memory"},
+		{"undeclared slice sleeper", func() ndl.Device { return newRef() }, func(c *Capabilities) { c.SliceSleeper = false }, "interfaces"},
+		{"slice sleeper lost", func() ndl.Device { r := newRef(); return noSlices{r, r, r, r, r} }, nil, "interfaces"},
+		{"slices never done", func() ndl.Device { return neverDone{newRef()} }, nil, "slice-sleeper"},
+		{"slices rewind the clock", func() ndl.Device { return rewinds{newRef()} }, nil, "slice-sleeper"},
+		{"slices past the latest time clamped", func() ndl.Device { return clampsPast{newRef()} }, nil, "slice-sleeper"},
+		{"slices overshoot", func() ndl.Device { return overshoots{newRef()} }, nil, "slice-sleeper"},
+		{"slices after close", func() ndl.Device { return slicesClosed{newRef()} }, nil, "close"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
