@@ -201,6 +201,15 @@
 // stopped, with a read deadline in the past, and waited for before the
 // SLEEP returns, so a connection is read by one goroutine at a time. A
 // stopped SLEEP leaves the device as its last slice did.
+//
+// A request of another connection that takes the export lock between two
+// slices runs at the virtual time the last slice reached, inside the
+// sleep; which time depends on the host's scheduling, so several clients
+// of a device see each other's effects at times that are not
+// deterministic. One client alone is: its requests are served in order
+// and the SLEEP's reply follows its last slice (requests it pipelined are
+// read ahead, not served, meanwhile), so its SLEEP in slices is one
+// unsliced sleep.
 // There is no CLOSE: closing a remote Device handle is local to the client,
 // and the server never closes the devices it serves.
 package remote

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"encoding/binary"
 	"errors"
 	"net"
 	"path/filepath"
@@ -419,4 +420,119 @@ func TestSleepStoppedForAGoneClientLeavesTheDeviceWhole(t *testing.T) {
 	defer mu.Unlock()
 	assert.Equal(t, stoppedAt+10*sim.Nanosecond, e.Now(), "a later SLEEP goes on from there")
 	assert.Equal(t, stoppedLast+10, last, "and the chain with it")
+}
+
+// unsliced serves a device as one that cannot sleep in slices (it hides
+// ndl.SliceSleeper): the server holds it for each whole SLEEP.
+type unsliced struct {
+	ndl.Device
+	ndl.Sleeper
+	ndl.Clock
+}
+
+// chainedDevice returns a simulated device, alone in its system, with a
+// chain of n events at uneven intervals of a few nanoseconds each, and the
+// record of the times its events ran (read with the system's lock, mu).
+func chainedDevice(t *testing.T, n uint64) (dev *sim.Device, mu *sync.Mutex, record *[]sim.Time) {
+	e := sim.NewEngine()
+	mu = new(sync.Mutex)
+	dev, err := sim.NewWiredDevice(sim.DeviceConfig{Generation: hwarch.Cayman, Name: "c", Ready: true}, sim.Wiring{Engine: e, Lock: mu})
+	require.NoError(t, err)
+	record = new([]sim.Time)
+	var chain sim.HandlerID
+	chain, err = e.Register("test.chain", sim.HandlerFunc(func(e *sim.Engine, k uint64) {
+		*record = append(*record, e.Now())
+		if k+1 < n {
+			if err := e.After(sim.Time(1+k*7919%13)*sim.Nanosecond, chain, k+1); err != nil {
+				t.Error(err) // on the server's goroutine: no FailNow
+			}
+		}
+	}))
+	require.NoError(t, err)
+	mu.Lock()
+	require.NoError(t, e.After(0, chain, 0))
+	mu.Unlock()
+	return dev, mu, record
+}
+
+// TestSleepOfOneClientIsDeterministic: with one client, a SLEEP served in
+// slices is one unsliced sleep — the same events at the same times, the
+// same clock after each request — however the slices fall, since nothing
+// of that client runs between them: a request it pipelines behind its
+// SLEEP is served after the SLEEP, at its deadline, not at a time inside
+// it (as another client's request between the slices is). The chain of
+// 20,000 events takes a sleep of a millisecond through some twenty slices.
+func TestSleepOfOneClientIsDeterministic(t *testing.T) {
+	const events = 20_000
+	run := func(dev ndl.Device) []uint64 {
+		_, addr := serveOne(t, ServerOptions{}, dev)
+		c, err := Dial(addr, ClientOptions{Timeout: time.Minute})
+		require.NoError(t, err)
+		defer c.Close()
+		d, err := c.Device(0)
+		require.NoError(t, err)
+		var clocks []uint64
+		clock := func() {
+			ps, err := d.ClockPS()
+			require.NoError(t, err)
+			clocks = append(clocks, ps)
+		}
+		for _, dur := range []time.Duration{50 * time.Microsecond, time.Millisecond, 3 * time.Nanosecond, time.Millisecond} {
+			require.NoError(t, d.Sleep(dur))
+			clock()
+			_, err := d.Read32(hwarch.BAR0, 0)
+			require.NoError(t, err)
+			clock()
+		}
+		return clocks
+	}
+	sliced, smu, srec := chainedDevice(t, events)
+	whole, wmu, wrec := chainedDevice(t, events)
+	counted := &countedSlices{Device: sliced}
+	slicedClocks := run(counted)
+	wholeClocks := run(unsliced{whole, whole, whole})
+	smu.Lock()
+	defer smu.Unlock()
+	wmu.Lock()
+	defer wmu.Unlock()
+	assert.Equal(t, wholeClocks, slicedClocks, "the clock after each request")
+	require.Len(t, *srec, events, "every event of the chain ran")
+	assert.Equal(t, *wrec, *srec, "the same events at the same times")
+	assert.Greater(t, counted.slices.Load(), int64(8), "the sleeps ran in slices")
+}
+
+// countedSlices is a simulated device that counts its slices of sleep.
+type countedSlices struct {
+	*sim.Device
+	slices atomic.Int64
+}
+
+// SleepUntil runs a slice and counts it.
+func (d *countedSlices) SleepUntil(ps uint64, maxEvents int) (bool, error) {
+	d.slices.Add(1)
+	return d.Device.SleepUntil(ps, maxEvents)
+}
+
+// TestPipelinedRequestRunsAfterTheSleep: a CLOCK a client sends behind its
+// own SLEEP, in one write, reads the SLEEP's deadline: it is not served
+// between the slices, though the server reads it meanwhile.
+func TestPipelinedRequestRunsAfterTheSleep(t *testing.T) {
+	dev, _, _ := chainedDevice(t, 20_000)
+	srv, err := NewServer([]Export{{Device: dev}}, ServerOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	c, _ := pipeConn(t, srv)
+	start, err := dev.ClockPS()
+	require.NoError(t, err)
+	reqs := appendClock(appendSleep(nil, 1, sleepRequest{ns: uint64(time.Millisecond)}), 2, 0)
+	wrote := make(chan error, 1)
+	go func() { _, err := c.Write(reqs); wrote <- err }()
+	f, err := ReadFrame(c, nil)
+	require.NoError(t, err)
+	require.Equal(t, OpSleepReply, f.Op)
+	f, err = ReadFrame(c, nil)
+	require.NoError(t, err)
+	require.Equal(t, OpClockReply, f.Op)
+	require.NoError(t, <-wrote)
+	assert.Equal(t, start+uint64(time.Millisecond)*1000, binary.LittleEndian.Uint64(f.Payload), "the CLOCK reads the SLEEP's deadline")
 }
