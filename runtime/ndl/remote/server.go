@@ -882,7 +882,7 @@ func (sc *serverConn) sleepSliced(e *export, ss ndl.SliceSleeper, device uint16,
 			_ = sc.stopWatch(&w)
 			return errServerClosing
 		}
-		if err := sc.watchSleep(&w, device); err != nil {
+		if err := sc.watchSleep(&w); err != nil {
 			_ = sc.stopWatch(&w)
 			if sc.s.isClosed() {
 				return errServerClosing
@@ -918,7 +918,7 @@ type sleepWatch struct {
 // stream (errClientGone) or a read error ends the sleep at the next check;
 // a full sc.ahead or a connection whose read deadline cannot be set is
 // left unwatched. A SLEEP that ends in its first slice starts no watcher.
-func (sc *serverConn) watchSleep(w *sleepWatch, device uint16) error {
+func (sc *serverConn) watchSleep(w *sleepWatch) error {
 	if !w.started {
 		w.started = true
 		if sc.aheadOff > 0 { // what is left of an earlier read ahead, to the front
