@@ -97,7 +97,9 @@ func TestSnapshotBytesBound(t *testing.T) {
 			saveEst := s.SaveBytes()
 			saved := allocated(t, func() { require.NoError(t, s.Save(&buf)) })
 			t.Logf("SaveBytes %d, Save allocated %d; payload %d", saveEst, saved, buf.Len())
-			assert.GreaterOrEqual(t, saveEst, saved, "SaveBytes is an upper bound")
+			if !raceEnabled { // the race detector's sync.Pool drops pooled buffers: the encoder allocates more
+				assert.GreaterOrEqual(t, saveEst, saved, "SaveBytes is an upper bound")
+			}
 			fileEst := s.SaveFileBytes()
 			assert.GreaterOrEqual(t, saveEst, fileEst)
 			assert.Equal(t, est+SaveBuffers, fileEst)
