@@ -915,9 +915,10 @@ type sleepWatch struct {
 // goroutine that reads what the client sends meanwhile into sc.ahead (at
 // most aheadMax bytes; aheadReader gives them to the requests that follow)
 // until stopWatch stops it with a read deadline in the past. An end of
-// stream (errClientGone) or a read error ends the sleep at the next check;
-// a full sc.ahead or a connection whose read deadline cannot be set is
-// left unwatched. A SLEEP that ends in its first slice starts no watcher.
+// stream (errClientGone) or a read error ends the sleep at the next check,
+// as does a connection whose read deadline cannot be set (closed or
+// broken); a full sc.ahead is left unwatched. A SLEEP that ends in its
+// first slice starts no watcher.
 func (sc *serverConn) watchSleep(w *sleepWatch) error {
 	if !w.started {
 		w.started = true
@@ -925,8 +926,14 @@ func (sc *serverConn) watchSleep(w *sleepWatch) error {
 			n := copy(sc.ahead, sc.ahead[sc.aheadOff:])
 			sc.ahead, sc.aheadOff = sc.ahead[:n], 0
 		}
-		if len(sc.ahead) >= aheadMax || sc.c.SetReadDeadline(time.Time{}) != nil {
+		if len(sc.ahead) >= aheadMax {
 			return nil
+		}
+		if err := sc.c.SetReadDeadline(time.Time{}); err != nil {
+			// A connection whose deadline cannot be set is closed or broken
+			// (net.Pipe refuses it once the client's end is closed): nobody
+			// is left to answer.
+			return fmt.Errorf("remote: SLEEP: watching the connection (%w): set read deadline: %w", errConnEnding, err)
 		}
 		if cap(sc.ahead) < aheadMax {
 			sc.ahead = append(make([]byte, 0, aheadMax), sc.ahead...)

@@ -32,6 +32,9 @@ type slicedFake struct {
 	sleeping, read      chan struct{} // closed when a sleep starts; by the first READ after that
 	startOnce, readOnce sync.Once
 	slices              atomic.Int64
+	// gate, when set, holds the first slice until it is closed: a test
+	// closes its client's end meanwhile, before any watcher can start.
+	gate chan struct{}
 }
 
 var _ ndl.SliceSleeper = (*slicedFake)(nil)
@@ -66,7 +69,10 @@ func (d *slicedFake) Sleep(dur time.Duration) error {
 // SleepUntil is a slice: it ends the sleep only once the other client's
 // READ has been served (until then the device has events to run).
 func (d *slicedFake) SleepUntil(ps uint64, _ int) (bool, error) {
-	d.slices.Add(1)
+	if d.slices.Add(1) == 1 && d.gate != nil {
+		d.startOnce.Do(func() { close(d.sleeping) })
+		<-d.gate
+	}
 	d.startOnce.Do(func() { close(d.sleeping) })
 	select {
 	case <-d.read:
@@ -285,6 +291,30 @@ func TestSleepStopsWhenClientGoes(t *testing.T) {
 
 	c2, _ := pipeConn(t, srv)
 	readWord(t, c2, 7) // the device is not held
+}
+
+// TestSleepStopsWhenClientWentInTheFirstSlice: a client gone before the
+// watcher starts (during the first slice) stops the sleep too. On a pipe
+// the watcher cannot then even set its read deadline; that was once taken
+// as "leave it unwatched", and the sleep ran on for nobody (a CI flake).
+func TestSleepStopsWhenClientWentInTheFirstSlice(t *testing.T) {
+	dev := newSlicedFake()
+	dev.gate = make(chan struct{})
+	srv, err := NewServer([]Export{{Device: dev}}, ServerOptions{IdleTimeout: time.Hour})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	c, done := pipeConn(t, srv)
+	_, err = c.Write(appendSleep(nil, 1, sleepRequest{ns: uint64(time.Hour)}))
+	require.NoError(t, err)
+	<-dev.sleeping
+	require.NoError(t, c.Close())
+	close(dev.gate)
+	select {
+	case <-done:
+	case <-time.After(sleepWait): // a safety net, not a timing assertion
+		t.Fatal("the server went on sleeping for a client that had closed its connection in the first slice")
+	}
+	assert.Equal(t, 0, srv.Clients(), "the connection is untracked")
 }
 
 // TestSleepKeepsRequestsSentDuringIt: what a client sends while its SLEEP
