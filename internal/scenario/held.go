@@ -10,6 +10,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/strictyaml"
+	"github.com/neuronsim/neuronsim/internal/units"
 	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/sim/fabric"
 )
@@ -34,126 +35,200 @@ type heldKey struct {
 	// advice, when set, replaces the refusal's closing advice (switch,
 	// which the runtime keeps across a restore).
 	advice string
+	// invalid, when set, refuses a value that sys cannot take at all —
+	// an efa key out of range for the snapshot's nodes — positioned at
+	// the key within the section that is wrong.
+	invalid func(sys *fabric.System) error
 }
 
-// heldKeys lists the keys of the system section that a snapshot's system
-// carries and the scenario gives: name (the named system's generation,
-// product, shape and switch family, nameHolds), switch (given or left out:
-// the family the runtime keeps, switchHolds), arch, revision, mode,
-// topology (but auto, which
-// any topology is), model, the EFA network's parameters (efa: the keys it
-// gives), and the fabric timing keys (every system.timing key but engines
-// and launch_cost_ns, which are the runtime's collective executor's and
-// stay in effect across a restore). Each compares against the value
-// resolved into r.
-func (r *resolved) heldKeys(root *yaml.Node) []heldKey {
+// givenKeys lists the keys of the system section that a snapshot's system
+// carries and the scenario gives, with the values of their words as
+// written (readWords' w): name (the named system's generation, product,
+// shape and switch family, nameHolds), switch, arch (a product word the
+// product too; a generation word any product of it), devices (a node's),
+// nodes, revision, mode, topology (but auto, which any topology is),
+// model and the EFA network's parameters (efa: the keys it gives). Being
+// read from the words alone, they are compared with a snapshot before the
+// rest of the section is resolved — by `snapshot restore` (check), which
+// then fills the keys left out from the snapshot's system — and, with
+// resolvedKeys, when a restore step's snapshot is loaded (runner.fits). A
+// name or EFA key that is no value of its key is refused at the key.
+func givenKeys(d *strictyaml.Decoder, at func(string) *yaml.Node, root *yaml.Node, sys *System, w systemWords) ([]heldKey, error) {
 	sysNode := child(docRoot(root), "system")
 	var keys []heldKey
-	add := func(parent *yaml.Node, path, key string, holds func(*fabric.System) (string, bool)) {
-		if n := child(parent, key); n != nil {
-			keys = append(keys, heldKey{path: path + key, n: n, given: n.Value, holds: holds})
+	add := func(key string, holds func(*fabric.System) (string, bool)) {
+		if n := child(sysNode, key); n != nil {
+			keys = append(keys, heldKey{path: "system." + key, n: n, given: n.Value, holds: holds})
 		}
 	}
-	if spec, err := fabric.LookupSystem(r.system); r.system != "" && err == nil {
+	if sys.Name != "" {
+		spec, err := fabric.LookupSystem(sys.Name)
+		if err != nil {
+			return nil, d.Errorf(at("system.name"), "system.name", "%v", err)
+		}
 		n, path := child(sysNode, "name"), "system.name"
 		if sysNode != nil && sysNode.Kind == yaml.ScalarNode {
 			n, path = sysNode, "system" // system: NAME
 		}
-		if n != nil {
-			keys = append(keys, heldKey{path: path, n: n, holds: func(sys *fabric.System) (string, bool) { return nameHolds(spec, sys) },
-				given: fmt.Sprintf("%s (%d %s devices, topology %s)", spec.Name, spec.Devices, spec.Generation, spec.Kind)})
+		keys = append(keys, heldKey{path: path, n: n, holds: func(sys *fabric.System) (string, bool) { return nameHolds(spec, sys) },
+			given: fmt.Sprintf("%s (%d %s devices, topology %s)", spec.Name, spec.Devices, spec.Generation, spec.Kind)})
+	}
+	if f := w.family; f != nil {
+		add("switch", func(sys *fabric.System) (string, bool) { return switchHolds(*f, sys) })
+		keys[len(keys)-1].advice = runtimeKeepsSwitch + ": make the key agree"
+	}
+	if g := w.gen; g != nil {
+		dev := w.deviceID
+		add("arch", func(sys *fabric.System) (string, bool) {
+			cfg := sys.Device(0).Config()
+			if cfg.Generation != *g {
+				return "arch " + cfg.Generation.String(), false
+			}
+			p := hwarch.ProductOfDevice(cfg.DeviceID)
+			return fmt.Sprintf("arch %s (device id %#04x)", p, cfg.DeviceID), dev == 0 || p == hwarch.ProductOfDevice(dev)
+		})
+	}
+	if n := sys.Devices; n != nil {
+		add("devices", func(sys *fabric.System) (string, bool) {
+			got, nodes := heldShape(sys)
+			held := units.Plural(int64(got), "device", "devices")
+			if nodes > 1 {
+				held += " per node"
+			}
+			return held, int64(got) == n.Int64()
+		})
+	}
+	if n := sys.Nodes; n != nil {
+		add("nodes", func(sys *fabric.System) (string, bool) {
+			_, got := heldShape(sys)
+			held := "1 node (no EFA network)"
+			if got > 1 {
+				held = fmt.Sprintf("%d nodes", got)
+			}
+			return held, int64(got) == n.Int64()
+		})
+	}
+	if rev := w.revision; rev != nil {
+		add("revision", func(sys *fabric.System) (string, bool) {
+			got := sys.Device(0).Config().Revision
+			return fmt.Sprintf("revision %#02x", got), got == *rev
+		})
+	}
+	if timing := w.timing; timing != nil {
+		add("mode", func(sys *fabric.System) (string, bool) {
+			got := sys.Device(0).Config().TimingOnly
+			mode := "functional"
+			if got {
+				mode = "timing"
+			}
+			return "mode " + mode, got == *timing
+		})
+	}
+	if k := w.kind; k != nil && *k != fabric.KindAuto {
+		add("topology", func(sys *fabric.System) (string, bool) {
+			got := sys.Topology().Kind
+			return "topology " + got.String(), got == *k
+		})
+	}
+	if m := w.model; m != nil {
+		add("model", func(sys *fabric.System) (string, bool) {
+			got := sys.Params().Model
+			return "model " + got.String(), got == *m
+		})
+	}
+	if child(sysNode, "efa") != nil {
+		settings, err := efaSettings(d, at, sys)
+		if err != nil {
+			return nil, err
+		}
+		// The efa keys agree when, applied to the snapshot's network, they
+		// change nothing; their node count is the snapshot's when the
+		// scenario leaves nodes out (a restore fills it from there).
+		nodesGiven := sys.Nodes != nil
+		apply := func(sys *fabric.System) (fabric.Params, error) {
+			s := settings
+			perNode, nodes := heldShape(sys)
+			if !nodesGiven {
+				s.Nodes = nodes
+			}
+			p := sys.Params()
+			if err := s.Check([]int{perNode}, efaKeys); err != nil {
+				return p, err
+			}
+			return p, s.Apply(&p, efaKeys)
+		}
+		// invalid runs first: holds and givenOn see keys that apply.
+		add("efa", func(sys *fabric.System) (string, bool) {
+			p, err := apply(sys)
+			held := sys.Params().EFA
+			return "an EFA network of " + describeEFA(held), err == nil && p.EFA == held
+		})
+		keys[len(keys)-1].invalid = func(sys *fabric.System) error {
+			if _, err := apply(sys); err != nil {
+				return settingError(d, at, err)
+			}
+			return nil
+		}
+		keys[len(keys)-1].givenOn = func(sys *fabric.System) string {
+			p, _ := apply(sys)
+			return describeEFA(p.EFA)
 		}
 	}
-	family := r.family
-	switchHeld := func(sys *fabric.System) (string, bool) { return switchHolds(family, sys) }
-	const keeps = "the runtime keeps the scenario's switch family across a restore, and it sets get_mesh_max_folds, which the snapshot's fabric holds for its own"
-	if n := child(sysNode, "switch"); n != nil {
-		keys = append(keys, heldKey{path: "system.switch", n: n, given: n.Value, holds: switchHeld,
-			advice: keeps + ": make the key agree"})
-	} else {
+	return keys, nil
+}
+
+// heldShape is a system's devices per node and its node count.
+func heldShape(sys *fabric.System) (perNode, nodes int) {
+	t := sys.Topology()
+	if so := t.Scale; so != nil {
+		return so.NodeDevices, so.Nodes
+	}
+	return t.Devices, 1
+}
+
+// runtimeKeepsSwitch says why a restore refuses a switch family its
+// snapshot's fabric was not built for.
+const runtimeKeepsSwitch = "the runtime keeps the scenario's switch family across a restore, and it sets get_mesh_max_folds, which the snapshot's fabric holds for its own"
+
+// resolvedKeys lists the keys a snapshot's system carries whose values
+// are the resolved section's, not a word's: switch left out (the family
+// the runtime keeps, the generation's default, switchHolds), and the
+// fabric timing keys (every system.timing key but engines and
+// launch_cost_ns, which are the runtime's collective executor's and stay
+// in effect across a restore).
+func (r *resolved) resolvedKeys(root *yaml.Node) []heldKey {
+	sysNode := child(docRoot(root), "system")
+	var keys []heldKey
+	if child(sysNode, "switch") == nil {
 		// Left out: the generation's default, which the snapshot's fabric
 		// must have been built for too.
+		family := r.family
 		at, path := sysNode, "system"
 		if at == nil {
 			at, path = docRoot(root), ""
 		}
-		keys = append(keys, heldKey{path: path, n: at, holds: switchHeld,
+		keys = append(keys, heldKey{path: path, n: at, holds: func(sys *fabric.System) (string, bool) { return switchHolds(family, sys) },
 			given:  fmt.Sprintf("switch left out (the runtime takes %s, %s's default)", family, r.gen),
-			advice: keeps + ": give system.switch the snapshot's family"})
-	}
-	// The device-side keys `snapshot restore` takes from the snapshot
-	// (takeSystem, which refuses them there first): arch (a product word
-	// the product too; a generation word any product of it), revision,
-	// mode.
-	gen, dev := r.gen, r.deviceID
-	add(sysNode, "system.", "arch", func(sys *fabric.System) (string, bool) {
-		cfg := sys.Device(0).Config()
-		if cfg.Generation != gen {
-			return "arch " + cfg.Generation.String(), false
-		}
-		p := hwarch.ProductOfDevice(cfg.DeviceID)
-		return fmt.Sprintf("arch %s (device id %#04x)", p, cfg.DeviceID), dev == 0 || p == hwarch.ProductOfDevice(dev)
-	})
-	rev := r.revision
-	add(sysNode, "system.", "revision", func(sys *fabric.System) (string, bool) {
-		got := sys.Device(0).Config().Revision
-		return fmt.Sprintf("revision %#02x", got), got == rev
-	})
-	timing := r.timing
-	add(sysNode, "system.", "mode", func(sys *fabric.System) (string, bool) {
-		got := sys.Device(0).Config().TimingOnly
-		mode := "functional"
-		if got {
-			mode = "timing"
-		}
-		return "mode " + mode, got == timing
-	})
-	if n := child(sysNode, "topology"); n != nil {
-		if k, err := fabric.ParseKind(n.Value); err == nil && k != fabric.KindAuto {
-			add(sysNode, "system.", "topology", func(sys *fabric.System) (string, bool) {
-				got := sys.Topology().Kind
-				return "topology " + got.String(), got == k
-			})
-		}
-	}
-	model := r.params.Model
-	add(sysNode, "system.", "model", func(sys *fabric.System) (string, bool) {
-		got := sys.Params().Model
-		return "model " + got.String(), got == model
-	})
-	// The efa keys agree when, applied to the snapshot's network, they
-	// change nothing (as takeNodes checks them against a Base).
-	settings := r.efa
-	add(sysNode, "system.", "efa", func(sys *fabric.System) (string, bool) {
-		held := sys.Params()
-		p := held
-		if err := settings.Apply(&p, efaKeys); err != nil {
-			return "an EFA network the keys do not apply to (" + err.Error() + ")", false
-		}
-		return "an EFA network of " + describeEFA(held.EFA), p.EFA == held.EFA
-	})
-	if len(keys) > 0 && keys[len(keys)-1].path == "system.efa" {
-		keys[len(keys)-1].givenOn = func(sys *fabric.System) string {
-			p := sys.Params()
-			if settings.Apply(&p, efaKeys) != nil {
-				return "keys"
-			}
-			return describeEFA(p.EFA)
-		}
+			advice: runtimeKeepsSwitch + ": give system.switch the snapshot's family"})
 	}
 	tn := child(sysNode, "timing")
+	add := func(key string, holds func(*fabric.System) (string, bool)) {
+		if n := child(tn, key); n != nil {
+			keys = append(keys, heldKey{path: "system.timing." + key, n: n, given: n.Value, holds: holds})
+		}
+	}
 	p := r.params
 	lat, bw := p.Link.Latency, p.Link.Bandwidth // every kind's, as given (cluster.LinkTiming)
-	add(tn, "system.timing.", "link_latency_ns", func(sys *fabric.System) (string, bool) {
+	add("link_latency_ns", func(sys *fabric.System) (string, bool) {
 		return linksHeld(sys, "latency", func(l fabric.LinkParams) (string, bool) { return nsText(l.Latency) + " ns", l.Latency == lat })
 	})
-	add(tn, "system.timing.", "link_bw_gbs", func(sys *fabric.System) (string, bool) {
+	add("link_bw_gbs", func(sys *fabric.System) (string, bool) {
 		return linksHeld(sys, "bandwidth", func(l fabric.LinkParams) (string, bool) {
 			return strconv.FormatFloat(float64(l.Bandwidth)/1e9, 'g', -1, 64) + " GB/s", l.Bandwidth == bw
 		})
 	})
 	ps := func(key, what string, v uint64, of func(fabric.Params) uint64) {
-		add(tn, "system.timing.", key, func(sys *fabric.System) (string, bool) {
+		add(key, func(sys *fabric.System) (string, bool) {
 			got := of(sys.Params())
 			return what + " " + nsText(got) + " ns", got == v
 		})
@@ -161,7 +236,7 @@ func (r *resolved) heldKeys(root *yaml.Node) []heldKey {
 	ps("endpoint_delay_ns", "an endpoint delay of", p.Endpoint, func(q fabric.Params) uint64 { return q.Endpoint })
 	ps("switch_latency_ns", "a switch latency of", p.Switch, func(q fabric.Params) uint64 { return q.Switch })
 	count := func(key, format string, v int, of func(fabric.Params) int) {
-		add(tn, "system.timing.", key, func(sys *fabric.System) (string, bool) {
+		add(key, func(sys *fabric.System) (string, bool) {
 			got := of(sys.Params())
 			return fmt.Sprintf(format, got), got == v
 		})
@@ -204,10 +279,22 @@ func linksHeld(sys *fabric.System, what string, one func(fabric.LinkParams) (str
 func nsText(ps uint64) string { return strconv.FormatFloat(float64(ps)/1000, 'f', -1, 64) }
 
 // agree refuses a snapshot's system, restored from from, that does not hold
-// the value of a key the scenario gives (heldKeys): the error is at the
-// key, says what the scenario gives and what the snapshot holds.
+// the value of a key the scenario gives (r.held: givenKeys and
+// resolvedKeys).
 func (r *resolved) agree(d *strictyaml.Decoder, sys *fabric.System, from string) error {
-	for _, k := range r.held {
+	return agreeKeys(d, r.held, sys, from)
+}
+
+// agreeKeys refuses a snapshot's system, restored from from, that does not
+// hold the value of one of keys: the error is at the key, says what the
+// scenario gives and what the snapshot holds.
+func agreeKeys(d *strictyaml.Decoder, keys []heldKey, sys *fabric.System, from string) error {
+	for _, k := range keys {
+		if k.invalid != nil {
+			if err := k.invalid(sys); err != nil {
+				return err
+			}
+		}
 		if held, ok := k.holds(sys); !ok {
 			given := k.given
 			if k.givenOn != nil {

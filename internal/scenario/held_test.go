@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -222,7 +223,7 @@ func TestRestoreRefusesNameItDoesNotHold(t *testing.T) {
 			}
 			require.ErrorIs(t, err, ErrStrict)
 			assert.Contains(t, err.Error(), "more.yaml:2:")
-			assert.Contains(t, err.Error(), fmtWant(tc.want, path)+held)
+			assert.Contains(t, err.Error(), fmtWant(tc.want, path)+"a system with "+held)
 		})
 		t.Run(tc.name+"/step", func(t *testing.T) {
 			if tc.system[0] != '{' && tc.want == "" {
@@ -286,6 +287,47 @@ func TestRestoreRefusesArchItDoesNotHold(t *testing.T) {
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "steps[0] (snapshot): ")
 			assert.Contains(t, err.Error(), fmtWant(tc.want, path))
+		})
+	}
+}
+
+// TestRestoreRefusesWordsThatAreNoValue: a word of the system section that
+// is no value of its key is refused at the key with the same message
+// whether or not `snapshot restore` gives the system (that restore took
+// the snapshot's value in its place, accepting `arch: trn9`).
+func TestRestoreRefusesWordsThatAreNoValue(t *testing.T) {
+	if raceEnabled {
+		t.Skip("whole-system scenarios run in the plain test run, not under -race")
+	}
+	dir := t.TempDir()
+	_, err := runDoc(t, dir, "name: a\nsystem: {arch: cayman, devices: 2, boot: false, reset: false, buffer_bytes: 1M}\nsteps:\n  - snapshot: {save: sys.snap}\n", Options{})
+	require.NoError(t, err)
+	path := filepath.Join(dir, "sys.snap")
+	for _, tc := range []struct{ key, word, want string }{
+		{"arch", "trn9", `system.arch: expected sunda|cayman|mariana (or v2|v3|v4, trn1|inf2|trn2|trn3), got "trn9"`},
+		{"revision", "bogus", `system.revision: expected silicon, emu, qemu or 0xNN, got "bogus"`},
+		{"model", "bogus", `system.model: expected aware or free, got "bogus"`},
+		{"topology", "bogus", "system.topology: "},
+		{"mode", "bogus", `system.mode: expected timing or functional, got "bogus"`},
+		{"switch", "bogus", `system.switch: expected v1 or none, got "bogus"`},
+		{"name", "bogus", "system.name: "},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			base, err := LoadSnapshot(path, fabric.LoadOptions{})
+			require.NoError(t, err)
+			_, withBase := ParseWith("more.yaml", []byte("name: more\nsystem: {"+tc.key+": "+tc.word+"}\n"), base)
+			require.ErrorIs(t, withBase, ErrStrict)
+			assert.Contains(t, withBase.Error(), "more.yaml:2:")
+			assert.Contains(t, withBase.Error(), tc.want)
+			arch := "arch: cayman, "
+			if tc.key == "arch" || tc.key == "name" {
+				arch = ""
+			}
+			_, alone := ParseWith("alone.yaml", []byte("name: alone\nsystem: {"+arch+tc.key+": "+tc.word+"}\n"), nil)
+			require.ErrorIs(t, alone, ErrStrict)
+			_, msg, _ := strings.Cut(withBase.Error(), ": ")
+			_, aloneMsg, _ := strings.Cut(alone.Error(), ": ")
+			assert.Equal(t, aloneMsg, msg, "the same refusal with and without a restore")
 		})
 	}
 }

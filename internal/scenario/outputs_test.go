@@ -169,7 +169,7 @@ func TestPrecheckBeforeBringUp(t *testing.T) {
 		{"snapshot save in a missing directory", "  - snapshot: {save: no/dir/s.snap}\n", "", Options{}, "steps[0] (snapshot).save"},
 		{"restore file missing", "  - snapshot: {restore: " + filepath.Join(snapDir, "none.snap") + "}\n", "", Options{}, "steps[0] (snapshot): restore"},
 		{"restore of a damaged file", "  - dma_copy: {bytes: 4K}\n  - snapshot: {restore: " + filepath.Join(snapDir, "flip.snap") + "}\n", "", Options{}, "steps[1] (snapshot): restore " + filepath.Join(snapDir, "flip.snap") + ": fabric snapshot: checksum mismatch"},
-		{"restore of another system", "  - snapshot: {restore: " + filepath.Join(snapDir, "one.snap") + "}\n", "", Options{}, "holds a system of 1 device; this scenario's has 2"},
+		{"restore of another system", "  - snapshot: {restore: " + filepath.Join(snapDir, "one.snap") + "}\n", "", Options{}, "system.devices: 2, but the snapshot " + filepath.Join(snapDir, "one.snap") + " holds a system with 1 device"},
 		{"memory above the limit", "  - dma_copy: {bytes: 1M}\n", "", Options{MemLimit: memlimit.Limit{Bytes: 1 << 20, Source: "test"}}, "steps[0] (dma_copy): a DMA copy of 1 MiB needs about 10 MiB of memory, more than the limit of 1 MiB (test)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -277,7 +277,7 @@ func TestRestoreTakesTheSystem(t *testing.T) {
 	require.NoError(t, err)
 	_, err = ParseWith("more.yaml", []byte("name: more\nsystem: {arch: cayman, devices: 4}\n"), base)
 	require.ErrorIs(t, err, ErrStrict)
-	assert.Contains(t, err.Error(), "more.yaml:2:33: system.devices: 4, but the snapshot "+path+" holds a system with devices 2")
+	assert.Contains(t, err.Error(), "more.yaml:2:33: system.devices: 4, but the snapshot "+path+" holds a system with 2 devices")
 	_, err = ParseWith("more.yaml", []byte("name: more\nsystem: {arch: sunda}\n"), base)
 	assert.ErrorContains(t, err, "system.arch: sunda, but the snapshot")
 	_, err = Parse("more.yaml", []byte("name: more\n"))

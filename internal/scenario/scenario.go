@@ -166,7 +166,7 @@ type resolved struct {
 	engines    int
 	launchCost *time.Duration
 	// held are the keys given whose values a restored snapshot must hold
-	// (heldKeys), checked at a restore with d, the file's decoder.
+	// (givenKeys, resolvedKeys), checked at a restore with d, the file's decoder.
 	held []heldKey
 	d    *strictyaml.Decoder
 }
@@ -182,8 +182,18 @@ func (sc *Scenario) check(d *strictyaml.Decoder, root *yaml.Node, base *Base) (*
 	if strings.TrimSpace(sc.Name) == "" {
 		return nil, d.Errorf(at("name"), "name", "expected the scenario's name, got an empty one")
 	}
+	words, err := readWords(d, at, sys)
+	if err != nil {
+		return nil, err
+	}
+	given, err := givenKeys(d, at, root, sys, words)
+	if err != nil {
+		return nil, err
+	}
 	if base != nil {
-		if err := checkBaseName(d, at, sys, base); err != nil {
+		// The keys given are the snapshot's, or refused, before the keys
+		// left out are filled from it and the section is resolved.
+		if err := agreeKeys(d, given, base.System, base.From); err != nil {
 			return nil, err
 		}
 		if err := sc.takeSystem(d, at, base); err != nil {
@@ -207,10 +217,11 @@ func (sc *Scenario) check(d *strictyaml.Decoder, root *yaml.Node, base *Base) (*
 	if err := r.resolveEFA(d, at, sys); err != nil {
 		return nil, err
 	}
-	r.held, r.d = r.heldKeys(root), d
+	resolvedKeys := r.resolvedKeys(root)
+	r.held, r.d = append(given, resolvedKeys...), d
 	if base != nil {
 		r.params.EFA = base.System.Params().EFA // the system run on is the snapshot's
-		if err := r.agree(d, base.System, base.From); err != nil {
+		if err := agreeKeys(d, resolvedKeys, base.System, base.From); err != nil {
 			return nil, err
 		}
 	}
@@ -264,15 +275,17 @@ func resolveSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *Syste
 	if err != nil {
 		return nil, err
 	}
-	if r.gen, err = hwarch.ParseGeneration(sys.Arch); err != nil {
+	w, err := readWords(d, at, sys)
+	if err != nil {
+		return nil, err
+	}
+	if w.gen == nil {
 		return nil, d.Errorf(at("system.arch"), "system.arch", "expected sunda|cayman|mariana (or v2|v3|v4, trn1|inf2|trn2|trn3), got %q", sys.Arch)
 	}
-	r.deviceID, _ = hwarch.DeviceOfProduct(sys.Arch) // inf2 is a sunda device of its own id
+	r.gen, r.deviceID = *w.gen, w.deviceID
 	r.family = hwarch.DefaultSwitchFamily(r.gen)
-	if sys.Switch != "" {
-		if r.family, err = hwarch.ParseSwitchFamily(sys.Switch); err != nil {
-			return nil, d.Errorf(at("system.switch"), "system.switch", "expected v1 or none, got %q", sys.Switch)
-		}
+	if w.family != nil {
+		r.family = *w.family
 	}
 	if r.tables, err = rtarch.For(r.gen, rtarch.Options{Switch: r.family}); err != nil {
 		return nil, d.Errorf(at("system.arch"), "system.arch", "%v", err)
@@ -286,31 +299,19 @@ func resolveSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *Syste
 		}
 		r.devices = n.Int()
 	}
-	if sys.Revision != "" {
-		if r.revision, err = hwarch.ParseRevision(sys.Revision); err != nil {
-			return nil, d.Errorf(at("system.revision"), "system.revision", "expected silicon, emu, qemu or 0xNN, got %q", sys.Revision)
-		}
+	if w.revision != nil {
+		r.revision = *w.revision
 	}
-	if sys.Topology != "" {
-		if r.kind, err = fabric.ParseKind(sys.Topology); err != nil {
-			return nil, d.Errorf(at("system.topology"), "system.topology", "%v", err)
-		}
+	if w.kind != nil {
+		r.kind = *w.kind
 	}
 	if named != nil {
 		r.kind, r.system = named.Kind, named.Name
 	}
-	if sys.Model != "" {
-		if r.model, err = fabric.ParseModel(sys.Model); err != nil {
-			return nil, d.Errorf(at("system.model"), "system.model", "expected aware or free, got %q", sys.Model)
-		}
+	if w.model != nil {
+		r.model = *w.model
 	}
-	switch sys.Mode {
-	case "", "timing":
-		r.timing = true
-	case "functional":
-	default:
-		return nil, d.Errorf(at("system.mode"), "system.mode", "expected timing or functional, got %q", sys.Mode)
-	}
+	r.timing = w.timing == nil || *w.timing
 	return r, nil
 }
 
@@ -456,49 +457,24 @@ func docRoot(root *yaml.Node) *yaml.Node {
 	return root
 }
 
-// takeSystem fills the system's device-side keys — arch, devices,
-// revision, topology, model, mode — from the base system, and refuses a
-// key the scenario gives that disagrees with it. Its device count is
-// bounded as a what-if one's (unless a name gives it).
+// takeSystem fills the system's keys — arch (the snapshot's product),
+// devices, nodes, revision, topology, model, mode and, left out, switch —
+// from the base system, whose values the keys the scenario gives have
+// been held to already (givenKeys, agreeKeys): a key given is replaced by
+// the same value as the snapshot has it (topology auto by its topology, a
+// generation word by its product). Its device count is bounded as a
+// what-if one's (unless a name gives it).
 func (sc *Scenario) takeSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, base *Base) error {
 	sys := &sc.System
 	bs := base.System
 	cfg := bs.Device(0).Config()
-	mode := "functional"
-	if cfg.TimingOnly {
-		mode = "timing"
-	}
-	mismatch := func(key, given, held string) error {
-		return d.Errorf(at("system."+key), "system."+key, "%s, but the snapshot %s holds a system with %s %s (a restore takes the system from the snapshot; drop the key or make it agree)",
-			given, base.From, key, held)
-	}
-	if sys.Arch != "" {
-		g, err := hwarch.ParseGeneration(sys.Arch)
-		if err == nil && g != cfg.Generation {
-			return mismatch("arch", sys.Arch, cfg.Generation.String())
-		}
-	}
-	if sys.Arch != "" {
-		if id, ok := hwarch.DeviceOfProduct(sys.Arch); ok && hwarch.ProductOfDevice(id) != hwarch.ProductOfDevice(cfg.DeviceID) { // trn3: either Trn3 id
-			return mismatch("arch", sys.Arch, fmt.Sprintf("%s (device id %#04x)", hwarch.ProductOfDevice(cfg.DeviceID), cfg.DeviceID))
-		}
-	}
 	sys.Arch = cfg.Generation.String()
 	if p := hwarch.ProductOfDevice(cfg.DeviceID); p != "" {
 		sys.Arch = strings.ToLower(p) // the snapshot's product: inf2 keeps its device id
 	}
-	nodes, err := takeNodes(d, at, sys, base)
-	if err != nil {
-		return err
-	}
-	n := strictyaml.IntOf(int64(nodes))
-	sys.Nodes = &n
-	devs := bs.Topology().Devices / nodes // per node
-	if sys.Devices != nil && sys.Devices.Int64() != int64(devs) {
-		return mismatch("devices", sys.Devices.String(), fmt.Sprint(devs)+" per node")
-	}
-	perNode := strictyaml.IntOf(int64(devs))
-	sys.Devices = &perNode
+	perNode, nodes := heldShape(bs)
+	n, devs := strictyaml.IntOf(int64(nodes)), strictyaml.IntOf(int64(perNode))
+	sys.Nodes, sys.Devices = &n, &devs
 	if sys.Name == "" {
 		// The snapshot's device count is the system's, whatever
 		// get_max_devs says (as a named system's is): a what-if system
@@ -506,34 +482,17 @@ func (sc *Scenario) takeSystem(d *strictyaml.Decoder, at func(string) *yaml.Node
 		// scenario saying what_if.
 		sys.WhatIf = true
 	}
-	if sys.Revision != "" {
-		if rev, err := hwarch.ParseRevision(sys.Revision); err == nil && rev != cfg.Revision {
-			return mismatch("revision", sys.Revision, fmt.Sprintf("%#02x", cfg.Revision))
-		}
-	}
 	sys.Revision = fmt.Sprintf("%#02x", cfg.Revision)
-	kind := bs.Topology().Kind
-	if sys.Topology != "" {
-		if k, err := fabric.ParseKind(sys.Topology); err == nil && k != fabric.KindAuto && k != kind {
-			return mismatch("topology", sys.Topology, kind.String())
-		}
+	sys.Topology = bs.Topology().Kind.String()
+	sys.Model = bs.Params().Model.String()
+	sys.Mode = "functional"
+	if cfg.TimingOnly {
+		sys.Mode = "timing"
 	}
-	sys.Topology = kind.String()
-	model := bs.Params().Model
-	if sys.Model != "" {
-		if m, err := fabric.ParseModel(sys.Model); err == nil && m != model {
-			return mismatch("model", sys.Model, model.String())
-		}
-	}
-	sys.Model = model.String()
-	if sys.Mode != "" && sys.Mode != mode {
-		return mismatch("mode", sys.Mode, mode)
-	}
-	sys.Mode = mode
 	if sys.Switch == "" {
 		// The runtime keeps its switch family across the restore: the one
 		// the snapshot's fabric was built for (a switch given must be it,
-		// resolved.agree).
+		// givenKeys).
 		fams, folds, recorded := heldSwitch(bs)
 		switch {
 		case !recorded:

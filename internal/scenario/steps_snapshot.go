@@ -180,24 +180,22 @@ func loadWithin(o fabric.LoadOptions, limit memlimit.Limit) (fabric.LoadOptions,
 }
 
 // fits checks that a restored system is one this scenario's steps can run
-// on: the same generation and device count, the named system if
-// system.name gives one, the switch family the runtime keeps (given or the
-// default), and the arch (a product word: the product), revision, mode,
-// topology, model, EFA network and fabric timing the scenario's system
-// section gives, if it gives them (resolved.agree).
+// on: first the keys the scenario's system section gives (resolved.agree:
+// each refused at the key), then what the section resolved to without
+// them — the same generation, device count and node count (a name's, or
+// the defaults).
 func (run *runner) fits(name string, sys *fabric.System) error {
+	if err := run.r.agree(run.r.d, sys, name); err != nil {
+		return err
+	}
 	if got := sys.Topology().Devices; got != run.r.devices {
 		return fmt.Errorf("%s holds a system of %s; this scenario's has %d", name, units.Plural(int64(got), "device", "devices"), run.r.devices)
 	}
-	nodes := 1
-	if so := sys.Topology().Scale; so != nil {
-		nodes = so.Nodes
-	}
-	if nodes != run.r.nodes {
+	if _, nodes := heldShape(sys); nodes != run.r.nodes {
 		return fmt.Errorf("%s holds a system of %s; this scenario's has %d", name, units.Plural(int64(nodes), "node", "nodes"), run.r.nodes)
 	}
 	if g := sys.Device(0).Config().Generation; g != run.r.gen {
 		return fmt.Errorf("%s holds a %s system; this scenario's is %s", name, g, run.r.gen)
 	}
-	return run.r.agree(run.r.d, sys, name)
+	return nil
 }

@@ -157,40 +157,6 @@ func (r *resolved) options(opt enc.Options) enc.Options {
 	return r.clusterConfig().CollectiveOptions(opt)
 }
 
-// takeNodes checks the scenario's system.nodes and system.efa against the
-// snapshot being restored: the same node count, and EFA settings that the
-// snapshot's parameters already hold (applied to them, they change
-// nothing). It returns the snapshot's node count.
-func takeNodes(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *System, base *Base) (int, error) {
-	bs := base.System
-	nodes, held := 1, "one node (no EFA network)"
-	if so := bs.Topology().Scale; so != nil {
-		nodes = so.Nodes
-		held = fmt.Sprintf("%d nodes of %d devices", so.Nodes, so.NodeDevices)
-	}
-	if sys.Nodes != nil && sys.Nodes.Int64() != int64(nodes) {
-		return 0, d.Errorf(at("system.nodes"), "system.nodes", "%s, but the snapshot %s holds %s (a restore takes the system from the snapshot; drop the key or make it agree)",
-			sys.Nodes, base.From, held)
-	}
-	s, err := efaSettings(d, at, sys)
-	if err != nil {
-		return 0, err
-	}
-	s.Nodes = nodes
-	if err := s.Check([]int{bs.Topology().Devices / nodes}, efaKeys); err != nil {
-		return 0, settingError(d, at, err)
-	}
-	p := bs.Params()
-	if err := s.Apply(&p, efaKeys); err != nil {
-		return 0, settingError(d, at, err)
-	}
-	if p.EFA != bs.Params().EFA {
-		return 0, d.Errorf(at("system.efa"), "system.efa", "%s, but the snapshot %s holds an EFA network of %s (a restore takes the system from the snapshot; drop the keys or make them agree)",
-			describeEFA(p.EFA), base.From, describeEFA(bs.Params().EFA))
-	}
-	return nodes, nil
-}
-
 // describeEFA names an EFA network's parameters as the efa keys do.
 func describeEFA(e fabric.EFAParams) string {
 	return fmt.Sprintf("network %s, oversubscription %g, bandwidth %d B/s, NIC latency %s ns, leaf_ports %d, spines %d, devices_per_nic %d",

@@ -191,9 +191,9 @@ func TestNodesOnRestore(t *testing.T) {
 		assert.Equal(t, 3, p.sys.params.EFA.Spines, doc)
 	}
 	for _, tc := range []struct{ doc, token, want string }{
-		{"name: x\nsystem: {nodes: 3}\n", "3", "system.nodes: 3, but the snapshot t.snap holds 2 nodes of 16 devices"},
-		{"name: x\nsystem: {nodes: 1}\n", "1", "system.nodes: 1, but the snapshot t.snap holds 2 nodes"},
-		{"name: x\nsystem: {devices: 32}\n", "32", "system.devices: 32, but the snapshot t.snap holds a system with devices 16 per node"},
+		{"name: x\nsystem: {nodes: 3}\n", "3", "system.nodes: 3, but the snapshot t.snap holds a system with 2 nodes"},
+		{"name: x\nsystem: {nodes: 1}\n", "1", "system.nodes: 1, but the snapshot t.snap holds a system with 2 nodes"},
+		{"name: x\nsystem: {devices: 32}\n", "32", "system.devices: 32, but the snapshot t.snap holds a system with 16 devices per node"},
 		{"name: x\nsystem: {efa: {spines: 2}}\n", "{spines", "system.efa: network rail, oversubscription 1, bandwidth 25000000000 B/s, NIC latency 6600 ns, leaf_ports 64, spines 2"},
 		{"name: x\nsystem: {efa: {spines: 0}}\n", "0}", "system.efa.spines: 0: "},
 		{"name: x\nsystem: {efa: {devices_per_nic: 3}}\n", "3}", "system.efa.devices_per_nic: 3: does not divide the 16 devices of a node"},
@@ -207,7 +207,7 @@ func TestNodesOnRestore(t *testing.T) {
 	one, err := fabric.New(fabric.Config{Generation: hwarch.Cayman, Devices: 16, TimingOnly: true, Ready: true})
 	require.NoError(t, err)
 	for _, tc := range []struct{ doc, want string }{
-		{"name: x\nsystem: {nodes: 2}\n", "system.nodes: 2, but the snapshot t.snap holds one node"},
+		{"name: x\nsystem: {nodes: 2}\n", "system.nodes: 2, but the snapshot t.snap holds a system with 1 node (no EFA network)"},
 		{"name: x\nsystem: {efa: {spines: 2}}\n", "system.efa.spines: one node has no EFA network"},
 	} {
 		_, err := ParseWith("x.yaml", []byte(tc.doc), &Base{From: "t.snap", System: one})
@@ -218,7 +218,7 @@ func TestNodesOnRestore(t *testing.T) {
 	doc := "name: x\nsystem: {name: trn1-32xl}\n"
 	_, err = ParseWith("x.yaml", []byte(doc), base)
 	require.Error(t, err)
-	assert.ErrorContains(t, err, "but the snapshot t.snap holds 2 nodes of 16 cayman devices")
+	assert.ErrorContains(t, err, "but the snapshot t.snap holds a system with 2 nodes of 16 cayman devices")
 }
 
 // TestArchInf2: arch inf2 builds Inf2 devices (PCI id 0x7264), not Trn1's;

@@ -72,20 +72,3 @@ func namedSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *System)
 	}
 	return &spec, nil
 }
-
-// checkBaseName refuses a system.name that the snapshot being restored
-// does not hold (nameHolds).
-func checkBaseName(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *System, base *Base) error {
-	if sys.Name == "" {
-		return nil
-	}
-	spec, err := fabric.LookupSystem(sys.Name)
-	if err != nil {
-		return d.Errorf(at("system.name"), "system.name", "%v", err)
-	}
-	if held, ok := nameHolds(spec, base.System); !ok {
-		return d.Errorf(at("system.name"), "system.name", "%s (%d %s devices, topology %s), but the snapshot %s holds %s (drop the key or make it agree)",
-			spec.Name, spec.Devices, spec.Generation, spec.Kind, base.From, held)
-	}
-	return nil
-}

@@ -110,7 +110,7 @@ func TestSystemByNameOnRestore(t *testing.T) {
 	_, err = ParseWith("x.yaml", []byte(doc), base)
 	require.Error(t, err)
 	assert.True(t, strings.HasPrefix(err.Error(), posOf(t, doc, "trn2-48xl")), "%v", err)
-	assert.ErrorContains(t, err, "system.name: trn2-48xl (16 cayman devices, topology torus2d), but the snapshot t.snap holds 16 sunda devices, topology torus2d")
+	assert.ErrorContains(t, err, "system.name: trn2-48xl (16 cayman devices, topology torus2d), but the snapshot t.snap holds a system with 16 sunda devices, topology torus2d")
 }
 
 // TestSweepOnGen2ByName (issue 16): system.name trn3-gen2 — 144 devices,
