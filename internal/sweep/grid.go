@@ -50,13 +50,20 @@ import (
 // and of the grid's hash. A change to the encoding of an existing point
 // changes it (and every hash). A point of one node encodes as it did
 // before the nodes axis; the nodes and EFA lines are added only for a
-// point of several nodes, so the grids of one node keep their hashes.
+// point of several nodes, so the grids of one node keep their hashes. The
+// product line is added only for a point of devices other than their
+// generation's default (Inf2, Point.Product), so every other point keeps
+// its hash and HashFormat stays 1 (TestGridProductHashes).
 const HashFormat = 1
 
 // Format is the version of the manifest and of the result files (their
 // JSON). A change to either changes it, so that a folder of an older
 // format is refused rather than misread. Format 2 added the points'
-// nodes and efa fields.
+// nodes and efa fields. The points' product field, written only for a
+// point of Inf2 devices (omitempty), left it at 2: the files of every
+// other point are byte for byte what they were, and an older neuronsim
+// refuses the field (it decodes with unknown fields disallowed) rather
+// than read an Inf2 point as a Trn1 one.
 const Format = 2
 
 // Bounds of a grid.
@@ -101,7 +108,12 @@ type Point struct {
 	Index int    `json:"index"` // position in the grid's order, from 0
 	Hash  string `json:"hash"`
 
-	Arch    string `json:"arch"`    // generation: sunda, cayman, mariana
+	Arch string `json:"arch"` // generation: sunda, cayman, mariana
+	// Product is the devices' product (hwarch.ProductOfDevice) where it is
+	// not their generation's default device's: "Inf2", from the grid's
+	// arch inf2 (PCI device id 0x7264, a sunda device with its own
+	// links); "" for every other point (Trn1, Trn2, Trn3: productOf).
+	Product string `json:"product,omitempty"`
 	Switch  string `json:"switch"`  // switch family: v1, none
 	System  string `json:"system"`  // the systems axis' name, "" for a devices point
 	Devices int    `json:"devices"` // per node
@@ -164,7 +176,46 @@ func (p *Point) nodeNICs() int {
 	if p.EFA != nil && p.EFA.DevicesPerNIC != nil {
 		params.EFA.DevicesPerNIC = *p.EFA.DevicesPerNIC
 	}
-	return cluster.Config{Generation: g, Devices: p.Devices * p.Nodes, Nodes: p.Nodes, Params: &params}.NodeNICs()
+	return cluster.Config{Generation: g, DeviceID: p.deviceID(), Devices: p.Devices * p.Nodes, Nodes: p.Nodes, Params: &params}.NodeNICs()
+}
+
+// deviceID is the PCI device id of the point's devices where it is not
+// the generation's default (Inf2's 0x7264), 0 (the generation's default,
+// cluster.Config.DeviceID) otherwise.
+func (p *Point) deviceID() uint16 {
+	if p.Product == "" {
+		return 0
+	}
+	id, _ := hwarch.DeviceOfProduct(p.Product)
+	return id
+}
+
+// productOf is the product of the point's devices (Trn1, Inf2, Trn2,
+// Trn3): Product where it is set, else the generation's default device's,
+// as fabric sweep's report names it (its Extra's product).
+func (p *Point) productOf() string {
+	if p.Product != "" {
+		return p.Product
+	}
+	g, err := hwarch.ParseGeneration(p.Arch)
+	if err != nil {
+		return ""
+	}
+	def, err := hwarch.DefaultDeviceID(g)
+	if err != nil {
+		return ""
+	}
+	return hwarch.ProductOfDevice(def)
+}
+
+// devicesWord names the point's devices in a title or a table: the
+// product where it is not the generation's default (Inf2), else the
+// generation (sunda, cayman, mariana).
+func (p *Point) devicesWord() string {
+	if p.Product != "" {
+		return p.Product
+	}
+	return p.Arch
 }
 
 // efaOf is the settings' overrides as a point's EFA.
@@ -240,6 +291,15 @@ func (p *Point) canonical() string {
 	if p.RingOrder != "" {
 		kvs = append(kvs, [2]string{"ring_order", p.RingOrder})
 	}
+	// Devices of another product than the generation's default (Inf2 on
+	// sunda, which the grid's arch inf2 names): the product, after every
+	// other line, so that the other points keep the hashes they had when
+	// arch inf2 ran Trn1 devices, and an Inf2 point has another hash than
+	// the Trn1 one it was run as (a results folder of those is refused as
+	// another grid's, not resumed with Trn1 numbers).
+	if p.Product != "" {
+		kvs = append(kvs, [2]string{"product", p.Product})
+	}
 	for _, kv := range kvs {
 		b.WriteString(kv[0])
 		b.WriteByte('=')
@@ -264,6 +324,7 @@ type Outputs struct {
 // spec is a point resolved: what running it takes.
 type spec struct {
 	gen     hwarch.Generation
+	device  uint16 // PCI device id where not the generation's default (Inf2), else 0 (system.device)
 	family  hwarch.SwitchFamily
 	tables  *rtarch.Tables
 	kind    fabric.Kind
@@ -593,8 +654,14 @@ func (e gridError) Unwrap() []error { return []error{e.error, ErrGrid} }
 // system is one value of the system dimension: a named system or a device
 // count on the grid's arch with a topology.
 type system struct {
-	name    string
-	gen     hwarch.Generation
+	name string
+	gen  hwarch.Generation
+	// device is the PCI device id of the devices where the grid's arch
+	// names a product other than the generation's default device's (inf2:
+	// 0x7264, a sunda device with its own links), else 0: the generation's
+	// default (cluster.Config.DeviceID, as fabric sweep --arch and a
+	// scenario's arch have it).
+	device  uint16
 	family  hwarch.SwitchFamily
 	tables  *rtarch.Tables
 	devices int // per node
@@ -602,6 +669,40 @@ type system struct {
 	n       *yaml.Node // where it was given, for errors
 	path    string
 	nodes   int // in the points' loop: the nodes axis' value
+}
+
+// product is the system's devices' product where it is not the
+// generation's default (Inf2: Point.Product), else "".
+func (s system) product() string {
+	if s.device == 0 {
+		return ""
+	}
+	return hwarch.ProductOfDevice(s.device)
+}
+
+// devicesWord names the system's devices in a message: the product where
+// it is not the generation's default (Inf2), else the generation.
+func (s system) devicesWord() string {
+	if p := s.product(); p != "" {
+		return p
+	}
+	return s.gen.String()
+}
+
+// archDevice is the PCI device id the grid's arch word names where it is
+// a product other than its generation g's default device's — inf2, 0x7264,
+// a sunda device with its own links — read as fabric sweep --arch and a
+// scenario's arch read it (hwarch.DeviceOfProduct); 0 (the generation's
+// default) for a generation word (sunda, v2, 2) and for trn1, trn2, trn3.
+func archDevice(word string, g hwarch.Generation) uint16 {
+	id, ok := hwarch.DeviceOfProduct(word)
+	if !ok {
+		return 0
+	}
+	if def, err := hwarch.DefaultDeviceID(g); err == nil && hwarch.ProductOfDevice(id) == hwarch.ProductOfDevice(def) {
+		return 0
+	}
+	return id
 }
 
 type optPS struct {
@@ -856,7 +957,7 @@ type shapeOf struct {
 // and of auto's choice, and the flat ring's channels; on the system's own
 // topology and switch family, the ring order along its links.
 func (sh shapeOf) config(p *fabric.Params) cluster.Config {
-	return cluster.Config{Generation: sh.sys.gen, Devices: sh.sys.devices * sh.sys.nodes, Nodes: sh.sys.nodes, Switch: sh.sys.family, Kind: sh.sys.kind,
+	return cluster.Config{Generation: sh.sys.gen, DeviceID: sh.sys.device, Devices: sh.sys.devices * sh.sys.nodes, Nodes: sh.sys.nodes, Switch: sh.sys.family, Kind: sh.sys.kind,
 		RanksPerDevice: sh.rpd, Params: p}
 }
 
@@ -864,7 +965,7 @@ func (sh shapeOf) config(p *fabric.Params) cluster.Config {
 func (b *pointBuilder) shape(sys system, rpd intVal) error {
 	geo := hwarch.MustGeometry(sys.gen)
 	if rpd.v > geo.NeuronCores {
-		return b.e.fail(rpd.n, rpd.p, nil, "%d ranks per device: a %s device has %d NeuronCores", rpd.v, sys.gen, geo.NeuronCores)
+		return b.e.fail(rpd.n, rpd.p, nil, "%d ranks per device: a %s device has %d NeuronCores", rpd.v, sys.devicesWord(), geo.NeuronCores)
 	}
 	sh := shapeOf{sys: sys, rpd: rpd.v, ranks: sys.devices * sys.nodes * rpd.v}
 	if cluster.PolicyFor(sys.gen).FlatRing {
@@ -901,7 +1002,7 @@ func (b *pointBuilder) params(sys system, model string, bw, lat optPS) (fabric.P
 	}
 	// axes checked that ideal endpoints have both the link_bw and
 	// link_latency axes, so RunParams cannot refuse.
-	p, err := cluster.RunParams(sys.gen, 0, sys.tables, m, b.fx.ends, lt)
+	p, err := cluster.RunParams(sys.gen, sys.device, sys.tables, m, b.fx.ends, lt)
 	if err != nil {
 		return p, err
 	}
@@ -936,7 +1037,7 @@ func (b *pointBuilder) collectives(sh shapeOf, model string, p fabric.Params, bw
 						group = g.groups[len(g.groups)-1] + 1
 					}
 					for _, sz := range sizes {
-						pt := Point{Index: len(g.points), Arch: sh.sys.gen.String(), Switch: sh.sys.family.String(), System: sh.sys.name,
+						pt := Point{Index: len(g.points), Arch: sh.sys.gen.String(), Product: sh.sys.product(), Switch: sh.sys.family.String(), System: sh.sys.name,
 							Devices: sh.sys.devices, Nodes: sh.sys.nodes, Topology: sh.sys.kind.String(), Ranks: sh.ranks, RanksPer: sh.rpd, Model: model,
 							Endpoints: b.fx.ends.String(), LinkBW: bw.v, LinkLatency: lat.v, Op: op.v, Algo: algo.v, Dtype: dt.v,
 							Size: sz.v, Mode: b.fx.mode, Seed: b.fx.seed, Channels: ch}
@@ -1049,7 +1150,7 @@ func (b *pointBuilder) add(sh shapeOf, pt Point, p fabric.Params, sz sizeVal, gr
 	f := sc.feat
 	f.gen, f.devices, f.functional, f.model, f.dtype = sys.gen, sys.devices*sys.nodes, functional, m, t
 	f.engines = engines
-	sp := spec{gen: sys.gen, family: sys.family, tables: sys.tables, kind: sys.kind, params: p,
+	sp := spec{gen: sys.gen, device: sys.device, family: sys.family, tables: sys.tables, kind: sys.kind, params: p,
 		op: o, algo: a, dtype: t, timing: !functional, feat: f, sysNode: sys.n, sysPath: sys.path, size: sz, opts: opts,
 		whatIf: e.raw.WhatIf || sys.name != "" && sys.devices > hwarch.MaxNeuronDevices}
 	sp.memNeed = sc.memNeed
@@ -1080,6 +1181,7 @@ func (b *pointBuilder) add(sh shapeOf, pt Point, p fabric.Params, sz sizeVal, gr
 func (e *expander) bringUp(g *Grid) error {
 	type key struct {
 		gen     hwarch.Generation
+		device  uint16
 		family  hwarch.SwitchFamily
 		devices int
 		nodes   int
@@ -1094,7 +1196,7 @@ func (e *expander) bringUp(g *Grid) error {
 	var order []key
 	for i := range g.points {
 		p, s := &g.points[i], &g.specs[i]
-		k := key{s.gen, s.family, p.Devices, p.Nodes, s.kind, p.RanksPer, s.params.Endpoints, s.timing}
+		k := key{s.gen, s.device, s.family, p.Devices, p.Nodes, s.kind, p.RanksPer, s.params.Endpoints, s.timing}
 		if _, ok := first[k]; !ok {
 			first[k] = i
 			order = append(order, k)
@@ -1108,7 +1210,7 @@ func (e *expander) bringUp(g *Grid) error {
 		p, s := &g.points[i], &g.specs[i]
 		_, err := cluster.New(s.config(p, need[k]))
 		if err != nil {
-			where := fmt.Sprintf("%d %s devices on %s", p.Devices, p.Arch, p.Topology)
+			where := fmt.Sprintf("%d %s devices on %s", p.Devices, p.devicesWord(), p.Topology)
 			if p.System != "" {
 				where = p.System
 			}
@@ -1130,7 +1232,7 @@ func (e *expander) bringUp(g *Grid) error {
 // rank: p.Nodes copies of its system of p.Devices devices.
 func (s *spec) config(p *Point, need uint64) cluster.Config {
 	params := s.params
-	return cluster.Config{Generation: s.gen, Devices: p.Devices * p.Nodes, Nodes: p.Nodes, Switch: s.family, Kind: s.kind, Params: &params,
+	return cluster.Config{Generation: s.gen, DeviceID: s.device, Devices: p.Devices * p.Nodes, Nodes: p.Nodes, Switch: s.family, Kind: s.kind, Params: &params,
 		TimingOnly: s.timing, RanksPerDevice: p.RanksPer, BufferBytes: need, WhatIf: s.whatIf}
 }
 
@@ -1142,7 +1244,7 @@ func (e *expander) impossible(sz sizeVal, sys system, rpd int, op, algo, dtype s
 // describe names the system in an error: its name or its devices, and
 // its nodes.
 func (s system) describe() string {
-	where := fmt.Sprintf("%d %s devices", s.devices, s.gen)
+	where := fmt.Sprintf("%d %s devices", s.devices, s.devicesWord())
 	if s.name != "" {
 		where = s.name
 	}
@@ -1156,7 +1258,7 @@ func (s system) describe() string {
 // (p.Validate), so that a topology the device count cannot have (a 2D torus
 // of 6 devices) is refused before anything runs.
 func (e *expander) checkFabric(cache map[string]error, sys system, nodes int, p fabric.Params) error {
-	what := fmt.Sprintf("%s of %d %s devices", sys.kind, sys.devices, sys.gen)
+	what := fmt.Sprintf("%s of %d %s devices", sys.kind, sys.devices, sys.devicesWord())
 	if nodes > 1 {
 		what = fmt.Sprintf("%d nodes of %s", nodes, what)
 	}
@@ -1166,7 +1268,7 @@ func (e *expander) checkFabric(cache map[string]error, sys system, nodes int, p 
 	// The topology's shape does not depend on the link timing or model
 	// (nor on the EFA network's timing; its shape is the grid's one efa
 	// block on the generation's defaults).
-	key := fmt.Sprintf("%v/%d/%v/%d", sys.gen, sys.devices, sys.kind, nodes)
+	key := fmt.Sprintf("%v/%#04x/%d/%v/%d", sys.gen, sys.device, sys.devices, sys.kind, nodes)
 	err, done := cache[key]
 	if !done {
 		_, err = fabric.BuildNodes(sys.kind, sys.gen, sys.devices*nodes, nodes, p)
@@ -1210,9 +1312,9 @@ func (e *expander) systems(family *hwarch.SwitchFamily) ([]system, error) {
 	out = append(out, counted...)
 	seen := map[string]int{}
 	for i, s := range out {
-		key := fmt.Sprintf("%s/%v/%d/%v", s.name, s.gen, s.devices, s.kind)
+		key := fmt.Sprintf("%s/%v/%#04x/%d/%v", s.name, s.gen, s.device, s.devices, s.kind)
 		if j, dup := seen[key]; dup {
-			return nil, e.fail(s.n, s.path, nil, "%d %s devices on %s twice (systems %d and %d; topology auto resolves to %s)", s.devices, s.gen, s.kind, j, i, s.kind)
+			return nil, e.fail(s.n, s.path, nil, "%d %s devices on %s twice (systems %d and %d; topology auto resolves to %s)", s.devices, s.devicesWord(), s.kind, j, i, s.kind)
 		}
 		seen[key] = i
 	}
@@ -1236,8 +1338,18 @@ func (e *expander) namedSystems(famOf func(hwarch.Generation) hwarch.SwitchFamil
 			return nil, e.fail(w.n, path, err, "%q", w.s)
 		}
 		if raw.Arch.n != nil {
-			if g, err := hwarch.ParseGeneration(raw.Arch.s); err == nil && g != s.Generation {
+			g, err := hwarch.ParseGeneration(raw.Arch.s)
+			if err == nil && g != s.Generation {
 				return nil, e.fail(w.n, path, nil, "%s is a %s system; the grid's arch is %s (leave arch out for a grid of systems only)", s.Name, s.Generation, g)
+			}
+			// A named system is of its generation's default devices (the
+			// catalogue has no Inf2 system): arch inf2 contradicts
+			// trn1-32xl's Trn1 devices, as --arch inf2 --system trn1-32xl
+			// does on the command line.
+			if dev := archDevice(raw.Arch.s, s.Generation); err == nil && dev != 0 {
+				def, _ := hwarch.DefaultDeviceID(s.Generation)
+				return nil, e.fail(w.n, path, nil, "%s is a system of %s devices; the grid's arch %s names %s devices (PCI device id %#04x): leave arch out for a grid of systems only, or make it agree",
+					s.Name, hwarch.ProductOfDevice(def), strings.TrimSpace(raw.Arch.s), hwarch.ProductOfDevice(dev), dev)
 			}
 		}
 		fam := famOf(s.Generation)
@@ -1265,6 +1377,7 @@ func (e *expander) countedSystems(famOf func(hwarch.Generation) hwarch.SwitchFam
 	if err != nil {
 		return nil, e.fail(raw.Arch.n, "arch", err, "%q", raw.Arch.s)
 	}
+	dev := archDevice(raw.Arch.s, gen) // inf2: Inf2 devices, as fabric sweep --arch inf2 runs
 	fam := famOf(gen)
 	t, err := rtarch.For(gen, rtarch.Options{Switch: fam})
 	if err != nil {
@@ -1306,7 +1419,7 @@ func (e *expander) countedSystems(famOf func(hwarch.Generation) hwarch.SwitchFam
 			if kind == fabric.KindAuto {
 				kind = fabric.AutoKind(gen, n)
 			}
-			out = append(out, system{gen: gen, family: fam, tables: t, devices: n, kind: kind, n: kinds[j].n, path: kp})
+			out = append(out, system{gen: gen, device: dev, family: fam, tables: t, devices: n, kind: kind, n: kinds[j].n, path: kp})
 		}
 	}
 	return out, nil

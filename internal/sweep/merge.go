@@ -133,7 +133,7 @@ func (gr *group) report(i int) *nccom.Report {
 		return *v
 	}
 	rep := &nccom.Report{Op: p.Op, Ranks: p.Ranks, Extra: map[string]any{
-		"group": i, "arch": p.Arch, "switch": p.Switch, "devices": p.Devices, "topology": p.Topology,
+		"group": i, "arch": p.Arch, "product": p.productOf(), "switch": p.Switch, "devices": p.Devices, "topology": p.Topology,
 		"ranks_per_device": p.RanksPer, "model": p.Model, "endpoints": p.Endpoints, "mode": p.Mode,
 		"algo": p.Algo, "link_bw": opt(p.LinkBW), "link_latency_ps": opt(p.LinkLatency),
 	}}
@@ -170,7 +170,7 @@ func (gr *group) title() string {
 	p := gr.first
 	sys := p.System
 	if sys == "" {
-		sys = fmt.Sprintf("%s × %d %s", p.Topology, p.Devices, p.Arch)
+		sys = fmt.Sprintf("%s × %d %s", p.Topology, p.Devices, p.devicesWord())
 	}
 	if p.Nodes > 1 {
 		sys = fmt.Sprintf("%d nodes of %s", p.Nodes, sys)
@@ -214,9 +214,10 @@ func (f *Folder) ReportJSON() ([]byte, error) {
 }
 
 // Columns are points.csv's header (and the SQLite table's columns): the
-// index and hash, every axis, then the results.
+// index and hash, every axis, then the results. The product names the
+// devices (Trn1, Inf2, Trn2, Trn3: arch sunda is Trn1 or Inf2).
 var Columns = []string{
-	"index", "hash", "system", "arch", "switch", "devices", "nodes", "topology", "ranks_per_device", "ranks",
+	"index", "hash", "system", "arch", "product", "switch", "devices", "nodes", "topology", "ranks_per_device", "ranks",
 	"model", "endpoints", "link_bw_Bps", "link_latency_ps", "op", "algo", "channels", "dtype", "size_B", "mode", "seed",
 	"status", "count_elems", "time_ps", "time_avg_us", "algbw_GBps", "busbw_GBps", "algorithm", "error",
 }
@@ -271,7 +272,7 @@ func rowValues(r *PointResult) []any {
 	if p.Channels > 0 { // else a point channels do not apply to
 		channels = p.Channels
 	}
-	vals := []any{p.Index, p.Hash, sys, p.Arch, p.Switch, p.Devices, p.Nodes, p.Topology, p.RanksPer, p.Ranks,
+	vals := []any{p.Index, p.Hash, sys, p.Arch, p.productOf(), p.Switch, p.Devices, p.Nodes, p.Topology, p.RanksPer, p.Ranks,
 		p.Model, p.Endpoints, opt(p.LinkBW), opt(p.LinkLatency), p.Op, p.Algo, channels, p.Dtype, p.Size, p.Mode, p.Seed, string(r.Status)}
 	if r.Row != nil {
 		return append(vals, r.Row.Count, r.Row.TimePS, r.Row.TimeUS, r.Row.AlgBW, r.Row.BusBW, r.Row.Algorithm, nil)

@@ -335,7 +335,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 	for _, it := range p.Items {
 		sys := it.System
 		if sys == "" {
-			sys = it.Arch
+			sys = it.devicesWord() // Inf2 where it is, else the generation
 		}
 		channels := "-" // the points channels do not apply to
 		if it.Channels > 0 {

@@ -391,6 +391,9 @@ func upgradePoint(f int, p *Point) error {
 	if p.Nodes != 0 || p.EFA != nil {
 		return fmt.Errorf("format %d has no nodes or efa fields", formatOneNode)
 	}
+	if p.Product != "" { // written only by a neuronsim of format 2 that runs arch inf2
+		return fmt.Errorf("format %d has no product field", formatOneNode)
+	}
 	p.Nodes = 1
 	return nil
 }
