@@ -73,9 +73,9 @@ func givenKeys(d *strictyaml.Decoder, at func(string) *yaml.Node, root *yaml.Nod
 		keys = append(keys, heldKey{path: path, n: n, holds: func(sys *fabric.System) (string, bool) { return nameHolds(spec, sys) },
 			given: fmt.Sprintf("%s (%d %s devices, topology %s)", spec.Name, spec.Devices, spec.Generation, spec.Kind)})
 	}
-	if f := w.family; f != nil {
-		add("switch", func(sys *fabric.System) (string, bool) { return switchHolds(*f, sys) })
-		keys[len(keys)-1].advice = runtimeKeepsSwitch + ": make the key agree"
+	if n, f := child(sysNode, "switch"), w.family; n != nil && f != nil {
+		keys = append(keys, heldKey{path: "system.switch", n: n, given: n.Value, advice: runtimeKeepsSwitch + ": make the key agree",
+			holds: func(sys *fabric.System) (string, bool) { return switchHolds(*f, sys) }})
 	}
 	if g := w.gen; g != nil {
 		dev := w.deviceID
@@ -157,22 +157,24 @@ func givenKeys(d *strictyaml.Decoder, at func(string) *yaml.Node, root *yaml.Nod
 			}
 			return p, s.Apply(&p, efaKeys)
 		}
-		// invalid runs first: holds and givenOn see keys that apply.
-		add("efa", func(sys *fabric.System) (string, bool) {
-			p, err := apply(sys)
-			held := sys.Params().EFA
-			return "an EFA network of " + describeEFA(held), err == nil && p.EFA == held
-		})
-		keys[len(keys)-1].invalid = func(sys *fabric.System) error {
-			if _, err := apply(sys); err != nil {
-				return settingError(d, at, err)
-			}
-			return nil
-		}
-		keys[len(keys)-1].givenOn = func(sys *fabric.System) string {
-			p, _ := apply(sys)
-			return describeEFA(p.EFA)
-		}
+		n := child(sysNode, "efa")
+		keys = append(keys, heldKey{path: "system.efa", n: n, given: n.Value,
+			// invalid runs first: holds and givenOn see keys that apply.
+			invalid: func(sys *fabric.System) error {
+				if _, err := apply(sys); err != nil {
+					return settingError(d, at, err)
+				}
+				return nil
+			},
+			holds: func(sys *fabric.System) (string, bool) {
+				p, err := apply(sys)
+				held := sys.Params().EFA
+				return "an EFA network of " + describeEFA(held), err == nil && p.EFA == held
+			},
+			givenOn: func(sys *fabric.System) string {
+				p, _ := apply(sys)
+				return describeEFA(p.EFA)
+			}})
 	}
 	return keys, nil
 }
