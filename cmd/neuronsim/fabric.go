@@ -506,11 +506,19 @@ func (s *sweepFlags) plan(f *fabricFlags) (*sweepPlan, error) {
 	return plan, nil
 }
 
-// checkOutputs checks the output flags before any work starts: every
-// --json report (one per device count), --plot, --plot-devices and --pcap
-// can be written and no two are the same file, and --pcap comes with a
-// single device count.
+// checkOutputs checks the output flags before any work starts: none given
+// empty, every --json report (one per device count), --plot,
+// --plot-devices and --pcap can be written and no two are the same file,
+// and --pcap comes with a single device count.
 func (s *sweepFlags) checkOutputs(f *fabricFlags, counts []int) error {
+	// A path given as "" is refused, not taken as the flag left out (no
+	// output written, and --pcap-max then asking for the --pcap it was
+	// given with).
+	for _, name := range []string{"json", "plot", "plot-devices", "pcap"} {
+		if fl := f.cmd.Flags(); fl.Changed(name) && fl.Lookup(name).Value.String() == "" {
+			return fmt.Errorf("--%s: empty: name a file, or leave --%s out", name, name)
+		}
+	}
 	var paths [][2]string
 	if s.jsonFile != "" {
 		for i := range counts {
