@@ -103,6 +103,18 @@ func TestFabricSweepChannelsOps(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want, "%s %s", tc.op, algo)
 		}
 	}
+	// auto across nodes is hier at every size on Trn2, and on Trn1 below
+	// the flat ring's 64 MiB: channels there would change nothing.
+	for _, args := range [][]string{
+		{"--arch", "cayman", "-b", "1M", "-e", "1G", "-f", "32"},
+		{"--arch", "trn1", "-b", "1M", "-e", "16M", "-f", "4"},
+	} {
+		args = append([]string{"fabric", "sweep", "--devices", "4", "--nodes", "2", "--channels", "2"}, args...)
+		_, err := runCLI(t, args...)
+		require.Error(t, err, "%v", args)
+		assert.Contains(t, err.Error(), "--channels 2: --algo auto runs no flat ring at any size", "%v", args)
+		assert.Contains(t, err.Error(), "auto runs hier up to", "%v", args)
+	}
 }
 
 // TestFabricTopoNodes: fabric topo --nodes draws the NICs, leaves and
