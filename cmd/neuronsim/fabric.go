@@ -640,9 +640,10 @@ func (s *sweepFlags) sizeSystem(f *fabricFlags, plan *sweepPlan, sys *cluster.Sw
 	if sys.Sizes, err = s.sizes(sw, ranks, r.minB, r.maxB, r.factor, r.step, cfg.TimingOnly, limit); err != nil {
 		return err
 	}
-	if s.channels.set && sw.Algo == enc.Auto && !autoRunsRing(sw, ranks, sys.Sizes) {
-		return fmt.Errorf("--channels %d: --algo auto runs no flat ring at any size of this sweep (%s on %d ranks in nodes of %d: %s), so the channels would change nothing; give --algo ring, or sizes where auto takes the ring",
-			s.channels.int(), sw.Op, ranks, sw.Options.GroupSize, autoAlgos(sw, ranks, sys.Sizes))
+	if s.channels.set && sw.Algo == enc.Auto {
+		if err := cfg.CheckAutoChannels(sw.Op, sys.Sizes, sw.Options); err != nil {
+			return fmt.Errorf("--channels %d: %w", s.channels.int(), err)
+		}
 	}
 	if cfg.TimingOnly {
 		engines := sweepEngines(f.gen, *cfg.Params, plan.set.Engines)
@@ -651,28 +652,6 @@ func (s *sweepFlags) sizeSystem(f *fabricFlags, plan *sweepPlan, sys *cluster.Sw
 		}
 	}
 	return nil
-}
-
-// autoRunsRing reports whether algo auto, as sw's options' policy
-// resolves it, runs the ring — the one algorithm flat-ring channels apply
-// to — at any of the sizes on ranks ranks.
-func autoRunsRing(sw cluster.Sweep, ranks int, sizes []int64) bool {
-	for _, a := range cluster.Largest(sw.Op, enc.Auto, ranks, sizes, sw.Options) {
-		if a.Algo == enc.Ring {
-			return true
-		}
-	}
-	return false
-}
-
-// autoAlgos names what auto resolves to over the sizes: "hier", or
-// "mesh up to 512KiB, hier up to 32MiB".
-func autoAlgos(sw cluster.Sweep, ranks int, sizes []int64) string {
-	var parts []string
-	for _, a := range cluster.Largest(sw.Op, enc.Auto, ranks, sizes, sw.Options) {
-		parts = append(parts, fmt.Sprintf("%s up to %s", a.Algo, nccom.FormatSize(a.Size)))
-	}
-	return "auto runs " + strings.Join(parts, ", ")
 }
 
 // collective checks the collective's flags: the op, the algorithm, the

@@ -112,7 +112,7 @@ func TestFabricSweepChannelsOps(t *testing.T) {
 		args = append([]string{"fabric", "sweep", "--devices", "4", "--nodes", "2", "--channels", "2"}, args...)
 		_, err := runCLI(t, args...)
 		require.Error(t, err, "%v", args)
-		assert.Contains(t, err.Error(), "--channels 2: --algo auto runs no flat ring at any size", "%v", args)
+		assert.Contains(t, err.Error(), "--channels 2: algo auto runs no flat ring at any size", "%v", args)
 		assert.Contains(t, err.Error(), "auto runs hier up to", "%v", args)
 	}
 }

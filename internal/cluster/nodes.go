@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/runtime/enc"
@@ -71,6 +72,28 @@ func (cfg Config) CheckChannels(k int, op enc.Op, algo enc.Algo) error {
 		return fmt.Errorf("%d channels do not divide a node's %d ranks: each channel enters a node at its own local rank", k, node)
 	}
 	return nil
+}
+
+// CheckAutoChannels says why channels are wasted on a collective of op
+// with algo auto over sizes on the cluster: across nodes auto resolves
+// per size (opt's policy and group size, as CollectiveOptions sets them),
+// and where it runs no flat ring at any of the sizes — hier at every size
+// on Trn2 and Trn3, on Trn1 below the flat ring's 64 MiB — the channels
+// would change nothing; nil when auto runs the ring at some size. The
+// caller has checked the channels with CheckChannels, and wraps the error
+// in where they came from.
+func (cfg Config) CheckAutoChannels(op enc.Op, sizes []int64, opt enc.Options) error {
+	ranks := cfg.Devices * max(cfg.RanksPerDevice, 1)
+	runs := Largest(op, enc.Auto, ranks, sizes, opt)
+	parts := make([]string, 0, len(runs))
+	for _, a := range runs {
+		if a.Algo == enc.Ring {
+			return nil
+		}
+		parts = append(parts, fmt.Sprintf("%s up to %d bytes", a.Algo, a.Size))
+	}
+	return fmt.Errorf("algo auto runs no flat ring at any size here (%s on %d ranks in nodes of %d: auto runs %s), so the channels would change nothing; give algo ring, or sizes where auto takes the ring",
+		op, ranks, opt.GroupSize, strings.Join(parts, ", "))
 }
 
 // PolicyFor returns the algorithm policy of a generation's runtime

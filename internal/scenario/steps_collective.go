@@ -45,6 +45,9 @@ func (st *CollectiveStep) check(c *checkContext) error {
 	if err := c.channels(st.Channels, st.Op, st.Algo); err != nil {
 		return err
 	}
+	if err := c.autoChannels(st.Channels, st.Op, st.Algo, []int64{int64(st.Size)}, st.options()); err != nil {
+		return err
+	}
 	return buffersFor(c.d, c.at("size"), c.p+".size", r, st.Op, st.Algo, st.Dtype, []int64{int64(st.Size)}, st.options(), "it")
 }
 
@@ -76,6 +79,21 @@ func (c *checkContext) channels(ch *int, opS, algoS string) error {
 	}
 	op, algo, _ := words(opS, algoS, "")
 	if err := c.r.clusterConfig().CheckChannels(*ch, op, algo); err != nil {
+		return c.errorf("channels", "%v", err)
+	}
+	return nil
+}
+
+// autoChannels refuses a step's channels, if given, where its algorithm
+// is auto and auto runs no flat ring at any of its sizes
+// (cluster.Config.CheckAutoChannels: hier across nodes), so that they
+// would change nothing.
+func (c *checkContext) autoChannels(ch *int, opS, algoS string, sizes []int64, opt enc.Options) error {
+	op, algo, _ := words(opS, algoS, "")
+	if ch == nil || algo != enc.Auto {
+		return nil
+	}
+	if err := c.r.clusterConfig().CheckAutoChannels(op, sizes, c.r.options(opt)); err != nil {
 		return c.errorf("channels", "%v", err)
 	}
 	return nil
@@ -192,6 +210,9 @@ func (st *SweepStep) check(c *checkContext) error {
 	sizes, err := st.sizes(c.r)
 	if err != nil {
 		return c.d.Errorf(c.at("max"), c.p, "%v", err)
+	}
+	if err := c.autoChannels(st.Channels, st.Op, st.Algo, sizes, st.options()); err != nil {
+		return err
 	}
 	return buffersFor(c.d, c.at("max"), c.p+".max", c.r, st.Op, st.Algo, st.Dtype, sizes, st.options(), "the sweep's largest size")
 }

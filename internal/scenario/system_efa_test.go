@@ -155,6 +155,8 @@ func TestStepChannelsRefused(t *testing.T) {
 		{"permute", two + "  - collective: {op: permute, size: 64K, channels: 2}\n", "2}", "collective.channels: a permute runs no ring channels"},
 		{"alltoall", two + "  - sweep: {op: alltoall, min: 64K, max: 64K, channels: 2}\n", "2}", "sweep.channels: an alltoall runs on mesh"},
 		{"text", two + "  - collective: {op: all_reduce, size: 64K, channels: many}\n", "many", "channels"},
+		{"auto hier", two + "  - sweep: {op: all_reduce, min: 64K, max: 1M, factor: 4, channels: 2}\n", "2}", "sweep.channels: algo auto runs no flat ring at any size here"},
+		{"auto hier collective", two + "  - collective: {op: all_gather, algo: auto, size: 1M, channels: 4}\n", "4}", "collective.channels: algo auto runs no flat ring at any size here"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("x.yaml", []byte(tc.doc))
