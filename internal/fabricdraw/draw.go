@@ -555,7 +555,7 @@ func formatBandwidth(bw uint64) string {
 	}
 	gb := float64(bw) / 1e9
 	s := trimZeros(strconv.FormatFloat(gb, 'f', 2, 64))
-	if s == "0" {
+	if bw < 1e7 { // below 0.01 GB/s two decimals leave one digit or none: 6.25 MB/s is not "0.01"
 		s = strconv.FormatFloat(gb, 'g', 3, 64)
 	}
 	if bw%(1<<30) == 0 {

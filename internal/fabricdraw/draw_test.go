@@ -217,6 +217,9 @@ func TestDrawFormats(t *testing.T) {
 	assert.Equal(t, "103.08 GB/s (96 GiB/s)", formatBandwidth(96<<30))
 	assert.Equal(t, "1.5 GB/s", formatBandwidth(1.5e9))
 	assert.Equal(t, "0.00123 GB/s", formatBandwidth(1.23e6))
+	assert.Equal(t, "0.00625 GB/s", formatBandwidth(6.25e6)) // 50 Mbps: not "0.01"
+	assert.Equal(t, "0.00999 GB/s", formatBandwidth(9.99e6))
+	assert.Equal(t, "0.01 GB/s", formatBandwidth(1e7))
 	assert.Equal(t, "500 ns", formatLatency(500_000))
 	assert.Equal(t, "0.25 ns", formatLatency(250))
 	assert.Equal(t, "0..15", ranges([]int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}))
