@@ -198,6 +198,9 @@ func newFabricTopoCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
+		if err := f.refuseUndrawn(); err != nil {
+			return err
+		}
 		for i, n := range counts {
 			if i > 0 {
 				fmt.Fprintln(cmd.OutOrStdout())
@@ -226,6 +229,26 @@ func newFabricTopoCommand() *cobra.Command {
 		return nil
 	}
 	return cmd
+}
+
+// refuseUndrawn refuses, for fabric topo, the flags that change nothing it
+// draws: the network model and its chunk, which are how writes cross the
+// links, not the links; the endpoint delay and the switch forwarding delay,
+// which it shows only as their share of --efa-latency (the NIC links'
+// latency is what is left of it), so with --nodes and --efa-latency alone.
+func (f *fabricFlags) refuseUndrawn() error {
+	fl := f.cmd.Flags()
+	for _, name := range []string{"model", "chunk-bytes"} {
+		if fl.Changed(name) {
+			return fmt.Errorf("--%s: fabric topo draws the links, which the network model and its chunks do not change; it applies to fabric sweep", name)
+		}
+	}
+	for _, name := range []string{"endpoint-delay", "switch-latency"} {
+		if fl.Changed(name) && !(f.efa.count() > 1 && fl.Changed("efa-latency")) {
+			return fmt.Errorf("--%s: fabric topo draws links, not this delay; it changes the drawing only with --nodes 2 or more and --efa-latency (the NIC links take what the delays leave of it); it applies to fabric sweep", name)
+		}
+	}
+	return nil
 }
 
 // sweepFlags are the nccom-test-like flags of fabric sweep.

@@ -126,6 +126,28 @@ func TestFabricTopoRefusesBadValues(t *testing.T) {
 	}
 }
 
+// TestFabricTopoRefusesUndrawnFlags: fabric topo refuses the flags that
+// change nothing it draws — the model and its chunk always, the endpoint
+// and switch delays unless --efa-latency across nodes takes them into the
+// NIC links' latency — rather than print the same drawing.
+func TestFabricTopoRefusesUndrawnFlags(t *testing.T) {
+	sw := []string{"fabric", "topo", "--arch", "trn3", "--devices", "16", "--topology", "switch"}
+	for _, args := range [][]string{
+		{"--model", "free"}, {"--chunk-bytes", "8K"}, {"--endpoint-delay", "100"}, {"--switch-latency", "1000"},
+		{"--nodes", "2", "--switch-latency", "1000"},
+	} {
+		_, err := runCLI(t, append(sw, args...)...)
+		require.Error(t, err, args)
+		assert.Contains(t, err.Error(), args[len(args)-2]+": fabric topo draws", args)
+	}
+	base, err := runCLI(t, "fabric", "topo", "--arch", "trn2", "--devices", "4", "--nodes", "2", "--efa-latency", "20000")
+	require.NoError(t, err)
+	out, err := runCLI(t, "fabric", "topo", "--arch", "trn2", "--devices", "4", "--nodes", "2", "--efa-latency", "20000", "--switch-latency", "1000", "--endpoint-delay", "100")
+	require.NoError(t, err)
+	assert.Contains(t, base, "dev-nic links: 25 GB/s, 9100 ns")
+	assert.Contains(t, out, "dev-nic links: 25 GB/s, 8950 ns") // 20000 − 2×500 − 1000 − 100, halved
+}
+
 // TestSystemDevicesFlag: --devices means the number of devices of the
 // system in every command, bounded by get_max_devs: the commands that build
 // one system refuse a list, and 0 is an error everywhere.
