@@ -552,6 +552,9 @@ func (s *sweepFlags) checkOutputs(f *fabricFlags, counts []int) error {
 	if err := checkOutputPaths(paths...); err != nil {
 		return err
 	}
+	if s.plotFile != "" && len(counts) > plot.MaxSeries {
+		return fmt.Errorf("--plot with %d device counts: a plot draws at most %d lines (its legend holds no more); give fewer counts", len(counts), plot.MaxSeries)
+	}
 	if s.pcapFile != "" && len(counts) > 1 {
 		return fmt.Errorf("--pcap with --devices %s: a pcap holds one system's packets (each system's clock starts at 0); give one device count", f.devices.String())
 	}

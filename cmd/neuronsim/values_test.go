@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -146,6 +147,19 @@ func TestFabricTopoRefusesUndrawnFlags(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, base, "dev-nic links: 25 GB/s, 9100 ns")
 	assert.Contains(t, out, "dev-nic links: 25 GB/s, 8950 ns") // 20000 − 2×500 − 1000 − 100, halved
+}
+
+// TestFabricSweepPlotLines: --plot draws one line per device count and
+// refuses more than its legend holds before anything runs (the legend of
+// 40 ran off the image, its last entries not drawn).
+func TestFabricSweepPlotLines(t *testing.T) {
+	counts := make([]string, 33)
+	for i := range counts {
+		counts[i] = strconv.Itoa(i + 1)
+	}
+	_, err := runCLI(t, "fabric", "sweep", "--arch", "trn3", "--what-if", "--devices", strings.Join(counts, ","), "-b", "4K", "-e", "4K", "--plot", filepath.Join(t.TempDir(), "p.png"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--plot with 33 device counts: a plot draws at most 32 lines")
 }
 
 // TestSystemDevicesFlag: --devices means the number of devices of the

@@ -35,6 +35,11 @@ const (
 	plotHeight = 5 * vg.Inch
 )
 
+// MaxSeries bounds the lines of one [PNG], as [MaxDeviceSeries] those of
+// a [DevicesPNG]: the legend of more runs off the image, its last entries
+// not drawn.
+const MaxSeries = MaxDeviceSeries
+
 // Write writes a PNG image to path of bus bandwidth (GB/s, y axis, from 0)
 // against size (bytes, x axis, logarithmic with ticks at powers of two
 // labelled "1KiB", "1MiB", …), one line with point markers per series, and
@@ -45,7 +50,8 @@ const (
 // the same bytes (no timestamp or other metadata is written). The file is
 // written in PNG whatever the extension of path.
 //
-// Errors (wrapping [nccom.ErrBadReport]): no series, a nil report, a report
+// Errors (wrapping [nccom.ErrBadReport]): no series or more than
+// [MaxSeries], a nil report, a report
 // without rows or failing [nccom.Report.Validate], a size of 0 (it has no place on
 // a log axis); and any error creating or writing the file. The file is
 // written atomically (internal/output): on an error, path is as it was.
@@ -159,6 +165,9 @@ func encodePNG(p *gplot.Plot, title string) ([]byte, error) {
 func sizeRange(title string, series []Series) (lo, hi float64, err error) {
 	if len(series) == 0 {
 		return 0, 0, fmt.Errorf("%w: plot %q: no series", nccom.ErrBadReport, title)
+	}
+	if len(series) > MaxSeries {
+		return 0, 0, fmt.Errorf("%w: plot %q: %d series, more than the %d the legend holds", nccom.ErrBadReport, title, len(series), MaxSeries)
 	}
 	lo, hi = math.Inf(1), math.Inf(-1)
 	for i, s := range series {

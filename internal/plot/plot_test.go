@@ -5,6 +5,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -108,6 +109,7 @@ func TestPlotErrors(t *testing.T) {
 		{"no rows", "x.png", []plot.Series{{Report: &nccom.Report{Ranks: 2}}}},
 		{"size zero", "x.png", []plot.Series{{Report: &nccom.Report{Rows: []nccom.Row{{Type: "fp32", Algorithm: "ring"}}}}}},
 		{"invalid row", "x.png", []plot.Series{{Report: &nccom.Report{Rows: []nccom.Row{{Size: 4, BusBW: -1, Type: "fp32", Algorithm: "ring"}}}}}},
+		{"more lines than the legend holds", "x.png", slices.Repeat([]plot.Series{good}, plot.MaxSeries+1)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/internal/plot"
 	"github.com/neuronsim/neuronsim/internal/strictyaml"
 	"github.com/neuronsim/neuronsim/internal/units"
 	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
@@ -236,6 +237,9 @@ func (sc *Scenario) check(d *strictyaml.Decoder, root *yaml.Node, base *Base) (*
 		if o.v != "" && !hasSweep(sc.Steps) {
 			return nil, d.Errorf(child(outs, o.key), "outputs."+o.key, "%s: no sweep step makes it (it is the sweeps' %s)", o.v, map[string]string{"json": "nccom-test JSON", "plot": "busbw plot"}[o.key])
 		}
+	}
+	if n := sweepSteps(sc.Steps); sc.Outputs.Plot != "" && n > plot.MaxSeries {
+		return nil, d.Errorf(child(outs, "plot"), "outputs.plot", "%s: %d sweep steps, a line each; a plot draws at most %d (its legend holds no more)", sc.Outputs.Plot, n, plot.MaxSeries)
 	}
 	for _, o := range []struct {
 		key, out, least string

@@ -224,6 +224,17 @@ func (c *checkContext) collectiveWords(op, algo, dtype string) error {
 
 // hasSweep reports whether one of steps is a sweep: the steps that make
 // the JSON and plot outputs.
+// sweepSteps counts the sweep steps: the lines of outputs.plot.
+func sweepSteps(steps []Step) int {
+	n := 0
+	for _, s := range steps {
+		if _, ok := s.Action.(*SweepStep); ok {
+			n++
+		}
+	}
+	return n
+}
+
 func hasSweep(steps []Step) bool {
 	return slices.ContainsFunc(steps, func(s Step) bool { _, ok := s.Action.(*SweepStep); return ok })
 }

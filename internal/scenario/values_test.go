@@ -77,6 +77,8 @@ func TestParseRefusesBadValues(t *testing.T) {
 		{"outputs json empty", "name: x\nsystem: {arch: mariana}\noutputs: {report: r.txt, json: \"\"}\n", "\"\"", []string{"outputs.json", "empty"}},
 		{"outputs json without a sweep", "name: x\nsystem: {arch: mariana}\nsteps:\n  - dma_copy: {bytes: 4K}\noutputs: {plot: p.png}\n", "p.png", []string{"outputs.plot", "no sweep step makes it"}}, // once not written, with no word
 		{"outputs dir empty", "name: x\nsystem: {arch: mariana}\noutputs: {dir: ''}\n", "''", []string{"outputs.dir", "empty"}},
+		// A line per sweep: more than the legend holds ran off the image.
+		{"outputs plot of 33 sweeps", "name: x\nsystem: {arch: mariana, devices: 2}\nsteps:\n" + strings.Repeat("  - sweep: {op: all_reduce, min: 4K, max: 4K}\n", 33) + "outputs: {plot: p.png}\n", "p.png", []string{"outputs.plot", "33 sweep steps", "at most 32"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("x.yaml", []byte(tc.doc))
