@@ -1,6 +1,7 @@
 package dma
 
 import (
+	"fmt"
 	"testing"
 	"unsafe"
 
@@ -50,7 +51,7 @@ func TestCompactState(t *testing.T) {
 				}
 			}
 			assert.Equal(t, tc.full, full)
-			s, err := cs.Expand()
+			s, err := cs.Expand(len(cs.Engines))
 			require.NoError(t, err)
 			r2 := newRig(t, rigOpts{gen: hwarch.Mariana})
 			require.NoError(t, r2.c.Restore(s))
@@ -81,7 +82,7 @@ func TestCompactStateRefusesEpochWithState(t *testing.T) {
 		{"both", CompactEngine{Epoch: 7, State: &es}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := CompactState{Engines: []CompactEngine{tc.ce}}.Expand()
+			_, err := CompactState{Engines: []CompactEngine{tc.ce}}.Expand(1)
 			if tc.ok {
 				assert.NoError(t, err)
 				return
@@ -90,4 +91,16 @@ func TestCompactStateRefusesEpochWithState(t *testing.T) {
 			assert.Contains(t, err.Error(), "engine 0: Epoch 7 given with a whole state")
 		})
 	}
+}
+
+// TestCompactStateRefusesEngineCount: Expand refuses a count of engines
+// other than the device's, before it makes any of them.
+func TestCompactStateRefusesEngineCount(t *testing.T) {
+	for _, n := range []int{0, 1, 3} {
+		_, err := CompactState{Engines: make([]CompactEngine, n)}.Expand(2)
+		assert.ErrorIs(t, err, ErrInvalidState)
+		assert.ErrorContains(t, err, fmt.Sprintf("dma: restore: %d engines, the device has 2", n))
+	}
+	_, err := CompactState{Engines: make([]CompactEngine, 2)}.Expand(2)
+	assert.NoError(t, err)
 }

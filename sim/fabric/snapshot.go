@@ -199,7 +199,7 @@ func restore(snap *Snapshot, own bool) (*System, error) {
 		if img.Name != ds.Config.Name || img.RoutingID != ds.Config.RoutingID || img.Serial != ds.Config.Serial {
 			return nil, bad("device %d is %s (routing id %d), the system's is %s (routing id %d)", i, img.Name, img.RoutingID, ds.Config.Name, ds.Config.RoutingID)
 		}
-		full, err := img.DMA.Expand()
+		full, err := img.DMA.Expand(hwarch.MustGeometry(snap.Generation).DMAEngines)
 		if err != nil {
 			return nil, badErr(fmt.Sprintf("device %d: ", i), err)
 		}

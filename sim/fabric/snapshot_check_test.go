@@ -183,6 +183,32 @@ func TestLoadRefusesHugeCounts(t *testing.T) {
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<20), "bytes allocated to refuse the file")
 }
 
+// TestLoadRefusesEngineCountBeforeExpanding: a device's DMA engines kept
+// by their epoch take a few bytes each in the file and a whole engine's
+// state once expanded, so a count other than the device's is refused
+// before the expansion: 200,000 engines (434 KB of file) took 466 MB to
+// refuse.
+func TestLoadRefusesEngineCountBeforeExpanding(t *testing.T) {
+	snap := baseSnapshot(t)
+	engines := make([]dma.CompactEngine, 200_000)
+	for i := range engines {
+		engines[i].Epoch = 1
+	}
+	snap.Device[0].DMA.Engines = engines
+	raw := encodeSnapshot(t, snap)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s, err := Load(bytes.NewReader(seal(t, raw, uint64(len(raw)))))
+	runtime.ReadMemStats(&after)
+	require.Error(t, err)
+	assert.Nil(t, s)
+	assert.ErrorIs(t, err, ErrSnapshot)
+	assert.ErrorIs(t, err, dma.ErrInvalidState)
+	assert.Contains(t, err.Error(), "device 0: dma: restore: 200000 engines, the device has 132")
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<20), "bytes allocated to refuse the file")
+}
+
 // TestLoadRefusesBombs (issue 13, item 11): a small payload that
 // decompresses to far more is refused by the length its header declares,
 // before it is decompressed, or — when the header lies — where the declared
@@ -516,7 +542,7 @@ func BenchmarkSnapshotSaveLoad(b *testing.B) {
 func dmaEngine(s *Snapshot, dev, e int) *dma.EngineState {
 	ce := &s.Device[dev].DMA.Engines[e]
 	if ce.State == nil {
-		full, err := (dma.CompactState{Engines: []dma.CompactEngine{*ce}}).Expand()
+		full, err := (dma.CompactState{Engines: []dma.CompactEngine{*ce}}).Expand(1)
 		if err != nil {
 			panic(err)
 		}
