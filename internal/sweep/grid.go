@@ -764,8 +764,17 @@ func (e *expander) expand() (*Grid, error) {
 			}
 		}
 	}
+	// An auto point takes the channels only at the sizes where auto runs
+	// the flat ring (autoSplit), so auto alone on Trn2 or Trn3, or below
+	// 64 MiB on Trn1, leaves the axis applying to no point.
 	if l := e.raw.Axes.lists[AxisChannels]; l != nil && !slices.ContainsFunc(g.points, func(p Point) bool { return p.Channels > 0 }) {
-		return nil, e.fail(l.n, "axes."+AxisChannels, nil, "no point runs a flat ring across nodes (2 nodes or more, algo ring or auto): the channels apply to none")
+		return nil, e.fail(l.n, "axes."+AxisChannels, nil, "no point runs a flat ring across nodes (2 nodes or more, algo ring, or auto at a size where it takes the ring: across nodes auto runs hier on Trn2 and Trn3, and on Trn1 below %d MiB): the channels apply to none", enc.DefaultFlatRingMin>>20)
+	}
+	// Auto's points split by size (autoSplit) can make more groups than
+	// checkCount's product of the axes.
+	if n := len(g.groups); g.Outputs.Plots && n > 0 && g.groups[n-1]+1 > MaxPlots {
+		k := g.groups[n-1] + 1
+		return nil, e.fail(e.raw.Axes.n, "outputs.plots", nil, "%d groups of points (every combination of the axes but the size, auto's sizes with and without the flat ring apart) would draw %d plots; at most %d (set outputs.plots: false)", k, k, MaxPlots)
 	}
 	seen := make(map[string]int, len(g.points))
 	for i, p := range g.points {
@@ -1015,35 +1024,42 @@ func (b *pointBuilder) params(sys system, model string, bw, lat optPS) (fabric.P
 }
 
 // collectives adds the points of every op, algorithm and dtype on one
-// shape and fabric: a group (a plot) each, a point per size.
+// shape and fabric: a group (a plot) each, a point per size. Each value of
+// the channels axis that applies (channelsOf) nests inside the algorithm,
+// outside the data type. Auto's points with channels are split by size
+// (autoSplit): first, for each data type, the group of the sizes where
+// auto runs no flat ring (hier across nodes), once, with no channels;
+// then, for each channel count and data type, the group of the sizes
+// where it runs the ring.
 func (b *pointBuilder) collectives(sh shapeOf, model string, p fabric.Params, bw, lat optPS) error {
-	g := b.g
 	for _, op := range b.av.ops {
+		o, _ := enc.ParseOp(op.v)
 		for _, algo := range b.av.algos {
 			chs, err := b.channelsOf(sh, p, op.v, algo.v)
 			if err != nil {
 				return err
 			}
-			for _, ch := range chs {
-				for _, dt := range b.av.dtypes {
-					o, _ := enc.ParseOp(op.v)
-					t, _ := enc.ParseDtype(dt.v)
-					sizes, err := b.e.sizes(o, t, sh.ranks)
-					if err != nil {
+			sizes := make([][]sizeVal, len(b.av.dtypes))
+			for i, dt := range b.av.dtypes {
+				t, _ := enc.ParseDtype(dt.v)
+				if sizes[i], err = b.e.sizes(o, t, sh.ranks); err != nil {
+					return err
+				}
+			}
+			ring := sizes
+			if algo.v == enc.Auto.String() && chs[0] != 0 {
+				var other [][]sizeVal
+				ring, other = b.autoSplit(sh, p, o, sizes)
+				for i, dt := range b.av.dtypes {
+					if err := b.group(sh, model, p, bw, lat, op.v, algo.v, 0, dt.v, other[i]); err != nil {
 						return err
 					}
-					group := len(g.groups)
-					if len(g.points) > 0 {
-						group = g.groups[len(g.groups)-1] + 1
-					}
-					for _, sz := range sizes {
-						pt := Point{Index: len(g.points), Arch: sh.sys.gen.String(), Product: sh.sys.product(), Switch: sh.sys.family.String(), System: sh.sys.name,
-							Devices: sh.sys.devices, Nodes: sh.sys.nodes, Topology: sh.sys.kind.String(), Ranks: sh.ranks, RanksPer: sh.rpd, Model: model,
-							Endpoints: b.fx.ends.String(), LinkBW: bw.v, LinkLatency: lat.v, Op: op.v, Algo: algo.v, Dtype: dt.v,
-							Size: sz.v, Mode: b.fx.mode, Seed: b.fx.seed, Channels: ch}
-						if err := b.add(sh, pt, p, sz, group); err != nil {
-							return err
-						}
+				}
+			}
+			for _, ch := range chs {
+				for i, dt := range b.av.dtypes {
+					if err := b.group(sh, model, p, bw, lat, op.v, algo.v, ch, dt.v, ring[i]); err != nil {
+						return err
 					}
 				}
 			}
@@ -1052,15 +1068,70 @@ func (b *pointBuilder) collectives(sh shapeOf, model string, p fabric.Params, bw
 	return nil
 }
 
+// group adds the points of one group — op, algorithm, channels ch and
+// data type dt on one shape and fabric — one per size of sizes (none: no
+// group).
+func (b *pointBuilder) group(sh shapeOf, model string, p fabric.Params, bw, lat optPS, op, algo string, ch int, dt string, sizes []sizeVal) error {
+	g := b.g
+	group := len(g.groups)
+	if len(g.points) > 0 {
+		group = g.groups[len(g.groups)-1] + 1
+	}
+	for _, sz := range sizes {
+		pt := Point{Index: len(g.points), Arch: sh.sys.gen.String(), Product: sh.sys.product(), Switch: sh.sys.family.String(), System: sh.sys.name,
+			Devices: sh.sys.devices, Nodes: sh.sys.nodes, Topology: sh.sys.kind.String(), Ranks: sh.ranks, RanksPer: sh.rpd, Model: model,
+			Endpoints: b.fx.ends.String(), LinkBW: bw.v, LinkLatency: lat.v, Op: op, Algo: algo, Dtype: dt,
+			Size: sz.v, Mode: b.fx.mode, Seed: b.fx.seed, Channels: ch}
+		if err := b.add(sh, pt, p, sz, group); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// autoSplit splits the sizes of auto's points of op on shape sh with
+// fabric parameters p (sizes[i]: data type i's) into those where auto
+// runs a ring — the flat ring across nodes, which the channels axis'
+// values apply to — and the others, where it runs hier (or mesh or rdh),
+// which take no channels: auto resolved per size as the point runs it,
+// with its options (options; cluster.Largest, the runtime's
+// enc.Policy.ChooseIn, as cluster.Config.CheckAutoChannels resolves it
+// for fabric sweep --channels). Such a point once ran once per channel
+// count, all alike, each claiming channels it did not run; it now runs
+// once with none (Channels 0), and so has another hash than it had.
+func (b *pointBuilder) autoSplit(sh shapeOf, p fabric.Params, op enc.Op, sizes [][]sizeVal) (ring, other [][]sizeVal) {
+	opts := b.options(sh, p, 0) // the policy and group size: the channels do not choose
+	ring, other = make([][]sizeVal, len(sizes)), make([][]sizeVal, len(sizes))
+	for i, szs := range sizes {
+		for _, sz := range szs {
+			if cluster.Largest(op, enc.Auto, sh.ranks, []int64{sz.v}, opts)[0].Algo == enc.Ring {
+				ring[i] = append(ring[i], sz)
+			} else {
+				other[i] = append(other[i], sz)
+			}
+		}
+	}
+	return ring, other
+}
+
+// options are the collective options of a point of channels ch (0: none
+// given) on shape sh with fabric parameters p: its cluster's
+// (cluster.Config.CollectiveOptions), those it runs with.
+func (b *pointBuilder) options(sh shapeOf, p fabric.Params, ch int) enc.Options {
+	return sh.config(&p).CollectiveOptions(enc.Options{Channels: ch})
+}
+
 // channelsOf returns the flat-ring channels of the points of op and
 // algorithm algo on shape sh with fabric parameters p, one per value of
 // the channels axis, nics resolved to a node's EFA NICs
 // (cluster.Config.NodeNICs): over several nodes with algo ring or auto
 // and op all_reduce, all_gather or reduce_scatter. Points the channels do
 // not apply to — of one node, of another algorithm, a permute or an
-// alltoall (cluster.Config.ChannelsApply) — run once, with none (0). A
-// count that does not divide a node's ranks, or two values that come to
-// the same count, are refused naming the value.
+// alltoall (cluster.Config.ChannelsApply) — run once, with none (0); so
+// do auto's points at the sizes where auto runs no flat ring (collectives
+// splits them: autoSplit). A count that does not divide a node's ranks,
+// or two values that come to the same count, are refused naming the
+// value, whatever auto runs at the grid's sizes.
 func (b *pointBuilder) channelsOf(sh shapeOf, p fabric.Params, opS, algoS string) ([]int, error) {
 	cfg := sh.config(&p)
 	op, _ := enc.ParseOp(opS)
@@ -1102,7 +1173,7 @@ func (b *pointBuilder) add(sh shapeOf, pt Point, p fabric.Params, sz sizeVal, gr
 	if sys.nodes > 1 {
 		pt.EFA = efaOf(b.av.efa.s)
 	}
-	opts := sh.config(&p).CollectiveOptions(enc.Options{Channels: pt.Channels})
+	opts := b.options(sh, p, pt.Channels)
 	o, _ := enc.ParseOp(pt.Op)
 	a, _ := enc.ParseAlgo(pt.Algo)
 	if opts.RingOrder != nil && enc.RingOrderApplies(o, a) {

@@ -65,8 +65,8 @@ func TestGridNodes(t *testing.T) {
 		assert.Equal(t, uint64(20e6), *p.EFA.LatencyPS)
 		assert.Equal(t, 16, s.opts.GroupSize, "a node's ranks")
 		assert.Equal(t, 16, s.opts.Channels, "one flat-ring channel per EFA NIC of a node")
-		assert.Equal(t, 16, p.Channels)
-		assert.Contains(t, p.canonical(), "channels=\"16\"\n")
+		assert.Zero(t, p.Channels, "auto runs hier across Trn2 nodes: no channels")
+		assert.Contains(t, p.canonical(), "channels=\"0\"\n")
 		assert.Equal(t, fabric.FatTree, s.params.EFA.Network, "applied")
 		assert.Equal(t, uint64(50e9), s.params.EFA.NICBandwidth, "applied")
 		assert.Contains(t, p.canonical(), "nodes=\"2\"\n")
@@ -81,7 +81,7 @@ func TestGridNodes(t *testing.T) {
 	assert.NotEqual(t, other.Points()[2].Hash, pts[2].Hash)
 	// Fewer NICs (two devices on each): fewer channels, another point.
 	pairs := mustGrid(t, src+efa+"  devices_per_nic: 2\n")
-	assert.Equal(t, 8, pairs.Points()[2].Channels)
+	assert.Zero(t, pairs.Points()[2].Channels, "auto's hier: no channels")
 	assert.Equal(t, 8, pairs.specs[2].opts.Channels)
 	assert.NotEqual(t, pairs.Points()[2].Hash, pts[2].Hash)
 	assert.Zero(t, pairs.Points()[0].Channels, "one node: no channels")
@@ -159,13 +159,14 @@ func TestGridNodesErrors(t *testing.T) {
 func TestNodesExampleGrid(t *testing.T) {
 	g, err := LoadGrid("../../scenarios/sweeps/nodes.yaml")
 	require.NoError(t, err)
-	require.Equal(t, 12, g.Len())
-	assert.Equal(t, [2]int{1, 2}, [2]int{g.Points()[0].Nodes, g.Points()[11].Nodes})
-	var channels []int
+	require.Equal(t, 10, g.Len())
+	assert.Equal(t, [2]int{1, 2}, [2]int{g.Points()[0].Nodes, g.Points()[9].Nodes})
+	var got []string
 	for _, p := range g.Points() {
-		channels = append(channels, p.Channels)
+		got = append(got, fmt.Sprintf("%d/%s/%d", p.Nodes, p.Algo, p.Channels))
 	}
-	assert.Equal(t, []int{0, 0, 0, 0, 1, 1, 16, 16, 1, 1, 16, 16}, channels)
+	// Across the nodes auto runs hier at both sizes: once, with no channels.
+	assert.Equal(t, []string{"1/auto/0", "1/auto/0", "1/ring/0", "1/ring/0", "2/auto/0", "2/auto/0", "2/ring/1", "2/ring/1", "2/ring/16", "2/ring/16"}, got)
 }
 
 // TestFormatOneFolder: a results folder written before the nodes axis
