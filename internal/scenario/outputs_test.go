@@ -284,8 +284,10 @@ func TestRestoreTakesTheSystem(t *testing.T) {
 	assert.ErrorContains(t, err, `missing key "system"`)
 	_, err = Parse("more.yaml", []byte("name: more\nsystem: {devices: 2}\n"))
 	assert.ErrorContains(t, err, `more.yaml:2:9: system: missing key "arch"`)
-	p, err = ParseWith("more.yaml", []byte("name: more\nsystem: {devices: 2, seed: 4}\n"), base)
+	p, err = ParseWith("more.yaml", []byte("name: more\nsystem: {devices: 2, buffer_bytes: 2M}\n"), base)
 	require.NoError(t, err, "a restore needs no arch")
+	_, err = ParseWith("more.yaml", []byte("name: more\nsystem: {devices: 2, seed: 4}\n"), base)
+	assert.ErrorContains(t, err, "more.yaml:2:28: system.seed: 4: mode timing (the snapshot "+path+"'s) moves no data", "the snapshot's system is timing-only: a seed seeds nothing")
 
 	p, err = ParseWith("more.yaml", []byte("name: more\nsteps:\n  - csr_read: {offset: 0x30FA0024, expect: 7}\n"), base)
 	require.NoError(t, err)

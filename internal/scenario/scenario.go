@@ -209,6 +209,9 @@ func (sc *Scenario) check(d *strictyaml.Decoder, root *yaml.Node, base *Base) (*
 	if err != nil {
 		return nil, err
 	}
+	if err := r.refuseSeed(d, root, base); err != nil {
+		return nil, err
+	}
 	if err := r.resolveRanks(d, at, sys); err != nil {
 		return nil, err
 	}
@@ -317,6 +320,25 @@ func resolveSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *Syste
 	}
 	r.timing = w.timing == nil || *w.timing
 	return r, nil
+}
+
+// refuseSeed refuses a seed given to a system in timing mode: the seed is
+// the random inputs' of functional collectives, and a timing-only system
+// moves no data (as `fabric sweep --seed` in timing mode and a grid's seed).
+func (r *resolved) refuseSeed(d *strictyaml.Decoder, root *yaml.Node, base *Base) error {
+	sysNode := child(docRoot(root), "system")
+	n := child(sysNode, "seed")
+	if n == nil || !r.timing {
+		return nil
+	}
+	mode := "mode timing"
+	switch {
+	case base != nil && child(sysNode, "mode") == nil:
+		mode += " (the snapshot " + base.From + "'s)"
+	case child(sysNode, "mode") == nil:
+		mode += " (the default)"
+	}
+	return d.Errorf(n, "system.seed", "%s: %s moves no data, so it has no inputs to seed; seed applies to mode: functional", n.Value, mode)
 }
 
 // resolveRanks resolves the ranks per device, boot and reset, and the

@@ -44,6 +44,10 @@ func TestParseRefusesBadValues(t *testing.T) {
 		{"nodes past int64", sys("nodes: 99999999999999999999"), "999", []string{"system.nodes: 99999999999999999999: must be in 1..16384"}},
 		{"engines past int64", timing("engines: -99999999999999999999"), "-999", []string{"system.timing.engines: 1..16 (a mariana NeuronCore's DMA engines), not -99999999999999999999"}},
 		{"server_size past int64", timing("server_size: 99999999999999999999"), "999", []string{"system.timing.server_size: 1..64 devices per server, not 99999999999999999999"}},
+		// A seed seeds the random inputs of functional collectives; a
+		// timing-only system moves no data (as fabric sweep's --seed).
+		{"seed in timing mode", sys("mode: timing, seed: 7"), "7}", []string{"system.seed: 7: mode timing moves no data, so it has no inputs to seed; seed applies to mode: functional"}},
+		{"seed with mode left out", sys("seed: 0"), "0}", []string{"system.seed: 0: mode timing (the default) moves no data"}},
 		{"buffer_bytes 0", sys("buffer_bytes: 0"), "0}", []string{"system.buffer_bytes", "1 byte..36GiB"}},
 		{"buffer_bytes 64G", sys("buffer_bytes: 64G"), "64G", []string{"system.buffer_bytes", "36GiB"}},
 		{"link_latency 1e18", timing("link_latency_ns: 1e18"), "1e18", []string{"system.timing.link_latency_ns", "too long", "at most 10000000000 ns"}},
