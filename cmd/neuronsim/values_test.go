@@ -31,6 +31,9 @@ func TestFabricSweepRefusesBadValues(t *testing.T) {
 		{[]string{"--link-latency", "4e15"}, []string{"--link-latency 4e+15", "too long"}}, // once an unexplained DMA halt (time overflow)
 		{[]string{"--switch-latency", "1e10", "--endpoint-delay", "1.5e10"}, []string{"--endpoint-delay 1.5e+10", "too long"}},
 		{[]string{"--link-latency", "-5"}, []string{"--link-latency", "negative"}},
+		// Finer than the 1 ps resolution: refused, once rounded to 0 ps.
+		{[]string{"--link-latency", "0.0001"}, []string{"--link-latency 0.0001: 0.1 ps is not a whole number of ps: the resolution is 1 ps (0 or 1 ps is)"}},
+		{[]string{"--efa-latency", "2000.0005", "--nodes", "2"}, []string{"--efa-latency 2000.0005: 2000000.5 ps is not a whole number of ps"}},
 		// Flags that do not apply are refused, not ignored.
 		{[]string{"--arch", "cayman", "--devices", "16", "--switch-latency", "9"}, []string{"--switch-latency", "torus2d topology of 16 cayman devices has no switches"}},
 		{[]string{"--pcap-max", "1M"}, []string{"--pcap-max", "give --pcap too"}},

@@ -52,6 +52,8 @@ func TestParseRefusesBadValues(t *testing.T) {
 		{"buffer_bytes 64G", sys("buffer_bytes: 64G"), "64G", []string{"system.buffer_bytes", "36GiB"}},
 		{"link_latency 1e18", timing("link_latency_ns: 1e18"), "1e18", []string{"system.timing.link_latency_ns", "too long", "at most 10000000000 ns"}},
 		{"link_latency -5", timing("link_latency_ns: -5"), "-5", []string{"system.timing.link_latency_ns", "negative"}},
+		{"link_latency 0.0001", timing("link_latency_ns: 0.0001"), "0.0001", []string{"system.timing.link_latency_ns: 0.0001: 0.1 ps is not a whole number of ps: the resolution is 1 ps"}}, // once 0 ps
+		{"endpoint 0.5 ps", timing("endpoint_delay_ns: 0.0005"), "0.0005", []string{"system.timing.endpoint_delay_ns", "0.5 ps is not a whole number of ps"}},
 		{"link_latency inf", timing("link_latency_ns: .inf"), ".inf", []string{"system.timing.link_latency_ns", "not a finite number"}},
 		{"link_bw 0", timing("link_bw_gbs: 0"), "0}", []string{"system.timing.link_bw_gbs", "must be positive"}},
 		{"link_bw -5", timing("link_bw_gbs: -5"), "-5", []string{"system.timing.link_bw_gbs", "negative"}},

@@ -28,7 +28,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -1787,7 +1786,7 @@ func (e *expander) bandwidths() ([]optPS, error) {
 }
 
 // latencies reads link_latency: a number of ns, or a duration with its
-// unit ("500ns", "1.5us").
+// unit ("500ns", "1.5us"), a whole number of ps (units.ParseLatency).
 func (e *expander) latencies() ([]optPS, error) {
 	l := e.raw.Axes.lists[AxisLinkLatency]
 	if l == nil {
@@ -1797,25 +1796,9 @@ func (e *expander) latencies() ([]optPS, error) {
 	seen := map[uint64]bool{}
 	for i, w := range l.items {
 		path := fmt.Sprintf("axes.%s[%d]", AxisLinkLatency, i)
-		var v uint64
-		if f, err := strconv.ParseFloat(w.s, 64); err == nil {
-			if v, err = units.LatencyToPS(path, f); err != nil {
-				return nil, e.fail(w.n, path, err, "")
-			}
-		} else {
-			d, err := time.ParseDuration(w.s)
-			if err != nil {
-				return nil, e.fail(w.n, path, nil, "%q: expected nanoseconds (500) or a duration with its unit (500ns, 1.5us)", w.s)
-			}
-			if d < 0 {
-				return nil, e.fail(w.n, path, nil, "%q: a latency cannot be negative", w.s)
-			}
-			if v, err = units.DurationToPS(path, d); err == nil {
-				v, err = units.LatencyPS(path, v)
-			}
-			if err != nil {
-				return nil, e.fail(w.n, path, err, "")
-			}
+		v, err := units.ParseLatency(path, w.s)
+		if err != nil {
+			return nil, e.fail(w.n, path, err, "")
 		}
 		if seen[v] {
 			return nil, e.fail(w.n, path, nil, "%q is %d ps, listed twice", w.s, v)

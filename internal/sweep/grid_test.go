@@ -150,7 +150,10 @@ func TestGridErrors(t *testing.T) {
 		{"link_bw zero", gridYAML(base + "  link_bw: [0GB/s]\n"), []string{"axes.link_bw[0]", "positive"}},
 		{"link_latency negative", gridYAML(base + "  link_latency: [-5]\n"), []string{"axes.link_latency[0]", "negative"}},
 		{"link_latency too large", gridYAML(base + "  link_latency: [1e18]\n"), []string{"axes.link_latency[0]", "too long"}},
-		{"link_latency duration too long", gridYAML(base + "  link_latency: [11s]\n"), []string{"axes.link_latency[0]", "11000000000000ps: too long"}},
+		{"link_latency duration too long", gridYAML(base + "  link_latency: [11s]\n"), []string{"axes.link_latency[0]", `"11s": too long`}},
+		{"link_latency finer than a ps", gridYAML(base + "  link_latency: [0.0001ns]\n"), []string{"axes.link_latency[0]", `"0.0001ns": 0.1 ps is not a whole number of ps: the resolution is 1 ps`}}, // once 0 ps
+		{"link_latency number finer than a ps", gridYAML(base + "  link_latency: [1, 1.0005]\n"), []string{"axes.link_latency[1]", `"1.0005": 1000.5 ps is not a whole number of ps`}},
+		{"link_latency duration finer than a ns", gridYAML(base + "  link_latency: [1.0000005us]\n"), []string{"axes.link_latency[0]", "1000000.5 ps is not a whole number"}},
 		{"link_latency bad unit", gridYAML(base + "  link_latency: [5 parsecs]\n"), []string{"axes.link_latency[0]", "nanoseconds"}},
 		{"ranks per device above NCs", gridYAML(base + "  ranks_per_device: [1, 9]\n"), []string{"axes.ranks_per_device[1]", "8 NeuronCores"}},
 		{"ranks per device 0", gridYAML(base + "  ranks_per_device: [0]\n"), []string{"axes.ranks_per_device[0]"}},

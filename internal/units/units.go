@@ -16,8 +16,9 @@
 // bytes per second ([GBpsToBps]), read exactly, and must be a whole number
 // of bytes per second (1.5 B/s, 7 bps or 0.1 GiB/s is refused, not rounded);
 // durations in nanoseconds (floating point on the command line) become
-// picoseconds, the simulator's unit of time, rounded to the nearest
-// picosecond.
+// picoseconds, the simulator's unit of time, and must be a whole number of
+// them (0.0001 ns is refused, not rounded to 0 ps; 1.1 ns, whose float64
+// product is 1100.0000000000002 ps, is 1100 ps).
 package units
 
 import (
@@ -82,10 +83,12 @@ func syntaxErr(field, value, format string, args ...any) error {
 
 func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
-// FloatToUint converts v × scale to the nearest integer and checks it lies in
-// [min, max]. NaN, infinities and negative values are refused, and so is a
-// positive v whose product rounds to a value below min. unit names the unit
-// of min and max in messages ("ps", "B/s").
+// FloatToUint converts v × scale to an integer and checks it lies in [min,
+// max]. The product must be a whole number of unit, but for the noise of
+// float64 arithmetic (1.1 × 1000 is 1100.0000000000002): a fraction of a
+// unit is refused, not rounded (the resolution is 1 unit). NaN, infinities
+// and negative values are refused, and so is a positive v whose product is
+// below min. unit names the unit of min and max in messages ("ps", "B/s").
 func FloatToUint(field string, v, scale float64, min, max uint64, unit string) (uint64, error) {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, syntaxErr(field, fmtFloat(v), "not a finite number")
@@ -93,10 +96,18 @@ func FloatToUint(field string, v, scale float64, min, max uint64, unit string) (
 	if v < 0 {
 		return 0, rangeErr(field, fmtFloat(v), "negative (the smallest value is %s)", fmtFloat(float64(min)/scale))
 	}
-	x := math.Round(v * scale)
+	p := v * scale
+	x := math.Round(p)
 	// float64(max) may round up past max; compare in float first, then exactly.
 	if x >= 0x1p64 || x > float64(max) || uint64(x) > max {
 		return 0, rangeErr(field, fmtFloat(v), "too large (the limit is %s, %d %s)", fmtFloat(float64(max)/scale), max, unit)
+	}
+	// v is the decimal given within half an ulp, and p within another of
+	// v × scale: a few ulps of p is noise (none at 0, which is exact).
+	if math.Abs(p-x) > math.Abs(p)*2e-15 {
+		lo := uint64(math.Floor(p))
+		return 0, rangeErr(field, fmtFloat(v), "%s %s is not a whole number of %s: the resolution is 1 %s (%d or %d %s is)",
+			strconv.FormatFloat(p, 'g', 15, 64), unit, unit, unit, lo, lo+1, unit)
 	}
 	u := uint64(x)
 	if u < min {
@@ -107,11 +118,54 @@ func FloatToUint(field string, v, scale float64, min, max uint64, unit string) (
 
 // LatencyToPS converts a latency or fixed delay given in (possibly
 // fractional) nanoseconds to picoseconds, refusing what is negative, not
-// finite, or above [MaxLatencyPS].
+// finite, not a whole number of picoseconds, or above [MaxLatencyPS].
 func LatencyToPS(field string, ns float64) (uint64, error) {
-	ps, err := FloatToUint(field, ns, 1000, 0, MaxLatencyPS, "ps")
-	if errors.Is(err, ErrRange) && ns > float64(MaxLatencyPS)/1000 { // not +Inf: that is not a number
-		return 0, latencyErr(field, fmtFloat(ns))
+	return latencyToPS(field, ns, 1)
+}
+
+// latencyToPS is LatencyToPS of v in a unit of nsPer nanoseconds.
+func latencyToPS(field string, v, nsPer float64) (uint64, error) {
+	ps, err := FloatToUint(field, v, 1000*nsPer, 0, MaxLatencyPS, "ps")
+	if errors.Is(err, ErrRange) && v > float64(MaxLatencyPS)/1000/nsPer { // not +Inf: that is not a number
+		return 0, latencyErr(field, fmtFloat(v))
+	}
+	return ps, err
+}
+
+// LatencyGrammar is what ParseLatency reads.
+const LatencyGrammar = "nanoseconds (500) or a duration with its unit (500ns, 1.5us, 2ms)"
+
+// latencyUnits are the units ParseLatency reads, in nanoseconds: a suffix
+// ending another (ns, s) after it.
+var latencyUnits = []struct {
+	name string
+	ns   float64
+}{{"ns", 1}, {"us", 1e3}, {"µs", 1e3}, {"μs", 1e3}, {"ms", 1e6}, {"s", 1e9}}
+
+// ParseLatency reads a latency written s — a bare number of nanoseconds as
+// strconv.ParseFloat reads it, or a number with its unit ns, us (µs), ms or
+// s — to picoseconds, checked as [LatencyToPS] checks a number of
+// nanoseconds. Errors quote s as written.
+func ParseLatency(field, s string) (uint64, error) {
+	q := strconv.Quote(s)
+	num, nsPer := strings.TrimSpace(s), 1.0
+	for _, u := range latencyUnits {
+		if strings.HasSuffix(num, u.name) {
+			num, nsPer = num[:len(num)-len(u.name)], u.ns
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	var ne *strconv.NumError
+	switch {
+	case errors.As(err, &ne) && ne.Err == strconv.ErrRange && !strings.HasPrefix(num, "-"):
+		return 0, latencyErr(field, q)
+	case err != nil:
+		return 0, syntaxErr(field, q, "expected %s", LatencyGrammar)
+	}
+	ps, err := latencyToPS(field, v, nsPer)
+	if e := (*Error)(nil); errors.As(err, &e) {
+		e.Value = q
 	}
 	return ps, err
 }

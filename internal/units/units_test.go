@@ -19,7 +19,18 @@ func TestFloatToUint(t *testing.T) {
 	}{
 		{0, 0, nil, ""},
 		{1.5, 1500, nil, ""},
-		{0.0004, 0, nil, ""}, // rounds to 0 ps, which is allowed for latencies
+		// The resolution is 1 ps: a fraction of one is refused, not
+		// rounded (0.0004 ns was 0 ps), but for float64 noise.
+		{0.0004, 0, ErrRange, "0.4 ps is not a whole number of ps: the resolution is 1 ps (0 or 1 ps is)"},
+		{0.0001, 0, ErrRange, "0.1 ps is not a whole number of ps"},
+		{0.0015, 0, ErrRange, "1.5 ps is not a whole number of ps: the resolution is 1 ps (1 or 2 ps is)"},
+		{1e-300, 0, ErrRange, "not a whole number of ps"},
+		{9999999999.9995, 0, ErrRange, "not a whole number of ps"},
+		{1.1, 1100, nil, ""}, // 1100.0000000000002 ps in float64
+		{0.001, 1, nil, ""},
+		{0.3, 300, nil, ""},
+		{123.456, 123456, nil, ""},
+		{9999999999.999, 9999999999999, nil, ""},
 		{1e18, 0, ErrRange, "too long: a latency is at most 10000000000 ns"},
 		{1.8e16, 0, ErrRange, "too long"},
 		{1e10 + 0.001, 0, ErrRange, "too long"},
@@ -37,6 +48,40 @@ func TestFloatToUint(t *testing.T) {
 		}
 		if !errors.Is(err, c.err) || !strings.Contains(err.Error(), c.substr) || !strings.HasPrefix(err.Error(), "--link-latency ") {
 			t.Errorf("LatencyToPS(%v) error %v; want %v containing %q", c.v, err, c.err, c.substr)
+		}
+	}
+}
+
+// TestParseLatency: a grid's latency, a number of ns or a duration with its
+// unit, is a whole number of ps (the resolution), at most MaxLatencyPS,
+// its errors quoting it as written.
+func TestParseLatency(t *testing.T) {
+	for _, c := range []struct {
+		in     string
+		want   uint64
+		substr string // "" for accepted
+	}{
+		{"500", 500e3, ""}, {"500ns", 500e3, ""}, {"1.5us", 1.5e6, ""}, {"1.1us", 1.1e6, ""}, {"1.1ns", 1100, ""},
+		{"2µs", 2e6, ""}, {"2ms", 2e9, ""}, {"10s", 1e13, ""}, {"0", 0, ""}, {"0.001ns", 1, ""}, {"0.000001us", 1, ""},
+		{"0.0001ns", 0, `"0.0001ns": 0.1 ps is not a whole number of ps: the resolution is 1 ps (0 or 1 ps is)`},
+		{"0.0001", 0, `"0.0001": 0.1 ps is not a whole number of ps`},
+		{"1.0000005us", 0, `"1.0000005us": 1000000.5 ps is not a whole number of ps: the resolution is 1 ps (1000000 or 1000001 ps is)`},
+		{"11s", 0, `"11s": too long: a latency is at most 10000000000 ns`},
+		{"1e400", 0, `"1e400": too long`},
+		{"-5ns", 0, `"-5ns": negative`},
+		{"5 parsecs", 0, `"5 parsecs": expected nanoseconds (500) or a duration with its unit`},
+		{"1us500ns", 0, "expected nanoseconds"},
+		{"ns", 0, "expected nanoseconds"},
+	} {
+		got, err := ParseLatency("axes.link_latency[0]", c.in)
+		if c.substr == "" {
+			if err != nil || got != c.want {
+				t.Errorf("ParseLatency(%q) = %d, %v; want %d", c.in, got, err, c.want)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.substr) || !strings.HasPrefix(err.Error(), "axes.link_latency[0] ") {
+			t.Errorf("ParseLatency(%q) = %d, %v; want an error containing %q", c.in, got, err, c.substr)
 		}
 	}
 }
