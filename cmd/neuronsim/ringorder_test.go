@@ -68,6 +68,7 @@ func TestFabricSweepRingOrder(t *testing.T) {
 		{"0-14,14", "permute", "auto", "RingOrder is not a permutation: rank 14 is at positions 14 and 15"},
 		{"0-15,x", "permute", "auto", `--ring-order "0-15,x": links, ranks or the ranks in order: "x" is not a rank`},
 		{"", "permute", "auto", `--ring-order "": links, ranks or the ranks in order: an empty ring order`},
+		{"0,,1-15", "permute", "auto", `--ring-order "0,,1-15": links, ranks or the ranks in order: element 2 of 3 (between commas) is empty`},
 		{"ranks", "all_reduce", "rdh", "--ring-order: rdh all_reduce runs no ring"},
 		{"links", "alltoall", "auto", "--ring-order: auto alltoall runs no ring"},
 	} {

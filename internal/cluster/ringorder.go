@@ -269,12 +269,22 @@ func FormatOrder(order []int) string {
 
 // ParseOrder reads a ring order as FormatOrder writes it, or as a list:
 // ranks and runs "first-last" (counting up or down), separated by spaces
-// or commas ("0-3 7-4 8-11 15-12", "0,1,2,3,7,6,5,4"). It checks the
-// syntax only; enc.CheckRingOrder checks the order against the ranks.
+// or commas ("0-3 7-4 8-11 15-12", "0,1,2,3,7,6,5,4"). An element between
+// commas that is empty ("0,,1", ",0,1", "0,1,") is refused by its
+// position, as a --devices list's is. It checks the syntax only;
+// enc.CheckRingOrder checks the order against the ranks.
 func ParseOrder(s string) ([]int, error) {
-	words := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
-	if len(words) == 0 {
+	if strings.TrimSpace(s) == "" {
 		return nil, errors.New("an empty ring order: give ranks, e.g. 0-3 7-4 8-11 15-12")
+	}
+	elements := strings.Split(s, ",")
+	var words []string
+	for i, e := range elements {
+		f := strings.Fields(e)
+		if len(f) == 0 {
+			return nil, fmt.Errorf("element %d of %d (between commas) is empty: give a rank or a run of ranks first-last", i+1, len(elements))
+		}
+		words = append(words, f...)
 	}
 	var out []int
 	for _, w := range words {

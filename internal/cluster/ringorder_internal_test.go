@@ -108,6 +108,21 @@ func TestFormatOrder(t *testing.T) {
 	got, err := ParseOrder("0,1, 2 ,3-5")
 	require.NoError(t, err)
 	assert.Equal(t, []int{0, 1, 2, 3, 4, 5}, got)
+	// An empty element between commas is refused by its place, as
+	// --devices 2,,4 is (once dropped: "0,,1,2,3" read as 0-3).
+	for _, tc := range []struct{ in, want string }{
+		{"0,,1,2,3", "element 2 of 5 (between commas) is empty"},
+		{",0,1,2,3", "element 1 of 5 (between commas) is empty"},
+		{"0-3,", "element 2 of 2 (between commas) is empty"},
+		{"0-1, ,2-3", "element 2 of 3 (between commas) is empty"},
+		{" , ", "element 1 of 2 (between commas) is empty"},
+	} {
+		_, err := ParseOrder(tc.in)
+		assert.ErrorContains(t, err, tc.want, "%q", tc.in)
+	}
+	got, err = ParseOrder("0-3  7-4\t8-11 , 15-12")
+	require.NoError(t, err, "spaces and tabs separate, however many")
+	assert.Equal(t, []int{0, 1, 2, 3, 7, 6, 5, 4, 8, 9, 10, 11, 15, 14, 13, 12}, got)
 	for _, bad := range []string{"", " , ", "x", "1-", "-1", "3-x", "4096", "0-4096", "+3", "0-+3", " 1 -2", "1e2", "0x3", "99999999999999999999"} {
 		_, err := ParseOrder(bad)
 		assert.Error(t, err, "%q", bad)
