@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -32,11 +33,7 @@ func newArchCommand() *cobra.Command {
 				if cmd.Flags().Changed("arch") {
 					return fmt.Errorf("arch --diff compares the two generations it is given (%s, %s); --arch %s would be a third: leave it out", args[0], args[1], gen.String())
 				}
-				a, err := tablesFor(cmd, args[0], family)
-				if err != nil {
-					return err
-				}
-				b, err := tablesFor(cmd, args[1], family)
+				a, b, err := diffTablesFor(cmd, args[0], args[1], family)
 				if err != nil {
 					return err
 				}
@@ -48,7 +45,11 @@ func newArchCommand() *cobra.Command {
 			if len(args) != 0 {
 				return fmt.Errorf("arch takes no arguments without --diff (use --arch); got %q", args)
 			}
-			t, err := rtarch.For(gen, rtarch.Options{Switch: switchFor(cmd, family, gen)})
+			sw, err := switchFor(cmd, "", family, gen)
+			if err != nil {
+				return err
+			}
+			t, err := rtarch.For(gen, rtarch.Options{Switch: sw})
 			if err != nil {
 				return err
 			}
@@ -65,14 +66,38 @@ func newArchCommand() *cobra.Command {
 	return cmd
 }
 
-// tablesFor returns the tables of the generation a word names, with the
-// switch family --switch gives or, without it, the generation's default.
-func tablesFor(cmd *cobra.Command, word string, family hwarch.SwitchFamily) (*rtarch.Tables, error) {
-	g, err := hwarch.ParseGeneration(word)
-	if err != nil {
-		return nil, err
+// diffTablesFor returns the tables of the two generations words a and b
+// name, each with the switch family --switch gives where it changes
+// something (rtarch.CheckSwitch) and the generation's default otherwise
+// (--switch none diffs mariana without the switch against cayman, as
+// cayman is). --switch that changes nothing on either is refused, as
+// switchFor refuses it for one generation.
+func diffTablesFor(cmd *cobra.Command, a, b string, family hwarch.SwitchFamily) (ta, tb *rtarch.Tables, err error) {
+	var gens [2]hwarch.Generation
+	var errs [2]error
+	for i, word := range []string{a, b} {
+		if gens[i], err = hwarch.ParseGeneration(word); err != nil {
+			return nil, nil, err
+		}
+		_, errs[i] = switchFor(cmd, "", family, gens[i])
 	}
-	return rtarch.For(g, rtarch.Options{Switch: switchFor(cmd, family, g)})
+	if errs[0] != nil && errs[1] != nil {
+		if gens[0] == gens[1] {
+			return nil, nil, errs[0]
+		}
+		return nil, nil, fmt.Errorf("%w; and %w", errs[0], errors.Unwrap(errs[1]))
+	}
+	var ts [2]*rtarch.Tables
+	for i, g := range gens {
+		sw := family
+		if !cmd.Flags().Changed("switch") || errs[i] != nil {
+			sw = hwarch.DefaultSwitchFamily(g)
+		}
+		if ts[i], err = rtarch.For(g, rtarch.Options{Switch: sw}); err != nil {
+			return nil, nil, err
+		}
+	}
+	return ts[0], ts[1], nil
 }
 
 var groupTitles = map[string]string{

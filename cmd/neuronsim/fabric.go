@@ -100,9 +100,13 @@ func (f *fabricFlags) system() (hwarch.SwitchFamily, *rtarch.Tables, []int, erro
 	if err := f.named.apply(f); err != nil {
 		return 0, nil, nil, err
 	}
-	family := switchFor(f.cmd, f.family, f.gen)
+	family := hwarch.DefaultSwitchFamily(f.gen)
 	if f.named.spec != nil {
-		family = f.named.spec.Switch()
+		family = f.named.spec.Switch() // --switch given agrees (apply)
+	} else if fam, err := switchFor(f.cmd, "", f.family, f.gen); err != nil {
+		return 0, nil, nil, err
+	} else {
+		family = fam
 	}
 	t, err := rtarch.For(f.gen, rtarch.Options{Switch: family})
 	if err != nil {

@@ -38,7 +38,7 @@ func TestArchJSONFabricExtent(t *testing.T) {
 	}{
 		{[]string{"--arch", "mariana", "--switch", "v1"}, 32, 16},
 		{[]string{"--arch", "mariana", "--switch", "none"}, 16, 8},
-		{[]string{"--arch", "cayman", "--switch", "v1"}, 16, 8},
+		{[]string{"--arch", "cayman", "--switch", "none"}, 16, 8},
 		{[]string{"--arch", "trn1"}, 16, 8},
 	}
 	for _, tt := range tests {
@@ -182,4 +182,41 @@ func TestRunScenarioByNameAndList(t *testing.T) {
 	assert.Contains(t, out, "scenario qemu-sunda: 1 device, 2 steps")
 	_, err = runCLI(t, "run", "no-such-scenario")
 	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// TestSwitchChangesNothingRefused: --switch v1 on a generation without
+// NeuronSwitch-v1 changes none of its runtime tables (rtarch.CheckSwitch);
+// every command taking --switch refuses it, naming the flag, instead of
+// running — and reporting "# switch: v1" for — a system it does not
+// describe. The generation's default is accepted, given or not.
+func TestSwitchChangesNothingRefused(t *testing.T) {
+	const nothing = "the switch family changes nothing on "
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"arch", "--arch", "cayman", "--switch", "v1"}, "--switch v1: " + nothing + "cayman: its runtime tables with switch v1 are those with none, its default (a switch family applies to mariana only): leave it out"},
+		{[]string{"arch", "--diff", "cayman", "cayman", "--switch", "v1"}, "--switch v1: " + nothing + "cayman"},
+		{[]string{"arch", "--diff", "sunda", "cayman", "--switch", "v1"}, nothing + "cayman"},
+		{[]string{"ls", "--arch", "sunda", "--switch", "v1"}, "--switch v1: " + nothing + "sunda"},
+		{[]string{"fabric", "sweep", "--arch", "trn2", "--switch", "v1", "-b", "1K", "-e", "1K"}, "--switch v1: " + nothing + "cayman"},
+		{[]string{"fabric", "topo", "--arch", "cayman", "--switch", "v1"}, "--switch v1: " + nothing + "cayman"},
+		{[]string{"serve", "--listen", "unix:/nonexistent/x.sock", "--system", "arch=cayman,switch=v1"}, "--system switch v1: " + nothing + "cayman"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, err := runCLI(t, tc.args...)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	out, err := runCLI(t, "arch", "--diff", "cayman", "mariana", "--switch", "none")
+	require.NoError(t, err, "none applies to mariana: cayman takes its default")
+	assert.Contains(t, out, "cayman (switch none)")
+	assert.Contains(t, out, "mariana (switch none)")
+	out, err = runCLI(t, "arch", "--diff", "cayman", "mariana", "--switch", "v1")
+	require.NoError(t, err, "v1 applies to mariana: cayman takes its default, none")
+	assert.Contains(t, out, "cayman (switch none)")
+	assert.Contains(t, out, "mariana (switch v1)")
+	_, err = runCLI(t, "arch", "--arch", "cayman", "--switch", "none")
+	require.NoError(t, err, "the default, given")
 }

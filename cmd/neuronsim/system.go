@@ -25,6 +25,9 @@ type systemFlags struct {
 	family   hwarch.SwitchFamily
 	revision string
 	cmd      *cobra.Command
+	// switchName names the switch in errors when not --switch: "--system
+	// switch", the key of serve's --system spec.
+	switchName string
 }
 
 // addSystemFlags registers the shared flags on cmd.
@@ -83,12 +86,21 @@ func addSwitchFlag(cmd *cobra.Command, p *hwarch.SwitchFamily) {
 
 // switchFor is the switch family of a command's system: --switch when it
 // was given, otherwise the generation's default (hwarch.DefaultSwitchFamily,
-// the rule scenario files follow too).
-func switchFor(cmd *cobra.Command, family hwarch.SwitchFamily, gen hwarch.Generation) hwarch.SwitchFamily {
-	if cmd.Flags().Changed("switch") {
-		return family
+// the rule scenario files follow too). A family given that is not gen's
+// default and changes nothing on it (no NeuronSwitch-v1 on sunda or
+// cayman) is refused (rtarch.CheckSwitch, as a scenario's and a grid's
+// switch are), naming the flag: name, or "--switch" when name is "".
+func switchFor(cmd *cobra.Command, name string, family hwarch.SwitchFamily, gen hwarch.Generation) (hwarch.SwitchFamily, error) {
+	if !cmd.Flags().Changed("switch") {
+		return hwarch.DefaultSwitchFamily(gen), nil
 	}
-	return hwarch.DefaultSwitchFamily(gen)
+	if name == "" {
+		name = "--switch"
+	}
+	if err := rtarch.CheckSwitch(gen, family); err != nil {
+		return 0, fmt.Errorf("%s %s: %w", name, family, err)
+	}
+	return family, nil
 }
 
 // systemSpec is a validated system description.
@@ -108,7 +120,11 @@ func (s systemSpec) product() string { return hwarch.ProductOfDevice(s.DeviceID)
 // spec validates the flags. The device count is bounded by the runtime's
 // get_max_devs for the generation and switch family.
 func (f *systemFlags) spec() (systemSpec, error) {
-	s := systemSpec{Gen: f.gen, Switch: switchFor(f.cmd, f.family, f.gen)}
+	s := systemSpec{Gen: f.gen}
+	var err error
+	if s.Switch, err = switchFor(f.cmd, f.switchName, f.family, f.gen); err != nil {
+		return s, err
+	}
 	rev, err := hwarch.ParseRevision(f.revision)
 	if err != nil {
 		return s, fmt.Errorf("--revision: %w", err)
@@ -176,6 +192,7 @@ func (f *systemFlags) parseSystemSpec(spec string) error {
 		case "switch":
 			err = f.family.Set(v)
 			f.cmd.Flags().Lookup("switch").Changed = true
+			f.switchName = "--system switch"
 		case "revision":
 			f.revision = v
 		default:

@@ -292,6 +292,11 @@ func resolveSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *Syste
 	r.gen, r.deviceID = *w.gen, w.deviceID
 	r.family = hwarch.DefaultSwitchFamily(r.gen)
 	if w.family != nil {
+		// A family that changes nothing on the generation is refused, as
+		// --switch and a grid's switch are (rtarch.CheckSwitch).
+		if err := rtarch.CheckSwitch(r.gen, *w.family); err != nil {
+			return nil, d.Errorf(at("system.switch"), "system.switch", "%s: %w", sys.Switch, err)
+		}
 		r.family = *w.family
 	}
 	if r.tables, err = rtarch.For(r.gen, rtarch.Options{Switch: r.family}); err != nil {

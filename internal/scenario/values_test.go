@@ -48,6 +48,9 @@ func TestParseRefusesBadValues(t *testing.T) {
 		// timing-only system moves no data (as fabric sweep's --seed).
 		{"seed in timing mode", sys("mode: timing, seed: 7"), "7}", []string{"system.seed: 7: mode timing moves no data, so it has no inputs to seed; seed applies to mode: functional"}},
 		{"seed with mode left out", sys("seed: 0"), "0}", []string{"system.seed: 0: mode timing (the default) moves no data"}},
+		// The switch family changes nothing on cayman (rtarch.CheckSwitch).
+		{"switch v1 on cayman", "name: x\nsystem: {arch: cayman, switch: v1}\n", "v1", []string{"system.switch: v1: the switch family changes nothing on cayman: its runtime tables with switch v1 are those with none, its default (a switch family applies to mariana only)"}},
+		{"switch v1 on trn1", "name: x\nsystem: {arch: trn1, switch: v1}\n", "v1", []string{"system.switch: v1: the switch family changes nothing on sunda"}},
 		{"buffer_bytes 0", sys("buffer_bytes: 0"), "0}", []string{"system.buffer_bytes", "1 byte..36GiB"}},
 		{"buffer_bytes 64G", sys("buffer_bytes: 64G"), "64G", []string{"system.buffer_bytes", "36GiB"}},
 		{"link_latency 1e18", timing("link_latency_ns: 1e18"), "1e18", []string{"system.timing.link_latency_ns", "too long", "at most 10000000000 ns"}},

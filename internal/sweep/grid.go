@@ -1354,11 +1354,14 @@ func (e *expander) checkFabric(cache map[string]error, sys system, nodes int, p 
 // then the devices axis' counts on the grid's arch with each topology,
 // none twice.
 func (e *expander) systems(family *hwarch.SwitchFamily) ([]system, error) {
+	if err := e.checkSwitch(family); err != nil {
+		return nil, err
+	}
 	famOf := func(g hwarch.Generation) hwarch.SwitchFamily {
-		if family != nil {
+		if family != nil && rtarch.CheckSwitch(g, *family) == nil {
 			return *family
 		}
-		return hwarch.DefaultSwitchFamily(g)
+		return hwarch.DefaultSwitchFamily(g) // the grid's switch changes nothing on g (checkSwitch)
 	}
 	out, err := e.namedSystems(famOf)
 	if err != nil {
@@ -1389,6 +1392,46 @@ func (e *expander) systems(family *hwarch.SwitchFamily) ([]system, error) {
 		seen[key] = i
 	}
 	return out, nil
+}
+
+// checkSwitch refuses the grid's switch family (given: family not nil)
+// when it changes nothing on any generation of the grid's systems — its
+// arch's and its named systems' (rtarch.CheckSwitch, the check of --switch
+// and a scenario's system.switch). A grid of generations it changes
+// something on and others takes it on the first, each other's default on
+// the others (a point's switch says which). Words that do not parse are
+// left to the systems' own errors.
+func (e *expander) checkSwitch(family *hwarch.SwitchFamily) error {
+	if family == nil {
+		return nil
+	}
+	var gens []hwarch.Generation
+	if e.raw.Arch.n != nil {
+		if g, err := hwarch.ParseGeneration(e.raw.Arch.s); err == nil {
+			gens = append(gens, g)
+		}
+	}
+	if l := e.raw.Axes.lists[AxisSystems]; l != nil {
+		for _, w := range l.items {
+			if s, err := fabric.LookupSystem(w.s); err == nil {
+				gens = append(gens, s.Generation)
+			}
+		}
+	}
+	var first error
+	for _, g := range gens {
+		err := rtarch.CheckSwitch(g, *family)
+		if err == nil {
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return e.fail(e.raw.Switch.n, "switch", first, "%q", e.raw.Switch.s)
+	}
+	return nil
 }
 
 // namedSystems returns the systems axis' systems of the catalogue

@@ -92,6 +92,15 @@ func TestGridSystems(t *testing.T) {
 	g = mustGrid(t, "axes:\n  systems: [trn1-32xl, trn2-48xl]\n  ops: [all_reduce]\n  sizes: {min: 1K, max: 4K, factor: 2}\n")
 	assert.Equal(t, 6, g.Len())
 	assert.Equal(t, "cayman", g.Points()[3].Arch)
+	// A switch family applies to the systems it changes something on
+	// (rtarch.CheckSwitch): trn3-gen1's mariana; trn2-48xl's cayman keeps
+	// its default, and its point says so.
+	g = mustGrid(t, "switch: none\naxes:\n  systems: [trn2-48xl, trn3-gen1]\n  ops: [all_reduce]\n  sizes: [4K]\n")
+	require.Len(t, g.Points(), 2)
+	assert.Equal(t, [2]string{"trn2-48xl", "none"}, [2]string{g.Points()[0].System, g.Points()[0].Switch})
+	assert.Equal(t, [2]string{"trn3-gen1", "none"}, [2]string{g.Points()[1].System, g.Points()[1].Switch})
+	g = mustGrid(t, "switch: v1\naxes:\n  systems: [trn2-48xl, trn3-gen1]\n  ops: [all_reduce]\n  sizes: [4K]\n")
+	assert.Equal(t, [2]string{"none", "v1"}, [2]string{g.Points()[0].Switch, g.Points()[1].Switch})
 }
 
 // TestGridErrors: every bad grid is refused at plan time with an error
@@ -161,6 +170,8 @@ func TestGridErrors(t *testing.T) {
 		{"endpoints", "arch: cayman\nendpoints: perfect\naxes:\n" + base, []string{"endpoints", `"perfect"`}},
 		{"ideal without link axes", "arch: cayman\nendpoints: ideal\naxes:\n" + base, []string{"endpoints", "link_bw and link_latency"}},
 		{"switch", "arch: cayman\nswitch: v2\naxes:\n" + base, []string{"switch", `"v2"`}},
+		{"switch changes nothing", "arch: cayman\nswitch: v1\naxes:\n" + base, []string{"grid.yaml:2:9: switch", `"v1": the switch family changes nothing on cayman: its runtime tables with switch v1 are those with none, its default (a switch family applies to mariana only)`}},
+		{"switch changes nothing on the systems", "switch: v1\naxes:\n  systems: [trn2-48xl, trn1-32xl]\n  ops: [all_reduce]\n  sizes: [1K]\n", []string{"switch", "changes nothing on cayman"}},
 		{"arch", "arch: trn9\naxes:\n" + base, []string{"arch", `"trn9"`}},
 		{"seed in timing mode", "arch: cayman\nseed: 3\naxes:\n" + base, []string{"seed", "applies to mode functional"}},
 		{"seed negative", "arch: cayman\nmode: functional\nseed: -3\naxes:\n" + base, []string{"seed"}},
