@@ -125,7 +125,7 @@ func (f *fabricFlags) system() (hwarch.SwitchFamily, *rtarch.Tables, []int, erro
 // params returns the fabric parameters with the flags' overrides; with
 // --endpoints ideal, the parity mode's (cluster.IdealParams), refusing the
 // flags that mode has no use for.
-func (f *fabricFlags) params(t *rtarch.Tables) (fabric.Params, error) {
+func (f *fabricFlags) params(t *rtarch.Tables, perNode []int) (fabric.Params, error) {
 	if f.ends == fabric.EndpointsIdeal {
 		if !f.linkBW.set || !f.linkLat.set {
 			return fabric.Params{}, fmt.Errorf("--endpoints ideal: give --link-bw and --link-latency, the B and α of the α-β model")
@@ -156,7 +156,7 @@ func (f *fabricFlags) params(t *rtarch.Tables) (fabric.Params, error) {
 	if f.server.set {
 		p.ServerSize = f.server.int()
 	}
-	return p, f.efa.apply(&p)
+	return p, f.efa.apply(&p, perNode)
 }
 
 // kindOf is the topology of a system of n devices, refusing the overrides
@@ -198,7 +198,7 @@ func newFabricTopoCommand() *cobra.Command {
 		if err := f.efa.check(counts); err != nil {
 			return err
 		}
-		p, err := f.params(t)
+		p, err := f.params(t, counts)
 		if err != nil {
 			return err
 		}
@@ -513,7 +513,7 @@ func (s *sweepFlags) plan(f *fabricFlags) (*sweepPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.fabricParams(f, t)
+	p, err := s.fabricParams(f, t, perNode)
 	if err != nil {
 		return nil, err
 	}
@@ -609,8 +609,8 @@ func (s *sweepFlags) sizeRange() (sweepSizeRange, error) {
 
 // fabricParams returns the fabric parameters the flags give
 // (fabricFlags.params), refusing --engines with --endpoints ideal.
-func (s *sweepFlags) fabricParams(f *fabricFlags, t *rtarch.Tables) (fabric.Params, error) {
-	p, err := f.params(t)
+func (s *sweepFlags) fabricParams(f *fabricFlags, t *rtarch.Tables, perNode []int) (fabric.Params, error) {
+	p, err := f.params(t, perNode)
 	if err != nil {
 		return p, err
 	}

@@ -148,9 +148,11 @@ func (f *efaFlags) check(perNode []int) error {
 	return f.settings().Check(perNode, efaFlagNames)
 }
 
-// apply sets the EFA overrides on p (fabric.EFASettings.Apply): --efa-latency
-// T sets the NIC latency so that a minimal message between two nodes on
-// one leaf takes T; a T too small for the rest of the path is refused.
-func (f *efaFlags) apply(p *fabric.Params) error {
-	return f.settings().Apply(p, efaFlagNames)
+// apply sets the EFA overrides on p (fabric.EFASettings.Apply) for nodes of
+// perNode devices: --efa-latency T sets the NIC latency so that a minimal
+// message between two nodes on one leaf takes T; a T too small for the
+// rest of the path is refused, and so are overrides that leave a spine
+// link out of 1 B/s..10^15 B/s, naming the flag.
+func (f *efaFlags) apply(p *fabric.Params, perNode []int) error {
+	return f.settings().Apply(p, perNode, efaFlagNames)
 }

@@ -163,6 +163,10 @@ func TestFabricEFAFlagErrors(t *testing.T) {
 		{[]string{"--nodes", "2", "--spines", "0"}, "--spines 0"},
 		{[]string{"--nodes", "2", "--oversubscription", "NaN"}, "--oversubscription"},
 		{[]string{"--nodes", "3", "--leaf-ports", "0"}, "--leaf-ports"},
+		// A spine link out of 1 B/s..10^15 B/s names the flag that made it
+		// so and the flags' limit (once EFA.Oversubscription, and 2^50 B/s).
+		{[]string{"--nodes", "2", "--efa-bw", "1B/s", "--oversubscription", "1000"}, "--oversubscription 1000: with 2 nodes of 16 devices, leaf rail0-leaf's 2 NICs of 1 B/s (--efa-bw) over an oversubscription of 1000 (--oversubscription) and 2 spines (--spines) leave 0.001 B/s per spine link, less than 1 B/s"},
+		{[]string{"--nodes", "2", "--efa-bw", "999TB/s", "--spines", "1"}, "--efa-bw 999000000000000 B/s: with 2 nodes of 16 devices, leaf rail0-leaf's 2 NICs of 999000000000000 B/s (--efa-bw) over an oversubscription of 1 (--oversubscription) and 1 spines (--spines) leave 1.998e+15 B/s per spine link, more than 1000000000000000 B/s (1000TB/s)"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			out, err := runCLI(t, append([]string{"fabric", "topo", "--arch", "cayman", "--devices", "16"}, tc.args...)...)

@@ -319,7 +319,7 @@ func TestEFATimeNonDecreasingInLatency(t *testing.T) {
 	for T := uint64(5000); T <= 12000; T += 100 {
 		p := cluster.DefaultParams(g, tables)
 		ps := T * 1000
-		require.NoError(t, fabric.EFASettings{Nodes: 4, Latency: &ps}.Apply(&p, names))
+		require.NoError(t, fabric.EFASettings{Nodes: 4, Latency: &ps}.Apply(&p, []int{4}, names))
 		res, err := cluster.RunSweeps(cluster.SweepSet{
 			Config:  cluster.Config{Generation: g, Nodes: 4, Switch: switchOf(g), Params: &p, TimingOnly: true},
 			Systems: []cluster.SweepSystem{{Devices: 16, Kind: fabric.KindRing, Sizes: []int64{16 << 20}}},

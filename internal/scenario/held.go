@@ -155,7 +155,7 @@ func givenKeys(d *strictyaml.Decoder, at func(string) *yaml.Node, root *yaml.Nod
 			if err := s.Check([]int{perNode}, efaKeys); err != nil {
 				return p, err
 			}
-			return p, s.Apply(&p, efaKeys)
+			return p, s.Apply(&p, []int{perNode}, efaKeys)
 		}
 		n := child(sysNode, "efa")
 		keys = append(keys, heldKey{path: "system.efa", n: n, given: n.Value,

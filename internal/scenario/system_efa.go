@@ -127,7 +127,7 @@ func (r *resolved) resolveEFA(d *strictyaml.Decoder, at func(string) *yaml.Node,
 	if err := s.Check([]int{r.devices}, efaKeys); err != nil {
 		return settingError(d, at, err)
 	}
-	if err := s.Apply(&r.params, efaKeys); err != nil {
+	if err := s.Apply(&r.params, []int{r.devices}, efaKeys); err != nil {
 		return settingError(d, at, err)
 	}
 	r.nodes, r.efa = s.Nodes, s

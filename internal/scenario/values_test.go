@@ -51,6 +51,7 @@ func TestParseRefusesBadValues(t *testing.T) {
 		// The switch family changes nothing on cayman (rtarch.CheckSwitch).
 		{"switch v1 on cayman", "name: x\nsystem: {arch: cayman, switch: v1}\n", "v1", []string{"system.switch: v1: the switch family changes nothing on cayman: its runtime tables with switch v1 are those with none, its default (a switch family applies to mariana only)"}},
 		{"switch v1 on trn1", "name: x\nsystem: {arch: trn1, switch: v1}\n", "v1", []string{"system.switch: v1: the switch family changes nothing on sunda"}},
+		{"efa spine link below 1 B/s", "name: x\nsystem: {arch: cayman, devices: 16, nodes: 2, efa: {bandwidth: 1B/s, oversubscription: 1000}}\n", "1000", []string{"system.efa.oversubscription: 1000: with 2 nodes of 16 devices, leaf rail0-leaf's 2 NICs of 1 B/s (system.efa.bandwidth) over an oversubscription of 1000 (system.efa.oversubscription)", "less than 1 B/s"}},
 		{"buffer_bytes 0", sys("buffer_bytes: 0"), "0}", []string{"system.buffer_bytes", "1 byte..36GiB"}},
 		{"buffer_bytes 64G", sys("buffer_bytes: 64G"), "64G", []string{"system.buffer_bytes", "36GiB"}},
 		{"link_latency 1e18", timing("link_latency_ns: 1e18"), "1e18", []string{"system.timing.link_latency_ns", "too long", "at most 10000000000 ns"}},

@@ -1015,7 +1015,7 @@ func (b *pointBuilder) params(sys system, model string, bw, lat optPS) (fabric.P
 		return p, err
 	}
 	if sys.nodes > 1 {
-		if err := b.av.efa.s.Apply(&p, b.av.efa.name); err != nil {
+		if err := b.av.efa.s.Apply(&p, []int{sys.devices}, b.av.efa.name); err != nil {
 			return p, b.e.efaError(b.av.efa, err)
 		}
 	}

@@ -180,9 +180,10 @@ func (e EFAParams) Validate() error {
 	return nil
 }
 
-// maxBandwidth is the bound of a bandwidth (units.MaxBandwidthBps, which
-// sim/fabric's checks share).
-const maxBandwidth = 1 << 50
+// maxBandwidth is the bound of a bandwidth: units.MaxBandwidthBps, 10^15
+// B/s, which sim/fabric's checks share with the flags and files that set
+// one (once 2^50, a bound no flag had).
+const maxBandwidth = units.MaxBandwidthBps
 
 // ScaleOut is the EFA network of a topology of several nodes: node m holds
 // devices m·NodeDevices … (m+1)·NodeDevices−1 (device index = node ×
@@ -363,34 +364,9 @@ func (t *Topology) scaleOut(so *ScaleOut) error {
 			t.Nodes = append(t.Nodes, Node{Kind: NodeNIC, Name: fmt.Sprintf("n%d-nic%d", m, k)})
 		}
 	}
-	// Leaves: a rail's NICs in node order, LeafPorts a leaf; or every NIC
-	// in order.
-	so.nicLeaf = make([]int32, nics)
 	var names []string
-	if e.Network == RailOptimised {
-		per := (so.Nodes + e.LeafPorts - 1) / e.LeafPorts
-		so.Leaves = so.NICs * per
-		for k := range so.NICs {
-			for j := range per {
-				name := fmt.Sprintf("rail%d-leaf", k)
-				if per > 1 {
-					name = fmt.Sprintf("rail%d-leaf%d", k, j)
-				}
-				names = append(names, name)
-			}
-			for m := range so.Nodes {
-				so.nicLeaf[m*so.NICs+k] = int32(k*per + m/e.LeafPorts)
-			}
-		}
-	} else {
-		so.Leaves = (nics + e.LeafPorts - 1) / e.LeafPorts
-		for j := range so.Leaves {
-			names = append(names, fmt.Sprintf("leaf%d", j))
-		}
-		for i := range so.nicLeaf {
-			so.nicLeaf[i] = int32(i / e.LeafPorts)
-		}
-	}
+	names, so.nicLeaf = leafLayout(e, so.Nodes, so.NICs)
+	so.Leaves = len(names)
 	so.leaf0 = len(t.Nodes)
 	for _, name := range names {
 		t.addSwitch(name)
@@ -427,8 +403,8 @@ func (t *Topology) scaleOut(so *ScaleOut) error {
 		return nil
 	}
 	for leaf := range so.Leaves {
-		bw := float64(down[leaf]) * float64(e.NICBandwidth) / e.Oversubscription / float64(so.Spines)
-		if bw < 1 || bw > maxBandwidth {
+		bw := spineLinkBandwidth(e, down[leaf])
+		if bw < 1 || bw > float64(maxBandwidth) {
 			return fmt.Errorf("fabric EFA: leaf %s: %d NICs of %d B/s over EFA.Oversubscription %v and %d spines leave %g B/s per spine link (1..%d): %w",
 				t.Nodes[so.Leaf(leaf)].Name, down[leaf], e.NICBandwidth, e.Oversubscription, so.Spines, bw, uint64(maxBandwidth), ErrParams)
 		}
@@ -439,6 +415,78 @@ func (t *Topology) scaleOut(so *ScaleOut) error {
 		}
 	}
 	return nil
+}
+
+// leafLayout places the NICs of nodes nodes of nics NICs each on leaves:
+// a rail's NICs in node order, LeafPorts a leaf (rail-optimised); or every
+// NIC in order (fat tree). It returns the leaves' names and each NIC's
+// leaf (NIC k of node m is NIC m·nics + k).
+func leafLayout(e EFAParams, nodes, nics int) (names []string, nicLeaf []int32) {
+	nicLeaf = make([]int32, nodes*nics)
+	if e.Network == RailOptimised {
+		per := (nodes + e.LeafPorts - 1) / e.LeafPorts
+		for k := range nics {
+			for j := range per {
+				name := fmt.Sprintf("rail%d-leaf", k)
+				if per > 1 {
+					name = fmt.Sprintf("rail%d-leaf%d", k, j)
+				}
+				names = append(names, name)
+			}
+			for m := range nodes {
+				nicLeaf[m*nics+k] = int32(k*per + m/e.LeafPorts)
+			}
+		}
+		return names, nicLeaf
+	}
+	for j := range (len(nicLeaf) + e.LeafPorts - 1) / e.LeafPorts {
+		names = append(names, fmt.Sprintf("leaf%d", j))
+	}
+	for i := range nicLeaf {
+		nicLeaf[i] = int32(i / e.LeafPorts)
+	}
+	return names, nicLeaf
+}
+
+// spineLinkBandwidth is the bandwidth of each spine link of a leaf of
+// nics NICs: their bandwidth over the oversubscription, split evenly over
+// the spines.
+func spineLinkBandwidth(e EFAParams, nics int) float64 {
+	return float64(nics) * float64(e.NICBandwidth) / e.Oversubscription / float64(e.Spines)
+}
+
+// SpineLoad is a leaf of a scale-out network and the bandwidth of each of
+// its spine links.
+type SpineLoad struct {
+	Leaf      string
+	NICs      int     // the leaf's NICs
+	Bandwidth float64 // of each spine link, B/s
+}
+
+// SpineLoads returns the leaves of the EFA network of nodes nodes of
+// nodeDevices devices each (e's layout) with the least and the most
+// NICs, and the bandwidth of each of their spine links; ok is false when
+// the network has no spines (one leaf). The bandwidth must be in
+// 1..units.MaxBandwidthBps (scaleOut refuses it otherwise).
+func (e EFAParams) SpineLoads(nodes, nodeDevices int) (least, most SpineLoad, ok bool) {
+	names, nicLeaf := leafLayout(e, nodes, nodeDevices/e.DevicesPerNIC)
+	if len(names) < 2 {
+		return least, most, false
+	}
+	down := make([]int, len(names))
+	for _, l := range nicLeaf {
+		down[l]++
+	}
+	for i, n := range down {
+		l := SpineLoad{Leaf: names[i], NICs: n, Bandwidth: spineLinkBandwidth(e, n)}
+		if i == 0 || n < least.NICs {
+			least = l
+		}
+		if i == 0 || n > most.NICs {
+			most = l
+		}
+	}
+	return least, most, true
 }
 
 // duplexIDs adds both directions of a link between a and b and returns

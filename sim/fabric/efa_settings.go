@@ -3,6 +3,7 @@ package fabric
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
@@ -157,12 +158,14 @@ func (s EFASettings) Check(perNode []int, name func(EFASetting) string) error {
 	return nil
 }
 
-// Apply sets the overrides on p.EFA (after Check). Latency T sets the NIC
+// Apply sets the overrides on p.EFA (after Check) for systems of nodes of
+// perNode devices each (one system per count). Latency T sets the NIC
 // latency to (T − 2 × leaf latency − σ − δ) / 2 (rounded down to the
 // picosecond), so that a minimal message between two nodes on one leaf
-// takes T (EFAParams); a T below the rest of that path is refused, as an
-// *EFASettingError.
-func (s EFASettings) Apply(p *Params, name func(EFASetting) string) error {
+// takes T (EFAParams); a T below the rest of that path is refused, and so
+// is a network whose spine links the overrides leave out of 1 B/s..
+// units.MaxBandwidthBps (checkSpines), each as an *EFASettingError.
+func (s EFASettings) Apply(p *Params, perNode []int, name func(EFASetting) string) error {
 	e := &p.EFA
 	if s.Network != nil {
 		e.Network = *s.Network
@@ -190,6 +193,46 @@ func (s EFASettings) Apply(p *Params, name func(EFASetting) string) error {
 				name(SettingLatency), nsText(t), nsText(rest), nsText(e.LeafLatency), nsText(p.Switch), nsText(p.Endpoint))}
 		}
 		e.NICLatency = (t - rest) / 2
+	}
+	return s.checkSpines(*e, perNode, name)
+}
+
+// checkSpines refuses EFA parameters e (the overrides applied) whose
+// spine links, each a leaf's NIC bandwidth over the oversubscription and
+// the spines (EFAParams.SpineLoads), fall out of 1 B/s..
+// units.MaxBandwidthBps on a system of s.Nodes nodes of perNode devices:
+// the error blames the first override given that moves the bandwidth that
+// way (too low: the oversubscription, the spines, the NIC bandwidth, the
+// leaf ports, the devices per NIC; too high: the NIC bandwidth, the spines,
+// the oversubscription, the leaf ports, the network), named as the caller
+// spells it, or else the node count.
+func (s EFASettings) checkSpines(e EFAParams, perNode []int, name func(EFASetting) string) error {
+	if s.Nodes < 2 {
+		return nil
+	}
+	for _, n := range perNode {
+		least, most, ok := e.SpineLoads(s.Nodes, n)
+		if !ok {
+			continue
+		}
+		l, blame, why := least, []EFASetting{SettingOversubscription, SettingSpines, SettingBandwidth, SettingLeafPorts, SettingDevicesPerNIC}, "less than 1 B/s"
+		if most.Bandwidth > float64(units.MaxBandwidthBps) {
+			l, blame, why = most, []EFASetting{SettingBandwidth, SettingSpines, SettingOversubscription, SettingLeafPorts, SettingNetwork}, fmt.Sprintf("more than %d B/s (1000TB/s), the most a link has", units.MaxBandwidthBps)
+		} else if least.Bandwidth >= 1 {
+			continue
+		}
+		set := SettingNodes
+		for _, b := range blame {
+			if slices.Contains(s.overrides(), b) {
+				set = b
+				break
+			}
+		}
+		given := map[EFASetting]string{SettingNodes: strconv.Itoa(s.Nodes), SettingOversubscription: strconv.FormatFloat(e.Oversubscription, 'g', -1, 64),
+			SettingSpines: strconv.Itoa(e.Spines), SettingBandwidth: strconv.FormatUint(e.NICBandwidth, 10) + " B/s", SettingLeafPorts: strconv.Itoa(e.LeafPorts),
+			SettingDevicesPerNIC: strconv.Itoa(e.DevicesPerNIC), SettingNetwork: e.Network.String()}[set]
+		return &EFASettingError{Setting: set, Err: paramsError("%s %s: with %d nodes of %d devices, leaf %s's %d NICs of %d B/s (%s) over an oversubscription of %g (%s) and %d spines (%s) leave %g B/s per spine link, %s",
+			name(set), given, s.Nodes, n, l.Leaf, l.NICs, e.NICBandwidth, name(SettingBandwidth), e.Oversubscription, name(SettingOversubscription), e.Spines, name(SettingSpines), l.Bandwidth, why)}
 	}
 	return nil
 }

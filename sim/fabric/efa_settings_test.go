@@ -68,15 +68,55 @@ func TestEFASettings(t *testing.T) {
 	p := fabric.DefaultParams(hwarch.Cayman)
 	s := fabric.EFASettings{Nodes: 3, Network: nw(fabric.FatTree), Oversubscription: f(2), Bandwidth: u(50e9), Latency: u(20_000_000),
 		LeafPorts: i(16), Spines: i(1), DevicesPerNIC: i(2)}
-	require.NoError(t, s.Apply(&p, settingName))
+	require.NoError(t, s.Apply(&p, []int{16}, settingName))
 	want := fabric.DefaultEFA(hwarch.Cayman)
 	want.Network, want.Oversubscription, want.NICBandwidth, want.LeafPorts, want.Spines, want.DevicesPerNIC = fabric.FatTree, 2, 50e9, 16, 1, 2
 	want.NICLatency = (20_000_000 - 2*want.LeafLatency - p.Switch - p.Endpoint) / 2
 	assert.Equal(t, want, p.EFA)
-	err := fabric.EFASettings{Nodes: 2, Latency: u(100_000)}.Apply(&p, settingName)
+	err := fabric.EFASettings{Nodes: 2, Latency: u(100_000)}.Apply(&p, []int{16}, settingName)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, fabric.ErrParams)
 	assert.Contains(t, err.Error(), "latency 100: below the 1800 ns the rest of the path takes")
+}
+
+// TestEFAApplyRefusesSpineLinks: overrides that leave a spine link below
+// 1 B/s or above units.MaxBandwidthBps (10^15 B/s, the bound of every
+// bandwidth, once 2^50 here) are refused by Apply, blaming the first
+// override given that moves it that way, in the caller's terms — not by
+// the build, in Go field names.
+func TestEFAApplyRefusesSpineLinks(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	u := func(v uint64) *uint64 { return &v }
+	i := func(v int) *int { return &v }
+	flags := func(s fabric.EFASetting) string {
+		return map[fabric.EFASetting]string{fabric.SettingNodes: "--nodes", fabric.SettingOversubscription: "--oversubscription",
+			fabric.SettingBandwidth: "--efa-bw", fabric.SettingSpines: "--spines", fabric.SettingLeafPorts: "--leaf-ports"}[s]
+	}
+	for _, tc := range []struct {
+		name string
+		s    fabric.EFASettings
+		set  fabric.EFASetting
+		want string
+	}{
+		{"oversubscription", fabric.EFASettings{Nodes: 2, Bandwidth: u(1), Oversubscription: f(1000)}, fabric.SettingOversubscription,
+			"--oversubscription 1000: with 2 nodes of 16 devices, leaf rail0-leaf's 2 NICs of 1 B/s (--efa-bw) over an oversubscription of 1000 (--oversubscription) and 2 spines (--spines) leave 0.001 B/s per spine link, less than 1 B/s"},
+		{"bandwidth", fabric.EFASettings{Nodes: 2, Bandwidth: u(999e12), Spines: i(1)}, fabric.SettingBandwidth,
+			"--efa-bw 999000000000000 B/s: with 2 nodes of 16 devices, leaf rail0-leaf's 2 NICs of 999000000000000 B/s (--efa-bw) over an oversubscription of 1 (--oversubscription) and 1 spines (--spines) leave 1.998e+15 B/s per spine link, more than 1000000000000000 B/s (1000TB/s), the most a link has"},
+		{"spines", fabric.EFASettings{Nodes: 2, Bandwidth: u(1), Spines: i(4)}, fabric.SettingSpines, "leave 0.5 B/s per spine link, less than 1 B/s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := fabric.DefaultParams(hwarch.Cayman)
+			err := tc.s.Apply(&p, []int{16}, flags)
+			var se *fabric.EFASettingError
+			require.True(t, errors.As(err, &se), "%v", err)
+			assert.Equal(t, tc.set, se.Setting)
+			assert.ErrorIs(t, err, fabric.ErrParams)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.NotContains(t, err.Error(), "EFA.")
+		})
+	}
+	p := fabric.DefaultParams(hwarch.Cayman)
+	require.NoError(t, fabric.EFASettings{Nodes: 2, Bandwidth: u(2), Oversubscription: f(2)}.Apply(&p, []int{16}, flags), "1 B/s per spine link")
 }
 
 // TestEFACountMax: each integer setting's EFACountMax is the largest value
