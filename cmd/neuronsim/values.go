@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/pflag"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/sweep"
 	"github.com/neuronsim/neuronsim/internal/units"
 	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/runtime/enc"
@@ -347,6 +348,12 @@ func parseDeviceCounts(field, s string, list bool) ([]int, []string, error) {
 	if len(parts) > 1 && !list {
 		return nil, nil, &units.Error{Field: field, Value: strconv.Quote(s), Err: units.ErrSyntax,
 			Reason: "this command builds one system: give one device count (the fabric commands take a list)"}
+	}
+	if len(parts) > sweep.MaxAxisValues {
+		// Refused before any count is read or any system built: a list
+		// holds as many as a sweep grid's axis (one system each).
+		return nil, nil, &units.Error{Field: field, Err: units.ErrRange,
+			Reason: fmt.Sprintf("%d counts; a list holds at most %d (as a sweep grid's axis: a system each)", len(parts), sweep.MaxAxisValues)}
 	}
 	var counts []int
 	var texts []string

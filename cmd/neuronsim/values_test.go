@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/sweep"
 	"github.com/neuronsim/neuronsim/internal/units"
 	rtarch "github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
@@ -95,6 +96,9 @@ func TestFabricSweepRefusesBadValues(t *testing.T) {
 		{[]string{"--devices", "2,"}, []string{`--devices "2,": element 2 of 2 is empty`}},
 		{[]string{"--devices", "2,x,3"}, []string{`--devices "2,x,3": element 2 of 3, "x": not a decimal integer`}},
 		{[]string{"--devices", ""}, []string{`--devices "": empty: want a device count such as 4`}},
+		// A list as long as a grid's axis at most, refused before any count
+		// is read (once 16,384 counts with --what-if, minutes of systems).
+		{[]string{"--what-if", "--devices", countList(1025)}, []string{"--devices: 1025 counts; a list holds at most 1024 (as a sweep grid's axis: a system each)"}},
 		{[]string{"-d", "bf16", "--dtype", "fp32"}, []string{"--dtype", "-d/--datatype bf16"}},
 		{[]string{"--dtype", "fp16", "-d", "int8"}, []string{"--datatype", "--dtype fp16"}},
 	} {
@@ -292,4 +296,23 @@ func FuzzFlagValues(f *testing.F) {
 			}
 		}
 	})
+}
+
+// countList is "1,2,…,n".
+func countList(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = strconv.Itoa(i + 1)
+	}
+	return strings.Join(parts, ",")
+}
+
+// TestDeviceListBound: a --devices list holds at most sweep.MaxAxisValues
+// counts, as a grid's devices axis does.
+func TestDeviceListBound(t *testing.T) {
+	counts, _, err := parseDeviceCounts("--devices", countList(sweep.MaxAxisValues), true)
+	require.NoError(t, err)
+	assert.Len(t, counts, sweep.MaxAxisValues)
+	_, _, err = parseDeviceCounts("--devices", countList(sweep.MaxAxisValues+1), true)
+	assert.ErrorIs(t, err, units.ErrRange)
 }

@@ -178,6 +178,7 @@ func TestGridErrors(t *testing.T) {
 		{"axis not a list", gridYAML("  devices: 2\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"axes.devices", "expected a sequence"}},
 		{"axis value a list", gridYAML("  devices: [[2]]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"axes.devices[0]", "expected a single value"}},
 		{"same point twice", gridYAML("  devices: [2]\n  topologies: [auto, ring]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"twice", "auto resolves to ring"}},
+		{"too many device counts", "arch: mariana\nwhat_if: true\naxes:\n  devices: [" + seq(MaxAxisValues+1) + "]\n  ops: [all_reduce]\n  sizes: [1K]\n", []string{"axes.devices", "1025 values; an axis has at most 1024"}},
 		{"too many values", gridYAML("  devices: [2]\n  ops: [all_reduce]\n  link_latency: [" + seq(MaxAxisValues+1) + "]\n  sizes: [1K]\n"), []string{"axes.link_latency", "at most 1024"}},
 		{"too many points", gridYAML("  devices: [2, 4, 8, 16]\n  ops: [all_reduce, all_gather]\n  models: [aware, free]\n  dtypes: [fp32, bf16]\n  ranks_per_device: [1, 2, 4, 8]\n  link_latency: [" + seq(1000) + "]\n  sizes: [4K]\n"), []string{"more than 100000 points"}},
 		{"too many points by size", gridYAML("  devices: [2, 4, 8, 16]\n  ops: [all_reduce]\n  link_latency: ["+seq(1000)+"]\n  sizes: {min: 4K, max: 1G, step: 32M}\n") + "outputs:\n  plots: false\n", []string{"more than 100000 points"}},
