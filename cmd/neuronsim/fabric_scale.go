@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/cluster"
@@ -53,9 +54,32 @@ func checkTimingMemory(sw cluster.Sweep, devices, ranks, engines int, sizes []in
 	}
 	what := fmt.Sprintf("--mode timing: %s of %s on %d ranks", sw.Op, memlimit.Human(uint64(sizes[len(sizes)-1])), ranks)
 	if err := limit.Check(what, need); err != nil {
-		return fmt.Errorf("%w; use fewer devices, a smaller size or --engines 1, or raise --mem-limit", err)
+		return fmt.Errorf("%w; use %s, or raise --mem-limit", err, timingMemoryAdvice(sw.Options.Chunks, devices, ranks, engines))
 	}
 	return nil
+}
+
+// timingMemoryAdvice names what drives cluster.TimingMemory in a run —
+// the schedule's transfers and each rank's records per step: --chunks
+// above 1 first (each chunk a run of the schedule's steps: 65536 chunks
+// make a 4 MiB all-reduce on 16 ranks 11 GiB, 1 chunk 16 MiB), the ranks
+// (devices, and --ranks-per-device above 1), the size, and the engines
+// each rank uses per step (--engines 1 unless it is 1 already).
+func timingMemoryAdvice(chunks, devices, ranks, engines int) string {
+	var ways []string
+	if chunks > 1 {
+		ways = append(ways, fmt.Sprintf("fewer --chunks than %d", chunks))
+	}
+	ways = append(ways, "fewer devices")
+	if ranks > devices {
+		ways = append(ways, "fewer --ranks-per-device")
+	}
+	ways = append(ways, "a smaller size")
+	if engines != 1 {
+		ways = append(ways, "--engines 1")
+	}
+	last := len(ways) - 1
+	return strings.Join(ways[:last], ", ") + " or " + ways[last]
 }
 
 // sweepEngines is the DMA engines each rank of a sweep spreads its

@@ -33,6 +33,12 @@ func TestFabricSweepThousands(t *testing.T) {
 		{[]string{"--devices", "8192", "--what-if", "--mode", "functional"}, []string{"--devices 8192", "8192 ranks", "at most 4096"}},
 		{[]string{"--devices", "1024", "--what-if", "-b", "1G", "-e", "1G", "--mem-limit", "3G"},
 			[]string{"--mode timing: all_reduce of 1 GiB on 1024 ranks needs about", "more than the limit of 3 GiB (--mem-limit)", "--engines 1"}},
+		// The advice names what drives the estimate: --chunks here (11 GiB
+		// with 65536 chunks, 16 MiB with one), once left out.
+		{[]string{"--devices", "16", "--chunks", "65536", "-b", "4M", "-e", "4M", "--mem-limit", "2G"},
+			[]string{"all_reduce of 4 MiB on 16 ranks needs about ", "; use fewer --chunks than 65536, fewer devices, a smaller size or --engines 1, or raise --mem-limit"}},
+		{[]string{"--devices", "16", "--chunks", "65536", "-b", "4M", "-e", "4M", "--mem-limit", "2G", "--engines", "1", "--ranks-per-device", "2"},
+			[]string{"; use fewer --chunks than 65536, fewer devices, fewer --ranks-per-device or a smaller size, or raise --mem-limit"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			args := []string{"fabric", "sweep", "--arch", "mariana"}
