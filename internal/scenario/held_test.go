@@ -331,3 +331,46 @@ func TestRestoreRefusesWordsThatAreNoValue(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreStepRefusesWhatTheSectionLeavesOut: a restore step's snapshot
+// must hold what the scenario's system section resolves to with the keys
+// it leaves out, which the steps after it run with: a scenario that leaves
+// mode out runs in timing mode and would not check a functional system's
+// results; one that leaves topology out lays its rings on its own
+// topology's links.
+func TestRestoreStepRefusesWhatTheSectionLeavesOut(t *testing.T) {
+	if raceEnabled {
+		t.Skip("whole-system scenarios run in the plain test run, not under -race")
+	}
+	dir := t.TempDir()
+	const quiet = "boot: false, reset: false, buffer_bytes: 1M"
+	for _, doc := range []string{
+		"system: {arch: cayman, devices: 2, mode: functional, " + quiet + "}\nsteps:\n  - snapshot: {save: functional.snap}\n",
+		"system: {arch: cayman, devices: 16, topology: ring, " + quiet + "}\nsteps:\n  - snapshot: {save: ring.snap}\n",
+		"system: {arch: cayman, devices: 2, model: free, " + quiet + "}\nsteps:\n  - snapshot: {save: free.snap}\n",
+	} {
+		_, err := runDoc(t, dir, "name: a\n"+doc, Options{})
+		require.NoError(t, err)
+	}
+	for _, tc := range []struct {
+		name, system, snap, want string // want: "" when accepted
+	}{
+		{"mode left out", "arch: cayman, devices: 2", "functional", "holds a system whose mode is functional; this scenario's is timing"},
+		{"mode given", "arch: cayman, devices: 2, mode: functional", "functional", ""},
+		{"topology left out", "arch: cayman, devices: 16", "ring", "holds a system whose topology is ring; this scenario's is torus2d"},
+		{"topology given", "arch: cayman, devices: 16, topology: ring", "ring", ""},
+		{"model left out", "arch: cayman, devices: 2", "free", "holds a system whose model is free; this scenario's is aware"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.snap+".snap")
+			doc := "name: b\nsystem: {" + tc.system + ", " + quiet + "}\nsteps:\n  - snapshot: {restore: " + path + "}\n"
+			_, err := runDoc(t, t.TempDir(), doc, Options{})
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "steps[0] (snapshot): "+path+" "+tc.want)
+		})
+	}
+}

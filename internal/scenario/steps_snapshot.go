@@ -3,6 +3,7 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/neuronsim/neuronsim/internal/cluster"
@@ -181,21 +182,44 @@ func loadWithin(o fabric.LoadOptions, limit memlimit.Limit) (fabric.LoadOptions,
 
 // fits checks that a restored system is one this scenario's steps can run
 // on: first the keys the scenario's system section gives (resolved.agree:
-// each refused at the key), then what the section resolved to without
-// them — the same generation, device count and node count (a name's, or
-// the defaults).
+// each refused at the key), then what the section resolved to with the
+// keys it leaves out (a name's, or the defaults), which the steps after
+// the restore run with: the same generation (a generation word agrees with
+// any product of it; a product word is a key given, held by agree),
+// device and node counts, mode (a timing scenario does not check a
+// functional system's results, a functional one would check a timing-only
+// system's), topology (the rings follow the scenario's), model and
+// revision.
 func (run *runner) fits(name string, sys *fabric.System) error {
 	if err := run.r.agree(run.r.d, sys, name); err != nil {
 		return err
 	}
-	if got := sys.Topology().Devices; got != run.r.devices {
-		return fmt.Errorf("%s holds a system of %s; this scenario's has %d", name, units.Plural(int64(got), "device", "devices"), run.r.devices)
+	r, cfg := run.r, sys.Device(0).Config()
+	perNode, nodes := heldShape(sys)
+	kind := r.kind
+	if kind == fabric.KindAuto {
+		kind = fabric.AutoKind(r.gen, r.devices/r.nodes)
 	}
-	if _, nodes := heldShape(sys); nodes != run.r.nodes {
-		return fmt.Errorf("%s holds a system of %s; this scenario's has %d", name, units.Plural(int64(nodes), "node", "nodes"), run.r.nodes)
+	mode := func(timing bool) string {
+		if timing {
+			return "timing"
+		}
+		return "functional"
 	}
-	if g := sys.Device(0).Config().Generation; g != run.r.gen {
-		return fmt.Errorf("%s holds a %s system; this scenario's is %s", name, g, run.r.gen)
+	for _, c := range []struct {
+		what, held, runs string
+	}{
+		{"device count", strconv.Itoa(perNode * nodes), strconv.Itoa(r.devices)},
+		{"node count", strconv.Itoa(nodes), strconv.Itoa(r.nodes)},
+		{"generation", cfg.Generation.String(), r.gen.String()},
+		{"mode", mode(cfg.TimingOnly), mode(r.timing)},
+		{"topology", sys.Topology().Kind.String(), kind.String()},
+		{"model", sys.Params().Model.String(), r.model.String()},
+		{"revision", fmt.Sprintf("%#02x", cfg.Revision), fmt.Sprintf("%#02x", r.revision)},
+	} {
+		if c.held != c.runs {
+			return fmt.Errorf("%s holds a system whose %s is %s; this scenario's is %s (its system section, with the defaults of the keys it leaves out): give the snapshot's in the section", name, c.what, c.held, c.runs)
+		}
 	}
 	return nil
 }
