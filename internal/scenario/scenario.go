@@ -428,7 +428,12 @@ func (r *resolved) timingOverrides(d *strictyaml.Decoder, at func(string) *yaml.
 	if ps, ok, err := ns("launch_cost_ns", t.LaunchCostNS); err != nil {
 		return err
 	} else if ok {
-		c := time.Duration((ps + 500) / 1000) // to the nearest ns; ps ≤ MaxLatencyPS fits
+		if ps%1000 != 0 {
+			// The executor keeps its launch cost as a time.Duration.
+			n, path := field("launch_cost_ns")
+			return d.Errorf(n, path, "%s: not a whole number of nanoseconds: the collective executor's launch cost is kept to 1 ns", n.Value)
+		}
+		c := time.Duration(ps / 1000) // ps ≤ MaxLatencyPS fits
 		r.launchCost = &c
 	}
 	return r.timingCounts(d, field, t)

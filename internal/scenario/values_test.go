@@ -68,6 +68,7 @@ func TestParseRefusesBadValues(t *testing.T) {
 		{"endpoint -1", timing("endpoint_delay_ns: -1"), "-1", []string{"system.timing.endpoint_delay_ns", "negative"}},
 		{"switch -7", timing("switch_latency_ns: -7"), "-7", []string{"system.timing.switch_latency_ns", "negative"}},
 		{"launch 1e20", timing("launch_cost_ns: 1e20"), "1e20", []string{"system.timing.launch_cost_ns", "too long"}},
+		{"launch 12.5 ns", timing("launch_cost_ns: 12.5"), "12.5", []string{"system.timing.launch_cost_ns: 12.5: not a whole number of nanoseconds"}}, // once rounded to 13 ns
 		{"chunk 0", timing("chunk_bytes: 0"), "0}", []string{"system.timing.chunk_bytes", "64B..1GiB"}},
 		{"chunk 2G", timing("chunk_bytes: 2G"), "2G", []string{"system.timing.chunk_bytes", "64B..1GiB"}},
 		{"chunk free", "name: x\nsystem: {arch: mariana, model: free, timing: {chunk_bytes: 8K}}\n", "8K", []string{"system.timing.chunk_bytes", "model: aware"}},

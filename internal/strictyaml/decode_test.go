@@ -201,6 +201,8 @@ func TestStrictDecodeValid(t *testing.T) {
 		{"duration zero and negative", "timeout: -1h2m\nswitch: {latency: 0}\n",
 			strictSample{Timeout: -(time.Hour + 2*time.Minute), Switch: &strictSwitch{}}},
 		{"quoted duration", "timeout: \"2s\"\n", strictSample{Timeout: 2 * time.Second}},
+		{"fractional duration in whole nanoseconds", "timeout: 1.5us\n", strictSample{Timeout: 1500 * time.Nanosecond}},
+		{"compound fractional duration", "timeout: 1.000000001s2.5us\n", strictSample{Timeout: time.Second + 2501*time.Nanosecond}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -271,6 +273,10 @@ func TestStrictDecodeErrors(t *testing.T) {
 			`s.yaml:1:8: ratio: expected a number, got ".nan" (NaN is not allowed)`},
 		{"bad duration", "timeout: 5\n",
 			`s.yaml:1:10: timeout: expected a duration such as "1.5ms" or "2s" (units ns, us, ms, s, m, h), got "5"`},
+		{"duration finer than a nanosecond", "timeout: 1.5ns\n",
+			`s.yaml:1:10: timeout: "1.5ns" is not a whole number of nanoseconds: a duration's resolution is 1ns`},
+		{"compound duration finer than a nanosecond", "timeout: 1s0.0001us\n",
+			`s.yaml:1:10: timeout: "1s0.0001us" is not a whole number of nanoseconds: a duration's resolution is 1ns`},
 		{"bad duration in a step", "steps:\n  - wait: soon\n",
 			`s.yaml:2:11: steps[0].wait: expected a duration such as "1.5ms" or "2s" (units ns, us, ms, s, m, h), got "soon"`},
 		{"unknown step", "steps:\n  - jump: 1\n",
