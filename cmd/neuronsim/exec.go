@@ -110,7 +110,7 @@ func newExecCommand() *cobra.Command {
 	cmd.Flags().StringArrayVar(&f.outputs, "output", nil, "SPACE[START:COUNT,OFFSET]:BYTES=FILE read after the run (repeatable)")
 	cmd.Flags().StringVar(&f.tracePath, "trace", "", "write a Chrome/Perfetto trace-event JSON file")
 	cmd.Flags().StringVar(&f.traceMax, "trace-max", "64M", "largest --trace file: recording stops there, with a note in the trace's metadata")
-	cmd.Flags().DurationVar(&f.maxTime, "max-time", 10*time.Second, "most device time the program may take: a run past it is stopped, a program that must take longer is refused before it starts")
+	durationVar(cmd.Flags(), &f.maxTime, "max-time", 10*time.Second, "most device time the program may take: a run past it is stopped, a program that must take longer is refused before it starts")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		prog, err := readProgram(args[0])
 		if err != nil {

@@ -95,9 +95,9 @@ func (l *serveLimits) add(cmd *cobra.Command) {
 	l.maxClients = newIntDefault("--max-clients", 1, maxClientsFlag, defaultMaxClients)
 	l.hostBuffers = newInt("--host-buffers-per-client", 1, maxHostBuffersFlag) // default: buffersPerClient
 	f.Var(l.maxClients, "max-clients", "most connections open at once, handshaking or not; more are refused with an error (1.."+fmt.Sprint(maxClientsFlag)+")")
-	f.DurationVar(&l.handshake, "handshake-timeout", defaultHandshakeTimeout, "a connection must complete its HELLO (with --vfio-user, its VERSION) within this, or is closed")
-	f.DurationVar(&l.idle, "idle-timeout", defaultIdleTimeout, "a connection must complete its next request within this after a reply, or is closed")
-	f.DurationVar(&l.write, "write-timeout", defaultWriteTimeout, "a reply must be written within this, or the connection is closed")
+	durationVar(f, &l.handshake, "handshake-timeout", defaultHandshakeTimeout, "a connection must complete its HELLO (with --vfio-user, its VERSION) within this, or is closed")
+	durationVar(f, &l.idle, "idle-timeout", defaultIdleTimeout, "a connection must complete its next request within this after a reply, or is closed")
+	durationVar(f, &l.write, "write-timeout", defaultWriteTimeout, "a reply must be written within this, or the connection is closed")
 	f.StringVar(&l.hostPerClient, "host-memory-per-client", defaultHostPerClient, "most host memory one connection may hold allocated (HOST_ALLOC)"+sizeUnits)
 	f.StringVar(&l.hostMemory, "host-memory", defaultHostMemory, "most host memory all connections together may hold allocated"+sizeUnits)
 	f.Var(l.hostBuffers, "host-buffers-per-client", "most host buffers one connection may hold allocated (1.."+fmt.Sprint(maxHostBuffersFlag)+

@@ -17,6 +17,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -152,6 +153,39 @@ func (v *intValue) Set(s string) error {
 
 // Type implements pflag.Value.
 func (v *intValue) Type() string { return "int" }
+
+// durationValue is a duration flag read as time.ParseDuration reads it
+// ("1.5ms", "2s", "1h2m"), refused when it is not a whole number of
+// nanoseconds, which time.ParseDuration would drop ("1.5ns" is 1ns).
+type durationValue struct {
+	name string
+	v    *time.Duration
+}
+
+// durationVar defines a duration flag on fs, as pflag's DurationVar with
+// the whole-nanosecond check.
+func durationVar(fs *pflag.FlagSet, p *time.Duration, name string, def time.Duration, usage string) {
+	*p = def
+	fs.Var(&durationValue{name: "--" + name, v: p}, name, usage)
+}
+
+func (v *durationValue) String() string { return v.v.String() }
+
+// Set implements pflag.Value.
+func (v *durationValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%s %q: expected a duration such as \"1.5ms\" or \"2s\" (units ns, us, ms, s, m, h)", v.name, s)
+	}
+	if !units.WholeNanoseconds(s) {
+		return fmt.Errorf("%s %q: not a whole number of nanoseconds: a duration's resolution is 1ns", v.name, s)
+	}
+	*v.v = d
+	return nil
+}
+
+// Type implements pflag.Value.
+func (v *durationValue) Type() string { return "duration" }
 
 // deviceIndex is a --device flag: a device's index, 0 unless given. Which
 // indices there are is known only once the system is — the --devices of a

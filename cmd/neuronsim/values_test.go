@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -315,4 +317,35 @@ func TestDeviceListBound(t *testing.T) {
 	assert.Len(t, counts, sweep.MaxAxisValues)
 	_, _, err = parseDeviceCounts("--devices", countList(sweep.MaxAxisValues+1), true)
 	assert.ErrorIs(t, err, units.ErrRange)
+}
+
+// TestDurationFlagsWholeNanoseconds: a duration flag finer than a
+// nanosecond is refused, naming the flag (time.ParseDuration, which
+// pflag's duration flags use, read "1.5ns" as 1ns); whole nanoseconds in
+// any unit are taken.
+func TestDurationFlagsWholeNanoseconds(t *testing.T) {
+	for _, tc := range []struct {
+		value, want string // want: "" when taken
+	}{
+		{"1.5ns", `--max-time "1.5ns": not a whole number of nanoseconds`},
+		{"1s0.0001us", `--max-time "1s0.0001us": not a whole number of nanoseconds`},
+		{"1.5us", ""},
+		{"soon", `--max-time "soon": expected a duration`},
+	} {
+		var d time.Duration
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		durationVar(fs, &d, "max-time", time.Second, "")
+		err := fs.Parse([]string{"--max-time", tc.value})
+		if tc.want == "" {
+			require.NoError(t, err)
+			assert.Equal(t, 1500*time.Nanosecond, d)
+			continue
+		}
+		assert.ErrorContains(t, err, tc.want)
+		assert.Equal(t, time.Second, d, "a refused value leaves the default")
+	}
+	for _, args := range [][]string{{"serve", "--idle-timeout", "0.5ns"}, {"exec", "--max-time", "2.0001ns", "x.s"}} {
+		_, err := runCLI(t, args...)
+		assert.ErrorContains(t, err, "not a whole number of nanoseconds", "%v", args)
+	}
 }

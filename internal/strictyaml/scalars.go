@@ -6,7 +6,6 @@ package strictyaml
 import (
 	"errors"
 	"math"
-	"math/big"
 	"reflect"
 	"strconv"
 	"strings"
@@ -173,7 +172,7 @@ func (d *Decoder) duration(n *yaml.Node, path string, v reflect.Value) error {
 	if err != nil {
 		return d.Errorf(n, path, "expected %s, got %s", what, describe(n))
 	}
-	if !wholeNanoseconds(s) {
+	if !units.WholeNanoseconds(s) {
 		// time.ParseDuration drops what is finer than a nanosecond.
 		return d.Errorf(n, path, "%s is not a whole number of nanoseconds: a duration's resolution is 1ns", describe(n))
 	}
@@ -185,34 +184,4 @@ func (d *Decoder) duration(n *yaml.Node, path string, v reflect.Value) error {
 	}
 	v.SetInt(int64(x))
 	return nil
-}
-
-// durationUnits are time.ParseDuration's units in nanoseconds.
-var durationUnits = map[string]int64{"ns": 1, "us": 1e3, "µs": 1e3, "μs": 1e3, "ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9}
-
-// wholeNanoseconds reports whether a duration time.ParseDuration has read
-// ("1.5ms", "-1h2m", "0") is a whole number of nanoseconds, each of its
-// parts read exactly; time.ParseDuration drops the rest ("1.5ns" is 1ns).
-func wholeNanoseconds(s string) bool {
-	s = strings.TrimLeft(s, "+-")
-	sum := new(big.Rat)
-	for s != "" && s != "0" {
-		i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
-		if i <= 0 {
-			return true // not this grammar: time.ParseDuration's reading stands
-		}
-		num, rest := s[:i], s[i:]
-		j := strings.IndexFunc(rest, func(r rune) bool { return (r >= '0' && r <= '9') || r == '.' })
-		if j < 0 {
-			j = len(rest)
-		}
-		ns, ok := durationUnits[rest[:j]]
-		v, okNum := new(big.Rat).SetString(num)
-		if !ok || !okNum {
-			return true
-		}
-		sum.Add(sum, v.Mul(v, new(big.Rat).SetInt64(ns)))
-		s = rest[j:]
-	}
-	return sum.IsInt()
 }
