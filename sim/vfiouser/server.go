@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -816,6 +818,11 @@ func (ss *session) setIRQs(m *message) error {
 		if len(m.fds) != 0 && len(m.fds) != int(count) {
 			return fmt.Errorf("DEVICE_SET_IRQS of %d vectors with %d eventfds: %w", count, len(m.fds), ErrMessage)
 		}
+		for i, fd := range m.fds {
+			if err := keepableEventfd(fd); err != nil {
+				return fmt.Errorf("DEVICE_SET_IRQS vector %d of index %d: %w", start+uint32(i), idx, err)
+			}
+		}
 		for i := range count {
 			k := irqKey{idx, action, start + i}
 			if fd, ok := ss.irqs[k]; ok {
@@ -838,9 +845,31 @@ func (ss *session) setIRQs(m *message) error {
 			if fd, ok := ss.irqs[irqKey{idx, IRQSetActionTrig, start + i}]; ok {
 				var one [8]byte
 				binary.LittleEndian.PutUint64(one[:], 1)
-				_, _ = unix.Write(fd, one[:]) // an eventfd at its maximum count drops the signal, as hardware would coalesce it
+				_, _ = unix.Write(fd, one[:]) // non-blocking (keepableEventfd): at its maximum count the signal is dropped, as hardware would coalesce it
 			}
 		}
+	}
+	return nil
+}
+
+// keepableEventfd checks that fd, a descriptor a client gave as an
+// interrupt trigger, is an eventfd, and makes it non-blocking: the server
+// signals it from the session's handler, and a blocking eventfd at its
+// maximum count (or any other kind of file: a full pipe, a socket, a file
+// on a stalled file system) would block that write for ever, wedging the
+// session so that it never ends and every later client is refused EBUSY.
+// The kernel's vfio signals its eventfds without blocking
+// (eventfd_signal), and QEMU makes its eventfds non-blocking already.
+func keepableEventfd(fd int) error {
+	link, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return &cmdError{errnoFrom(err), fmt.Errorf("descriptor %d: %w", fd, err)}
+	}
+	if link != "anon_inode:[eventfd]" {
+		return fmt.Errorf("descriptor %d is %q, not an eventfd: %w", fd, link, ErrMessage)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		return &cmdError{errnoFrom(err), fmt.Errorf("eventfd %d: making it non-blocking: %w", fd, err)}
 	}
 	return nil
 }
