@@ -751,6 +751,18 @@ func LoadWith(r io.Reader, o LoadOptions) (*System, error) {
 	if decodeErr != nil {
 		return nil, decodeErr
 	}
+	// the page tables that will hold the decoded pages: not in the
+	// decoded state, and a page alone in its 2 MiB span costs a leaf
+	// larger than itself
+	tables := snap.Host.Memory.TableBytes()
+	for i := range snap.Device {
+		tables += snap.Device[i].Regs.TableBytes() + snap.Device[i].HBM.TableBytes()
+	}
+	if tables > limit-charged {
+		return nil, fmt.Errorf("fabric snapshot: the page tables of its memory pages take %d bytes, over the %d bytes its %d bytes of decoded state leave of the limit of %d bytes (LoadOptions.MaxBytes): %w: %w",
+			tables, limit-charged, charged, limit, ErrSnapshotLimit, ErrSnapshot)
+	}
+	charged += tables
 	if left := limit - charged; int64(snap.Devices) > left/deviceBuildBytes {
 		return nil, fmt.Errorf("fabric snapshot: a system of %d devices takes about %d MiB to build, over the %d bytes its %d bytes of decoded state leave of the limit of %d bytes (LoadOptions.MaxBytes): %w: %w",
 			snap.Devices, int64(snap.Devices)*deviceBuildBytes>>20, left, charged, limit, ErrSnapshotLimit, ErrSnapshot)

@@ -603,6 +603,17 @@ func (m *Memory) restore(s MemoryState, own bool) error {
 	return nil
 }
 
+// TableBytes returns the memory that restoring s allocates beside its pages:
+// the nodes of the page table that holds them, 4,864 bytes each (Go's size
+// class of a node: 512 pointers and a count). Pages scattered one to a
+// 2 MiB span cost a leaf each, more than the page itself; a snapshot loader
+// charges this against its limit before it builds anything.
+func (s MemoryState) TableBytes() int64 { return tableNodesFor(s.Pages) * NodeAllocBytes }
+
+// NodeAllocBytes is what Go allocates for one node of a memory's page
+// table (its 4,864-byte size class).
+const NodeAllocBytes = 4864
+
 // tableNodesFor returns the nodes a page table holding pages has: one
 // leaf for every 512 pages' span that holds one, a level-2 node for every
 // leaf's span of 512, a level-1 node likewise, and the root.
