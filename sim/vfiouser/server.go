@@ -25,7 +25,7 @@ type Options struct {
 	MaxDMAMaps      int           // DMA mappings at once (1024)
 	MaxDMABytes     uint64        // total bytes of DMA mappings (1 TiB)
 	MSIXVectors     int           // MSI-X vectors offered (32)
-	ReplyTimeout    time.Duration // wait for the client's reply to DMA_READ/DMA_WRITE (10 s)
+	ReplyTimeout    time.Duration // wait for the client's reply to DMA_READ/DMA_WRITE, and for it to take each message sent (10 s)
 	// HandshakeTimeout bounds the time from a connection's start (its
 	// accept, or the call of ServeConn) to the server's acceptance of its
 	// VERSION; past it the connection is closed. 0: 10 s; negative is
@@ -504,10 +504,25 @@ func (ss *session) reply(h Header, payload []byte, err error) error {
 	return ss.send(rh, payload)
 }
 
+// send writes one message within the reply timeout. A client that does
+// not read its socket for that long ends its session: without the bound a
+// DMA_READ/DMA_WRITE request, sent with the device (and its system's
+// other devices, which share its lock) held, waited for ever behind the
+// unread bytes, and every other client of the system with it. A message
+// cut short leaves the stream out of step, so the connection is closed.
 func (ss *session) send(h Header, payload []byte) error {
 	ss.wmu.Lock()
 	defer ss.wmu.Unlock()
+	if err := ss.c.SetWriteDeadline(time.Now().Add(ss.s.opt.ReplyTimeout)); err != nil {
+		return err
+	}
 	_, err := ss.c.Write(Frame(&ss.wbuf, h, payload))
+	if err != nil {
+		_ = ss.c.Close()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = fmt.Errorf("the client read nothing of it in %v (ReplyTimeout); session ended: %w", ss.s.opt.ReplyTimeout, err)
+		}
+	}
 	return err
 }
 
