@@ -1078,7 +1078,12 @@ func (ss *session) remoteOne(write bool, addr uint64, p []byte) error {
 		ss.pmu.Lock()
 		delete(ss.pending, id)
 		ss.pmu.Unlock()
-		return fmt.Errorf("%s of %d bytes at %#x: no reply in %v: %w", name, len(p), addr, ss.s.opt.ReplyTimeout, ErrDisconnected)
+		// The wait held the device, and every device of its system with
+		// it; a client that lets it run out is not speaking the protocol,
+		// and its session ends, so that it cannot stall the system again
+		// request after request without connecting anew.
+		_ = ss.c.Close()
+		return fmt.Errorf("%s of %d bytes at %#x: no reply in %v (ReplyTimeout); session ended: %w", name, len(p), addr, ss.s.opt.ReplyTimeout, ErrDisconnected)
 	}
 	if r == nil {
 		return fmt.Errorf("%s at %#x: %w", name, addr, ErrDisconnected)
