@@ -129,6 +129,17 @@ func TestExecTraceMax(t *testing.T) {
 	assert.Contains(t, out, "trace: stopped at --trace-max (2 KiB)")
 }
 
+// TestExecTraceMaxNeedsTrace: --trace-max without --trace would bound
+// nothing; it is refused before the program is read, not ignored.
+func TestExecTraceMaxNeedsTrace(t *testing.T) {
+	dir := t.TempDir()
+	prog := writeFile(t, dir, "mm.s", cliMatmul)
+	out, err := runCLI(t, "exec", prog, "--arch", "cayman", "--trace-max", "2K")
+	require.Error(t, err, out)
+	assert.Equal(t, "--trace-max: it bounds the --trace file; give --trace too", err.Error())
+	assert.NotContains(t, out, "device time")
+}
+
 // TestSnapshotRestoreBlamesTheSnapshot: restore takes the system from the
 // snapshot (the scenario need not repeat it), and a damaged snapshot is
 // named as the fault, not the scenario's step.
