@@ -172,6 +172,7 @@ func newCSRReadCommand() *cobra.Command {
 	}
 	tf := addTargetFlags(cmd)
 	cmd.Flags().Var(countV, "count", "number of consecutive words, 1..65536")
+	refuseEmptyFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		count := countV.int()
 		off, err := parseWord(args[0], "ADDR")
@@ -208,6 +209,7 @@ func newCSRWriteCommand() *cobra.Command {
 		Args: cobra.MinimumNArgs(2),
 	}
 	tf := addTargetFlags(cmd)
+	refuseEmptyFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		off, err := parseWord(args[0], "ADDR")
 		if err != nil {

@@ -141,6 +141,7 @@ func newDVELoadCommand() *cobra.Command {
 	tf := addDMATargetFlags(cmd)
 	cmd.Flags().Var(core, "core", "NeuronCore to load")
 	cmd.Flags().StringVar(&dir, "tables", "", "directory of opcode.bin, control_fast.bin, [control_slow.bin,] datapath.bin, [param_ram.bin] (default: the built-in tables)")
+	refuseEmptyFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := tf.checkCore(core); err != nil {
 			return err

@@ -111,6 +111,7 @@ func newExecCommand() *cobra.Command {
 	cmd.Flags().StringVar(&f.tracePath, "trace", "", "write a Chrome/Perfetto trace-event JSON file")
 	cmd.Flags().StringVar(&f.traceMax, "trace-max", "64M", "largest --trace file: recording stops there, with a note in the trace's metadata")
 	durationVar(cmd.Flags(), &f.maxTime, "max-time", 10*time.Second, "most device time the program may take: a run past it is stopped, a program that must take longer is refused before it starts")
+	refuseEmptyFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if cmd.Flags().Changed("trace-max") && f.tracePath == "" {
 			return fmt.Errorf("--trace-max: it bounds the --trace file; give --trace too")

@@ -42,6 +42,7 @@ func newLsCommand() *cobra.Command {
 	cmd.Flags().StringVar(&remoteAddr, "remote", "", "list the devices that neuronsim serve exports at `ADDR` (unix:PATH or tcp:HOST:PORT)")
 	cmd.Flags().StringVar(&kernelPath, "kernel", "", "list devices through the kernel driver: a /dev/neuronN `PATH`, or \"auto\" for every /dev/neuron*")
 	cmd.MarkFlagsMutuallyExclusive("remote", "kernel")
+	refuseEmptyFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		devs, header, done, err := lsDevices(sf, kernelPath, remoteAddr)
 		if err != nil {

@@ -617,3 +617,28 @@ func onceFlags(c *cobra.Command) {
 		onceFlags(sub)
 	}
 }
+
+// emptyRefusals says, for each string flag whose empty value would
+// otherwise read as the flag left out, what to give instead.
+var emptyRefusals = map[string]string{
+	"remote": "give the ADDR a neuronsim serve listens at (unix:PATH or tcp:HOST:PORT), or leave --remote out for a fresh simulated device",
+	"kernel": "give a /dev/neuronN path, or leave --kernel out for a fresh simulated device",
+	"trace":  "name a file, or leave --trace out",
+	"tables": "name a directory, or leave --tables out for the built-in tables",
+}
+
+// refuseEmptyFlags makes cmd refuse, before it runs, any of the string
+// flags of emptyRefusals it has that is given as "": --remote "" (an unset
+// shell variable, say) would otherwise run on a fresh simulated device,
+// --kernel "" on a simulated one instead of the hardware, --trace "" write
+// no trace and --tables "" load the built-in tables, all silently.
+func refuseEmptyFlags(cmd *cobra.Command) {
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		for _, name := range []string{"remote", "kernel", "trace", "tables"} {
+			if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed && fl.Value.String() == "" {
+				return fmt.Errorf("--%s: empty: %s", name, emptyRefusals[name])
+			}
+		}
+		return nil
+	}
+}

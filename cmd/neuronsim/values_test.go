@@ -349,3 +349,31 @@ func TestDurationFlagsWholeNanoseconds(t *testing.T) {
 		assert.ErrorContains(t, err, "not a whole number of nanoseconds", "%v", args)
 	}
 }
+
+// TestEmptyTargetFlagsRefused: --remote "", --kernel "", --trace "" and
+// --tables "" (an unset shell variable) are refused naming the flag, never
+// taken as the flag left out — which ran on a fresh simulated device
+// instead of the served one or the hardware, wrote no trace, or loaded the
+// built-in tables.
+func TestEmptyTargetFlagsRefused(t *testing.T) {
+	prog := writeFile(t, t.TempDir(), "mm.s", cliMatmul)
+	for _, args := range [][]string{
+		{"ls", "--remote", ""},
+		{"ls", "--kernel", ""},
+		{"csr", "read", "0", "--remote", ""},
+		{"csr", "write", "0xD2701400", "1", "--kernel", ""},
+		{"dma", "copy", "--size", "4K", "--remote", ""},
+		{"dma", "copy", "--size", "4K", "--kernel", ""},
+		{"dve", "load", "--remote", ""},
+		{"dve", "load", "--tables", ""},
+		{"exec", prog, "--remote", ""},
+		{"exec", prog, "--trace", ""},
+	} {
+		out, err := runCLI(t, args...)
+		name := args[len(args)-2]
+		if assert.Error(t, err, "%v: %s", args, out) {
+			assert.True(t, strings.HasPrefix(err.Error(), name+": empty: "), "%v: %v", args, err)
+		}
+		assert.Empty(t, out, "%v", args)
+	}
+}
