@@ -81,9 +81,9 @@ func newDMACopyCommand() *cobra.Command {
 		if err := tf.checkCore(core); err != nil {
 			return err
 		}
-		for _, side := range []string{from, to} {
-			if _, ok := sides[side]; !ok {
-				return fmt.Errorf("--from/--to %q: want host or device", side)
+		for _, side := range [][2]string{{"--from", from}, {"--to", to}} {
+			if _, ok := sides[side[1]]; !ok {
+				return fmt.Errorf("%s %q: want host or device", side[0], side[1])
 			}
 		}
 		n, err := copySize(tf, size, from, to, timingOnly)
