@@ -70,7 +70,7 @@ func newDMACopyCommand() *cobra.Command {
 	cmd.MarkFlagsMutuallyExclusive("remote", "kernel")
 	cmd.Flags().StringVar(&from, "from", "host", "source: host or device")
 	cmd.Flags().StringVar(&to, "to", "device", "destination: host or device")
-	cmd.Flags().StringVar(&size, "size", "1MiB", "bytes to copy, "+sizeUnits+"; at most 1 GiB, or with --timing-only what the device's memory holds for the copy (see above)")
+	cmd.Flags().StringVar(&size, "size", "1MiB", "bytes to copy"+sizeUnits+"; at most 1 GiB, or with --timing-only what the device's memory holds for the copy (see above)")
 	cmd.Flags().Var(core, "core", "NeuronCore whose H2T queue copies")
 	cmd.Flags().BoolVar(&timingOnly, "timing-only", false, "copy on a device that moves no bytes out of device memory, only from host memory (its source unfilled): sizes larger than host memory")
 	refuseEmptyFlags(cmd)
