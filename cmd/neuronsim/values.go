@@ -175,10 +175,10 @@ func (v *durationValue) String() string { return v.v.String() }
 func (v *durationValue) Set(s string) error {
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("%s %q: expected a duration such as \"1.5ms\" or \"2s\" (units ns, us, ms, s, m, h)", v.name, s)
+		return &units.Error{Field: v.name, Value: strconv.Quote(s), Reason: `expected a duration such as "1.5ms" or "2s" (units ns, us, ms, s, m, h)`, Err: units.ErrSyntax}
 	}
 	if !units.WholeNanoseconds(s) {
-		return fmt.Errorf("%s %q: not a whole number of nanoseconds: a duration's resolution is 1ns", v.name, s)
+		return &units.Error{Field: v.name, Value: strconv.Quote(s), Reason: "not a whole number of nanoseconds: a duration's resolution is 1ns", Err: units.ErrRange}
 	}
 	*v.v = d
 	return nil
