@@ -348,7 +348,7 @@ func TestDeviceTimeLabels(t *testing.T) {
 		{[]string{"dma", "copy", "--size", "4099", "--arch", "sunda"},
 			`(?m)^  device time: 1\.44µs opening the core's H2T queue \(its first use\), \S+ from the first doorbell`},
 		{[]string{"exec", prog, "--arch", "cayman"},
-			`(?m)^cayman core 0: \S+ of device time to stage the program by DMA, start its engines over CSR, poll them every 1µs until they end and unload it \(inputs and outputs not counted\)$`},
+			`(?m)^cayman core 0: \S+ of device time to stage the program by DMA, clear the semaphores and events it uses, start its engines over CSR, poll them every 1µs until they end and unload it \(inputs and outputs not counted\)$`},
 	} {
 		t.Run(strings.Join(tc.args[:2], " ")+" "+tc.args[len(tc.args)-1], func(t *testing.T) {
 			out, err := runCLI(t, tc.args...)

@@ -344,7 +344,7 @@ func engineState(status uint32) string {
 // outputs' reads after it not counted), each engine's records, busy time
 // and state, and the non-zero semaphores.
 func printExec(out io.Writer, g hwarch.Generation, core int, res stack.ExecResult) {
-	fmt.Fprintf(out, "%s core %d: %v of device time to stage the program by DMA, start its engines over CSR, poll them every %v until they end and unload it (inputs and outputs not counted)\n",
+	fmt.Fprintf(out, "%s core %d: %v of device time to stage the program by DMA, clear the semaphores and events it uses, start its engines over CSR, poll them every %v until they end and unload it (inputs and outputs not counted)\n",
 		g, core, sim.Time(res.TimePS), sim.Time(program.DefaultPollInterval.Nanoseconds())*sim.Nanosecond)
 	for _, e := range res.Result.Engines {
 		state := engineState(e.Status)

@@ -273,6 +273,18 @@ func TestStackExec(t *testing.T) {
 			require.NoError(t, st.Runner(1).ReadTile(false, 0, 128, 0x900, back))
 			assert.Equal(t, back, outs[0])
 
+			// Run again on the same device, as a served device's next
+			// client would: the semaphores the program uses start from 0
+			// (Runner.ClearSync); left at 1, the act engine's wait was true
+			// at once and read the PSUM part-way through the pe engine's
+			// work.
+			first := outs
+			outs, got = map[int][]byte{}, nil
+			res, err = st.Exec(req)
+			require.NoError(t, err)
+			assert.Equal(t, int32(1), res.Semaphores[1], "the pe engine's signal, once")
+			assert.Equal(t, first, outs, "the same outputs as the first run")
+
 			stop := errors.New("sink full")
 			req.Output = func(int, []byte) error { return stop }
 			_, err = st.Exec(req)
@@ -471,4 +483,48 @@ func TestTimingOnlyMovesWhatItSays(t *testing.T) {
 			assert.Equal(t, want.TimePS, res.TimePS, "the same device time")
 		})
 	}
+}
+
+// TestRunnerClearSync: before it starts a program, the runner sets to 0
+// the semaphores and events the program's records wait on or signal, and
+// leaves the others as an earlier run left them.
+func TestRunnerClearSync(t *testing.T) {
+	const src = ".engine pe\nnop signal=sem_incr(1,1)\nnop wait=event(3) last\n.engine act\nnop wait=sem_ge(1,1) signal=event_set(3) last\n"
+	prog, err := asm.Assemble("sync.s", []byte(src))
+	require.NoError(t, err)
+	_, st := openStack(t, sim.DeviceConfig{Generation: hwarch.Cayman}, stack.Options{})
+	r := st.Runner(2)
+	bar := st.Up.Geometry.BAR0
+	win := bar.TPBWindow(2)
+	word := func(bank uint64, i int) uint64 { return st.Up.VA(win + bank + 4*uint64(i)) }
+	for _, w := range []struct {
+		bank uint64
+		i    int
+		v    uint32
+	}{{bar.SemSetOffset, 1, 7}, {bar.SemSetOffset, 200, 5}, {bar.EventsOffset, 3, 1}, {bar.EventsOffset, 4, 1}} {
+		require.NoError(t, st.Up.CSR.Write(word(w.bank, w.i), w.v))
+	}
+	blocks, err := r.Load(prog)
+	require.NoError(t, err)
+	require.NoError(t, r.ClearSync(blocks))
+	sems, err := r.Semaphores()
+	require.NoError(t, err)
+	assert.Equal(t, int32(0), sems[1], "used: cleared")
+	assert.Equal(t, int32(5), sems[200], "not used: left")
+	for _, e := range []struct {
+		i    int
+		want uint32
+	}{{3, 0}, {4, 1}} {
+		v, err := st.Up.CSR.Read(word(bar.EventsOffset, e.i))
+		require.NoError(t, err)
+		assert.Equal(t, e.want, v, "event %d", e.i)
+	}
+	require.NoError(t, r.Start(blocks))
+	res, err := r.Wait(blocks)
+	require.NoError(t, err)
+	require.NoError(t, r.Unload(blocks))
+	assert.Len(t, res.Engines, 2)
+	sems, err = r.Semaphores()
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), sems[1])
 }

@@ -515,6 +515,10 @@ func (r *Runner) RunStarted(prog []byte) (res Result, started bool, err error) {
 	if err != nil {
 		return Result{}, false, err
 	}
+	if err := r.ClearSync(blocks); err != nil {
+		_ = r.Unload(blocks)
+		return Result{}, false, err
+	}
 	if err := r.Start(blocks); err != nil {
 		_ = r.Unload(blocks)
 		return Result{}, false, err
@@ -527,6 +531,50 @@ func (r *Runner) RunStarted(prog []byte) (res Result, started bool, err error) {
 		err = uerr
 	}
 	return res, true, err
+}
+
+// ClearSync sets to 0, through the NC's semaphore SET bank and its event
+// bank, every semaphore and event a record of blocks waits on or signals,
+// each once, so that the run starts from them as a device fresh from its
+// reset has them. A device that ran a program before — one served to
+// several clients, or run twice — keeps what that run left: a wait
+// already true at the start let a record read results part-way through
+// another engine's work, and the run still ended done. The others are left
+// as they are.
+func (r *Runner) ClearSync(blocks []Block) error {
+	var sems, events [256]bool
+	for _, b := range blocks {
+		for off := 0; off+isa.RecordSize <= len(b.Bytes); off += isa.RecordSize {
+			rec, err := isa.Decode(b.Bytes[off:])
+			if err != nil {
+				return err
+			}
+			for _, y := range []isa.Sync{rec.Wait, rec.Signal} {
+				switch y.Mode {
+				case isa.WaitSemGE, isa.WaitSemEQ, isa.WaitSemGT, isa.SignalSemSet, isa.SignalSemIncr, isa.SignalSemDecr:
+					sems[y.Index] = true
+				case isa.WaitEvent, isa.SignalEventSet, isa.SignalEventClr:
+					events[y.Index] = true
+				}
+			}
+		}
+	}
+	bar := r.Dev.Geometry.BAR0
+	win := bar.TPBWindow(r.NC)
+	for i := range sems {
+		for _, c := range []struct {
+			used bool
+			bank uint64
+		}{{sems[i], bar.SemSetOffset}, {events[i], bar.EventsOffset}} {
+			if !c.used {
+				continue
+			}
+			if err := r.Dev.CSR.Write(r.Dev.VA(win+c.bank+4*uint64(i)), 0); err != nil {
+				return fmt.Errorf("program: clearing the NC's semaphore or event %d: %w", i, err)
+			}
+		}
+	}
+	return nil
 }
 
 // Semaphores reads the NC's 256 semaphores through csr_read.
