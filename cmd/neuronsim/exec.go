@@ -13,6 +13,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	hwisa "github.com/neuronsim/neuronsim/hw/isa"
+	"github.com/neuronsim/neuronsim/hw/udma"
 	"github.com/neuronsim/neuronsim/internal/inputfile"
 	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/output"
@@ -342,7 +343,8 @@ func engineState(status uint32) string {
 // printExec prints a run's report: the device time of the run (from the
 // program's staging to its unloading, the inputs' writes before it and the
 // outputs' reads after it not counted), each engine's records, busy time
-// and state, and the non-zero semaphores.
+// and state, the non-zero semaphores, and the status of every DMA queue
+// the program's dma_trigger records rang.
 func printExec(out io.Writer, g hwarch.Generation, core int, res stack.ExecResult) {
 	fmt.Fprintf(out, "%s core %d: %v of device time to stage the program by DMA, clear the semaphores and events it uses, start its engines over CSR, poll them every %v until they end and unload it (inputs and outputs not counted)\n",
 		g, core, sim.Time(res.TimePS), sim.Time(program.DefaultPollInterval.Nanoseconds())*sim.Nanosecond)
@@ -357,5 +359,15 @@ func printExec(out io.Writer, g hwarch.Generation, core int, res stack.ExecResul
 		if v != 0 {
 			fmt.Fprintf(out, "  semaphore %d = %d\n", i, v)
 		}
+	}
+	for _, d := range res.Doorbells {
+		state := "idle"
+		switch {
+		case d.Status&udma.StatusHalted != 0:
+			state = "HALTED: " + udma.StatusText(d.Status)
+		case d.Status&udma.StatusBusy != 0:
+			state = "busy (descriptors not yet done)"
+		}
+		fmt.Fprintf(out, "  dma engine %d queue %d (rung by dma_trigger): status %#x, %s\n", d.Engine, d.Queue, d.Status, state)
 	}
 }

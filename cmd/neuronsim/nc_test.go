@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/neuronsim/neuronsim/runtime/stack"
+
 	hwisa "github.com/neuronsim/neuronsim/hw/isa"
 	"github.com/neuronsim/neuronsim/hw/isa/asm"
 )
@@ -244,6 +246,21 @@ func TestExecInvalidPrintsNoRun(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "needs cayman or later")
 	assert.NotContains(t, out, "device time")
+}
+
+// TestExecReportsDoorbellErrors: a dma_trigger that rings a queue nobody
+// set up retires, and its engine ends done, but the doorbell halts the
+// queue (udma.ErrDoorbellDisabled): exec reports the queue's status and
+// fails (it printed "done" and exited 0).
+func TestExecReportsDoorbellErrors(t *testing.T) {
+	dir := t.TempDir()
+	prog := writeFile(t, dir, "trig.s", ".engine sp\ndma_trigger aux=0 imm0=15 imm1=16777200 last\n")
+	out, err := runCLI(t, "exec", prog)
+	require.ErrorIs(t, err, stack.ErrProgramDMA)
+	assert.Contains(t, err.Error(), "DMA engine 0 queue 15, rung by the program's dma_trigger: status 0x802 (a doorbell on a queue or engine not enabled)")
+	assert.Contains(t, out, "  sp   1 record,        1 retired, busy 53ns, done\n")
+	assert.Contains(t, out, "  dma engine 0 queue 15 (rung by dma_trigger): status 0x802, HALTED: a doorbell on a queue or engine not enabled\n")
+
 }
 
 // FuzzExecTileSpec: any --input/--output spec is refused or yields a tile

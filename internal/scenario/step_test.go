@@ -13,6 +13,7 @@ import (
 
 	"github.com/neuronsim/neuronsim/internal/cluster"
 	"github.com/neuronsim/neuronsim/runtime/ndl"
+	"github.com/neuronsim/neuronsim/runtime/stack"
 )
 
 // TestStepRegistry: every step kind is registered once, decodes into its
@@ -123,4 +124,16 @@ func TestBringUpStepOnAnyBackend(t *testing.T) {
 			assert.Contains(t, string(report), tc.report)
 		})
 	}
+}
+
+// TestExecStepFailsOnAHaltedDoorbell: an exec step whose program's
+// dma_trigger rings a queue nobody set up fails, though its engines end
+// done: the doorbell halted the queue (as neuronsim exec reports it).
+func TestExecStepFailsOnAHaltedDoorbell(t *testing.T) {
+	doc := "name: x\nsystem: {arch: cayman, devices: 1, boot: false, reset: false, buffer_bytes: 1M}\n" +
+		"steps:\n  - exec: {source: \".engine sp\\ndma_trigger aux=0 imm0=15 imm1=3 last\\n\"}\n"
+	_, err := runDoc(t, t.TempDir(), doc, Options{})
+	require.ErrorIs(t, err, stack.ErrProgramDMA)
+	assert.Contains(t, err.Error(), "steps[0] (exec): ")
+	assert.Contains(t, err.Error(), "DMA engine 0 queue 15, rung by the program's dma_trigger: status 0x802")
 }

@@ -151,7 +151,9 @@ func (st *ExecStep) run(run *runner) error {
 	for _, e := range res.Engines {
 		run.printf("neuron%d core %d %s: %s, busy %v", ps.Device, ps.Core, e.Engine, units.Plural(int64(e.Retired), "record", "records"), e.Busy)
 	}
-	return nil
+	// the queues its dma_trigger records rang: one halted fails the step
+	_, err = run.c.Devices[ps.Device].Doorbells(pf.bin)
+	return err
 }
 
 // ExecMaxTimePS is the most device time an exec step's run may take, 10 s

@@ -275,6 +275,16 @@ func (qu *Queue) Start(n int) error {
 	return nil
 }
 
+// QueueStatus reads the status register of queue q of engine eng (its M2S
+// half's, which Queue.Status reads too) for a queue the runtime did not
+// set up itself: one a program's dma_trigger record rang.
+func (m *DMA) QueueStatus(eng, q int) (uint32, error) {
+	if q < 0 || q >= udma.Queues {
+		return 0, fmt.Errorf("dma: engine %d queue %d: an engine has queues 0..%d", eng, q, udma.Queues-1)
+	}
+	return m.read(eng, udma.QueueReg(udma.M2S, q, udma.QStatus))
+}
+
 // Status returns the queue's status register.
 func (qu *Queue) Status() (uint32, error) {
 	return qu.m.read(qu.Engine, udma.QueueReg(udma.M2S, qu.Index, udma.QStatus))

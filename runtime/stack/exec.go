@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/neuronsim/neuronsim/hw/isa"
+	"github.com/neuronsim/neuronsim/hw/udma"
 	"github.com/neuronsim/neuronsim/runtime/program"
 )
 
@@ -45,7 +47,22 @@ type ExecResult struct {
 	TimePS     uint64 // device time from the program's staging to its end
 	Result     program.Result
 	Semaphores []int32
+	// Doorbells are the DMA queues the program's dma_trigger records rang,
+	// each once in the order of its first record, with its status after
+	// the run.
+	Doorbells []QueueStatus
 }
+
+// QueueStatus is a DMA queue and its status register (udma.Status*).
+type QueueStatus struct {
+	Engine, Queue int
+	Status        uint32
+}
+
+// ErrProgramDMA marks a run that ended with a queue its program rang
+// halted on an error: its engines are done, but a transfer it started
+// failed, and its outputs are not read.
+var ErrProgramDMA = errors.New("a DMA queue the program rang halted on an error")
 
 // TileError is the failure to write input Index (or, with Output, to read
 // output Index) of an ExecRequest.
@@ -125,6 +142,9 @@ func (s *Stack) Exec(req ExecRequest) (ExecResult, error) {
 	if res.Semaphores, err = r.Semaphores(); err != nil {
 		return res, err
 	}
+	if res.Doorbells, err = s.Doorbells(req.Program); err != nil {
+		return res, err
+	}
 	for i, t := range req.Outputs {
 		buf := make([]byte, uint64(t.Count)*t.Bytes)
 		if err := r.ReadTile(t.PSUM, t.Start, t.Count, t.Offset, buf); err != nil {
@@ -135,4 +155,42 @@ func (s *Stack) Exec(req ExecRequest) (ExecResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// Doorbells reads, after a run of prog, the status of every DMA queue a
+// dma_trigger record of prog rings (its aux the engine, its imm0 the
+// queue), each once; a queue halted on an error is an error wrapping
+// ErrProgramDMA, with every status read.
+func (s *Stack) Doorbells(prog []byte) ([]QueueStatus, error) {
+	blocks, err := program.Split(prog)
+	if err != nil {
+		return nil, err
+	}
+	var out []QueueStatus
+	seen := map[[2]int]bool{}
+	for _, b := range blocks {
+		for off := 0; off+isa.RecordSize <= len(b.Bytes); off += isa.RecordSize {
+			rec, err := isa.Decode(b.Bytes[off:])
+			if err != nil {
+				return nil, err
+			}
+			k := [2]int{int(rec.Aux), int(rec.Imm0)}
+			if rec.Opcode != isa.OpDMATrigger || seen[k] {
+				continue
+			}
+			seen[k] = true
+			st, err := s.DMA.QueueStatus(k[0], k[1])
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, QueueStatus{Engine: k[0], Queue: k[1], Status: st})
+		}
+	}
+	for _, d := range out {
+		if d.Status&udma.StatusHalted != 0 {
+			return out, fmt.Errorf("exec: DMA engine %d queue %d, rung by the program's dma_trigger: status %#x (%s): %w",
+				d.Engine, d.Queue, d.Status, udma.StatusText(d.Status), ErrProgramDMA)
+		}
+	}
+	return out, nil
 }
