@@ -146,6 +146,8 @@ func TestProgramFilesBounded(t *testing.T) {
 		{[]string{"validate", writeFile(t, dir, "empty.bin", "")}, "bad program: empty: a program holds at least one 64-byte record"},
 		{[]string{"exec", writeFile(t, dir, "nolast.s", ".engine pe\nnop\n")}, `the pe engine's block (1 record) has no record with the last flag`},
 		{[]string{"exec", writeFile(t, dir, "onelast.s", ".engine pe\nnop last\n.engine act\nnop\nnop\n")}, `the act engine's block (2 records) has no record with the last flag`},
+		{[]string{"exec", writeFile(t, dir, "afterlast.s", ".engine pe\nnop last\n.engine act\nnop last\n.engine pe\nnop last\n")}, // once: "pe 2 records, 1 retired, done"
+			`bad program: the pe engine's block has 1 record after its record 0, the first with the last flag: the engine stops there and would never run them`},
 	} {
 		t.Run(strings.Join(tc.args[:1], " ")+" "+filepath.Base(tc.args[1]), func(t *testing.T) {
 			out, err := runCLI(t, tc.args...)

@@ -32,23 +32,11 @@ func readProgram(path string) ([]byte, error) {
 	return readBinary(path)
 }
 
-// checkEnds refuses a program one of whose engine blocks (program.Split)
-// has no record with the last flag: its engine would run on past the
-// program's end, fetching whatever the memory after it holds, until a
-// fetch fails a gigabyte later.
+// checkEnds refuses a program that program.CheckEnds refuses, naming its
+// file.
 func checkEnds(path string, prog []byte) error {
-	blocks, err := program.Split(prog)
-	if err != nil {
+	if err := program.CheckEnds(prog); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
-	}
-	for _, b := range blocks {
-		last := false
-		for off := 0; off < len(b.Bytes) && !last; off += hwisa.RecordSize {
-			last = b.Bytes[off+2]&hwisa.FlagLast != 0
-		}
-		if !last {
-			return fmt.Errorf("%s: the %s engine's block (%s) has no record with the last flag: it would run past the program's end (end it with \"last\")", path, b.Engine, units.Plural(int64(len(b.Bytes)/hwisa.RecordSize), "record", "records"))
-		}
 	}
 	return nil
 }

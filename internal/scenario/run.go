@@ -22,6 +22,7 @@ import (
 	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/dve"
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
+	"github.com/neuronsim/neuronsim/runtime/program"
 	"github.com/neuronsim/neuronsim/sim"
 	"github.com/neuronsim/neuronsim/sim/fabric"
 	"github.com/neuronsim/neuronsim/sim/fabric/capture"
@@ -551,8 +552,10 @@ func (run *runner) precheck(opt Options) error {
 }
 
 // precheckPrograms reads and assembles the program of every step that has
-// one, for the step to run, and refuses an exec step's program that must
-// take more device time than an exec step may run (checkExecTime).
+// one, for the step to run, and refuses an exec step's program with an
+// engine block that has no last record or records after it
+// (program.CheckEnds), or that must take more device time than an exec
+// step may run (checkExecTime).
 func (run *runner) precheckPrograms() error {
 	p := run.p
 	for i := range p.Steps {
@@ -565,6 +568,9 @@ func (run *runner) precheckPrograms() error {
 			return fmt.Errorf("%s: %s: %w", p.file, p.stepName(i), err)
 		}
 		if _, exec := pa.(*ExecStep); exec {
+			if err := program.CheckEnds(pf.bin); err != nil {
+				return fmt.Errorf("%s: %s: %s: %w", p.file, p.stepName(i), pf.name, err)
+			}
 			if err := checkExecTime(run.r.gen, pa.programStep().Core, pf); err != nil {
 				return fmt.Errorf("%s: %s: %w", p.file, p.stepName(i), err)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/neuronsim/neuronsim/internal/cluster"
 	"github.com/neuronsim/neuronsim/runtime/ndl"
+	"github.com/neuronsim/neuronsim/runtime/program"
 	"github.com/neuronsim/neuronsim/runtime/stack"
 )
 
@@ -136,4 +137,20 @@ func TestExecStepFailsOnAHaltedDoorbell(t *testing.T) {
 	require.ErrorIs(t, err, stack.ErrProgramDMA)
 	assert.Contains(t, err.Error(), "steps[0] (exec): ")
 	assert.Contains(t, err.Error(), "DMA engine 0 queue 15, rung by the program's dma_trigger: status 0x802")
+}
+
+// TestExecStepRefusesProgramEnds: an exec step's program whose engine
+// block has no last record (its engine would run past the program's end)
+// or records after it (never run) is refused before the run starts.
+func TestExecStepRefusesProgramEnds(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{`.engine pe\nnop\n`, "the pe engine's block (1 record) has no record with the last flag"},
+		{`.engine pe\nnop last\nnop\n`, "the pe engine's block has 1 record after its record 0, the first with the last flag"},
+	} {
+		doc := "name: x\nsystem: {arch: cayman, devices: 1, boot: false, reset: false, buffer_bytes: 1M}\n" +
+			"steps:\n  - exec: {source: \"" + tc.src + "\"}\n"
+		_, err := runDoc(t, t.TempDir(), doc, Options{})
+		require.ErrorIs(t, err, program.ErrBadProgram)
+		assert.Contains(t, err.Error(), "steps[0] (exec): <source>: bad program: "+tc.want)
+	}
 }

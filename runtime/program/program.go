@@ -16,6 +16,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/hw/isa"
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/runtime/bringup"
 	"github.com/neuronsim/neuronsim/runtime/dma"
@@ -108,6 +109,36 @@ func Split(prog []byte) ([]Block, error) {
 		}
 	}
 	return out, nil
+}
+
+// CheckEnds refuses, as ErrBadProgram, a program one of whose engine
+// blocks (Split) has no record with the last flag — its engine would run on
+// past the program's end, fetching whatever the memory after it holds,
+// until a fetch fails a gigabyte later — or has records after its first
+// one with it, which its engine, stopping there, never runs.
+func CheckEnds(prog []byte) error {
+	blocks, err := Split(prog)
+	if err != nil {
+		return err
+	}
+	for _, b := range blocks {
+		n := len(b.Bytes) / isa.RecordSize
+		first := -1
+		for i := 0; i < n && first < 0; i++ {
+			if b.Bytes[i*isa.RecordSize+2]&isa.FlagLast != 0 {
+				first = i
+			}
+		}
+		switch {
+		case first < 0:
+			return fmt.Errorf("%w: the %s engine's block (%s) has no record with the last flag: it would run past the program's end (end it with \"last\")",
+				ErrBadProgram, b.Engine, units.Plural(int64(n), "record", "records"))
+		case first < n-1:
+			return fmt.Errorf("%w: the %s engine's block has %s after its record %d, the first with the last flag: the engine stops there and would never run them (the last flag goes on the block's last record only)",
+				ErrBadProgram, b.Engine, units.Plural(int64(n-1-first), "record", "records"), first)
+		}
+	}
+	return nil
 }
 
 // CheckSize refuses, as ErrBadProgram, a program of no records or whose
