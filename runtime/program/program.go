@@ -417,6 +417,15 @@ func (r *Runner) Halt(blocks []Block) error {
 	return nil
 }
 
+// psText writes a device time in picoseconds as a duration ("1.0016ms"),
+// or in ps where it is not a whole number of nanoseconds.
+func psText(ps uint64) string {
+	if ps%1000 != 0 {
+		return fmt.Sprintf("%d ps", ps)
+	}
+	return time.Duration(ps / 1000).String()
+}
+
 // Wait polls the engines of the blocks until each is done or stopped on an
 // error, and returns what each did. An engine error is ErrEngineFault (the
 // result is still returned).
@@ -461,7 +470,8 @@ func (r *Runner) Wait(blocks []Block) (Result, error) {
 			}
 			if took > r.MaxTimePS {
 				res, _ := r.collect(blocks)
-				return res, fmt.Errorf("program: not done after %d ps of device time (the limit is %d ps): %w", took, r.MaxTimePS, ErrTimeout)
+				return res, fmt.Errorf("program: not done %v after its engines were started (the limit is %v; its staging before and its unloading after are not counted): %w",
+					psText(took), psText(r.MaxTimePS), ErrTimeout)
 			}
 		}
 		if i >= maxPolls {
