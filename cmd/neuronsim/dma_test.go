@@ -268,7 +268,7 @@ func TestDMACopyKernelErrors(t *testing.T) {
 		{[]string{"--to", "host"}, "--to: not with --kernel"},
 		{[]string{"--timing-only"}, "--timing-only: not with --kernel"},
 		{[]string{"--device", "1"}, "--device: not with --kernel"},
-		{[]string{"--arch", "trn2"}, "--arch describe a fresh simulated system; with --kernel"},
+		{[]string{"--arch", "trn2"}, "--arch describes a fresh simulated system; with --kernel"},
 		{[]string{"--remote", "unix:/x"}, "[kernel remote] were all set"},
 		{[]string{"--size", "2GiB"}, `--size "2GiB": must be in 1B..1GiB`},
 		{[]string{"--size", "0"}, `--size "0": must be in 1B..1GiB`},

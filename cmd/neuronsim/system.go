@@ -164,7 +164,11 @@ func (f *systemFlags) given() []string {
 // --kernel) whose system is not built from them.
 func (f *systemFlags) notWith(target string) error {
 	if g := f.given(); len(g) > 0 {
-		return fmt.Errorf("%s describe a fresh simulated system; with %s the system is the one already there", strings.Join(g, ", "), target)
+		verb := "describe"
+		if len(g) == 1 {
+			verb = "describes"
+		}
+		return fmt.Errorf("%s %s a fresh simulated system; with %s the system is the one already there", strings.Join(g, ", "), verb, target)
 	}
 	return nil
 }

@@ -188,9 +188,9 @@ func TestSystemDevicesFlag(t *testing.T) {
 		{[]string{"serve", "--listen", "unix:/nonexistent/x.sock", "--system", "arch=cayman,devices=x"}, `--system devices "x"`},
 		{[]string{"serve", "--listen", "unix:/nonexistent/x.sock", "--system", "devices=2,arch=cayman,devices=4"}, "the key devices is given twice"},
 		{[]string{"serve", "--listen", "unix:/nonexistent/x.sock", "--system", "devices=2,4"}, `"4" is not key=value`},
-		{[]string{"ls", "--remote", "unix:/nonexistent/x.sock", "--devices", "2"}, "--devices describe a fresh simulated system"},
-		{[]string{"csr", "read", "0", "--remote", "unix:/nonexistent/x.sock", "--arch", "cayman"}, "--arch describe a fresh simulated system"},
-		{[]string{"dve", "load", "--remote", "unix:/nonexistent/x.sock", "--revision", "emu"}, "--revision describe a fresh simulated system"},
+		{[]string{"ls", "--remote", "unix:/nonexistent/x.sock", "--devices", "2"}, "--devices describes a fresh simulated system"},
+		{[]string{"csr", "read", "0", "--remote", "unix:/nonexistent/x.sock", "--arch", "cayman"}, "--arch describes a fresh simulated system"},
+		{[]string{"dve", "load", "--remote", "unix:/nonexistent/x.sock", "--revision", "emu"}, "--revision describes a fresh simulated system"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			_, err := runCLI(t, tc.args...)
