@@ -87,6 +87,7 @@ type execFlags struct {
 	inputs, outputs     []string
 	tracePath, traceMax string
 	maxTime             time.Duration
+	maxHostTime         time.Duration
 }
 
 func newExecCommand() *cobra.Command {
@@ -112,6 +113,7 @@ func newExecCommand() *cobra.Command {
 	cmd.Flags().StringVar(&f.tracePath, "trace", "", "write a Chrome/Perfetto trace-event JSON file")
 	cmd.Flags().StringVar(&f.traceMax, "trace-max", "64M", "largest --trace file: recording stops there, with a note in the trace's metadata")
 	durationVar(cmd.Flags(), &f.maxTime, "max-time", 10*time.Second, "most device time the program may take: a run past it is stopped, a program that must take longer is refused before it starts")
+	durationVar(cmd.Flags(), &f.maxHostTime, "max-host-time", 10*time.Minute, "most host time the run may take (heavy records take far more host time than device time): a run past it is stopped")
 	refuseEmptyFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if cmd.Flags().Changed("trace-max") && f.tracePath == "" {
@@ -138,6 +140,9 @@ func newExecCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
+		if f.maxHostTime <= 0 {
+			return fmt.Errorf("--max-host-time %v: must be more than 0", f.maxHostTime)
+		}
 		defer removeOutputsOnSignal(cmd.ErrOrStderr())()
 		sys, err := openDMASystem(f.tf, false)
 		if err != nil {
@@ -160,7 +165,7 @@ func newExecCommand() *cobra.Command {
 			rec.SetMaxBytes(traceBytes)
 			sys.sim.SetTrace(rec)
 		}
-		req := stack.ExecRequest{NC: nc, Program: prog, MaxTimePS: maxPS, Inputs: make([]stack.Input, len(ins)), Outputs: make([]stack.Tile, len(outs))}
+		req := stack.ExecRequest{NC: nc, Program: prog, MaxTimePS: maxPS, MaxHostTime: f.maxHostTime, Inputs: make([]stack.Input, len(ins)), Outputs: make([]stack.Tile, len(outs))}
 		for i, t := range ins {
 			req.Inputs[i] = stack.Input{Tile: t.Tile, Data: t.data}
 		}

@@ -29,7 +29,9 @@ func TestEngineState(t *testing.T) {
 
 // TestExecMaxTime: a program whose records must take longer than
 // --max-time is refused before it starts; one that runs past it (a wait
-// that never holds) is stopped there; --max-time is range-checked.
+// that never holds) is stopped there, or at --max-host-time of the host's
+// time (a stuck run with --max-time 100s took 4.7 s of host time, heavy
+// records far more); both are range-checked.
 func TestExecMaxTime(t *testing.T) {
 	dir := t.TempDir()
 	var slow strings.Builder
@@ -55,6 +57,8 @@ func TestExecMaxTime(t *testing.T) {
 		{"zero", []string{stuck, "--max-time", "0"}, "--max-time 0s: must be more than 0", false},
 		{"negative", []string{stuck, "--max-time", "-1s"}, "--max-time -1s: negative", false},
 		{"too long", []string{stuck, "--max-time", "2562047h"}, "--max-time 2562047h0m0s: too long", false},
+		{"stopped at the host-time limit", []string{stuck, "--max-time", "100s", "--max-host-time", "100ms"}, "program: not done after ", true},
+		{"host time zero", []string{stuck, "--max-host-time", "0s"}, "--max-host-time 0s: must be more than 0", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

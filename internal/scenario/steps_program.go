@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"path/filepath"
+	"time"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/hw/isa/asm"
@@ -143,7 +144,7 @@ func (st *ExecStep) run(run *runner) error {
 	if err != nil {
 		return err
 	}
-	runner.MaxTimePS = ExecMaxTimePS
+	runner.MaxTimePS, runner.MaxHostTime = ExecMaxTimePS, ExecMaxHostTime
 	res, err := runner.Run(pf.bin)
 	if err != nil {
 		return err
@@ -159,6 +160,11 @@ func (st *ExecStep) run(run *runner) error {
 // ExecMaxTimePS is the most device time an exec step's run may take, 10 s
 // (neuronsim exec's default --max-time): the run is stopped there.
 const ExecMaxTimePS = 10_000_000_000_000
+
+// ExecMaxHostTime is the most host time an exec step's run may take, 10
+// minutes (neuronsim exec's default --max-host-time): the run is stopped
+// there.
+const ExecMaxHostTime = 10 * time.Minute
 
 // checkExecTime refuses, before anything is built, an exec step's program
 // that must take more than ExecMaxTimePS on core nc of a gen device

@@ -198,6 +198,13 @@ type Runner struct {
 	// with an engine still running; MaxPolls then bounds the polls only
 	// when set.
 	MaxTimePS uint64
+	// MaxHostTime, when not 0, bounds a run by the host's own time: Wait
+	// gives up (ErrTimeout) once more than it has passed since Wait began,
+	// with an engine still running. Device time does not bound it: a
+	// program of heavy records (tensor operations of millions of elements,
+	// each computed on the host) takes hours of host time within seconds
+	// of device time.
+	MaxHostTime time.Duration
 }
 
 // DefaultPollInterval is how often Wait polls the engines' status when the
@@ -447,6 +454,7 @@ func (r *Runner) Wait(blocks []Block) (Result, error) {
 			return Result{}, err
 		}
 	}
+	hostStart := time.Now()
 	for i := 0; ; i++ {
 		finished := true
 		for _, b := range blocks {
@@ -473,6 +481,10 @@ func (r *Runner) Wait(blocks []Block) (Result, error) {
 				return res, fmt.Errorf("program: not done %v after its engines were started (the limit is %v; its staging before and its unloading after are not counted): %w",
 					psText(took), psText(r.MaxTimePS), ErrTimeout)
 			}
+		}
+		if host := time.Since(hostStart); r.MaxHostTime > 0 && host > r.MaxHostTime {
+			res, _ := r.collect(blocks)
+			return res, fmt.Errorf("program: not done after %v of the host's time (the limit is %v): %w", host.Round(time.Millisecond), r.MaxHostTime, ErrTimeout)
 		}
 		if i >= maxPolls {
 			res, _ := r.collect(blocks)

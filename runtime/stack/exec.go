@@ -3,6 +3,7 @@ package stack
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/neuronsim/neuronsim/hw/isa"
 	"github.com/neuronsim/neuronsim/hw/udma"
@@ -37,6 +38,9 @@ type ExecRequest struct {
 	// MaxTimePS, when not 0, is the most device time the run may take
 	// (program.Runner.MaxTimePS).
 	MaxTimePS uint64
+	// MaxHostTime, when not 0, is the most host time the run may take
+	// (program.Runner.MaxHostTime).
+	MaxHostTime time.Duration
 }
 
 // ExecResult is what a run did. Ran says the program ran to an end
@@ -120,7 +124,7 @@ func (s *Stack) Exec(req ExecRequest) (ExecResult, error) {
 		return res, err
 	}
 	r := s.Runner(req.NC)
-	r.MaxTimePS = req.MaxTimePS
+	r.MaxTimePS, r.MaxHostTime = req.MaxTimePS, req.MaxHostTime
 	for i, in := range req.Inputs {
 		if err := r.WriteTile(in.PSUM, in.Start, in.Count, in.Offset, in.Data); err != nil {
 			return res, &TileError{Index: i, Err: err}
