@@ -471,15 +471,30 @@ func (m mergedFiles) removeStalePlots() error {
 	for _, p := range m.st.Files {
 		drawn[filepath.Base(p)] = true
 	}
-	old, _ := filepath.Glob(filepath.Join(m.dir, "busbw-*.png"))
-	for _, p := range old {
-		if !drawn[filepath.Base(p)] {
-			if err := os.Remove(p); err != nil {
-				return fmt.Errorf("sweep: removing the stale plot %s: %w", p, err)
-			}
+	// The folder is listed, not globbed: DIR may hold a glob's special
+	// characters ('*', '?', '['), and a pattern made of it would match
+	// other folders' plots, or none of this one's.
+	entries, err := os.ReadDir(m.dir)
+	if err != nil {
+		return fmt.Errorf("sweep: listing %s for stale plots: %w", m.dir, err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !isPlotName(name) || drawn[name] {
+			continue
+		}
+		p := filepath.Join(m.dir, name)
+		if err := os.Remove(p); err != nil {
+			return fmt.Errorf("sweep: removing the stale plot %s: %w", p, err)
 		}
 	}
 	return nil
+}
+
+// isPlotName reports whether name is one of PlotName's, as the pattern
+// busbw-*.png matches them.
+func isPlotName(name string) bool {
+	return strings.HasPrefix(name, "busbw-") && strings.HasSuffix(name, ".png") && len(name) >= len("busbw-.png")
 }
 
 // incompleteError is the error of a merge of the folder dir whose points

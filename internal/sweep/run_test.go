@@ -427,6 +427,33 @@ func TestMergeStalePlot(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(dir, MergedDir, PlotName(1)))
 }
 
+// TestMergeStalePlotGlobCharacters: a results folder whose name holds a
+// glob's special characters loses its own stale plots and never another
+// folder's (filepath.Glob of DIR/merged/busbw-*.png once matched r*'s
+// siblings' plots, and none of q[1]'s own).
+func TestMergeStalePlotGlobCharacters(t *testing.T) {
+	g := mustGrid(t, gridYAML("  devices: [2]\n  ops: [all_reduce, all_gather]\n  sizes: [4K, 64K]\n"))
+	base := t.TempDir()
+	other := filepath.Join(base, "rX", MergedDir)
+	require.NoError(t, os.MkdirAll(other, 0o755))
+	otherPlot := filepath.Join(other, PlotName(7))
+	require.NoError(t, os.WriteFile(otherPlot, []byte("another folder's plot"), 0o644))
+	for _, name := range []string{"r*", "r?", "q[1]", "a[", `r\`} {
+		dir := filepath.Join(base, name)
+		run(t, g, dir, All, 1)
+		merge(t, dir)
+		require.FileExists(t, filepath.Join(dir, MergedDir, PlotName(1)), name)
+		for _, i := range []int{2, 3} {
+			require.NoError(t, os.Remove(resultPath(dir, &g.points[i])))
+		}
+		_, err := Merge(dir, MergeOptions{})
+		require.ErrorIs(t, err, ErrIncomplete, name)
+		assert.FileExists(t, filepath.Join(dir, MergedDir, PlotName(0)), name)
+		assert.NoFileExists(t, filepath.Join(dir, MergedDir, PlotName(1)), "%s: its stale plot is removed", name)
+		assert.FileExists(t, otherPlot, "%s: merging it left another folder's plot alone", name)
+	}
+}
+
 // TestRunBadOptions: -j and the shard are checked before the folder is
 // touched.
 func TestRunBadOptions(t *testing.T) {
