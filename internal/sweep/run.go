@@ -124,6 +124,7 @@ func Run(g *Grid, opt RunOptions) (RunStats, error) {
 	}
 	todo, skipped := g.notDone(opt.Dir, idx)
 	st.Skipped = skipped
+	g.removeStaleTemps(opt.Dir, todo)
 	r := &shardRunner{g: g, opt: opt, st: &st}
 	r.runAll(todo)
 	return st, r.err()
@@ -497,13 +498,42 @@ func (g *Grid) writeResult(dir string, i int, row Row, perr error, host hostTime
 	if err := output.WriteFile(filepath.Join(dir, HostDir, p.Hash+".json"), append(h, '\n')); err != nil {
 		return fmt.Errorf("sweep: point %d: %w", i, err)
 	}
-	// A kill before the rename may have left a temporary file of this
-	// point; no other task runs it, so it is garbage now.
-	stale, _ := filepath.Glob(output.TempName(resultPath(dir, p), "*"))
-	for _, s := range stale {
-		os.Remove(s)
-	}
 	return nil
+}
+
+// removeStaleTemps removes the temporary files a killed run left of the
+// points todo, which this run is about to run, in DIR/points and DIR/host:
+// no other task runs those points, so the files are garbage. The folders
+// are listed once per run — not globbed per point, which cost a scan of
+// the whole folder per point (quadratic in the grid) and, DIR being part of
+// the pattern, matched other folders' files when DIR held a glob's special
+// characters ('*', '?', '[') and none of its own.
+func (g *Grid) removeStaleTemps(dir string, todo []int) {
+	if len(todo) == 0 {
+		return
+	}
+	ours := make(map[string]bool, len(todo))
+	for _, i := range todo {
+		ours[g.points[i].Hash+".json"] = true
+	}
+	for _, sub := range []string{PointsDir, HostDir} {
+		entries, err := os.ReadDir(filepath.Join(dir, sub))
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if !output.IsTemp(name) {
+				continue
+			}
+			// output.TempName: "." + the file's name + ".tmp-" + a suffix.
+			j := strings.LastIndex(name, ".tmp-")
+			if j < 1 || !ours[name[1:j]] {
+				continue
+			}
+			os.Remove(filepath.Join(dir, sub, name))
+		}
+	}
 }
 
 // runPoint builds point i's system, brings it up and runs its collective

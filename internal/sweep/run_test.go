@@ -454,6 +454,38 @@ func TestMergeStalePlotGlobCharacters(t *testing.T) {
 	}
 }
 
+// TestRunStaleTempsGlobCharacters: a run removes the temporary files a
+// killed run left of the points it runs, in points/ and host/, also in a
+// folder whose name holds a glob's special characters, and never another
+// folder's (a glob of DIR/points/.HASH.json.tmp-* once matched r*'s
+// siblings' files — a sibling's write in flight — and none of q[1]'s own).
+func TestRunStaleTempsGlobCharacters(t *testing.T) {
+	g := mustGrid(t, gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: [4K]\n"))
+	p := &g.points[0]
+	base := t.TempDir()
+	sibling := filepath.Join(base, "rX")
+	require.NoError(t, os.MkdirAll(filepath.Join(sibling, PointsDir), 0o755))
+	siblingTemp := output.TempName(resultPath(sibling, p), "0badf00d")
+	require.NoError(t, os.WriteFile(siblingTemp, []byte("{"), 0o644))
+	for _, name := range []string{"r*", "r?", "q[1]", "a["} {
+		dir := filepath.Join(base, name)
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, PointsDir), 0o755))
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, HostDir), 0o755))
+		temps := []string{
+			output.TempName(resultPath(dir, p), "deadbeef"),
+			output.TempName(filepath.Join(dir, HostDir, p.Hash+".json"), "deadbeef"),
+		}
+		for _, tmp := range temps {
+			require.NoError(t, os.WriteFile(tmp, []byte("{"), 0o644))
+		}
+		run(t, g, dir, All, 1)
+		for _, tmp := range temps {
+			assert.NoFileExists(t, tmp, "%s: the killed run's temporary file is removed", name)
+		}
+		assert.FileExists(t, siblingTemp, "%s: another folder's temporary file is left alone", name)
+	}
+}
+
 // TestRunBadOptions: -j and the shard are checked before the folder is
 // touched.
 func TestRunBadOptions(t *testing.T) {
