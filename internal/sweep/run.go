@@ -279,6 +279,14 @@ func (g *Grid) prepare(dir string) error {
 	if m.Grid != g.hash {
 		return fmt.Errorf("sweep: %s: written by another grid (hash %s; %s is %s): use another --out, nothing was changed: %w", path, m.Grid, g.File, g.hash, ErrFolder)
 	}
+	// The same hashes, but a field no hash covers may have been edited:
+	// merge reads the manifest's points, this run the grid's, and a point
+	// that differs would be done for the one and missing for the other.
+	for i := range m.Points {
+		if !reflect.DeepEqual(m.Points[i], g.points[i]) {
+			return fmt.Errorf("sweep: %s: point %d is not the grid's (the file was edited?): nothing was changed: %w", path, i, ErrFolder)
+		}
+	}
 	for _, d := range []string{PointsDir, HostDir} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return fmt.Errorf("sweep: results folder: %w: %w", err, ErrFolder)
@@ -353,11 +361,28 @@ func readManifest(dir string) (*manifest, error) {
 		if p.Index != i || p.Hash != hashHex(p.canonical()) {
 			return nil, fmt.Errorf("sweep: %s: point %d: its hash does not match its inputs (the file was edited?): %w", path, i, ErrFolder)
 		}
+		if err := p.checkDerived(); err != nil {
+			return nil, fmt.Errorf("sweep: %s: point %d: %v (the file was edited?): %w", path, i, err, ErrFolder)
+		}
 	}
 	if g.computeHash() != m.Grid {
 		return nil, fmt.Errorf("sweep: %s: the grid hash does not match its points (the file was edited?): %w", path, ErrFolder)
 	}
 	return &m, nil
+}
+
+// checkDerived checks the fields of a point that its hash does not cover
+// because they follow from the others: its ranks (devices × nodes × ranks
+// per device), and for a point of one node, whose encoding has neither,
+// no efa block and no channels. An edit of them keeps every hash.
+func (p *Point) checkDerived() error {
+	if p.Devices < 1 || p.Nodes < 1 || p.RanksPer < 1 || p.Ranks != p.Devices*p.Nodes*p.RanksPer {
+		return fmt.Errorf("ranks %d is not devices %d × nodes %d × ranks_per_device %d", p.Ranks, p.Devices, p.Nodes, p.RanksPer)
+	}
+	if p.Nodes == 1 && (p.EFA != nil || p.Channels != 0) {
+		return fmt.Errorf("a point of one node has no efa block and no channels")
+	}
+	return nil
 }
 
 // computeHash is the grid's hash from its outputs and points.

@@ -486,6 +486,36 @@ func TestRunStaleTempsGlobCharacters(t *testing.T) {
 	}
 }
 
+// TestManifestDerivedFieldsEdited: a manifest's fields that no hash
+// covers — a point's ranks, and a point of one node's efa and channels —
+// edited keep every hash; run and merge refuse the folder rather than run
+// says every point is done while merge says every point is missing.
+func TestManifestDerivedFieldsEdited(t *testing.T) {
+	g := mustGrid(t, gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: [4K, 64K]\n"))
+	orig := t.TempDir()
+	run(t, g, orig, All, 1)
+	data, err := os.ReadFile(filepath.Join(orig, ManifestName))
+	require.NoError(t, err)
+	for _, edit := range [][2]string{
+		{`"ranks":2,`, `"ranks":4,`},
+		{`"seed":0}`, `"seed":0,"channels":2}`},
+		{`"seed":0}`, `"seed":0,"efa":{}}`},
+	} {
+		edited := strings.Replace(string(data), edit[0], edit[1], 1)
+		require.NotEqual(t, string(data), edited, edit)
+		dir := t.TempDir()
+		require.NoError(t, os.CopyFS(dir, os.DirFS(orig)))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, ManifestName), []byte(edited), 0o644))
+		_, err := Run(g, RunOptions{Dir: dir, Shard: All, Jobs: 1})
+		require.ErrorIs(t, err, ErrFolder, edit[1])
+		assert.Contains(t, err.Error(), "point 0", edit[1])
+		assert.Contains(t, err.Error(), "edited", edit[1])
+		_, err = Merge(dir, MergeOptions{})
+		require.ErrorIs(t, err, ErrFolder, edit[1])
+		assert.NotErrorIs(t, err, ErrIncomplete, edit[1])
+	}
+}
+
 // TestRunBadOptions: -j and the shard are checked before the folder is
 // touched.
 func TestRunBadOptions(t *testing.T) {
