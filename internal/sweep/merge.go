@@ -364,6 +364,9 @@ func Merge(dir string, opt MergeOptions) (MergeStats, error) {
 		}
 	}
 	merged := mergedFiles{dir: filepath.Join(dir, MergedDir), st: &st}
+	if err := merged.refuseLinks(f); err != nil {
+		return st, err
+	}
 	if err := os.MkdirAll(merged.dir, 0o755); err != nil {
 		return st, fmt.Errorf("sweep: %w", err)
 	}
@@ -396,6 +399,31 @@ func Merge(dir string, opt MergeOptions) (MergeStats, error) {
 type mergedFiles struct {
 	dir string // DIR/merged
 	st  *MergeStats
+}
+
+// refuseLinks refuses, before anything is written, a symbolic link in
+// DIR/merged at the name of a file merge writes there: an output is
+// written through a link (internal/output), and DIR/merged/points.csv
+// linked to ../grid.json would replace the folder's manifest, an input,
+// with the CSV.
+func (m mergedFiles) refuseLinks(f *Folder) error {
+	names := []string{ReportName, CSVName}
+	if f.Outputs.Plots {
+		for i := range f.groups() {
+			names = append(names, PlotName(i))
+		}
+	}
+	for _, name := range names {
+		p := filepath.Join(m.dir, name)
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		to, _ := os.Readlink(p)
+		return fmt.Errorf("sweep: %s: a symbolic link (to %s): merge writes its own files in %s/ and would write through it; remove it: nothing was written: %w",
+			p, to, MergedDir, ErrFolder)
+	}
+	return nil
 }
 
 // write writes data to the file name in DIR/merged, atomically.

@@ -516,6 +516,27 @@ func TestManifestDerivedFieldsEdited(t *testing.T) {
 	}
 }
 
+// TestMergeRefusesLinkedOutputs: a symbolic link in DIR/merged at the
+// name of a merged output is refused before anything is written: merge
+// once wrote points.csv through a link to ../grid.json, replacing the
+// folder's manifest with the CSV.
+func TestMergeRefusesLinkedOutputs(t *testing.T) {
+	g := mustGrid(t, gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: [4K, 64K]\n"))
+	for _, name := range []string{CSVName, ReportName, PlotName(0)} {
+		dir := t.TempDir()
+		run(t, g, dir, All, 1)
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, MergedDir), 0o755))
+		require.NoError(t, os.Symlink(filepath.Join("..", ManifestName), filepath.Join(dir, MergedDir, name)))
+		before := tree(t, dir)
+		_, err := Merge(dir, MergeOptions{})
+		require.ErrorIs(t, err, ErrFolder, name)
+		assert.Contains(t, err.Error(), "symbolic link", name)
+		assert.Equal(t, before, tree(t, dir), "%s: nothing was written", name)
+		_, err = Run(g, RunOptions{Dir: dir, Shard: All, Jobs: 1})
+		require.NoError(t, err, "%s: the manifest is intact", name)
+	}
+}
+
 // TestRunBadOptions: -j and the shard are checked before the folder is
 // touched.
 func TestRunBadOptions(t *testing.T) {
