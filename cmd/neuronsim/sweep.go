@@ -188,6 +188,9 @@ CSV's rows to table "points" of a new SQLite database; it may not be a file
 of the results folder's own (its manifest, points/, host/, merged/).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := refuseEmpty(cmd, "sqlite", "--sqlite", sqlite, "give a database file, or leave --sqlite out for none"); err != nil {
+				return err
+			}
 			defer removeOutputsOnSignal(cmd.ErrOrStderr())()
 			st, err := sweep.Merge(args[0], sweep.MergeOptions{SQLite: sqlite})
 			for _, f := range st.Files {

@@ -197,6 +197,15 @@ func (o *slurmFlags) run(cmd *cobra.Command, gridArg string) error {
 	if o.out == "" {
 		return errors.New("sweep slurm: --out DIR is required (the results folder every task writes into)")
 	}
+	for _, f := range []struct{ name, v, want string }{
+		{"script", o.script, "give a file, or leave --script out for standard output"},
+		{"partition", o.partition, "give a partition, or leave --partition out for the cluster's default"},
+		{"binary", o.binary, "give the binary's path, or leave --binary out for this one"},
+	} {
+		if err := refuseEmpty(cmd, f.name, "--"+f.name, f.v, f.want); err != nil {
+			return err
+		}
+	}
 	g, gridPath, _, err := readJobGrid(gridArg)
 	if err != nil {
 		return err
@@ -341,6 +350,12 @@ func (o *k8sFlags) run(cmd *cobra.Command, gridArg string) error {
 		return errors.New("sweep k8s: --out DIR is required (where the volume is mounted in the pods)")
 	case o.image == "":
 		return errors.New("sweep k8s: --image is required (the container image holding neuronsim)")
+	}
+	if err := refuseEmpty(cmd, "manifest", "-o/--manifest", o.manifest, "give a file, or leave -o out for standard output"); err != nil {
+		return err
+	}
+	if err := refuseEmpty(cmd, "merge", "--merge", o.merge, "give a file, or leave --merge out for no merge Job"); err != nil {
+		return err
 	}
 	// Read once: the ConfigMap carries exactly the bytes expanded here.
 	g, gridPath, data, err := readJobGrid(gridArg)

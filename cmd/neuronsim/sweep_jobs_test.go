@@ -155,6 +155,9 @@ func TestSweepSlurmRefuses(t *testing.T) {
 		{"script over the grid", []string{grid, "--out", "/o", "--binary", bin, "--script", grid}, nil, "an input"},
 		{"script over the binary", []string{grid, "--out", "/o", "--binary", bin, "--script", bin}, nil, "an input"},
 		{"script folder missing", []string{grid, "--out", "/o", "--binary", bin, "--script", "/nonexistent/dir/s.sbatch"}, nil, "/nonexistent/dir"},
+		{"empty script", []string{grid, "--out", "/o", "--binary", bin, "--script="}, nil, "--script: empty"},
+		{"empty partition", []string{grid, "--out", "/o", "--binary", bin, "--partition="}, nil, "--partition: empty"},
+		{"empty binary", []string{grid, "--out", "/o", "--binary="}, nil, "--binary: empty"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, err := runCLI(t, append([]string{"sweep", "slurm"}, c.args...)...)
@@ -165,6 +168,18 @@ func TestSweepSlurmRefuses(t *testing.T) {
 			}
 			assert.Empty(t, out, "a refused command writes nothing")
 		})
+	}
+}
+
+// TestSweepK8sEmptyFiles: -o/--manifest and --merge given empty are
+// refused, not taken as left out (standard output, no merge Job).
+func TestSweepK8sEmptyFiles(t *testing.T) {
+	grid, _ := writeJobGrid(t)
+	for _, c := range [][2]string{{"--manifest=", "-o/--manifest: empty"}, {"--merge=", "--merge: empty"}} {
+		out, err := runCLI(t, "sweep", "k8s", grid, "--out", "/r", "--image", "i", c[0])
+		require.Error(t, err, c[0])
+		assert.Contains(t, err.Error(), c[1])
+		assert.Empty(t, out, "%s: a refused command writes nothing", c[0])
 	}
 }
 

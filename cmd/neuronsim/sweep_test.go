@@ -155,6 +155,7 @@ func TestSweepBadInput(t *testing.T) {
 		{[]string{"sweep", "run", other, "--out", dir, "-j", "0"}, "-j/--jobs"},
 		{[]string{"sweep", "run", other}, "--out"},
 		{[]string{"sweep", "merge", filepath.Join(t.TempDir(), "nothing")}, "not a results folder"},
+		{[]string{"sweep", "merge", dir, "--sqlite="}, "--sqlite: empty"},
 		{[]string{"sweep", "plan", filepath.Join(t.TempDir(), "missing.yaml")}, "missing.yaml"},
 	}
 	for _, tc := range tests {
