@@ -124,6 +124,9 @@ func Run(g *Grid, opt RunOptions) (RunStats, error) {
 	}
 	todo, skipped := g.notDone(opt.Dir, idx)
 	st.Skipped = skipped
+	if err := g.refuseLinks(opt.Dir, todo); err != nil {
+		return st, err
+	}
 	g.removeStaleTemps(opt.Dir, todo)
 	r := &shardRunner{g: g, opt: opt, st: &st}
 	r.runAll(todo)
@@ -522,6 +525,26 @@ func (g *Grid) writeResult(dir string, i int, row Row, perr error, host hostTime
 	h, _ := json.Marshal(host)
 	if err := output.WriteFile(filepath.Join(dir, HostDir, p.Hash+".json"), append(h, '\n')); err != nil {
 		return fmt.Errorf("sweep: point %d: %w", i, err)
+	}
+	return nil
+}
+
+// refuseLinks refuses, before any point runs, a symbolic link at the
+// result or host-time file of a point todo: an output is written through
+// a link (internal/output), so a link planted in DIR/points would have the
+// run overwrite its target, anywhere, with the point's result.
+func (g *Grid) refuseLinks(dir string, todo []int) error {
+	for _, i := range todo {
+		p := &g.points[i]
+		for _, path := range []string{resultPath(dir, p), filepath.Join(dir, HostDir, p.Hash+".json")} {
+			fi, err := os.Lstat(path)
+			if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+				continue
+			}
+			to, _ := os.Readlink(path)
+			return fmt.Errorf("sweep: point %d: %s: a symbolic link (to %s): run writes its own files in the results folder and would write through it; remove it: nothing was run: %w",
+				i, path, to, ErrFolder)
+		}
 	}
 	return nil
 }

@@ -537,6 +537,29 @@ func TestMergeRefusesLinkedOutputs(t *testing.T) {
 	}
 }
 
+// TestRunRefusesLinkedResults: a symbolic link at the result or host-time
+// file of a point to run is refused before anything runs: run once wrote
+// the point's result through a link in DIR/points onto its target, a file
+// outside the folder.
+func TestRunRefusesLinkedResults(t *testing.T) {
+	g := mustGrid(t, gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: [4K]\n"))
+	p := &g.points[0]
+	for _, sub := range []string{PointsDir, HostDir} {
+		dir := t.TempDir()
+		outside := filepath.Join(t.TempDir(), "precious.txt")
+		require.NoError(t, os.WriteFile(outside, []byte("not a result\n"), 0o644))
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, sub), 0o755))
+		require.NoError(t, os.Symlink(outside, filepath.Join(dir, sub, p.Hash+".json")))
+		st, err := Run(g, RunOptions{Dir: dir, Shard: All, Jobs: 1})
+		require.ErrorIs(t, err, ErrFolder, sub)
+		assert.Contains(t, err.Error(), "symbolic link", sub)
+		assert.Zero(t, st.Ran, sub)
+		got, err := os.ReadFile(outside)
+		require.NoError(t, err)
+		assert.Equal(t, "not a result\n", string(got), "%s: the link's target is left alone", sub)
+	}
+}
+
 // TestRunBadOptions: -j and the shard are checked before the folder is
 // touched.
 func TestRunBadOptions(t *testing.T) {
