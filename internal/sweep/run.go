@@ -29,6 +29,7 @@ import (
 	"github.com/neuronsim/neuronsim/internal/jsonkeys"
 	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/output"
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
 )
@@ -479,14 +480,24 @@ func readResult(dir string, p *Point) (*Result, error) {
 	return &r, nil
 }
 
-// consistent checks that the row's count, time and bandwidths are the
-// ones its exact time gives for the point (nccom.NewRow, as the run made
-// them): a file whose numbers were edited, or corrupted into other valid
-// ones, is not a result.
+// consistent checks that the row's time is one a clock can reach, its
+// algorithm one the point runs as (the point's algo, or what auto resolves
+// to: any other), and its count, time and bandwidths the ones its exact
+// time gives for the point (nccom.NewRow, as the run made them): a file
+// whose numbers were edited, or corrupted into other valid ones, is not a
+// result.
 func (r *Row) consistent(p *Point) error {
 	d, err := enc.ParseDtype(p.Dtype)
 	if err != nil {
 		return err
+	}
+	if _, err := units.PS("time_ps", r.TimePS); err != nil {
+		return err
+	}
+	// The algorithm run: auto's resolution, or the point's own.
+	a, err := enc.ParseAlgo(r.Algorithm)
+	if err != nil || a == enc.Auto || p.Algo != enc.Auto.String() && r.Algorithm != p.Algo {
+		return fmt.Errorf("algorithm %q: not one the point's algo %s runs as", r.Algorithm, p.Algo)
 	}
 	want, err := nccom.NewRow(p.Op, p.Ranks, p.Size, d.Size(), p.Dtype, r.TimePS, r.Algorithm)
 	if err != nil {

@@ -273,6 +273,11 @@ func TestResultNotTrusted(t *testing.T) {
 		"time_ps edited": regexp.MustCompile(`"time_ps": \d+`).ReplaceAllString(string(good), `"time_ps": 999`),
 		"count edited":   regexp.MustCompile(`"count": \d+`).ReplaceAllString(string(good), `"count": 1`),
 		"busbw edited":   regexp.MustCompile(`"busbw": [0-9.e+-]+`).ReplaceAllString(string(good), `"busbw": 123.5`),
+		// An algorithm the point does not run as (once taken: a single
+		// word was enough), and a time no clock reaches.
+		"algorithm not one":   regexp.MustCompile(`"algorithm": "[a-z]+"`).ReplaceAllString(string(good), `"algorithm": "bogus"`),
+		"algorithm auto":      regexp.MustCompile(`"algorithm": "[a-z]+"`).ReplaceAllString(string(good), `"algorithm": "auto"`),
+		"time_ps past clocks": regexp.MustCompile(`"time_ps": \d+`).ReplaceAllString(string(good), `"time_ps": 18446744073709551615`),
 	} {
 		t.Run(name, func(t *testing.T) {
 			require.NotEqual(t, string(good), data)
