@@ -338,13 +338,45 @@ func (c *Client) requestU64(want Op, build func(dst []byte, tag uint32) []byte) 
 	return v, nil
 }
 
-// hostAlloc sends one HOST_ALLOC and returns the address.
+// hostAlloc sends one HOST_ALLOC and returns the address, which must name
+// a buffer the served device can have allocated (checkHostAlloc).
 func (c *Client) hostAlloc(device int, size, align uint64) (uint64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.requestU64(OpHostAllocReply, func(b []byte, tag uint32) []byte {
+	pa, err := c.requestU64(OpHostAllocReply, func(b []byte, tag uint32) []byte {
 		return appendHostAlloc(b, tag, hostRequest{device: uint16(device), size: size, align: align})
 	})
+	if err != nil {
+		return 0, err
+	}
+	if err := c.checkHostAlloc(device, pa, size, align); err != nil {
+		// The buffer is the connection's: giving the connection up frees it.
+		return 0, c.fail(err)
+	}
+	return pa, nil
+}
+
+// checkHostAlloc refuses a HOST_ALLOC reply pa for size bytes at align
+// that no served device's allocator makes (ndl.HostMemory): an address not
+// a multiple of align (a power of two), a buffer whose end passes 2^64,
+// or, on a device of a known generation, one that reaches its host
+// address bit, where the DMA address the runtime builds (pa | the bit)
+// would no longer name it.
+func (c *Client) checkHostAlloc(device int, pa, size, align uint64) error {
+	switch {
+	case align != 0 && align&(align-1) == 0 && pa&(align-1) != 0:
+		return fmt.Errorf("HOST_ALLOC reply address %#x is not a multiple of the alignment %d asked for: %w", pa, align, ErrProtocol)
+	case pa+size < pa:
+		return fmt.Errorf("HOST_ALLOC reply address %#x: a buffer of %d bytes there passes 2^64: %w", pa, size, ErrProtocol)
+	}
+	g, err := c.devices[device].Identity.Generation()
+	if err != nil {
+		return nil // a device the runtime does not drive: no host window known
+	}
+	if bit := hwarch.MustGeometry(g).HostAddressBit; bit != 0 && pa+size > bit {
+		return fmt.Errorf("HOST_ALLOC reply address %#x: a buffer of %d bytes there reaches the %s's host address bit %#x: %w", pa, size, g, bit, ErrProtocol)
+	}
+	return nil
 }
 
 // clock sends one CLOCK and returns the picoseconds.
@@ -529,7 +561,9 @@ func (d *Device) ClockPS() (uint64, error) {
 // memory its DMA engines reach through the host window) aligned to align,
 // and returns its host physical address: one HOST_ALLOC request. Over a
 // version 1 connection, or for a device without host memory, the error
-// wraps ErrUnsupported.
+// wraps ErrUnsupported. An address no served device hands out (not aligned,
+// passing 2^64, reaching the device's host address bit) is ErrProtocol and
+// gives the connection up.
 func (d *Device) HostAlloc(size, align uint64) (uint64, error) {
 	if err := d.open("host alloc"); err != nil {
 		return 0, err

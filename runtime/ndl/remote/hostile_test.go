@@ -1,0 +1,112 @@
+package remote
+
+import (
+	"encoding/binary"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/runtime/ndl"
+)
+
+// hostileServer does the handshake for devices on one end of a pipe, then
+// answers every request with what reply returns for it (nothing when it
+// returns nil), and returns a client of the other end.
+func hostileServer(t *testing.T, devices []DeviceInfo, reply func(f Frame) []byte) *Client {
+	t.Helper()
+	cli, srv := net.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer srv.Close()
+		f, err := ReadFrame(srv, nil)
+		if err != nil {
+			return
+		}
+		p := appendHelloReplyPayload(nil, helloReply{version: Version, devices: devices})
+		if _, err := srv.Write(append(appendHeader(nil, OpHelloReply, f.Tag, len(p)), p...)); err != nil {
+			return
+		}
+		for {
+			f, err := ReadFrame(srv, nil)
+			if err != nil {
+				return
+			}
+			if out := reply(f); out != nil {
+				if _, err := srv.Write(out); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	c, err := newClient(cli, "pipe", 5*time.Second, Version)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close(); <-done })
+	return c
+}
+
+// u64Frame is a reply of op whose payload is v.
+func u64Frame(op Op, tag uint32, v uint64) []byte {
+	return binary.LittleEndian.AppendUint64(appendHeader(nil, op, tag, u64ReplySize), v)
+}
+
+// trn2 is one Trn2 device, whose host address bit is bit 46.
+var trn2 = []DeviceInfo{{Identity: hwarch.PCIIdentity{Vendor: hwarch.VendorAmazon, Device: hwarch.DeviceTrn2}, Connected: []int{}}}
+
+// unknown is one device of no generation the runtime knows.
+var unknown = []DeviceInfo{{Identity: hwarch.PCIIdentity{Vendor: 0xFFFF, Device: 0xFFFF}, Connected: []int{}}}
+
+// TestHostAllocReplyChecked: a HOST_ALLOC reply naming a buffer the served
+// device cannot have allocated — not at a multiple of the alignment asked,
+// ending past 2^64, or reaching the device's host address bit (where the
+// DMA address pa | bit no longer names it) — is a protocol violation: the
+// call fails and the connection is given up (which frees the buffer on the
+// server), instead of handing the runtime an address its DMA would
+// misplace.
+func TestHostAllocReplyChecked(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		pa          uint64
+		size, align uint64
+		devices     []DeviceInfo
+		want        string
+	}{
+		{"unaligned", 0x1_0000_0040, 4096, 4096, trn2, "not a multiple of the alignment 4096"},
+		{"wraps", ^uint64(0) &^ 0xFFF, 8192, 4096, trn2, "passes 2^64"},
+		{"past the host bit", 1<<46 - 4096, 8192, 4096, trn2, "host address bit"},
+		{"at the host bit", 1 << 46, 64, 64, trn2, "host address bit"},
+		{"wraps, unknown device", ^uint64(0) - 63, 128, 64, unknown, "passes 2^64"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := hostileServer(t, tc.devices, func(f Frame) []byte { return u64Frame(OpHostAllocReply, f.Tag, tc.pa) })
+			d, err := c.Device(0)
+			require.NoError(t, err)
+			pa, err := d.HostAlloc(tc.size, tc.align)
+			require.ErrorIs(t, err, ErrProtocol, "HostAlloc = %#x", pa)
+			require.ErrorContains(t, err, tc.want)
+			_, err = d.HostAlloc(tc.size, tc.align)
+			require.ErrorIs(t, err, ndl.ErrClosed, "the connection is given up")
+		})
+	}
+	// what a served device may hand out still passes: the last aligned
+	// buffer below the host bit, and any address of a device of unknown
+	// generation that does not wrap
+	for _, tc := range []struct {
+		pa, size, align uint64
+		devices         []DeviceInfo
+	}{
+		{1<<46 - 4096, 4096, 4096, trn2},
+		{0x1_0000_0000, 1, 1, trn2},
+		{1 << 60, 64, 64, unknown},
+	} {
+		c := hostileServer(t, tc.devices, func(f Frame) []byte { return u64Frame(OpHostAllocReply, f.Tag, tc.pa) })
+		d, err := c.Device(0)
+		require.NoError(t, err)
+		pa, err := d.HostAlloc(tc.size, tc.align)
+		require.NoError(t, err)
+		require.Equal(t, tc.pa, pa)
+	}
+}
