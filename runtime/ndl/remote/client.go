@@ -47,6 +47,7 @@ type Client struct {
 	tag    uint32     // tag of the last request
 	wbuf   []byte     // request frame
 	rbuf   []byte     // reply frame
+	clocks []uint64   // per device: the latest clock a CLOCK reply gave (0 before one)
 }
 
 // Dial connects to a server at addr (unix:PATH or tcp:HOST:PORT, see
@@ -128,6 +129,7 @@ func (c *Client) handshake(version uint16) error {
 		return fmt.Errorf("remote: dial %s: %w", c.addr, err)
 	}
 	c.devices, c.version = r.devices, version
+	c.clocks = make([]uint64, len(r.devices))
 	return nil
 }
 
@@ -379,11 +381,25 @@ func (c *Client) checkHostAlloc(device int, pa, size, align uint64) error {
 	return nil
 }
 
-// clock sends one CLOCK and returns the picoseconds.
+// clock sends one CLOCK and returns the picoseconds. A device's clock
+// never goes back and never passes units.MaxTimePS (ndl.Clock,
+// ndl.Sleeper): a reply that does either is ErrProtocol and gives the
+// connection up.
 func (c *Client) clock(device int) (uint64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.requestU64(OpClockReply, func(b []byte, tag uint32) []byte { return appendClock(b, tag, uint16(device)) })
+	ps, err := c.requestU64(OpClockReply, func(b []byte, tag uint32) []byte { return appendClock(b, tag, uint16(device)) })
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case ps > units.MaxTimePS:
+		return 0, c.fail(fmt.Errorf("CLOCK reply %d ps passes the latest time a device's clock reaches, %d ps: %w", ps, units.MaxTimePS, ErrProtocol))
+	case ps < c.clocks[device]:
+		return 0, c.fail(fmt.Errorf("CLOCK reply %d ps: the device's clock went back from %d ps: %w", ps, c.clocks[device], ErrProtocol))
+	}
+	c.clocks[device] = ps
+	return ps, nil
 }
 
 // hostFree sends one HOST_FREE.
@@ -545,7 +561,9 @@ func (d *Device) Sleep(dur time.Duration) error {
 
 // ClockPS reads the served device's clock in picoseconds: one CLOCK
 // request. Over a version 1 connection, or for a device without a clock of
-// its own, the error wraps ErrUnsupported.
+// its own, the error wraps ErrUnsupported. A reply before the last one this
+// client read of the device, or past units.MaxTimePS, is ErrProtocol and
+// gives the connection up.
 func (d *Device) ClockPS() (uint64, error) {
 	if err := d.open("clock"); err != nil {
 		return 0, err

@@ -110,3 +110,58 @@ func TestHostAllocReplyChecked(t *testing.T) {
 		require.Equal(t, tc.pa, pa)
 	}
 }
+
+// TestClockReplyChecked: the served device's clock never goes back and
+// never passes units.MaxTimePS (ndl.Clock, ndl.Sleeper); a CLOCK reply
+// that does either is a protocol violation and gives the connection up,
+// instead of handing ndl.ElapsedPS a start after its end (which it would
+// report as a duration near 2^64 ps) or a time no simulated clock reaches.
+func TestClockReplyChecked(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		clock []uint64
+		want  string
+	}{
+		{"backwards", []uint64{5000, 4999}, "went back"},
+		{"past 2^62", []uint64{1<<62 + 1}, "passes"},
+		{"to 2^64-1", []uint64{1000, ^uint64(0)}, "passes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			i := 0
+			c := hostileServer(t, trn2, func(f Frame) []byte {
+				v := tc.clock[min(i, len(tc.clock)-1)]
+				i++
+				return u64Frame(OpClockReply, f.Tag, v)
+			})
+			d, err := c.Device(0)
+			require.NoError(t, err)
+			for _, want := range tc.clock[:len(tc.clock)-1] {
+				ps, err := d.ClockPS()
+				require.NoError(t, err)
+				require.Equal(t, want, ps)
+			}
+			ps, err := d.ClockPS()
+			require.ErrorIs(t, err, ErrProtocol, "ClockPS = %d", ps)
+			require.ErrorContains(t, err, tc.want)
+			_, err = d.ClockPS()
+			require.ErrorIs(t, err, ndl.ErrClosed, "the connection is given up")
+		})
+	}
+	// a clock that stands still, or reaches 2^62 exactly, is a clock; so is
+	// each device's own (one device's time says nothing of another's)
+	two := []DeviceInfo{trn2[0], trn2[0]}
+	clocks := []uint64{7, 7, 1 << 62, 3}
+	i := 0
+	c := hostileServer(t, two, func(f Frame) []byte {
+		v := clocks[i]
+		i++
+		return u64Frame(OpClockReply, f.Tag, v)
+	})
+	for k, dev := range []int{0, 0, 0, 1} {
+		d, err := c.Device(dev)
+		require.NoError(t, err)
+		ps, err := d.ClockPS()
+		require.NoError(t, err)
+		require.Equal(t, clocks[k], ps)
+	}
+}
