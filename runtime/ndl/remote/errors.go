@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/neuronsim/neuronsim/runtime/ndl"
@@ -156,8 +159,36 @@ type serverError struct {
 	text string
 }
 
-// Error returns "server: " and the server's message.
-func (e *serverError) Error() string { return "server: " + e.text }
+// Error returns "server: " and the server's message, escaped where it is
+// not printable (escapeText).
+func (e *serverError) Error() string { return "server: " + escapeText(e.text) }
+
+// escapeText returns s when it is UTF-8 whose every rune is printable, a
+// newline or a tab; otherwise s with every other rune escaped as Go quotes
+// it (\x1b, \a, \u202e) and every byte that is not UTF-8 as \xNN. A
+// server's text is any bytes: verbatim, a terminal escape sequence in it
+// would act on the terminal the error is printed on.
+func escapeText(s string) string {
+	keep := func(r rune) bool { return r == '\n' || r == '\t' || unicode.IsPrint(r) }
+	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return !keep(r) }) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case keep(r):
+			b.WriteString(s[i : i+n])
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
+	}
+	return b.String()
+}
 
 // Unwrap returns the sentinel of the code (nil for a generic error).
 func (e *serverError) Unwrap() error { return sentinelOf(e.code) }

@@ -165,3 +165,25 @@ func TestClockReplyChecked(t *testing.T) {
 		require.Equal(t, clocks[k], ps)
 	}
 }
+
+// TestServerErrorTextEscaped: an ERROR's text is the server's, any bytes;
+// the client's error carries it verbatim when it is printable UTF-8 (lines
+// and tabs included), and otherwise with the control characters — a
+// terminal escape sequence that would retitle or clear the terminal the
+// error is printed on — and invalid bytes escaped, as Go quotes them.
+func TestServerErrorTextEscaped(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{"out of range: 0xff8 ≥ 1 GiB\n\tsecond line", "server: out of range: 0xff8 ≥ 1 GiB\n\tsecond line"},
+		{"\x1b]0;owned\a\x1b[2J\rdone \xff\u202e!", `server: \x1b]0;owned\a\x1b[2J\rdone \xff\u202e!`},
+	} {
+		c := hostileServer(t, trn2, func(f Frame) []byte {
+			return appendError(nil, f.Tag, errorMsg{code: codeBAROffset, text: tc.text})
+		})
+		d, err := c.Device(0)
+		require.NoError(t, err)
+		_, err = d.Read32(0, 0)
+		require.ErrorIs(t, err, ndl.ErrBAROffset)
+		require.Contains(t, err.Error(), tc.want)
+		require.NotContains(t, err.Error(), "\x1b")
+	}
+}
