@@ -23,7 +23,8 @@ func (c *clocked) ClockPS() (uint64, error) {
 }
 
 // TestElapsedPS: on a device with a clock, the elapsed time is the device's;
-// without one, the host's (non-decreasing).
+// without one, the host's (non-decreasing). A clock that went back is an
+// error, not a wrapped difference.
 func TestElapsedPS(t *testing.T) {
 	c := &clocked{ps: 1_000}
 	since, err := ElapsedPS(c)
@@ -32,6 +33,10 @@ func TestElapsedPS(t *testing.T) {
 	ps, err := since()
 	require.NoError(t, err)
 	assert.Equal(t, uint64(2_500_000), ps)
+	c.ps = 999 // before the start: the difference would wrap to about 2^64
+	_, err = since()
+	assert.ErrorIs(t, err, ErrClockBack)
+	assert.ErrorContains(t, err, "from 1000 ps to 999 ps")
 	c.ps = 0
 	_, err = since()
 	assert.ErrorContains(t, err, "clock unreadable", "a failed read is reported")

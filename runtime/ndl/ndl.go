@@ -9,6 +9,8 @@
 package ndl
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
@@ -43,6 +45,9 @@ var (
 	ErrBAROffset = hwarch.ErrBAROffset
 	ErrAlignment = hwarch.ErrAlignment
 	ErrClosed    = hwarch.ErrDeviceClosed
+	// ErrClockBack marks a device clock read lower than an earlier one
+	// (ElapsedPS): a Clock never goes back.
+	ErrClockBack = errors.New("the device's clock went back")
 )
 
 // Sleeper is implemented by a device with its own clock (a simulated device,
@@ -151,7 +156,8 @@ type Clock interface {
 
 // ElapsedPS reads the clock now and returns a function that reports the
 // picoseconds passed since, on dev's clock when it has one (Clock), else on
-// the host's. A failed clock read is returned as the error.
+// the host's. A failed clock read is returned as the error, and so is a
+// clock that went back (ErrClockBack), whatever the backend.
 func ElapsedPS(dev Device) (since func() (uint64, error), err error) {
 	if c, ok := dev.(Clock); ok {
 		start, err := c.ClockPS()
@@ -160,6 +166,11 @@ func ElapsedPS(dev Device) (since func() (uint64, error), err error) {
 		}
 		return func() (uint64, error) {
 			now, err := c.ClockPS()
+			if err == nil && now < start {
+				// A clock that went back would make the difference wrap to
+				// about 2^64 ps: every duration measured on it absurd.
+				return 0, fmt.Errorf("ndl: the device's clock went back, from %d ps to %d ps: %w", start, now, ErrClockBack)
+			}
 			return now - start, err
 		}, nil
 	}
