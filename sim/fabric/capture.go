@@ -3,6 +3,7 @@ package fabric
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/neuronsim/neuronsim/hw/udma"
@@ -237,6 +238,14 @@ func (s *System) record(e, q int, d *Delivery, hops []uint64) {
 // recordPackets is record's adding of the write's packets.
 func (s *System) recordPackets(e, q int, d *Delivery, hops []uint64) {
 	r := s.rec
+	if r.err != nil {
+		return // the capture has failed: nothing more is recorded
+	}
+	if err := s.fitsHeader(e, q, d); err != nil {
+		r.err = err
+		r.pending = r.pending[:0]
+		return
+	}
 	r.transfer++
 	op := capture.OpWrite
 	switch {
@@ -246,10 +255,7 @@ func (s *System) recordPackets(e, q int, d *Delivery, hops []uint64) {
 		op = capture.OpSemaphore
 	}
 	key := uint64(d.Src)<<32 | uint64(d.Dst)
-	c := int(s.p.chunk(d.Len))
-	if s.p.Model == Free {
-		c = d.Len // cut-through: the write is one packet per hop
-	}
+	c := int(s.packetBytes(d.Len))
 	k := 0
 	for off := 0; off < d.Len; off += c {
 		size := min(c, d.Len-off)
@@ -290,4 +296,40 @@ func (s *System) recordPackets(e, q int, d *Delivery, hops []uint64) {
 			}})
 		}
 	}
+}
+
+// fitsHeader refuses a write whose packets the capture header cannot
+// describe: its fields are 8 bits for a port, a hop and the hops of a path,
+// 16 bits for a device and an engine, 8 for a queue and 32 for a chunk's
+// length. A wider value would be written wrapped — a switch's port 256 as
+// port 0 — so the capture fails instead, naming the link or the value.
+func (s *System) fitsHeader(e, q int, d *Delivery) error {
+	const maxPort, maxHops = math.MaxUint8, math.MaxUint8
+	if len(d.Path) > maxHops {
+		return fmt.Errorf("fabric capture: a write from device %d to %d crosses %d links; the capture header holds at most %d hops", d.Src, d.Dst, len(d.Path), maxHops)
+	}
+	for _, id := range d.Path {
+		l := &s.topo.Links[id]
+		if l.FromPort > maxPort || l.ToPort > maxPort {
+			return fmt.Errorf("fabric capture: link %s: port %d does not fit the capture header's 8-bit port (0..%d)", s.topo.LinkName(id), max(l.FromPort, l.ToPort), maxPort)
+		}
+	}
+	switch {
+	case d.Src < 0 || d.Src > math.MaxUint16 || d.Dst < 0 || d.Dst > math.MaxUint16:
+		return fmt.Errorf("fabric capture: a write from device %d to %d: the capture header holds devices 0..%d", d.Src, d.Dst, math.MaxUint16)
+	case e < 0 || e > math.MaxUint16 || q < 0 || q > math.MaxUint8:
+		return fmt.Errorf("fabric capture: DMA engine %d queue %d: the capture header holds engines 0..%d and queues 0..%d", e, q, math.MaxUint16, math.MaxUint8)
+	case min(s.packetBytes(d.Len), uint64(max(d.Len, 0))) > math.MaxUint32:
+		return fmt.Errorf("fabric capture: a write of %d bytes from device %d to %d: a packet's length field holds at most %d bytes", d.Len, d.Src, d.Dst, uint64(math.MaxUint32))
+	}
+	return nil
+}
+
+// packetBytes is the largest packet a write of n bytes is captured as: a
+// chunk in the aware model, the whole write in the free one.
+func (s *System) packetBytes(n int) uint64 {
+	if s.p.Model == Free {
+		return uint64(max(n, 0)) // cut-through: the write is one packet per hop
+	}
+	return s.p.chunk(n)
 }
