@@ -315,6 +315,8 @@ func execRun(out io.Writer, st *stack.Stack, req stack.ExecRequest, ins, outs []
 		fmt.Fprintf(out, "  trace: %s to %s\n", units.Plural(int64(kept), "slice", "slices"), tracePath)
 		if rec.Full() {
 			fmt.Fprintf(out, "  trace: stopped at --trace-max (%s); %s not recorded\n", memlimit.Human(rec.MaxBytes()), units.Plural(int64(dropped), "slice", "slices"))
+		} else if dropped > 0 {
+			fmt.Fprintf(out, "  trace: stopped (%s); %s not recorded\n", rec.Stopped(), units.Plural(int64(dropped), "slice", "slices"))
 		}
 	}
 	return nil

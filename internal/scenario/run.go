@@ -417,6 +417,8 @@ func (run *runner) finish() error {
 			_, dropped := run.trace.Len()
 			fmt.Fprintf(&run.report, "\ntrace %s: stopped at outputs.trace_max (%s); %d slices not recorded\n",
 				o.Trace, memlimit.Human(run.trace.MaxBytes()), dropped)
+		} else if _, dropped := run.trace.Len(); dropped > 0 {
+			fmt.Fprintf(&run.report, "\ntrace %s: stopped (%s); %d slices not recorded\n", o.Trace, run.trace.Stopped(), dropped)
 		}
 	}
 	if len(run.sweeps) > 0 {

@@ -79,6 +79,25 @@ func (r *Recorder) Full() bool {
 	return r.full
 }
 
+// Stopped says why the recording stopped dropping slices — the size bound
+// ("size limit of N bytes reached") or the count of slices New was given
+// ("slice limit of N slices reached") — or is "" while every slice is kept.
+func (r *Recorder) Stopped() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopped()
+}
+
+func (r *Recorder) stopped() string {
+	switch {
+	case r.full:
+		return fmt.Sprintf("size limit of %d bytes reached", r.maxBytes)
+	case r.drops > 0:
+		return fmt.Sprintf("slice limit of %d slices reached", r.limit)
+	}
+	return ""
+}
+
 // Slice records that name ran on track from start to end (ps).
 func (r *Recorder) Slice(track, name string, start, end uint64, args map[string]string) {
 	r.mu.Lock()
@@ -183,7 +202,7 @@ func micros(ps uint64) json.Number {
 func (r *Recorder) WriteJSON(w io.Writer) error {
 	r.mu.Lock()
 	slices := append([]slice(nil), r.slices...)
-	drops, full, maxBytes := r.drops, r.full, r.maxBytes
+	drops, stopped := r.drops, r.stopped()
 	r.mu.Unlock()
 	names := map[string]int{}
 	var tracks []string
@@ -222,10 +241,7 @@ func (r *Recorder) WriteJSON(w io.Writer) error {
 		Metadata        map[string]string `json:"metadata,omitempty"`
 	}{events, "ns", nil}
 	if drops > 0 {
-		out.Metadata = map[string]string{"dropped_slices": fmt.Sprint(drops)}
-		if full {
-			out.Metadata["stopped"] = fmt.Sprintf("size limit of %d bytes reached", maxBytes)
-		}
+		out.Metadata = map[string]string{"dropped_slices": fmt.Sprint(drops), "stopped": stopped}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", " ")

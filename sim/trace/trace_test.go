@@ -111,3 +111,21 @@ func BenchmarkSlice(b *testing.B) {
 		}
 	}
 }
+
+// A recording stopped by its count of slices, not its size, says so in the
+// metadata as one stopped by its size does: dropped_slices alone read as if
+// nothing had stopped it (a run with --trace-max 1G past 1,048,576 slices).
+func TestStoppedBySliceLimit(t *testing.T) {
+	r := New(2)
+	assert.Equal(t, "", r.Stopped())
+	for i := range 3 {
+		r.Slice("nc0.pe", "matmul", uint64(i)*1000, uint64(i)*1000+500, nil)
+	}
+	assert.False(t, r.Full(), "not the size bound")
+	assert.Equal(t, "slice limit of 2 slices reached", r.Stopped())
+	var b bytes.Buffer
+	require.NoError(t, r.WriteJSON(&b))
+	var doc struct{ Metadata map[string]string }
+	require.NoError(t, json.Unmarshal(b.Bytes(), &doc))
+	assert.Equal(t, map[string]string{"dropped_slices": "1", "stopped": "slice limit of 2 slices reached"}, doc.Metadata)
+}
