@@ -325,10 +325,14 @@ type runner struct {
 	dve    map[int]*dve.Loader
 	dir    string // the output directory
 	trace  *trace.Recorder
-	pcap   *capture.Writer // the pcap output's writer, or nil
-	load   fabric.LoadOptions
-	limit  memlimit.Limit // the memory the steps may plan to use (Options.MemLimit)
-	index  int            // the step running
+	// restored counts the restore steps run: a restored system's time may
+	// go back before slices the trace already holds, so its tracks are
+	// named apart ("restore 1: neuron0 …") instead of overlaying them.
+	restored int
+	pcap     *capture.Writer // the pcap output's writer, or nil
+	load     fabric.LoadOptions
+	limit    memlimit.Limit // the memory the steps may plan to use (Options.MemLimit)
+	index    int            // the step running
 
 	files    []*output.File          // outputs written so far, not yet committed, in order
 	saved    map[string]*output.File // snapshot saves by path, for a later restore of the same run
@@ -371,8 +375,12 @@ func (run *runner) traceSystem() {
 	if run.trace == nil {
 		return
 	}
+	epoch := ""
+	if run.restored > 0 {
+		epoch = fmt.Sprintf("restore %d: ", run.restored)
+	}
 	for _, d := range run.c.System.Devices() {
-		d.SetTrace(deviceTracer{run.trace, d.Config().Name + " "})
+		d.SetTrace(deviceTracer{run.trace, epoch + d.Config().Name + " "})
 	}
 }
 

@@ -130,6 +130,7 @@ func (st *SnapshotStep) run(run *runner) error {
 	if err := c.Reattach(sys); err != nil {
 		return err
 	}
+	run.restored++
 	run.traceSystem()
 	run.printf("system restored from %s at %v", st.Restore, time.Duration(sys.Now())/time.Duration(sim.Nanosecond)*time.Nanosecond)
 	return nil
