@@ -358,7 +358,7 @@ func printExec(out io.Writer, g hwarch.Generation, core int, res stack.ExecResul
 	for _, e := range res.Result.Engines {
 		state := engineState(e.Status)
 		if e.Status&hwisa.StatusError != 0 {
-			state = fmt.Sprintf("ERROR %d at record offset %d", e.Error, e.FaultOffset)
+			state = fmt.Sprintf("ERROR %d (%s) at record offset %d", e.Error, hwisa.ErrorText(e.Error), e.FaultOffset)
 		}
 		fmt.Fprintf(out, "  %-4s %-13s %4d retired, busy %v, %s\n", e.Engine, units.Plural(int64(e.Records), "record", "records")+",", e.Retired, e.Busy, state)
 	}

@@ -1,5 +1,7 @@
 package isa
 
+import "fmt"
+
 // The engine control block: the registers of one engine's sequencer, at the
 // TPB window + the engine's host-visible sequencer base
 // (get_seq_params_<arch>). RUN_STALL and START_CTRL are seed 001's NX local
@@ -33,7 +35,27 @@ const (
 	ErrorUnsupported = 3 // a validated-only opcode reached the engine
 	ErrorOperand     = 4 // an operand out of range at execute
 	ErrorDoorbell    = 5 // a DMA doorbell failed
+	NumErrors        = 6 // the codes: 0..NumErrors-1
 )
+
+// errorTexts say what each ERROR code means, for reports.
+var errorTexts = [NumErrors]string{
+	ErrorNone:        "no error",
+	ErrorFetch:       "the record could not be fetched",
+	ErrorInvalid:     "a malformed record reached the engine",
+	ErrorUnsupported: "an opcode the validators accept but the model does not execute",
+	ErrorOperand:     "an operand out of range at execute",
+	ErrorDoorbell:    "a DMA doorbell failed",
+}
+
+// ErrorText says what ERROR code c means ("code 9, unknown" past the
+// codes).
+func ErrorText(c uint32) string {
+	if c < uint32(len(errorTexts)) {
+		return errorTexts[c]
+	}
+	return fmt.Sprintf("code %d, unknown", c)
+}
 
 // engineCtrlOffsets are the engines' host-visible sequencer bases inside an
 // NC's 64 MiB TPB window (get_seq_params_<arch> with host_visible: PE

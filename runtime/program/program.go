@@ -546,7 +546,7 @@ func (r *Runner) collect(blocks []Block) (Result, error) {
 		}
 		er.Busy = time.Duration(uint64(hi)<<32 | uint64(lo))
 		if er.Status&isa.StatusError != 0 && fault == nil {
-			fault = fmt.Errorf("program: %s stopped with error %d at record offset %d: %w", b.Engine, er.Error, er.FaultOffset, ErrEngineFault)
+			fault = fmt.Errorf("program: %s stopped with error %d (%s) at record offset %d: %w", b.Engine, er.Error, isa.ErrorText(er.Error), er.FaultOffset, ErrEngineFault)
 		}
 		res.Engines = append(res.Engines, er)
 	}

@@ -1,49 +1,53 @@
 package tpb
 
+import "github.com/neuronsim/neuronsim/hw/isa"
+
 // The engine control block: a 0x1000-byte register window per engine, which
 // the device maps at the TPB window + the engine's host-visible sequencer
 // base. RUN_STALL (+0x0) and START_CTRL (+0x4) are the NX local registers
 // release_run_stall and START_CTRL of seed 001; the rest are the model's.
+// The layout, values and codes are the ABI's (hw/isa, which the runtime
+// reads too); the names here are the device's.
 const (
-	RegRunStall    = 0x000 // 1 run, 0 stall (bit 0); power-on 1; reads back
-	RegStartCtrl   = 0x004 // write StartRun or StartHalt; reads back the last write
-	RegPCLo        = 0x008 // device address of the first record, low word
-	RegPCHi        = 0x00C // … high word
-	RegStatus      = 0x010 // Status* bits (read-only)
-	RegError       = 0x014 // Err* code (read-only)
-	RegFaultOffset = 0x018 // byte offset from the start PC of the failed record (read-only)
-	RegRetired     = 0x01C // records completed (read-only, low 32 bits)
-	RegBusyLo      = 0x020 // busy time in ns, low word (read-only)
-	RegBusyHi      = 0x024 // … high word
-	RegWindowSize  = 0x1000
+	RegRunStall    = isa.EngineRegRunStall    // 1 run, 0 stall (bit 0); power-on 1; reads back
+	RegStartCtrl   = isa.EngineRegStartCtrl   // write StartRun or StartHalt; reads back the last write
+	RegPCLo        = isa.EngineRegPCLo        // device address of the first record, low word
+	RegPCHi        = isa.EngineRegPCHi        // … high word
+	RegStatus      = isa.EngineRegStatus      // Status* bits (read-only)
+	RegError       = isa.EngineRegError       // Err* code (read-only)
+	RegFaultOffset = isa.EngineRegFaultOffset // byte offset from the start PC of the failed record (read-only)
+	RegRetired     = isa.EngineRegRetired     // records completed (read-only, low 32 bits)
+	RegBusyLo      = isa.EngineRegBusyLo      // busy time in ns, low word (read-only)
+	RegBusyHi      = isa.EngineRegBusyHi      // … high word
+	RegWindowSize  = isa.EngineRegBlockSize
 )
 
 // START_CTRL values.
 const (
-	StartRun  = 1 // clear status, error and counters, start fetching at PC
-	StartHalt = 2 // stop once the record in flight (if any) completes
+	StartRun  = isa.StartRun  // clear status, error and counters, start fetching at PC
+	StartHalt = isa.StartHalt // stop once the record in flight (if any) completes
 )
 
 // STATUS bits.
 const (
-	StatusRunning = 1 << 0 // started and not stopped
-	StatusStalled = 1 << 1 // running with RUN_STALL 0: no new record starts
-	StatusWaiting = 1 << 2 // blocked on its record's wait
-	StatusDone    = 1 << 3 // a LAST record completed
-	StatusError   = 1 << 4 // stopped on an error (ERROR says which)
+	StatusRunning = isa.StatusRunning // started and not stopped
+	StatusStalled = isa.StatusStalled // running with RUN_STALL 0: no new record starts
+	StatusWaiting = isa.StatusWaiting // blocked on its record's wait
+	StatusDone    = isa.StatusDone    // a LAST record completed
+	StatusError   = isa.StatusError   // stopped on an error (ERROR says which)
 
 	statusStored = StatusRunning | StatusWaiting | StatusDone | StatusError
 )
 
-// ERROR codes.
+// ERROR codes (isa.ErrorText says each in words).
 const (
-	ErrNone        = 0 // no error
-	ErrFetch       = 1 // the instruction fetch failed (or PC misaligned)
-	ErrInvalid     = 2 // a malformed record
-	ErrUnsupported = 3 // a validated-only opcode (isa.OpInfo.Executed false)
-	ErrRange       = 4 // an operand out of range at execute
-	ErrDoorbell    = 5 // the DMA doorbell failed
-	numErrCodes    = 6
+	ErrNone        = isa.ErrorNone        // no error
+	ErrFetch       = isa.ErrorFetch       // the instruction fetch failed (or PC misaligned)
+	ErrInvalid     = isa.ErrorInvalid     // a malformed record
+	ErrUnsupported = isa.ErrorUnsupported // a validated-only opcode (isa.OpInfo.Executed false)
+	ErrRange       = isa.ErrorOperand     // an operand out of range at execute
+	ErrDoorbell    = isa.ErrorDoorbell    // the DMA doorbell failed
+	numErrCodes    = isa.NumErrors
 )
 
 // status returns engine e's STATUS register.
