@@ -15,7 +15,6 @@ import (
 	hwisa "github.com/neuronsim/neuronsim/hw/isa"
 	"github.com/neuronsim/neuronsim/hw/udma"
 	"github.com/neuronsim/neuronsim/internal/inputfile"
-	"github.com/neuronsim/neuronsim/internal/memlimit"
 	"github.com/neuronsim/neuronsim/internal/output"
 	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/program"
@@ -314,7 +313,7 @@ func execRun(out io.Writer, st *stack.Stack, req stack.ExecRequest, ins, outs []
 		kept, dropped := rec.Len()
 		fmt.Fprintf(out, "  trace: %s to %s\n", units.Plural(int64(kept), "slice", "slices"), tracePath)
 		if rec.Full() {
-			fmt.Fprintf(out, "  trace: stopped at --trace-max (%s); %s not recorded\n", memlimit.Human(rec.MaxBytes()), units.Plural(int64(dropped), "slice", "slices"))
+			fmt.Fprintf(out, "  trace: stopped at --trace-max (%s); %s not recorded\n", units.FormatBytes(int64(rec.MaxBytes())), units.Plural(int64(dropped), "slice", "slices"))
 		} else if dropped > 0 {
 			fmt.Fprintf(out, "  trace: stopped (%s); %s not recorded\n", rec.Stopped(), units.Plural(int64(dropped), "slice", "slices"))
 		}

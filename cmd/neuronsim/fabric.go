@@ -418,8 +418,8 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 	}
 	f.named.annotate(res.Reports)
 	if c := res.Capture; c.Full {
-		fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim: --pcap: the capture stopped at --pcap-max (%s) after %d packets; %d packets not recorded\n",
-			memlimit.Human(c.MaxBytes), c.Packets, c.NotRecorded)
+		fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim: --pcap: the capture stopped at --pcap-max (%s) after %s; %d not recorded\n",
+			units.FormatBytes(int64(c.MaxBytes)), units.Plural(int64(c.Packets), "packet", "packets"), c.NotRecorded)
 	}
 	files, err = writeSweep(cmd, s, plan, res.Reports, files)
 	if err != nil {

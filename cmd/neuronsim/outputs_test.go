@@ -44,7 +44,7 @@ func TestSweepPcapMax(t *testing.T) {
 	pk, err := capture.ReadAll(bytes.NewReader(b))
 	require.NoError(t, err, "the pcap stays valid")
 	assert.NotEmpty(t, pk)
-	assert.Contains(t, errOut.String(), "--pcap: the capture stopped at --pcap-max (64 KiB)")
+	assert.Contains(t, errOut.String(), "--pcap: the capture stopped at --pcap-max (64KiB) after 934 packets; 17458 not recorded")
 	assert.Equal(t, []string{"f.pcap"}, dirNames(t, dir))
 
 	_, err = runCLI(t, "fabric", "sweep", "--devices", "4", "--pcap", pcap, "--pcap-max", "10")
@@ -126,7 +126,7 @@ func TestExecTraceMax(t *testing.T) {
 	require.NoError(t, err)
 	assert.LessOrEqual(t, len(b), 2048)
 	assert.Contains(t, string(b), `"stopped": "size limit of 2048 bytes reached"`)
-	assert.Contains(t, out, "trace: stopped at --trace-max (2 KiB)")
+	assert.Contains(t, out, "trace: stopped at --trace-max (2KiB)")
 }
 
 // TestExecTraceMaxNeedsTrace: --trace-max without --trace would bound

@@ -407,10 +407,10 @@ func (run *runner) finish() error {
 		}
 		written, lost := run.c.System.CaptureStats()
 		if run.pcap.Full() {
-			fmt.Fprintf(&run.report, "\npcap %s: stopped at outputs.pcap_max (%s) after %d packets; %d packets not recorded\n",
-				o.Pcap, memlimit.Human(run.pcap.MaxBytes()), written, lost)
+			fmt.Fprintf(&run.report, "\npcap %s: stopped at outputs.pcap_max (%s) after %s; %d not recorded\n",
+				o.Pcap, units.FormatBytes(int64(run.pcap.MaxBytes())), units.Plural(int64(written), "packet", "packets"), lost)
 		} else if lost > 0 {
-			fmt.Fprintf(&run.report, "\npcap %s: %d packets, %d not recorded (too many in flight)\n", o.Pcap, written, lost)
+			fmt.Fprintf(&run.report, "\npcap %s: %s, %d not recorded (too many in flight)\n", o.Pcap, units.Plural(int64(written), "packet", "packets"), lost)
 		}
 	}
 	if run.trace != nil {
@@ -424,7 +424,7 @@ func (run *runner) finish() error {
 		if run.trace.Full() {
 			_, dropped := run.trace.Len()
 			fmt.Fprintf(&run.report, "\ntrace %s: stopped at outputs.trace_max (%s); %d slices not recorded\n",
-				o.Trace, memlimit.Human(run.trace.MaxBytes()), dropped)
+				o.Trace, units.FormatBytes(int64(run.trace.MaxBytes())), dropped)
 		} else if _, dropped := run.trace.Len(); dropped > 0 {
 			fmt.Fprintf(&run.report, "\ntrace %s: stopped (%s); %d slices not recorded\n", o.Trace, run.trace.Stopped(), dropped)
 		}
