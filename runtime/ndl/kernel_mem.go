@@ -178,6 +178,11 @@ func (k *KernelDevice) MemAlloc(r MemRequest) (MemHandle, error) {
 	if h == 0 || h > MaxMemHandle {
 		return 0, fmt.Errorf("ndl kernel: %s: %s: handle %d: %w (1..%d)", k.path, what, handle, ErrDriverAnswer, MaxMemHandle)
 	}
+	if _, live := k.mem[h]; live {
+		// Not freed: a free of h would free the allocation that holds it
+		// already; taking it would replace that allocation's size and place.
+		return 0, fmt.Errorf("ndl kernel: %s: %s: handle %d, which an earlier allocation holds and has not freed: %w", k.path, what, handle, ErrDriverAnswer)
+	}
 	info, err := k.memInfo(h)
 	if err == nil && (info.Host != r.Host || info.Size < r.Size) {
 		err = fmt.Errorf("ndl kernel: %s: MEM_GET_EXTENDED_INFO of the new handle %d: %s memory of %d bytes, asked for %s memory of %d: %w",

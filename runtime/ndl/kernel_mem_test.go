@@ -338,6 +338,34 @@ func TestKernelMemAnswerChecks(t *testing.T) {
 	}
 }
 
+// TestKernelMemLiveHandleRefused: a driver that answers an allocation
+// with a handle an earlier one holds and has not freed is refused, and
+// the earlier allocation keeps its size and place (its handle was taken
+// over before).
+func TestKernelMemLiveHandleRefused(t *testing.T) {
+	le := binary.LittleEndian
+	drv, err := kernelfake.New(kernelfake.Options{Arch: 3})
+	require.NoError(t, err)
+	var first uint64
+	k := openOn(t, tamper{drv, func(cmd uint32, b []byte) {
+		if cmd != ndl.IoctlMemAllocV2MT64 {
+			return
+		}
+		h := (*uint64)(userPointer(le.Uint64(b[40:]))) // the pinned handle word the driver filled
+		if first == 0 {
+			first = *h
+			return
+		}
+		*h = first
+	}}, drv)
+	h, err := k.MemAlloc(ndl.MemRequest{Size: 4096})
+	require.NoError(t, err)
+	_, err = k.MemAlloc(ndl.MemRequest{Size: 8192, Host: true})
+	require.ErrorIs(t, err, ndl.ErrDriverAnswer)
+	assert.ErrorContains(t, err, fmt.Sprintf("handle %d, which an earlier allocation holds", h))
+	require.NoError(t, k.MemFree(h), "the first allocation is still the handle's")
+}
+
 // userPointer turns a user address from an ioctl struct into a pointer
 // (written through the pointer's memory so vet's unsafeptr check stays quiet).
 func userPointer(addr uint64) unsafe.Pointer {
