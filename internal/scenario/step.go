@@ -114,8 +114,13 @@ func (s *Step) UnmarshalStrict(d *strictyaml.Decoder, n *yaml.Node, path string)
 		return d.Errorf(key, path, "unknown step %q; expected one of: %s", key.Value, strings.Join(stepKinds, ", "))
 	}
 	s.Action = mk()
-	if val.Kind == yaml.ScalarNode && (val.Tag == "!!null" || val.Value == "") {
-		return nil // "- bringup:" with no fields
+	if val.Kind == yaml.ScalarNode && val.ShortTag() == "!!null" {
+		// "- bringup:": the step with no fields, decoded as an empty
+		// mapping so that a kind's required keys are still missing
+		// (a null struct is not checked for them: `- csr_write:` wrote 0
+		// to register 0 of device 0). A quoted "" is no null: the
+		// decoder refuses it as the mapping it is not.
+		val = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: key.Line, Column: key.Column}
 	}
 	return d.Node(val, path+"."+key.Value, s.Action)
 }
