@@ -37,3 +37,23 @@ func TestStepWithNoFieldsKeepsRequiredKeys(t *testing.T) {
 		require.NoError(t, err, s)
 	}
 }
+
+// TestExecRefusesExpect: expect is validate's; an exec step validates its
+// program and fails on an invalid one whatever expect says, so the key
+// there would change nothing.
+func TestExecRefusesExpect(t *testing.T) {
+	step := func(s string) string {
+		return "name: x\nsystem: {arch: cayman, devices: 2, topology: ring}\nsteps:\n  - " + s + "\n"
+	}
+	for _, tc := range []struct{ doc, token, want string }{
+		{step("exec: {program: p.s, expect: invalid}"), "invalid", "steps[0].exec.expect: invalid: expect applies to validate steps only"},
+		{step("exec: {source: x, expect: valid}"), "valid", "steps[0].exec.expect: valid: expect applies to validate steps only"},
+	} {
+		_, err := Parse("x.yaml", []byte(tc.doc))
+		if assert.Error(t, err, tc.doc) {
+			assert.Contains(t, err.Error(), posOf(t, tc.doc, tc.token)+" "+tc.want, tc.doc)
+		}
+	}
+	_, err := Parse("x.yaml", []byte(step("validate: {source: x, expect: invalid}")))
+	require.NoError(t, err)
+}

@@ -49,6 +49,11 @@ func (ps *ProgramStep) check(c *checkContext) error {
 	if (ps.Program == "") == (ps.Source == "") {
 		return c.d.Errorf(c.n, c.p, "give exactly one of program (a file) and source (the text)")
 	}
+	if ps.Expect != "" && c.kind != "validate" {
+		// An exec step validates its program and fails on an invalid
+		// one, whatever expect says: the key would change nothing.
+		return c.errorf("expect", "%s: expect applies to validate steps only (an exec step fails on an invalid program)", ps.Expect)
+	}
 	if ps.Expect != "" && ps.Expect != "valid" && ps.Expect != "invalid" {
 		return c.errorf("expect", "expected valid or invalid, got %q", ps.Expect)
 	}
