@@ -57,3 +57,31 @@ func TestExecRefusesExpect(t *testing.T) {
 	_, err := Parse("x.yaml", []byte(step("validate: {source: x, expect: invalid}")))
 	require.NoError(t, err)
 }
+
+// TestFaultToIsALinksFarEnd: to is a link fault's far end; a device_reset
+// has none, so to there would change nothing; and a to that names a device
+// names one of the system's other than the step's own device (refused when
+// the file is read, not after the steps before it ran).
+func TestFaultToIsALinksFarEnd(t *testing.T) {
+	step := func(s string) string {
+		return "name: x\nsystem: {arch: cayman, devices: 2, topology: ring}\nsteps:\n  - " + s + "\n"
+	}
+	for _, tc := range []struct{ doc, token, want string }{
+		{step(`fault: {kind: device_reset, device: 1, to: "0"}`), `"0"`, "steps[0].fault.to: 0: a device_reset has no far end; to applies to link_down and link_up"},
+		{step(`fault: {kind: link_down, device: 0, to: "2"}`), `"2"`, "steps[0].fault.to: device 2: the system has devices 0..1"},
+		{step(`fault: {kind: link_up, device: 1, to: "1"}`), `"1"`, "steps[0].fault.to: 1: the link's own device (device 1); a link joins two nodes"},
+	} {
+		_, err := Parse("x.yaml", []byte(tc.doc))
+		if assert.Error(t, err, tc.doc) {
+			assert.Contains(t, err.Error(), posOf(t, tc.doc, tc.token)+" "+tc.want, tc.doc)
+		}
+	}
+	for _, s := range []string{
+		`fault: {kind: link_down, device: 0, to: "1"}`,
+		`fault: {kind: link_down, device: 0, to: l1-sw0}`, // a name: looked up in the topology when the step runs
+		"fault: {kind: device_reset, device: 1}",
+	} {
+		_, err := Parse("x.yaml", []byte(step(s)))
+		require.NoError(t, err, s)
+	}
+}

@@ -30,8 +30,22 @@ func (st *FaultStep) check(c *checkContext) error {
 			return c.d.Errorf(c.at("kind"), c.p+".to", "a link fault names its far end in to (a device number or a switch such as l1-sw0)")
 		}
 	case "device_reset":
+		if st.To != "" {
+			return c.errorf("to", "%s: a device_reset has no far end; to applies to link_down and link_up", st.To)
+		}
 	default:
 		return c.errorf("kind", "expected link_down, link_up or device_reset, got %q", st.FaultKind)
+	}
+	if i, err := strconv.Atoi(st.To); err == nil {
+		// A device number (node reads it so): one of the system's, not
+		// the link's own end. A switch's name is looked up in the
+		// topology when the step runs.
+		if err := c.device(i, "to"); err != nil {
+			return err
+		}
+		if i == st.Device {
+			return c.errorf("to", "%d: the link's own device (device %d); a link joins two nodes", i, st.Device)
+		}
 	}
 	if st.In < 0 {
 		return c.errorf("in", "a fault cannot be in the past (%v)", st.In)
