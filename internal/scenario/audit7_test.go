@@ -85,3 +85,25 @@ func TestFaultToIsALinksFarEnd(t *testing.T) {
 		require.NoError(t, err, s)
 	}
 }
+
+// TestFaultLinkExists: a link fault between two devices of a one-node
+// system names a link the topology has; until 2026-12-07 the step failed
+// only when it ran, after the bring-up and every step before it, without
+// the file position.
+func TestFaultLinkExists(t *testing.T) {
+	for _, tc := range []struct{ sys, to, want string }{
+		{"arch: cayman, devices: 4, topology: ring", "2", "steps[0].fault.to: 2: no link joins neuron0 and neuron2 in a ring topology (neuron0's links go to neuron3, neuron1)"},
+		{"arch: mariana, devices: 2", "1", "steps[0].fault.to: 1: no link joins neuron0 and neuron1 in a switch topology (neuron0's links go to switches only)"},
+	} {
+		doc := "name: x\nsystem: {" + tc.sys + "}\nsteps:\n  - fault: {kind: link_down, device: 0, to: \"" + tc.to + "\"}\n"
+		_, err := Parse("x.yaml", []byte(doc))
+		if assert.Error(t, err, doc) {
+			assert.Contains(t, err.Error(), posOf(t, doc, `"`+tc.to+`"`)+" "+tc.want, doc)
+		}
+	}
+	for _, sys := range []string{"arch: cayman, devices: 4, topology: ring", "arch: cayman, devices: 16"} {
+		doc := "name: x\nsystem: {" + sys + "}\nsteps:\n  - fault: {kind: link_down, device: 0, to: \"1\"}\n"
+		_, err := Parse("x.yaml", []byte(doc))
+		require.NoError(t, err, doc)
+	}
+}

@@ -170,6 +170,20 @@ type resolved struct {
 	// (givenKeys, resolvedKeys), checked at a restore with d, the file's decoder.
 	held []heldKey
 	d    *strictyaml.Decoder
+
+	// links are the direct links between the devices of a one-node
+	// system (fabric.DeviceLinks), made when a fault step first needs
+	// them (deviceLinks).
+	links    [][]int
+	linksErr error
+}
+
+// deviceLinks is fabric.DeviceLinks of the system (one node), made once.
+func (r *resolved) deviceLinks() ([][]int, error) {
+	if r.links == nil && r.linksErr == nil {
+		r.links, r.linksErr = fabric.DeviceLinks(r.kind, r.gen, r.devices, r.params)
+	}
+	return r.links, r.linksErr
 }
 
 // check resolves the system and checks every step against it: words,

@@ -2,7 +2,9 @@ package scenario
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/neuronsim/neuronsim/internal/units"
@@ -45,6 +47,9 @@ func (st *FaultStep) check(c *checkContext) error {
 		}
 		if i == st.Device {
 			return c.errorf("to", "%d: the link's own device (device %d); a link joins two nodes", i, st.Device)
+		}
+		if err := c.link(st.Device, i); err != nil {
+			return err
 		}
 	}
 	if st.In < 0 {
@@ -98,4 +103,38 @@ func node(t *fabric.Topology, name string) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no node %q in the topology", name)
+}
+
+// link refuses a link fault between devices a and b of a one-node system
+// that no link joins (the ring's 0 and 2, two devices of a switched
+// system, joined through a switch): the step would fail when it ran,
+// after the steps before it. Across several nodes the step's run checks.
+func (c *checkContext) link(a, b int) error {
+	if c.r.nodes > 1 {
+		return nil
+	}
+	links, err := c.r.deviceLinks()
+	if err != nil {
+		return nil // the system is refused when it is built, saying why
+	}
+	if slices.Contains(links[a], b) {
+		return nil
+	}
+	kind := c.r.kind
+	if kind == fabric.KindAuto {
+		kind = fabric.AutoKind(c.r.gen, c.r.devices)
+	}
+	return c.errorf("to", "%d: no link joins neuron%d and neuron%d in a %s topology (neuron%d's links go to %s)", b, a, b, kind, a, linkList(links[a]))
+}
+
+// linkList names the devices of a device's links, or says it has none.
+func linkList(to []int) string {
+	if len(to) == 0 {
+		return "switches only"
+	}
+	var names []string
+	for _, d := range to {
+		names = append(names, "neuron"+strconv.Itoa(d))
+	}
+	return strings.Join(names, ", ")
 }
