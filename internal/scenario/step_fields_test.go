@@ -9,7 +9,7 @@ import (
 
 // TestStepWithNoFieldsKeepsRequiredKeys: a step's kind alone (`- csr_write:`)
 // is the step with no fields, so a kind whose keys are required is refused
-// for the keys it misses; until 2026-12-07 the null skipped the required
+// for the keys it misses; until 2026-12-06 the null skipped the required
 // check and `- csr_write:` wrote 0 to register 0 of device 0. A quoted empty
 // string is no null: it is refused as the mapping it is not.
 func TestStepWithNoFieldsKeepsRequiredKeys(t *testing.T) {
@@ -87,7 +87,7 @@ func TestFaultToIsALinksFarEnd(t *testing.T) {
 }
 
 // TestFaultLinkExists: a link fault between two devices of a one-node
-// system names a link the topology has; until 2026-12-07 the step failed
+// system names a link the topology has; until 2026-12-06 the step failed
 // only when it ran, after the bring-up and every step before it, without
 // the file position.
 func TestFaultLinkExists(t *testing.T) {
