@@ -160,6 +160,9 @@ type resolved struct {
 	boot     bool
 	reset    bool
 	buffers  uint64
+	// collectives counts, as the steps are checked, the collectives the
+	// scenario runs (MaxCollectives).
+	collectives int
 	// The fabric parameters with the timing overrides; engines (0: the
 	// calibrated count) and launchCost (nil: the calibrated one) of the
 	// collective executor.

@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -106,4 +108,18 @@ func TestFaultLinkExists(t *testing.T) {
 		_, err := Parse("x.yaml", []byte(doc))
 		require.NoError(t, err, doc)
 	}
+}
+
+// TestScenarioCollectivesBounded: the collectives a scenario runs (a
+// collective step's one, a sweep's sizes) are bounded by MaxCollectives,
+// refused at the step that passes it, before anything runs: a 1 MiB file
+// held sweeps of hours of host time and gigabytes of report.
+func TestScenarioCollectivesBounded(t *testing.T) {
+	sweep := "  - sweep: {op: all_reduce, min: 1024, max: 81016, step: 8}\n" // 10,000 sizes, each whole fp32 elements of 2 ranks
+	doc := "name: x\nsystem: {arch: cayman, devices: 2}\nsteps:\n" + strings.Repeat(sweep, MaxCollectives/10000)
+	_, err := Parse("x.yaml", []byte(doc))
+	require.NoError(t, err, "at the bound")
+	_, err = Parse("x.yaml", []byte(doc+"  - collective: {op: all_reduce, size: 4K}\n"))
+	require.ErrorIs(t, err, ErrStrict)
+	assert.ErrorContains(t, err, fmt.Sprintf("steps[%d].collective.size: this step takes the collectives the scenario runs (a collective step's one, a sweep's sizes) to 100001, past the 100000", MaxCollectives/10000))
 }

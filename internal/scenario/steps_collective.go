@@ -48,7 +48,27 @@ func (st *CollectiveStep) check(c *checkContext) error {
 	if err := c.autoChannels(st.Channels, st.Op, st.Algo, []int64{int64(st.Size)}, st.options()); err != nil {
 		return err
 	}
+	if err := c.countCollectives("size", 1); err != nil {
+		return err
+	}
 	return buffersFor(c.d, c.at("size"), c.p+".size", r, st.Op, st.Algo, st.Dtype, []int64{int64(st.Size)}, st.options(), "it")
+}
+
+// MaxCollectives bounds the collectives a scenario runs — a collective
+// step's one, a sweep step's sizes — and so its report (each a line of
+// about 180 bytes, kept in memory until the run ends, with each sweep's
+// rows for the plot) and most of its host time: 17,000 sweep steps of
+// 10,000 sizes fit in a 1 MiB file.
+const MaxCollectives = 100_000
+
+// countCollectives adds n collectives to the scenario's count, refusing
+// at field the step that takes it past MaxCollectives.
+func (c *checkContext) countCollectives(field string, n int) error {
+	c.r.collectives += n
+	if c.r.collectives > MaxCollectives {
+		return c.errorf(field, "this step takes the collectives the scenario runs (a collective step's one, a sweep's sizes) to %d, past the %d a scenario may run: split the steps over several files", c.r.collectives, MaxCollectives)
+	}
+	return nil
 }
 
 // options are the collective's build options (chunks default to 1; the
@@ -212,6 +232,9 @@ func (st *SweepStep) check(c *checkContext) error {
 		return c.d.Errorf(c.at("max"), c.p, "%v", err)
 	}
 	if err := c.autoChannels(st.Channels, st.Op, st.Algo, sizes, st.options()); err != nil {
+		return err
+	}
+	if err := c.countCollectives("max", len(sizes)); err != nil {
 		return err
 	}
 	return buffersFor(c.d, c.at("max"), c.p+".max", c.r, st.Op, st.Algo, st.Dtype, sizes, st.options(), "the sweep's largest size")
