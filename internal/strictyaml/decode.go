@@ -281,6 +281,9 @@ func (d *Decoder) value(n *yaml.Node, path string, v reflect.Value) error {
 		return d.sequence(n, path, v)
 	case reflect.String:
 		s, err := d.scalar(n, path, "a string")
+		if err == nil {
+			err = d.taggedAs(n, path, "a string", "!!str")
+		}
 		if err != nil {
 			return err
 		}

@@ -12,7 +12,9 @@
 // `yaml:"name,required"` must be given, every scalar must fit its Go type
 // exactly (no quoted numbers, no ambiguous leading zeros, no NaN), a
 // time.Duration is bounded by the latest virtual time (internal/units),
-// aliases, merge keys and custom tags are rejected, and the size, nesting
+// a time.Duration is a whole number of nanoseconds, aliases, merge keys,
+// custom tags and a standard tag that says another type than the key's
+// (`name: !!int 5`) are rejected, and the size, nesting
 // and sequence length of the input are bounded.
 //
 // Decode reads one document; a type that decodes itself (a union such as a

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,17 +27,32 @@ func (d *Decoder) scalar(n *yaml.Node, path, what string) (string, error) {
 }
 
 // unquoted is scalar for numbers and booleans, which must not be quoted or
-// tagged as strings.
-func (d *Decoder) unquoted(n *yaml.Node, path, what string) (string, error) {
+// tagged as strings, nor tagged as other than one of tags.
+func (d *Decoder) unquoted(n *yaml.Node, path, what string, tags ...string) (string, error) {
 	s, err := d.scalar(n, path, what)
 	if err == nil && isQuoted(n) {
 		err = d.Errorf(n, path, "expected %s, got %s", what, describe(n))
 	}
+	if err == nil {
+		err = d.taggedAs(n, path, what, tags...)
+	}
 	return s, err
 }
 
+// taggedAs refuses a scalar written with an explicit tag other than one of
+// tags, the ones that agree with the value expected: `arch: !!bool
+// cayman` or `devices: !!float 1` say another type than the key's, which
+// the tag would otherwise be silently dropped for. An untagged scalar is
+// read from its text.
+func (d *Decoder) taggedAs(n *yaml.Node, path, what string, tags ...string) error {
+	if n.Style&yaml.TaggedStyle == 0 || slices.Contains(tags, n.ShortTag()) {
+		return nil
+	}
+	return d.Errorf(n, path, "expected %s, got %q tagged %s: leave the tag out (a value's type comes from its key)", what, n.Value, n.ShortTag())
+}
+
 func (d *Decoder) boolean(n *yaml.Node, path string, v reflect.Value) error {
-	s, err := d.unquoted(n, path, "true or false")
+	s, err := d.unquoted(n, path, "true or false", "!!bool")
 	if err != nil {
 		return err
 	}
@@ -65,7 +81,7 @@ func intSyntax(s string) string {
 // integer returns the text of an integer scalar, refused as no integer
 // when it is quoted, tagged otherwise or has a leading zero (intSyntax).
 func (d *Decoder) integer(n *yaml.Node, path string) (string, error) {
-	s, err := d.unquoted(n, path, "an integer")
+	s, err := d.unquoted(n, path, "an integer", "!!int")
 	if err != nil {
 		return "", err
 	}
@@ -133,7 +149,7 @@ func (d *Decoder) unsigned(n *yaml.Node, path string, v reflect.Value) error {
 
 func (d *Decoder) float(n *yaml.Node, path string, v reflect.Value) error {
 	const what = "a number"
-	s, err := d.unquoted(n, path, what)
+	s, err := d.unquoted(n, path, what, "!!float", "!!int")
 	if err != nil {
 		return err
 	}
@@ -165,6 +181,9 @@ func (d *Decoder) float(n *yaml.Node, path string, v reflect.Value) error {
 func (d *Decoder) duration(n *yaml.Node, path string, v reflect.Value) error {
 	const what = `a duration such as "1.5ms" or "2s" (units ns, us, ms, s, m, h)`
 	s, err := d.scalar(n, path, what)
+	if err == nil {
+		err = d.taggedAs(n, path, what, "!!str")
+	}
 	if err != nil {
 		return err
 	}
