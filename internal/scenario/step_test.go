@@ -127,6 +127,17 @@ func TestBringUpStepOnAnyBackend(t *testing.T) {
 	}
 }
 
+// TestBringUpStepRefusesNoRegisterBAR: an expected register BAR that no
+// bring-up finds the registers in is refused when the file is read (it
+// failed only after bringing every device up).
+func TestBringUpStepRefusesNoRegisterBAR(t *testing.T) {
+	for _, bar := range []string{"1", "4", "77", "-1"} {
+		_, err := Parse("x.yaml", []byte("name: x\nsystem: {arch: cayman}\nsteps:\n  - bringup: {expect_register_bar: "+bar+"}\n"))
+		require.ErrorIs(t, err, ErrStrict, bar)
+		assert.ErrorContains(t, err, "steps[0].bringup.expect_register_bar: "+bar+": the registers are in BAR0, or BAR2 under QEMU (V2, V3)")
+	}
+}
+
 // TestExecStepFailsOnAHaltedDoorbell: an exec step whose program's
 // dma_trigger rings a queue nobody set up fails, though its engines end
 // done: the doorbell halted the queue (as neuronsim exec reports it).

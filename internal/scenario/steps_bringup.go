@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/sim"
 )
 
@@ -17,7 +18,15 @@ type BringUpStep struct {
 // Kind implements Action.
 func (*BringUpStep) Kind() string { return "bringup" }
 
-func (*BringUpStep) check(*checkContext) error { return nil }
+// check refuses an expected register BAR that no bring-up finds the
+// registers in (hwarch.BAR0, or hwarch.BAR2 under QEMU): such a step
+// could only fail, after bringing every device up.
+func (st *BringUpStep) check(c *checkContext) error {
+	if e := st.ExpectRegisterBAR; e != nil && *e != hwarch.BAR0 && *e != hwarch.BAR2 {
+		return c.errorf("expect_register_bar", "%d: the registers are in BAR%d, or BAR%d under QEMU (V2, V3)", *e, hwarch.BAR0, hwarch.BAR2)
+	}
+	return nil
+}
 
 // run reports and checks what the runtime's bring-up did on each device:
 // the register BAR is the one its policy chose and went through (not a
