@@ -167,3 +167,17 @@ func TestSnapshotRestoreBlamesTheSnapshot(t *testing.T) {
 	}
 	assert.NoDirExists(t, filepath.Join(dir, "c"), "nothing ran")
 }
+
+// TestSweepPcapRefusesUnrecordableSystem: a system with a switch port past
+// the capture header's 8-bit port field (a star of 260 devices) is
+// refused with --pcap before the sweep runs (it ran two minutes first, to
+// fail at the first packet through port 256), and no pcap is left.
+func TestSweepPcapRefusesUnrecordableSystem(t *testing.T) {
+	dir := t.TempDir()
+	pcap := filepath.Join(dir, "big.pcap")
+	_, err := runCLI(t, "fabric", "sweep", "--arch", "cayman", "--what-if", "--devices", "260", "--topology", "star",
+		"--op", "all_gather", "-b", "4K", "-e", "4K", "--pcap", pcap)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--pcap: fabric capture: link neuron256:0→sw:256 (link): port 256 does not fit the capture header's 8-bit port (0..255)")
+	assert.NoFileExists(t, pcap)
+}

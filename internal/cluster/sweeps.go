@@ -109,6 +109,9 @@ func (set *SweepSet) runOne(sys SweepSystem, stats *CaptureStats) (*nccom.Report
 	}
 	var w *capture.Writer
 	if set.Capture != nil {
+		if err := c.System.CheckCapture(); err != nil {
+			return nil, &CaptureError{err}
+		}
 		out, err := set.Capture.Open()
 		if err != nil {
 			return nil, err

@@ -223,6 +223,9 @@ func (p *Parsed) Run(opt Options) (*Summary, error) {
 	}
 	sum := &Summary{Name: p.Name, Devices: r.devices, Total: len(p.Steps)}
 	if p.Outputs.Pcap != "" {
+		if err := c.System.CheckCapture(); err != nil {
+			return nil, fmt.Errorf("%s: outputs.pcap: %w", p.file, err)
+		}
 		f, err := run.create(run.outPath(p.Outputs.Pcap))
 		if err != nil {
 			return nil, fmt.Errorf("%s: outputs.pcap: %w", p.file, err)

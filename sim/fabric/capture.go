@@ -304,14 +304,13 @@ func (s *System) recordPackets(e, q int, d *Delivery, hops []uint64) {
 // length. A wider value would be written wrapped — a switch's port 256 as
 // port 0 — so the capture fails instead, naming the link or the value.
 func (s *System) fitsHeader(e, q int, d *Delivery) error {
-	const maxPort, maxHops = math.MaxUint8, math.MaxUint8
+	const maxHops = math.MaxUint8
 	if len(d.Path) > maxHops {
 		return fmt.Errorf("fabric capture: a write from device %d to %d crosses %d links; the capture header holds at most %d hops", d.Src, d.Dst, len(d.Path), maxHops)
 	}
 	for _, id := range d.Path {
-		l := &s.topo.Links[id]
-		if l.FromPort > maxPort || l.ToPort > maxPort {
-			return fmt.Errorf("fabric capture: link %s: port %d does not fit the capture header's 8-bit port (0..%d)", s.topo.LinkName(id), max(l.FromPort, l.ToPort), maxPort)
+		if err := s.capturePort(id); err != nil {
+			return err
 		}
 	}
 	switch {
@@ -321,6 +320,30 @@ func (s *System) fitsHeader(e, q int, d *Delivery) error {
 		return fmt.Errorf("fabric capture: DMA engine %d queue %d: the capture header holds engines 0..%d and queues 0..%d", e, q, math.MaxUint16, math.MaxUint8)
 	case min(s.packetBytes(d.Len), uint64(max(d.Len, 0))) > math.MaxUint32:
 		return fmt.Errorf("fabric capture: a write of %d bytes from device %d to %d: a packet's length field holds at most %d bytes", d.Len, d.Src, d.Dst, uint64(math.MaxUint32))
+	}
+	return nil
+}
+
+// capturePort refuses link id when a port of it does not fit the capture
+// header's 8-bit port field.
+func (s *System) capturePort(id int) error {
+	l := &s.topo.Links[id]
+	if l.FromPort > math.MaxUint8 || l.ToPort > math.MaxUint8 {
+		return fmt.Errorf("fabric capture: link %s: port %d does not fit the capture header's 8-bit port (0..%d)", s.topo.LinkName(id), max(l.FromPort, l.ToPort), math.MaxUint8)
+	}
+	return nil
+}
+
+// CheckCapture refuses, before anything runs, a system a capture could not
+// record: one with a switch port past the header's 8-bit port field (a star
+// of more than 256 devices), whose packets would be refused at the first
+// write through it. A path longer than the header's 255 hops (a chain or
+// ring of hundreds of devices) is refused at its first packet.
+func (s *System) CheckCapture() error {
+	for id := range s.topo.Links {
+		if err := s.capturePort(id); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -46,4 +46,13 @@ func TestCaptureRefusesAPortPastTheHeader(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "port 256 does not fit the capture header's 8-bit port")
 	assert.Empty(t, log.hs, "no packet with a wrapped port is written")
+
+	// CheckCapture says so before anything runs, for the whole system; a
+	// star of 256 devices (ports 0..255) fits.
+	err = (&System{topo: topo, p: p}).CheckCapture()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "port 256 does not fit the capture header's 8-bit port")
+	fits, err := Build(KindStar, hwarch.Cayman, 256, p)
+	require.NoError(t, err)
+	assert.NoError(t, (&System{topo: fits, p: p}).CheckCapture())
 }
