@@ -52,34 +52,56 @@ func TestRestoreRefusesTimingItDoesNotHold(t *testing.T) {
 		{"revision agrees", "revision: silicon", ""},
 	} {
 		t.Run(tc.name+"/base", func(t *testing.T) {
-			base, err := LoadSnapshot(path, fabric.LoadOptions{})
-			require.NoError(t, err)
-			_, err = ParseWith("more.yaml", []byte("name: more\nsystem: {"+tc.sys+"}\n"), base)
-			if tc.want == "" {
-				require.NoError(t, err)
-				return
-			}
-			require.ErrorIs(t, err, ErrStrict)
-			assert.Contains(t, err.Error(), "more.yaml:2:")
-			assert.Contains(t, err.Error(), fmtWant(tc.want, path))
+			parseOnSnapshot(t, path, "name: more\nsystem: {"+tc.sys+"}\n", fmtWant(tc.want, path))
 		})
 		t.Run(tc.name+"/step", func(t *testing.T) {
-			doc := "name: b\nsystem: {arch: cayman, devices: 2, boot: false, reset: false, buffer_bytes: 1M, " + tc.sys + "}\n" +
-				"steps:\n  - snapshot: {restore: " + path + "}\n  - dma_copy: {bytes: 4K}\n"
-			_, err := runDoc(t, t.TempDir(), doc, Options{})
-			if tc.want == "" {
-				require.NoError(t, err)
-				return
-			}
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), "steps[0] (snapshot): ")
-			assert.Contains(t, err.Error(), fmtWant(tc.want, path))
+			runRestoreStep(t, "name: b\nsystem: {arch: cayman, devices: 2, boot: false, reset: false, buffer_bytes: 1M, "+tc.sys+"}\n"+
+				"steps:\n  - snapshot: {restore: "+path+"}\n  - dma_copy: {bytes: 4K}\n", fmtWant(tc.want, path))
 		})
 	}
 }
 
 // fmtWant puts the snapshot's path into a wanted message.
-func fmtWant(want, path string) string { return fmt.Sprintf(want, path) }
+func fmtWant(want, path string) string {
+	if want == "" {
+		return ""
+	}
+	return fmt.Sprintf(want, path)
+}
+
+// parseOnSnapshot parses the scenario doc on the snapshot at path, as
+// `neuronsim snapshot restore` does: it is accepted when want is "", or
+// refused at its line 2 with an error containing want.
+func parseOnSnapshot(t *testing.T, path, doc, want string) *Parsed {
+	t.Helper()
+	base, err := LoadSnapshot(path, fabric.LoadOptions{})
+	require.NoError(t, err)
+	p, err := ParseWith("more.yaml", []byte(doc), base)
+	if want == "" {
+		require.NoError(t, err)
+		return p
+	}
+	require.ErrorIs(t, err, ErrStrict)
+	assert.Contains(t, err.Error(), "more.yaml:2:")
+	assert.Contains(t, err.Error(), want)
+	return nil
+}
+
+// runRestoreStep runs doc, whose first step restores a snapshot: it
+// succeeds when want is "", or fails at that step with an error
+// containing want, which it returns.
+func runRestoreStep(t *testing.T, doc, want string) error {
+	t.Helper()
+	_, err := runDoc(t, t.TempDir(), doc, Options{})
+	if want == "" {
+		require.NoError(t, err)
+		return nil
+	}
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "steps[0] (snapshot): ")
+	assert.Contains(t, err.Error(), want)
+	return err
+}
 
 // TestRestoreStepRefusesEFAItDoesNotHold: a `snapshot: {restore: …}` step
 // refuses a snapshot whose EFA network is not the one system.efa makes,
@@ -100,16 +122,10 @@ func TestRestoreStepRefusesEFAItDoesNotHold(t *testing.T) {
 		{"bandwidth agrees", "efa: {bandwidth: 50GiB/s}", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			doc := "name: b\n" + sys + tc.efa + "}\nsteps:\n  - snapshot: {restore: " + path + "}\n"
-			_, err := runDoc(t, t.TempDir(), doc, Options{})
-			if tc.want == "" {
-				require.NoError(t, err)
-				return
+			err := runRestoreStep(t, "name: b\n"+sys+tc.efa+"}\nsteps:\n  - snapshot: {restore: "+path+"}\n", tc.want)
+			if err != nil {
+				assert.Contains(t, err.Error(), "but the snapshot "+path+" holds a system with an EFA network of network rail, oversubscription 1, bandwidth 53687091200 B/s")
 			}
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), "steps[0] (snapshot): ")
-			assert.Contains(t, err.Error(), tc.want)
-			assert.Contains(t, err.Error(), "but the snapshot "+path+" holds a system with an EFA network of network rail, oversubscription 1, bandwidth 53687091200 B/s")
 		})
 	}
 }
@@ -145,32 +161,16 @@ func TestRestoreRefusesSwitchItDoesNotHold(t *testing.T) {
 	} {
 		path := filepath.Join(dir, tc.snap+".snap")
 		t.Run(tc.name+"/base", func(t *testing.T) {
-			base, err := LoadSnapshot(path, fabric.LoadOptions{})
-			require.NoError(t, err)
-			p, err := ParseWith("more.yaml", []byte("name: more\nsystem: {"+tc.sys+"}\n"), base)
-			if tc.want == "" {
-				require.NoError(t, err)
+			if p := parseOnSnapshot(t, path, "name: more\nsystem: {"+tc.sys+"}\n", fmtWant(tc.want, path)); p != nil {
 				assert.Equal(t, tc.family, p.sys.family, "the runtime's switch family")
-				return
 			}
-			require.ErrorIs(t, err, ErrStrict)
-			assert.Contains(t, err.Error(), "more.yaml:2:")
-			assert.Contains(t, err.Error(), fmtWant(tc.want, path))
 		})
 		t.Run(tc.name+"/step", func(t *testing.T) {
-			doc := "name: b\n" + sys + tc.sys + "}\nsteps:\n  - snapshot: {restore: " + path + "}\n  - dma_copy: {bytes: 4K}\n"
-			_, err := runDoc(t, t.TempDir(), doc, Options{})
 			want := tc.want
 			if tc.wantStep != "" {
 				want = tc.wantStep
 			}
-			if want == "" {
-				require.NoError(t, err)
-				return
-			}
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), "steps[0] (snapshot): ")
-			assert.Contains(t, err.Error(), fmtWant(want, path))
+			runRestoreStep(t, "name: b\n"+sys+tc.sys+"}\nsteps:\n  - snapshot: {restore: "+path+"}\n  - dma_copy: {bytes: 4K}\n", fmtWant(want, path))
 		})
 	}
 }
@@ -213,31 +213,18 @@ func TestRestoreRefusesNameItDoesNotHold(t *testing.T) {
 			}
 			return "system: " + tc.system + more + "}\n"
 		}
+		want := ""
+		if tc.want != "" {
+			want = fmtWant(tc.want, path) + "a system with " + held
+		}
 		t.Run(tc.name+"/base", func(t *testing.T) {
-			base, err := LoadSnapshot(path, fabric.LoadOptions{})
-			require.NoError(t, err)
-			_, err = ParseWith("more.yaml", []byte("name: more\n"+section("")), base)
-			if tc.want == "" {
-				require.NoError(t, err)
-				return
-			}
-			require.ErrorIs(t, err, ErrStrict)
-			assert.Contains(t, err.Error(), "more.yaml:2:")
-			assert.Contains(t, err.Error(), fmtWant(tc.want, path)+"a system with "+held)
+			parseOnSnapshot(t, path, "name: more\n"+section(""), want)
 		})
 		t.Run(tc.name+"/step", func(t *testing.T) {
 			if tc.system[0] != '{' && tc.want == "" {
 				t.Skip("the name alone brings the devices up with reset")
 			}
-			doc := "name: b\n" + section(", "+quiet) + "steps:\n  - snapshot: {restore: " + path + "}\n  - dma_copy: {bytes: 4K}\n"
-			_, err := runDoc(t, t.TempDir(), doc, Options{})
-			if tc.want == "" {
-				require.NoError(t, err)
-				return
-			}
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), "steps[0] (snapshot): ")
-			assert.Contains(t, err.Error(), fmtWant(tc.want, path)+"a system with "+held)
+			runRestoreStep(t, "name: b\n"+section(", "+quiet)+"steps:\n  - snapshot: {restore: "+path+"}\n  - dma_copy: {bytes: 4K}\n", want)
 		})
 	}
 }
@@ -265,28 +252,11 @@ func TestRestoreRefusesArchItDoesNotHold(t *testing.T) {
 		{"the generation", "sunda", ""},
 	} {
 		t.Run(tc.name+"/base", func(t *testing.T) {
-			base, err := LoadSnapshot(path, fabric.LoadOptions{})
-			require.NoError(t, err)
-			_, err = ParseWith("more.yaml", []byte("name: more\nsystem: {arch: "+tc.arch+"}\n"), base)
-			if tc.want == "" {
-				require.NoError(t, err)
-				return
-			}
-			require.ErrorIs(t, err, ErrStrict)
-			assert.Contains(t, err.Error(), "more.yaml:2:")
-			assert.Contains(t, err.Error(), fmtWant(tc.want, path))
+			parseOnSnapshot(t, path, "name: more\nsystem: {arch: "+tc.arch+"}\n", fmtWant(tc.want, path))
 		})
 		t.Run(tc.name+"/step", func(t *testing.T) {
-			doc := "name: b\nsystem: {arch: " + tc.arch + ", devices: 2, mode: timing, boot: false, reset: false, buffer_bytes: 1M}\n" +
-				"steps:\n  - snapshot: {restore: " + path + "}\n  - dma_copy: {bytes: 4K}\n"
-			_, err := runDoc(t, t.TempDir(), doc, Options{})
-			if tc.want == "" {
-				require.NoError(t, err)
-				return
-			}
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), "steps[0] (snapshot): ")
-			assert.Contains(t, err.Error(), fmtWant(tc.want, path))
+			runRestoreStep(t, "name: b\nsystem: {arch: "+tc.arch+", devices: 2, mode: timing, boot: false, reset: false, buffer_bytes: 1M}\n"+
+				"steps:\n  - snapshot: {restore: "+path+"}\n  - dma_copy: {bytes: 4K}\n", fmtWant(tc.want, path))
 		})
 	}
 }
@@ -363,14 +333,11 @@ func TestRestoreStepRefusesWhatTheSectionLeavesOut(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, tc.snap+".snap")
-			doc := "name: b\nsystem: {" + tc.system + ", " + quiet + "}\nsteps:\n  - snapshot: {restore: " + path + "}\n"
-			_, err := runDoc(t, t.TempDir(), doc, Options{})
-			if tc.want == "" {
-				require.NoError(t, err)
-				return
+			want := ""
+			if tc.want != "" {
+				want = "steps[0] (snapshot): " + path + " " + tc.want
 			}
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), "steps[0] (snapshot): "+path+" "+tc.want)
+			runRestoreStep(t, "name: b\nsystem: {"+tc.system+", "+quiet+"}\nsteps:\n  - snapshot: {restore: "+path+"}\n", want)
 		})
 	}
 }
