@@ -31,13 +31,7 @@ func TestCompactState(t *testing.T) {
 			r.c.WriteReg(0, udma.M2S+0x254, 1)
 			r.c.Reset()
 		}, nil},
-		{"a copy", func(r *rig) {
-			r.normal(2)
-			d := r.setupQueue(2, 4, r.host, 32)
-			d.copy(r.alloc(r.hbm, 4096, 64), r.alloc(r.host, 4096, 64), 4096)
-			d.doorbell()
-			r.mustDrain()
-		}, []int{2}},
+		{"a copy", func(r *rig) { r.copyOn(2) }, []int{2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, rigOpts{gen: hwarch.Mariana})

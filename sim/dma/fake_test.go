@@ -589,6 +589,16 @@ func (d *drvQueue) reg(half, reg uint64) uint32 {
 // ringReg is what a head or tail register holds for index i at phase p.
 func ringReg(i uint32, p uint8) uint32 { return i | uint32(p)<<30 }
 
+// copyOn runs a 4 KiB copy from HBM to host memory on engine e (queue 4,
+// its ring in host memory) to its end.
+func (r *rig) copyOn(e int) {
+	r.normal(e)
+	d := r.setupQueue(e, 4, r.host, 32)
+	d.copy(r.alloc(r.hbm, 4096, 64), r.alloc(r.host, 4096, 64), 4096)
+	d.doorbell()
+	r.mustDrain()
+}
+
 // mustDrain runs the clock until no event is left.
 func (r *rig) mustDrain() {
 	r.t.Helper()

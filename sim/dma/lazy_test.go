@@ -47,13 +47,7 @@ func TestEnginesMadeOnWrite(t *testing.T) {
 		{"storage register", func(r *rig) { r.c.WriteReg(3, udma.M2S+0x254, 9) }, []int{3}},
 		{"queue register", func(r *rig) { r.c.WriteReg(5, udma.M2S+udma.QueueBase+udma.QLength, 32) }, []int{5}},
 		{"doorbell of a disabled queue", func(r *rig) { require.NoError(t, r.c.Doorbell(7, 1, 1)) }, []int{7}},
-		{"a copy", func(r *rig) {
-			r.normal(2)
-			d := r.setupQueue(2, 4, r.host, 32)
-			d.copy(r.alloc(r.hbm, 4096, 64), r.alloc(r.host, 4096, 64), 4096)
-			d.doorbell()
-			r.mustDrain()
-		}, []int{2}},
+		{"a copy", func(r *rig) { r.copyOn(2) }, []int{2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, rigOpts{gen: hwarch.Mariana})
