@@ -188,27 +188,17 @@ func TestLongSleepLetsOtherDevicesIn(t *testing.T) {
 	started := make(chan struct{})
 	var ran int
 	var seenAt sim.Time // when an event first saw the READ done
-	var chain sim.HandlerID
-	chain, err := e.Register("test.chain", sim.HandlerFunc(func(e *sim.Engine, n uint64) {
+	start := startChain(t, e, mu, func(e *sim.Engine, n uint64) (sim.Time, bool) {
 		if n == 0 {
 			close(started)
 		}
 		ran++
 		if b.read.Load() {
 			seenAt = e.Now()
-			return
+			return 0, false
 		}
-		if n < sleepChainMax {
-			if err := e.After(sim.Nanosecond, chain, n+1); err != nil {
-				t.Error(err) // on the server's goroutine: no FailNow
-			}
-		}
-	}))
-	require.NoError(t, err)
-	mu.Lock()
-	start := e.Now()
-	require.NoError(t, e.After(0, chain, 0))
-	mu.Unlock()
+		return sim.Nanosecond, n < sleepChainMax
+	})
 
 	_, addr := serveOne(t, ServerOptions{}, devs[0], b)
 	c, err := Dial(addr, ClientOptions{Timeout: time.Minute})
@@ -395,21 +385,13 @@ func TestSleepStoppedForAGoneClientLeavesTheDeviceWhole(t *testing.T) {
 	started := make(chan struct{})
 	var last uint64 // the chain's last event run, under mu
 	var lastAt sim.Time
-	var chain sim.HandlerID
-	chain, err = e.Register("test.chain", sim.HandlerFunc(func(e *sim.Engine, n uint64) {
+	start := startChain(t, e, mu, func(e *sim.Engine, n uint64) (sim.Time, bool) {
 		if n == 0 {
 			close(started)
 		}
 		last, lastAt = n, e.Now()
-		if err := e.After(sim.Nanosecond, chain, n+1); err != nil {
-			t.Error(err) // on the server's goroutine: no FailNow
-		}
-	}))
-	require.NoError(t, err)
-	mu.Lock()
-	start := e.Now()
-	require.NoError(t, e.After(0, chain, 0))
-	mu.Unlock()
+		return sim.Nanosecond, true
+	})
 
 	srv, err := NewServer([]Export{{Device: dev}}, ServerOptions{})
 	require.NoError(t, err)
@@ -469,20 +451,33 @@ func chainedDevice(t *testing.T, n uint64) (dev *sim.Device, mu *sync.Mutex, rec
 	dev, err := sim.NewWiredDevice(sim.DeviceConfig{Generation: hwarch.Cayman, Name: "c", Ready: true}, sim.Wiring{Engine: e, Lock: mu})
 	require.NoError(t, err)
 	record = new([]sim.Time)
-	var chain sim.HandlerID
-	chain, err = e.Register("test.chain", sim.HandlerFunc(func(e *sim.Engine, k uint64) {
+	startChain(t, e, mu, func(e *sim.Engine, k uint64) (sim.Time, bool) {
 		*record = append(*record, e.Now())
-		if k+1 < n {
-			if err := e.After(sim.Time(1+k*7919%13)*sim.Nanosecond, chain, k+1); err != nil {
+		return sim.Time(1+k*7919%13) * sim.Nanosecond, k+1 < n
+	})
+	return dev, mu, record
+}
+
+// startChain registers a chain of events on e, each running step(e, n)
+// and, where step says to go on, scheduling event n+1 the delay it
+// returns later, and schedules event 0 now, under mu; it returns that
+// time.
+func startChain(t *testing.T, e *sim.Engine, mu *sync.Mutex, step func(e *sim.Engine, n uint64) (delay sim.Time, more bool)) sim.Time {
+	t.Helper()
+	var chain sim.HandlerID
+	chain, err := e.Register("test.chain", sim.HandlerFunc(func(e *sim.Engine, n uint64) {
+		if delay, more := step(e, n); more {
+			if err := e.After(delay, chain, n+1); err != nil {
 				t.Error(err) // on the server's goroutine: no FailNow
 			}
 		}
 	}))
 	require.NoError(t, err)
 	mu.Lock()
+	defer mu.Unlock()
+	start := e.Now()
 	require.NoError(t, e.After(0, chain, 0))
-	mu.Unlock()
-	return dev, mu, record
+	return start
 }
 
 // TestSleepOfOneClientIsDeterministic: with one client, a SLEEP served in
