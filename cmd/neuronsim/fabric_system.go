@@ -54,8 +54,8 @@ func (s *systemFlag) apply(f *fabricFlags) error {
 	if fl.Changed("arch") && f.gen != spec.Generation {
 		return fmt.Errorf("--arch %s contradicts %s: a %s system; drop --arch or make it agree", fl.Lookup("arch").Value, what, spec.Generation)
 	}
-	if def, _ := hwarch.DefaultDeviceID(spec.Generation); f.device != 0 && hwarch.ProductOfDevice(f.device) != hwarch.ProductOfDevice(def) {
-		return fmt.Errorf("--arch %s contradicts %s: %s devices; drop --arch or make it agree", fl.Lookup("arch").Value, what, hwarch.ProductOfDevice(def))
+	if def := hwarch.DefaultProduct(spec.Generation); f.device != 0 && hwarch.ProductOfDevice(f.device) != def {
+		return fmt.Errorf("--arch %s contradicts %s: %s devices; drop --arch or make it agree", fl.Lookup("arch").Value, what, def)
 	}
 	if fl.Changed("devices") && !slices.Equal(f.devices.counts, []int{spec.Devices}) {
 		return fmt.Errorf("--devices %s contradicts %s: %d devices; drop --devices or make it agree", f.devices.String(), what, spec.Devices)

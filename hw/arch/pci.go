@@ -108,6 +108,17 @@ func DefaultDeviceID(g Generation) (uint16, error) {
 	return 0, fmt.Errorf("%w %d", ErrUnknownGeneration, uint8(g))
 }
 
+// DefaultProduct returns the product of the device id a simulated device
+// of generation g reports by default (DefaultDeviceID): "Trn1" for sunda,
+// "Trn2", "Trn3"; "" for an unknown generation.
+func DefaultProduct(g Generation) string {
+	def, err := DefaultDeviceID(g)
+	if err != nil {
+		return ""
+	}
+	return ProductOfDevice(def)
+}
+
 // ProductOfDevice returns the product name of a device id ("Trn1", "Inf2",
 // "Trn2", "Trn3"), or "" when the id is unknown.
 func ProductOfDevice(device uint16) string {

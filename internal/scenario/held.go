@@ -327,8 +327,8 @@ func nameHolds(spec fabric.SystemSpec, sys *fabric.System) (string, bool) {
 		held = fmt.Sprintf("%d nodes of %d %s devices", so.Nodes, n, g)
 	}
 	ok := g == spec.Generation && n == spec.Devices && k == spec.Kind
-	if def, err := hwarch.DefaultDeviceID(spec.Generation); err == nil && g == spec.Generation {
-		if p := hwarch.ProductOfDevice(cfg.DeviceID); p != hwarch.ProductOfDevice(def) {
+	if def := hwarch.DefaultProduct(spec.Generation); def != "" && g == spec.Generation {
+		if p := hwarch.ProductOfDevice(cfg.DeviceID); p != def {
 			held += fmt.Sprintf(" (%s, device id %#04x)", p, cfg.DeviceID)
 			ok = false
 		}

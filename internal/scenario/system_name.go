@@ -46,8 +46,8 @@ func namedSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *System)
 		}
 	}
 	if id, ok := hwarch.DeviceOfProduct(sys.Arch); ok {
-		if def, err := hwarch.DefaultDeviceID(spec.Generation); err == nil && hwarch.ProductOfDevice(id) != hwarch.ProductOfDevice(def) {
-			return nil, contradicts("arch", sys.Arch, "of "+hwarch.ProductOfDevice(def))
+		if def := hwarch.DefaultProduct(spec.Generation); def != "" && hwarch.ProductOfDevice(id) != def {
+			return nil, contradicts("arch", sys.Arch, "of "+def)
 		}
 	}
 	if sys.Devices != nil && sys.Devices.Int64() != int64(spec.Devices) {

@@ -200,21 +200,21 @@ func (p *Point) productOf() string {
 	if err != nil {
 		return ""
 	}
-	def, err := hwarch.DefaultDeviceID(g)
-	if err != nil {
-		return ""
-	}
-	return hwarch.ProductOfDevice(def)
+	return hwarch.DefaultProduct(g)
 }
 
-// devicesWord names the point's devices in a title or a table: the
+// devicesWord names the point's devices in a title or a table
+// (devicesWord).
+func (p *Point) devicesWord() string { return devicesWord(p.Product, p.Arch) }
+
+// devicesWord names devices in a message, a title or a table: their
 // product where it is not the generation's default (Inf2), else the
 // generation (sunda, cayman, mariana).
-func (p *Point) devicesWord() string {
-	if p.Product != "" {
-		return p.Product
+func devicesWord(product, generation string) string {
+	if product != "" {
+		return product
 	}
-	return p.Arch
+	return generation
 }
 
 // efaOf is the settings' overrides as a point's EFA.
@@ -679,14 +679,8 @@ func (s system) product() string {
 	return hwarch.ProductOfDevice(s.device)
 }
 
-// devicesWord names the system's devices in a message: the product where
-// it is not the generation's default (Inf2), else the generation.
-func (s system) devicesWord() string {
-	if p := s.product(); p != "" {
-		return p
-	}
-	return s.gen.String()
-}
+// devicesWord names the system's devices in a message (devicesWord).
+func (s system) devicesWord() string { return devicesWord(s.product(), s.gen.String()) }
 
 // archDevice is the PCI device id the grid's arch word names where it is
 // a product other than its generation g's default device's — inf2, 0x7264,
@@ -698,7 +692,7 @@ func archDevice(word string, g hwarch.Generation) uint16 {
 	if !ok {
 		return 0
 	}
-	if def, err := hwarch.DefaultDeviceID(g); err == nil && hwarch.ProductOfDevice(id) == hwarch.ProductOfDevice(def) {
+	if hwarch.ProductOfDevice(id) == hwarch.DefaultProduct(g) {
 		return 0
 	}
 	return id
@@ -1460,9 +1454,8 @@ func (e *expander) namedSystems(famOf func(hwarch.Generation) hwarch.SwitchFamil
 			// trn1-32xl's Trn1 devices, as --arch inf2 --system trn1-32xl
 			// does on the command line.
 			if dev := archDevice(raw.Arch.s, s.Generation); err == nil && dev != 0 {
-				def, _ := hwarch.DefaultDeviceID(s.Generation)
 				return nil, e.fail(w.n, path, nil, "%s is a system of %s devices; the grid's arch %s names %s devices (PCI device id %#04x): leave arch out for a grid of systems only, or make it agree",
-					s.Name, hwarch.ProductOfDevice(def), strings.TrimSpace(raw.Arch.s), hwarch.ProductOfDevice(dev), dev)
+					s.Name, hwarch.DefaultProduct(s.Generation), strings.TrimSpace(raw.Arch.s), hwarch.ProductOfDevice(dev), dev)
 			}
 		}
 		fam := famOf(s.Generation)
