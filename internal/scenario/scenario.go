@@ -181,6 +181,17 @@ type resolved struct {
 	linksErr error
 }
 
+// nodeKind is the topology of each node of the system: the one given, or
+// what auto resolves to for a node's devices (fabric.AutoKind), as the
+// fabric builds it. r.devices counts every node's once resolveEFA has run
+// and a node's before; r.nodes is 1 until then.
+func (r *resolved) nodeKind() fabric.Kind {
+	if r.kind == fabric.KindAuto {
+		return fabric.AutoKind(r.gen, r.devices/r.nodes)
+	}
+	return r.kind
+}
+
 // deviceLinks is fabric.DeviceLinks of the system (one node), made once.
 func (r *resolved) deviceLinks() ([][]int, error) {
 	if r.links == nil && r.linksErr == nil {
@@ -484,11 +495,7 @@ func (r *resolved) timingCounts(d *strictyaml.Decoder, field func(string) (*yaml
 		if !s.In(1, hwarch.MaxNeuronDevices) {
 			return d.Errorf(n, path, "1..%d devices per server, not %s", hwarch.MaxNeuronDevices, s)
 		}
-		kind := r.kind
-		if kind == fabric.KindAuto {
-			kind = fabric.AutoKind(r.gen, r.devices)
-		}
-		if kind != fabric.KindSwitch {
+		if kind := r.nodeKind(); kind != fabric.KindSwitch {
 			return d.Errorf(n, path, "a %s topology has no servers; server_size applies to the switch topology", kind)
 		}
 		p.ServerSize = s.Int()

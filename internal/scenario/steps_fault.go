@@ -120,11 +120,7 @@ func (c *checkContext) link(a, b int) error {
 	if slices.Contains(links[a], b) {
 		return nil
 	}
-	kind := c.r.kind
-	if kind == fabric.KindAuto {
-		kind = fabric.AutoKind(c.r.gen, c.r.devices)
-	}
-	return c.errorf("to", "%d: no link joins neuron%d and neuron%d in a %s topology (neuron%d's links go to %s)", b, a, b, kind, a, linkList(links[a]))
+	return c.errorf("to", "%d: no link joins neuron%d and neuron%d in a %s topology (neuron%d's links go to %s)", b, a, b, c.r.nodeKind(), a, linkList(links[a]))
 }
 
 // linkList names the devices of a device's links, or says it has none.

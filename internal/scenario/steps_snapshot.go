@@ -197,10 +197,6 @@ func (run *runner) fits(name string, sys *fabric.System) error {
 	}
 	r, cfg := run.r, sys.Device(0).Config()
 	perNode, nodes := heldShape(sys)
-	kind := r.kind
-	if kind == fabric.KindAuto {
-		kind = fabric.AutoKind(r.gen, r.devices/r.nodes)
-	}
 	mode := func(timing bool) string {
 		if timing {
 			return "timing"
@@ -214,7 +210,7 @@ func (run *runner) fits(name string, sys *fabric.System) error {
 		{"node count", strconv.Itoa(nodes), strconv.Itoa(r.nodes)},
 		{"generation", cfg.Generation.String(), r.gen.String()},
 		{"mode", mode(cfg.TimingOnly), mode(r.timing)},
-		{"topology", sys.Topology().Kind.String(), kind.String()},
+		{"topology", sys.Topology().Kind.String(), r.nodeKind().String()},
 		{"model", sys.Params().Model.String(), r.model.String()},
 		{"revision", fmt.Sprintf("%#02x", cfg.Revision), fmt.Sprintf("%#02x", r.revision)},
 	} {
