@@ -596,38 +596,48 @@ func (r *Runner) RunStarted(prog []byte) (res Result, started bool, err error) {
 // as they are.
 func (r *Runner) ClearSync(blocks []Block) error {
 	var sems, events [256]bool
-	for _, b := range blocks {
-		for off := 0; off+isa.RecordSize <= len(b.Bytes); off += isa.RecordSize {
-			rec, err := isa.Decode(b.Bytes[off:])
-			if err != nil {
-				return err
-			}
-			for _, y := range []isa.Sync{rec.Wait, rec.Signal} {
-				switch y.Mode {
-				case isa.WaitSemGE, isa.WaitSemEQ, isa.WaitSemGT, isa.SignalSemSet, isa.SignalSemIncr, isa.SignalSemDecr:
-					sems[y.Index] = true
-				case isa.WaitEvent, isa.SignalEventSet, isa.SignalEventClr:
-					events[y.Index] = true
-				}
+	EachRecord(blocks, func(rec isa.Record) {
+		for _, y := range []isa.Sync{rec.Wait, rec.Signal} {
+			switch y.Mode {
+			case isa.WaitSemGE, isa.WaitSemEQ, isa.WaitSemGT, isa.SignalSemSet, isa.SignalSemIncr, isa.SignalSemDecr:
+				sems[y.Index] = true
+			case isa.WaitEvent, isa.SignalEventSet, isa.SignalEventClr:
+				events[y.Index] = true
 			}
 		}
-	}
+	})
 	bar := r.Dev.Geometry.BAR0
 	win := bar.TPBWindow(r.NC)
+	zero := func(what string, bank uint64, i int) error {
+		if err := r.Dev.CSR.Write(r.Dev.VA(win+bank+4*uint64(i)), 0); err != nil {
+			return fmt.Errorf("program: clearing the NC's %s %d: %w", what, i, err)
+		}
+		return nil
+	}
 	for i := range sems {
-		for _, c := range []struct {
-			used bool
-			bank uint64
-		}{{sems[i], bar.SemSetOffset}, {events[i], bar.EventsOffset}} {
-			if !c.used {
-				continue
+		if sems[i] {
+			if err := zero("semaphore", bar.SemSetOffset, i); err != nil {
+				return err
 			}
-			if err := r.Dev.CSR.Write(r.Dev.VA(win+c.bank+4*uint64(i)), 0); err != nil {
-				return fmt.Errorf("program: clearing the NC's semaphore or event %d: %w", i, err)
+		}
+		if events[i] {
+			if err := zero("event", bar.EventsOffset, i); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
+}
+
+// EachRecord calls f with every record of blocks, decoded, block by
+// block in order.
+func EachRecord(blocks []Block, f func(isa.Record)) {
+	for _, b := range blocks {
+		for off := 0; off+isa.RecordSize <= len(b.Bytes); off += isa.RecordSize {
+			rec, _ := isa.Decode(b.Bytes[off:]) // a whole record: Decode cannot fail
+			f(rec)
+		}
+	}
 }
 
 // Semaphores reads the NC's 256 semaphores through csr_read.

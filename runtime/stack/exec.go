@@ -172,22 +172,15 @@ func (s *Stack) Doorbells(prog []byte) ([]QueueStatus, error) {
 	}
 	var out []QueueStatus
 	seen := map[[2]int]bool{}
-	for _, b := range blocks {
-		for off := 0; off+isa.RecordSize <= len(b.Bytes); off += isa.RecordSize {
-			rec, err := isa.Decode(b.Bytes[off:])
-			if err != nil {
-				return nil, err
-			}
-			k := [2]int{int(rec.Aux), int(rec.Imm0)}
-			if rec.Opcode != isa.OpDMATrigger || seen[k] {
-				continue
-			}
+	program.EachRecord(blocks, func(rec isa.Record) {
+		if k := [2]int{int(rec.Aux), int(rec.Imm0)}; rec.Opcode == isa.OpDMATrigger && !seen[k] {
 			seen[k] = true
-			st, err := s.DMA.QueueStatus(k[0], k[1])
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, QueueStatus{Engine: k[0], Queue: k[1], Status: st})
+			out = append(out, QueueStatus{Engine: k[0], Queue: k[1]})
+		}
+	})
+	for i := range out {
+		if out[i].Status, err = s.DMA.QueueStatus(out[i].Engine, out[i].Queue); err != nil {
+			return nil, err
 		}
 	}
 	for _, d := range out {
