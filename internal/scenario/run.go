@@ -273,6 +273,9 @@ func (p *Parsed) Run(opt Options) (*Summary, error) {
 	sum.Sweeps = run.sweeps
 	fmt.Fprintf(&run.report, "\nvirtual time %v, fabric bytes %d, %d of %d steps done\n", sum.VirtualTime, sum.FabricBytes, sum.Steps, len(p.Steps))
 	if stepErr == nil {
+		stepErr = run.checkFaults()
+	}
+	if stepErr == nil {
 		stepErr = run.finish()
 	}
 	if err := run.writeReport(stepErr); err != nil && stepErr == nil {
@@ -336,6 +339,7 @@ type runner struct {
 	load     fabric.LoadOptions
 	limit    memlimit.Limit // the memory the steps may plan to use (Options.MemLimit)
 	index    int            // the step running
+	faults   []faultRecord  // the faults the run's steps scheduled on the current system
 
 	files    []*output.File          // outputs written so far, not yet committed, in order
 	saved    map[string]*output.File // snapshot saves by path, for a later restore of the same run

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -88,6 +89,7 @@ func (st *FaultStep) run(run *runner) error {
 	if err := s.ScheduleFault(f); err != nil {
 		return err
 	}
+	run.scheduled(f)
 	run.printf("%s scheduled at %v (in %v)", st.FaultKind, time.Duration(f.At)/time.Duration(sim.Nanosecond)*time.Nanosecond, st.In)
 	return nil
 }
@@ -133,4 +135,86 @@ func linkList(to []int) string {
 		names = append(names, "neuron"+strconv.Itoa(d))
 	}
 	return strings.Join(names, ", ")
+}
+
+// faultRecord is a fault a step of the run scheduled on the current
+// system: its index among the system's faults, the step, and the snapshot
+// (a later save step's file) that carries it if it was still pending then.
+type faultRecord struct {
+	index   int
+	step    string
+	savedIn string
+}
+
+// scheduled records that the step running scheduled f, the system's latest
+// fault.
+func (run *runner) scheduled(f fabric.Fault) {
+	pending := run.c.System.PendingFaults()
+	idx := -1
+	for _, p := range pending {
+		if p.Fault == f {
+			idx = max(idx, p.Index)
+		}
+	}
+	run.faults = append(run.faults, faultRecord{index: idx, step: run.p.stepName(run.index)})
+}
+
+// savedFaults notes that the snapshot just saved to path carries the
+// faults of the run still pending.
+func (run *runner) savedFaults(path string) {
+	for _, p := range run.c.System.PendingFaults() {
+		for i := range run.faults {
+			if run.faults[i].index == p.Index {
+				run.faults[i].savedIn = path
+			}
+		}
+	}
+}
+
+// checkFaults fails a run that ended with a fault it scheduled still
+// pending: the fault never happened, so the steps after it ran on a
+// system without it, whatever the scenario meant. A fault a later save
+// step carried into its snapshot is reported, not refused: it happens in
+// a run that restores that snapshot. A restored system's own pending
+// faults (scheduled before its snapshot was taken) are reported too.
+func (run *runner) checkFaults() error {
+	sys := run.c.System
+	now := sys.Now()
+	var missed []string
+	for _, p := range sys.PendingFaults() {
+		what := faultText(sys, p.Fault, now)
+		rec := -1
+		for i := range run.faults {
+			if run.faults[i].index == p.Index {
+				rec = i
+			}
+		}
+		switch {
+		case rec < 0:
+			fmt.Fprintf(&run.report, "\npending at the end: %s, scheduled before the restored snapshot was taken\n", what)
+		case run.faults[rec].savedIn != "":
+			fmt.Fprintf(&run.report, "\npending at the end: %s (%s), carried by the snapshot saved to %s: it happens in a run that restores it\n", what, run.faults[rec].step, run.faults[rec].savedIn)
+		default:
+			missed = append(missed, fmt.Sprintf("%s: %s", run.faults[rec].step, what))
+		}
+	}
+	if len(missed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: %s: %w", run.p.file, strings.Join(missed, "; "), ErrFaultNotHappened)
+}
+
+// ErrFaultNotHappened marks a run that ended before a fault it scheduled.
+var ErrFaultNotHappened = errors.New("the run ended before the fault: a fault happens only while a later step runs the system (give it a smaller in, or add a step after it that runs long enough)")
+
+// faultText says what fault f does and when, against the present now:
+// "link_down of neuron0:1→neuron1:0 (xy) at 1ms, 880µs after the last step
+// ended at 120µs".
+func faultText(sys *fabric.System, f fabric.Fault, now sim.Time) string {
+	target := fmt.Sprintf("neuron%d", f.Device)
+	if f.Kind != fabric.DeviceReset {
+		target = sys.Topology().LinkName(f.Link)
+	}
+	ns := func(t sim.Time) time.Duration { return time.Duration(t/sim.Nanosecond) * time.Nanosecond }
+	return fmt.Sprintf("%s of %s at %v, %v after the last step ended at %v", f.Kind, target, ns(f.At), ns(f.At-now), ns(now))
 }

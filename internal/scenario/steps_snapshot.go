@@ -93,6 +93,7 @@ func (st *SnapshotStep) run(run *runner) error {
 			run.saved = map[string]*output.File{}
 		}
 		run.saved[path] = f
+		run.savedFaults(st.Save)
 		run.printf("system saved at %v to %s (%d bytes)", time.Duration(c.System.Now())/time.Duration(sim.Nanosecond)*time.Nanosecond, st.Save, f.Size())
 		return c.Reattach(c.System)
 	}
@@ -131,6 +132,7 @@ func (st *SnapshotStep) run(run *runner) error {
 		return err
 	}
 	run.restored++
+	run.faults = nil // the restored system's faults are its snapshot's
 	run.traceSystem()
 	run.printf("system restored from %s at %v", st.Restore, time.Duration(sys.Now())/time.Duration(sim.Nanosecond)*time.Nanosecond)
 	return nil

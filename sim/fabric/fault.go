@@ -17,6 +17,20 @@ const (
 	DeviceReset                      // a device resets (sim.Device.FaultReset): writes landing on it meanwhile are lost
 )
 
+// String names the kind as scenarios write it: link_down, link_up or
+// device_reset.
+func (k FaultKind) String() string {
+	switch k {
+	case LinkDown:
+		return "link_down"
+	case LinkUp:
+		return "link_up"
+	case DeviceReset:
+		return "device_reset"
+	}
+	return fmt.Sprintf("fault kind %d", uint8(k))
+}
+
 // Fault is one injected fault: at time At, Kind on Link (a directed link;
 // see LinkBetween) or Device.
 type Fault struct {
@@ -52,6 +66,30 @@ func (s *System) ScheduleFault(f Fault) error {
 		return fmt.Errorf("fabric: fault at %v: %w: %w", f.At, err, ErrFault)
 	}
 	return nil
+}
+
+// PendingFault is a scheduled fault that has not happened yet: Index is
+// its place among the faults the system was given (the order of
+// ScheduleFault calls, a restored snapshot's first).
+type PendingFault struct {
+	Index int
+	Fault
+}
+
+// PendingFaults lists the faults scheduled that have not happened yet, in
+// the order they will happen: those whose time the clock has not reached,
+// and any at the present that the clock stopped before carrying out. A
+// run that ends with one of them pending never saw it.
+func (s *System) PendingFaults() []PendingFault {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []PendingFault
+	for _, ev := range s.engine.PendingOf(s.hFault, nil) {
+		if i := ev.Arg; i < uint64(len(s.st.Faults)) {
+			out = append(out, PendingFault{Index: int(i), Fault: s.st.Faults[i]})
+		}
+	}
+	return out
 }
 
 // fault carries out scheduled fault i.

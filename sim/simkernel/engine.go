@@ -154,6 +154,20 @@ func (e *Engine) Now() Time { return e.now }
 // Pending returns the number of events waiting to run.
 func (e *Engine) Pending() int { return e.queue.len() }
 
+// PendingOf appends to dst the events waiting to run that call handler h,
+// in run order (time, then the order they were scheduled in). It walks the
+// whole queue: for reports at the end of a run, not for an event's path.
+func (e *Engine) PendingOf(h HandlerID, dst []Event) []Event {
+	n := len(dst)
+	for _, ev := range e.queue.events(nil) {
+		if ev.Handler == h {
+			dst = append(dst, ev)
+		}
+	}
+	slices.SortFunc(dst[n:], compareEvents)
+	return dst
+}
+
 // NextAt returns the time of the next event, and false if none is pending.
 func (e *Engine) NextAt() (Time, bool) {
 	if e.queue.len() == 0 {

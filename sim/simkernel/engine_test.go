@@ -393,3 +393,36 @@ func TestEngineHeapOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestEnginePendingOf: PendingOf lists one handler's pending events in run
+// order, leaves the others' out, appends to what it is given, and changes
+// nothing: the engine then runs every event as it would have.
+func TestEnginePendingOf(t *testing.T) {
+	e, id, r := newTestEngine(t)
+	other, err := e.Register("other", HandlerFunc(func(*Engine, uint64) {}))
+	require.NoError(t, err)
+	for _, s := range []struct {
+		at  Time
+		h   HandlerID
+		arg uint64
+	}{{9, id, 1}, {3, other, 2}, {9, id, 3}, {1 << 40, id, 4}, {3, id, 5}} {
+		require.NoError(t, e.Schedule(s.at, s.h, s.arg))
+	}
+	pre := []Event{{At: 1}}
+	got := e.PendingOf(id, pre)
+	require.Len(t, got, 5)
+	assert.Equal(t, Event{At: 1}, got[0], "what dst held is kept")
+	var args []uint64
+	for _, ev := range got[1:] {
+		assert.Equal(t, id, ev.Handler)
+		args = append(args, ev.Arg)
+	}
+	assert.Equal(t, []uint64{5, 1, 3, 4}, args, "in run order")
+	assert.Empty(t, e.PendingOf(HandlerID(99), nil))
+	_, err = e.RunTo(9)
+	require.NoError(t, err)
+	assert.Len(t, r.log, 3)
+	got = e.PendingOf(id, nil)
+	require.Len(t, got, 1)
+	assert.Equal(t, uint64(4), got[0].Arg)
+}
