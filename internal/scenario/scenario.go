@@ -174,11 +174,10 @@ type resolved struct {
 	held []heldKey
 	d    *strictyaml.Decoder
 
-	// links are the direct links between the devices of a one-node
-	// system (fabric.DeviceLinks), made when a fault step first needs
-	// them (deviceLinks).
-	links    [][]int
-	linksErr error
+	// topo is the system's nodes and links (fabric.Graph), made when a
+	// fault step first needs them (graph).
+	topo    *fabric.Topology
+	topoErr error
 }
 
 // nodeKind is the topology of each node of the system: the one given, or
@@ -192,12 +191,22 @@ func (r *resolved) nodeKind() fabric.Kind {
 	return r.kind
 }
 
-// deviceLinks is fabric.DeviceLinks of the system (one node), made once.
-func (r *resolved) deviceLinks() ([][]int, error) {
-	if r.links == nil && r.linksErr == nil {
-		r.links, r.linksErr = fabric.DeviceLinks(r.kind, r.gen, r.devices, r.params)
+// graph is fabric.Graph of the whole system, every node's devices and
+// switches and the EFA network between them, made once.
+func (r *resolved) graph() (*fabric.Topology, error) {
+	if r.topo == nil && r.topoErr == nil {
+		r.topo, r.topoErr = fabric.Graph(r.kind, r.gen, r.devices, r.nodes, r.params)
 	}
-	return r.links, r.linksErr
+	return r.topo, r.topoErr
+}
+
+// systemShape names the system's shape in messages: "switch topology", or
+// "system of 2 nodes of 16 devices (torus2d topology) over EFA".
+func (r *resolved) systemShape() string {
+	if r.nodes == 1 {
+		return fmt.Sprintf("%s topology", r.nodeKind())
+	}
+	return fmt.Sprintf("system of %d nodes of %d devices (%s topology) over EFA", r.nodes, r.devices/r.nodes, r.nodeKind())
 }
 
 // check resolves the system and checks every step against it: words,

@@ -72,6 +72,7 @@ func TestFaultToIsALinksFarEnd(t *testing.T) {
 		{step(`fault: {kind: device_reset, device: 1, to: "0"}`), `"0"`, "steps[0].fault.to: 0: a device_reset has no far end; to applies to link_down and link_up"},
 		{step(`fault: {kind: link_down, device: 0, to: "2"}`), `"2"`, "steps[0].fault.to: device 2: the system has devices 0..1"},
 		{step(`fault: {kind: link_up, device: 1, to: "1"}`), `"1"`, "steps[0].fault.to: 1: the link's own device (device 1); a link joins two nodes"},
+		{step(`fault: {kind: link_down, device: 0, to: l1-sw0}`), `l1-sw0`, "steps[0].fault.to: l1-sw0: no node of that name in a ring topology (neuron0's links go to neuron1)"},
 	} {
 		_, err := Parse("x.yaml", []byte(tc.doc))
 		if assert.Error(t, err, tc.doc) {
@@ -80,7 +81,6 @@ func TestFaultToIsALinksFarEnd(t *testing.T) {
 	}
 	for _, s := range []string{
 		`fault: {kind: link_down, device: 0, to: "1"}`,
-		`fault: {kind: link_down, device: 0, to: l1-sw0}`, // a name: looked up in the topology when the step runs
 		"fault: {kind: device_reset, device: 1}",
 	} {
 		_, err := Parse("x.yaml", []byte(step(s)))
@@ -88,14 +88,19 @@ func TestFaultToIsALinksFarEnd(t *testing.T) {
 	}
 }
 
-// TestFaultLinkExists: a link fault between two devices of a one-node
-// system names a link the topology has; until 2026-12-06 the step failed
-// only when it ran, after the bring-up and every step before it, without
-// the file position.
+// TestFaultLinkExists: a link fault names a link the system has — between
+// two devices, to a switch by name, across nodes to the EFA network's
+// NICs — refused when the file is read. Until 2026-12-06 a fault between
+// two devices of one node failed only when it ran, after the bring-up and
+// every step before it, without the file position, and until 2026-12-07
+// so did one naming a switch or crossing nodes.
 func TestFaultLinkExists(t *testing.T) {
 	for _, tc := range []struct{ sys, to, want string }{
 		{"arch: cayman, devices: 4, topology: ring", "2", "steps[0].fault.to: 2: no link joins neuron0 and neuron2 in a ring topology (neuron0's links go to neuron3, neuron1)"},
-		{"arch: mariana, devices: 2", "1", "steps[0].fault.to: 1: no link joins neuron0 and neuron1 in a switch topology (neuron0's links go to switches only)"},
+		{"arch: mariana, devices: 2", "1", "steps[0].fault.to: 1: no link joins neuron0 and neuron1 in a switch topology (neuron0's links go to l1-sw0)"},
+		{"arch: mariana, devices: 2", "l1-sw9", "steps[0].fault.to: l1-sw9: no node of that name in a switch topology (neuron0's links go to l1-sw0)"},
+		{"arch: cayman, devices: 4, nodes: 2", "5", "steps[0].fault.to: 5: no link joins neuron0 and neuron5 in a system of 2 nodes of 4 devices (ring topology) over EFA (neuron0's links go to neuron3, neuron1, n0-nic0)"},
+		{"arch: cayman, devices: 4, nodes: 2", "l1-sw0", "steps[0].fault.to: l1-sw0: no node of that name in a system of 2 nodes of 4 devices (ring topology) over EFA (neuron0's links go to neuron3, neuron1, n0-nic0)"},
 	} {
 		doc := "name: x\nsystem: {" + tc.sys + "}\nsteps:\n  - fault: {kind: link_down, device: 0, to: \"" + tc.to + "\"}\n"
 		_, err := Parse("x.yaml", []byte(doc))
@@ -103,8 +108,14 @@ func TestFaultLinkExists(t *testing.T) {
 			assert.Contains(t, err.Error(), posOf(t, doc, `"`+tc.to+`"`)+" "+tc.want, doc)
 		}
 	}
-	for _, sys := range []string{"arch: cayman, devices: 4, topology: ring", "arch: cayman, devices: 16"} {
-		doc := "name: x\nsystem: {" + sys + "}\nsteps:\n  - fault: {kind: link_down, device: 0, to: \"1\"}\n"
+	for _, tc := range []struct{ sys, to string }{
+		{"arch: cayman, devices: 4, topology: ring", "1"},
+		{"arch: cayman, devices: 16", "1"},
+		{"arch: mariana, devices: 2", "l1-sw0"},
+		{"arch: cayman, devices: 4, nodes: 2", "n0-nic0"},
+		{"arch: cayman, devices: 4, nodes: 2", "3"},
+	} {
+		doc := "name: x\nsystem: {" + tc.sys + "}\nsteps:\n  - fault: {kind: link_down, device: 0, to: \"" + tc.to + "\"}\n"
 		_, err := Parse("x.yaml", []byte(doc))
 		require.NoError(t, err, doc)
 	}

@@ -39,24 +39,26 @@ func (st *FaultStep) check(c *checkContext) error {
 	default:
 		return c.errorf("kind", "expected link_down, link_up or device_reset, got %q", st.FaultKind)
 	}
+	if st.In < 0 {
+		return c.errorf("in", "a fault cannot be in the past (%v)", st.In)
+	}
+	if err := c.device(st.Device, "device"); err != nil {
+		return err
+	}
+	if st.To == "" {
+		return nil
+	}
 	if i, err := strconv.Atoi(st.To); err == nil {
 		// A device number (node reads it so): one of the system's, not
-		// the link's own end. A switch's name is looked up in the
-		// topology when the step runs.
+		// the link's own end.
 		if err := c.device(i, "to"); err != nil {
 			return err
 		}
 		if i == st.Device {
 			return c.errorf("to", "%d: the link's own device (device %d); a link joins two nodes", i, st.Device)
 		}
-		if err := c.link(st.Device, i); err != nil {
-			return err
-		}
 	}
-	if st.In < 0 {
-		return c.errorf("in", "a fault cannot be in the past (%v)", st.In)
-	}
-	return c.device(st.Device, "device")
+	return c.link(st.Device, st.To)
 }
 
 func (st *FaultStep) run(run *runner) error {
@@ -99,40 +101,44 @@ func node(t *fabric.Topology, name string) (int, error) {
 	if i, err := strconv.Atoi(name); err == nil && i >= 0 && i < t.Devices {
 		return i, nil
 	}
-	for i, n := range t.Nodes {
-		if n.Name == name {
-			return i, nil
-		}
+	if i, ok := t.NodeNamed(name); ok {
+		return i, nil
 	}
 	return 0, fmt.Errorf("no node %q in the topology", name)
 }
 
-// link refuses a link fault between devices a and b of a one-node system
-// that no link joins (the ring's 0 and 2, two devices of a switched
-// system, joined through a switch): the step would fail when it ran,
-// after the steps before it. Across several nodes the step's run checks.
-func (c *checkContext) link(a, b int) error {
-	if c.r.nodes > 1 {
-		return nil
-	}
-	links, err := c.r.deviceLinks()
+// link refuses a link fault from device a to node to (a device number or
+// a switch's or NIC's name) that the system has no link for — a name no
+// node has, the ring's 0 and 2, two devices of a switched system (joined
+// through a switch), devices of two nodes (joined through the EFA
+// network) — naming where a's links go: the step would fail when it ran,
+// after the steps before it.
+func (c *checkContext) link(a int, to string) error {
+	t, err := c.r.graph()
 	if err != nil {
 		return nil // the system is refused when it is built, saying why
 	}
-	if slices.Contains(links[a], b) {
+	b, err := node(t, to)
+	if err != nil {
+		return c.errorf("to", "%s: no node of that name in a %s (neuron%d's links go to %s)", to, c.r.systemShape(), a, linkList(t, a))
+	}
+	if _, ok := t.LinkBetween(a, b); ok {
 		return nil
 	}
-	return c.errorf("to", "%d: no link joins neuron%d and neuron%d in a %s topology (neuron%d's links go to %s)", b, a, b, c.r.nodeKind(), a, linkList(links[a]))
+	return c.errorf("to", "%s: no link joins neuron%d and %s in a %s (neuron%d's links go to %s)", to, a, t.Nodes[b].Name, c.r.systemShape(), a, linkList(t, a))
 }
 
-// linkList names the devices of a device's links, or says it has none.
-func linkList(to []int) string {
-	if len(to) == 0 {
-		return "switches only"
-	}
+// linkList names the far ends of device d's links, in port order, each
+// once.
+func linkList(t *fabric.Topology, d int) string {
 	var names []string
-	for _, d := range to {
-		names = append(names, "neuron"+strconv.Itoa(d))
+	for _, id := range t.Nodes[d].Ports {
+		if n := t.Nodes[t.Links[id].To].Name; !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return "nothing"
 	}
 	return strings.Join(names, ", ")
 }

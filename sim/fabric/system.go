@@ -379,17 +379,7 @@ func (s *System) SetLinkDown(id int, down bool) error {
 }
 
 // LinkBetween returns the directed link from node a to node b.
-func (s *System) LinkBetween(a, b int) (int, bool) {
-	if a < 0 || a >= len(s.topo.Nodes) {
-		return 0, false
-	}
-	for _, id := range s.topo.Nodes[a].Ports {
-		if s.topo.Links[id].To == b {
-			return id, true
-		}
-	}
-	return 0, false
-}
+func (s *System) LinkBetween(a, b int) (int, bool) { return s.topo.LinkBetween(a, b) }
 
 // Reserve implements dma.Fabric for the port's device.
 func (pt *port) Reserve(e, q int, dst uint64, n int, start, sent simkernel.Time) (injected, lands simkernel.Time, err error) {

@@ -185,6 +185,40 @@ func DeviceLinks(k Kind, g hwarch.Generation, n int, p Params) ([][]int, error) 
 	return out, nil
 }
 
+// Graph returns the nodes and links of the system of devices devices of
+// kind k in nodes nodes (BuildNodes's shape; 1: one node), without the
+// routes of a node of more than one: what a check of a link's ends needs,
+// cheap at any device count.
+func Graph(k Kind, g hwarch.Generation, devices, nodes int, p Params) (*Topology, error) {
+	if nodes == 1 {
+		return graph(k, g, devices, p)
+	}
+	return BuildNodes(k, g, devices, nodes, p)
+}
+
+// NodeNamed finds a node by name ("neuron3", "l1-sw0", "n1-nic0").
+func (t *Topology) NodeNamed(name string) (int, bool) {
+	for i, n := range t.Nodes {
+		if n.Name == name {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// LinkBetween returns the directed link from node a to node b.
+func (t *Topology) LinkBetween(a, b int) (int, bool) {
+	if a < 0 || a >= len(t.Nodes) {
+		return 0, false
+	}
+	for _, id := range t.Nodes[a].Ports {
+		if t.Links[id].To == b {
+			return int(id), true
+		}
+	}
+	return 0, false
+}
+
 // graph returns the topology of kind k over n devices, its nodes and links
 // without the routes.
 func graph(k Kind, g hwarch.Generation, n int, p Params) (*Topology, error) {
