@@ -560,9 +560,19 @@ func (g *Grid) refuseLinks(dir string, todo []int) error {
 	return nil
 }
 
+// StaleTempAge is how long ago a temporary file in a results folder must
+// have been written for a run to take it for a killed run's leftover and
+// remove it. A live task writes a result in well under a second, but two
+// tasks may run one point at once (a shard resubmitted while the first
+// still runs, overlapping --shard arguments): a younger file may be the
+// other task's write in flight, which removing would fail. The margin
+// also covers clocks of the hosts sharing the folder that disagree.
+const StaleTempAge = 10 * time.Minute
+
 // removeStaleTemps removes the temporary files a killed run left of the
-// points todo, which this run is about to run, in DIR/points and DIR/host:
-// no other task runs those points, so the files are garbage. The folders
+// points todo, which this run is about to run, in DIR/points and DIR/host,
+// once older than StaleTempAge (a younger one is left for the next run:
+// it is hidden and nothing reads it). The folders
 // are listed once per run — not globbed per point, which cost a scan of
 // the whole folder per point (quadratic in the grid) and, DIR being part of
 // the pattern, matched other folders' files when DIR held a glob's special
@@ -588,6 +598,9 @@ func (g *Grid) removeStaleTemps(dir string, todo []int) {
 			// output.TempName: "." + the file's name + ".tmp-" + a suffix.
 			j := strings.LastIndex(name, ".tmp-")
 			if j < 1 || !ours[name[1:j]] {
+				continue
+			}
+			if info, err := e.Info(); err != nil || time.Since(info.ModTime()) < StaleTempAge {
 				continue
 			}
 			os.Remove(filepath.Join(dir, sub, name))

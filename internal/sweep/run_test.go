@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -140,6 +141,8 @@ func TestDeterminism(t *testing.T) {
 	require.NoError(t, os.WriteFile(trunc, data[:len(data)/2], 0o644))
 	partial := output.TempName(resultPath(dirs["killed"], &g.points[shard2[2]]), "deadbeef")
 	require.NoError(t, os.WriteFile(partial, data[:len(data)/3], 0o644))
+	killedAt := time.Now().Add(-StaleTempAge - time.Minute) // left by a run killed long enough ago
+	require.NoError(t, os.Chtimes(partial, killedAt, killedAt))
 
 	// Merged now, the killed points are missing: listed, and an error.
 	mst, err := Merge(dirs["killed"], MergeOptions{})
@@ -480,8 +483,10 @@ func TestRunStaleTempsGlobCharacters(t *testing.T) {
 			output.TempName(resultPath(dir, p), "deadbeef"),
 			output.TempName(filepath.Join(dir, HostDir, p.Hash+".json"), "deadbeef"),
 		}
+		old := time.Now().Add(-StaleTempAge - time.Minute)
 		for _, tmp := range temps {
 			require.NoError(t, os.WriteFile(tmp, []byte("{"), 0o644))
+			require.NoError(t, os.Chtimes(tmp, old, old))
 		}
 		run(t, g, dir, All, 1)
 		for _, tmp := range temps {
@@ -489,6 +494,33 @@ func TestRunStaleTempsGlobCharacters(t *testing.T) {
 		}
 		assert.FileExists(t, siblingTemp, "%s: another folder's temporary file is left alone", name)
 	}
+}
+
+// TestRunLeavesYoungTemps: a temporary file of a point younger than
+// StaleTempAge may be another task's write in flight (two tasks running
+// one point: a shard resubmitted while the first still runs) and is left
+// alone; an older one is removed.
+func TestRunLeavesYoungTemps(t *testing.T) {
+	g := mustGrid(t, gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: [4K]\n"))
+	p := &g.points[0]
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, PointsDir), 0o755))
+	young := output.TempName(resultPath(dir, p), "00000001")
+	stale := output.TempName(resultPath(dir, p), "00000002")
+	for _, tmp := range []string{young, stale} {
+		require.NoError(t, os.WriteFile(tmp, []byte("{"), 0o644))
+	}
+	for _, c := range []struct {
+		path string
+		age  time.Duration
+	}{{young, StaleTempAge - time.Minute}, {stale, StaleTempAge + time.Minute}} {
+		when := time.Now().Add(-c.age)
+		require.NoError(t, os.Chtimes(c.path, when, when))
+	}
+	run(t, g, dir, All, 1)
+	assert.FileExists(t, young, "a write that may be in flight is left alone")
+	assert.NoFileExists(t, stale, "a killed run's leftover is removed")
+	assert.FileExists(t, resultPath(dir, p), "the point ran")
 }
 
 // TestManifestDerivedFieldsEdited: a manifest's fields that no hash
