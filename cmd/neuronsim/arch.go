@@ -61,7 +61,7 @@ func newArchCommand() *cobra.Command {
 	}
 	cmd.Flags().Var(&gen, "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4")
 	addSwitchFlag(cmd, &family)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (keys are the seed leaf names; an absent feature is null)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (keys are the seed leaf names; an absent feature is null; with --diff, {key: {A: value, B: value}} after \"switch\", each side's switch family)")
 	cmd.Flags().BoolVar(&diff, "diff", false, "print only the properties that differ between two generations")
 	return cmd
 }
@@ -204,9 +204,17 @@ func writeArchDiff(w io.Writer, a, b *rtarch.Tables) error {
 	return err
 }
 
-// writeArchDiffJSON prints {key: {A: value, B: value}} for the differing properties.
+// writeArchDiffJSON prints {key: {A: value, B: value}} for the differing
+// properties, after "switch": {A: family, B: family} — the family each
+// side's tables are of, as the text's header gives it, which the values
+// depend on (get_max_devs) — when the two generations differ (the same
+// generation twice has one family, and nothing differs: {}).
 func writeArchDiffJSON(w io.Writer, a, b *rtarch.Tables) error {
 	var r rtarch.Record
+	if a.Generation != b.Generation {
+		r = append(r, rtarch.Field{Name: "switch", Value: rtarch.Record{
+			{Name: a.Generation.String(), Value: a.Options.Switch.String()}, {Name: b.Generation.String(), Value: b.Options.Switch.String()}}})
+	}
 	for _, d := range diffTables(a, b) {
 		r = append(r, rtarch.Field{Name: d.p.Key, Value: rtarch.Record{
 			{Name: a.Generation.String(), Value: d.a}, {Name: b.Generation.String(), Value: d.b}}})

@@ -103,6 +103,22 @@ func TestArchDiff(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, out, "get_max_devs")
 
+	// The JSON names each side's switch family, as the text's header does:
+	// get_max_devs differs by it.
+	for _, tc := range []struct {
+		args       []string
+		mariana    string
+		maxDevsNil bool
+	}{{nil, "v1", false}, {[]string{"--switch", "none"}, "none", true}} {
+		out, err = runCLI(t, append([]string{"arch", "--diff", "--json", "cayman", "mariana"}, tc.args...)...)
+		require.NoError(t, err)
+		var m map[string]map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &m))
+		assert.Equal(t, map[string]any{"cayman": "none", "mariana": tc.mariana}, m["switch"], tc.args)
+		assert.Equal(t, tc.maxDevsNil, m["get_max_devs"] == nil, tc.args)
+		assert.True(t, strings.HasPrefix(out, "{\n  \"switch\""), "switch comes first")
+	}
+
 	out, err = runCLI(t, "arch", "--diff", "--json", "mariana", "mariana")
 	require.NoError(t, err)
 	assert.Equal(t, "{}\n", out)
@@ -111,6 +127,7 @@ func TestArchDiff(t *testing.T) {
 	require.NoError(t, err)
 	var m map[string]map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &m))
+	assert.Equal(t, map[string]any{"sunda": "none", "cayman": "none"}, m["switch"], "each side's switch family")
 	assert.Equal(t, []any{0.0, 1.0, 0.0}, m["get_inter_rdh_dma_id"]["sunda"])
 	assert.Equal(t, []any{4.0, 5.0, 0.0}, m["get_inter_rdh_dma_id"]["cayman"])
 }
