@@ -300,9 +300,17 @@ func TestStackExec(t *testing.T) {
 }
 
 // TestStackReopen: after a reset under it, Reopen brings the device up
-// again with a new DMA layer and keeps the allocator and its allocations.
+// again with a new DMA layer and keeps the allocator and its allocations;
+// the old layer's host word is given back, so reopening again and again
+// holds no more host buffers than one open.
 func TestStackReopen(t *testing.T) {
-	_, st := openStack(t, sim.DeviceConfig{Generation: hwarch.Mariana}, stack.Options{WaitReset: true})
+	d, st := openStack(t, sim.DeviceConfig{Generation: hwarch.Mariana}, stack.Options{WaitReset: true})
+	live := d.HostMemory().Live()
+	for range 5 {
+		require.NoError(t, st.Up.ResetDevice())
+		require.NoError(t, st.Reopen(bringup.Options{NoReset: true}))
+	}
+	assert.Equal(t, live, d.HostMemory().Live(), "host buffers held after five reopens")
 	mem, oldDMA, oldUp := st.Mem, st.DMA, st.Up
 	res, err := st.Copy(stack.CopyRequest{From: stack.Host, To: stack.Device, Size: 4096, Payload: true})
 	require.NoError(t, err)

@@ -82,10 +82,29 @@ func New(dev *bringup.Device) (*DMA, error) {
 		return nil, fmt.Errorf("dma: marker word: %w", err)
 	}
 	if err := host.HostWrite(pa, le32(udma.Marker)); err != nil {
-		return nil, err
+		return nil, errors.Join(fmt.Errorf("dma: marker word: %w", err), host.HostFree(pa))
 	}
 	m.marker = pa
 	return m, nil
+}
+
+// Close gives back the host word the layer holds for its whole life (the
+// marker its copies complete with), once: a layer replaced by another on
+// the same device (stack.Reopen, after a reset) would otherwise keep one
+// host buffer per reopen for as long as the host memory lives. Queues the
+// layer opened are their owners' to close; the layer is not used after.
+func (m *DMA) Close() error {
+	m.mu.Lock()
+	pa := m.marker
+	m.marker = 0
+	m.mu.Unlock()
+	if pa == 0 {
+		return nil
+	}
+	if err := m.host.HostFree(pa); err != nil {
+		return fmt.Errorf("dma: %s: freeing the marker word: %w", m.dev.Identity, err)
+	}
+	return nil
 }
 
 // Device returns the device the layer drives.

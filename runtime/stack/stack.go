@@ -117,8 +117,11 @@ func (s *Stack) bringUp(dev ndl.Device) error {
 // the device-memory allocator: what a runtime does after its device was
 // reset under it (the engines and queues are back to power-on; the
 // allocations it made are still its own). Program runners and DVE loaders
-// made before hold the old layers; make new ones. On failure the stack is
-// left as it was.
+// made before hold the old layers; make new ones. The old DMA layer's
+// host word is given back (dma.DMA.Close) once the new layer is open. On a
+// failure to bring the device up or open the new layer the stack is left
+// as it was; a failure to give the old word back is returned with the
+// stack already on the new layers.
 func (s *Stack) Reopen(opts bringup.Options) error {
 	o := s.opts
 	o.BringUp = opts
@@ -126,7 +129,11 @@ func (s *Stack) Reopen(opts bringup.Options) error {
 	if err := n.bringUp(s.Up.Dev); err != nil {
 		return err
 	}
+	old := s.DMA
 	s.opts, s.Up, s.DMA = o, n.Up, n.DMA
+	if old != nil {
+		return old.Close()
+	}
 	return nil
 }
 
