@@ -1,10 +1,12 @@
 // Package dma is the runtime's side of the UDMA engines (driver-facts §4):
-// engine and queue bring-up through csr_write, rings ("prings") in host or
-// device memory, virtual rings ("vrings") of transfers split into 64 KiB
+// engine and queue bring-up through csr_write, rings ("prings") in host
+// memory, virtual rings ("vrings") of transfers split into 64 KiB
 // descriptor pairs with an optional event-accel completion, queue allocation
-// by name, and host↔device copies through an NC's H2T engine with the
-// driver's marker completion. It reaches the device only through the csr
-// layer, BAR4 and the backend's host memory.
+// by name, host↔device copies through an NC's H2T engine with the
+// driver's marker completion, and fed queues (OpenFedQueue) whose rings
+// are lazy host buffers produced from a planner as the device reads them
+// (on backends with ndl.LazyHostMemory). It reaches the device only
+// through the csr layer, BAR4 and the backend's host memory.
 package dma
 
 import (
