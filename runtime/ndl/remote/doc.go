@@ -4,7 +4,7 @@
 // ndl.Device, ndl.Sleeper, ndl.HostMemory (the served device's host
 // memory, which its DMA engines reach) and ndl.Clock. The server serves any ndl.Device (the CLI
 // passes simulated devices, the tests a fake), so this package imports only
-// runtime/ndl and hw/arch.
+// runtime/ndl, hw/arch and internal/units, never sim/.
 //
 // # Addresses
 //
