@@ -2,8 +2,10 @@
 // runtime: every device brought up by runtime/bringup with one arch
 // selection, its DMA layer, its device-memory allocator and a program
 // runner per rank, and a collective executor (runtime/collective) over the ranks.
-// It is the one place outside the command line where the simulator and the
-// runtime meet; the command line and the system tests both use it.
+// It is where the simulator and the runtime meet for every multi-device
+// run; the command line, the scenarios (internal/scenario, which also
+// reads the simulated devices directly for its fault, snapshot and trace
+// steps), the sweep grids (internal/sweep) and the system tests use it.
 package cluster
 
 import (
