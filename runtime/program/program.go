@@ -2,7 +2,8 @@
 // the 64-byte records are split into one instruction block per engine (by
 // each record's engine byte, order kept), every block goes through the
 // runtime's validators (ib_final_inst_validity_check) before anything is
-// staged, the blocks are staged in device memory by DMA, and the engines are
+// staged, the blocks are staged in device memory by DMA, the semaphores and
+// events the records use are zeroed (ClearSync), and the engines are
 // pointed at them and started over CSR. Run then polls the engines' status
 // registers until each is done or has stopped on an error, and gives the
 // blocks' device memory back (Unload).
