@@ -61,7 +61,7 @@ type KernelOptions struct {
 // offset).
 //
 // BAR numbers are PCI BAR numbers, as on every ndl.Device. The APB
-// (register) BAR — PCI BAR0, or BAR2 on V2 under QEMU — is what the driver
+// (register) BAR — PCI BAR0, or BAR2 on V2 and V3 under QEMU — is what the driver
 // calls bar0: BAR_READ/BAR_WRITE with bar 0 and DEVICE_INFO
 // bar_address[0]/bar_size[0]. Any other BAR 2 maps onto entry [1] (the
 // driver's bar2, NULL/0 on V2 and later, so reads fail with ErrBadBAR there).

@@ -17,7 +17,7 @@ import (
 )
 
 // Device is one Neuron PCI function as the runtime sees it. BAR numbers are
-// PCI BAR numbers: the registers are on BAR0, or BAR2 for V2 under QEMU
+// PCI BAR numbers: the registers are on BAR0, or BAR2 for V2 and V3 under QEMU
 // (hwarch.BAR0Map.RegisterBAR); device memory is on BAR4.
 type Device interface {
 	// Identity returns the PCI vendor, device id and revision.
