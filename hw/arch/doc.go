@@ -3,7 +3,11 @@
 // identity that selects a generation, the engine and microcode core-type
 // enumerations, and the per-generation geometry (NeuronCores, sequencer
 // engines, HBM channels, SBUF/PSUM, DMA engines, semaphores, TOP_SPs) and
-// BAR maps.
+// BAR maps; the PCI configuration-space layout, the MISC RAM mailbox
+// offsets and reset-handshake values, the BAR access sentinels (ErrBadBAR,
+// ErrBAROffset, ErrAlignment, ErrDeviceClosed) both sides return, the
+// neighbour and fabric windows by which one device reaches another, and the
+// driver's routing-id and neighbour tables.
 //
 // It is pure data: no state, no I/O. Both sim/ and runtime/ import it; it
 // imports neither. Values come from the seeds (../shared/seeds) and the
