@@ -1,6 +1,10 @@
 // Command neuronsim is the command line of the neuronsim simulator: it runs
-// scenarios on simulated Neuron devices and reports on the runtime's arch
-// tables.
+// scenarios, collective sweeps and sweep grids on simulated Neuron devices,
+// drives a device — simulated, served or real (/dev/neuronN) — through the
+// runtime (ls, csr, dve, dma copy, exec), assembles and validates programs,
+// saves and restores whole systems, serves simulated devices over the
+// remote protocol or vfio-user, and reports on the runtime's arch tables.
+// README.md beside this file maps each command to its file and its docs.
 package main
 
 import (
