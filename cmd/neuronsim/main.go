@@ -4,7 +4,7 @@
 // runtime (ls, csr, dve, dma copy, exec), assembles and validates programs,
 // saves and restores whole systems, serves simulated devices over the
 // remote protocol or vfio-user, and reports on the runtime's arch tables.
-// README.md beside this file maps each command to its file and its docs.
+// cmd/neuronsim/README.md maps each command to its file and its docs.
 package main
 
 import (
