@@ -29,8 +29,10 @@ const drawWidth = 100
 //     torus2d, then the Z rings;
 //   - ring, chain: the devices on one line (wrapped near 100 columns), a
 //     ring with * wrap markers at both ends;
-//   - switch: a block per server with its in-server switch and devices, and
-//     the inter-server switch when there are several servers;
+//   - switch, trn3-gen2: a block per server with its in-server switch and
+//     devices, and the inter-server switch when there are several servers;
+//   - trn3-gen1: as switch, then the direct inter-rack links between
+//     devices, as runs ("0..31 ◄––► 32..63");
 //   - fully-connected: a summary line and, up to 16 devices, an adjacency
 //     matrix (row → column) with · on the diagonal and ● for a link;
 //   - star: the switch and its devices;
