@@ -527,6 +527,9 @@ func (s *sweepFlags) plan(f *fabricFlags) (*sweepPlan, error) {
 			return nil, err
 		}
 	}
+	if err := s.checkAutoRingOrder(f, plan); err != nil {
+		return nil, err
+	}
 	if plan.devSizes, plan.devNote, err = s.devPlot.plan(plan.set.Systems); err != nil {
 		return nil, err
 	}
@@ -683,6 +686,34 @@ func (s *sweepFlags) sizeSystem(f *fabricFlags, plan *sweepPlan, sys *cluster.Sw
 		}
 	}
 	return nil
+}
+
+// checkAutoRingOrder refuses --ring-order with --algo auto when auto runs
+// no ring (ring, kangaring, hier) at any size of the sweep on any of its
+// device counts (cluster.Config.CheckAutoRingOrder): the order would be
+// used nowhere, and the report would not say so. The error is the first
+// count's.
+func (s *sweepFlags) checkAutoRingOrder(f *fabricFlags, plan *sweepPlan) error {
+	sw := plan.set.Sweep
+	if !f.cmd.Flags().Changed("ring-order") || sw.Algo != enc.Auto {
+		return nil
+	}
+	var first error
+	for _, sys := range plan.set.Systems {
+		cfg := plan.set.Config
+		cfg.Devices, cfg.Kind = sys.Devices, sys.Kind
+		err := cfg.CheckAutoRingOrder(sw.Op, sys.Sizes, cfg.CollectiveOptions(sw.Options))
+		if err == nil {
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	return fmt.Errorf("--ring-order: %w", first)
 }
 
 // collective checks the collective's flags: the op, the algorithm, the

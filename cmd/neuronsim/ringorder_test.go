@@ -77,3 +77,37 @@ func TestFabricSweepRingOrder(t *testing.T) {
 		assert.Contains(t, err.Error(), tc.err)
 	}
 }
+
+// TestFabricSweepRingOrderAuto: --ring-order with --algo auto (the
+// default) is refused when auto runs no ring at any size of the sweep on
+// any device count — mesh and RDH below 56 MiB on 16 devices — where it
+// was taken and never used, with no word in the report; a sweep where auto
+// runs a ring at one size (64 MiB), or on one of its device counts (the 12
+// devices of 8,12 from 1 MiB), takes it.
+func TestFabricSweepRingOrderAuto(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		err  string // "": taken
+	}{
+		{"mesh and rdh", []string{"--system", "trn2-48xl", "-b", "1K", "-e", "32M", "-f", "32", "--ring-order", "ranks"},
+			"--ring-order: algo auto runs no ring at any size here (all_reduce on 16 ranks: auto runs mesh up to 32768 bytes, rdh up to 33554432 bytes), so the ring order would change nothing"},
+		{"an order listed", []string{"--arch", "cayman", "--devices", "4", "--topology", "ring", "-b", "1K", "-e", "1K", "--ring-order", "0,2,1,3"},
+			"--ring-order: algo auto runs no ring at any size here (all_reduce on 4 ranks: auto runs mesh up to 1024 bytes)"},
+		{"every count", []string{"--arch", "cayman", "--devices", "4,8", "--topology", "ring", "-b", "1K", "-e", "1K", "--ring-order", "ranks"},
+			"--ring-order: algo auto runs no ring at any size here (all_reduce on 4 ranks: auto runs mesh up to 1024 bytes)"},
+		{"ring at 64 MiB", []string{"--system", "trn2-48xl", "-b", "32M", "-e", "64M", "-f", "2", "--ring-order", "ranks"}, ""},
+		{"ring on one count", []string{"--arch", "cayman", "--devices", "8,12", "--topology", "ring", "-b", "3M", "-e", "3M", "--ring-order", "ranks"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := runCLI(t, append([]string{"fabric", "sweep"}, tc.args...)...)
+			if tc.err == "" {
+				require.NoError(t, err, out)
+				assert.Contains(t, out, "# ring_order: rank order, as asked")
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.err)
+		})
+	}
+}

@@ -360,3 +360,26 @@ func usesRingOrder(rep *nccom.Report) bool {
 		return err == nil && a != enc.Auto && enc.RingOrderApplies(op, a)
 	})
 }
+
+// CheckAutoRingOrder says why a ring order given to a collective of op with
+// algo auto over sizes on the cluster would change nothing: auto resolves
+// per size (opt's policy and group size, as CollectiveOptions sets them),
+// and where it runs no algorithm that visits the ranks in the ring order
+// (enc.RingOrderApplies: ring, kangaring, hier; every permute) at any of
+// the sizes — mesh below 1 MiB and RDH up to 56 MiB on a power-of-two rank
+// count — the order is never used; nil when auto runs one at some size.
+// The caller wraps the error in where the order came from, as
+// CheckAutoChannels' caller does.
+func (cfg Config) CheckAutoRingOrder(op enc.Op, sizes []int64, opt enc.Options) error {
+	ranks := cfg.Devices * max(cfg.RanksPerDevice, 1)
+	runs := Largest(op, enc.Auto, ranks, sizes, opt)
+	parts := make([]string, 0, len(runs))
+	for _, a := range runs {
+		if enc.RingOrderApplies(op, a.Algo) {
+			return nil
+		}
+		parts = append(parts, fmt.Sprintf("%s up to %d bytes", a.Algo, a.Size))
+	}
+	return fmt.Errorf("algo auto runs no ring at any size here (%s on %d ranks: auto runs %s), so the ring order would change nothing; give algo ring, or sizes where auto takes a ring",
+		op, ranks, strings.Join(parts, ", "))
+}

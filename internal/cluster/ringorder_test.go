@@ -233,3 +233,39 @@ func TestPermuteAlongTorusLinks(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckAutoRingOrder: a ring order given to a collective whose
+// algorithm is auto is refused where the policy runs no algorithm that
+// visits the ranks in it (ring, kangaring, hier; any permute) at any of
+// the sizes — mesh below 1 MiB and RDH up to 56 MiB on a power-of-two rank
+// count — naming what auto runs instead; it is taken where auto runs a
+// ring at one size at least (past 56 MiB, or from 1 MiB on a rank count
+// that is not a power of two), and for a permute, whose peers are the
+// ring shift at every size.
+func TestCheckAutoRingOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		devices int
+		op      enc.Op
+		sizes   []int64
+		err     string // "": taken
+	}{
+		{"mesh and rdh on 16 ranks", 16, enc.AllReduce, []int64{1 << 10, 1 << 20, 32 << 20},
+			"algo auto runs no ring at any size here (all_reduce on 16 ranks: auto runs mesh up to 1024 bytes, rdh up to 33554432 bytes)"},
+		{"mesh alone", 16, enc.AllGather, []int64{4 << 10}, "auto runs mesh up to 4096 bytes"},
+		{"ring past 56 MiB", 16, enc.AllReduce, []int64{1 << 10, 64 << 20}, ""},
+		{"ring from 1 MiB on 12 ranks", 12, enc.ReduceScatter, []int64{3 << 10, 3 << 20}, ""},
+		{"permute", 16, enc.Permute, []int64{1 << 10}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := cluster.Config{Generation: hwarch.Cayman, Devices: tc.devices, Kind: fabric.KindRing}
+			err := cfg.CheckAutoRingOrder(tc.op, tc.sizes, cfg.CollectiveOptions(enc.Options{}))
+			if tc.err == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.err)
+		})
+	}
+}
