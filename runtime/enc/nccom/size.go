@@ -76,12 +76,14 @@ func Sizes(min, max int64, factor int64, step int64, align int64) ([]int64, erro
 				step = 1
 			}
 		}
-		n := (max-min)/step + 1
+		// The points are (max−min)/step + 1, counted in uint64: from 0 to
+		// 2^63−1 by 1 byte they are 2^63, one past int64.
+		n := uint64((max-min)/step) + 1
 		if n > MaxSweepPoints {
 			return nil, fmt.Errorf("%w: %s to %s by %d bytes is %d points (at most %d)", ErrBadSweep, FormatSize(min), FormatSize(max), step, n, MaxSweepPoints)
 		}
 		raw = make([]int64, 0, n)
-		for i := int64(0); i < n; i++ {
+		for i := range int64(n) {
 			raw = append(raw, min+i*step)
 		}
 	}
