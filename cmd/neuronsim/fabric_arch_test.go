@@ -53,8 +53,8 @@ func TestFabricTopoDirectLinks(t *testing.T) {
 	}{
 		{[]string{"--arch", "trn1", "--devices", "8", "--topology", "ring"}, "ring links: 96 GB/s, 500 ns per direction"},
 		{[]string{"--arch", "sunda", "--devices", "6"}, "ring links: 96 GB/s, 500 ns per direction"},
-		{[]string{"--arch", "inf2", "--devices", "12"}, "ring links: 103.08 GB/s (96 GiB/s), 500 ns per direction"},
-		{[]string{"--arch", "inf2", "--devices", "6"}, "ring links: 103.08 GB/s (96 GiB/s), 500 ns per direction"},
+		{[]string{"--arch", "inf2", "--devices", "12"}, "ring links: 103.079215104 GB/s (96 GiB/s), 500 ns per direction"},
+		{[]string{"--arch", "inf2", "--devices", "6"}, "ring links: 103.079215104 GB/s (96 GiB/s), 500 ns per direction"},
 		{[]string{"--arch", "trn2", "--devices", "8"}, "ring links: 256 GB/s, 500 ns per direction"},
 		{[]string{"--arch", "trn2", "--devices", "16"}, "xy links: 256 GB/s, 500 ns per direction"},
 		{[]string{"--arch", "trn1", "--devices", "16"}, "xy links: 96 GB/s, 500 ns per direction"},

@@ -132,7 +132,8 @@ func TestFabricSweepPcap(t *testing.T) {
 // GB/s of 10^9, as before.
 func TestLinkBandwidthUnits(t *testing.T) {
 	for _, tc := range []struct{ bw, want string }{
-		{"50GiB/s", "53.69 GB/s (50 GiB/s)"},
+		{"50GiB/s", "53.6870912 GB/s (50 GiB/s)"},
+		{"0.015", "in-server links: 0.015 GB/s,"},
 		{"400Gbps", "in-server links: 50 GB/s,"},
 		{"53.7GB/s", "in-server links: 53.7 GB/s,"},
 		{"50", "in-server links: 50 GB/s,"},

@@ -548,20 +548,19 @@ func (d *drawer) groupParams(group string) string {
 	return s
 }
 
-// formatBandwidth writes bytes/s in GB/s (1e9 B/s): whole when whole, else
-// with two decimals (three significant digits below 0.01), and the GiB/s
-// when that is whole and the GB/s is not: "103.08 GB/s (96 GiB/s)".
+// formatBandwidth writes bytes/s in GB/s (1e9 B/s) exactly: a bandwidth is
+// a whole number of bytes per second, so its GB/s takes at most nine
+// decimals, each written, trailing zeros dropped (as formatLatency writes a
+// latency to the picosecond); and the GiB/s when that is whole and the GB/s
+// is not: "103.079215104 GB/s (96 GiB/s)". Rounded to two decimals, 0.015
+// GB/s (--link-bw 0.015) once read "0.01 GB/s" and 99.999 GB/s "100 GB/s".
 func formatBandwidth(bw uint64) string {
-	if bw%1e9 == 0 {
-		return fmt.Sprintf("%d GB/s", bw/1e9)
-	}
-	gb := float64(bw) / 1e9
-	s := trimZeros(strconv.FormatFloat(gb, 'f', 2, 64))
-	if bw < 1e7 { // below 0.01 GB/s two decimals leave one digit or none: 6.25 MB/s is not "0.01"
-		s = strconv.FormatFloat(gb, 'g', 3, 64)
-	}
-	if bw%(1<<30) == 0 {
-		return fmt.Sprintf("%s GB/s (%d GiB/s)", s, bw>>30)
+	s := strconv.FormatUint(bw/1e9, 10)
+	if frac := bw % 1e9; frac != 0 {
+		s += strings.TrimRight(fmt.Sprintf(".%09d", frac), "0")
+		if bw%(1<<30) == 0 {
+			return fmt.Sprintf("%s GB/s (%d GiB/s)", s, bw>>30)
+		}
 	}
 	return s + " GB/s"
 }

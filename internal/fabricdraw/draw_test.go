@@ -212,14 +212,34 @@ func TestDrawLongRing(t *testing.T) {
 	}
 }
 
+// TestDrawFormats: a bandwidth is written exactly, in GB/s with every
+// decimal its whole number of bytes per second takes (at most nine), never
+// rounded to fewer — a link of 0.015 GB/s (--link-bw 0.015) was printed
+// "0.01 GB/s", one of 99.999 GB/s "100 GB/s"; a latency to the picosecond.
 func TestDrawFormats(t *testing.T) {
-	assert.Equal(t, "256 GB/s", formatBandwidth(256e9))
-	assert.Equal(t, "103.08 GB/s (96 GiB/s)", formatBandwidth(96<<30))
-	assert.Equal(t, "1.5 GB/s", formatBandwidth(1.5e9))
-	assert.Equal(t, "0.00123 GB/s", formatBandwidth(1.23e6))
-	assert.Equal(t, "0.00625 GB/s", formatBandwidth(6.25e6)) // 50 Mbps: not "0.01"
-	assert.Equal(t, "0.00999 GB/s", formatBandwidth(9.99e6))
-	assert.Equal(t, "0.01 GB/s", formatBandwidth(1e7))
+	for _, tc := range []struct {
+		bps  uint64
+		want string
+	}{
+		{256e9, "256 GB/s"},
+		{96 << 30, "103.079215104 GB/s (96 GiB/s)"},
+		{1.5e9, "1.5 GB/s"},
+		{1.23e6, "0.00123 GB/s"},
+		{6.25e6, "0.00625 GB/s"}, // 50 Mbps: not "0.01"
+		{9.99e6, "0.00999 GB/s"},
+		{9_999_999, "0.009999999 GB/s"},
+		{1e7, "0.01 GB/s"},
+		{15e6, "0.015 GB/s"},
+		{125e6, "0.125 GB/s"},
+		{99_999e6, "99.999 GB/s"},
+		{12_345e6, "12.345 GB/s"},
+		{5_357_142_857, "5.357142857 GB/s"}, // a leaf's 37.5 GB/s over 7 spines
+		{1, "0.000000001 GB/s"},
+		{999_999_999_999_999, "999999.999999999 GB/s"},
+		{1e15, "1000000 GB/s"},
+	} {
+		assert.Equal(t, tc.want, formatBandwidth(tc.bps), "%d B/s", tc.bps)
+	}
 	assert.Equal(t, "500 ns", formatLatency(500_000))
 	assert.Equal(t, "0.25 ns", formatLatency(250))
 	assert.Equal(t, "0..15", ranges([]int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}))
