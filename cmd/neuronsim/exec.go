@@ -212,6 +212,11 @@ func (f *execFlags) check(progPath string) (ins, outs []tileSpec, traceBytes uin
 			return nil, nil, 0, fmt.Errorf("--input %s: %d bytes do not split into %d partitions", s, len(t.data), t.Count)
 		}
 		t.Bytes = uint64(len(t.data) / t.Count)
+		for i, u := range ins {
+			if err := tilesOverlap(t.Tile, u.Tile); err != nil {
+				return nil, nil, 0, fmt.Errorf("--input %s: overlaps --input %s: %w", s, f.inputs[i], err)
+			}
+		}
 		ins = append(ins, t)
 	}
 	paths := [][2]string{{"--trace", f.tracePath}}
@@ -254,6 +259,23 @@ func (f *execFlags) check(progPath string) (ins, outs []tileSpec, traceBytes uin
 		}
 	}
 	return ins, outs, uint64(n), nil
+}
+
+// tilesOverlap says where tiles a and b share bytes — a partition both
+// hold, of one space, and a byte range both take in it — or nil when they
+// share none. Inputs are written one after another, so a later one would
+// overwrite what an earlier one wrote there.
+func tilesOverlap(a, b stack.Tile) error {
+	p0, p1 := max(a.Start, b.Start), min(a.Start+a.Count, b.Start+b.Count)
+	o0, o1 := max(a.Offset, b.Offset), min(a.Offset+a.Bytes, b.Offset+b.Bytes)
+	if a.PSUM != b.PSUM || p0 >= p1 || o0 >= o1 {
+		return nil
+	}
+	space := "SBUF"
+	if a.PSUM {
+		space = "PSUM"
+	}
+	return fmt.Errorf("%s partitions %d..%d, bytes [%#x, %#x) of each: give tiles that do not share a byte", space, p0, p1-1, o0, o1)
 }
 
 // execRun runs req on an open stack, prints what the engines did, and

@@ -288,3 +288,47 @@ func FuzzExecTileSpec(f *testing.F) {
 		}
 	})
 }
+
+// TestExecInputsOverlap: two --input tiles that share a byte of one space
+// (a partition both hold, and a byte range both write in it) are refused
+// naming both, before the device is brought up — the later file once
+// overwrote the earlier one's bytes in silence, so a program read half of
+// one input and half of another. Tiles side by side, in other partitions
+// or in the other space are taken.
+func TestExecInputsOverlap(t *testing.T) {
+	dir := t.TempDir()
+	prog := writeFile(t, dir, "mm.s", cliMatmul)
+	w := filepath.Join(dir, "w.bin") // 256 bytes a partition over 128
+	require.NoError(t, os.WriteFile(w, make([]byte, 128*256), 0o644))
+	one := filepath.Join(dir, "one.bin") // 256 bytes, one partition
+	require.NoError(t, os.WriteFile(one, make([]byte, 256), 0o644))
+	for _, tc := range []struct {
+		name  string
+		specs []string
+		err   string // "": taken
+	}{
+		{"second half over the first", []string{"sbuf[0:128,0]=" + w, "sbuf[0:128,0x80]=" + w},
+			"--input sbuf[0:128,0x80]=" + w + ": overlaps --input sbuf[0:128,0]=" + w + ": SBUF partitions 0..127, bytes [0x80, 0x100) of each: give tiles that do not share a byte"},
+		{"one partition inside", []string{"sbuf[0:128,0]=" + w, "sbuf[77:1,0xff]=" + one},
+			"SBUF partitions 77..77, bytes [0xff, 0x100) of each"},
+		{"the same tile twice", []string{"psum[0:128,0]=" + w, "psum[0:128,0]=" + w}, "PSUM partitions 0..127, bytes [0x0, 0x100)"},
+		{"side by side", []string{"sbuf[0:128,0]=" + w, "sbuf[0:128,0x100]=" + w}, ""},
+		{"other partitions", []string{"sbuf[0:1,0]=" + one, "sbuf[1:1,0]=" + one}, ""},
+		{"other space", []string{"sbuf[0:128,0]=" + w, "psum[0:128,0]=" + w}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"exec", prog, "--arch", "cayman"}
+			for _, s := range tc.specs {
+				args = append(args, "--input", s)
+			}
+			out, err := runCLI(t, args...)
+			if tc.err == "" {
+				require.NoError(t, err, out)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.err)
+			assert.NotContains(t, out, "device time", "refused before anything runs")
+		})
+	}
+}
