@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -417,6 +418,7 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 		return err
 	}
 	f.named.annotate(res.Reports)
+	s.noteOverrides(f, res.Reports)
 	if c := res.Capture; c.Full {
 		fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim: --pcap: the capture stopped at --pcap-max (%s) after %s; %d not recorded\n",
 			units.FormatBytes(int64(c.MaxBytes)), units.Plural(int64(c.Packets), "packet", "packets"), c.NotRecorded)
@@ -433,6 +435,56 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (%d bytes)\n", o.Path(), o.Size())
 	}
 	return nil
+}
+
+// overrideKeys are the report keys of the parameters a fabric sweep's
+// flags change from the generation's defaults (noteOverrides): a sweep
+// grid's merged report's names where it has one (link_bw, link_latency_ps,
+// endpoints, efa_*, seed), otherwise the parameter with its unit. The flat
+// ring's channels have their note already (cluster.ChannelsKey).
+var overrideKeys = []string{"endpoints", "link_bw", "link_latency_ps", "endpoint_delay_ps", "switch_latency_ps", "chunk_bytes",
+	"server_size", "engines", "chunks", "group_size", "efa_bandwidth", "efa_latency", "efa_oversubscription",
+	"efa_leaf_ports", "efa_spines", "efa_devices_per_nic", "seed"}
+
+// noteOverrides adds to every report's Extra the parameters the flags
+// given set, exactly (bandwidths in B/s, latencies in ps, the EFA latency
+// the whole minimal message's): with only the system's words in the report,
+// a sweep of 10 GB/s links or of the parity mode read as one of the
+// defaults. A flag left out adds nothing, so a report of the defaults is
+// as before.
+func (s *sweepFlags) noteOverrides(f *fabricFlags, reports []*nccom.Report) {
+	fl, e := f.cmd.Flags(), f.efa
+	add := map[string]any{}
+	for _, o := range []struct {
+		key string
+		set bool
+		v   any
+	}{
+		{"endpoints", fl.Changed("endpoints"), f.ends.String()},
+		{"link_bw", f.linkBW.set, f.linkBW.v},
+		{"link_latency_ps", f.linkLat.set, f.linkLat.v},
+		{"endpoint_delay_ps", f.endpoint.set, f.endpoint.v},
+		{"switch_latency_ps", f.swLat.set, f.swLat.v},
+		{"chunk_bytes", f.chunkB.set, f.chunkB.v},
+		{"server_size", f.server.set, f.server.v},
+		{"engines", s.engines.set, s.engines.v},
+		{"chunks", fl.Changed("chunks"), s.chunks.v},
+		{"group_size", s.groupSize.set, s.groupSize.v},
+		{"efa_bandwidth", e.bw.set, e.bw.v},
+		{"efa_latency", e.latency.set, e.latency.v},
+		{"efa_oversubscription", e.ratio.set, e.ratio.v},
+		{"efa_leaf_ports", e.leafPorts.set, e.leafPorts.v},
+		{"efa_spines", e.spines.set, e.spines.v},
+		{"efa_devices_per_nic", e.perNIC.set, e.perNIC.v},
+		{"seed", fl.Changed("seed"), s.seed.v},
+	} {
+		if o.set {
+			add[o.key] = o.v
+		}
+	}
+	for _, rep := range reports {
+		maps.Copy(rep.Extra, add)
+	}
 }
 
 // writeSweep prints the reports' tables and writes the --json reports and
