@@ -476,6 +476,43 @@ func (r *resolved) timingOverrides(d *strictyaml.Decoder, at func(string) *yaml.
 	return r.timingCounts(d, field, t)
 }
 
+// overrides returns the report keys of the parameters sys's timing and efa
+// keys give and, in functional mode, its seed, exactly (bandwidths in B/s,
+// latencies in ps), under the names fabric sweep's report gives its flags
+// (cmd/neuronsim noteOverrides) and a sweep grid's merged report its axes:
+// a sweep's JSON output, read apart from the scenario file, says what
+// system its numbers are of. A key left out adds nothing.
+func (r *resolved) overrides(sys *System) map[string]any {
+	t, p, e := &sys.Timing, &r.params, &r.efa
+	out := map[string]any{}
+	for _, o := range []struct {
+		key string
+		set bool
+		v   func() any
+	}{
+		{"link_bw", t.LinkBandwidth != nil, func() any { return p.Link.Bandwidth }},
+		{"link_latency_ps", t.LinkLatencyNS != nil, func() any { return p.Link.Latency }},
+		{"endpoint_delay_ps", t.EndpointNS != nil, func() any { return p.Endpoint }},
+		{"switch_latency_ps", t.SwitchNS != nil, func() any { return p.Switch }},
+		{"chunk_bytes", t.ChunkBytes != nil, func() any { return p.ChunkBytes }},
+		{"server_size", t.ServerSize != nil, func() any { return p.ServerSize }},
+		{"engines", t.Engines != nil, func() any { return r.engines }},
+		{"launch_cost_ps", r.launchCost != nil, func() any { return uint64(*r.launchCost/time.Nanosecond) * 1000 }},
+		{"efa_bandwidth", e.Bandwidth != nil, func() any { return *e.Bandwidth }},
+		{"efa_latency", e.Latency != nil, func() any { return *e.Latency }},
+		{"efa_oversubscription", e.Oversubscription != nil, func() any { return *e.Oversubscription }},
+		{"efa_leaf_ports", e.LeafPorts != nil, func() any { return *e.LeafPorts }},
+		{"efa_spines", e.Spines != nil, func() any { return *e.Spines }},
+		{"efa_devices_per_nic", e.DevicesPerNIC != nil, func() any { return *e.DevicesPerNIC }},
+		{"seed", !r.timing, func() any { return sys.Seed }},
+	} {
+		if o.set {
+			out[o.key] = o.v()
+		}
+	}
+	return out
+}
+
 // timingCounts resolves the timing overrides that are counts — the chunk
 // size, the executor's engines, the server size — each checked against
 // its range and against the system it applies to.

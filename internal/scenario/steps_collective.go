@@ -3,6 +3,7 @@ package scenario
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -293,6 +294,7 @@ func (st *SweepStep) run(run *runner) error {
 	if run.r.system != "" {
 		rep.Extra["system"] = run.r.system
 	}
+	maps.Copy(rep.Extra, run.r.overrides(&run.p.System))
 	var b bytes.Buffer
 	if err := cluster.WriteTables(&b, rep); err != nil {
 		return err
