@@ -241,7 +241,8 @@ func newFabricTopoCommand() *cobra.Command {
 // draws: the network model and its chunk, which are how writes cross the
 // links, not the links; the endpoint delay and the switch forwarding delay,
 // which it shows only as their share of --efa-latency (the NIC links'
-// latency is what is left of it), so with --nodes and --efa-latency alone.
+// latency is what is left of it), so with --nodes and --efa-latency alone;
+// and for the same reason --endpoints ideal, which takes those delays away.
 func (f *fabricFlags) refuseUndrawn() error {
 	fl := f.cmd.Flags()
 	for _, name := range []string{"model", "chunk-bytes"} {
@@ -249,10 +250,14 @@ func (f *fabricFlags) refuseUndrawn() error {
 			return fmt.Errorf("--%s: fabric topo draws the links, which the network model and its chunks do not change; it applies to fabric sweep", name)
 		}
 	}
+	nicShare := f.efa.count() > 1 && fl.Changed("efa-latency")
 	for _, name := range []string{"endpoint-delay", "switch-latency"} {
-		if fl.Changed(name) && !(f.efa.count() > 1 && fl.Changed("efa-latency")) {
+		if fl.Changed(name) && !nicShare {
 			return fmt.Errorf("--%s: fabric topo draws links, not this delay; it changes the drawing only with --nodes 2 or more and --efa-latency (the NIC links take what the delays leave of it); it applies to fabric sweep", name)
 		}
+	}
+	if f.ends == fabric.EndpointsIdeal && !nicShare {
+		return fmt.Errorf("--endpoints: fabric topo draws links, not the endpoints' delays, which the parity mode takes away; it changes the drawing only with --nodes 2 or more and --efa-latency (the NIC links take what the switch and endpoint delays leave of it, all of it in this mode); it applies to fabric sweep")
 	}
 	return nil
 }

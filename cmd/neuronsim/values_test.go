@@ -156,6 +156,18 @@ func TestFabricTopoRefusesUndrawnFlags(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, base, "dev-nic links: 25 GB/s, 9100 ns")
 	assert.Contains(t, out, "dev-nic links: 25 GB/s, 8950 ns") // 20000 − 2×500 − 1000 − 100, halved
+	// --endpoints ideal takes the endpoint and switch delays away: the
+	// drawing changes only where --efa-latency leaves their share to the
+	// NIC links (it drew the same links as --endpoints real otherwise).
+	ideal := []string{"--endpoints", "ideal", "--link-bw", "10", "--link-latency", "500"}
+	for _, args := range [][]string{nil, {"--nodes", "2"}} {
+		_, err := runCLI(t, append(append(append([]string{}, sw...), args...), ideal...)...)
+		require.Error(t, err, args)
+		assert.Contains(t, err.Error(), "--endpoints: fabric topo draws links, not the endpoints' delays", args)
+	}
+	out, err = runCLI(t, append([]string{"fabric", "topo", "--arch", "trn2", "--devices", "4", "--nodes", "2", "--efa-latency", "20000"}, ideal...)...)
+	require.NoError(t, err)
+	assert.Contains(t, out, "dev-nic links: 25 GB/s, 9500 ns") // 20000 − 2×500, halved
 }
 
 // TestFabricSweepPlotLines: --plot draws one line per device count and
