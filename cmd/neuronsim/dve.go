@@ -263,28 +263,37 @@ func newDVEDefaultsCommand() *cobra.Command {
 const rateDigits = 3
 
 // bandwidth writes n bytes over t of device time as GB/s (1e9 B/s), to the
-// significant digits t justifies when it is known to within res (rateDigits).
+// significant digits t justifies when it is known to within res
+// (justifiedDigits).
 func bandwidth(w io.Writer, n uint64, t, res sim.Time) {
 	if t == 0 {
 		fmt.Fprintf(w, "n/a")
 		return
 	}
-	fmt.Fprintf(w, "%s GB/s", sigDigits(float64(n)/float64(t)*1e3, justifiedDigits(t, res)))
+	v := float64(n) / float64(t) * 1e3
+	fmt.Fprintf(w, "%s GB/s", sigDigits(v, justifiedDigits(v, t, res)))
 }
 
-// justifiedDigits is how many significant digits a rate over a time t measured
-// to within res carries: the digits of t/res (a relative error below
-// 10^-(d-1) allows d), at least 1 and at most rateDigits. A res of 0 (the
-// time is exact) allows rateDigits.
-func justifiedDigits(t, res sim.Time) int {
-	if res == 0 {
+// justifiedDigits is how many significant digits a rate v over a time t
+// measured to within res is printed with: the fewest, at least 1, whose
+// rounding — half a unit in the last digit — is no more than the rate's
+// uncertainty v·res/t, and at most rateDigits (a res of 0, an exact time,
+// takes rateDigits). So a rate gets no digit the time does not justify,
+// and none is dropped that the time does: 14.9 GB/s known to ±1.7 prints
+// "15", where counting the digits of t/res (one, for 8.8 µs known to 1 µs)
+// printed "10", a third off.
+func justifiedDigits(v float64, t, res sim.Time) int {
+	if res == 0 || v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
 		return rateDigits
 	}
-	d := 1
-	for q := uint64(t / res); q >= 10 && d < rateDigits; q /= 10 {
-		d++
+	u := v * float64(res) / float64(t)
+	e := math.Floor(math.Log10(v))
+	for d := 1; d < rateDigits; d++ {
+		if 0.5*math.Pow(10, e-float64(d-1)) <= u {
+			return d
+		}
 	}
-	return d
+	return rateDigits
 }
 
 // sigDigits formats v (> 0) rounded to digits significant digits, in plain

@@ -10,12 +10,15 @@ import (
 	"github.com/neuronsim/neuronsim/sim"
 )
 
-// TestDMABandwidthDigits: a bandwidth is printed to the significant digits
-// its device time justifies — the time is known to within res (one poll
-// interval a batch), so t/res of 5 gives one digit, 51 two, 2089 three —
-// and never more than rateDigits (the model's own rates have two or
-// three). It once printed two decimals whatever the time: "0.80 GB/s"
-// from a 5.1 µs copy known to 1 µs.
+// TestDMABandwidthDigits: a bandwidth is printed to the fewest significant
+// digits (one at least, rateDigits at most) whose rounding stays within
+// what the time leaves uncertain — the time is known to within res (one
+// poll interval a batch), so the rate to within rate·res/t — and so never
+// to more digits than the time justifies, nor to fewer than keep it near
+// the rate: 128 KiB in 8.8 µs known to 1 µs is 14.9 GB/s give or take
+// 1.7, and once printed "10 GB/s" (one digit, as t/res < 10 gave), a
+// third off; it prints "15 GB/s". It once printed two decimals whatever
+// the time: "0.80 GB/s" from a 5.1 µs copy known to 1 µs.
 func TestDMABandwidthDigits(t *testing.T) {
 	us := sim.Microsecond
 	for _, tc := range []struct {
@@ -27,11 +30,14 @@ func TestDMABandwidthDigits(t *testing.T) {
 	}{
 		{"4099B in 5.1us", 4099, 5100 * sim.Nanosecond, us, "0.8 GB/s"},
 		{"64KiB in 7.1us", 65536, 7100 * sim.Nanosecond, us, "9 GB/s"},
-		{"1MiB in 51.1us", 1 << 20, 51100 * sim.Nanosecond, us, "21 GB/s"},
+		{"64KiB-1 in 5.8us", 65535, 5800 * sim.Nanosecond, us, "11 GB/s"},
+		{"128KiB in 8.8us", 131072, 8800 * sim.Nanosecond, us, "15 GB/s"},
+		{"1MiB in 51.1us", 1 << 20, 51100 * sim.Nanosecond, us, "20.5 GB/s"},
+		{"1MiB in 51.1us, 2us", 1 << 20, 51100 * sim.Nanosecond, 2 * us, "21 GB/s"},
 		{"64MiB in 2.0894ms", 64 << 20, 2089400 * sim.Nanosecond, us, "32.1 GB/s"},
 		{"4GiB in 133.5ms, 33 batches", 4 << 30, 133541800 * sim.Nanosecond, 33 * us, "32.2 GB/s"},
 		{"exact time: rateDigits", 1 << 20, 51100 * sim.Nanosecond, 0, "20.5 GB/s"},
-		{"rounds up into the next decade", 999_600, 100 * us, us, "10.0 GB/s"},
+		{"rounds up into the next decade", 999_600, 100 * us, us, "10 GB/s"},
 		{"large rate", 1_234_000_000, sim.Millisecond, us, "1230 GB/s"},
 		{"shorter than its resolution", 4096, 500 * sim.Nanosecond, us, "8 GB/s"},
 		{"no time", 4096, 0, us, "n/a"},
