@@ -1,8 +1,10 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -71,5 +73,26 @@ func TestExecMaxTime(t *testing.T) {
 			}
 			assert.Equal(t, tt.started, strings.Contains(out, "device time"), out)
 		})
+	}
+}
+
+// TestExecHostTimeLimitSaysTheTimeTaken: a run stopped at --max-host-time
+// says how much host time it took, to a precision finer than the limit, so
+// never less than the limit: with --max-host-time 1us it said "not done
+// after 0s of the host's time (the limit is 1µs)", the time rounded to the
+// millisecond.
+func TestExecHostTimeLimitSaysTheTimeTaken(t *testing.T) {
+	stuck := writeFile(t, t.TempDir(), "stuck.s", "nop engine=pe wait=sem_ge(5,1) last\n")
+	re := regexp.MustCompile(`program: not done after (\S+) of the host's time \(the limit is (\S+)\)`)
+	for _, limit := range []string{"1us", "50us", "2ms"} {
+		_, err := runCLI(t, "exec", "--arch", "mariana", stuck, "--max-time", "100s", "--max-host-time", limit)
+		require.Error(t, err, limit)
+		m := re.FindStringSubmatch(err.Error())
+		require.NotNil(t, m, err.Error())
+		took, err := time.ParseDuration(m[1])
+		require.NoError(t, err)
+		lim, err := time.ParseDuration(strings.ReplaceAll(m[2], "µ", "u"))
+		require.NoError(t, err)
+		assert.Greater(t, took, lim, "%s: the run was stopped past its limit, and says so", limit)
 	}
 }

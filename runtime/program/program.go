@@ -485,7 +485,7 @@ func (r *Runner) Wait(blocks []Block) (Result, error) {
 		}
 		if host := time.Since(hostStart); r.MaxHostTime > 0 && host > r.MaxHostTime {
 			res, _ := r.collect(blocks)
-			return res, fmt.Errorf("program: not done after %v of the host's time (the limit is %v): %w", host.Round(time.Millisecond), r.MaxHostTime, ErrTimeout)
+			return res, fmt.Errorf("program: not done after %v of the host's time (the limit is %v): %w", hostTimeText(host, r.MaxHostTime), r.MaxHostTime, ErrTimeout)
 		}
 		if i >= maxPolls {
 			res, _ := r.collect(blocks)
@@ -496,6 +496,22 @@ func (r *Runner) Wait(blocks []Block) (Result, error) {
 		}
 	}
 	return r.collect(blocks)
+}
+
+// hostTimeText is host, a run's host time past limit, rounded up to a
+// unit a thousandth of the limit or finer (1 ms, 1 µs or 1 ns): it keeps
+// the digits that say how far past the limit the run went, and never reads
+// as the limit or less (rounded to the millisecond, 1.2 µs past a 1 µs
+// limit read "0s").
+func hostTimeText(host, limit time.Duration) time.Duration {
+	unit := time.Millisecond
+	for unit > time.Nanosecond && unit*1000 > limit {
+		unit /= 1000
+	}
+	if r := host % unit; r != 0 {
+		host += unit - r
+	}
+	return host
 }
 
 // Done reports whether every engine of the blocks is done or stopped on an

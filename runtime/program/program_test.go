@@ -3,6 +3,7 @@ package program
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -139,5 +140,25 @@ func TestCheckSize(t *testing.T) {
 		}
 		assert.ErrorIs(t, err, ErrBadProgram, tt.size)
 		assert.EqualError(t, err, tt.want)
+	}
+}
+
+// TestHostTimeText: a run's host time past its limit is written rounded up
+// to a thousandth of the limit or finer, so it reads as more than the limit
+// and says by how much; rounded to the millisecond, 1.2 µs past a 1 µs
+// limit read "0s" and 2.0004 ms past 2 ms read "2ms".
+func TestHostTimeText(t *testing.T) {
+	for _, tc := range []struct {
+		host, limit, want time.Duration
+	}{
+		{1234 * time.Nanosecond, time.Microsecond, 1234 * time.Nanosecond},
+		{2000400 * time.Nanosecond, 2 * time.Millisecond, 2001 * time.Microsecond},
+		{10*time.Minute + 1500*time.Microsecond, 10 * time.Minute, 10*time.Minute + 2*time.Millisecond},
+		{51 * time.Microsecond, 50 * time.Microsecond, 51 * time.Microsecond},
+		{3 * time.Nanosecond, 2 * time.Nanosecond, 3 * time.Nanosecond},
+	} {
+		got := hostTimeText(tc.host, tc.limit)
+		assert.Equal(t, tc.want, got, "%v past %v", tc.host, tc.limit)
+		assert.Greater(t, got, tc.limit)
 	}
 }
