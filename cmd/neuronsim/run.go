@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -34,7 +35,8 @@ argument it runs the embedded default: a 32-device Trn3 system on NeuronSwitch-v
 brought up, the DVE tables loaded on every core, a program validated and
 executed on one core, and an AllReduce sweep over the switch. SCENARIO is a file
 (a regular file of at most 1 MiB), or the name of a shipped scenario (--list
-names them). An output that is the same file as one the run reads (the
+names them); a bare name that is both (a file default beside you) is
+refused: ./default runs the file. An output that is the same file as one the run reads (the
 scenario, a program it names, a snapshot it restores), by its path or through
 a link, is refused before anything runs.`,
 		Example: `  neuronsim run
@@ -98,11 +100,15 @@ func openScenarioOn(args []string, base *scenario.Base) (*scenario.Parsed, error
 	if len(args) == 0 {
 		return scenario.LoadFSWith(scenarios.FS, scenarios.Default, base)
 	}
+	name := strings.TrimSuffix(args[0], ".yaml") + ".yaml"
+	_, shippedErr := fs.Stat(scenarios.FS, name)
 	if _, err := os.Stat(args[0]); err == nil {
+		if shippedErr == nil && !strings.ContainsRune(args[0], filepath.Separator) && !strings.ContainsRune(args[0], '/') {
+			return nil, fmt.Errorf("scenario %q names both a file here and the shipped scenario %s: give ./%s to run the file, or run the shipped one from a folder without that file", args[0], strings.TrimSuffix(name, ".yaml"), args[0])
+		}
 		return scenario.LoadWith(args[0], base)
 	}
-	name := strings.TrimSuffix(args[0], ".yaml") + ".yaml"
-	if _, err := fs.Stat(scenarios.FS, name); err == nil {
+	if shippedErr == nil {
 		return scenario.LoadFSWith(scenarios.FS, name, base)
 	}
 	return nil, fmt.Errorf("scenario %q: no such file, and no shipped scenario of that name (neuronsim run --list): %w", args[0], os.ErrNotExist)
