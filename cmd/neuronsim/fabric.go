@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -120,6 +121,10 @@ func (f *fabricFlags) system() (hwarch.SwitchFamily, *rtarch.Tables, []int, erro
 	counts, err := f.devices.resolve(t.Soc.MaxDevs(), t.Soc, f.whatIf, true)
 	if err != nil {
 		return 0, nil, nil, err
+	}
+	if f.whatIf && slices.Max(counts) <= t.Soc.MaxDevs() {
+		return 0, nil, nil, fmt.Errorf("--what-if: every device count here (%s) is within get_max_devs (%d for %s with switch %s), so it would change nothing; it allows counts beyond that: leave it out",
+			strings.Trim(strings.ReplaceAll(fmt.Sprint(counts), " ", ","), "[]"), t.Soc.MaxDevs(), f.gen, family)
 	}
 	return family, t, counts, nil
 }

@@ -27,6 +27,8 @@ func TestFabricSweepThousands(t *testing.T) {
 		{[]string{"--devices", "16385", "--what-if"}, []string{"--devices 16385", "1..16384 devices", "fabric window"}},
 		{[]string{"--devices", "65"}, []string{"--devices 65", "1..32 devices (get_max_devs)", "--what-if allows up to 16384"}},
 		{[]string{"--devices", "8192", "--what-if"}, []string{"--devices 8192", "8192 ranks", "at most 4096"}},
+		// --what-if where no count needs it would change nothing.
+		{[]string{"--devices", "2,32", "--what-if"}, []string{"--what-if: every device count here (2,32) is within get_max_devs (32 for mariana with switch v1), so it would change nothing"}},
 		{[]string{"--devices", "2048", "--what-if", "--ranks-per-device", "4"}, []string{"--ranks-per-device 4", "2048 devices × 4 ranks per device is 8192 ranks", "at most 4096"}},
 		// The flag that made the count is named, not a --devices never given.
 		{[]string{"--system", "trn3-gen1", "--nodes", "128"}, []string{"--nodes 128: 128 nodes of 64 devices × 1 rank per device are 8192 ranks", "at most 64 such nodes"}},
