@@ -428,7 +428,7 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 		return err
 	}
 	f.named.annotate(res.Reports)
-	s.noteOverrides(f, res.Reports)
+	s.noteOverrides(f, res.Reports, plan.set.Config.TimingOnly)
 	if c := res.Capture; c.Full {
 		fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim: --pcap: the capture stopped at --pcap-max (%s) after %s; %d not recorded\n",
 			units.FormatBytes(int64(c.MaxBytes)), units.Plural(int64(c.Packets), "packet", "packets"), c.NotRecorded)
@@ -461,8 +461,9 @@ var overrideKeys = []string{"endpoints", "link_bw", "link_latency_ps", "endpoint
 // the whole minimal message's): with only the system's words in the report,
 // a sweep of 10 GB/s links or of the parity mode read as one of the
 // defaults. A flag left out adds nothing, so a report of the defaults is
-// as before.
-func (s *sweepFlags) noteOverrides(f *fabricFlags, reports []*nccom.Report) {
+// as before — but for the seed, named in functional mode whether given or
+// not, as a scenario's report names it (the inputs are the seed's).
+func (s *sweepFlags) noteOverrides(f *fabricFlags, reports []*nccom.Report, timingOnly bool) {
 	fl, e := f.cmd.Flags(), f.efa
 	add := map[string]any{}
 	for _, o := range []struct {
@@ -486,7 +487,7 @@ func (s *sweepFlags) noteOverrides(f *fabricFlags, reports []*nccom.Report) {
 		{"efa_leaf_ports", e.leafPorts.set, e.leafPorts.v},
 		{"efa_spines", e.spines.set, e.spines.v},
 		{"efa_devices_per_nic", e.perNIC.set, e.perNIC.v},
-		{"seed", fl.Changed("seed"), s.seed.v},
+		{"seed", !timingOnly, s.seed.v}, // the inputs' seed, given or the default, in functional mode (where --seed is taken)
 	} {
 		if o.set {
 			add[o.key] = o.v
