@@ -347,6 +347,13 @@ func resolveSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *Syste
 			return nil, d.ValueError(at("system.devices"), "system.devices", err)
 		}
 		r.devices = n.Int()
+		// what_if given in the file (find returns the nearest node found:
+		// the system section when the key is left out, as a restore's
+		// takeSystem leaves it, setting WhatIf for the snapshot's count).
+		if wi := at("system.what_if"); sys.WhatIf && wi != at("system") && r.devices <= r.tables.Soc.MaxDevs() {
+			return nil, d.Errorf(wi, "system.what_if", "true: system.devices %d is within get_max_devs (%d for %s with switch %s), so it would change nothing; it allows counts beyond that: leave it out",
+				r.devices, r.tables.Soc.MaxDevs(), r.gen, r.family)
+		}
 	}
 	if w.revision != nil {
 		r.revision = *w.revision

@@ -1376,6 +1376,9 @@ func (e *expander) systems(family *hwarch.SwitchFamily) ([]system, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := e.checkWhatIf(devs, counted); err != nil {
+		return nil, err
+	}
 	out = append(out, counted...)
 	seen := map[string]int{}
 	for i, s := range out {
@@ -1386,6 +1389,27 @@ func (e *expander) systems(family *hwarch.SwitchFamily) ([]system, error) {
 		seen[key] = i
 	}
 	return out, nil
+}
+
+// checkWhatIf refuses what_if: true when every count of the devices axis
+// is within get_max_devs of the grid's arch and switch: it allows counts
+// beyond that and would change nothing (a named system past the driver's
+// devices is brought up the what-if way without it), as fabric sweep
+// --what-if is refused there.
+func (e *expander) checkWhatIf(devs *list, counted []system) error {
+	if !e.raw.WhatIf || len(counted) == 0 {
+		return nil
+	}
+	most := 0
+	for _, s := range counted {
+		if s.devices > s.tables.Soc.MaxDevs() {
+			return nil
+		}
+		most = max(most, s.devices)
+	}
+	s := counted[0]
+	return e.fail(devs.n, "axes."+AxisDevices, nil, "every count (at most %d) is within get_max_devs (%d for %s with switch %s), so what_if: true would change nothing; it allows counts beyond that: leave it out",
+		most, s.tables.Soc.MaxDevs(), s.gen, s.family)
 }
 
 // checkSwitch refuses the grid's switch family (given: family not nil)
