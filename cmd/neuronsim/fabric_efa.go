@@ -152,7 +152,13 @@ func (f *efaFlags) check(perNode []int) error {
 // perNode devices: --efa-latency T sets the NIC latency so that a minimal
 // message between two nodes on one leaf takes T; a T too small for the
 // rest of the path is refused, and so are overrides that leave a spine
-// link out of 1 B/s..10^15 B/s, naming the flag.
+// link out of 1 B/s..10^15 B/s, and --spines or --oversubscription where
+// no system of the sweep has a spine a write could cross
+// (fabric.EFASettings.CheckSpinesUsed), naming the flag.
 func (f *efaFlags) apply(p *fabric.Params, perNode []int) error {
-	return f.settings().Apply(p, perNode, efaFlagNames)
+	s := f.settings()
+	if err := s.Apply(p, perNode, efaFlagNames); err != nil {
+		return err
+	}
+	return s.CheckSpinesUsed(p.EFA, perNode, efaFlagNames)
 }

@@ -33,8 +33,10 @@ func TestSweepNodesMatchesFabricSweep(t *testing.T) {
 		algos     []string
 		flags     []string
 	}{
-		{"efa overrides", "efa:\n  network: fat-tree\n  latency_ns: 20000\n  oversubscription: 2\n", []string{"auto", "ring", "hier"},
-			[]string{"--efa-network", "fat-tree", "--efa-latency", "20000", "--oversubscription", "2"}},
+		// Two leaves of 16 ports, so that the oversubscription of their
+		// uplinks to the spines acts (with one leaf it is refused).
+		{"efa overrides", "efa:\n  network: fat-tree\n  latency_ns: 20000\n  oversubscription: 2\n  leaf_ports: 16\n", []string{"auto", "ring", "hier"},
+			[]string{"--efa-network", "fat-tree", "--efa-latency", "20000", "--oversubscription", "2", "--leaf-ports", "16"}},
 		{"defaults", "", []string{"auto"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -130,6 +130,9 @@ func (r *resolved) resolveEFA(d *strictyaml.Decoder, at func(string) *yaml.Node,
 	if err := s.Apply(&r.params, []int{r.devices}, efaKeys); err != nil {
 		return settingError(d, at, err)
 	}
+	if err := s.CheckSpinesUsed(r.params.EFA, []int{r.devices}, efaKeys); err != nil {
+		return settingError(d, at, err)
+	}
 	r.nodes, r.efa = s.Nodes, s
 	r.devices *= s.Nodes
 	return nil

@@ -1717,7 +1717,41 @@ func (e *expander) nodes(systems []system) ([]intVal, *efaBlock, error) {
 			return nil, nil, e.efaError(b, err)
 		}
 	}
+	if err := e.checkSpinesUsed(b, systems, vals); err != nil {
+		return nil, nil, err
+	}
 	return vals, b, nil
+}
+
+// checkSpinesUsed refuses the efa block's spines or oversubscription
+// (which act on the spine links alone) when no point of the grid — no
+// system at any node count of 2 or more — has a spine a write could cross
+// (fabric.EFAParams.SpinesIdle under the block's overrides), as fabric
+// sweep --spines and a scenario's system.efa.spines are refused there.
+func (e *expander) checkSpinesUsed(b *efaBlock, systems []system, vals []intVal) error {
+	set, ok := b.s.SpineOverride()
+	if !ok {
+		return nil
+	}
+	why := ""
+	for _, v := range vals {
+		if v.v < 2 {
+			continue
+		}
+		for _, sys := range systems {
+			s := b.s
+			s.Nodes = v.v
+			if err := s.CheckSpinesUsed(s.WithOverrides(fabric.DefaultEFA(sys.gen)), []int{sys.devices}, b.name); err == nil {
+				return nil
+			} else if why == "" {
+				why = err.Error()
+			}
+		}
+	}
+	if why == "" {
+		return nil // every point has one node: Check refused the block already
+	}
+	return e.d.ErrorWith(b.at[set], b.name(set), strings.TrimPrefix(why, b.name(set)+": ")+"; no other point of the grid has a spine either", errors.Join(fabric.ErrParams, ErrGrid))
 }
 
 type intVal struct {

@@ -233,7 +233,7 @@ func TestGridNulls(t *testing.T) {
 		})
 	}
 	// The same grids with the keys given, or left out, parse.
-	for _, src := range []string{base, base + "efa: {spines: 1}\n", base + "outputs: {plots: true}\n"} {
+	for _, src := range []string{base, base + "efa: {spines: 1, leaf_ports: 1}\n", base + "outputs: {plots: true}\n"} {
 		_, err := ParseGrid("grid.yaml", []byte(src))
 		require.NoError(t, err, src)
 	}
@@ -354,4 +354,29 @@ func FuzzGrid(f *testing.F) {
 			t.Fatalf("%d points", g.Len())
 		}
 	})
+}
+
+// TestGridSpinesUsed: the efa block's spines or oversubscription, which
+// act on the spine links alone, are refused at their key when no point of
+// the grid has a spine a write could cross (each rail on one leaf, or one
+// leaf for every NIC), as fabric sweep --spines is; one point that has
+// spines is enough.
+func TestGridSpinesUsed(t *testing.T) {
+	const axes = "axes:\n  systems: [trn2-48xl]\n  ops: [all_reduce]\n  sizes: [64K]\n"
+	for _, tc := range []struct{ src, want string }{
+		{axes + "  nodes: [2]\nefa: {spines: 4}\n", "grid.yaml:6:15: efa.spines: changes nothing here: with 2 nodes of 16 devices the network is rail-optimised and each rail's 2 nodes fit one leaf of 64 ports"},
+		{axes + "  nodes: [2, 3]\nefa: {network: fat-tree, oversubscription: 2}\n", "efa.oversubscription: changes nothing here: with 2 nodes of 16 devices one leaf of 64 ports holds all 32 NICs (2 nodes × 16), so the network has no spines"},
+	} {
+		_, err := ParseGrid("grid.yaml", []byte(tc.src))
+		require.ErrorIs(t, err, ErrGrid, tc.src)
+		assert.Contains(t, err.Error(), tc.want, tc.src)
+		assert.Contains(t, err.Error(), "no other point of the grid has a spine either", tc.src)
+	}
+	for _, src := range []string{
+		axes + "  nodes: [2, 8]\nefa: {spines: 4, leaf_ports: 4}\n",                               // 8 nodes: each rail over two leaves
+		axes + "  nodes: [1, 2]\nefa: {network: fat-tree, leaf_ports: 16, oversubscription: 2}\n", // two leaves
+	} {
+		_, err := ParseGrid("grid.yaml", []byte(src))
+		require.NoError(t, err, src)
+	}
 }

@@ -166,25 +166,8 @@ func (s EFASettings) Check(perNode []int, name func(EFASetting) string) error {
 // is a network whose spine links the overrides leave out of 1 B/s..
 // units.MaxBandwidthBps (checkSpines), each as an *EFASettingError.
 func (s EFASettings) Apply(p *Params, perNode []int, name func(EFASetting) string) error {
+	p.EFA = s.WithOverrides(p.EFA)
 	e := &p.EFA
-	if s.Network != nil {
-		e.Network = *s.Network
-	}
-	if s.Oversubscription != nil {
-		e.Oversubscription = *s.Oversubscription
-	}
-	if s.Bandwidth != nil {
-		e.NICBandwidth = *s.Bandwidth
-	}
-	if s.LeafPorts != nil {
-		e.LeafPorts = *s.LeafPorts
-	}
-	if s.Spines != nil {
-		e.Spines = *s.Spines
-	}
-	if s.DevicesPerNIC != nil {
-		e.DevicesPerNIC = *s.DevicesPerNIC
-	}
 	if s.Latency != nil {
 		t := *s.Latency
 		rest := 2*e.LeafLatency + p.Switch + p.Endpoint
@@ -248,3 +231,80 @@ func (e *settingError) Error() string { return e.msg }
 func (e *settingError) Unwrap() error { return ErrParams }
 
 func paramsError(format string, a ...any) error { return &settingError{fmt.Sprintf(format, a...)} }
+
+// SpinesIdle says why no write of any collective crosses a spine of the
+// EFA network e joining nodes nodes of nodeDevices devices each, or ""
+// when some may: the network has no spines (one leaf holds every NIC), or
+// it is rail-optimised with each rail's NICs on one leaf (a write between
+// nodes leaves through the NIC of its destination's rail, so it never
+// leaves that rail's leaf). The shapes of cluster.SpinesNote that do not
+// depend on the traffic.
+func (e EFAParams) SpinesIdle(nodes, nodeDevices int) string {
+	nics := nodeDevices / e.DevicesPerNIC
+	if names, _ := leafLayout(e, nodes, nics); len(names) < 2 {
+		return fmt.Sprintf("one leaf of %d ports holds all %d NICs (%d nodes × %d), so the network has no spines", e.LeafPorts, nodes*nics, nodes, nics)
+	}
+	if e.Network == RailOptimised && nodes <= e.LeafPorts {
+		return fmt.Sprintf("the network is rail-optimised and each rail's %d nodes fit one leaf of %d ports, so no write between nodes leaves its rail's leaf", nodes, e.LeafPorts)
+	}
+	return ""
+}
+
+// WithOverrides returns e with the settings' overrides of the network's
+// shape and bandwidths set (not the latency, which Apply derives): the
+// parameters Apply would give, for checks before any system is built.
+func (s EFASettings) WithOverrides(e EFAParams) EFAParams {
+	if s.Network != nil {
+		e.Network = *s.Network
+	}
+	if s.Oversubscription != nil {
+		e.Oversubscription = *s.Oversubscription
+	}
+	if s.Bandwidth != nil {
+		e.NICBandwidth = *s.Bandwidth
+	}
+	if s.LeafPorts != nil {
+		e.LeafPorts = *s.LeafPorts
+	}
+	if s.Spines != nil {
+		e.Spines = *s.Spines
+	}
+	if s.DevicesPerNIC != nil {
+		e.DevicesPerNIC = *s.DevicesPerNIC
+	}
+	return e
+}
+
+// SpineOverride is the first of the settings that act on the spine links
+// alone — the spine count, the oversubscription of a leaf's uplinks —
+// that is given, and false when neither is.
+func (s EFASettings) SpineOverride() (EFASetting, bool) {
+	switch {
+	case s.Spines != nil:
+		return SettingSpines, true
+	case s.Oversubscription != nil:
+		return SettingOversubscription, true
+	}
+	return 0, false
+}
+
+// CheckSpinesUsed refuses a spine count or an oversubscription given (the
+// settings act on the spine links alone) when, under the effective
+// parameters e (WithOverrides), no system of s.Nodes nodes of perNode
+// devices has a spine a write could cross (SpinesIdle of every count): the
+// override would change nothing. The error, an *EFASettingError, names
+// the override and says why.
+func (s EFASettings) CheckSpinesUsed(e EFAParams, perNode []int, name func(EFASetting) string) error {
+	set, ok := s.SpineOverride()
+	if !ok || s.Nodes < 2 {
+		return nil
+	}
+	why := ""
+	for _, n := range perNode {
+		if why = e.SpinesIdle(s.Nodes, n); why == "" {
+			return nil
+		}
+	}
+	return &EFASettingError{Setting: set, Err: paramsError("%s: changes nothing here: with %d nodes of %d devices %s (docs/fabric.md §EFA, \"Idle spines\")",
+		name(set), s.Nodes, perNode[len(perNode)-1], why)}
+}
