@@ -145,6 +145,8 @@ func TestFabricEFAFlagErrors(t *testing.T) {
 		{[]string{"--efa-bw", "400Gbps"}, "--efa-bw: one node has no EFA network"},
 		{[]string{"--oversubscription", "2"}, "--oversubscription: one node has no EFA network"},
 		{[]string{"--nodes", "2", "--oversubscription", "0.5"}, "--oversubscription 0.5: a ratio from 1"},
+		// Spines past the most NICs on a leaf would carry nothing.
+		{[]string{"--nodes", "2", "--leaf-ports", "1", "--spines", "8"}, "--spines 8: with 2 nodes of 16 devices a leaf holds at most 1 NIC (rail0-leaf0)"},
 		// Where no write crosses a spine they change nothing.
 		{[]string{"--nodes", "2", "--spines", "4"}, "--spines: changes nothing here: with 2 nodes of 16 devices the network is rail-optimised and each rail's 2 nodes fit one leaf of 64 ports"},
 		{[]string{"--nodes", "2", "--efa-network", "fat-tree", "--oversubscription", "2"}, "--oversubscription: changes nothing here: with 2 nodes of 16 devices one leaf of 64 ports holds all 32 NICs (2 nodes × 16), so the network has no spines"},

@@ -69,6 +69,8 @@ func TestSystemNodesEFARefusals(t *testing.T) {
 		{"efa nodes 1", sys("nodes: 1, efa: {network: rail}"), "rail}", []string{"system.efa.network: one node has no EFA network"}, fabric.ErrParams},
 		{"spines idle", sys("nodes: 2, efa: {spines: 4}"), "4}}", []string{"system.efa.spines: changes nothing here: with 2 nodes of 16 devices the network is rail-optimised and each rail's 2 nodes fit one leaf of 64 ports"}, fabric.ErrParams},
 		{"oversubscription with one leaf", sys("nodes: 2, efa: {network: fat-tree, oversubscription: 2}"), "2}}", []string{"system.efa.oversubscription: changes nothing here: with 2 nodes of 16 devices one leaf of 64 ports holds all 32 NICs (2 nodes × 16), so the network has no spines"}, fabric.ErrParams},
+		{"spines past a leaf's NICs", sys("nodes: 2, efa: {leaf_ports: 1, spines: 4}"), "4}}", []string{"system.efa.spines: 4: with 2 nodes of 16 devices a leaf holds at most 1 NIC (rail0-leaf0), and a write goes up to spine p mod 4 (system.efa.spines)", "so 3 of the 4 spines would carry nothing", "give at most 1 spine, or more NICs a leaf (system.efa.leaf_ports)"}, fabric.ErrParams},
+		{"leaf ports below the default spines", sys("nodes: 2, efa: {leaf_ports: 1}"), "1}}", []string{"system.efa.leaf_ports: 1: with 2 nodes of 16 devices a leaf holds at most 1 NIC", "so 1 of the 2 spines would carry nothing"}, fabric.ErrParams},
 		{"network", sys("nodes: 2, efa: {network: torus}"), "torus", []string{"system.efa.network", "accepted words are rail|fat-tree"}, nil},
 		{"oversubscription low", sys("nodes: 2, efa: {oversubscription: 0.5}"), "0.5", []string{"system.efa.oversubscription: 0.5: a ratio from 1 (non-blocking) to 1024"}, units.ErrRange},
 		{"oversubscription high", sys("nodes: 2, efa: {oversubscription: 5000}"), "5000", []string{"system.efa.oversubscription: 5000: a ratio from 1"}, units.ErrRange},
@@ -177,7 +179,7 @@ func TestNodesOnRestore(t *testing.T) {
 	spec, err := fabric.LookupSystem("trn2-48xl")
 	require.NoError(t, err)
 	cfg := spec.Cluster(2)
-	cfg.Params.EFA.Spines, cfg.Params.EFA.LeafPorts = 3, 1 // each rail over two leaves: the spines carry writes
+	cfg.Params.EFA.Spines, cfg.Params.EFA.LeafPorts, cfg.Params.EFA.Network = 3, 16, fabric.FatTree // two leaves of 16 NICs: the spines carry writes
 	cfg.TimingOnly, cfg.Ready = true, true
 	sys, err := fabric.New(cfg)
 	require.NoError(t, err)
@@ -185,7 +187,7 @@ func TestNodesOnRestore(t *testing.T) {
 	for _, doc := range []string{
 		"name: x\n",
 		"name: x\nsystem: trn2-48xl\n",
-		"name: x\nsystem: {name: trn2-48xl, nodes: 2, devices: 16, efa: {spines: 3, network: rail, leaf_ports: 1}}\n",
+		"name: x\nsystem: {name: trn2-48xl, nodes: 2, devices: 16, efa: {spines: 3, network: fat-tree, leaf_ports: 16}}\n",
 		"name: x\nsystem: {arch: trn2, nodes: 2, efa: {bandwidth: 200Gbps}}\n",
 	} {
 		p, err := ParseWith("x.yaml", []byte(doc), base)
@@ -198,7 +200,7 @@ func TestNodesOnRestore(t *testing.T) {
 		{"name: x\nsystem: {nodes: 3}\n", "3", "system.nodes: 3, but the snapshot t.snap holds a system with 2 nodes"},
 		{"name: x\nsystem: {nodes: 1}\n", "1", "system.nodes: 1, but the snapshot t.snap holds a system with 2 nodes"},
 		{"name: x\nsystem: {devices: 32}\n", "32", "system.devices: 32, but the snapshot t.snap holds a system with 16 devices per node"},
-		{"name: x\nsystem: {efa: {spines: 2}}\n", "{spines", "system.efa: network rail, oversubscription 1, bandwidth 25000000000 B/s, NIC latency 6600 ns, leaf_ports 1, spines 2"},
+		{"name: x\nsystem: {efa: {spines: 2}}\n", "{spines", "system.efa: network fat-tree, oversubscription 1, bandwidth 25000000000 B/s, NIC latency 6600 ns, leaf_ports 16, spines 2"},
 		{"name: x\nsystem: {efa: {spines: 0}}\n", "0}", "system.efa.spines: 0: "},
 		{"name: x\nsystem: {efa: {devices_per_nic: 3}}\n", "3}", "system.efa.devices_per_nic: 3: does not divide the 16 devices of a node"},
 	} {

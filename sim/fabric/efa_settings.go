@@ -198,6 +198,9 @@ func (s EFASettings) checkSpines(e EFAParams, perNode []int, name func(EFASettin
 		if !ok {
 			continue
 		}
+		if err := s.checkSpinesReached(e, n, most, name); err != nil {
+			return err
+		}
 		l, blame, why := least, []EFASetting{SettingOversubscription, SettingSpines, SettingBandwidth, SettingLeafPorts, SettingDevicesPerNIC}, "less than 1 B/s"
 		if most.Bandwidth > float64(units.MaxBandwidthBps) {
 			l, blame, why = most, []EFASetting{SettingBandwidth, SettingSpines, SettingOversubscription, SettingLeafPorts, SettingNetwork}, fmt.Sprintf("more than %d B/s (1000TB/s), the most a link has", units.MaxBandwidthBps)
@@ -218,6 +221,31 @@ func (s EFASettings) checkSpines(e EFAParams, perNode []int, name func(EFASettin
 			name(set), given, s.Nodes, n, l.Leaf, l.NICs, e.NICBandwidth, name(SettingBandwidth), e.Oversubscription, name(SettingOversubscription), e.Spines, name(SettingSpines), l.Bandwidth, why)}
 	}
 	return nil
+}
+
+// checkSpinesReached refuses a network of more spines than the most NICs
+// on a leaf (most, of a system of s.Nodes nodes of n devices) where writes
+// cross the spines (not SpinesIdle): a write goes up to spine p mod Spines,
+// p its destination NIC's port on its leaf, so the spines from that count
+// on would never carry a write, while each spine link has 1/Spines of a
+// leaf's uplink bandwidth — a non-blocking network that ran as an
+// oversubscribed one (2 nodes, one port a leaf, 8 spines: 5.5× slower
+// than one spine). The error blames the spine count if given, else the
+// leaf ports, else the node count.
+func (s EFASettings) checkSpinesReached(e EFAParams, n int, most SpineLoad, name func(EFASetting) string) error {
+	if e.Spines <= most.NICs || e.SpinesIdle(s.Nodes, n) != "" {
+		return nil
+	}
+	set, given := SettingNodes, strconv.Itoa(s.Nodes)
+	switch {
+	case s.Spines != nil:
+		set, given = SettingSpines, strconv.Itoa(e.Spines)
+	case s.LeafPorts != nil:
+		set, given = SettingLeafPorts, strconv.Itoa(e.LeafPorts)
+	}
+	return &EFASettingError{Setting: set, Err: paramsError("%s %s: with %d nodes of %d devices a leaf holds at most %s (%s), and a write goes up to spine p mod %d (%s), p its destination NIC's port on its leaf, so %d of the %d spines would carry nothing while each spine link has 1/%d of a leaf's uplink bandwidth: give at most %s, or more NICs a leaf (%s)",
+		name(set), given, s.Nodes, n, units.Plural(int64(most.NICs), "NIC", "NICs"), most.Leaf, e.Spines, name(SettingSpines), e.Spines-most.NICs, e.Spines, e.Spines,
+		units.Plural(int64(most.NICs), "spine", "spines"), name(SettingLeafPorts))}
 }
 
 // nsText is a time in picoseconds as nanoseconds, without trailing zeros.
