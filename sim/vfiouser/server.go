@@ -319,17 +319,46 @@ func (ss *session) xfer() uint64 { return min(ss.s.opt.MaxDataXferSize, ss.clien
 // smallPayload is the capacity of the reused payload buffers.
 const smallPayload = 4096
 
-// buffer returns a payload buffer of n bytes, reused when it is small.
+// growPayload is the first capacity of a payload buffer larger than
+// smallPayload; it doubles as the bytes arrive (readPayload).
+const growPayload = 64 << 10
+
+// buffer returns a reused payload buffer of n ≤ smallPayload bytes.
 func (ss *session) buffer(n uint64) []byte {
-	if n > smallPayload {
-		return make([]byte, n)
-	}
 	select {
 	case b := <-ss.free:
 		return b[:n]
 	default:
 		return make([]byte, n, smallPayload)
 	}
+}
+
+// readPayload reads a payload of n ≤ maxPayload bytes from sr. A small one
+// goes into a reused buffer; a larger one into a buffer grown as its bytes
+// arrive — growPayload first, then doubling, never past n — so a header
+// declaring a large payload that never comes costs at most growPayload, or
+// twice what was sent, not the size it declares.
+func (ss *session) readPayload(sr *streamReader, n uint64) ([]byte, error) {
+	if n <= smallPayload {
+		b := ss.buffer(n)
+		if err := sr.read(b); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	b := make([]byte, 0, min(n, growPayload))
+	for uint64(len(b)) < n {
+		if len(b) == cap(b) {
+			nb := make([]byte, len(b), min(n, 2*uint64(cap(b))))
+			copy(nb, b)
+			b = nb
+		}
+		if err := sr.read(b[len(b):cap(b)]); err != nil {
+			return nil, err
+		}
+		b = b[:cap(b)]
+	}
+	return b, nil
 }
 
 // release returns a payload buffer once nothing refers to it.
@@ -392,12 +421,13 @@ func (ss *session) readLoop() error {
 				n -= k
 			}
 		} else {
-			m.payload = ss.buffer(n)
-			if err := sr.read(m.payload); err != nil {
+			p, err := ss.readPayload(sr, n)
+			if err != nil {
 				fds, _ := sr.take(start, sr.offset())
 				closeFDs(fds)
 				return err
 			}
+			m.payload = p
 		}
 		fds, trunc := sr.take(start, sr.offset())
 		m.fds = fds
