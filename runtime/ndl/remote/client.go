@@ -110,19 +110,30 @@ func newClient(conn net.Conn, addr string, timeout time.Duration, version uint16
 	return c, nil
 }
 
+// replyShape is the reply a request may get besides an ERROR: its op and
+// the bounds of its payload's length.
+type replyShape struct {
+	op       Op
+	min, max int
+}
+
+// maxHelloReply bounds the payload of a HELLO reply: MaxDevices device
+// records, each with the longest name and connected list.
+const maxHelloReply = helloReplyHead + MaxDevices*(deviceHead+MaxNameLen+2*MaxConnected)
+
+// maxErrorReply bounds the payload of an ERROR reply.
+const maxErrorReply = errorHead + MaxErrorText
+
 // handshake sends HELLO and decodes the reply into c.devices.
 func (c *Client) handshake(version uint16) error {
 	c.wbuf = appendHello(c.wbuf[:0], 0, hello{magic: Magic, version: version})
-	f, err := c.exchange()
+	f, err := c.exchange(replyShape{op: OpHelloReply, max: maxHelloReply})
 	if err != nil {
 		var se *serverError
 		if errors.As(err, &se) && se.code == codeVersion {
 			return fmt.Errorf("remote: dial %s: client speaks protocol version %d, server refused: %w", c.addr, version, err)
 		}
 		return fmt.Errorf("remote: dial %s: handshake: %w", c.addr, err)
-	}
-	if f.Op != OpHelloReply {
-		return fmt.Errorf("remote: dial %s: handshake: got %s, want HELLO reply: %w", c.addr, f.Op, ErrProtocol)
 	}
 	r, err := decodeHelloReply(f.Payload, version)
 	if err != nil {
@@ -137,10 +148,14 @@ func (c *Client) handshake(version uint16) error {
 func (c *Client) Version() uint16 { return c.version }
 
 // exchange sends the request in c.wbuf (its tag is c.tag) and reads the
-// reply, within the timeout; c.mu is held. An ERROR reply is returned as a
+// reply, within the timeout; c.mu is held. The reply must be want or an
+// ERROR: a header that cannot be either (another op, another tag, a
+// payload length outside want's bounds or past an ERROR's largest) is
+// refused before its payload is read, so a wrong reply costs a header, not
+// the megabyte it may declare. An ERROR reply is returned as a
 // *serverError. Any failure but an ERROR reply to a well-formed request
 // closes the connection and is remembered in c.broken.
-func (c *Client) exchange() (Frame, error) {
+func (c *Client) exchange(want replyShape) (Frame, error) {
 	if c.timeout > 0 {
 		if err := c.conn.SetDeadline(time.Now().Add(c.timeout)); err != nil {
 			return Frame{}, c.fail(fmt.Errorf("set deadline: %w", err))
@@ -149,7 +164,9 @@ func (c *Client) exchange() (Frame, error) {
 	if _, err := c.conn.Write(c.wbuf); err != nil {
 		return Frame{}, c.fail(err)
 	}
-	f, err := readFrame(c.conn, &c.rbuf)
+	f, err := readFrameGrow(c.conn, &c.rbuf, growFrame, func(length int, op Op, tag uint32) error {
+		return c.acceptReply(want, length, op, tag)
+	})
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			err = fmt.Errorf("the server closed the connection without replying: %w", err)
@@ -170,10 +187,30 @@ func (c *Client) exchange() (Frame, error) {
 		}
 		return Frame{}, se
 	}
-	if f.Tag != c.tag {
-		return Frame{}, c.fail(fmt.Errorf("%s tag %d, want %d: %w", f.Op, f.Tag, c.tag, ErrProtocol))
+	return f, nil // acceptReply checked its op, tag and length
+}
+
+// acceptReply checks the header of the reply to the request in flight
+// (tag c.tag), which must be want or an ERROR; c.mu is held. An ERROR's tag
+// is checked once its code is known: the server closes the connection
+// after a protocol or version ERROR, whatever request it was reading.
+func (c *Client) acceptReply(want replyShape, length int, op Op, tag uint32) error {
+	switch {
+	case op == OpError:
+		if length > maxErrorReply {
+			return fmt.Errorf("ERROR reply declares a %d-byte payload, at most %d: %w", length, maxErrorReply, ErrProtocol)
+		}
+	case op != want.op:
+		return fmt.Errorf("got %s, want %s: %w", op, want.op, ErrProtocol)
+	case tag != c.tag:
+		return fmt.Errorf("%s tag %d, want %d: %w", op, tag, c.tag, ErrProtocol)
+	case length < want.min || length > want.max:
+		if want.min == want.max {
+			return fmt.Errorf("%s declares a %d-byte payload, want %d: %w", op, length, want.min, ErrProtocol)
+		}
+		return fmt.Errorf("%s declares a %d-byte payload, want %d to %d: %w", op, length, want.min, want.max, ErrProtocol)
 	}
-	return f, nil
+	return nil
 }
 
 // fail gives the connection up after err and returns the error to report:
@@ -238,30 +275,24 @@ func (c *Client) Close() error {
 }
 
 // request sends the frame build appends to c.wbuf (with the next tag) and
-// returns the reply, which must be want; c.mu is held throughout, so the
-// reply's payload stays valid until the caller returns.
-func (c *Client) request(want Op, build func(dst []byte, tag uint32) []byte) (Frame, error) {
+// returns the reply, which must be of want's op and payload length; c.mu
+// is held throughout, so the reply's payload stays valid until the caller
+// returns.
+func (c *Client) request(want replyShape, build func(dst []byte, tag uint32) []byte) (Frame, error) {
 	if err := c.usable(); err != nil {
 		return Frame{}, err
 	}
-	if req := want &^ 0x80; req.since() > c.version {
+	if req := want.op &^ 0x80; req.since() > c.version {
 		return Frame{}, fmt.Errorf("%s needs protocol version %d; the connection speaks version %d: %w", req, req.since(), c.version, ErrUnsupported)
 	}
 	c.tag++
 	c.wbuf = build(c.wbuf[:0], c.tag)
-	f, err := c.exchange()
-	if err != nil {
-		return Frame{}, err
-	}
-	if f.Op != want {
-		return Frame{}, c.fail(fmt.Errorf("got %s, want %s: %w", f.Op, want, ErrProtocol))
-	}
-	return f, nil
+	return c.exchange(want)
 }
 
 // requestEmpty is request for a reply with an empty payload.
 func (c *Client) requestEmpty(want Op, build func(dst []byte, tag uint32) []byte) error {
-	f, err := c.request(want, build)
+	f, err := c.request(replyShape{op: want}, build)
 	if err != nil {
 		return err
 	}
@@ -274,7 +305,8 @@ func (c *Client) requestEmpty(want Op, build func(dst []byte, tag uint32) []byte
 // requestRead is request for a READ or HOST_READ reply (want) carrying n
 // bytes of data, which it returns.
 func (c *Client) requestRead(want Op, n int, build func(dst []byte, tag uint32) []byte) ([]byte, error) {
-	f, err := c.request(want, build)
+	size := readReplyHead + n // the count, then n bytes of data
+	f, err := c.request(replyShape{op: want, min: size, max: size}, build)
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +361,7 @@ func (c *Client) sleep(device int, ns uint64) error {
 // requestU64 is request for a reply whose payload is one u64 (want:
 // HOST_ALLOC reply, CLOCK reply), which it returns.
 func (c *Client) requestU64(want Op, build func(dst []byte, tag uint32) []byte) (uint64, error) {
-	f, err := c.request(want, build)
+	f, err := c.request(replyShape{op: want, min: u64ReplySize, max: u64ReplySize}, build)
 	if err != nil {
 		return 0, err
 	}

@@ -187,3 +187,50 @@ func TestServerErrorTextEscaped(t *testing.T) {
 		require.NotContains(t, err.Error(), "\x1b")
 	}
 }
+
+// TestWrongReplyRefusedAtItsHeader: a reply that cannot answer the request
+// in flight — another op, another tag, or a payload length other than the
+// one the request asks for — is refused at its 12-byte header. The client
+// used to read the payload the header declared (up to 1 MiB) first, and
+// to wait for it until the timeout when the server never sent it; now the
+// call fails at once with ErrProtocol naming the header's fault, the reply
+// buffer does not grow, and the connection is given up.
+func TestWrongReplyRefusedAtItsHeader(t *testing.T) {
+	big := 4 * MaxWords // a READ reply's largest data
+	for _, tc := range []struct {
+		name  string
+		call  func(d *Device) error
+		reply func(tag uint32) []byte // a header whose payload never comes
+		want  string
+	}{
+		{"READ reply longer than the read", func(d *Device) error { _, err := d.Read32(0, 0); return err },
+			func(tag uint32) []byte { return appendReadReplyHead(nil, OpReadReply, tag, MaxWords) },
+			"READ reply declares a 1048580-byte payload, want 8"},
+		{"READ reply to a WRITE", func(d *Device) error { return d.Write32(0, 0, 1) },
+			func(tag uint32) []byte { return appendReadReplyHead(nil, OpReadReply, tag, MaxWords) },
+			"got READ reply, want WRITE reply"},
+		{"HOST_READ reply of another tag", func(d *Device) error { return d.HostRead(0x10000, make([]byte, 4)) },
+			func(tag uint32) []byte { return appendHeader(nil, OpHostReadReply, tag+1, readReplyHead+big) },
+			"HOST_READ reply tag"},
+		{"CLOCK reply of a megabyte", func(d *Device) error { _, err := d.ClockPS(); return err },
+			func(tag uint32) []byte { return appendHeader(nil, OpClockReply, tag, MaxPayloadSize) },
+			"want 8"},
+		{"ERROR longer than any", func(d *Device) error { return d.Sleep(time.Microsecond) },
+			func(tag uint32) []byte { return appendHeader(nil, OpError, tag, MaxPayloadSize) },
+			"ERROR reply declares"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := hostileServer(t, trn2, func(f Frame) []byte { return tc.reply(f.Tag) })
+			d, err := c.Device(0)
+			require.NoError(t, err)
+			start := time.Now()
+			err = tc.call(d)
+			require.ErrorIs(t, err, ErrProtocol)
+			require.ErrorContains(t, err, tc.want)
+			require.Less(t, time.Since(start), time.Second, "refused at the header, not after waiting for the payload")
+			require.LessOrEqual(t, cap(c.rbuf), 4096, "the reply buffer did not grow for the declared payload")
+			_, err = d.Read32(0, 0)
+			require.ErrorIs(t, err, ndl.ErrClosed, "the connection is given up")
+		})
+	}
+}

@@ -675,7 +675,7 @@ func (sc *serverConn) readWithin(t time.Duration, what, name string) (Frame, err
 			return Frame{}, fmt.Errorf("remote: set read deadline: %w", err)
 		}
 	}
-	f, err := readFrameGrow(aheadReader{sc}, &sc.rbuf, sc.growRequest)
+	f, err := readFrameGrow(aheadReader{sc}, &sc.rbuf, sc.growRequest, nil)
 	switch {
 	case err == nil:
 		return f, nil

@@ -151,7 +151,7 @@ func ReadFrame(r io.Reader, buf []byte) (Frame, error) {
 // readFrame is ReadFrame leaving the (possibly grown) buffer in *buf for the
 // caller to reuse.
 func readFrame(r io.Reader, buf *[]byte) (Frame, error) {
-	return readFrameGrow(r, buf, growFrame)
+	return readFrameGrow(r, buf, growFrame, nil)
 }
 
 // growFrame returns a larger buffer holding b (full) for a frame of need
@@ -166,8 +166,10 @@ func growFrame(b []byte, need int) []byte {
 
 // readFrameGrow is readFrame growing the buffer with grow, called when the
 // buffer is full and the frame (of need bytes) is not: it returns a buffer
-// holding b's bytes, with more room, at most need in all.
-func readFrameGrow(r io.Reader, buf *[]byte, grow func(b []byte, need int) []byte) (Frame, error) {
+// holding b's bytes, with more room, at most need in all. When accept is
+// not nil it is given the fields of a header that passed parseHeader, and
+// an error from it refuses the frame before any of its payload is read.
+func readFrameGrow(r io.Reader, buf *[]byte, grow func(b []byte, need int) []byte, accept func(length int, op Op, tag uint32) error) (Frame, error) {
 	b := *buf
 	if cap(b) < HeaderSize {
 		b = make([]byte, HeaderSize, 256)
@@ -186,6 +188,11 @@ func readFrameGrow(r io.Reader, buf *[]byte, grow func(b []byte, need int) []byt
 	length, op, tag, err := parseHeader(b)
 	if err != nil {
 		return Frame{}, err
+	}
+	if accept != nil {
+		if err := accept(length, op, tag); err != nil {
+			return Frame{}, err
+		}
 	}
 	need := HeaderSize + length
 	if cap(b) >= need {
