@@ -46,12 +46,18 @@ type seqConn struct {
 // seqRun is the state of one fuzzed sequence.
 type seqRun struct {
 	t      *testing.T
+	limits ServerOptions // the server's
+	pages  int64         // the device's page budget
 	srv    *Server
 	dev    *sim.Device
 	budget *sim.PageBudget
 	conns  [3]*seqConn
 	owner  map[uint64]seqBuf // live host buffers by address, as the replies told
 	all    []chan struct{}
+	// others bounds the host memory connections other than the fuzzed
+	// ones (an observer's) may hold charged; the server's count is then
+	// checked to lie within it above the fuzzed connections' charges.
+	others uint64
 }
 
 // seqBuf is a host buffer a fuzzed connection allocated.
@@ -80,14 +86,20 @@ func (r *seqReader) u64() uint64 {
 }
 
 func newSeqRun(t *testing.T) *seqRun {
+	return newSeqRunWith(t, seqLimits, seqPages)
+}
+
+// newSeqRunWith is newSeqRun serving under limits with a page budget of
+// pages.
+func newSeqRunWith(t *testing.T, limits ServerOptions, pages int64) *seqRun {
 	dev, err := sim.NewDevice(sim.DeviceConfig{Name: "seq", Generation: hwarch.Cayman, Ready: true})
 	require.NoError(t, err)
-	budget, err := sim.NewPageBudget(seqPages)
+	budget, err := sim.NewPageBudget(pages)
 	require.NoError(t, err)
 	require.NoError(t, dev.SetPageBudget(budget))
-	srv, err := NewServer([]Export{{Device: dev, Name: "seq"}}, seqLimits)
+	srv, err := NewServer([]Export{{Device: dev, Name: "seq"}}, limits)
 	require.NoError(t, err)
-	return &seqRun{t: t, srv: srv, dev: dev, budget: budget, owner: map[uint64]seqBuf{}}
+	return &seqRun{t: t, limits: limits, pages: pages, srv: srv, dev: dev, budget: budget, owner: map[uint64]seqBuf{}}
 }
 
 // open connects connection i and does the handshake; false if the server
@@ -214,15 +226,20 @@ func (r *seqRun) checkCharges() {
 	var per [3]uint64
 	var total uint64
 	for _, b := range r.owner {
-		c := hostCharge(b.size, b.align, seqLimits.HostGranule)
+		c := hostCharge(b.size, b.align, r.limits.HostGranule)
 		per[b.conn] += c
 		total += c
 	}
 	for i, n := range per {
-		require.LessOrEqual(r.t, n, seqLimits.HostBytesPerClient, "connection %d's host buffers in their aligned slots", i)
+		require.LessOrEqual(r.t, n, r.limits.HostBytesPerClient, "connection %d's host buffers in their aligned slots", i)
 	}
-	require.LessOrEqual(r.t, total, seqLimits.HostBytes, "all connections' host buffers in their aligned slots")
-	require.Equal(r.t, total, r.srv.HostBytesInUse(), "the server's count")
+	require.LessOrEqual(r.t, total, r.limits.HostBytes, "all connections' host buffers in their aligned slots")
+	if r.others == 0 {
+		require.Equal(r.t, total, r.srv.HostBytesInUse(), "the server's count")
+		return
+	}
+	inUse := r.srv.HostBytesInUse()
+	require.True(r.t, inUse >= total && inUse-total <= r.others, "the server counts %d bytes, the fuzzed connections hold %d and the others at most %d", inUse, total, r.others)
 }
 
 // step runs one request of the input on one connection.
@@ -361,6 +378,18 @@ func (r *seqRun) step(in *seqReader) {
 			p[k] = in.u8()
 		}
 		req = frame(uint32(n), in.u8(), sc.tag, p...)
+	case 11: // a request cut short: part of a HOST_WRITE frame, and the client leaves
+		pa, _ := r.hostAddr(in, i)
+		req := appendRW(nil, OpHostWrite, sc.tag, rwRequest{count: 64, offset: pa, data: bytes.Repeat([]byte{in.u8()}, 64)})
+		cut := int(in.u8()) % len(req)
+		_ = sc.c.SetDeadline(time.Now().Add(10 * time.Second))
+		wrote := make(chan error, 1)
+		go func() { _, err := sc.c.Write(req[:cut]); wrote <- err }()
+		r.closeConn(i) // the server, waiting for the rest, sees the end of the stream
+		if err := <-wrote; err != nil {
+			require.ErrorIs(r.t, err, io.ErrClosedPipe, "write")
+		}
+		return
 	case 10: // a SLEEP with a CLOCK behind it in one write: both answered, in order, or the client leaves before the replies
 		sleepTag := sc.tag
 		sc.tag++
@@ -414,7 +443,7 @@ func (r *seqRun) fresh() {
 	require.Zero(t, r.srv.HostBytesInUse(), "host memory still charged after every client left")
 	require.Zero(t, r.dev.HostMemory().Live(), "host buffers left after every client left")
 	require.Zero(t, r.srv.Clients())
-	require.LessOrEqual(t, r.budget.Used(), int64(seqPages))
+	require.LessOrEqual(t, r.budget.Used(), r.pages)
 
 	client, server := net.Pipe()
 	require.Equal(t, admitted, r.srv.track(server))
