@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
@@ -26,9 +27,14 @@ type Packet struct {
 }
 
 // ReadAll reads a pcap stream of neuronsim frames, such as a [Writer]
-// writes. It fails on a link type other than Ethernet, a timestamp before
-// the epoch, or a frame [ParseFrame] refuses; the error says which packet,
-// and the packets before it are returned with it.
+// writes. It fails on a link type other than Ethernet, a snap length above
+// [MaxSnapLen] (checked before any packet is read, so that no record
+// declaring gigabytes is allocated for), a timestamp before the epoch or
+// past the latest a uint64 of picoseconds holds, an original length other
+// than the frame's (FrameOverhead + Header.Length, FrameOverhead for a read
+// request, at most 2^31-1), or a frame [ParseFrame] refuses; the error
+// wraps [ErrBadFrame] and says which packet, and the packets before it are
+// returned with it.
 func ReadAll(r io.Reader) ([]Packet, error) {
 	pr, err := pcapgo.NewReader(r)
 	if err != nil {
@@ -36,6 +42,9 @@ func ReadAll(r io.Reader) ([]Packet, error) {
 	}
 	if lt := pr.LinkType(); lt != layers.LinkTypeEthernet {
 		return nil, fmt.Errorf("%w: pcap link type %v, want Ethernet", ErrBadFrame, lt)
+	}
+	if sl := pr.Snaplen(); sl > MaxSnapLen {
+		return nil, fmt.Errorf("%w: pcap snap length %d exceeds %d (a Writer's largest)", ErrBadFrame, sl, MaxSnapLen)
 	}
 	var out []Packet
 	for i := 0; ; i++ {
@@ -47,12 +56,18 @@ func ReadAll(r io.Reader) ([]Packet, error) {
 			return out, fmt.Errorf("capture: reading packet %d: %w", i, err)
 		}
 		ns := ci.Timestamp.UnixNano()
-		if ns < 0 {
-			return out, fmt.Errorf("capture: packet %d: timestamp %v is before the simulation's start (the epoch)", i, ci.Timestamp)
+		switch {
+		case ns < 0:
+			return out, fmt.Errorf("capture: packet %d: timestamp %v is before the simulation's start (the epoch): %w", i, ci.Timestamp, ErrBadFrame)
+		case uint64(ns) > math.MaxUint64/1000:
+			return out, fmt.Errorf("capture: packet %d: timestamp %d ns is past the latest time in picoseconds a uint64 holds (%d ns): %w", i, ns, uint64(math.MaxUint64/1000), ErrBadFrame)
 		}
 		h, payload, err := ParseFrame(data)
 		if err != nil {
 			return out, fmt.Errorf("capture: packet %d: %w", i, err)
+		}
+		if want := min(FrameOverhead+wireLength(&h), math.MaxInt32); uint64(ci.Length) != want {
+			return out, fmt.Errorf("capture: packet %d: original length %d, want %d for its %s header of length %d: %w", i, ci.Length, want, h.Op, h.Length, ErrBadFrame)
 		}
 		out = append(out, Packet{AtPS: uint64(ns) * 1000, Header: h, Payload: payload, OrigLen: ci.Length})
 	}
