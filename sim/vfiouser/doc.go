@@ -52,7 +52,11 @@
 // transfer (the smaller of the client's and the server's), 1024 DMA
 // mappings (or fewer if the client says so) of at most 1 TiB in all,
 // 4 KiB pages only, 16 commands read ahead, 10 s for the client's reply to
-// a DMA request, 10 s to complete the VERSION exchange. Every message is length-checked; one that breaks the
+// a DMA request, 10 s to complete the VERSION exchange. A payload's buffer
+// grows as its bytes arrive (64 KiB, then doubling up to the size the
+// header declares), so a header alone costs at most 64 KiB: the 16
+// commands read ahead hold at most what the client sent. Every message is
+// length-checked; one that breaks the
 // protocol gets an error reply (EINVAL for a malformed message, E2BIG past
 // a limit, EEXIST for an overlapping mapping, ENOTSUP for an unsupported
 // command or feature, ENODEV for a closed device, EFAULT for a DMA fault,
