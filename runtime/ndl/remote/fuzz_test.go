@@ -249,7 +249,9 @@ func expectedCalls(data []byte) (calls [2][]fakeCall) {
 // FuzzClient: whatever a server sends after a valid handshake, the client
 // never panics or hangs; every call returns, and once the connection is
 // given up for a malformed or unexpected frame, every later call fails with
-// an error wrapping ndl.ErrClosed. The input is the server's byte stream
+// an error wrapping ndl.ErrClosed. The client's reply buffer never grows
+// past its first 4 KiB: the calls' replies are small, and a header
+// declaring more than the call's reply is refused before its payload. The input is the server's byte stream
 // after its HELLO reply; the seeds are well-formed replies to the client's
 // fixed call sequence (tags 1..), and ERROR replies.
 func FuzzClient(f *testing.F) {
@@ -314,5 +316,6 @@ func FuzzClient(f *testing.F) {
 		}
 		require.NoError(t, c.Close())
 		wg.Wait()
+		require.LessOrEqual(t, cap(c.rbuf), 4096, "the client's reply buffer")
 	})
 }
