@@ -55,7 +55,10 @@
 // a DMA request, 10 s to complete the VERSION exchange. A payload's buffer
 // grows as its bytes arrive (64 KiB, then doubling up to the size the
 // header declares), so a header alone costs at most 64 KiB: the 16
-// commands read ahead hold at most what the client sent. Every message is
+// commands read ahead hold at most what the client sent; the descriptors
+// of a message being read, and of one read past it, are held up to twice
+// the per-message limit, and those past it are closed as they arrive (the
+// message is refused, E2BIG). Every message is
 // length-checked; one that breaks the
 // protocol gets an error reply (EINVAL for a malformed message, E2BIG past
 // a limit, EEXIST for an overlapping mapping, ENOTSUP for an unsupported

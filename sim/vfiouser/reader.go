@@ -23,6 +23,7 @@ const readAhead = 64 << 10
 // applies that rule to the reads not yet given out.
 type streamReader struct {
 	c       *net.UnixConn
+	maxFDs  int // descriptors one message may carry
 	oob     []byte
 	buf     []byte
 	r, w    int    // unread bytes: buf[r:w]
@@ -39,7 +40,16 @@ type fdBatch struct {
 }
 
 func newStreamReader(c *net.UnixConn, maxFDs int) *streamReader {
-	return &streamReader{c: c, oob: make([]byte, syscall.CmsgSpace(4*maxFDs)), buf: make([]byte, readAhead)}
+	return &streamReader{c: c, maxFDs: maxFDs, oob: make([]byte, syscall.CmsgSpace(4*maxFDs)), buf: make([]byte, readAhead)}
+}
+
+// heldFDs counts the descriptors of reads not yet given out.
+func (sr *streamReader) heldFDs() int {
+	n := 0
+	for _, b := range sr.batches {
+		n += len(b.fds)
+	}
+	return n
 }
 
 // offset is the stream offset of the next byte read returns.
@@ -59,6 +69,19 @@ func (sr *streamReader) recv(p []byte, at uint64) (int, error) {
 		}
 	}
 	b.trunc = flags&syscall.MSG_CTRUNC != 0
+	// A read brings the descriptors of at most one sendmsg (maxFDs at most:
+	// the oob buffer holds no more), and the reads not yet given out are
+	// those of the message being read and of one read past its end: at most
+	// 2*maxFDs descriptors for a client that keeps to the limit. A client
+	// sending a message in many sendmsgs, each with descriptors, would make
+	// the server hold them all until the message ends — enough to use up
+	// the process's descriptors. Past the bound they are closed at once and
+	// the read is marked truncated, so that its message is refused for
+	// carrying too many.
+	if len(b.fds) > 0 && sr.heldFDs()+len(b.fds) > 2*sr.maxFDs {
+		closeFDs(b.fds)
+		b.fds, b.trunc = nil, true
+	}
 	if len(b.fds) > 0 || b.trunc {
 		b.start, b.end = at, at+uint64(max(n, 1))
 		sr.batches = append(sr.batches, b)
