@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -37,14 +38,22 @@ func socketPair(tb testing.TB) (*net.UnixConn, *net.UnixConn) {
 var (
 	fuzzOnce sync.Once
 	fuzzSrv  *Server
+	fuzzFD   int // a memfd of 256 KiB the fuzzed client sends with its stream
 )
 
 // FuzzServer: after a valid VERSION, any byte stream from the client never
 // crashes the server, and a fresh client that speaks the protocol is then
-// served as usual. The fuzzed client either half-closes after its stream
-// and reads every reply, or (for a stream whose length is a multiple of 3)
-// closes its socket at once, while the server may still be reading a
-// message, replying, or waiting for a DMA_READ/DMA_WRITE reply.
+// served as usual; the server holds no descriptor of either session after
+// it. By the stream's length modulo 3 the fuzzed client
+//   - 0: closes its socket right after the stream, while the server may
+//     still be reading a message, replying, or waiting for a
+//     DMA_READ/DMA_WRITE reply;
+//   - 1: sends the stream in pieces of 1 to 13 bytes, each with 0 to 3
+//     copies of a memfd's descriptor (by the piece's first byte): DMA_MAPs
+//     of a file, SET_IRQS with descriptors, and descriptors on messages
+//     that take none or that come in many pieces; then half-closes and
+//     reads every reply;
+//   - 2: sends it whole, half-closes and reads every reply.
 func FuzzServer(f *testing.F) {
 	f.Add([]byte{})
 	f.Add(msgBytes(Header{ID: 2, Command: CmdDeviceGetInfo}, le32(16, 0, 0, 0)))
@@ -55,6 +64,15 @@ func FuzzServer(f *testing.F) {
 	f.Add(append(msgBytes(Header{ID: 7, Command: CmdRegionWrite}, rwPayload(0, 0, 4, []byte{1, 2, 3, 4})), 1, 2, 3))
 	f.Add(msgBytes(Header{ID: 8, Command: CmdDeviceReset}, nil))
 	f.Add(guestDMASeed(f))
+	// In pieces with descriptors (length 1 modulo 3): a DMA_MAP of the file
+	// (only its first piece, of 6 bytes, carries one), then a read of
+	// config space whose pieces carry some.
+	inPieces := append(msgBytes(Header{ID: 0x15, Command: CmdDMAMap}, dmaMap(DMAFlagRead|DMAFlagWrite, 0, 0x40000, 0x40000)),
+		msgBytes(Header{ID: 0x33, Command: CmdRegionRead}, rwPayload(0, RegionConfig, 64, nil))...)
+	for len(inPieces)%3 != 1 {
+		inPieces = append(inPieces, 0) // the start of a header that never ends
+	}
+	f.Add(inPieces)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzOnce.Do(func() {
 			// the device DMAs into the fuzzed client's memory, and its clock
@@ -73,6 +91,14 @@ func FuzzServer(f *testing.F) {
 				t.Fatal(err)
 			}
 			fuzzSrv = s
+			fd, err := unix.MemfdCreate("fuzz-guest-ram", unix.MFD_CLOEXEC)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Ftruncate(fd, 256<<10); err != nil {
+				t.Fatal(err)
+			}
+			fuzzFD = fd // kept for the process's life: every iteration sends it
 		})
 		s := fuzzSrv
 		session := func(body func(c *testClient)) {
@@ -91,11 +117,30 @@ func FuzzServer(f *testing.F) {
 				t.Fatal("the server did not end the session after the client closed")
 			}
 		}
+		fdsBefore := openFDCount(t)
 		session(func(c *testClient) {
 			c.handshake()
-			if len(data)%3 == 0 {
+			switch len(data) % 3 {
+			case 0:
 				_, _ = c.c.Write(data) // the server may end the session part way: the write fails
 				return                 // session closes the socket
+			case 1:
+				drained := drainReplies(c)
+				fds := []int{fuzzFD, fuzzFD, fuzzFD}
+				for p := data; len(p) > 0; {
+					k, n := min(len(p), 1+int(p[0]>>2%13)), int(p[0]&3)
+					var oob []byte
+					if n > 0 {
+						oob = syscall.UnixRights(fds[:n]...)
+					}
+					if _, _, err := c.c.WriteMsgUnix(p[:k], oob, nil); err != nil {
+						break // the server ended the session
+					}
+					p = p[k:]
+				}
+				_ = c.c.CloseWrite()
+				waitDrained(t, drained)
+				return
 			}
 			drained := make(chan struct{})
 			go func() {
@@ -127,7 +172,43 @@ func FuzzServer(f *testing.F) {
 				t.Fatalf("%d mappings left from the fuzzed session", n)
 			}
 		})
+		if n := openFDCount(t); n > fdsBefore {
+			t.Fatalf("%d descriptors open after the sessions, %d before", n, fdsBefore)
+		}
 	})
+}
+
+// drainReplies reads the server's messages until the session ends; the
+// channel is closed then.
+func drainReplies(c *testClient) chan struct{} {
+	drained := make(chan struct{})
+	go func() {
+		for {
+			if _, _, err := c.recv(); err != nil {
+				break
+			}
+		}
+		close(drained)
+	}()
+	return drained
+}
+
+// waitDrained waits for drainReplies to see the session end.
+func waitDrained(t *testing.T, drained chan struct{}) {
+	select {
+	case <-drained:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not close the session after the client's end of stream")
+	}
+}
+
+// openFDCount counts the process's open descriptors.
+func openFDCount(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
 }
 
 func msgBytes(h Header, payload []byte) []byte {
