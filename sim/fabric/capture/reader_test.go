@@ -88,6 +88,14 @@ func FuzzReadAll(f *testing.F) {
 	f.Add(onePacketFile(f, 123_456_789_000))
 	f.Add(onePacketFile(f, 0)[:pcapFileHeader])
 	f.Add([]byte{})
+	huge := onePacketFile(f, 0) // a 4 GiB snap length and packet
+	binary.LittleEndian.PutUint32(huge[16:], math.MaxUint32)
+	binary.LittleEndian.PutUint32(huge[recCapLen:], math.MaxUint32-16)
+	binary.LittleEndian.PutUint32(huge[recOrigLen:], math.MaxUint32-16)
+	f.Add(huge)
+	late := onePacketFile(f, 0) // a timestamp past 2^64 ps
+	binary.LittleEndian.PutUint32(late[recSeconds:], math.MaxUint32)
+	f.Add(late)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		pkts, _ := ReadAll(bytes.NewReader(data))
 		for i, p := range pkts {
