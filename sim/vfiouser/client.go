@@ -74,12 +74,21 @@ func (tc *Client) recv() (Header, []byte, error) {
 	if err != nil {
 		return h, nil, err
 	}
-	p := make([]byte, h.Size-HeaderSize)
-	if _, err := io.ReadFull(tc.rd, p); err != nil {
+	n := uint64(h.Size) - HeaderSize
+	if n > maxClientPayload {
+		return h, nil, fmt.Errorf("vfio-user client: %s message of %d bytes exceeds %d: %w", CommandName(h.Command), h.Size, maxClientPayload+HeaderSize, ErrLimit)
+	}
+	p, err := readGrowing(n, func(b []byte) error { _, err := io.ReadFull(tc.rd, b); return err })
+	if err != nil {
 		return h, nil, err
 	}
 	return h, p, nil
 }
+
+// maxClientPayload bounds the payload of a message the client reads: the
+// largest a server's options let it send (a transfer of MaxOptionXfer
+// bytes and its request's fields).
+const maxClientPayload = MaxOptionXfer + 4096
 
 // Call sends a command with fds and returns its reply, answering the
 // server's DMA requests that come first. An error reply is returned as
@@ -108,21 +117,35 @@ func (tc *Client) Call(cmd uint16, payload []byte, fds ...int) (Header, []byte, 
 	}
 }
 
+// serveDMA answers a DMA_READ or DMA_WRITE request: an address and a
+// count, and for DMA_WRITE that many bytes. A request of another size is
+// answered EINVAL, one outside the memory given to ServeMemory EFAULT.
 func (tc *Client) serveDMA(h Header, p []byte) {
-	addr, n := binary.LittleEndian.Uint64(p), binary.LittleEndian.Uint64(p[8:])
 	rh := Header{ID: h.ID, Command: h.Command, Flags: FlagReply}
-	if addr < tc.ramBase || addr-tc.ramBase > uint64(len(tc.ram)) || n > uint64(len(tc.ram))-(addr-tc.ramBase) {
+	fail := func(errno syscall.Errno) {
 		rh.Flags |= FlagError
-		rh.Error = uint32(syscall.EFAULT)
+		rh.Error = uint32(errno)
 		_ = tc.send(rh, nil)
+	}
+	if len(p) < sizeDMARW {
+		fail(syscall.EINVAL)
+		return
+	}
+	addr, n := binary.LittleEndian.Uint64(p), binary.LittleEndian.Uint64(p[8:])
+	if h.Command == CmdDMAWrite && uint64(len(p)-sizeDMARW) != n || h.Command == CmdDMARead && len(p) != sizeDMARW {
+		fail(syscall.EINVAL)
+		return
+	}
+	if addr < tc.ramBase || addr-tc.ramBase > uint64(len(tc.ram)) || n > uint64(len(tc.ram))-(addr-tc.ramBase) {
+		fail(syscall.EFAULT)
 		return
 	}
 	at := tc.ram[addr-tc.ramBase:][:n]
-	out := append([]byte(nil), p[:16]...)
+	out := append([]byte(nil), p[:sizeDMARW]...)
 	if h.Command == CmdDMARead {
 		out = append(out, at...)
 	} else {
-		copy(at, p[16:])
+		copy(at, p[sizeDMARW:])
 	}
 	_ = tc.send(rh, out)
 }

@@ -346,6 +346,13 @@ func (ss *session) readPayload(sr *streamReader, n uint64) ([]byte, error) {
 		}
 		return b, nil
 	}
+	return readGrowing(n, sr.read)
+}
+
+// readGrowing reads n bytes with read, which fills the slice it is given
+// or fails, into a buffer that starts at growPayload (or n, when smaller)
+// and doubles as the bytes arrive, never past n.
+func readGrowing(n uint64, read func([]byte) error) ([]byte, error) {
 	b := make([]byte, 0, min(n, growPayload))
 	for uint64(len(b)) < n {
 		if len(b) == cap(b) {
@@ -353,7 +360,7 @@ func (ss *session) readPayload(sr *streamReader, n uint64) ([]byte, error) {
 			copy(nb, b)
 			b = nb
 		}
-		if err := sr.read(b[len(b):cap(b)]); err != nil {
+		if err := read(b[len(b):cap(b)]); err != nil {
 			return nil, err
 		}
 		b = b[:cap(b)]
