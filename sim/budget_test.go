@@ -42,16 +42,23 @@ func TestDevicePageBudget(t *testing.T) {
 	require.NoError(t, h.d.WriteBAR(hwarch.BAR4, w.BAR4Offset, words[:PageSize/4]))
 	assert.Equal(t, int64(1+oneLeaf), b.Used())
 
-	pa, err := h.d.HostAlloc(3*PageSize, PageSize)
+	// A host buffer's pages are charged when it is allocated (committed),
+	// so that nothing else spending the budget can leave its owner unable
+	// to write it: 3 pages and their table do not fit in the 6 left.
+	_, err = h.d.HostAlloc(3*PageSize, PageSize)
+	require.ErrorIs(t, err, ErrPageBudget)
+	require.ErrorIs(t, err, ErrHostNoMemory)
+	assert.Equal(t, int64(1+oneLeaf), b.Used(), "a refused allocation charges nothing")
+	pa, err := h.d.HostAlloc(2*PageSize, PageSize)
 	require.NoError(t, err)
-	require.NoError(t, h.d.HostWrite(pa, []byte{1}))
-	assert.Equal(t, int64(2+2*oneLeaf), b.Used())
-	buf := make([]byte, 3*PageSize)
-	buf[0], buf[PageSize], buf[2*PageSize] = 1, 1, 1 // 2 new pages: 4 in all
-	require.ErrorIs(t, h.d.HostWrite(pa, buf), ErrPageBudget)
-	got := make([]byte, 2)
+	assert.Equal(t, int64(3+2*oneLeaf), b.Used(), "2 pages and their table, charged at the allocation")
+	require.ErrorIs(t, h.d.WriteBAR(hwarch.BAR4, w.BAR4Offset+4*PageSize, words[:1]), ErrPageBudget, "the budget is spent")
+	buf := make([]byte, 2*PageSize)
+	buf[0], buf[PageSize] = 1, 2
+	require.NoError(t, h.d.HostWrite(pa, buf), "the buffer's owner still writes all of it")
+	got := make([]byte, 1)
 	require.NoError(t, h.d.HostRead(pa+PageSize, got))
-	assert.Zero(t, got[0], "the refused host write wrote nothing")
+	assert.Equal(t, byte(2), got[0])
 	require.NoError(t, h.d.HostFree(pa))
 	assert.Equal(t, int64(1+oneLeaf+1), b.Used(), "a freed buffer's pages return, with their table but its root")
 

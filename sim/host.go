@@ -270,6 +270,15 @@ func (h *HostMemory) alloc(size, align uint64, fill HostFill) (uint64, error) {
 		return 0, fmt.Errorf("sim host memory: alloc %d bytes aligned %d: largest free extent %d bytes at this alignment, %d bytes above the next pointer %#x: %w",
 			size, a, h.free.Best(class), HostMemoryLimit-h.next, h.next, ErrHostNoMemory)
 	}
+	if fill == nil && h.mem.Budget() != nil {
+		// A budget shared with other memories (a served system's): the
+		// buffer's pages are charged now, so that no other user of the
+		// budget can leave its owner unable to write it.
+		if err := h.mem.Commit(base, size); err != nil {
+			h.free.Add(base, base+size)
+			return 0, fmt.Errorf("sim host memory: alloc %d bytes: %w: %w", size, err, ErrHostNoMemory)
+		}
+	}
 	h.blocks.Insert(base, base+size)
 	if n := hostCacheSets(h.blocks.Len()); n > len(h.cache.sets) {
 		h.cache = newHostCacheOf(n) // grown for one more buffer (it never shrinks: Restore makes a new one)

@@ -39,6 +39,8 @@ func TestPageBudgetRefusesWhole(t *testing.T) {
 		{"fill 3 pages", func(m *Memory) error { return m.Fill(10*PageSize, 3*PageSize, 7) }, false},
 		{"fill the whole space", func(m *Memory) error { return m.Fill(0, AddressLimit, 7) }, true},
 		{"copy 3 pages", func(m *Memory) error { return m.Copy(10*PageSize, 0, 3*PageSize) }, false},
+		{"commit 3 pages", func(m *Memory) error { return m.Commit(10*PageSize+1, 3*PageSize-2) }, false},
+		{"commit the whole space", func(m *Memory) error { return m.Commit(0, AddressLimit) }, true},
 		{"sparse copy", func(m *Memory) error { return m.Copy(1<<40, 0, 1<<30) }, false},
 	}
 	for _, tc := range tests {
@@ -207,4 +209,26 @@ func heapInUse() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
+}
+
+// TestCommitThenWritesNeedNothing: committed pages are charged once, when
+// committed; writes inside them, of any bytes, charge nothing more, so a
+// budget used up by others cannot refuse them.
+func TestCommitThenWritesNeedNothing(t *testing.T) {
+	b := newBudget(t, 2+oneLeaf+1)
+	m, other := NewMemory(), NewMemory()
+	require.NoError(t, m.SetBudget(b))
+	require.NoError(t, m.Commit(PageSize+100, PageSize)) // pages 1 and 2
+	assert.Equal(t, int64(2+oneLeaf), b.Used())
+	require.NoError(t, other.SetBudget(b))
+	require.ErrorIs(t, other.WriteU32(0, 1), ErrPageBudget, "the other memory's table and page do not fit in the 1 left")
+	data := make([]byte, 2*PageSize)
+	for i := range data {
+		data[i] = byte(i)
+	}
+	require.NoError(t, m.Write(PageSize, data))
+	assert.Equal(t, int64(2+oneLeaf), b.Used())
+	got := make([]byte, len(data))
+	require.NoError(t, m.Read(PageSize, got))
+	assert.Equal(t, data, got)
 }

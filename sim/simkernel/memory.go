@@ -320,6 +320,32 @@ func (m *Memory) Fill(addr, n uint64, b byte) error {
 	return nil
 }
 
+// Commit makes every page of [addr, addr+n) resident, zeroed where it was
+// not, charging the budget for them and the table nodes they need up
+// front: refused whole, with an error wrapping [ErrPageBudget], when they
+// do not fit, and nothing changes. Once committed, writes inside the range
+// need no new page, so no later charge can refuse them (a buffer's owner
+// cannot be refused writes of its own buffer because another user of the
+// budget used it up). Without a budget it only makes the pages resident.
+func (m *Memory) Commit(addr, n uint64) error {
+	if err := checkRange("commit", addr, n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	if m.budget != nil {
+		if err := m.need("commit", addr, m.fillPages(addr, n)); err != nil {
+			return err
+		}
+		defer m.settle()
+	}
+	for pn, last := addr>>pageShift, (addr+n-1)>>pageShift; pn <= last; pn++ {
+		m.alloc(pn)
+	}
+	return nil
+}
+
 // fillPages returns how many budget pages a non-zero fill of [addr,
 // addr+n) takes: the range's pages less those resident, and the table
 // nodes they need. A range far larger than any budget is not walked.
