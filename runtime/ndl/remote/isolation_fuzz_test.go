@@ -95,7 +95,7 @@ var isoScript = []func(o *observer) string{
 	func(o *observer) string { return outcome(o.d.HostRead(o.pa[0], make([]byte, 16))) },
 	func(o *observer) string { return o.readBack(1, 64<<10) },
 	func(o *observer) string { _, err := o.d.HostAlloc(1<<20, 64); return outcome(err) }, // past its own budget
-	func(o *observer) string { return o.alloc(0, 512<<10, 64) },                           // within it, whatever others hold
+	func(o *observer) string { return o.alloc(0, 512<<10, 64) },                          // within it, whatever others hold
 	func(o *observer) string { return outcome(o.d.HostWrite(o.pa[0]+100, isoPattern(2, 1000))) },
 	func(o *observer) string { return o.readBack(1, 64<<10) },
 	func(o *observer) string { _, err := o.d.ClockPS(); return outcome(err) },
