@@ -29,6 +29,11 @@ type streamReader struct {
 	r, w    int    // unread bytes: buf[r:w]
 	pos     uint64 // stream offset of buf[r]
 	batches []fdBatch
+	// over is the stream range [start, end) of the reads whose descriptors
+	// were closed on arrival, past the bound on those held (recv), when
+	// over.trunc: every message it reaches is refused, so that reads past
+	// the bound cost no batch each.
+	over fdBatch
 }
 
 // fdBatch is the descriptors (and truncation) one read brought, with the
@@ -78,9 +83,16 @@ func (sr *streamReader) recv(p []byte, at uint64) (int, error) {
 	// the process's descriptors. Past the bound they are closed at once and
 	// the read is marked truncated, so that its message is refused for
 	// carrying too many.
-	if len(b.fds) > 0 && sr.heldFDs()+len(b.fds) > 2*sr.maxFDs {
+	// The reads past it join one range (over) rather than a batch each: a
+	// message sent a byte a sendmsg, each with a descriptor, would
+	// otherwise hold a batch for every byte.
+	if len(b.fds) > 0 && sr.heldFDs()+len(b.fds) > 2*sr.maxFDs || b.trunc && len(sr.batches) >= 2*sr.maxFDs {
 		closeFDs(b.fds)
-		b.fds, b.trunc = nil, true
+		if !sr.over.trunc {
+			sr.over = fdBatch{start: at, trunc: true}
+		}
+		sr.over.end = at + uint64(max(n, 1))
+		b = fdBatch{}
 	}
 	if len(b.fds) > 0 || b.trunc {
 		b.start, b.end = at, at+uint64(max(n, 1))
@@ -150,6 +162,14 @@ func (sr *streamReader) take(start, end uint64) (fds []int, trunc bool) {
 		}
 	}
 	sr.batches = keep
+	if o := &sr.over; o.trunc && o.start < end && o.end > start {
+		// Reads whose descriptors were closed on arrival reach the
+		// message: it is refused, as for a truncated control message.
+		trunc = true
+		if o.end <= end {
+			*o = fdBatch{} // every message it reaches is given out
+		}
+	}
 	return fds, trunc
 }
 
