@@ -337,9 +337,9 @@ type runner struct {
 	restored int
 	pcap     *capture.Writer // the pcap output's writer, or nil
 	load     fabric.LoadOptions
-	limit    memlimit.Limit // the memory the steps may plan to use (Options.MemLimit)
-	index    int            // the step running
-	faults   []faultRecord  // the faults the run's steps scheduled on the current system
+	limit    memlimit.Limit       // the memory the steps may plan to use (Options.MemLimit)
+	index    int                  // the step running
+	faults   map[int]*faultRecord // the faults the run's steps scheduled on the current system, by their index there
 
 	files    []*output.File          // outputs written so far, not yet committed, in order
 	saved    map[string]*output.File // snapshot saves by path, for a later restore of the same run

@@ -91,7 +91,7 @@ func (st *FaultStep) run(run *runner) error {
 	if err := s.ScheduleFault(f); err != nil {
 		return err
 	}
-	run.scheduled(f)
+	run.scheduled()
 	run.printf("%s scheduled at %v (in %v)", st.FaultKind, time.Duration(f.At)/time.Duration(sim.Nanosecond)*time.Nanosecond, st.In)
 	return nil
 }
@@ -144,35 +144,30 @@ func linkList(t *fabric.Topology, d int) string {
 }
 
 // faultRecord is a fault a step of the run scheduled on the current
-// system: its index among the system's faults, the step, and the snapshot
-// (a later save step's file) that carries it if it was still pending then.
+// system (runner.faults holds it by its index among the system's faults):
+// the step, and the snapshot (a later save step's file) that carries it if
+// it was still pending then.
 type faultRecord struct {
-	index   int
 	step    string
 	savedIn string
 }
 
-// scheduled records that the step running scheduled f, the system's latest
-// fault.
-func (run *runner) scheduled(f fabric.Fault) {
-	pending := run.c.System.PendingFaults()
-	idx := -1
-	for _, p := range pending {
-		if p.Fault == f {
-			idx = max(idx, p.Index)
-		}
+// scheduled records that the step running scheduled the system's latest
+// fault (without walking the events: a file of thousands of fault steps
+// would walk them once each).
+func (run *runner) scheduled() {
+	if run.faults == nil {
+		run.faults = map[int]*faultRecord{}
 	}
-	run.faults = append(run.faults, faultRecord{index: idx, step: run.p.stepName(run.index)})
+	run.faults[run.c.System.FaultCount()-1] = &faultRecord{step: run.p.stepName(run.index)}
 }
 
 // savedFaults notes that the snapshot just saved to path carries the
 // faults of the run still pending.
 func (run *runner) savedFaults(path string) {
 	for _, p := range run.c.System.PendingFaults() {
-		for i := range run.faults {
-			if run.faults[i].index == p.Index {
-				run.faults[i].savedIn = path
-			}
+		if rec := run.faults[p.Index]; rec != nil {
+			rec.savedIn = path
 		}
 	}
 }
@@ -189,19 +184,13 @@ func (run *runner) checkFaults() error {
 	var missed []string
 	for _, p := range sys.PendingFaults() {
 		what := faultText(sys, p.Fault, now)
-		rec := -1
-		for i := range run.faults {
-			if run.faults[i].index == p.Index {
-				rec = i
-			}
-		}
-		switch {
-		case rec < 0:
+		switch rec := run.faults[p.Index]; {
+		case rec == nil:
 			fmt.Fprintf(&run.report, "\npending at the end: %s, scheduled before the restored snapshot was taken\n", what)
-		case run.faults[rec].savedIn != "":
-			fmt.Fprintf(&run.report, "\npending at the end: %s (%s), carried by the snapshot saved to %s: it happens in a run that restores it\n", what, run.faults[rec].step, run.faults[rec].savedIn)
+		case rec.savedIn != "":
+			fmt.Fprintf(&run.report, "\npending at the end: %s (%s), carried by the snapshot saved to %s: it happens in a run that restores it\n", what, rec.step, rec.savedIn)
 		default:
-			missed = append(missed, fmt.Sprintf("%s: %s", run.faults[rec].step, what))
+			missed = append(missed, fmt.Sprintf("%s: %s", rec.step, what))
 		}
 	}
 	if len(missed) == 0 {

@@ -68,6 +68,15 @@ func (s *System) ScheduleFault(f Fault) error {
 	return nil
 }
 
+// FaultCount is how many faults the system was given (ScheduleFault calls
+// that succeeded, a restored snapshot's first): the last one's index, plus
+// one.
+func (s *System) FaultCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.st.Faults)
+}
+
 // PendingFault is a scheduled fault that has not happened yet: Index is
 // its place among the faults the system was given (the order of
 // ScheduleFault calls, a restored snapshot's first).
