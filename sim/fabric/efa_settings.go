@@ -269,7 +269,11 @@ func paramsError(format string, a ...any) error { return &settingError{fmt.Sprin
 // depend on the traffic.
 func (e EFAParams) SpinesIdle(nodes, nodeDevices int) string {
 	nics := nodeDevices / e.DevicesPerNIC
-	if names, _ := leafLayout(e, nodes, nics); len(names) < 2 {
+	leaves := (nodes*nics + e.LeafPorts - 1) / e.LeafPorts // leafLayout's, counted: a fat tree's NICs in order
+	if e.Network == RailOptimised {
+		leaves = nics * ((nodes + e.LeafPorts - 1) / e.LeafPorts) // each rail's nodes, LeafPorts a leaf
+	}
+	if leaves < 2 {
 		return fmt.Sprintf("one leaf of %d ports holds all %d NICs (%d nodes × %d), so the network has no spines", e.LeafPorts, nodes*nics, nodes, nics)
 	}
 	if e.Network == RailOptimised && nodes <= e.LeafPorts {
