@@ -334,24 +334,26 @@ func (c *Cluster) Runner(i, nc int) (*program.Runner, error) {
 // Ranks returns the number of ranks.
 func (c *Cluster) Ranks() int { return len(c.Exec.Ranks) }
 
-// WriteInputs writes each rank's input buffer for schedule s.
+// WriteInputs writes each rank's input buffer for schedule s (of any
+// length: a tail short of a word is written by a read, change and write).
 func (c *Cluster) WriteInputs(s *enc.Schedule, inputs [][]byte) error {
 	for r, in := range inputs {
 		rk := c.Exec.Ranks[r]
-		if err := rk.Runner.DMA.WriteDevice(collective.LayoutOf(s, rk.Base).Input, in); err != nil {
+		if err := rk.Runner.DMA.WriteDeviceBytes(collective.LayoutOf(s, rk.Base).Input, in); err != nil {
 			return fmt.Errorf("cluster: rank %d input: %w", r, err)
 		}
 	}
 	return nil
 }
 
-// ReadOutputs reads each rank's output buffer for schedule s.
+// ReadOutputs reads each rank's output buffer for schedule s (of any
+// length).
 func (c *Cluster) ReadOutputs(s *enc.Schedule) ([][]byte, error) {
 	out := make([][]byte, c.Ranks())
 	for r := range out {
 		rk := c.Exec.Ranks[r]
 		out[r] = make([]byte, s.OutputBytes)
-		if err := rk.Runner.DMA.ReadDevice(collective.LayoutOf(s, rk.Base).Output, out[r]); err != nil {
+		if err := rk.Runner.DMA.ReadDeviceBytes(collective.LayoutOf(s, rk.Base).Output, out[r]); err != nil {
 			return nil, fmt.Errorf("cluster: rank %d output: %w", r, err)
 		}
 	}

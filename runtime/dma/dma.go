@@ -199,6 +199,40 @@ func (m *DMA) ReadDevice(addr uint64, p []byte) error {
 	return m.deviceWords(addr, p, false)
 }
 
+// WriteDeviceBytes writes p at the word-aligned device address addr
+// through BAR4 when len(p) need not be a multiple of 4: its whole words,
+// then its last len(p)%4 bytes by a read, change and write of the word
+// that holds them (the rest of that word keeps what the device held).
+func (m *DMA) WriteDeviceBytes(addr uint64, p []byte) error {
+	whole := len(p) &^ 3
+	if err := m.WriteDevice(addr, p[:whole]); err != nil || whole == len(p) {
+		return err
+	}
+	var w [4]byte
+	if err := m.ReadDevice(addr+uint64(whole), w[:]); err != nil {
+		return err
+	}
+	copy(w[:], p[whole:])
+	return m.WriteDevice(addr+uint64(whole), w[:])
+}
+
+// ReadDeviceBytes reads len(p) bytes at the word-aligned device address
+// addr through BAR4 when len(p) need not be a multiple of 4: its whole
+// words, then the word that holds its last len(p)%4 bytes, of which those
+// bytes are kept.
+func (m *DMA) ReadDeviceBytes(addr uint64, p []byte) error {
+	whole := len(p) &^ 3
+	if err := m.ReadDevice(addr, p[:whole]); err != nil || whole == len(p) {
+		return err
+	}
+	var w [4]byte
+	if err := m.ReadDevice(addr+uint64(whole), w[:]); err != nil {
+		return err
+	}
+	copy(p[whole:], w[:])
+	return nil
+}
+
 // deviceWords moves p through BAR4 as 32-bit words; addr and len(p) must be
 // 4-byte aligned. It moves at most barWordsPiece words an access, in a
 // scratch the DMA layer keeps (grown to barWordsPiece words at most), so
