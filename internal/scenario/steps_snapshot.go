@@ -115,6 +115,9 @@ func (st *SnapshotStep) run(run *runner) error {
 		}
 	}
 	delete(run.restores, run.index)
+	// The snapshot's own time: Reattach below brings the system up again
+	// on its clock, which then reads later.
+	saved := time.Duration(sys.Now()) / time.Duration(sim.Nanosecond) * time.Nanosecond
 	if run.pcap != nil {
 		// The capture goes on with the restored system (continuing the
 		// saved one's capture, if it had one); the system left behind
@@ -124,7 +127,7 @@ func (st *SnapshotStep) run(run *runner) error {
 		}
 		if last, ok := run.pcap.LastPS(); ok && uint64(sys.Now()) < last {
 			return fmt.Errorf("%s is at %v, before packets the pcap output already holds (up to %v): a capture cannot go back in time; restore before any fabric traffic, or drop outputs.pcap",
-				st.Restore, time.Duration(sys.Now())/time.Duration(sim.Nanosecond)*time.Nanosecond, time.Duration(last/1000)*time.Nanosecond)
+				st.Restore, saved, time.Duration(last/1000)*time.Nanosecond)
 		}
 		sys.SetCapture(run.pcap, 0)
 	}
@@ -134,7 +137,7 @@ func (st *SnapshotStep) run(run *runner) error {
 	run.restored++
 	run.faults = nil // the restored system's faults are its snapshot's
 	run.traceSystem()
-	run.printf("system restored from %s at %v", st.Restore, time.Duration(sys.Now())/time.Duration(sim.Nanosecond)*time.Nanosecond)
+	run.printf("system restored from %s, saved at %v; the runtime brought it up again by %v", st.Restore, saved, time.Duration(sys.Now())/time.Duration(sim.Nanosecond)*time.Nanosecond)
 	return nil
 }
 
