@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/neuronsim/neuronsim/internal/output"
 	"github.com/neuronsim/neuronsim/internal/scenario"
 	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/sim/fabric"
@@ -95,6 +96,9 @@ func runWithSnapshots(cmd *cobra.Command, name, restore, save, outDir, memLimit 
 		return filepath.Abs(path)
 	}
 	if restore, err = abs(restore); err != nil {
+		return err
+	}
+	if err := output.CheckName(save); err != nil {
 		return err
 	}
 	if save, err = abs(save); err != nil {

@@ -89,6 +89,9 @@ func Create(path string) (*File, error) {
 	if path == "" {
 		return nil, fmt.Errorf("output: empty path: %w", ErrNotWritable)
 	}
+	if err := CheckName(path); err != nil {
+		return nil, err
+	}
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return nil, fmt.Errorf("output %s: is a directory: %w", path, ErrNotWritable)
 	} else if err == nil && !fi.Mode().IsRegular() {
@@ -329,6 +332,20 @@ func WriteNew(path string, data []byte) error {
 	return f.CommitNew()
 }
 
+// CheckName refuses an output name that names a directory whatever the
+// file system holds: one that ends in a path separator, or whose last
+// element is . or .. — joining or cleaning the path would drop the slash
+// and write a file of the directory's name. Call it on the name as given,
+// before it is joined to a directory or made absolute. The error wraps
+// ErrNotWritable.
+func CheckName(name string) error {
+	base := name[strings.LastIndexByte(name, filepath.Separator)+1:]
+	if name != "" && (base == "" || base == "." || base == "..") {
+		return fmt.Errorf("output %s: names a directory (a trailing %c, . or ..); name a file: %w", name, filepath.Separator, ErrNotWritable)
+	}
+	return nil
+}
+
 // Check reports whether path can be written as an output, without changing
 // anything a reader would see: path is not a directory, its directory
 // exists, and a file can be created in it (one is created and removed).
@@ -336,6 +353,9 @@ func WriteNew(path string, data []byte) error {
 func Check(path string) error {
 	if path == "" {
 		return fmt.Errorf("output: empty path: %w", ErrNotWritable)
+	}
+	if err := CheckName(path); err != nil {
+		return err
 	}
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return fmt.Errorf("output %s: is a directory: %w", path, ErrNotWritable)

@@ -164,7 +164,7 @@ func TestPrecheckBeforeBringUp(t *testing.T) {
 		{"program does not assemble", "  - validate: {source: \"frobnicate x\"}\n", "", Options{}, "steps[0] (validate)"},
 		{"output dir under a file", "", "outputs: {dir: " + filepath.Join(file, "out") + "}\n", Options{OutDir: "-"}, "outputs.dir"},
 		{"output in a missing directory", "  - sweep: {op: all_reduce, min: 4K, max: 4K}\n", "outputs: {json: nope/s.json}\n", Options{}, "outputs.json: output"},
-		{"output is a directory", "", "outputs: {pcap: .}\n", Options{}, "outputs.pcap: output"},
+		{"output is a directory", "", "outputs: {pcap: " + snapDir + "}\n", Options{}, "outputs.pcap: output"},
 		{"two outputs, one file", "", "outputs: {pcap: r.txt, report: r.txt}\n", Options{}, "is also outputs.report's file"},
 		{"snapshot save in a missing directory", "  - snapshot: {save: no/dir/s.snap}\n", "", Options{}, "steps[0] (snapshot).save"},
 		{"restore file missing", "  - snapshot: {restore: " + filepath.Join(snapDir, "none.snap") + "}\n", "", Options{}, "steps[0] (snapshot): restore"},

@@ -31,3 +31,22 @@ func TestRestoreReportsTheSnapshotsTime(t *testing.T) {
 	require.Len(t, restored, 2, "%s", b)
 	assert.Equal(t, saved[1], restored[1], "the restore reports the snapshot's time")
 }
+
+// TestOutputNamingADirectoryRefused: an output key or a snapshot save
+// naming a directory (a trailing slash) is refused at its key when the file
+// is read; until 2026-12-07 the slash was dropped as the path was joined to
+// the output directory and a file of that name was written.
+func TestOutputNamingADirectoryRefused(t *testing.T) {
+	const head = "name: x\nsystem: {arch: cayman, devices: 2, mode: timing, buffer_bytes: 4M}\nsteps:\n" +
+		"  - sweep: {op: all_reduce, min: 8, max: 16}\n"
+	for _, tc := range []struct{ doc, want string }{
+		{head + "outputs: {json: sub/}\n", "outputs.json: sub/: names a directory"},
+		{head + "outputs: {report: r/.}\n", "outputs.report: r/.: names a directory"},
+		{head + "outputs: {trace: ..}\n", "outputs.trace: ..: names a directory"},
+		{head + "  - snapshot: {save: snaps/}\n", "steps[1].snapshot.save: snaps/: names a directory"},
+	} {
+		_, err := Parse(filepath.Join(t.TempDir(), "x.yaml"), []byte(tc.doc))
+		require.Error(t, err, tc.doc)
+		assert.ErrorContains(t, err, tc.want)
+	}
+}

@@ -20,6 +20,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/internal/output"
 	"github.com/neuronsim/neuronsim/internal/plot"
 	"github.com/neuronsim/neuronsim/internal/strictyaml"
 	"github.com/neuronsim/neuronsim/internal/units"
@@ -271,6 +272,9 @@ func (sc *Scenario) check(d *strictyaml.Decoder, root *yaml.Node, base *Base) (*
 		{"plot", sc.Outputs.Plot}, {"pcap", sc.Outputs.Pcap}, {"trace", sc.Outputs.Trace}} {
 		if n := child(outs, o.key); n != nil && o.v == "" { // given empty: not the default, which is the key left out
 			return nil, d.Errorf(n, "outputs."+o.key, "empty: name a file (or leave the key out for its default)")
+		}
+		if o.key != "dir" && output.CheckName(o.v) != nil {
+			return nil, d.Errorf(child(outs, o.key), "outputs."+o.key, "%s: %s", o.v, dirNameReason)
 		}
 	}
 	for _, o := range []struct{ key, v string }{{"json", sc.Outputs.JSON}, {"plot", sc.Outputs.Plot}} {
