@@ -48,3 +48,40 @@ func TestNoTypedDefaults(t *testing.T) {
 		})
 	}
 }
+
+// TestEmptyStringsRefused: a key given the empty string (quoted, "" or two single quotes) is a
+// value typed, not the default: a word key (system.mode, revision,
+// topology, model, switch, name; a collective's or sweep's algo and dtype;
+// validate's expect) is refused at the key, as is expect_error (every
+// error contains ""), where until 2026-12-07 each took its default — a
+// collective with an empty expect_error that succeeded passed. A description
+// may be empty.
+func TestEmptyStringsRefused(t *testing.T) {
+	const sys = "system: {arch: cayman, devices: 2}\n"
+	for _, tc := range []struct {
+		name, doc string
+		want      string // "" when accepted
+	}{
+		{"mode", "system: {arch: cayman, mode: ''}\n", "x.yaml:2:30: system.mode: '': give a value, or leave the key out for its default"},
+		{"revision", "system: {arch: cayman, revision: \"\"}\n", "system.revision: '': give a value"},
+		{"topology", "system: {arch: cayman, topology: ''}\n", "system.topology: ''"},
+		{"model", "system: {arch: cayman, model: ''}\n", "system.model: ''"},
+		{"switch", "system: {arch: cayman, switch: ''}\n", "system.switch: ''"},
+		{"system name", "system: {arch: cayman, name: ''}\n", "system.name: ''"},
+		{"algo", sys + "steps:\n  - collective: {op: all_reduce, size: 4K, algo: ''}\n", "x.yaml:4:50: steps[0].collective.algo: ''"},
+		{"dtype", sys + "steps:\n  - sweep: {op: all_reduce, min: 4K, max: 8K, dtype: ''}\n", "steps[0].sweep.dtype: ''"},
+		{"expect_error", sys + "steps:\n  - collective: {op: all_reduce, size: 4K, expect_error: ''}\n", "steps[0].collective.expect_error: ''"},
+		{"validate expect", sys + "steps:\n  - validate: {source: 'x', expect: ''}\n", "steps[0].validate.expect: ''"},
+		{"description", "description: ''\n" + sys, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("x.yaml", []byte("name: x\n"+tc.doc))
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrStrict)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
