@@ -45,6 +45,15 @@ a link, is refused before anything runs.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if list {
+				// --list runs nothing: what only a run uses is refused, not ignored.
+				if len(args) > 0 {
+					return fmt.Errorf("--list runs nothing: it lists the shipped scenarios; give %s without --list to run it", args[0])
+				}
+				for _, f := range []string{"out", "mem-limit"} {
+					if cmd.Flags().Changed(f) {
+						return fmt.Errorf("--list runs nothing: it lists the shipped scenarios; --%s applies to a run", f)
+					}
+				}
 				return listScenarios(cmd)
 			}
 			limit, err := memLimitOf(cmd, memLimit)
@@ -71,7 +80,7 @@ a link, is refused before anything runs.`,
 		},
 	}
 	cmd.Flags().StringVar(&outDir, "out", "", "output directory (default: the scenario's, neuronsim-out)")
-	cmd.Flags().BoolVar(&list, "list", false, "list the shipped scenarios")
+	cmd.Flags().BoolVar(&list, "list", false, "list the shipped scenarios and run none (a scenario, --out or --mem-limit with it is refused)")
 	addMemLimitFlag(cmd, &memLimit)
 	return cmd
 }
