@@ -89,6 +89,9 @@ func runWithSnapshots(cmd *cobra.Command, name, restore, save, outDir, memLimit 
 	if err != nil {
 		return err
 	}
+	if err := refuseEmpty(cmd, "out", "--out", outDir, "name a directory, or leave --out out for the scenario's"); err != nil {
+		return err
+	}
 	abs := func(path string) (string, error) {
 		if path == "" {
 			return "", nil

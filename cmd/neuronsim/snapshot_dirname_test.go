@@ -20,3 +20,16 @@ func TestSnapshotSaveToADirectoryNameRefused(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, "snaps"))
 	assert.ErrorIs(t, err, os.ErrNotExist, "nothing written")
 }
+
+// TestSnapshotCommandsRefuseEmptyOut: an empty --out of `snapshot save`
+// and `snapshot restore` is refused as `run`'s is, where until 2026-12-07 it was taken as
+// --out left out (the scenario's directory).
+func TestSnapshotCommandsRefuseEmptyOut(t *testing.T) {
+	dir := t.TempDir()
+	_, err := runCLI(t, "snapshot", "save", "qemu-cayman", filepath.Join(dir, "s.snap"), "--out", "")
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "--out: empty")
+	_, err = runCLI(t, "snapshot", "restore", filepath.Join(dir, "s.snap"), "qemu-cayman", "--out", "")
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "--out: empty")
+}
