@@ -58,7 +58,9 @@ func (st *BringUpStep) run(run *runner) error {
 // ResetStep resets a device through the runtime, as the driver's reset
 // worker does: the whole device, or the NeuronCores listed in tpbs (a TPB
 // reset of that map; a list given names each core once and is not empty,
-// checkContext.indexList). The runtime then brings the system up again.
+// checkContext.indexList; one that lists every core is a whole-device
+// reset, bringup.Device.ResetTPBs). The runtime then brings the system up
+// again.
 type ResetStep struct {
 	Device int   `yaml:"device"`
 	TPBs   []int `yaml:"tpbs"`
@@ -78,7 +80,7 @@ func (st *ResetStep) run(run *runner) error {
 	c := run.c
 	up := c.Devices[st.Device].Up
 	start := c.System.Now()
-	what := "device"
+	what, note := "device", ""
 	if len(st.TPBs) == 0 {
 		if err := up.ResetDevice(); err != nil {
 			return err
@@ -92,9 +94,14 @@ func (st *ResetStep) run(run *runner) error {
 			return err
 		}
 		what = fmt.Sprintf("NeuronCores %v", st.TPBs)
+		if n := up.Geometry.NeuronCores; len(st.TPBs) == n {
+			// Every core: the runtime resets the whole device (the
+			// driver's whole-device map), registers included.
+			what, note = "device", fmt.Sprintf(" (tpbs lists every NeuronCore, 0..%d)", n-1)
+		}
 	}
 	took := time.Duration(c.System.Now()-start) / time.Duration(sim.Nanosecond) * time.Nanosecond
-	run.printf("neuron%d: %s reset in %v", st.Device, what, took)
+	run.printf("neuron%d: %s reset%s in %v", st.Device, what, note, took)
 	// Its engines and queues are back to power-on: the runtime lets go of
 	// the system and brings it up again (no further reset).
 	run.dve = nil

@@ -50,3 +50,25 @@ func TestOutputNamingADirectoryRefused(t *testing.T) {
 		assert.ErrorContains(t, err, tc.want)
 	}
 }
+
+// TestResetOfEveryCoreSaysDeviceReset: a reset step listing every
+// NeuronCore of the device is a whole-device reset (the runtime sends the
+// driver's whole-device map, bringup.Device.ResetTPBs), which clears the
+// device's registers as `reset: {device: N}` does; the report says so
+// rather than calling it a reset of those NeuronCores (until 2026-12-07 it
+// read "NeuronCores [0 1 2 3 4 5 6 7] reset" while register 0x100 read 0
+// after it).
+func TestResetOfEveryCoreSaysDeviceReset(t *testing.T) {
+	dir := t.TempDir()
+	doc := "name: x\nsystem: {arch: cayman, devices: 1, mode: timing, buffer_bytes: 4M}\nsteps:\n" +
+		"  - csr_write: {device: 0, offset: 0x100, value: 5}\n" +
+		"  - reset: {device: 0, tpbs: [0, 1, 2, 3, 4, 5, 6, 7]}\n" +
+		"  - csr_read: {device: 0, offset: 0x100, expect: 0}\n" +
+		"  - reset: {device: 0, tpbs: [1]}\n"
+	_, err := runDoc(t, dir, doc, Options{})
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(dir, "report.txt"))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "neuron0: device reset (tpbs lists every NeuronCore, 0..7) in 400.0056ms")
+	assert.Contains(t, string(b), "neuron0: NeuronCores [1] reset in 100.003ms")
+}
