@@ -194,11 +194,11 @@ func (s *Stack) eachPiece(side Side, addr, pa, n uint64, g pattern, op pieceOp) 
 		case op == writePiece && side == Host:
 			err = host.HostWrite(pa+off, w)
 		case op == writePiece:
-			err = s.writeDevice(addr+off, w)
+			err = s.DMA.WriteDeviceBytes(addr+off, w)
 		case side == Host:
 			err = host.HostRead(pa+off, got[:k])
 		default:
-			err = s.readDevice(addr+off, got[:k])
+			err = s.DMA.ReadDeviceBytes(addr+off, got[:k])
 		}
 		if err != nil {
 			return err
@@ -212,44 +212,6 @@ func (s *Stack) eachPiece(side Side, addr, pa, n uint64, g pattern, op pieceOp) 
 		}
 	}
 	return nil
-}
-
-// writeDevice writes p at the word-aligned device address addr through
-// BAR4: its whole words, then its last len(p)%4 bytes by a read, change
-// and write of the word that holds them.
-func (s *Stack) writeDevice(addr uint64, p []byte) error {
-	whole, w, err := s.wholeWords(addr, p, s.DMA.WriteDevice)
-	if err != nil || whole == len(p) {
-		return err
-	}
-	copy(w[:], p[whole:])
-	return s.DMA.WriteDevice(addr+uint64(whole), w[:])
-}
-
-// readDevice reads len(p) bytes at the word-aligned device address addr
-// through BAR4: its whole words, then the word that holds its last
-// len(p)%4 bytes, of which those bytes are kept.
-func (s *Stack) readDevice(addr uint64, p []byte) error {
-	whole, w, err := s.wholeWords(addr, p, s.DMA.ReadDevice)
-	if err != nil || whole == len(p) {
-		return err
-	}
-	copy(p[whole:], w[:])
-	return nil
-}
-
-// wholeWords moves p's whole words at addr with move (a BAR4 read or
-// write) and, when len(p) is not a multiple of 4, reads the device word
-// that holds its last bytes; whole is the length of the whole words.
-func (s *Stack) wholeWords(addr uint64, p []byte, move func(uint64, []byte) error) (whole int, w [4]byte, err error) {
-	whole = len(p) &^ 3
-	if err := move(addr, p[:whole]); err != nil {
-		return whole, w, err
-	}
-	if whole == len(p) {
-		return whole, w, nil
-	}
-	return whole, w, s.DMA.ReadDevice(addr+uint64(whole), w[:])
 }
 
 // copyBuffer allocates one side of a copy: its device address, for a host
