@@ -447,50 +447,57 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 	return nil
 }
 
-// overrideKeys are the report keys of the parameters a fabric sweep's
-// flags change from the generation's defaults (noteOverrides): a sweep
-// grid's merged report's names where it has one (link_bw, link_latency_ps,
-// endpoints, efa_*, seed), otherwise the parameter with its unit. The flat
-// ring's channels have their note already (cluster.ChannelsKey).
-var overrideKeys = []string{"endpoints", "link_bw", "link_latency_ps", "endpoint_delay_ps", "switch_latency_ps", "chunk_bytes",
-	"server_size", "engines", "chunks", "group_size", "efa_bandwidth", "efa_latency", "efa_oversubscription",
-	"efa_leaf_ports", "efa_spines", "efa_devices_per_nic", "seed"}
+// overrideParam is a parameter a fabric sweep's flags may change from the
+// generation's defaults: its report key — a sweep grid's merged report's
+// name where it has one (link_bw, link_latency_ps, endpoints, efa_*,
+// seed), otherwise the parameter with its unit — and its value, when the
+// report names it (noteOverrides). The flat ring's channels have their
+// note already (cluster.ChannelsKey).
+type overrideParam struct {
+	key string
+	get func(f *fabricFlags, s *sweepFlags, timingOnly bool) (v any, set bool)
+}
+
+// overrideParams are the parameters noteOverrides names, in this order.
+var overrideParams = []overrideParam{
+	{"endpoints", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) {
+		return f.ends.String(), f.cmd.Flags().Changed("endpoints")
+	}},
+	{"link_bw", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.linkBW.v, f.linkBW.set }},
+	{"link_latency_ps", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.linkLat.v, f.linkLat.set }},
+	{"endpoint_delay_ps", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.endpoint.v, f.endpoint.set }},
+	{"switch_latency_ps", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.swLat.v, f.swLat.set }},
+	{"chunk_bytes", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.chunkB.v, f.chunkB.set }},
+	{"server_size", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.server.v, f.server.set }},
+	{"engines", func(_ *fabricFlags, s *sweepFlags, _ bool) (any, bool) { return s.engines.v, s.engines.set }},
+	{"chunks", func(f *fabricFlags, s *sweepFlags, _ bool) (any, bool) {
+		return s.chunks.v, f.cmd.Flags().Changed("chunks")
+	}},
+	{"group_size", func(_ *fabricFlags, s *sweepFlags, _ bool) (any, bool) { return s.groupSize.v, s.groupSize.set }},
+	{"efa_bandwidth", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.efa.bw.v, f.efa.bw.set }},
+	{"efa_latency", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.efa.latency.v, f.efa.latency.set }},
+	{"efa_oversubscription", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.efa.ratio.v, f.efa.ratio.set }},
+	{"efa_leaf_ports", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.efa.leafPorts.v, f.efa.leafPorts.set }},
+	{"efa_spines", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.efa.spines.v, f.efa.spines.set }},
+	{"efa_devices_per_nic", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.efa.perNIC.v, f.efa.perNIC.set }},
+	// The inputs' seed, given or the default, in functional mode (where
+	// --seed is taken).
+	{"seed", func(_ *fabricFlags, s *sweepFlags, timingOnly bool) (any, bool) { return s.seed.v, !timingOnly }},
+}
 
 // noteOverrides adds to every report's Extra the parameters the flags
-// given set, exactly (bandwidths in B/s, latencies in ps, the EFA latency
-// the whole minimal message's): with only the system's words in the report,
-// a sweep of 10 GB/s links or of the parity mode read as one of the
-// defaults. A flag left out adds nothing, so a report of the defaults is
-// as before — but for the seed, named in functional mode whether given or
-// not, as a scenario's report names it (the inputs are the seed's).
+// given set (overrideParams), exactly (bandwidths in B/s, latencies in ps,
+// the EFA latency the whole minimal message's): with only the system's
+// words in the report, a sweep of 10 GB/s links or of the parity mode read
+// as one of the defaults. A flag left out adds nothing, so a report of the
+// defaults is as before — but for the seed, named in functional mode
+// whether given or not, as a scenario's report names it (the inputs are
+// the seed's).
 func (s *sweepFlags) noteOverrides(f *fabricFlags, reports []*nccom.Report, timingOnly bool) {
-	fl, e := f.cmd.Flags(), f.efa
 	add := map[string]any{}
-	for _, o := range []struct {
-		key string
-		set bool
-		v   any
-	}{
-		{"endpoints", fl.Changed("endpoints"), f.ends.String()},
-		{"link_bw", f.linkBW.set, f.linkBW.v},
-		{"link_latency_ps", f.linkLat.set, f.linkLat.v},
-		{"endpoint_delay_ps", f.endpoint.set, f.endpoint.v},
-		{"switch_latency_ps", f.swLat.set, f.swLat.v},
-		{"chunk_bytes", f.chunkB.set, f.chunkB.v},
-		{"server_size", f.server.set, f.server.v},
-		{"engines", s.engines.set, s.engines.v},
-		{"chunks", fl.Changed("chunks"), s.chunks.v},
-		{"group_size", s.groupSize.set, s.groupSize.v},
-		{"efa_bandwidth", e.bw.set, e.bw.v},
-		{"efa_latency", e.latency.set, e.latency.v},
-		{"efa_oversubscription", e.ratio.set, e.ratio.v},
-		{"efa_leaf_ports", e.leafPorts.set, e.leafPorts.v},
-		{"efa_spines", e.spines.set, e.spines.v},
-		{"efa_devices_per_nic", e.perNIC.set, e.perNIC.v},
-		{"seed", !timingOnly, s.seed.v}, // the inputs' seed, given or the default, in functional mode (where --seed is taken)
-	} {
-		if o.set {
-			add[o.key] = o.v
+	for _, o := range overrideParams {
+		if v, set := o.get(f, s, timingOnly); set {
+			add[o.key] = v
 		}
 	}
 	for _, rep := range reports {

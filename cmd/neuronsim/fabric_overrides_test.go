@@ -56,7 +56,8 @@ func TestFabricSweepReportsItsOverrides(t *testing.T) {
 			if want == nil { // the star has no switch and no servers: the rest is named
 				want = map[string]any{"link_bw": float64(50 << 30), "endpoint_delay_ps": 7000.0, "switch_latency_ps": 9000.0, "chunk_bytes": 4096.0}
 			}
-			for _, k := range overrideKeys {
+			for _, o := range overrideParams {
+				k := o.key
 				v, ok := want[k]
 				if !ok {
 					assert.NotContains(t, rep, "neuronsim_"+k)
