@@ -83,17 +83,30 @@ func (cfg Config) CheckChannels(k int, op enc.Op, algo enc.Algo) error {
 // caller has checked the channels with CheckChannels, and wraps the error
 // in where they came from.
 func (cfg Config) CheckAutoChannels(op enc.Op, sizes []int64, opt enc.Options) error {
-	ranks := cfg.Devices * max(cfg.RanksPerDevice, 1)
-	runs := Largest(op, enc.Auto, ranks, sizes, opt)
-	parts := make([]string, 0, len(runs))
-	for _, a := range runs {
-		if a.Algo == enc.Ring {
-			return nil
+	ranks, runs, none := cfg.autoRunsNone(op, sizes, opt, func(a enc.Algo) bool { return a == enc.Ring })
+	if !none {
+		return nil
+	}
+	return fmt.Errorf("algo auto runs no flat ring at any size here (%s on %d ranks in nodes of %d: auto runs %s), so the channels would change nothing; give algo ring, or sizes where auto takes the ring",
+		op, ranks, opt.GroupSize, runs)
+}
+
+// autoRunsNone reports whether auto, resolved per size of op over sizes
+// (opt's policy and group size; Largest), runs no algorithm want takes at
+// any of them, and says what it runs ("mesh up to 1024 bytes, rdh up to
+// 4194304 bytes") on how many ranks, for CheckAutoChannels and
+// CheckAutoRingOrder.
+func (cfg Config) autoRunsNone(op enc.Op, sizes []int64, opt enc.Options, want func(enc.Algo) bool) (ranks int, runs string, none bool) {
+	ranks = cfg.Devices * max(cfg.RanksPerDevice, 1)
+	largest := Largest(op, enc.Auto, ranks, sizes, opt)
+	parts := make([]string, 0, len(largest))
+	for _, a := range largest {
+		if want(a.Algo) {
+			return ranks, "", false
 		}
 		parts = append(parts, fmt.Sprintf("%s up to %d bytes", a.Algo, a.Size))
 	}
-	return fmt.Errorf("algo auto runs no flat ring at any size here (%s on %d ranks in nodes of %d: auto runs %s), so the channels would change nothing; give algo ring, or sizes where auto takes the ring",
-		op, ranks, opt.GroupSize, strings.Join(parts, ", "))
+	return ranks, strings.Join(parts, ", "), true
 }
 
 // PolicyFor returns the algorithm policy of a generation's runtime

@@ -371,15 +371,10 @@ func usesRingOrder(rep *nccom.Report) bool {
 // The caller wraps the error in where the order came from, as
 // CheckAutoChannels' caller does.
 func (cfg Config) CheckAutoRingOrder(op enc.Op, sizes []int64, opt enc.Options) error {
-	ranks := cfg.Devices * max(cfg.RanksPerDevice, 1)
-	runs := Largest(op, enc.Auto, ranks, sizes, opt)
-	parts := make([]string, 0, len(runs))
-	for _, a := range runs {
-		if enc.RingOrderApplies(op, a.Algo) {
-			return nil
-		}
-		parts = append(parts, fmt.Sprintf("%s up to %d bytes", a.Algo, a.Size))
+	ranks, runs, none := cfg.autoRunsNone(op, sizes, opt, func(a enc.Algo) bool { return enc.RingOrderApplies(op, a) })
+	if !none {
+		return nil
 	}
 	return fmt.Errorf("algo auto runs no ring at any size here (%s on %d ranks: auto runs %s), so the ring order would change nothing; give algo ring, or sizes where auto takes a ring",
-		op, ranks, strings.Join(parts, ", "))
+		op, ranks, runs)
 }
