@@ -1,8 +1,6 @@
 package scenario
 
 import (
-	"fmt"
-
 	"go.yaml.in/yaml/v3"
 
 	"github.com/neuronsim/neuronsim/internal/strictyaml"
@@ -22,10 +20,11 @@ func refuseNulls(d *strictyaml.Decoder, root *yaml.Node) error {
 	return d.RefuseNulls(root, nullsMeant...)
 }
 
-// emptyMeant are the top-level keys whose empty string refuseEmptyStrings
-// leaves: a description may say nothing, and the scenario's name and the
-// outputs have checks of their own, which say what to give instead.
-var emptyMeant = map[string]bool{"description": true, "name": true, "outputs": true}
+// emptyMeant are the places where refuseEmptyStrings leaves the empty
+// string (patterns as RefuseNulls takes them): a description may say
+// nothing, and the scenario's name and the outputs have checks of their
+// own, which say what to give instead.
+var emptyMeant = []string{"description", "name", "outputs", "outputs.*"}
 
 // refuseEmptyStrings refuses a key, or a list item, given the empty string
 // (quoted, "" or two single quotes) anywhere in the document but under
@@ -33,50 +32,6 @@ var emptyMeant = map[string]bool{"description": true, "name": true, "outputs": t
 // (a word key's: an empty mode as timing), or as nothing asked (an empty
 // expect_error, which every error contains), which a user who typed the
 // key did not ask for.
-func refuseEmptyStrings(d *strictyaml.Decoder, n *yaml.Node, path string) error {
-	if n == nil {
-		return nil
-	}
-	switch n.Kind {
-	case yaml.DocumentNode:
-		for _, c := range n.Content {
-			if err := refuseEmptyStrings(d, c, path); err != nil {
-				return err
-			}
-		}
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			sub := k.Value
-			if path != "" {
-				sub = path + "." + k.Value
-			}
-			if path == "" && emptyMeant[k.Value] {
-				continue
-			}
-			if isEmptyString(v) {
-				return d.Errorf(v, sub, "'': give a value, or leave the key out for its default")
-			}
-			if err := refuseEmptyStrings(d, v, sub); err != nil {
-				return err
-			}
-		}
-	case yaml.SequenceNode:
-		for i, v := range n.Content {
-			sub := fmt.Sprintf("%s[%d]", path, i)
-			if isEmptyString(v) {
-				return d.Errorf(v, sub, "'': give a value (an empty item is not one)")
-			}
-			if err := refuseEmptyStrings(d, v, sub); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// isEmptyString reports whether n is the scalar string "" (quoted: a
-// plain empty scalar is null, refused by refuseNulls).
-func isEmptyString(n *yaml.Node) bool {
-	return n.Kind == yaml.ScalarNode && n.Value == "" && n.ShortTag() == "!!str"
+func refuseEmptyStrings(d *strictyaml.Decoder, root *yaml.Node) error {
+	return d.RefuseEmptyStrings(root, emptyMeant...)
 }

@@ -221,7 +221,7 @@ func (sc *Scenario) check(d *strictyaml.Decoder, root *yaml.Node, base *Base) (*
 	if strings.TrimSpace(sc.Name) == "" {
 		return nil, d.Errorf(at("name"), "name", "expected the scenario's name, got an empty one")
 	}
-	if err := refuseEmptyStrings(d, root, ""); err != nil {
+	if err := refuseEmptyStrings(d, root); err != nil {
 		return nil, err
 	}
 	words, err := readWords(d, at, sys)

@@ -24,7 +24,9 @@
 //
 // Decode takes a null for a pointer, struct, map or slice as the key left
 // out; Decoder.RefuseNulls, run by a caller on the document's tree, refuses
-// the nulls a user typed, but those the caller says mean what they say.
+// the nulls a user typed, but those the caller says mean what they say;
+// Decoder.RefuseEmptyStrings does the same for quoted empty strings, which
+// a word's decoding takes as the key left out too.
 //
 // The package was written for neuronsim's scenario files
 // (internal/scenario, docs/scenarios.md), and its messages still say so

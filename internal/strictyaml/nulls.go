@@ -25,6 +25,28 @@ import (
 // nesting deeper than 64 levels), so that RefuseNulls can be given a
 // tree Decode has not seen.
 func (d *Decoder) RefuseNulls(n *yaml.Node, allow ...string) error {
+	return d.refuse(n, isNull, "null", allow)
+}
+
+// RefuseEmptyStrings is RefuseNulls for the quoted empty string (`key: ""`,
+// `key: ”`, an empty quoted item), which Decode takes for a word as the
+// key left out too — or as nothing asked, where any text contains it. A
+// plain empty value is a null, for RefuseNulls. allow is as RefuseNulls
+// takes it.
+func (d *Decoder) RefuseEmptyStrings(n *yaml.Node, allow ...string) error {
+	return d.refuse(n, isEmptyString, "''", allow)
+}
+
+// isEmptyString reports whether n is the scalar string "" (quoted: a plain
+// empty scalar is null).
+func isEmptyString(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.Value == "" && n.ShortTag() == "!!str"
+}
+
+// refuse is RefuseNulls and RefuseEmptyStrings: it refuses every value
+// under n that is (is) and no pattern of allow accepts, calling it word in
+// the error.
+func (d *Decoder) refuse(n *yaml.Node, is func(*yaml.Node) bool, word string, allow []string) error {
 	if d == nil {
 		d = &Decoder{}
 	}
@@ -44,7 +66,15 @@ func (d *Decoder) RefuseNulls(n *yaml.Node, allow ...string) error {
 	for i, a := range allow {
 		pats[i] = parsePattern(a)
 	}
-	return d.nulls(n, "", nil, pats)
+	return d.nulls(n, "", nil, walk{is: is, word: word, pats: pats})
+}
+
+// walk is what refuse looks for: the values is refuses, called word in the
+// error, but where a pattern of pats accepts them.
+type walk struct {
+	is   func(*yaml.Node) bool
+	word string
+	pats [][]segment
 }
 
 // segment is one step of a key path: a key, or an item of a sequence.
@@ -92,22 +122,22 @@ next:
 	return false
 }
 
-// nulls is RefuseNulls for node n at path, whose segments are at. The tree
+// nulls is refuse for node n at path, whose segments are at. The tree
 // has been checked (check), which bounds the recursion.
-func (d *Decoder) nulls(n *yaml.Node, path string, at []segment, pats [][]segment) error {
+func (d *Decoder) nulls(n *yaml.Node, path string, at []segment, w walk) error {
 	switch n.Kind {
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			sub := joinKey(path, k.Value)
 			here := append(at[:len(at):len(at)], segment{key: k.Value})
-			if isNull(v) {
-				if allowed(here, pats) {
+			if w.is(v) {
+				if allowed(here, w.pats) {
 					continue
 				}
-				return d.Errorf(v, sub, "null: give a value, or leave the key out for its default")
+				return d.Errorf(v, sub, "%s: give a value, or leave the key out for its default", w.word)
 			}
-			if err := d.nulls(v, sub, here, pats); err != nil {
+			if err := d.nulls(v, sub, here, w); err != nil {
 				return err
 			}
 		}
@@ -115,13 +145,13 @@ func (d *Decoder) nulls(n *yaml.Node, path string, at []segment, pats [][]segmen
 		for i, v := range n.Content {
 			sub := joinIndex(path, i)
 			here := append(at[:len(at):len(at)], segment{item: true})
-			if isNull(v) {
-				if allowed(here, pats) {
+			if w.is(v) {
+				if allowed(here, w.pats) {
 					continue
 				}
-				return d.Errorf(v, sub, "null: give a value (an empty item is not one)")
+				return d.Errorf(v, sub, "%s: give a value (an empty item is not one)", w.word)
 			}
-			if err := d.nulls(v, sub, here, pats); err != nil {
+			if err := d.nulls(v, sub, here, w); err != nil {
 				return err
 			}
 		}

@@ -57,3 +57,34 @@ func TestRefuseNulls(t *testing.T) {
 	require.NoError(t, (*Decoder)(nil).RefuseNulls(nil))
 	require.NoError(t, (*Decoder)(nil).RefuseNulls(&yaml.Node{Kind: yaml.DocumentNode}))
 }
+
+// TestRefuseEmptyStrings: a quoted empty string, of a key or an item, is
+// refused at its key path as RefuseNulls refuses a null, but where an
+// allow pattern names it; a plain empty value is a null, not its concern.
+func TestRefuseEmptyStrings(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc string
+		allow     []string
+		want      string // "" when accepted
+	}{
+		{"double quotes", "a: 1\nb: \"\"\n", nil, "n.yaml:2:4: b: '': give a value, or leave the key out for its default"},
+		{"single quotes, nested", "a: {b: ''}\n", nil, "n.yaml:1:8: a.b: '': give a value"},
+		{"empty item", "a: [x, '']\n", nil, "n.yaml:1:8: a[1]: '': give a value (an empty item is not one)"},
+		{"allowed key", "d: ''\n", []string{"d"}, ""},
+		{"allowed keys of a section", "o: {x: '', y: \"\"}\n", []string{"o.*"}, ""},
+		{"a null is not an empty string", "a:\nb: ~\n", nil, ""},
+		{"text is not empty", "a: ' '\n", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var root yaml.Node
+			require.NoError(t, yaml.Unmarshal([]byte(tc.doc), &root))
+			err := (&Decoder{File: "n.yaml"}).RefuseEmptyStrings(&root, tc.allow...)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrStrict)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
