@@ -341,10 +341,14 @@ func WriteNew(path string, data []byte) error {
 func CheckName(name string) error {
 	base := name[strings.LastIndexByte(name, filepath.Separator)+1:]
 	if name != "" && (base == "" || base == "." || base == "..") {
-		return fmt.Errorf("output %s: names a directory (a trailing %c, . or ..); name a file: %w", name, filepath.Separator, ErrNotWritable)
+		return fmt.Errorf("output %s: %s: %w", name, DirNameReason, ErrNotWritable)
 	}
 	return nil
 }
+
+// DirNameReason says why CheckName refuses a name, for callers that name
+// the setting themselves.
+const DirNameReason = "names a directory (a trailing slash, . or ..); name a file"
 
 // Check reports whether path can be written as an output, without changing
 // anything a reader would see: path is not a directory, its directory

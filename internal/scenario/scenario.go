@@ -277,7 +277,7 @@ func (sc *Scenario) check(d *strictyaml.Decoder, root *yaml.Node, base *Base) (*
 			return nil, d.Errorf(n, "outputs."+o.key, "empty: name a file (or leave the key out for its default)")
 		}
 		if o.key != "dir" && output.CheckName(o.v) != nil {
-			return nil, d.Errorf(child(outs, o.key), "outputs."+o.key, "%s: %s", o.v, dirNameReason)
+			return nil, d.Errorf(child(outs, o.key), "outputs."+o.key, "%s: %s", o.v, output.DirNameReason)
 		}
 	}
 	for _, o := range []struct{ key, v string }{{"json", sc.Outputs.JSON}, {"plot", sc.Outputs.Plot}} {

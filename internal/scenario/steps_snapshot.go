@@ -33,14 +33,10 @@ func (st *SnapshotStep) check(c *checkContext) error {
 		return c.d.Errorf(c.n, c.p, "give exactly one of save and restore (a file in the output directory)")
 	}
 	if st.Save != "" && output.CheckName(st.Save) != nil {
-		return c.d.Errorf(c.n, c.p+".save", "%s: %s", st.Save, dirNameReason)
+		return c.d.Errorf(c.n, c.p+".save", "%s: %s", st.Save, output.DirNameReason)
 	}
 	return nil
 }
-
-// dirNameReason is why an output name with a trailing slash (or a last
-// element . or ..) is refused (output.CheckName).
-const dirNameReason = "names a directory (a trailing slash, . or ..); name a file"
 
 // memory is what a save holds at the least, known before anything is
 // built: the system's own devices (cluster.FixedTimingMemory), every
