@@ -1729,11 +1729,7 @@ func (e *expander) nodes(systems []system) ([]intVal, *efaBlock, error) {
 // (fabric.EFAParams.SpinesIdle under the block's overrides), as fabric
 // sweep --spines and a scenario's system.efa.spines are refused there.
 func (e *expander) checkSpinesUsed(b *efaBlock, systems []system, vals []intVal) error {
-	set, ok := b.s.SpineOverride()
-	if !ok {
-		return nil
-	}
-	why := ""
+	var first error
 	for _, v := range vals {
 		if v.v < 2 {
 			continue
@@ -1741,17 +1737,19 @@ func (e *expander) checkSpinesUsed(b *efaBlock, systems []system, vals []intVal)
 		for _, sys := range systems {
 			s := b.s
 			s.Nodes = v.v
-			if err := s.CheckSpinesUsed(s.WithOverrides(fabric.DefaultEFA(sys.gen)), []int{sys.devices}, b.name); err == nil {
+			err := s.CheckSpinesUsed(s.WithOverrides(fabric.DefaultEFA(sys.gen)), []int{sys.devices}, b.name)
+			if err == nil {
 				return nil
-			} else if why == "" {
-				why = err.Error()
+			}
+			if first == nil {
+				first = err
 			}
 		}
 	}
-	if why == "" {
+	if first == nil {
 		return nil // every point has one node: Check refused the block already
 	}
-	return e.d.ErrorWith(b.at[set], b.name(set), strings.TrimPrefix(why, b.name(set)+": ")+"; no other point of the grid has a spine either", errors.Join(fabric.ErrParams, ErrGrid))
+	return e.efaError(b, fmt.Errorf("%w; no other point of the grid has a spine either", first))
 }
 
 type intVal struct {

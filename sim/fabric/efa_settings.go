@@ -307,10 +307,10 @@ func (s EFASettings) WithOverrides(e EFAParams) EFAParams {
 	return e
 }
 
-// SpineOverride is the first of the settings that act on the spine links
+// spineOverride is the first of the settings that act on the spine links
 // alone — the spine count, the oversubscription of a leaf's uplinks —
 // that is given, and false when neither is.
-func (s EFASettings) SpineOverride() (EFASetting, bool) {
+func (s EFASettings) spineOverride() (EFASetting, bool) {
 	switch {
 	case s.Spines != nil:
 		return SettingSpines, true
@@ -327,7 +327,7 @@ func (s EFASettings) SpineOverride() (EFASetting, bool) {
 // override would change nothing. The error, an *EFASettingError, names
 // the override and says why.
 func (s EFASettings) CheckSpinesUsed(e EFAParams, perNode []int, name func(EFASetting) string) error {
-	set, ok := s.SpineOverride()
+	set, ok := s.spineOverride()
 	if !ok || s.Nodes < 2 {
 		return nil
 	}
