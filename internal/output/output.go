@@ -75,6 +75,17 @@ func IsTemp(name string) bool {
 	return strings.HasPrefix(name, ".") && strings.Contains(name, tempMarker)
 }
 
+// TempOf returns the base name of the output a temporary file of this
+// package named name (a base name, TempName's) is for, and false when
+// name is no such file.
+func TempOf(name string) (string, bool) {
+	j := strings.LastIndex(name, tempMarker)
+	if !strings.HasPrefix(name, ".") || j < 1 {
+		return "", false
+	}
+	return name[1:j], true
+}
+
 // maxLinks bounds the symbolic links an output path may go through.
 const maxLinks = 40
 

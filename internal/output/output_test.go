@@ -291,3 +291,15 @@ func TestWriteAtReadAt(t *testing.T) {
 	_, err = f.ReadAt(back, 0)
 	assert.ErrorIs(t, err, ErrDone)
 }
+
+// TestTempOf: TempOf names the output a temporary file is for, from the
+// name TempName gives it, and nothing for a name that is not one.
+func TestTempOf(t *testing.T) {
+	of, ok := TempOf(filepath.Base(TempName("/some/dir/a.b.json", "0badf00d")))
+	assert.True(t, ok)
+	assert.Equal(t, "a.b.json", of)
+	for _, name := range []string{"a.json", ".a.json", ".tmp-x", "x.tmp-1"} {
+		_, ok := TempOf(name)
+		assert.False(t, ok, name)
+	}
+}

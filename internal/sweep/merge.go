@@ -415,11 +415,10 @@ func (m mergedFiles) refuseLinks(f *Folder) error {
 	}
 	for _, name := range names {
 		p := filepath.Join(m.dir, name)
-		fi, err := os.Lstat(p)
-		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		to, linked := linkAt(p)
+		if !linked {
 			continue
 		}
-		to, _ := os.Readlink(p)
 		return fmt.Errorf("sweep: %s: a symbolic link (to %s): merge writes its own files in %s/ and would write through it; remove it: nothing was written: %w",
 			p, to, MergedDir, ErrFolder)
 	}

@@ -548,16 +548,25 @@ func (g *Grid) refuseLinks(dir string, todo []int) error {
 	for _, i := range todo {
 		p := &g.points[i]
 		for _, path := range []string{resultPath(dir, p), filepath.Join(dir, HostDir, p.Hash+".json")} {
-			fi, err := os.Lstat(path)
-			if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			to, linked := linkAt(path)
+			if !linked {
 				continue
 			}
-			to, _ := os.Readlink(path)
 			return fmt.Errorf("sweep: point %d: %s: a symbolic link (to %s): run writes its own files in the results folder and would write through it; remove it: nothing was run: %w",
 				i, path, to, ErrFolder)
 		}
 	}
 	return nil
+}
+
+// linkAt reports whether path is a symbolic link, and what it names.
+func linkAt(path string) (to string, linked bool) {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return "", false
+	}
+	to, _ = os.Readlink(path)
+	return to, true
 }
 
 // StaleTempAge is how long ago a temporary file in a results folder must
@@ -592,12 +601,7 @@ func (g *Grid) removeStaleTemps(dir string, todo []int) {
 		}
 		for _, e := range entries {
 			name := e.Name()
-			if !output.IsTemp(name) {
-				continue
-			}
-			// output.TempName: "." + the file's name + ".tmp-" + a suffix.
-			j := strings.LastIndex(name, ".tmp-")
-			if j < 1 || !ours[name[1:j]] {
+			if of, ok := output.TempOf(name); !ok || !ours[of] {
 				continue
 			}
 			if info, err := e.Info(); err != nil || time.Since(info.ModTime()) < StaleTempAge {
