@@ -104,3 +104,58 @@ func TestMeshTimeGrowsWithSize(t *testing.T) {
 		last = ps
 	}
 }
+
+// TestFreeTimeNonIncreasingInLinkBandwidth: in the contention-free model
+// a collective takes no longer when every link of the nodes gets faster
+// (--link-bw; the EFA links keep theirs), stepping it from 100 to 640 GB/s
+// by 20. The free model booked a control write (a 4-byte semaphore) on its
+// device's first link behind the n/B₀ of data writes of other engines
+// booked there from their start, ahead of the bytes their engines read:
+// on 2 × 4 Trn2 devices a 16 MiB all-gather took 238.55 µs at 240 GB/s
+// and 241.95 at 260 and 280 — at 240 the semaphore of device 4's engine 6
+// was booked before its other engines' 64 KiB writes, at 280 after them
+// and waited 1.06 µs for their link time, which held its queue's next
+// write (docs/fabric.md §Models, "Contention-free"). Each shape below but
+// the all-reduce took longer at some faster step before control writes
+// were exempt from that booking.
+func TestFreeTimeNonIncreasingInLinkBandwidth(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		gen     hwarch.Generation
+		devices int // all nodes'
+		nodes   int
+		op      enc.Op
+		size    int64
+	}{
+		{"trn2-2x4-all-gather-16M", hwarch.Cayman, 8, 2, enc.AllGather, 16 << 20},
+		{"trn2-2x4-reduce-scatter-16M", hwarch.Cayman, 8, 2, enc.ReduceScatter, 16 << 20},
+		{"trn2-2x4-all-reduce-16M", hwarch.Cayman, 8, 2, enc.AllReduce, 16 << 20},
+		{"trn2-2x8-reduce-scatter-4M", hwarch.Cayman, 16, 2, enc.ReduceScatter, 4 << 20},
+		{"trn2-4x4-all-gather-4M", hwarch.Cayman, 16, 4, enc.AllGather, 4 << 20},
+		{"trn2-16-alltoall-4M", hwarch.Cayman, 16, 1, enc.AllToAll, 4 << 20},
+		{"trn3-2x4-all-gather-16M", hwarch.Mariana, 8, 2, enc.AllGather, 16 << 20},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tables, err := arch.For(c.gen, arch.Options{Switch: switchOf(c.gen)})
+			require.NoError(t, err)
+			var prev float64
+			var prevBW uint64
+			for bw := uint64(100); bw <= 640; bw += 20 {
+				p := cluster.DefaultParams(c.gen, tables)
+				p.Model = fabric.Free
+				cluster.LinkTiming{Bandwidth: bw * 1e9, SetBandwidth: true}.Apply(&p)
+				res, err := cluster.RunSweeps(cluster.SweepSet{
+					Config:  cluster.Config{Generation: c.gen, Nodes: c.nodes, Switch: switchOf(c.gen), Params: &p, TimingOnly: true},
+					Systems: []cluster.SweepSystem{{Devices: c.devices, Kind: fabric.KindAuto, Sizes: []int64{c.size}}},
+					Sweep:   cluster.Sweep{Op: c.op, Dtype: enc.Float32},
+				})
+				require.NoError(t, err)
+				got := res.Reports[0].Rows[0].TimeUS
+				if prevBW > 0 {
+					assert.LessOrEqual(t, got, prev, "%d GB/s: %.2f µs, above %d GB/s: %.2f µs", bw, got, prevBW, prev)
+				}
+				prev, prevBW = got, bw
+			}
+		})
+	}
+}

@@ -230,6 +230,94 @@ func TestFreeModelSharesOwnLink(t *testing.T) {
 	assert.Equal(t, 5*own, inj5, "the link is booked for n/B from the slow write's start")
 }
 
+// TestFreeControlWriteNotBehindBookedData: in the contention-free model a
+// 4-byte write (a semaphore) whose device's first link holds the n/B₀ of
+// data writes of other engines, booked there from their start while their
+// engines still read them, leaves at its sent and lands as on an idle
+// system, whether it was booked before the data writes or after them; the
+// data writes' times are the same either way. The 2 × 4 Trn2 all-gather
+// of docs/fabric.md §Models ("Contention-free") had it waiting behind five
+// 64 KiB writes (~1.1 µs at 280 GB/s) when booked after them and not at
+// all when booked before, and which came first moved with the in-node
+// bandwidth. A data write still takes its turn on the link (the device
+// never injects faster than its link), and in the parity mode a control
+// write is booked as any other message.
+func TestFreeControlWriteNotBehindBookedData(t *testing.T) {
+	const (
+		writes, size = 5, 64 << 10
+		start        = 1000 * ns
+		read         = 2900 * ns // a 64 KiB write's read by one engine, ~22.6 GB/s
+		semStart     = start + 40*ns
+		semSent      = semStart + 50*ns
+	)
+	newSystem := func(t *testing.T, ideal bool) (*System, []int, []int) {
+		p := DefaultParams(hwarch.Cayman)
+		p.Model = Free
+		p.Ring = LinkParams{Bandwidth: 280e9, Latency: 500 * ns}
+		if ideal {
+			p = p.WithIdealEndpoints()
+		}
+		s, err := New(Config{Generation: hwarch.Cayman, Devices: 4, Kind: KindRing, Params: &p, Ready: true, TimingOnly: true})
+		require.NoError(t, err)
+		data, err := s.path(0, 1) // 0→1
+		require.NoError(t, err)
+		sem, err := s.path(0, 2) // 0→1, 1→2: the same first link
+		require.NoError(t, err)
+		require.Len(t, data, 1)
+		require.Len(t, sem, 2)
+		require.Equal(t, data[0], sem[0])
+		return s, data, sem
+	}
+	own := dma.TransferTime(size, 280e9)
+	require.Less(t, writes*own, uint64(read), "the engines, not the link, set the data's pace")
+
+	type times struct{ inj, lands uint64 }
+	run := func(t *testing.T, ideal, semFirst bool, n int) (sem times, data []times) {
+		s, dataPath, semPath := newSystem(t, ideal)
+		send := func() {
+			inj, lands := s.timing(semPath, n, semStart, semSent, nil)
+			sem = times{inj, lands}
+		}
+		if semFirst {
+			send()
+		}
+		for range writes {
+			inj, lands := s.timing(dataPath, size, start, start+read, nil)
+			data = append(data, times{inj, lands})
+		}
+		if !semFirst {
+			send()
+		}
+		return sem, data
+	}
+	idle := func(t *testing.T, ideal bool, n int) times {
+		s, _, semPath := newSystem(t, ideal)
+		inj, lands := s.timing(semPath, n, semStart, semSent, nil)
+		return times{inj, lands}
+	}
+
+	alone := idle(t, false, 4)
+	require.Equal(t, uint64(semSent), alone.inj)
+	before, dataBefore := run(t, false, true, 4)
+	after, dataAfter := run(t, false, false, 4)
+	assert.Equal(t, alone, before, "booked before the data writes")
+	assert.Equal(t, alone, after, "booked after the data writes: not behind their link time")
+	assert.Equal(t, dataBefore, dataAfter, "the data writes do not see the semaphore")
+	for i, d := range dataAfter {
+		assert.Equal(t, uint64(start+read), d.inj, "data write %d leaves when its engine has read it", i)
+	}
+
+	// A data write of 16 bytes booked after them waits for their link
+	// time: the device's writes still take turns on its link.
+	small, _ := run(t, false, false, 16)
+	assert.Equal(t, start+writes*own+dma.TransferTime(16, 280e9), small.inj)
+	assert.Greater(t, small.lands, idle(t, false, 16).lands)
+
+	// The parity mode books every message, a semaphore too.
+	parity, _ := run(t, true, false, 4)
+	assert.Greater(t, parity.inj, idle(t, true, 4).inj, "booked behind the data in the parity mode")
+}
+
 // TestLandingGrowsWithSize: on idle links, a write of one byte more never
 // lands earlier nor leaves its source earlier, in either model, whatever the
 // chunk size, path and engine (issue 13, item 5: the engine's bytes were

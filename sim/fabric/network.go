@@ -161,6 +161,19 @@ func (s *System) control(path []int, n int, sent uint64, hops *[]uint64) (inject
 // device's writes one after another (each booked for n / B₀ there at the
 // first idle time from start on), so a device never injects faster than
 // its links.
+//
+// A control write (at most ControlBytes, real endpoints) is not booked
+// there, as the aware model books it in no calendar (System.control): it
+// leaves at start as on an idle link. The booking holds a data write's
+// n / B₀ from the first idle time at or after its start, ahead of the
+// bytes its engine reads until sent, so a semaphore booked after a few
+// data writes of other engines of its device waited for all of their link
+// time (five 64 KiB writes, ~1.1 µs at 280 GB/s) while the link carried
+// only what the engines had read — and whether it was booked before or
+// after them followed the order of the engines' events, which moved with
+// the in-node bandwidth: a 16 MiB all-gather on 2 × 4 Trn2 devices took
+// 3.4 µs longer at 280 GB/s than at 240 (docs/fabric.md §Models,
+// "Contention-free"; TestFreeTimeNonIncreasingInLinkBandwidth).
 func (s *System) cutThrough(path []int, n int, now, start, sent uint64, hops *[]uint64) (injected, lands uint64) {
 	var lat, own, slowest uint64 // slowest: n at the path's slowest bandwidth
 	bw := ^uint64(0)
@@ -175,7 +188,10 @@ func (s *System) cutThrough(path []int, n int, now, start, sent uint64, hops *[]
 		}
 		s.st.Links[id].count(uint64(n), busy)
 	}
-	begin := s.st.Links[path[0]].book(now, start, own)
+	begin := start
+	if n > ControlBytes || s.p.Endpoints == EndpointsIdeal {
+		begin = s.st.Links[path[0]].book(now, start, own)
+	}
 	if hops != nil {
 		t := begin
 		for _, id := range path {
