@@ -144,6 +144,12 @@ func writeSummary(cmd *cobra.Command, s *scenario.Summary, failed bool) {
 	out := cmd.OutOrStdout()
 	devices, rest := units.Plural(int64(s.Devices), "device", "devices"),
 		fmt.Sprintf("virtual time %v, %s over the fabric", s.VirtualTime, units.Plural(int64(s.FabricBytes), "byte", "bytes"))
+	if s.InFlightUntil != 0 {
+		// The bytes are counted when booked on the links: some have not
+		// landed by the run's end.
+		rest = fmt.Sprintf("virtual time %v, %s sent over the fabric, writes in flight until %v",
+			s.VirtualTime, units.Plural(int64(s.FabricBytes), "byte", "bytes"), s.InFlightUntil)
+	}
 	if failed {
 		fmt.Fprintf(out, "scenario %s FAILED after %d of %s: %s, %s\n", s.Name, s.Steps, units.Plural(int64(s.Total), "step", "steps"), devices, rest)
 	} else {

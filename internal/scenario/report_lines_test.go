@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -71,4 +72,39 @@ func TestResetOfEveryCoreSaysDeviceReset(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(b), "neuron0: device reset (tpbs lists every NeuronCore, 0..7) in 400.0056ms")
 	assert.Contains(t, string(b), "neuron0: NeuronCores [1] reset in 100.003ms")
+}
+
+// TestFabricBytesInFlightAtTheEnd: the fabric counts a write's bytes when
+// it is booked on the links, not when it lands, so a run that ends with
+// writes in flight (a collective that timed out on 1 B/s links) says the
+// bytes were sent and until when writes are in flight; one whose writes
+// have all landed reports the bytes alone. Until 2026-12-07 the timed-out
+// collective's 917,516 bytes were reported as "fabric bytes 917516", as if
+// they had crossed.
+func TestFabricBytesInFlightAtTheEnd(t *testing.T) {
+	const sys = "name: x\nsystem: {arch: cayman, devices: 2, mode: timing, buffer_bytes: 4M%s}\nsteps:\n"
+	for _, tc := range []struct {
+		name, timing, step string
+		inFlight           bool
+	}{
+		{"complete", "", "  - collective: {op: all_reduce, algo: ring, size: 1M}\n", false},
+		{"timed out", ", timing: {link_bw_gbs: 1e-9}", "  - collective: {op: all_reduce, algo: ring, size: 1M, expect_error: \"not done\"}\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			sum, err := runDoc(t, dir, fmt.Sprintf(sys, tc.timing)+tc.step, Options{})
+			require.NoError(t, err)
+			require.NotZero(t, sum.FabricBytes)
+			b, err := os.ReadFile(filepath.Join(dir, "report.txt"))
+			require.NoError(t, err)
+			if !tc.inFlight {
+				assert.Zero(t, sum.InFlightUntil)
+				assert.Contains(t, string(b), fmt.Sprintf("fabric bytes %d, 1 of 1 steps done", sum.FabricBytes))
+				assert.NotContains(t, string(b), "in flight")
+				return
+			}
+			assert.Greater(t, sum.InFlightUntil, sum.VirtualTime, "the writes land after the run's end")
+			assert.Contains(t, string(b), fmt.Sprintf("fabric bytes %d sent, writes in flight until %v, 1 of 1 steps done", sum.FabricBytes, sum.InFlightUntil))
+		})
+	}
 }

@@ -174,9 +174,17 @@ type Summary struct {
 	Steps       int // steps done: all of them unless the run failed
 	Total       int // steps the scenario has (those the command line added too)
 	VirtualTime time.Duration
+	// FabricBytes are the bytes of the writes booked on the fabric, counted
+	// when booked: those still in flight at the run's end (a collective
+	// that timed out, a run stopped at a limit) are in it.
 	FabricBytes uint64
-	Sweeps      []*nccom.Report
-	Outputs     []string // files written, the report last
+	// InFlightUntil, when not 0, is when the last of those writes lands
+	// (rounded up to the nanosecond): the run ended at VirtualTime with
+	// writes still in flight. 0: every write booked has landed (or been
+	// lost) by the run's end.
+	InFlightUntil time.Duration
+	Sweeps        []*nccom.Report
+	Outputs       []string // files written, the report last
 }
 
 // Run runs the scenario: the system is built and every device brought up
@@ -270,8 +278,15 @@ func (p *Parsed) Run(opt Options) (*Summary, error) {
 	}
 	sum.VirtualTime = time.Duration(c.System.Now()) / time.Duration(sim.Nanosecond) * time.Nanosecond
 	sum.FabricBytes = c.System.Stats().Bytes
+	if last := c.System.LastLanding(); last > c.System.Now() {
+		sum.InFlightUntil = time.Duration((last + sim.Nanosecond - 1) / sim.Nanosecond)
+	}
 	sum.Sweeps = run.sweeps
-	fmt.Fprintf(&run.report, "\nvirtual time %v, fabric bytes %d, %d of %d steps done\n", sum.VirtualTime, sum.FabricBytes, sum.Steps, len(p.Steps))
+	fabricBytes := fmt.Sprintf("fabric bytes %d", sum.FabricBytes)
+	if sum.InFlightUntil != 0 {
+		fabricBytes += fmt.Sprintf(" sent, writes in flight until %v", sum.InFlightUntil)
+	}
+	fmt.Fprintf(&run.report, "\nvirtual time %v, %s, %d of %d steps done\n", sum.VirtualTime, fabricBytes, sum.Steps, len(p.Steps))
 	if stepErr == nil {
 		stepErr = run.checkFaults()
 	}

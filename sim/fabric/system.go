@@ -352,6 +352,23 @@ func (s *System) Stats() Stats {
 	return s.st.Stats
 }
 
+// LastLanding returns when the last write booked on the fabric lands (0 if
+// none was): the latest of the per-path landing times that keep each path
+// in order. Stats.Bytes counts a write when it is booked, so the writes it
+// counts have all landed (or been lost) only once Now reaches this time.
+func (s *System) LastLanding() simkernel.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var t uint64
+	for _, v := range s.st.Last {
+		t = max(t, v)
+	}
+	for _, v := range s.st.LastMap {
+		t = max(t, v)
+	}
+	return simkernel.Time(t)
+}
+
 // Link returns a copy of a link's state.
 func (s *System) Link(id int) (LinkState, error) {
 	s.mu.Lock()
