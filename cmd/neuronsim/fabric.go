@@ -678,6 +678,11 @@ func (s *sweepFlags) sizeRange() (sweepSizeRange, error) {
 	if s.step.set {
 		r.step = s.step.v
 	}
+	// The rule a scenario's sweep keeps too (-b 0 with a step: one granule
+	// first; with -f: refused), its errors naming the flags.
+	if err := nccom.CheckRange(r.minB, r.maxB, r.factor, nccom.Flags); err != nil {
+		return sweepSizeRange{}, err
+	}
 	return r, nil
 }
 

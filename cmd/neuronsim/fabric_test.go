@@ -227,3 +227,24 @@ func TestLinkBWEveryGen2Link(t *testing.T) {
 		}
 	}
 }
+
+// TestFabricSweepMinZero: -b 0 keeps the rule a scenario's min: 0 keeps
+// (nccom.CheckRange): with a step its first size is one granule; with -f
+// it is refused naming -b/--minbytes; -e below -b names -e/--maxbytes
+// (until 2026-12-07 these said "nccom: bad sweep: …" naming no flag, and a
+// scenario refused min: 0 outright).
+func TestFabricSweepMinZero(t *testing.T) {
+	out, err := runCLI(t, "fabric", "sweep", "--arch", "cayman", "--devices", "2", "-b", "0", "-e", "4K", "-i", "1K")
+	require.NoError(t, err, out)
+	assert.Regexp(t, `\n +4 +1 +fp32 `, out, "0 runs one granule")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-b", "0", "-e", "4K", "-f", "2"}, "-b/--minbytes 0: -f/--stepfactor 2 would never grow it: give at least 1 byte, or -i/--stepbytes instead"},
+		{[]string{"-b", "8K", "-e", "4K"}, "-e/--maxbytes 4KiB: below -b/--minbytes (8KiB)"},
+	} {
+		_, err := runCLI(t, append([]string{"fabric", "sweep", "--arch", "cayman", "--devices", "2"}, tc.args...)...)
+		assert.EqualError(t, err, tc.want, tc.args)
+	}
+}

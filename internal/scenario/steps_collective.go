@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -209,15 +210,29 @@ type SweepStep struct {
 // Kind implements Action.
 func (*SweepStep) Kind() string { return "sweep" }
 
+// sweepKeys name a sweep step's range in nccom.CheckRange's errors.
+var sweepKeys = nccom.RangeNames{Min: "min", Max: "max", Factor: "factor", Step: "step"}
+
 func (st *SweepStep) check(c *checkContext) error {
 	if err := c.collectiveWords(st.Op, st.Algo, st.Dtype); err != nil {
 		return err
 	}
-	if st.Min <= 0 || st.Max < st.Min {
-		return c.errorf("max", "min must be positive and max at least min (%d, %d)", st.Min, st.Max)
-	}
 	if st.Factor != nil && *st.Factor < 2 {
 		return c.errorf("factor", "a factor of at least 2, not %d", *st.Factor)
+	}
+	var factor int64
+	if st.Factor != nil {
+		factor = *st.Factor
+	}
+	// The command line's rule for -b/-e/-f (nccom.CheckRange): min 0 runs
+	// one granule first, as any size below it does, unless a factor would
+	// never grow it.
+	if err := nccom.CheckRange(int64(st.Min), int64(st.Max), factor, sweepKeys); err != nil {
+		var re *nccom.RangeError
+		if errors.As(err, &re) {
+			return c.errorf(re.Name, "%s: %s", re.Value, re.Reason)
+		}
+		return c.errorf("max", "%v", err)
 	}
 	if st.Step != nil && *st.Step < 1 {
 		return c.errorf("step", "a step of at least 1 byte, not %d", *st.Step)

@@ -19,6 +19,48 @@ const MaxSweepPoints = 10000
 // bandwidths in decimal GB/s.
 func FormatSize(n int64) string { return units.FormatBytes(n) }
 
+// RangeNames name a sweep's minimum size, maximum size, step factor and
+// step as a surface spells them (flags, a file's keys), for CheckRange's
+// errors.
+type RangeNames struct{ Min, Max, Factor, Step string }
+
+// Flags are nccom-test's flags of a sweep's range, which `neuronsim fabric
+// sweep` takes too.
+var Flags = RangeNames{Min: "-b/--minbytes", Max: "-e/--maxbytes", Factor: "-f/--stepfactor", Step: "-i/--stepbytes"}
+
+// plainNames are the names Sizes gives its own errors.
+var plainNames = RangeNames{Min: "minimum size", Max: "maximum size", Factor: "step factor", Step: "a step"}
+
+// RangeError is a sweep's range that CheckRange refuses: Name (one of the
+// RangeNames it was given) is the bound at fault, Value its value as
+// printed, Reason why. It wraps ErrBadSweep.
+type RangeError struct{ Name, Value, Reason string }
+
+func (e *RangeError) Error() string { return e.Name + " " + e.Value + ": " + e.Reason }
+
+// Unwrap returns ErrBadSweep.
+func (e *RangeError) Unwrap() error { return ErrBadSweep }
+
+// CheckRange is the one rule for a sweep's range, whichever surface gives
+// it (the command line's -b/-e/-f, a scenario's min/max/factor, Sizes
+// itself): min ≥ 0, max ≥ min, and a step factor (0: none) only from a
+// minimum of at least 1 byte, since 0·factor never grows. A minimum of 0
+// with a step (or the default step) is a sweep: as every size below the
+// op's granule, 0 runs one granule (Sizes), as nccom-test rounds sizes
+// down to whole elements per rank. Its errors are *RangeError naming the
+// bound with names.
+func CheckRange(min, max, factor int64, names RangeNames) error {
+	switch {
+	case min < 0:
+		return &RangeError{names.Min, fmt.Sprint(min), "negative"}
+	case max < min:
+		return &RangeError{names.Max, FormatSize(max), fmt.Sprintf("below %s (%s)", names.Min, FormatSize(min))}
+	case factor != 0 && min == 0:
+		return &RangeError{names.Min, "0", fmt.Sprintf("%s %d would never grow it: give at least 1 byte, or %s instead", names.Factor, factor, names.Step)}
+	}
+	return nil
+}
+
 // Sizes returns the sizes of a sweep from min to max bytes, both bounds
 // inclusive, as nccom-test's flags describe it:
 //
@@ -37,16 +79,19 @@ func FormatSize(n int64) string { return units.FormatBytes(n) }
 // below align becomes align; rounding can make neighbouring points equal,
 // and such repeats are dropped, so the result is strictly increasing.
 //
-// Errors (wrapping [ErrBadSweep]): min < 0, max < min, align < 1, max <
-// align (no multiple of align fits in the range), factor < 0 or 1, step < 0,
-// both factor and step set, factor with min = 0 (it would never grow), and a
-// sweep of more than [MaxSweepPoints] points.
+// Errors (wrapping [ErrBadSweep]): a range CheckRange refuses (min < 0,
+// max < min, factor with min = 0), align < 1, max < align (no multiple of
+// align fits in the range), factor < 0 or 1, step < 0, both factor and step
+// set, and a sweep of more than [MaxSweepPoints] points.
 func Sizes(min, max int64, factor int64, step int64, align int64) ([]int64, error) {
+	grows := factor
+	if grows < 0 {
+		grows = 0 // refused below
+	}
+	if err := CheckRange(min, max, grows, plainNames); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadSweep, err)
+	}
 	switch {
-	case min < 0:
-		return nil, fmt.Errorf("%w: minimum size %d is negative", ErrBadSweep, min)
-	case max < min:
-		return nil, fmt.Errorf("%w: maximum size %s is below minimum size %s", ErrBadSweep, FormatSize(max), FormatSize(min))
 	case align < 1:
 		return nil, fmt.Errorf("%w: alignment %d is not positive", ErrBadSweep, align)
 	case max < align:
@@ -57,8 +102,6 @@ func Sizes(min, max int64, factor int64, step int64, align int64) ([]int64, erro
 		return nil, fmt.Errorf("%w: step %d is negative", ErrBadSweep, step)
 	case factor != 0 && step != 0:
 		return nil, fmt.Errorf("%w: both a step factor (%d) and a step (%d) given; use one", ErrBadSweep, factor, step)
-	case factor != 0 && min == 0:
-		return nil, fmt.Errorf("%w: a step factor needs a minimum size above 0", ErrBadSweep)
 	}
 
 	var raw []int64

@@ -80,14 +80,14 @@ func TestSizes(t *testing.T) {
 		{name: "every other byte of the int64 range", min: 0, max: math.MaxInt64, step: 2, alig: 1, wantErr: "is 4611686018427387904 points (at most 10000)"},
 		{name: "one step past the int64 range", min: 1, max: math.MaxInt64, step: math.MaxInt64, alig: 1, want: []int64{1}},
 		{name: "negative min", min: -1, max: K, factor: 2, alig: 1, wantErr: "negative"},
-		{name: "max below min", min: 2 * K, max: K, factor: 2, alig: 1, wantErr: "below minimum"},
+		{name: "max below min", min: 2 * K, max: K, factor: 2, alig: 1, wantErr: "maximum size 1KiB: below minimum size (2KiB)"},
 		{name: "max below align", min: 1, max: 64, factor: 2, alig: 128, wantErr: "alignment"},
 		{name: "zero align", min: 1, max: 64, factor: 2, alig: 0, wantErr: "alignment"},
 		{name: "factor 1", min: 1, max: 64, factor: 1, alig: 1, wantErr: "at least 2"},
 		{name: "negative factor", min: 1, max: 64, factor: -2, alig: 1, wantErr: "at least 2"},
 		{name: "negative step", min: 1, max: 64, step: -2, alig: 1, wantErr: "negative"},
 		{name: "both factor and step", min: 1, max: 64, factor: 2, step: 2, alig: 1, wantErr: "use one"},
-		{name: "factor from zero", min: 0, max: 64, factor: 2, alig: 1, wantErr: "above 0"},
+		{name: "factor from zero", min: 0, max: 64, factor: 2, alig: 1, wantErr: "minimum size 0: step factor 2 would never grow it"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
