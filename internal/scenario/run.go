@@ -346,15 +346,17 @@ type runner struct {
 	dve    map[int]*dve.Loader
 	dir    string // the output directory
 	trace  *trace.Recorder
-	// restored counts the restore steps run: a restored system's time may
-	// go back before slices the trace already holds, so its tracks are
-	// named apart ("restore 1: neuron0 …") instead of overlaying them.
-	restored int
-	pcap     *capture.Writer // the pcap output's writer, or nil
-	load     fabric.LoadOptions
-	limit    memlimit.Limit       // the memory the steps may plan to use (Options.MemLimit)
-	index    int                  // the step running
-	faults   map[int]*faultRecord // the faults the run's steps scheduled on the current system, by their index there
+	// epoch prefixes the current system's trace tracks: a restored
+	// system's time may go back before slices the trace already holds, so
+	// its tracks are named apart, after the step that restored it as the
+	// report numbers it ("restore at step 2: neuron0 …"), instead of
+	// overlaying them (restoreEpoch).
+	epoch  string
+	pcap   *capture.Writer // the pcap output's writer, or nil
+	load   fabric.LoadOptions
+	limit  memlimit.Limit       // the memory the steps may plan to use (Options.MemLimit)
+	index  int                  // the step running
+	faults map[int]*faultRecord // the faults the run's steps scheduled on the current system, by their index there
 
 	files    []*output.File          // outputs written so far, not yet committed, in order
 	saved    map[string]*output.File // snapshot saves by path, for a later restore of the same run
@@ -397,12 +399,29 @@ func (run *runner) traceSystem() {
 	if run.trace == nil {
 		return
 	}
-	epoch := ""
-	if run.restored > 0 {
-		epoch = fmt.Sprintf("restore %d: ", run.restored)
-	}
 	for _, d := range run.c.System.Devices() {
-		d.SetTrace(deviceTracer{run.trace, epoch + d.Config().Name + " "})
+		d.SetTrace(deviceTracer{run.trace, run.epoch + d.Config().Name + " "})
+	}
+}
+
+// restoreEpoch is the prefix of the trace tracks of the system step i
+// restores: for a step of the file, "restore at step N: " by the step's
+// number in the report (stepHeader). A restore the command line added
+// before every step (snapshot restore FILE SCENARIO) gives the system the
+// file's steps start on, with nothing in the trace before it: its tracks
+// are named as a run without it names them, so that a scenario's tracks
+// are named alike however it is run (until 2026-12-07 that restore counted
+// as "restore 1", and the file's first restore step, step 2 of the
+// report, was "restore 2"); one added later is named as the report names
+// it ("the restore of FILE: ").
+func (p *Parsed) restoreEpoch(i int) string {
+	switch s := &p.Steps[i]; {
+	case s.implicit == "":
+		return fmt.Sprintf("restore at step %d: ", p.fileIndex(i))
+	case i == 0:
+		return ""
+	default:
+		return s.implicit + ": "
 	}
 }
 

@@ -137,7 +137,7 @@ func (st *SnapshotStep) run(run *runner) error {
 	if err := c.Reattach(sys); err != nil {
 		return err
 	}
-	run.restored++
+	run.epoch = run.p.restoreEpoch(run.index)
 	run.faults = nil // the restored system's faults are its snapshot's
 	run.traceSystem()
 	run.printf("system restored from %s, saved at %v; the runtime brought it up again by %v", st.Restore, saved, time.Duration(sys.Now())/time.Duration(sim.Nanosecond)*time.Nanosecond)

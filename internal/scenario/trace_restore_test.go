@@ -2,8 +2,10 @@ package scenario
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -47,7 +49,7 @@ outputs: {trace: trace.json}
 	for _, e := range tr.TraceEvents {
 		switch e.Ph {
 		case "M":
-			if e.Name == "thread_name" && strings.HasPrefix(e.Args["name"], "restore 1: neuron") {
+			if e.Name == "thread_name" && strings.HasPrefix(e.Args["name"], "restore at step 2: neuron") {
 				restored++
 			}
 		case "X":
@@ -55,7 +57,7 @@ outputs: {trace: trace.json}
 			byTrack[e.Tid] = append(byTrack[e.Tid], span{ts, ts + d})
 		}
 	}
-	assert.Positive(t, restored, "the restored system's tracks are named as such")
+	assert.Positive(t, restored, "the restored system's tracks are named after the step, as the report numbers it")
 	for tid, ss := range byTrack {
 		for i := 1; i < len(ss); i++ { // sorted by start
 			assert.LessOrEqual(t, ss[i-1].end, ss[i].ts, "track %d: a slice starts inside the one before it", tid)
@@ -71,4 +73,80 @@ func picos(t *testing.T, n json.Number) uint64 {
 	v, err := strconv.ParseUint(us+frac, 10, 64)
 	require.NoError(t, err)
 	return v
+}
+
+// TestTraceRestoreTracksNumberedAsTheReport: a restored system's tracks are
+// named after the step that restored it as the report numbers it ("step 2:
+// snapshot" → "restore at step 2: neuron0 …"), alike whether the scenario
+// runs on its own or on a snapshot the command line restores first
+// (`neuronsim snapshot restore FILE SCENARIO`), whose system the file's
+// steps start on: its tracks are named as a run without it names them.
+// Until 2026-12-07 the tracks were "restore N" counting every restore run,
+// the command line's too: on a snapshot the file's steps 2 and 4 were
+// "restore 2" and "restore 3", and the file's first steps "restore 1".
+func TestTraceRestoreTracksNumberedAsTheReport(t *testing.T) {
+	dir := t.TempDir()
+	snap := filepath.Join(dir, "base.snap")
+	_, err := runDoc(t, dir, "name: base\n"+small+"steps:\n  - snapshot: {save: "+snap+"}\n", Options{})
+	require.NoError(t, err)
+	doc := "name: t\n" + small + `steps:
+  - snapshot: {save: s.snap}
+  - collective: {op: all_reduce, algo: ring, size: 64K}
+  - snapshot: {restore: s.snap}
+  - collective: {op: all_reduce, algo: ring, size: 64K}
+  - snapshot: {restore: s.snap}
+  - collective: {op: all_reduce, algo: ring, size: 64K}
+outputs: {trace: trace.json}
+`
+	want := []string{"", "restore at step 2: ", "restore at step 4: "}
+	for _, onSnapshot := range []bool{false, true} {
+		out := t.TempDir()
+		var p *Parsed
+		if onSnapshot {
+			p = parseOnSnapshot(t, snap, doc, "")
+		} else {
+			p, err = Parse(filepath.Join(out, "x.yaml"), []byte(doc))
+			require.NoError(t, err)
+		}
+		_, err := p.Run(Options{OutDir: out})
+		require.NoError(t, err, "on a snapshot: %v", onSnapshot)
+		report, err := os.ReadFile(filepath.Join(out, "report.txt"))
+		require.NoError(t, err)
+		for _, h := range []string{"\nstep 2: snapshot\n", "\nstep 4: snapshot\n"} {
+			assert.Contains(t, string(report), h, "on a snapshot: %v", onSnapshot)
+		}
+		assert.Equal(t, want, sliceEpochs(t, filepath.Join(out, "trace.json")), "on a snapshot: %v", onSnapshot)
+	}
+}
+
+// sliceEpochs returns the prefixes before "neuron" of the trace's tracks
+// that hold slices, sorted.
+func sliceEpochs(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var tr struct {
+		TraceEvents []struct {
+			Name string            `json:"name"`
+			Ph   string            `json:"ph"`
+			Tid  int               `json:"tid"`
+			Args map[string]string `json:"args"`
+		} `json:"traceEvents"`
+	}
+	require.NoError(t, json.Unmarshal(b, &tr))
+	names := map[int]string{}
+	for _, e := range tr.TraceEvents {
+		if e.Ph == "M" && e.Name == "thread_name" {
+			epoch, _, ok := strings.Cut(e.Args["name"], "neuron")
+			require.True(t, ok, "track %q names no device", e.Args["name"])
+			names[e.Tid] = epoch
+		}
+	}
+	seen := map[string]bool{}
+	for _, e := range tr.TraceEvents {
+		if e.Ph == "X" {
+			seen[names[e.Tid]] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
