@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -183,6 +184,13 @@ func newServeCommand() *cobra.Command {
 		Long: "serve powers on a simulated system and serves its devices over the neuronsim remote\n" +
 			"protocol (docs/remote-protocol.md) until interrupted. Clients are `neuronsim ls --remote`,\n" +
 			"`csr`, `dma copy`, `dve load` and `exec` with --remote, and the runtime's remote backend.\n" +
+			"The devices are one system, with --listen as with --vfio-user: one virtual clock, one host\n" +
+			"memory, and the fabric a real system of that shape has between them (a ring, a chain or\n" +
+			"the 4×4 torus of Trn1/Inf2/Trn2; NeuronSwitch-v1 on Trn3: docs/fabric.md), so a device's DMA\n" +
+			"reaches another's memory over it, and a SLEEP or an access to any device moves the clock\n" +
+			"all of them read. Each device is listed with the connected devices the local `ls` lists for\n" +
+			"the same spec (the driver's table), which the fabric backs. --switch is the fabric's: none\n" +
+			"on Trn3, whose devices meet only on NeuronSwitch-v1, is refused.\n" +
 			"A TCP listener must be on a loopback address unless --allow-remote is given: the\n" +
 			"protocol has no authentication. It prints the address it is bound to (with the port\n" +
 			"the system chose for tcp:127.0.0.1:0).\n\n" +
@@ -260,28 +268,23 @@ func serveLog(cmd *cobra.Command) *lograte.Limiter {
 // clients' requests in between them (remote.SleepSliceEvents).
 var _ ndl.SliceSleeper = (*sim.Device)(nil)
 
-// serveSystem builds the system and serves it until ctx ends.
+// serveSystem builds the system — one fabric.System, as --vfio-user does
+// (newServedSystem): one virtual clock, the fabric between the devices,
+// one host memory — and serves its devices over the remote protocol until
+// ctx ends. Every device is listed with the connected devices the local
+// `ls` lists for the same spec, and the exports share one lock
+// (remote.Export.Lock), since their devices share one engine.
 func serveSystem(ctx context.Context, cmd *cobra.Command, sf *systemFlags, listen string, allowRemote bool, o serveOptions) error {
-	s, err := sf.spec()
+	s, err := sf.servedSpec()
 	if err != nil {
 		return err
 	}
-	sys, err := buildSystem(s)
+	sys, err := newServedSystem(s, o.pageLimit, nil)
 	if err != nil {
 		return err
 	}
-	budget, err := sim.NewPageBudget(o.pageLimit)
-	if err != nil {
-		return err
-	}
-	exports := make([]remote.Export, len(sys))
-	for i, d := range sys {
-		if err := d.Dev.SetPageBudget(budget); err != nil {
-			return err
-		}
-		exports[i] = remote.Export{Device: d.Dev, Name: d.Dev.Config().Name, Connected: d.Connected}
-	}
-	mem := measureServeMemory(o, len(sys))
+	exports := remoteExports(sys)
+	mem := measureServeMemory(o, 1) // one host-memory allocator: the system's
 	restore, memNote := limitServeMemory(mem)
 	defer restore()
 	opts := o.server
@@ -300,8 +303,8 @@ func serveSystem(ctx context.Context, cmd *cobra.Command, sf *systemFlags, liste
 	if remote.ReachableFromOtherHosts(l) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim serve: warning: %s is reachable from other machines (--allow-remote); the protocol has no authentication or encryption, so anyone who reaches it can drive these devices\n", bound)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "serving %s (switch %s, revision %#02x) on %s\n",
-		units.Plural(int64(s.Devices), "simulated "+s.product()+" device", "simulated "+s.product()+" devices"), s.Switch, s.Revision, bound)
+	fmt.Fprintf(cmd.OutOrStdout(), "serving %s (switch %s, revision %#02x) as one system, fabric %s, on %s\n",
+		units.Plural(int64(s.Devices), "simulated "+s.product()+" device", "simulated "+s.product()+" devices"), s.Switch, s.Revision, sys.Topology().Kind, bound)
 	fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim serve: %s\n", memNote)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(l) }()
@@ -317,4 +320,19 @@ func serveSystem(ctx context.Context, cmd *cobra.Command, sf *systemFlags, liste
 		}
 		return err
 	}
+}
+
+// remoteExports returns the exports of a served system's devices: each
+// named as the system names it, listed with its connected devices, and
+// all sharing one export lock, since the devices share one engine and
+// clock (a request to one must not run between the steps of a request to
+// another: remote.Export.Lock).
+func remoteExports(sys *servedSystem) []remote.Export {
+	lock := new(sync.Mutex)
+	devs := sys.Devices()
+	exports := make([]remote.Export, len(devs))
+	for i, d := range devs {
+		exports[i] = remote.Export{Device: d, Name: d.Config().Name, Connected: sys.Connected[i], Lock: lock}
+	}
+	return exports
 }

@@ -40,7 +40,7 @@ type serveMemory struct {
 	start       uint64 // the process once the system is built: code, the simulated devices, the Go runtime
 	pages       uint64 // --max-memory, with the Go runtime's share for its pages
 	clients     uint64 // --max-clients connections' buffers
-	hostBuffers uint64 // the host buffers' bookkeeping: --host-buffers-per-client × --max-clients, at most sim.MaxHostBuffers a device
+	hostBuffers uint64 // the host buffers' bookkeeping: --host-buffers-per-client × --max-clients, at most sim.MaxHostBuffers an allocator
 	slack       uint64 // serveSlack
 	goStart     uint64 // of start, what the Go runtime holds (the rest is code and other mappings)
 }
@@ -64,10 +64,12 @@ func (m serveMemory) String() string {
 		h(m.total()), h(m.pages), h(m.clients), h(m.hostBuffers), h(m.start), h(m.slack))
 }
 
-// measureServeMemory works out the bound for a built system of devices
-// devices with the options given: the process as it stands (after a
-// collection), and the parts the limits allow.
-func measureServeMemory(o serveOptions, devices int) serveMemory {
+// measureServeMemory works out the bound for a built system whose devices
+// take their host buffers from allocators host-memory allocators (serve's
+// system has one, which all its devices share) with the options given:
+// the process as it stands (after a collection), and the parts the limits
+// allow.
+func measureServeMemory(o serveOptions, allocators int) serveMemory {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -80,7 +82,7 @@ func measureServeMemory(o serveOptions, devices int) serveMemory {
 	m.pages = pages + pages/serveRuntimeShare
 	clients := uint64(o.server.MaxClients)
 	m.clients = clients * servePerClient
-	buffers := min(clients*uint64(o.server.HostBuffersPerClient), uint64(devices)*sim.MaxHostBuffers)
+	buffers := min(clients*uint64(o.server.HostBuffersPerClient), uint64(allocators)*sim.MaxHostBuffers)
 	m.hostBuffers = buffers * servePerHostBuffer
 	return m
 }

@@ -18,7 +18,7 @@ import (
 // TestServeMemoryBound: the bound serve prints and holds itself to is the
 // sum of what its limits allow — the pages of --max-memory with the Go
 // runtime's share, every connection's buffers, the host buffers' records
-// (at most sim.MaxHostBuffers a device) — and the process as started, with
+// (at most sim.MaxHostBuffers an allocator) — and the process as started, with
 // slack for the collector.
 func TestServeMemoryBound(t *testing.T) {
 	tests := []struct {
@@ -28,7 +28,7 @@ func TestServeMemoryBound(t *testing.T) {
 		wantPages, wantClients, wantHB uint64
 	}{
 		{"defaults", 4 << 30, 64, 65536, 1, 4<<30 + 4<<30/32, 64 * servePerClient, sim.MaxHostBuffers * servePerHostBuffer},
-		{"defaults, 16 devices", 4 << 30, 64, 65536, 16, 4<<30 + 4<<30/32, 64 * servePerClient, 64 * 65536 * servePerHostBuffer},
+		{"defaults, 16 allocators", 4 << 30, 64, 65536, 16, 4<<30 + 4<<30/32, 64 * servePerClient, 64 * 65536 * servePerHostBuffer},
 		{"small", 64 << 20, 4, 1024, 1, 64<<20 + 2<<20, 4 * servePerClient, 4 * 1024 * servePerHostBuffer},
 	}
 	for _, tc := range tests {

@@ -16,7 +16,6 @@ import (
 	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/ndl/remote"
 	"github.com/neuronsim/neuronsim/sim"
-	"github.com/neuronsim/neuronsim/sim/fabric"
 	"github.com/neuronsim/neuronsim/sim/vfiouser"
 )
 
@@ -85,7 +84,7 @@ func serveVFIOUser(ctx context.Context, cmd *cobra.Command, sf *systemFlags, dir
 			return fmt.Errorf("--%s bounds remote-protocol clients; --vfio-user serves none (a vfio-user socket serves one client at a time and refuses others; of the limits, --handshake-timeout and --max-memory apply)", name)
 		}
 	}
-	s, err := sf.spec()
+	s, err := sf.servedSpec()
 	if err != nil {
 		return err
 	}
@@ -133,13 +132,14 @@ func serveVFIOUser(ctx context.Context, cmd *cobra.Command, sf *systemFlags, dir
 	return err
 }
 
-// newVFIOUserSystem builds the served system and a vfio-user server per
-// device. Each device's DMA reaches its own client's memory (the guest's
-// DMA_MAP regions); the system's devices share one clock, so they share one
-// Pacer that keeps it up with wall time (docs/vfio-user.md); all of them
-// share the page budget of --max-memory. Each server closes a connection
-// that has not completed its VERSION within --handshake-timeout.
-func newVFIOUserSystem(s systemSpec, o serveOptions, logf func(string, ...any)) (*fabric.System, []*vfiouser.Server, error) {
+// newVFIOUserSystem builds the served system (newServedSystem, as serve
+// --listen does) and a vfio-user server per device. Each device's DMA
+// reaches its own client's memory (the guest's DMA_MAP regions); the
+// system's devices share one clock, so they share one Pacer that keeps it
+// up with wall time (docs/vfio-user.md); all of them share the page budget
+// of --max-memory. Each server closes a connection that has not completed
+// its VERSION within --handshake-timeout.
+func newVFIOUserSystem(s systemSpec, o serveOptions, logf func(string, ...any)) (*servedSystem, []*vfiouser.Server, error) {
 	opts := make([]vfiouser.Options, s.Devices)
 	ports := make([]sim.HostPort, s.Devices)
 	for i := range opts {
@@ -150,7 +150,7 @@ func newVFIOUserSystem(s systemSpec, o serveOptions, logf func(string, ...any)) 
 		}
 		ports[i] = mem
 	}
-	sys, err := fabric.New(fabric.Config{Generation: s.Gen, DeviceID: s.DeviceID, Devices: s.Devices, Revision: s.Revision, HostPorts: ports})
+	sys, err := newServedSystem(s, o.pageLimit, ports)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -158,15 +158,8 @@ func newVFIOUserSystem(s systemSpec, o serveOptions, logf func(string, ...any)) 
 	if err != nil {
 		return nil, nil, err
 	}
-	budget, err := sim.NewPageBudget(o.pageLimit)
-	if err != nil {
-		return nil, nil, err
-	}
 	servers := make([]*vfiouser.Server, s.Devices)
 	for i, d := range sys.Devices() {
-		if err := d.SetPageBudget(budget); err != nil {
-			return nil, nil, err
-		}
 		name := d.Config().Name
 		opts[i].Logf = func(format string, args ...any) { logf(name+": "+format, args...) }
 		opts[i].Pacer = pacer

@@ -220,11 +220,18 @@ type simDevice struct {
 	Connected []int
 }
 
-// buildSystem powers on the devices of a spec. Device index i gets the
-// routing id the driver maps to index i.
+// buildSystem powers on the devices of a spec, each a device alone (its own
+// clock, no fabric: the local ls and csr commands, which touch one device
+// at a time), listed with the driver's connected devices
+// (driverConnected). Device index i gets the routing id the driver maps to
+// index i. serve builds one fabric.System instead (newServedSystem).
 func buildSystem(s systemSpec) ([]simDevice, error) {
 	devID := s.DeviceID
 	out := make([]simDevice, s.Devices)
+	conn, err := driverConnected(s.Devices)
+	if err != nil {
+		return nil, err
+	}
 	for i := range out {
 		rid, err := hwarch.RoutingIDOfDeviceIndex(devID, i)
 		if err != nil {
@@ -237,11 +244,7 @@ func buildSystem(s systemSpec) ([]simDevice, error) {
 		if err != nil {
 			return nil, err
 		}
-		conn, err := hwarch.ConnectedDevices(s.Devices, i, hwarch.ChainTable(s.Devices))
-		if err != nil {
-			return nil, err
-		}
-		out[i] = simDevice{Index: i, Dev: d, Connected: conn}
+		out[i] = simDevice{Index: i, Dev: d, Connected: conn[i]}
 	}
 	return out, nil
 }

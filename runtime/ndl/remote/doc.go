@@ -171,18 +171,31 @@
 // limits, each as its size rounded up to its alignment when that is above
 // the allocator's granule (ServerOptions.HostGranule). BAR registers, device memory, DMA and the clock are shared by
 // every connection. The client splits host accesses at MaxHostBytes.
-// CLOCK calls ndl.Clock.ClockPS. docs/remote-protocol.md, "Server limits",
-// lists every limit and what is refused past it.
+// CLOCK calls ndl.Clock.ClockPS. The devices of one simulated system
+// (`neuronsim serve` serves one) share one clock: a SLEEP on any of them,
+// and every access to any of them, moves it for all, and CLOCK on any of
+// them reads it. It never goes back, so no client ever reads a CLOCK below
+// one it read before, of any device of the system; a SLEEP of d returns
+// with the clock at least at the clock it read when it began plus d, and
+// possibly later (other clients' requests meanwhile, or a SLEEP of another
+// client with a later deadline that ran first). docs/remote-protocol.md,
+// "Server limits", lists every limit and what is refused past it.
 //
 // # Locks
 //
 // The server has one lock of its own (Server.mu: its connections,
-// listeners and the host memory all connections hold), one per exported
-// device (export.mu, which serialises the calls on that device), and the
-// locks inside the devices (a simulated system's devices share one). The
-// order is export lock, then the device's own: a call on a device is made
-// with its export lock held, and the device takes its own inside the
-// call. The server lock is never held together with an export lock: it is
+// listeners and the host memory all connections hold), an export lock per
+// exported device (export.mu, which serialises the calls on that device)
+// or per system (Export.Lock: the exports given the same one — the devices
+// of one simulated system, which share one engine and one clock — share
+// one export lock, so the calls on all of them are serialised together),
+// and the locks inside the devices (a simulated system's devices share
+// one). The order is export lock, then the device's own: a call on a
+// device is made with its export lock held, and the device takes its own
+// inside the call. No request holds two export locks, so exports sharing
+// one or not cannot deadlock; a request to one device of a system never
+// runs between the steps of a request to another of it (a SLEEP's clock
+// reading, clock-limit check and first slice are one step). The server lock is never held together with an export lock: it is
 // taken and released before or after a device call (a HOST_ALLOC charges
 // the host memory first, then calls the device; HOST_FREE calls the device,
 // then releases the charge), so no request waits on a device while
@@ -203,8 +216,9 @@
 // stopped SLEEP leaves the device as its last slice did.
 //
 // A request of another connection that takes the export lock between two
-// slices runs at the virtual time the last slice reached, inside the
-// sleep; which time depends on the host's scheduling, so several clients
+// slices (to the same device, or to another of its system, whose export
+// lock is the same) runs at the virtual time the last slice reached,
+// inside the sleep; which time depends on the host's scheduling, so several clients
 // of a device see each other's effects at times that are not
 // deterministic. One client alone is: its requests are served in order
 // and the SLEEP's reply follows its last slice (requests it pipelined are

@@ -30,6 +30,17 @@ type Export struct {
 	// Connected lists the export indices of the devices this one is
 	// connected to (at most MaxConnected, each in range).
 	Connected []int
+	// Lock, when set, is the lock the server serialises this device's
+	// calls with, shared with every other export given the same Lock: the
+	// exports of one simulated system (one engine, one clock, the fabric
+	// between the devices) give the same one, so that a request to one of
+	// its devices never runs between the steps of another's (a SLEEP's
+	// clock reading, limit check and first slice; a HOST_ALLOC's calls).
+	// nil: a lock of the export's own. It is the export lock of the
+	// package doc's "Locks": taken before the devices' own locks, never
+	// with the server's lock held, and never by anything but the server
+	// while the server runs.
+	Lock *sync.Mutex
 }
 
 // ServerOptions tunes a Server. The zero value sets no limit but the clock
@@ -190,8 +201,9 @@ func (p *bigBuffers) put(frame *[]byte, words *[]uint32) {
 
 // Server serves exported devices to remote clients over the wire protocol:
 // one goroutine per connection, handling that connection's requests in
-// order. Calls on each exported device are serialised by the server, so a
-// device need not be safe for concurrent use; a long SLEEP on a device that
+// order. Calls on each exported device are serialised by the server (and
+// the calls on all the exports that share an Export.Lock, the devices of
+// one system, together), so a device need not be safe for concurrent use; a long SLEEP on a device that
 // implements ndl.SliceSleeper lets other requests to it in between its
 // slices (see the package doc, "Locks"). A Server never panics on
 // client bytes: a malformed frame closes only its connection.
@@ -214,11 +226,12 @@ type Server struct {
 	wg        sync.WaitGroup // Serve calls and connection goroutines
 }
 
-// export is an Export with the lock serialising its device: taken before
-// the device's own lock, never with Server.mu held.
+// export is an Export with the lock serialising its device (Export.Lock,
+// or its own): taken before the device's own lock, never with Server.mu
+// held.
 type export struct {
 	Export
-	mu sync.Mutex
+	mu *sync.Mutex
 }
 
 // NewServer checks the exports and returns a server for them: at least one
@@ -262,7 +275,10 @@ func NewServer(exports []Export, opts ServerOptions) (*Server, error) {
 				return nil, fmt.Errorf("remote: new server: device %d: connected device %d out of range 0..%d", i, c, len(exports)-1)
 			}
 		}
-		s.exports[i].Export = Export{Device: e.Device, Name: e.Name, Connected: append([]int(nil), e.Connected...)}
+		s.exports[i].Export = Export{Device: e.Device, Name: e.Name, Connected: append([]int(nil), e.Connected...), Lock: e.Lock}
+		if s.exports[i].mu = e.Lock; e.Lock == nil {
+			s.exports[i].mu = new(sync.Mutex)
+		}
 		infos[i] = DeviceInfo{Index: i, Identity: e.Device.Identity(), Name: e.Name, Connected: e.Connected}
 		for b := range infos[i].BARSizes {
 			infos[i].BARSizes[b] = e.Device.BARSize(b)
@@ -807,7 +823,7 @@ func (sc *serverConn) sleep(f Frame) error {
 		err = sc.sleepSliced(e, ss, r.device, ns)
 	} else {
 		e.mu.Lock()
-		err = sc.sleepWithin(e, r.device, ns)
+		_, err = sc.sleepWithin(e, r.device, ns)
 		if err == nil {
 			err = sl.Sleep(time.Duration(ns))
 		}
@@ -858,15 +874,15 @@ var errServerClosing = fmt.Errorf("remote: SLEEP: the server is closing: %w: %w"
 // the last one, the rest of the sleep not run.
 func (sc *serverConn) sleepSliced(e *export, ss ndl.SliceSleeper, device uint16, ns uint64) error {
 	e.mu.Lock()
-	if err := sc.sleepWithin(e, device, ns); err != nil {
-		e.mu.Unlock()
-		return err
-	}
-	now, err := ss.ClockPS()
+	now, err := sc.sleepWithin(e, device, ns)
 	if err != nil {
 		e.mu.Unlock()
 		return err
 	}
+	// One reading of the clock, the one the limit was checked against:
+	// with a clock shared by several exports a second reading could be
+	// later (had another export's request run between them, which
+	// Export.Lock prevents) and the deadline past the limit.
 	deadline := now + ns*1000 // ≤ ClockLimitPS ≤ MaxTimePS: sleepWithin checked it
 	var w sleepWatch
 	for {
@@ -1002,23 +1018,23 @@ func (sc *serverConn) stopWatch(w *sleepWatch) error {
 }
 
 // sleepWithin checks that sleeping ns from the device's clock stays within
-// the clock limit (a device without a clock is left to refuse itself);
-// e.mu is held.
-func (sc *serverConn) sleepWithin(e *export, device uint16, ns uint64) error {
+// the clock limit (a device without a clock is left to refuse itself) and
+// returns the clock it read (0 without one); e.mu is held.
+func (sc *serverConn) sleepWithin(e *export, device uint16, ns uint64) (uint64, error) {
 	c, ok := e.Device.(ndl.Clock)
 	if !ok {
-		return nil
+		return 0, nil
 	}
 	now, err := c.ClockPS()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	limit := sc.s.opts.ClockLimitPS
 	if ps := ns * 1000; now > limit || ps > limit-now { // ns ≤ MaxTimePS/1000: no overflow
-		return fmt.Errorf("remote: SLEEP: device %d: sleeping %d ns from %d ps would pass the server's clock limit %d ps (%v of virtual time): %w",
+		return 0, fmt.Errorf("remote: SLEEP: device %d: sleeping %d ns from %d ps would pass the server's clock limit %d ps (%v of virtual time): %w",
 			device, ns, now, limit, time.Duration(limit/1000), ErrLimit)
 	}
-	return nil
+	return now, nil
 }
 
 // hostMemory returns the export of a host request's device and its host
