@@ -165,6 +165,11 @@ func TestStoreAndForwardMatchesChunks(t *testing.T) {
 				for id := range links {
 					require.Empty(t, sameLinks(&fast.st.Links[id], &ref.st.Links[id]), "write %d: link %d", w, id)
 				}
+				for id := range links {
+					if checkQueues(w, 4000) {
+						require.Empty(t, sameQueue(&fast.st.Links[id], &ref.st.Links[id], now), "write %d: link %d's arrivals", w, id)
+					}
+				}
 			}
 		})
 	}
@@ -575,6 +580,10 @@ func TestStoreAndForwardQueues(t *testing.T) {
 				for _, id := range links {
 					require.Empty(t, sameLinks(&sys[0].st.Links[id], &sys[2].st.Links[id]), "write %d: link %d", w, id)
 					require.Empty(t, sameLinks(&sys[1].st.Links[id], &sys[2].st.Links[id]), "write %d: link %d (bookRun on every link)", w, id)
+					if checkQueues(w, writes) {
+						require.Empty(t, sameQueue(&sys[0].st.Links[id], &sys[2].st.Links[id], now), "write %d: link %d's arrivals", w, id)
+						require.Empty(t, sameQueue(&sys[1].st.Links[id], &sys[2].st.Links[id], now), "write %d: link %d's arrivals (bookRun on every link)", w, id)
+					}
 				}
 			}
 			t.Logf("%d of %d writes queued on their first link, %d landing at 2^64−1", queued, writes, saturated)

@@ -139,6 +139,10 @@ func extendRun(c []Span, at []uint64, j int, prev, d, delay uint64) (int, uint64
 type chunkRun struct {
 	m                         int
 	first, second, step, last uint64
+	// lastCrossed is, once bookQueue has booked the run, when its last
+	// chunk crossed the link (last is then that plus the delay, which can
+	// saturate).
+	lastCrossed uint64
 }
 
 // fill lists an exact run's arrivals in at[:r.m], as bookRun takes them.
@@ -254,13 +258,13 @@ func (ls *LinkState) bookQueue(now uint64, r *chunkRun, d, last, delay uint64) (
 	default:
 		ls.Spans = c
 		one := [1]uint64{t}
-		crossed = ls.bookRun(now, one[:], last, last, delay)
-		*r = chunkRun{r.m, end0 + delay, end0 + delay + d, d, one[0]}
+		crossed = ls.bookRun(now, one[:], last, last, 0)
+		*r = chunkRun{r.m, end0 + delay, end0 + delay + d, d, addTime(one[0], delay), one[0]}
 		return max(end, crossed), true
 	}
 	ls.Spans = c
 	crossed = addTime(begin, last)
-	*r = chunkRun{r.m, end0 + delay, end0 + delay + d, d, addTime(crossed, delay)}
+	*r = chunkRun{r.m, end0 + delay, end0 + delay + d, d, addTime(crossed, delay), crossed}
 	return max(end, crossed), true
 }
 
@@ -361,7 +365,7 @@ func checkSpans(sp []Span) error {
 func cloneLinks(ls []LinkState) []LinkState {
 	out := append([]LinkState(nil), ls...)
 	for i := range out {
-		out[i].Spans = slices.Clone(out[i].Spans)
+		out[i].Spans, out[i].Queue = slices.Clone(out[i].Spans), slices.Clone(out[i].Queue)
 	}
 	return out
 }

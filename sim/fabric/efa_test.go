@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -560,13 +561,15 @@ func FuzzBuildNodes(f *testing.F) {
 
 // TestControlWriteNotBehindLaterChunks: in the aware model a 4-byte write
 // (a semaphore) that reaches a busy EFA link while a burst of data writes
-// booked before it is crossing lands at its path's latency, as on an idle
-// system: it does not wait for the burst's chunks that reach the link
-// after it. Booked in the links' calendars, it waited for the whole burst
-// (16 writes of 64 KiB ahead of it on the destination's NIC link: ~40 µs
-// at 25 GB/s), or slipped into a gap between two chunks when it came a
-// little earlier — which made a collective's time fall as the EFA latency
-// rose. The data still lands as it did without it.
+// booked before it is crossing waits only for the chunks that reached the
+// link before it — here, the burst coming at the links' own rate, the one
+// chunk crossing each link it shares with the burst — not for the burst's
+// chunks that reach the link after it. Booked in the links' calendars, it
+// waited for the whole burst (16 writes of 64 KiB ahead of it on the
+// destination's NIC link: ~40 µs at 25 GB/s), or slipped into a gap
+// between two chunks when it came a little earlier — which made a
+// collective's time fall as the EFA latency rose. The data still lands as
+// it did without it.
 func TestControlWriteNotBehindLaterChunks(t *testing.T) {
 	const burst, size = 16, 64 << 10
 	for _, c := range []struct {
@@ -598,8 +601,61 @@ func TestControlWriteNotBehindLaterChunks(t *testing.T) {
 			alone := flows(t, ref, [][2]int{{1, 2}}, burst, size)[0]
 			require.Equal(t, alone, done)
 			require.Greater(t, done, uint64(40000*ns), "the burst keeps device 2's links busy ~40 µs")
+			shared := sharedChunkTime(t, s, [2]int{0, 2}, [2]int{1, 2})
+			require.Positive(t, shared)
 			got := landPS(t, s, 0, 2, 4, 0, 0x10000, start+c.offset) - (start + c.offset)
-			assert.Equal(t, latency, got, "the semaphore takes its path's latency")
+			assert.GreaterOrEqual(t, got, latency, "no sooner than on an idle system")
+			assert.LessOrEqual(t, got, latency+shared, "behind at most the chunk crossing each shared link (%d ps in all)", shared)
+		})
+	}
+}
+
+// sharedChunkTime is how long the links two paths share take to carry one
+// chunk each, in all.
+func sharedChunkTime(t *testing.T, s *System, a, b [2]int) uint64 {
+	t.Helper()
+	pa, err := s.path(a[0], a[1])
+	require.NoError(t, err)
+	pb, err := s.path(b[0], b[1])
+	require.NoError(t, err)
+	var sum uint64
+	for _, id := range pa {
+		if slices.Contains(pb, id) {
+			sum += s.chunkTime[id]
+		}
+	}
+	return sum
+}
+
+// TestControlWriteBehindEarlierChunks: where two bursts converge on one
+// link (devices 0 and 1 of one node each sending 1 MiB at line rate to
+// device 3 of the other, the leaf's link down to device 3's NIC taking
+// them at the rate of one), a queue builds, and a semaphore from device 2
+// that reaches the link waits for the chunks queued before it, as in a
+// FIFO: sent T after the bursts, it lands about T later than on an idle
+// system (the queue holds about T of the link's time then) — but not
+// behind the chunks that come after it, which would hold it until the
+// bursts are over.
+func TestControlWriteBehindEarlierChunks(t *testing.T) {
+	const burst, size = 16, 64 << 10
+	p := efaParams(hwarch.Cayman, func(e *EFAParams) { e.Network = FatTree })
+	cfg := Config{Generation: hwarch.Cayman, Devices: 6, Nodes: 2, Kind: KindRing, Params: &p, TimingOnly: true, Ready: true}
+	idle, err := New(cfg)
+	require.NoError(t, err)
+	const start = 1000 * ns
+	latency := landPS(t, idle, 2, 3, 4, 0, 0x10000, start) - start
+	for _, after := range []uint64{10000 * ns, 20000 * ns, 30000 * ns} {
+		t.Run(fmt.Sprintf("%dus-later", after/(1000*ns)), func(t *testing.T) {
+			s, err := New(cfg)
+			require.NoError(t, err)
+			done := flows(t, s, [][2]int{{0, 3}, {1, 3}}, burst, size)
+			over := max(done[0], done[1]) + start // when the bursts have landed
+			require.Greater(t, over, start+after+40000*ns, "the shared link carries 2 MiB, ~84 µs at 25 GB/s")
+			got := landPS(t, s, 2, 3, 4, 0, 0x10000, start+after)
+			wait := got - (start + after) - latency
+			assert.Greater(t, wait, after*3/4, "waits for the queue that built in %d ps", after)
+			assert.Less(t, wait, after*5/4, "waits for the queue that built in %d ps", after)
+			assert.Less(t, got, over-10000*ns, "not behind the chunks that came after it")
 		})
 	}
 }

@@ -19,6 +19,11 @@ type LinkState struct {
 	// order, disjoint; those over before the latest reservation are
 	// dropped.
 	Spans []Span
+	// Queue is when the chunks booked in Spans reached the link, run by
+	// run, and when each crossed it (aware model): what a control write
+	// that comes to the link waits for (System.control). Runs whose
+	// chunks have all crossed by the latest control write are dropped.
+	Queue []Arrivals
 	Bytes uint64 // bytes it has carried (saturating at 2^64−1)
 	Busy  uint64 // ps it spent serialising (saturating at units.MaxTimePS)
 	Down  bool   // taken down by a fault
@@ -112,7 +117,7 @@ func (s *System) timingAfter(path []int, n int, before, start, sent uint64, hops
 		return s.cutThrough(path, n, now, start, sent, hops)
 	}
 	if n <= ControlBytes && before == 0 && p.Endpoints != EndpointsIdeal {
-		return s.control(path, n, sent, hops)
+		return s.control(path, n, now, sent, hops)
 	}
 	return s.storeAndForward(path, n, before, now, start, sent, hops)
 }
@@ -138,11 +143,13 @@ const ControlBytes = 8
 // fabric.md §Models, "Control writes"). The writes of one path still land
 // in order (inOrder): a semaphore never lands before the data written
 // before it on its path.
-func (s *System) control(path []int, n int, sent uint64, hops *[]uint64) (injected, lands uint64) {
+func (s *System) control(path []int, n int, now, sent uint64, hops *[]uint64) (injected, lands uint64) {
 	t := sent
 	for i, id := range path {
+		ls := &s.st.Links[id]
+		t = ls.drained(now, t)
 		busy := s.busyOf(id, uint64(n))
-		s.st.Links[id].count(uint64(n), busy)
+		ls.count(uint64(n), busy)
 		if hops != nil {
 			*hops = append(*hops, t)
 		}
@@ -265,16 +272,33 @@ func (s *System) storeAndForward(path []int, n int, before, now, start, sent uin
 		}
 		ls := &s.st.Links[id]
 		if queued {
+			arrived := r
 			if crossed, queued = ls.bookQueue(now, &r, d, last, delay); !queued {
 				if i == 0 {
 					at = s.readyTimes(n, c, start, sent)
 				} else {
 					at = r.fill(s.readyBuffer(m))
 				}
+			} else if s.fifo {
+				ls.queuedRun(now, i == 0, arrived, r, d, last, delay)
 			}
 		}
 		if !queued {
-			crossed = ls.bookRun(now, at, d, last, delay)
+			var arr []uint64
+			if s.fifo && i > 0 {
+				arr = append(s.arrivals[:0], at...)
+				s.arrivals = arr
+			}
+			if s.fifo {
+				// Booked with no delay, at holds each chunk's crossing.
+				crossed = ls.bookRun(now, at, d, last, 0)
+				ls.bookedRun(now, arr, at, d, last)
+				for j := range at {
+					at[j] = addTime(at[j], delay)
+				}
+			} else {
+				crossed = ls.bookRun(now, at, d, last, delay)
+			}
 		}
 		ls.count(uint64(n), addTime(mulTime(m-1, d), last))
 		if i == 0 {
@@ -308,7 +332,7 @@ func (s *System) readyRun(n int, c, m, start, sent uint64) (chunkRun, bool) {
 	if all < read[m-1] {
 		return chunkRun{}, false
 	}
-	return chunkRun{int(m), readyAt(all-read[1], start, sent), readyAt(all-read[2], start, sent), s.readStep, sent}, true
+	return chunkRun{m: int(m), first: readyAt(all-read[1], start, sent), second: readyAt(all-read[2], start, sent), step: s.readStep, last: sent}, true
 }
 
 // storeAndForwardChunks is storeAndForward booking chunk by chunk, each
@@ -330,6 +354,14 @@ func (s *System) storeAndForwardChunks(path []int, n int, before, now, start, se
 			}
 			busy := s.busyOf(id, size)
 			begin := ls.book(now, t, busy)
+			if s.fifo {
+				end := addTime(begin, busy)
+				a := t
+				if i == 0 {
+					a = end - min(end, busy) // as bookedRun has it: begin, unless the end saturated
+				}
+				ls.arrived(now, a, end)
+			}
 			ls.count(size, busy)
 			if hops != nil {
 				*hops = append(*hops, begin)

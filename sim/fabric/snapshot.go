@@ -27,7 +27,7 @@ import (
 
 // SnapshotVersion is the version of the snapshot format Save writes and
 // Load accepts.
-const SnapshotVersion = 10
+const SnapshotVersion = 11
 
 // Snapshot is a whole system: its configuration, its virtual time and
 // pending events, host memory, every device (memory pages, registers, DMA
@@ -336,6 +336,17 @@ func (c snapshotCheck) links() error {
 		if err := c.ps(fmt.Sprintf("Links[%d].Busy", i), l.Busy); err != nil {
 			return err
 		}
+		if err := checkArrivals(l.Queue); err != nil {
+			return fmt.Errorf("Links[%d].Queue: %w", i, err)
+		}
+		for k, r := range l.Queue {
+			if err := c.ps(fmt.Sprintf("Links[%d].Queue[%d]'s last chunk's crossing", i, k), r.lastEnd()); err != nil {
+				return err
+			}
+			if err := c.ps(fmt.Sprintf("Links[%d].Queue[%d]'s last chunk's arrival", i, k), addTime(r.At, mulTime(r.N-1, r.Every))); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -532,9 +543,10 @@ func (c snapshotCheck) capture() error {
 // version 6 files (fabric parameters without Params.InterRack),
 // version 7 files (without the nodes and the EFA network, Snapshot.Nodes
 // and Params.EFA), version 8 files (fabric parameters without
-// Params.SecondLevel) and version 9 files (every DMA engine's state written
+// Params.SecondLevel), version 9 files (every DMA engine's state written
 // in full, where DeviceImage.DMA now keeps an engine as its reset left it
-// by its epoch: dma.CompactState) are refused by name.
+// by its epoch: dma.CompactState) and version 10 files (links without
+// their chunks' arrivals, LinkState.Queue) are refused by name.
 var snapshotMagic = [8]byte{'N', 'S', 'S', 'N', 'A', 'P', 0, 1}
 
 const (
@@ -868,15 +880,16 @@ func readSnapshotHeader(r io.Reader, hdr *[snapshotHeader]byte, limit int64) (n,
 // saying why an older one is no longer read.
 func checkSnapshotVersion(v uint32) error {
 	why := map[uint32]string{
-		1: "version 1 (gob-encoded, written by neuronsim before format version 2) is no longer read: it cannot be decoded safely",
-		2: "version 2 (whose host memory state kept its buffers in a map) is no longer read",
-		3: "version 3 (links with one free time, before their busy spans) is no longer read",
-		4: "version 4 (before the device id, the firmware boot count and the function-level reset counter were kept: an Inf2 system came back as Trn1) is no longer read",
-		5: "version 5 (before the endpoint mode, Params.Endpoints, and the ideal DMA timing, dma.Timing.Ideal, were kept) is no longer read",
-		6: "version 6 (before the fabric parameters kept the Trn3 Gen1 inter-rack links) is no longer read",
-		7: "version 7 (before the nodes of a system and their EFA scale-out network, Snapshot.Nodes and Params.EFA, were kept) is no longer read",
-		8: "version 8 (before the fabric parameters kept the Trn3 Gen2 second-level links, Params.SecondLevel, apart from the inter-server bundle) is no longer read",
-		9: "version 9 (before the DMA engines as their last reset left them were kept by their epoch alone, DeviceImage.DMA a dma.CompactState) is no longer read",
+		1:  "version 1 (gob-encoded, written by neuronsim before format version 2) is no longer read: it cannot be decoded safely",
+		2:  "version 2 (whose host memory state kept its buffers in a map) is no longer read",
+		3:  "version 3 (links with one free time, before their busy spans) is no longer read",
+		4:  "version 4 (before the device id, the firmware boot count and the function-level reset counter were kept: an Inf2 system came back as Trn1) is no longer read",
+		5:  "version 5 (before the endpoint mode, Params.Endpoints, and the ideal DMA timing, dma.Timing.Ideal, were kept) is no longer read",
+		6:  "version 6 (before the fabric parameters kept the Trn3 Gen1 inter-rack links) is no longer read",
+		7:  "version 7 (before the nodes of a system and their EFA scale-out network, Snapshot.Nodes and Params.EFA, were kept) is no longer read",
+		8:  "version 8 (before the fabric parameters kept the Trn3 Gen2 second-level links, Params.SecondLevel, apart from the inter-server bundle) is no longer read",
+		9:  "version 9 (before the DMA engines as their last reset left them were kept by their epoch alone, DeviceImage.DMA a dma.CompactState) is no longer read",
+		10: "version 10 (before the links kept when their chunks arrived, LinkState.Queue, which the control writes wait for) is no longer read",
 	}
 	switch w, old := why[v]; {
 	case v == SnapshotVersion:

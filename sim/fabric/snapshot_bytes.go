@@ -37,6 +37,7 @@ func (s *System) snapshotSize() snapshotSize {
 	z.state += simkernel.SliceBytes(len(st.Links), unsafe.Sizeof(LinkState{}))
 	for i := range st.Links {
 		z.state += simkernel.SliceBytes(len(st.Links[i].Spans), unsafe.Sizeof(Span{}))
+		z.state += simkernel.SliceBytes(len(st.Links[i].Queue), unsafe.Sizeof(Arrivals{}))
 	}
 	z.state += simkernel.SliceBytes(len(st.Last), 8) + simkernel.MapBytes(len(st.LastMap), 16)
 	z.state += simkernel.SliceBytes(len(st.InFlight), unsafe.Sizeof(Delivery{})) + simkernel.SliceBytes(len(st.Free), 8)

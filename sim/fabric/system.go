@@ -89,6 +89,12 @@ type System struct {
 	// ready is storeAndForward's buffer of a write's chunk times, reused
 	// by every write (no state: each write fills it before reading it).
 	ready []uint64
+	// fifo: the aware model with real endpoints, whose links keep when
+	// their chunks arrived (LinkState.Queue) for the control writes.
+	fifo bool
+	// arrivals is storeAndForward's copy of a write's arrival times at a
+	// link, reused as ready is.
+	arrivals []uint64
 }
 
 // state is the fabric's whole mutable state (besides the devices' and the
@@ -195,6 +201,7 @@ func New(cfg Config) (*System, error) {
 		s.readTime = append(s.readTime, uint64(simkernel.AtRate(uint64(k)*uint64(p.ChunkBytes), s.engineBW)))
 	}
 	s.readStep = largestStep(s.readTime)
+	s.fifo = s.p.Model == Aware && s.p.Endpoints != EndpointsIdeal
 	s.st.Links = make([]LinkState, len(topo.Links))
 	for id := range topo.Links {
 		l := &topo.Links[id]
@@ -377,7 +384,7 @@ func (s *System) Link(id int) (LinkState, error) {
 		return LinkState{}, fmt.Errorf("fabric: link %d of %d: %w", id, len(s.st.Links), ErrConfig)
 	}
 	ls := s.st.Links[id]
-	ls.Spans = slices.Clone(ls.Spans)
+	ls.Spans, ls.Queue = slices.Clone(ls.Spans), slices.Clone(ls.Queue)
 	return ls, nil
 }
 

@@ -1,0 +1,187 @@
+package fabric
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Arrivals is a run of chunks booked on a link, as the link's FIFO order
+// sees them (aware model, docs/fabric.md §Models, "Control writes"): chunk
+// k of the N arrives at At + k·Every and has crossed the link at
+// End + k·Step. A single chunk is a run of one (Every and Step 0).
+//
+// A chunk's arrival is when it reached the link's queue: on a link inside
+// the network (every link of a path but its first), when it came from the
+// node before; on a path's first link, when it began to cross, since a
+// device's DMA engines hold their chunks until the device's own port takes
+// them, in turn, and only then do they queue there.
+type Arrivals struct {
+	At, Every, End, Step, N uint64
+}
+
+// MaxArrivals bounds the runs a link keeps: only runs with a chunk that has
+// not crossed by the present are kept, so a link holds at most the chunks
+// in flight over it, as its spans do (MaxSpans). A link that would keep
+// more folds its runs into one (fold), which can only make a control write
+// wait longer.
+const MaxArrivals = 1 << 14
+
+// lastEnd is when the run's last chunk has crossed the link.
+func (r Arrivals) lastEnd() uint64 {
+	return addTime(r.End, mulTime(r.N-1, r.Step))
+}
+
+// arrived records that a chunk that reached the link at a has crossed it
+// at e, extending the last run when the chunk continues it exactly.
+func (ls *LinkState) arrived(now, a, e uint64) {
+	q := ls.Queue
+	if n := len(q); n > 0 {
+		r := &q[n-1]
+		switch {
+		case r.N == 1 && a >= r.At && e >= r.End:
+			r.Every, r.Step, r.N = a-r.At, e-r.End, 2
+			return
+		case r.N > 1 && a == addTime(r.At, mulTime(r.N, r.Every)) && e == addTime(r.End, mulTime(r.N, r.Step)) && e != ^uint64(0):
+			r.N++
+			return
+		}
+	}
+	ls.addRun(now, Arrivals{At: a, End: e, N: 1})
+}
+
+// addRun appends run r to the link's queue.
+func (ls *LinkState) addRun(now uint64, r Arrivals) {
+	if len(ls.Queue) == cap(ls.Queue) {
+		ls.make(now, 1)
+	}
+	ls.Queue = append(ls.Queue, r)
+}
+
+// make makes room for k more runs in the queue's array: when it is full,
+// the runs over by now are forgotten first, so that it grows only with the
+// chunks in flight (when little was over, it grows, so that the next
+// search comes after as many runs again: each run is searched a bounded
+// number of times); past MaxArrivals runs in flight it is folded.
+func (ls *LinkState) make(now uint64, k int) {
+	n := len(ls.Queue)
+	if n == 0 {
+		ls.Queue = slices.Grow(ls.Queue, max(k, 4))
+		return
+	}
+	ls.forget(now)
+	switch left := len(ls.Queue); {
+	case left+k > MaxArrivals:
+		ls.fold()
+	case left+k > n/2:
+		ls.Queue = slices.Grow(ls.Queue, n+k)
+	}
+}
+
+// forget drops the runs whose chunks have all crossed by now.
+func (ls *LinkState) forget(now uint64) {
+	q := ls.Queue[:0]
+	for _, r := range ls.Queue {
+		if r.lastEnd() > now {
+			q = append(q, r)
+		}
+	}
+	clear(ls.Queue[len(q):])
+	ls.Queue = q
+}
+
+// fold replaces the link's runs by one chunk that arrived with the first
+// of them and crossed with the last: a control write that comes after any
+// of them waits for all.
+func (ls *LinkState) fold() {
+	var f Arrivals
+	for i, r := range ls.Queue {
+		if i == 0 || r.At < f.At {
+			f.At = r.At
+		}
+		f.End = max(f.End, r.lastEnd())
+	}
+	f.N = 1
+	ls.Queue = append(ls.Queue[:0], f)
+}
+
+// drained returns when every chunk booked on the link that reached it by
+// t has crossed it (t itself when none is still crossing then), after
+// forgetting the runs whose chunks have all crossed by now.
+func (ls *LinkState) drained(now, t uint64) uint64 {
+	q := ls.Queue[:0]
+	w := t
+	for _, r := range ls.Queue {
+		if r.lastEnd() <= now {
+			continue
+		}
+		q = append(q, r)
+		if r.At > t {
+			continue
+		}
+		k := r.N - 1
+		if r.Every > 0 {
+			k = min(k, (t-r.At)/r.Every)
+		}
+		w = max(w, addTime(r.End, mulTime(k, r.Step)))
+	}
+	clear(ls.Queue[len(q):])
+	ls.Queue = q
+	return w
+}
+
+// checkArrivals reports why a link's runs are not valid: at most
+// MaxArrivals, each of at least one chunk, no sum past 2^64.
+func checkArrivals(q []Arrivals) error {
+	if len(q) > MaxArrivals {
+		return fmt.Errorf("%d arrival runs (at most %d)", len(q), MaxArrivals)
+	}
+	for i, r := range q {
+		switch {
+		case r.N == 0:
+			return fmt.Errorf("arrival run %d has no chunk", i)
+		case addTime(r.At, mulTime(r.N-1, r.Every)) == ^uint64(0) || r.lastEnd() == ^uint64(0):
+			return fmt.Errorf("arrival run %d of %d chunks from %d every %d ps runs past 2^64 ps", i, r.N, r.At, r.Every)
+		}
+	}
+	return nil
+}
+
+// queuedRun records the chunks bookQueue booked as a queue: arrived is
+// when they reached the link (exact but on a path's first link, where
+// they arrive as they begin to cross) and next when they reach the node
+// after it, delay later than each crossed (the last chunk's crossing is
+// next.lastCrossed). The last chunk, of another length, is a run of its
+// own.
+func (ls *LinkState) queuedRun(now uint64, first bool, arrived, next chunkRun, d, last, delay uint64) {
+	end0 := next.first - delay // bookQueue made no sum that saturates
+	at, every := arrived.first, arrived.step
+	end := next.lastCrossed
+	tail := arrived.last
+	if first {
+		at, every = end0-d, d
+		tail = end - min(end, last)
+	}
+	if n := len(ls.Queue); n+2 > cap(ls.Queue) {
+		ls.make(now, 2)
+	}
+	ls.Queue = append(ls.Queue, Arrivals{At: at, Every: every, End: end0, Step: d, N: uint64(next.m - 1)}, Arrivals{At: tail, End: end, N: 1})
+}
+
+// bookedRun records the chunks bookRun booked: arr is when they reached
+// the link (nil on a path's first link, where each arrives as it begins
+// to cross) and crossed when each crossed it, each but the last in d ps,
+// the last in last.
+func (ls *LinkState) bookedRun(now uint64, arr, crossed []uint64, d, last uint64) {
+	for j, end := range crossed {
+		var a uint64
+		switch {
+		case arr != nil:
+			a = arr[j]
+		case j == len(crossed)-1:
+			a = end - min(end, last)
+		default:
+			a = end - min(end, d)
+		}
+		ls.arrived(now, a, end)
+	}
+}
