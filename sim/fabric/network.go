@@ -124,20 +124,23 @@ func (s *System) timingAfter(path []int, n int, before, start, sent uint64, hops
 
 // ControlBytes is the largest write the aware model treats as a control
 // write (a semaphore increment or flag: the runtime's are 4 bytes), which
-// is not booked in the links' calendars (System.control) — except in the
+// is not booked in the links' calendars but waits for the chunks that
+// reached each link before it (System.control) — except in the
 // parity mode (EndpointsIdeal), where every message, however small, is
 // stored and forwarded through the links' FIFOs as the analytical
 // contention-aware backend has it.
 const ControlBytes = 8
 
-// control times a control write in the aware model: it crosses each link
-// of its path at its arrival, taking its own serialisation (a few ps) and
-// the link's delay, without waiting for the chunks booked there (its
-// bytes are counted). The calendars hold the chunks other writes booked
-// ahead, including chunks that reach the link after the control write:
-// booked behind them — the first gap that held it — a 4-byte semaphore
-// that arrived a few hundred ns after a burst of data writes was booked
-// waited for all of them, tens of µs, while one that came a little earlier
+// control times a control write in the aware model: on each link of its
+// path it waits, as in a FIFO, until every chunk that reached the link
+// before it has crossed (LinkState.drained), then takes its own
+// serialisation (a few ps) and the link's delay; it is not booked in the
+// calendar (its bytes are counted). The calendars alone cannot say which
+// chunks came first: they hold the chunks other writes booked ahead,
+// including chunks that reach the link after the control write — booked
+// behind them, in the first gap that held it, a 4-byte semaphore that
+// arrived a few hundred ns after a burst of data writes was booked waited
+// for all of them, tens of µs, while one that came a little earlier
 // slipped into a gap between their chunks, so a larger latency could move
 // a collective's credits ahead of the data and make it faster (docs/
 // fabric.md §Models, "Control writes"). The writes of one path still land
