@@ -660,6 +660,31 @@ func TestControlWriteBehindEarlierChunks(t *testing.T) {
 	}
 }
 
+// TestControlWriteWaitSurvivesSnapshot: the chunks a control write waits
+// for are in a snapshot (LinkState.Queue): saved while two bursts converge
+// on a link and loaded again, a system lands a semaphore sent into that
+// queue when the system that was not saved lands it.
+func TestControlWriteWaitSurvivesSnapshot(t *testing.T) {
+	const burst, size = 16, 64 << 10
+	p := efaParams(hwarch.Cayman, func(e *EFAParams) { e.Network = FatTree })
+	cfg := Config{Generation: hwarch.Cayman, Devices: 6, Nodes: 2, Kind: KindRing, Params: &p, TimingOnly: true, Ready: true}
+	s, err := New(cfg)
+	require.NoError(t, err)
+	flows(t, s, [][2]int{{0, 3}, {1, 3}}, burst, size)
+	s.Advance(15 * sim.Microsecond)
+	var b bytes.Buffer
+	require.NoError(t, s.Save(&b))
+	r, err := Load(&b)
+	require.NoError(t, err)
+	send := uint64(s.Now()) + 5000*ns
+	want := landPS(t, s, 2, 3, 4, 0, 0x10000, send)
+	got := landPS(t, r, 2, 3, 4, 0, 0x10000, send)
+	assert.Equal(t, want, got)
+	idle, err := New(cfg)
+	require.NoError(t, err)
+	assert.Greater(t, want-send, landPS(t, idle, 2, 3, 4, 0, 0x10000, 1000*ns)-1000*ns+10000*ns, "it waited for the queue")
+}
+
 // TestControlWriteBookedInParityMode: in the parity mode (ideal endpoints)
 // a 4-byte write is a message like any other, stored and forwarded through
 // the links' FIFOs as the analytical contention-aware backend has it: sent

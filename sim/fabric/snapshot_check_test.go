@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 
@@ -84,6 +85,16 @@ func TestRestoreRefusesImpossibleState(t *testing.T) {
 		{"network model 7", func(s *Snapshot) { s.Params.Model = 7 }, "Params: Model 7", nil},
 		{"link busy past the latest time", func(s *Snapshot) { s.Links[1].Spans = []Span{{1, math.MaxUint64}} }, "Links[1].Spans[0].End", units.ErrRange},
 		{"link spans overlapping", func(s *Snapshot) { s.Links[1].Spans = []Span{{1, 10}, {5, 20}} }, "Links[1].Spans: busy span 1", nil},
+		{"arrival run of no chunk", func(s *Snapshot) { s.Links[1].Queue = []Arrivals{{At: 1, End: 2}} }, "Links[1].Queue: arrival run 0 has no chunk", nil},
+		{"arrivals past the latest time", func(s *Snapshot) {
+			s.Links[0].Queue = []Arrivals{{At: 1, End: 2, N: 1}, {At: units.MaxTimePS, Every: 1, End: 3, N: 2}}
+		}, "Links[0].Queue[1]'s last chunk's arrival", units.ErrRange},
+		{"crossing past the latest time", func(s *Snapshot) {
+			s.Links[1].Queue = []Arrivals{{At: 1, End: units.MaxTimePS - 1, Step: 2, N: 2}}
+		}, "Links[1].Queue[0]'s last chunk's crossing", units.ErrRange},
+		{"too many arrival runs", func(s *Snapshot) {
+			s.Links[1].Queue = slices.Repeat([]Arrivals{{At: 1, End: 2, N: 1}}, MaxArrivals+1)
+		}, "Links[1].Queue: 16385 arrival runs", nil},
 		{"no devices", func(s *Snapshot) { s.Devices, s.Device = 0, nil }, "Devices 0", nil},
 		{"path order time", func(s *Snapshot) { s.Last[3] = units.MaxTimePS + 1 }, "Last[3]", units.ErrRange},
 		{"a free slot listed twice", func(s *Snapshot) {
@@ -453,12 +464,14 @@ func FuzzRestoreEncoding(f *testing.F) {
 }
 
 // fuzzBase is the encoding FuzzRestoreEncoding edits: two devices, a
-// fault scheduled, a write in flight and a reservation.
+// fault scheduled, a write in flight, a reservation and a link's runs of
+// chunk arrivals.
 func fuzzBase(t testing.TB) []byte {
 	snap := genSnapshot(t, hwarch.Sunda) // the smallest devices: the fastest runs
 	snap.InFlight = []Delivery{{Used: true, Src: 0, Dst: 1, Addr: 0x1000, Len: 4, Data: []byte{1, 2, 3, 4}, Path: []int{0}, Lands: 20_000_000}, {}}
 	snap.Free = []int{1}
 	snap.Reservations = []PortReservation{{Device: 1, Index: 3, Reservation: Reservation{Valid: true, Start: 10_000_000, Dst: 0, Addr: 0x2000, Path: []int{1}, Lands: 30_000_000}}}
+	snap.Links[0].Queue = []Arrivals{{At: 10_000_000, Every: 160_000, End: 10_300_000, Step: 164_000, N: 15}, {At: 12_400_000, End: 12_900_000, N: 1}}
 	_, err := Restore(snap)
 	require.NoError(t, err, "the fuzz base restores")
 	return encodeSnapshot(t, snap)
