@@ -320,13 +320,8 @@ func TestEFATimeNonDecreasingInLatency(t *testing.T) {
 		p := cluster.DefaultParams(g, tables)
 		ps := T * 1000
 		require.NoError(t, fabric.EFASettings{Nodes: 4, Latency: &ps}.Apply(&p, []int{4}, names))
-		res, err := cluster.RunSweeps(cluster.SweepSet{
-			Config:  cluster.Config{Generation: g, Nodes: 4, Switch: switchOf(g), Params: &p, TimingOnly: true},
-			Systems: []cluster.SweepSystem{{Devices: 16, Kind: fabric.KindRing, Sizes: []int64{16 << 20}}},
-			Sweep:   cluster.Sweep{Op: enc.AllReduce, Dtype: enc.Float32},
-		})
-		require.NoError(t, err)
-		got := res.Reports[0].Rows[0].TimeUS
+		got := sweepTimeUS(t, cluster.Config{Generation: g, Nodes: 4, Switch: switchOf(g), Params: &p, TimingOnly: true},
+			cluster.SweepSystem{Devices: 16, Kind: fabric.KindRing, Sizes: []int64{16 << 20}}, enc.AllReduce)
 		if prevT > 0 {
 			assert.GreaterOrEqual(t, got, prev, "T %d ns: %.2f µs, below T %d ns: %.2f µs", T, got, prevT, prev)
 		}

@@ -144,13 +144,8 @@ func TestFreeTimeNonIncreasingInLinkBandwidth(t *testing.T) {
 				p := cluster.DefaultParams(c.gen, tables)
 				p.Model = fabric.Free
 				cluster.LinkTiming{Bandwidth: bw * 1e9, SetBandwidth: true}.Apply(&p)
-				res, err := cluster.RunSweeps(cluster.SweepSet{
-					Config:  cluster.Config{Generation: c.gen, Nodes: c.nodes, Switch: switchOf(c.gen), Params: &p, TimingOnly: true},
-					Systems: []cluster.SweepSystem{{Devices: c.devices, Kind: fabric.KindAuto, Sizes: []int64{c.size}}},
-					Sweep:   cluster.Sweep{Op: c.op, Dtype: enc.Float32},
-				})
-				require.NoError(t, err)
-				got := res.Reports[0].Rows[0].TimeUS
+				got := sweepTimeUS(t, cluster.Config{Generation: c.gen, Nodes: c.nodes, Switch: switchOf(c.gen), Params: &p, TimingOnly: true},
+					cluster.SweepSystem{Devices: c.devices, Kind: fabric.KindAuto, Sizes: []int64{c.size}}, c.op)
 				if prevBW > 0 {
 					assert.LessOrEqual(t, got, prev, "%d GB/s: %.2f µs, above %d GB/s: %.2f µs", bw, got, prevBW, prev)
 				}
@@ -158,4 +153,13 @@ func TestFreeTimeNonIncreasingInLinkBandwidth(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sweepTimeUS runs one timing-only collective of op, the one size of sys,
+// on a system of cfg and returns its time, µs.
+func sweepTimeUS(t *testing.T, cfg cluster.Config, sys cluster.SweepSystem, op enc.Op) float64 {
+	t.Helper()
+	res, err := cluster.RunSweeps(cluster.SweepSet{Config: cfg, Systems: []cluster.SweepSystem{sys}, Sweep: cluster.Sweep{Op: op, Dtype: enc.Float32}})
+	require.NoError(t, err)
+	return res.Reports[0].Rows[0].TimeUS
 }

@@ -627,6 +627,15 @@ func sharedChunkTime(t *testing.T, s *System, a, b [2]int) uint64 {
 	return sum
 }
 
+// convergingEFA is the system of the control writes' queue tests: 2 nodes
+// of 3 Trn2 devices on one fat-tree leaf, devices 0 and 1 of node 0
+// sending to device 3 of node 1 share the leaf's link down to device 3's
+// NIC and that NIC's link to it, and so does device 2's semaphore.
+func convergingEFA() Config {
+	p := efaParams(hwarch.Cayman, func(e *EFAParams) { e.Network = FatTree })
+	return Config{Generation: hwarch.Cayman, Devices: 6, Nodes: 2, Kind: KindRing, Params: &p, TimingOnly: true, Ready: true}
+}
+
 // TestControlWriteBehindEarlierChunks: where two bursts converge on one
 // link (devices 0 and 1 of one node each sending 1 MiB at line rate to
 // device 3 of the other, the leaf's link down to device 3's NIC taking
@@ -638,8 +647,7 @@ func sharedChunkTime(t *testing.T, s *System, a, b [2]int) uint64 {
 // bursts are over.
 func TestControlWriteBehindEarlierChunks(t *testing.T) {
 	const burst, size = 16, 64 << 10
-	p := efaParams(hwarch.Cayman, func(e *EFAParams) { e.Network = FatTree })
-	cfg := Config{Generation: hwarch.Cayman, Devices: 6, Nodes: 2, Kind: KindRing, Params: &p, TimingOnly: true, Ready: true}
+	cfg := convergingEFA()
 	idle, err := New(cfg)
 	require.NoError(t, err)
 	const start = 1000 * ns
@@ -666,8 +674,7 @@ func TestControlWriteBehindEarlierChunks(t *testing.T) {
 // queue when the system that was not saved lands it.
 func TestControlWriteWaitSurvivesSnapshot(t *testing.T) {
 	const burst, size = 16, 64 << 10
-	p := efaParams(hwarch.Cayman, func(e *EFAParams) { e.Network = FatTree })
-	cfg := Config{Generation: hwarch.Cayman, Devices: 6, Nodes: 2, Kind: KindRing, Params: &p, TimingOnly: true, Ready: true}
+	cfg := convergingEFA()
 	s, err := New(cfg)
 	require.NoError(t, err)
 	flows(t, s, [][2]int{{0, 3}, {1, 3}}, burst, size)
