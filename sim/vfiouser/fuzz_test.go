@@ -55,24 +55,9 @@ var (
 //     reads every reply;
 //   - 2: sends it whole, half-closes and reads every reply.
 func FuzzServer(f *testing.F) {
-	f.Add([]byte{})
-	f.Add(msgBytes(Header{ID: 2, Command: CmdDeviceGetInfo}, le32(16, 0, 0, 0)))
-	f.Add(msgBytes(Header{ID: 3, Command: CmdRegionRead}, rwPayload(0, RegionConfig, 64, nil)))
-	f.Add(msgBytes(Header{ID: 4, Command: CmdDMAMap}, dmaMap(3, 0, 0x1000, 0x1000)))
-	f.Add(msgBytes(Header{ID: 5, Command: CmdSetIRQs}, le32(20, IRQSetDataEventfd|IRQSetActionTrig, 0, 0, 1)))
-	f.Add(msgBytes(Header{ID: 6, Command: CmdRegionWriteMulti}, append(le64(nil, 1), rwPayload(4, RegionConfig, 2, make([]byte, 8))...)))
-	f.Add(append(msgBytes(Header{ID: 7, Command: CmdRegionWrite}, rwPayload(0, 0, 4, []byte{1, 2, 3, 4})), 1, 2, 3))
-	f.Add(msgBytes(Header{ID: 8, Command: CmdDeviceReset}, nil))
-	f.Add(guestDMASeed(f))
-	// In pieces with descriptors (length 1 modulo 3): a DMA_MAP of the file
-	// (only its first piece, of 6 bytes, carries one), then a read of
-	// config space whose pieces carry some.
-	inPieces := append(msgBytes(Header{ID: 0x15, Command: CmdDMAMap}, dmaMap(DMAFlagRead|DMAFlagWrite, 0, 0x40000, 0x40000)),
-		msgBytes(Header{ID: 0x33, Command: CmdRegionRead}, rwPayload(0, RegionConfig, 64, nil))...)
-	for len(inPieces)%3 != 1 {
-		inPieces = append(inPieces, 0) // the start of a header that never ends
+	for _, seed := range fuzzServerSeeds(f) {
+		f.Add(seed)
 	}
-	f.Add(inPieces)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzOnce.Do(func() {
 			// the device DMAs into the fuzzed client's memory, and its clock
@@ -120,32 +105,9 @@ func FuzzServer(f *testing.F) {
 		fdsBefore := openFDCount(t)
 		session(func(c *testClient) {
 			c.handshake()
-			switch len(data) % 3 {
-			case 0:
-				_, _ = c.c.Write(data) // the server may end the session part way: the write fails
-				return                 // session closes the socket
-			case 1:
-				drained := drainReplies(c)
-				fds := []int{fuzzFD, fuzzFD, fuzzFD}
-				for p := data; len(p) > 0; {
-					k, n := min(len(p), 1+int(p[0]>>2%13)), int(p[0]&3)
-					var oob []byte
-					if n > 0 {
-						oob = syscall.UnixRights(fds[:n]...)
-					}
-					if _, _, err := c.c.WriteMsgUnix(p[:k], oob, nil); err != nil {
-						break // the server ended the session
-					}
-					p = p[k:]
-				}
-				_ = c.c.CloseWrite()
-				waitDrained(t, drained)
-				return
+			if err := sendFuzzed(c, data, len(data)%3, fuzzFD); err != nil {
+				t.Fatal(err)
 			}
-			drained := drainReplies(c)
-			_, _ = c.c.Write(data)
-			_ = c.c.CloseWrite()
-			waitDrained(t, drained)
 		})
 		session(func(c *testClient) {
 			c.handshake()
@@ -166,6 +128,73 @@ func FuzzServer(f *testing.F) {
 	})
 }
 
+// fuzzServerSeeds are FuzzServer's seeds: streams a client sends after
+// its VERSION.
+func fuzzServerSeeds(tb testing.TB) [][]byte {
+	seeds := [][]byte{
+		{},
+		msgBytes(Header{ID: 2, Command: CmdDeviceGetInfo}, le32(16, 0, 0, 0)),
+		msgBytes(Header{ID: 3, Command: CmdRegionRead}, rwPayload(0, RegionConfig, 64, nil)),
+		msgBytes(Header{ID: 4, Command: CmdDMAMap}, dmaMap(3, 0, 0x1000, 0x1000)),
+		msgBytes(Header{ID: 5, Command: CmdSetIRQs}, le32(20, IRQSetDataEventfd|IRQSetActionTrig, 0, 0, 1)),
+		msgBytes(Header{ID: 6, Command: CmdRegionWriteMulti}, append(le64(nil, 1), rwPayload(4, RegionConfig, 2, make([]byte, 8))...)),
+		append(msgBytes(Header{ID: 7, Command: CmdRegionWrite}, rwPayload(0, 0, 4, []byte{1, 2, 3, 4})), 1, 2, 3),
+		msgBytes(Header{ID: 8, Command: CmdDeviceReset}, nil),
+		guestDMASeed(tb),
+	}
+	// In pieces with descriptors (length 1 modulo 3): a DMA_MAP of the file
+	// (only its first piece, of 6 bytes, carries one), then a read of
+	// config space whose pieces carry some.
+	inPieces := append(msgBytes(Header{ID: 0x15, Command: CmdDMAMap}, dmaMap(DMAFlagRead|DMAFlagWrite, 0, 0x40000, 0x40000)),
+		msgBytes(Header{ID: 0x33, Command: CmdRegionRead}, rwPayload(0, RegionConfig, 64, nil))...)
+	for len(inPieces)%3 != 1 {
+		inPieces = append(inPieces, 0) // the start of a header that never ends
+	}
+	return append(seeds, inPieces)
+}
+
+// sendFuzzed sends data, a fuzzed stream, on c (its VERSION accepted)
+// in one of FuzzServer's ways, by mode:
+//   - 0: writes it and returns at once (the caller closes the socket);
+//   - 1: in pieces of 1 to 13 bytes, each with 0 to 3 copies of fd (by the
+//     piece's first byte), then half-closes and reads every message until
+//     the server closes the session;
+//   - 2: whole, then half-closes and reads every message until the server
+//     closes the session.
+//
+// It never answers the server's DMA_READ/DMA_WRITE. The error says that
+// the server did not close the session within 10 s of the end of stream
+// (modes 1 and 2); it calls no testing.T method, so that it may run on a
+// goroutine of its own.
+func sendFuzzed(c *testClient, data []byte, mode int, fd int) error {
+	switch mode {
+	case 0:
+		_, _ = c.c.Write(data) // the server may end the session part way: the write fails
+		return nil
+	case 1:
+		drained := drainReplies(c)
+		fds := []int{fd, fd, fd}
+		for p := data; len(p) > 0; {
+			k, n := min(len(p), 1+int(p[0]>>2%13)), int(p[0]&3)
+			var oob []byte
+			if n > 0 {
+				oob = syscall.UnixRights(fds[:n]...)
+			}
+			if _, _, err := c.c.WriteMsgUnix(p[:k], oob, nil); err != nil {
+				break // the server ended the session
+			}
+			p = p[k:]
+		}
+		_ = c.c.CloseWrite()
+		return drainedWithin(drained)
+	default:
+		drained := drainReplies(c)
+		_, _ = c.c.Write(data)
+		_ = c.c.CloseWrite()
+		return drainedWithin(drained)
+	}
+}
+
 // drainReplies reads the server's messages until the session ends; the
 // channel is closed then.
 func drainReplies(c *testClient) chan struct{} {
@@ -181,12 +210,13 @@ func drainReplies(c *testClient) chan struct{} {
 	return drained
 }
 
-// waitDrained waits for drainReplies to see the session end.
-func waitDrained(t *testing.T, drained chan struct{}) {
+// drainedWithin waits up to 10 s for drainReplies to see the session end.
+func drainedWithin(drained chan struct{}) error {
 	select {
 	case <-drained:
+		return nil
 	case <-time.After(10 * time.Second):
-		t.Fatal("the server did not close the session after the client's end of stream")
+		return errors.New("the server did not close the session within 10 s of the client's end of stream")
 	}
 }
 
@@ -211,7 +241,12 @@ func msgBytes(h Header, payload []byte) []byte {
 // programs a host-to-device queue whose ring lies in it: the device's
 // descriptor fetch goes to the client as DMA_READ (which the fuzzed client
 // never answers, so the queue errors after the reply timeout).
-func guestDMASeed(tb testing.TB) []byte {
+func guestDMASeed(tb testing.TB) []byte { return guestDMAStream(tb, false) }
+
+// guestDMAStream is guestDMASeed's stream; with reset, each queue half is
+// reset first (q_sw_ctrl), so that the stream starts a DMA again on a
+// device whose queue an earlier stream halted.
+func guestDMAStream(tb testing.TB, reset bool) []byte {
 	geo := hwarch.MustGeometry(hwarch.Cayman)
 	eng, q, err := udma.H2TEngine(geo, 0)
 	if err != nil {
@@ -233,6 +268,9 @@ func guestDMASeed(tb testing.TB) []byte {
 	w(udma.S2M+udma.ChangeState, udma.ChangeNormal)
 	for i, half := range []uint64{udma.M2S, udma.S2M} {
 		ring := geo.HostAddress(gpa + uint64(i)*0x1000)
+		if reset {
+			w(udma.QueueReg(half, q, []uint64{udma.QSwCtrlM2S, udma.QSwCtrlS2M}[i]), udma.QSwReset)
+		}
 		w(udma.QueueReg(half, q, udma.QBaseLo), uint32(ring))
 		w(udma.QueueReg(half, q, udma.QBaseHi), uint32(ring>>32))
 		w(udma.QueueReg(half, q, udma.QLength), udma.MinRing)

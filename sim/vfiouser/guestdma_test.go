@@ -77,23 +77,28 @@ func newGuestRig(t *testing.T, g hwarch.Generation, wall *fakeWall, ahead bool) 
 	base, err := udma.EngineBAR0(geo, eng)
 	require.NoError(t, err)
 	r := &guestRig{t: t, dev: dev, srv: srv, c: c, ram: ram, remote: remote, geo: geo, eng: eng, q: q, engBase: base, phase: udma.FirstRingID}
-	// the driver's queue init, through BAR writes: engine to normal, then
-	// per half q_sw_ctrl reset, ring base (a host address: the guest
-	// physical address with pci_host_base), length, cfg
+	r.initQueue()
+	return r
+}
+
+// initQueue is the driver's queue init, through BAR writes: engine to
+// normal, then per half q_sw_ctrl reset, ring base (a host address: the
+// guest physical address with pci_host_base), length, cfg.
+func (r *guestRig) initQueue() {
+	r.t.Helper()
 	r.w(udma.M2S+udma.ChangeState, udma.ChangeNormal)
 	r.w(udma.S2M+udma.ChangeState, udma.ChangeNormal)
 	for _, h := range []struct {
 		half, sw uint64
 		ring     uint64
 	}{{udma.M2S, udma.QSwCtrlM2S, m2sRing}, {udma.S2M, udma.QSwCtrlS2M, s2mRing}} {
-		dva := geo.HostAddress(h.ring)
-		r.w(udma.QueueReg(h.half, q, h.sw), udma.QSwReset)
-		r.w(udma.QueueReg(h.half, q, udma.QBaseLo), uint32(dva))
-		r.w(udma.QueueReg(h.half, q, udma.QBaseHi), uint32(dva>>32))
-		r.w(udma.QueueReg(h.half, q, udma.QLength), ringLen)
-		r.w(udma.QueueReg(h.half, q, udma.QCfg), udma.QCfgDriver)
+		dva := r.geo.HostAddress(h.ring)
+		r.w(udma.QueueReg(h.half, r.q, h.sw), udma.QSwReset)
+		r.w(udma.QueueReg(h.half, r.q, udma.QBaseLo), uint32(dva))
+		r.w(udma.QueueReg(h.half, r.q, udma.QBaseHi), uint32(dva>>32))
+		r.w(udma.QueueReg(h.half, r.q, udma.QLength), ringLen)
+		r.w(udma.QueueReg(h.half, r.q, udma.QCfg), udma.QCfgDriver)
 	}
-	return r
 }
 
 // w writes one engine register over vfio-user.
