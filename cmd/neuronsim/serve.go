@@ -214,7 +214,10 @@ func newServeCommand() *cobra.Command {
 			"    -device '{\"driver\":\"vfio-user-pci\",\"socket\":{\"path\":\"DIR/neuron0.sock\",\"type\":\"unix\"}}'\n" +
 			"(share=on lets the device's DMA reach guest memory directly; without it, through\n" +
 			"DMA_READ/DMA_WRITE messages). Of the limits, only --max-memory and --handshake-timeout\n" +
-			"apply: a connection must complete its VERSION within the latter, or is closed.",
+			"apply: a connection must complete its VERSION within the latter, or is closed. A\n" +
+			"client that leaves a message of the server's (a DMA_READ/DMA_WRITE, which the server\n" +
+			"waits for holding every device of the system) unanswered or unread for 10 s has its\n" +
+			"session ended, and its socket answers new clients EAGAIN for 60 s.",
 		Example: "  neuronsim serve --listen unix:/tmp/neuronsim.sock --arch trn2 --devices 16\n" +
 			"  neuronsim serve --listen tcp:127.0.0.1:0 --system arch=mariana,devices=32,switch=v1,revision=emu\n" +
 			"  neuronsim serve --listen tcp:127.0.0.1:7777 --max-clients 8 --max-memory 1GiB\n" +

@@ -117,7 +117,12 @@ func (s *Server) serveConn(c *net.UnixConn, lb *lobby) (served bool, err error) 
 		if lb.stopped() {
 			return false, nil
 		}
-		return false, s.refuse(c, time.Now().Add(s.opt.HandshakeTimeout))
+		return false, s.refuse(c, time.Now().Add(s.opt.HandshakeTimeout), busyRefusal)
+	}
+	if left := s.backoffLeft(); left > 0 {
+		<-s.slot
+		why := fmt.Sprintf("the last client let a message of the server's wait past the reply timeout; refusing clients for %v more (StallBackoff %v)", left.Round(time.Millisecond), s.opt.StallBackoff)
+		return false, s.refuse(c, time.Now().Add(s.opt.HandshakeTimeout), refusal{why, "EAGAIN", syscall.EAGAIN, ErrBackoff})
 	}
 	defer func() { <-s.slot }()
 	if lb != nil && !lb.leave(c) {
@@ -192,22 +197,35 @@ func awaitMessage(c *net.UnixConn) (bool, error) {
 	return n > 0, nil
 }
 
-// refuse answers the first message of c, a client that came while another
-// client's session is live, with an EBUSY error reply (if it is a command
-// that wants one, and it arrives by deadline) and leaves c to be closed. Nothing of the live session is
-// touched. The returned error says what happened.
-func (s *Server) refuse(c *net.UnixConn, deadline time.Time) error {
-	const why = "another client's session is live"
+// refusal is why a client is refused: the reason logged, and the errno
+// (its name and value) its first message is answered with; err is the
+// error the refusal wraps.
+type refusal struct {
+	why   string
+	name  string
+	errno syscall.Errno
+	err   error
+}
+
+// busyRefusal refuses a client while another client's session is live.
+var busyRefusal = refusal{"another client's session is live", "EBUSY", syscall.EBUSY, ErrBusy}
+
+// refuse answers the first message of c, a client that is not served
+// (why: rf), with rf's error reply (if it is a command that wants one,
+// and it arrives by deadline) and leaves c to be closed. Nothing of a
+// live session is touched. The returned error says what happened.
+func (s *Server) refuse(c *net.UnixConn, deadline time.Time, rf refusal) error {
+	why := rf.why
 	if err := c.SetDeadline(deadline); err != nil {
-		return fmt.Errorf("vfio-user: refused a client (%s): %w: %w", why, err, ErrBusy)
+		return fmt.Errorf("vfio-user: refused a client (%s): %w: %w", why, err, rf.err)
 	}
 	var hb [HeaderSize]byte
 	if _, err := io.ReadFull(c, hb[:]); err != nil {
-		return fmt.Errorf("vfio-user: refused a client (%s) without a reply: its first message broke off (%v): %w", why, err, ErrBusy)
+		return fmt.Errorf("vfio-user: refused a client (%s) without a reply: its first message broke off (%v): %w", why, err, rf.err)
 	}
 	h, err := ParseHeader(hb[:])
 	if err != nil || h.Type() != FlagCommand || h.Flags&FlagNoReply != 0 {
-		return fmt.Errorf("vfio-user: refused a client (%s) without a reply: its first message is not a command that wants one: %w", why, ErrBusy)
+		return fmt.Errorf("vfio-user: refused a client (%s) without a reply: its first message is not a command that wants one: %w", why, rf.err)
 	}
 	// Read the rest of a small message, so that the client reads the reply
 	// before it learns of the close (a socket closed with unread bytes
@@ -216,11 +234,11 @@ func (s *Server) refuse(c *net.UnixConn, deadline time.Time) error {
 		_, _ = io.CopyN(io.Discard, c, n)
 	}
 	var buf []byte
-	reply := Frame(&buf, Header{ID: h.ID, Command: h.Command, Flags: FlagReply | FlagError, Error: uint32(syscall.EBUSY)}, nil)
+	reply := Frame(&buf, Header{ID: h.ID, Command: h.Command, Flags: FlagReply | FlagError, Error: uint32(rf.errno)}, nil)
 	if _, err := c.Write(reply); err != nil {
-		return fmt.Errorf("vfio-user: refused a client (%s): its %s's EBUSY reply could not be sent (%v): %w", why, CommandName(h.Command), err, ErrBusy)
+		return fmt.Errorf("vfio-user: refused a client (%s): its %s's %s reply could not be sent (%v): %w", why, CommandName(h.Command), rf.name, err, rf.err)
 	}
-	return fmt.Errorf("vfio-user: refused a client (%s): answered its %s with EBUSY: %w", why, CommandName(h.Command), ErrBusy)
+	return fmt.Errorf("vfio-user: refused a client (%s): answered its %s with %s: %w", why, CommandName(h.Command), rf.name, rf.err)
 }
 
 // lobby holds the connections Serve has accepted that are not the live

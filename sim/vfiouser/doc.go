@@ -10,8 +10,14 @@
 // up to 1 s (at most half the handshake timeout) for that session to end,
 // then has that message answered with an EBUSY error reply and is closed,
 // the live session untouched; at most 8 connections are held besides the
-// live session, and one past them is closed at once. Each is logged in one
-// line (Options.Logf). After VERSION a session may stay idle for ever.
+// live session, and one past them is closed at once. A client that lets a
+// message of the server's wait past Options.ReplyTimeout (10 s) — a
+// DMA_READ/DMA_WRITE unanswered, which the server waits for holding the
+// device and every device of its system — has its session ended, and new
+// clients are then answered EAGAIN and closed for Options.StallBackoff
+// (60 s), so that it cannot stall the system again at once by
+// reconnecting. Each is logged in one line (Options.Logf). After VERSION
+// a session may stay idle for ever.
 //
 // Implemented: the message header (reply, no-reply and error flags, errno
 // replies); VERSION with its capabilities JSON (max_msg_fds,

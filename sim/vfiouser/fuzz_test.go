@@ -62,7 +62,9 @@ func FuzzServer(f *testing.F) {
 		fuzzOnce.Do(func() {
 			// the device DMAs into the fuzzed client's memory, and its clock
 			// is paced by wall time
-			opt := Options{ReplyTimeout: 20 * time.Millisecond, MaxDataXferSize: 64 << 10}
+			// no back-off after a stall (StallBackoff): the fresh client
+			// of each iteration is served at once
+			opt := Options{ReplyTimeout: 20 * time.Millisecond, StallBackoff: time.Nanosecond, MaxDataXferSize: 64 << 10}
 			mem, err := NewGuestMemory(opt)
 			if err != nil {
 				t.Fatal(err)

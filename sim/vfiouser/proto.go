@@ -124,6 +124,11 @@ var (
 	// ErrBusy: a client refused because another client's session is live
 	// (its VERSION answered with EBUSY).
 	ErrBusy = errors.New("vfio-user: the device is busy with another client")
+	// ErrBackoff: a client refused because the last session ended with
+	// its client letting a message of the server's wait past
+	// Options.ReplyTimeout, less than Options.StallBackoff ago (its
+	// VERSION answered with EAGAIN).
+	ErrBackoff = errors.New("vfio-user: the device refuses clients for a while after a client stalled it")
 )
 
 // Header is the 16-byte header of every message.

@@ -32,6 +32,16 @@ type Options struct {
 	// refused (there is no "no limit"). After VERSION a session may stay
 	// idle for ever (a guest that does nothing sends nothing).
 	HandshakeTimeout time.Duration
+	// StallBackoff is how long the server refuses new clients (their
+	// first message answered EAGAIN, [ErrBackoff]) after a session ended
+	// because its client let a message of the server's wait past
+	// ReplyTimeout: a DMA_READ/DMA_WRITE request unanswered, or any
+	// message unread. The server waits for a DMA reply with the device
+	// held, and with it every device of its system (one lock), so such a
+	// client stalls the clients of the other devices; the back-off keeps
+	// it from doing so again at once by reconnecting. 0: 60 s; negative
+	// is refused.
+	StallBackoff time.Duration
 	// Class is the 24-bit PCI class code of the server's own config header
 	// (used when the device has no config space of its own); 0: 0x088000,
 	// "other system peripheral".
@@ -62,6 +72,9 @@ const (
 // DefaultHandshakeTimeout is Options.HandshakeTimeout when it is 0.
 const DefaultHandshakeTimeout = 10 * time.Second
 
+// DefaultStallBackoff is Options.StallBackoff when it is 0.
+const DefaultStallBackoff = 60 * time.Second
+
 func (o *Options) fill() error {
 	def := func(p *int, d int) {
 		if *p == 0 {
@@ -86,6 +99,9 @@ func (o *Options) fill() error {
 	if o.Class == 0 {
 		o.Class = 0x088000
 	}
+	if o.StallBackoff == 0 {
+		o.StallBackoff = DefaultStallBackoff
+	}
 	switch {
 	case o.MaxMsgFDs < 0 || o.MaxMsgFDs > MaxOptionFDs:
 		return fmt.Errorf("vfio-user: MaxMsgFDs %d outside [1, %d]: %w", o.MaxMsgFDs, MaxOptionFDs, ErrLimit)
@@ -97,6 +113,8 @@ func (o *Options) fill() error {
 		return fmt.Errorf("vfio-user: MSIXVectors %d outside [1, %d]: %w", o.MSIXVectors, MaxOptionMSIX, ErrLimit)
 	case o.ReplyTimeout < 0:
 		return fmt.Errorf("vfio-user: negative ReplyTimeout %v: %w", o.ReplyTimeout, ErrLimit)
+	case o.StallBackoff < 0:
+		return fmt.Errorf("vfio-user: negative StallBackoff %v: %w", o.StallBackoff, ErrLimit)
 	case o.HandshakeTimeout < 0:
 		return fmt.Errorf("vfio-user: negative HandshakeTimeout %v (there is no unbounded handshake): %w", o.HandshakeTimeout, ErrLimit)
 	case o.Class > 0xffffff:
@@ -124,6 +142,24 @@ type Server struct {
 	pacer   *Pacer        // nil: no pacing
 	slot    chan struct{} // holds a value while a session is live
 	irqN    [NumIRQIdx]uint32
+
+	bmu          sync.Mutex
+	backoffUntil time.Time // new clients are refused until then (Options.StallBackoff)
+}
+
+// backoffLeft is how long new clients are still refused after a session
+// that stalled the system; 0: none are.
+func (s *Server) backoffLeft() time.Duration {
+	s.bmu.Lock()
+	defer s.bmu.Unlock()
+	return max(time.Until(s.backoffUntil), 0)
+}
+
+// startBackoff refuses new clients for Options.StallBackoff from now.
+func (s *Server) startBackoff() {
+	s.bmu.Lock()
+	defer s.bmu.Unlock()
+	s.backoffUntil = time.Now().Add(s.opt.StallBackoff)
 }
 
 // New builds a server for dev. dev's config space is its own when dev
@@ -265,6 +301,11 @@ func (s *Server) serveSession(c *net.UnixConn, deadline time.Time) error {
 	if expired {
 		err = s.handshakeError("no VERSION accepted")
 	}
+	if stall := ss.stall.Load(); stall != nil {
+		// set before the session's slot is given up: no client slips in
+		s.startBackoff()
+		err = fmt.Errorf("vfio-user: %w; new clients are refused for %v (StallBackoff)", *stall, s.opt.StallBackoff)
+	}
 	return err
 }
 
@@ -305,9 +346,12 @@ type session struct {
 
 	versioned bool
 	hs        atomic.Int32 // the handshake: hsPending, then hsDone, hsExpired or hsEnded
-	client    Capabilities
-	irqs      map[irqKey]int
-	wbuf      []byte
+	// stall is the first message of the server's that the client let
+	// wait past ReplyTimeout (which ended the session), or nil
+	stall  atomic.Pointer[error]
+	client Capabilities
+	irqs   map[irqKey]int
+	wbuf   []byte
 }
 
 // maxPayload bounds the payload of any message the server takes.
@@ -558,9 +602,16 @@ func (ss *session) send(h Header, payload []byte) error {
 		_ = ss.c.Close()
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			err = fmt.Errorf("the client read nothing of it in %v (ReplyTimeout); session ended: %w", ss.s.opt.ReplyTimeout, err)
+			ss.stalled(fmt.Errorf("%s %d not taken by the client: %w", CommandName(h.Command), h.ID, err))
 		}
 	}
 	return err
+}
+
+// stalled records err, a message of the server's that the client let
+// wait past ReplyTimeout, if it is the session's first.
+func (ss *session) stalled(err error) {
+	ss.stall.CompareAndSwap(nil, &err)
 }
 
 // handle runs one command: its reply payload, or its error; fatal ends
@@ -1120,7 +1171,9 @@ func (ss *session) remoteOne(write bool, addr uint64, p []byte) error {
 		// and its session ends, so that it cannot stall the system again
 		// request after request without connecting anew.
 		_ = ss.c.Close()
-		return fmt.Errorf("%s of %d bytes at %#x: no reply in %v (ReplyTimeout); session ended: %w", name, len(p), addr, ss.s.opt.ReplyTimeout, ErrDisconnected)
+		err := fmt.Errorf("%s of %d bytes at %#x: no reply in %v (ReplyTimeout); session ended: %w", name, len(p), addr, ss.s.opt.ReplyTimeout, ErrDisconnected)
+		ss.stalled(err)
+		return err
 	}
 	if r == nil {
 		return fmt.Errorf("%s at %#x: %w", name, addr, ErrDisconnected)

@@ -597,7 +597,7 @@ func TestOptionsAndHeaderBounds(t *testing.T) {
 	for _, o := range []Options{
 		{MaxMsgFDs: -1}, {MaxMsgFDs: MaxOptionFDs + 1}, {MaxDataXferSize: 4}, {MaxDataXferSize: MaxOptionXfer + 1},
 		{MaxDMAMaps: MaxOptionMaps + 1}, {MSIXVectors: -2}, {ReplyTimeout: -time.Second}, {Class: 1 << 24},
-		{HandshakeTimeout: -1}, {HandshakeTimeout: -time.Second},
+		{HandshakeTimeout: -1}, {HandshakeTimeout: -time.Second}, {StallBackoff: -1},
 	} {
 		if _, err := New(dev, o); !errors.Is(err, ErrLimit) {
 			t.Errorf("New(%+v): %v, want ErrLimit", o, err)
@@ -612,6 +612,11 @@ func TestOptionsAndHeaderBounds(t *testing.T) {
 		if err != nil || s.opt.HandshakeTimeout != tc.want {
 			t.Errorf("New with HandshakeTimeout %v: %v, %v; want %v", tc.given, s.opt.HandshakeTimeout, err, tc.want)
 		}
+	}
+	if s, err := New(newTestDevice(t), Options{}); err != nil {
+		t.Errorf("New with no StallBackoff: %v", err)
+	} else if s.opt.StallBackoff != DefaultStallBackoff {
+		t.Errorf("New with no StallBackoff: %v, want %v", s.opt.StallBackoff, DefaultStallBackoff)
 	}
 	if _, err := New(nil, Options{}); !errors.Is(err, ErrMessage) {
 		t.Errorf("New(nil): %v", err)

@@ -163,7 +163,8 @@ const fuzzWellBound = 5 * time.Second
 // with the system held). The well-behaved client sees exactly what it
 // sees with device 1 idle, within fuzzWellBound; the server never panics;
 // afterwards both servers are idle, device 1 has no mappings left, a
-// fresh client of device 1 is served, and no descriptor is left open.
+// fresh client of device 1 is served (once the back-off a stall started
+// has passed: StallBackoff is 50 ms here), and no descriptor is left open.
 func FuzzSystemSessions(f *testing.F) {
 	// the stall: a DMA whose ring is in a mapping without a file, the
 	// client then silent; first, as a seed with DEVICE_RESET makes the
@@ -174,7 +175,7 @@ func FuzzSystemSessions(f *testing.F) {
 			f.Add(append([]byte{mode}, seed...))
 		}
 	}
-	r := newSystemRig(f, Options{ReplyTimeout: 20 * time.Millisecond, MaxDataXferSize: 64 << 10})
+	r := newSystemRig(f, Options{ReplyTimeout: 20 * time.Millisecond, StallBackoff: 50 * time.Millisecond, MaxDataXferSize: 64 << 10})
 	// a memfd of 256 KiB the fuzzed client sends with its stream
 	fuzzFD, err := unix.MemfdCreate("fuzz-guest-ram", unix.MFD_CLOEXEC)
 	require.NoError(f, err)
@@ -242,6 +243,9 @@ func FuzzSystemSessions(f *testing.F) {
 		waitIdle(t, r.srv[1])
 		waitIdle(t, r.srv[0])
 		require.Empty(t, r.srv[1].Memory().Mappings(), "mappings left from the fuzzed session")
+		// a fuzzed client that stalled the system has its socket refuse
+		// clients for StallBackoff (TestDMAStallBackoff)
+		waitUntil(t, 10*time.Second, func() bool { return r.srv[1].backoffLeft() == 0 }, "device 1's back-off to pass")
 		fresh := dial(t, r.path[1])
 		served(t, r.srv[1], fresh)
 		fresh.Close()
