@@ -59,16 +59,30 @@ func (ls *LinkState) addRun(now uint64, r Arrivals) {
 
 // make makes room for k more runs in the queue's array: when it is full,
 // the runs over by now are forgotten first, so that it grows only with the
-// chunks in flight (when little was over, it grows, so that the next
-// search comes after as many runs again: each run is searched a bounded
-// number of times); past MaxArrivals runs in flight it is folded.
+// chunks in flight; past MaxArrivals runs in flight it is folded. Runs
+// mostly end in the order they were added (a link serves its chunks one
+// after another), so those over at the front go first, without looking at
+// the rest; only when that frees less than half the array are all of them
+// searched, and when that does not either the array grows, so that the
+// next search comes after as many runs again (each run is searched a
+// bounded number of times).
 func (ls *LinkState) make(now uint64, k int) {
-	n := len(ls.Queue)
+	q := ls.Queue
+	n := len(q)
 	if n == 0 {
-		ls.Queue = slices.Grow(ls.Queue, max(k, 4))
+		ls.Queue = slices.Grow(q, max(k, 4))
 		return
 	}
-	ls.forget(now)
+	i := 0
+	for i < n && q[i].lastEnd() <= now {
+		i++
+	}
+	if i > 0 {
+		ls.Queue = q[:copy(q, q[i:])]
+	}
+	if len(ls.Queue)+k > n/2 {
+		ls.forget(now)
+	}
 	switch left := len(ls.Queue); {
 	case left+k > MaxArrivals:
 		ls.fold()
