@@ -91,13 +91,29 @@ func startServer(tb testing.TB, dev *sim.Device, opt Options) (*Server, string) 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	// unix socket paths are short (108 bytes); tb.TempDir() can exceed that
+	path := filepath.Join(socketDir(tb), "neuron0.sock")
+	serveOn(tb, s, path)
+	return s, path
+}
+
+// socketDir makes a temporary directory for sockets, removed when the
+// test ends: unix socket paths are short (108 bytes), and tb.TempDir()
+// can exceed that.
+func socketDir(tb testing.TB) string {
+	tb.Helper()
 	dir, err := os.MkdirTemp("", "vfu")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { os.RemoveAll(dir) })
-	path := filepath.Join(dir, "neuron0.sock")
+	return dir
+}
+
+// serveOn has s serve a listener on the socket path until the test ends,
+// then checks that Serve returned without an error once its listener
+// closed.
+func serveOn(tb testing.TB, s *Server, path string) {
+	tb.Helper()
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		tb.Fatal(err)
@@ -109,13 +125,12 @@ func startServer(tb testing.TB, dev *sim.Device, opt Options) (*Server, string) 
 		select {
 		case err := <-done:
 			if err != nil {
-				tb.Errorf("Serve: %v", err)
+				tb.Errorf("Serve on %s: %v", path, err)
 			}
 		case <-time.After(10 * time.Second):
-			tb.Errorf("Serve did not return after the listener closed")
+			tb.Errorf("Serve on %s did not return after its listener closed", path)
 		}
 	})
-	return s, path
 }
 
 func isErrno(err error, e syscall.Errno) bool { return errors.Is(err, e) }

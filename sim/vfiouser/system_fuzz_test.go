@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -59,11 +58,7 @@ func newSystemRig(tb testing.TB, opt Options) *systemRig {
 		tb.Fatal(err)
 	}
 	opt.Pacer = pacer
-	dir, err := os.MkdirTemp("", "vfu") // short: unix socket paths are at most 108 bytes
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { os.RemoveAll(dir) })
+	dir := socketDir(tb)
 	for i, d := range sys.Devices() {
 		s, err := New(d, opt)
 		if err != nil {
@@ -71,23 +66,7 @@ func newSystemRig(tb testing.TB, opt Options) *systemRig {
 		}
 		r.srv[i] = s
 		r.path[i] = filepath.Join(dir, fmt.Sprintf("neuron%d.sock", i))
-		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: r.path[i], Net: "unix"})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- s.Serve(ln) }()
-		tb.Cleanup(func() {
-			ln.Close()
-			select {
-			case err := <-done:
-				if err != nil {
-					tb.Errorf("Serve of device %d: %v", i, err)
-				}
-			case <-time.After(10 * time.Second):
-				tb.Errorf("Serve of device %d did not return after its listener closed", i)
-			}
-		})
+		serveOn(tb, s, r.path[i])
 	}
 	return r
 }
