@@ -17,6 +17,10 @@ import (
 // them, in turn, and only then do they queue there.
 type Arrivals struct {
 	At, Every, End, Step, N uint64
+	// upTo is the latest crossing of the runs of the queue up to this one
+	// (LinkState.drained's bound, reindex); not kept in a snapshot but
+	// made again from the runs (Restore).
+	upTo uint64
 }
 
 // MaxArrivals bounds the runs a link keeps: only runs with a chunk that has
@@ -40,9 +44,11 @@ func (ls *LinkState) arrived(now, a, e uint64) {
 		switch {
 		case r.N == 1 && a >= r.At && e >= r.End:
 			r.Every, r.Step, r.N = a-r.At, e-r.End, 2
+			r.upTo = max(r.upTo, e)
 			return
 		case r.N > 1 && a == addTime(r.At, mulTime(r.N, r.Every)) && e == addTime(r.End, mulTime(r.N, r.Step)) && e != ^uint64(0):
 			r.N++
+			r.upTo = max(r.upTo, e)
 			return
 		}
 	}
@@ -54,7 +60,26 @@ func (ls *LinkState) addRun(now uint64, r Arrivals) {
 	if len(ls.Queue) == cap(ls.Queue) {
 		ls.make(now, 1)
 	}
+	ls.push(r)
+}
+
+// push appends run r, its upTo the latest crossing so far.
+func (ls *LinkState) push(r Arrivals) {
+	r.upTo = r.lastEnd()
+	if n := len(ls.Queue); n > 0 {
+		r.upTo = max(r.upTo, ls.Queue[n-1].upTo)
+	}
 	ls.Queue = append(ls.Queue, r)
+}
+
+// reindex makes every run's upTo again, after runs were dropped or the
+// queue was restored.
+func (ls *LinkState) reindex() {
+	var up uint64
+	for i := range ls.Queue {
+		up = max(up, ls.Queue[i].lastEnd())
+		ls.Queue[i].upTo = up
+	}
 }
 
 // make makes room for k more runs in the queue's array: when it is full,
@@ -89,6 +114,7 @@ func (ls *LinkState) make(now uint64, k int) {
 	case left+k > n/2:
 		ls.Queue = slices.Grow(ls.Queue, n+k)
 	}
+	ls.reindex()
 }
 
 // forget drops the runs whose chunks have all crossed by now.
@@ -114,21 +140,24 @@ func (ls *LinkState) fold() {
 		}
 		f.End = max(f.End, r.lastEnd())
 	}
-	f.N = 1
+	f.N, f.upTo = 1, f.End
 	ls.Queue = append(ls.Queue[:0], f)
 }
 
 // drained returns when every chunk booked on the link that reached it by
-// t has crossed it (t itself when none is still crossing then), after
-// forgetting the runs whose chunks have all crossed by now.
-func (ls *LinkState) drained(now, t uint64) uint64 {
-	q := ls.Queue[:0]
+// t has crossed it (t itself when none is still crossing then). It looks
+// at the runs from the newest back and stops at the first whose upTo —
+// the latest crossing of it and every run before it — is no later than
+// what it has found: a link serves its chunks about in the order they
+// came, so the newest runs that came by t hold the answer, and a queue of
+// thousands of runs (an all-to-all converging on one link) is not
+// searched whole for every control write. Runs over by now are left for
+// make to drop.
+func (ls *LinkState) drained(t uint64) uint64 {
 	w := t
-	for _, r := range ls.Queue {
-		if r.lastEnd() <= now {
-			continue
-		}
-		q = append(q, r)
+	q := ls.Queue
+	for i := len(q) - 1; i >= 0 && q[i].upTo > w; i-- {
+		r := &q[i]
 		if r.At > t {
 			continue
 		}
@@ -138,8 +167,6 @@ func (ls *LinkState) drained(now, t uint64) uint64 {
 		}
 		w = max(w, addTime(r.End, mulTime(k, r.Step)))
 	}
-	clear(ls.Queue[len(q):])
-	ls.Queue = q
 	return w
 }
 
@@ -178,7 +205,8 @@ func (ls *LinkState) queuedRun(now uint64, first bool, arrived, next chunkRun, d
 	if n := len(ls.Queue); n+2 > cap(ls.Queue) {
 		ls.make(now, 2)
 	}
-	ls.Queue = append(ls.Queue, Arrivals{At: at, Every: every, End: end0, Step: d, N: uint64(next.m - 1)}, Arrivals{At: tail, End: end, N: 1})
+	ls.push(Arrivals{At: at, Every: every, End: end0, Step: d, N: uint64(next.m - 1)})
+	ls.push(Arrivals{At: tail, End: end, N: 1})
 }
 
 // bookedRun records the chunks bookRun booked: arr is when they reached

@@ -144,7 +144,7 @@ func TestArrivalsRuns(t *testing.T) {
 				probe := now + rng.Uint64N(20000)
 				want := max(drainedBrute(chunks, probe), probe)
 				require.Equal(t, want, stairs(chunks, now).wait(probe), "case %d: the test's staircase", c)
-				require.Equal(t, want, ls.drained(now, probe), "case %d: drained(%d, %d)", c, now, probe)
+				require.Equal(t, want, ls.drained(probe), "case %d: drained(%d, %d)", c, now, probe)
 			}
 		}
 		require.LessOrEqual(t, len(ls.Queue), len(chunks), "case %d: no more runs than chunks", c)
@@ -168,12 +168,11 @@ func TestArrivalsLinear(t *testing.T) {
 	for k := range uint64(15) {
 		ls.arrived(0, 1000+k*200, 5000+k*164)
 	}
-	require.Equal(t, []Arrivals{{At: 1000, Every: 200, End: 5000, Step: 164, N: 15}}, ls.Queue)
-	assert.Equal(t, uint64(5000+3*164), ls.drained(0, 1000+3*200+199), "waits for the 4 chunks that came by then")
-	assert.Equal(t, uint64(900), ls.drained(0, 900), "none came by then")
-	assert.Equal(t, uint64(5000+14*164), ls.drained(0, 1000+14*200), "all came")
-	assert.Equal(t, uint64(1<<40), ls.drained(5000+14*164, 1<<40), "all crossed by now")
-	assert.Empty(t, ls.Queue, "every chunk has crossed by now: forgotten")
+	require.Equal(t, []Arrivals{{At: 1000, Every: 200, End: 5000, Step: 164, N: 15, upTo: 5000 + 14*164}}, ls.Queue)
+	assert.Equal(t, uint64(5000+3*164), ls.drained(1000+3*200+199), "waits for the 4 chunks that came by then")
+	assert.Equal(t, uint64(900), ls.drained(900), "none came by then")
+	assert.Equal(t, uint64(5000+14*164), ls.drained(1000+14*200), "all came")
+	assert.Equal(t, uint64(1<<40), ls.drained(1<<40), "all crossed by then")
 }
 
 // TestArrivalsBound: a link keeps at most MaxArrivals runs of chunks in
@@ -196,7 +195,7 @@ func TestArrivalsBound(t *testing.T) {
 		require.LessOrEqual(t, len(full.Queue), MaxArrivals, "chunk %d", k)
 	}
 	for _, probe := range []uint64{0, 5, 10 * MaxArrivals, 1 << 41} {
-		assert.GreaterOrEqual(t, full.drained(0, probe), drainedBrute(chunks, probe), "at %d: folded, never less", probe)
+		assert.GreaterOrEqual(t, full.drained(probe), drainedBrute(chunks, probe), "at %d: folded, never less", probe)
 	}
 	require.NoError(t, checkArrivals(full.Queue))
 }

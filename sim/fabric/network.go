@@ -150,7 +150,7 @@ func (s *System) control(path []int, n int, now, sent uint64, hops *[]uint64) (i
 	t := sent
 	for i, id := range path {
 		ls := &s.st.Links[id]
-		t = ls.drained(now, t)
+		t = ls.drained(t)
 		busy := s.busyOf(id, uint64(n))
 		ls.count(uint64(n), busy)
 		if hops != nil {

@@ -225,6 +225,9 @@ func restore(snap *Snapshot, own bool) (*System, error) {
 	s.st = state{Links: cloneLinks(snap.Links), Last: append([]uint64(nil), snap.Last...),
 		InFlight: append([]Delivery(nil), snap.InFlight...), Free: append([]int(nil), snap.Free...), Stats: snap.Stats,
 		Faults: append([]Fault(nil), snap.Faults...), Reservations: s.st.Reservations, Messages: maps.Clone(snap.Messages)}
+	for i := range s.st.Links {
+		s.st.Links[i].reindex() // the runs' bounds, which a snapshot does not keep
+	}
 	if s.st.Last == nil {
 		s.st.LastMap = make(map[uint64]uint64, len(snap.LastMap))
 		for k, v := range snap.LastMap {
