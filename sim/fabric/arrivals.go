@@ -23,12 +23,14 @@ type Arrivals struct {
 	upTo uint64
 }
 
-// MaxArrivals bounds the runs a link keeps: only runs with a chunk that has
-// not crossed by the present are kept, so a link holds at most the chunks
-// in flight over it, as its spans do (MaxSpans). A link that would keep
+// MaxArrivals bounds the runs a link keeps (48 bytes each: 3 MiB): only
+// runs with a chunk that has not crossed by the present are kept, so a
+// link holds at most the chunks in flight over it. A link that would keep
 // more folds its runs into one (fold), which can only make a control write
-// wait longer.
-const MaxArrivals = 1 << 14
+// wait longer. The bound is above what the all-to-alls of the Trn3
+// UltraServers queue on a device's link at 1 GiB (22,748 runs on Gen1,
+// under 16,384 on Gen2, docs/fabric.md §Models "Control writes").
+const MaxArrivals = 1 << 16
 
 // lastEnd is when the run's last chunk has crossed the link.
 func (r Arrivals) lastEnd() uint64 {

@@ -211,7 +211,7 @@ func TestCheckArrivals(t *testing.T) {
 		{"no chunk", []Arrivals{{At: 1, End: 2}}, "arrival run 0 has no chunk"},
 		{"arrivals past 2^64", []Arrivals{{At: 1, End: 2, N: 1}, {At: 1 << 62, Every: 1 << 62, End: 3, N: 5}}, "arrival run 1 of 5 chunks"},
 		{"crossings past 2^64", []Arrivals{{At: 1, End: 1 << 63, Step: 1 << 62, N: 3}}, "arrival run 0 of 3 chunks"},
-		{"too many", make([]Arrivals, MaxArrivals+1), "16385 arrival runs"},
+		{"too many", make([]Arrivals, MaxArrivals+1), "65537 arrival runs"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := checkArrivals(c.q)

@@ -94,7 +94,7 @@ func TestRestoreRefusesImpossibleState(t *testing.T) {
 		}, "Links[1].Queue[0]'s last chunk's crossing", units.ErrRange},
 		{"too many arrival runs", func(s *Snapshot) {
 			s.Links[1].Queue = slices.Repeat([]Arrivals{{At: 1, End: 2, N: 1}}, MaxArrivals+1)
-		}, "Links[1].Queue: 16385 arrival runs", nil},
+		}, "Links[1].Queue: 65537 arrival runs", nil},
 		{"no devices", func(s *Snapshot) { s.Devices, s.Device = 0, nil }, "Devices 0", nil},
 		{"path order time", func(s *Snapshot) { s.Last[3] = units.MaxTimePS + 1 }, "Last[3]", units.ErrRange},
 		{"a free slot listed twice", func(s *Snapshot) {
