@@ -37,29 +37,45 @@ func (r Arrivals) lastEnd() uint64 {
 	return addTime(r.End, mulTime(r.N-1, r.Step))
 }
 
-// arrived records that a chunk that reached the link at a has crossed it
-// at e, extending the last run when the chunk continues it exactly.
-func (ls *LinkState) arrived(now, a, e uint64) {
-	q := ls.Queue
-	if n := len(q); n > 0 {
-		r := &q[n-1]
+// runBuilder gathers the chunks one write books on one link into runs,
+// joining a chunk to the run before it when it continues it exactly, and
+// adds them to the link's queue as they close (flush at the write's end).
+// Runs never join across writes, so what a queue holds does not depend on
+// which of its older runs were dropped and when: a restored system goes
+// on as the one saved.
+type runBuilder struct {
+	r    Arrivals
+	open bool
+}
+
+// add records that a chunk that reached the link at a has crossed it at e.
+func (b *runBuilder) add(ls *LinkState, now, a, e uint64) {
+	if b.open {
+		r := &b.r
 		switch {
 		case r.N == 1 && a >= r.At && e >= r.End:
 			r.Every, r.Step, r.N = a-r.At, e-r.End, 2
-			r.upTo = max(r.upTo, e)
 			return
 		case r.N > 1 && a == addTime(r.At, mulTime(r.N, r.Every)) && e == addTime(r.End, mulTime(r.N, r.Step)) && e != ^uint64(0):
 			r.N++
-			r.upTo = max(r.upTo, e)
 			return
 		}
+		ls.addRun(now, b.r)
 	}
-	ls.addRun(now, Arrivals{At: a, End: e, N: 1})
+	b.r, b.open = Arrivals{At: a, End: e, N: 1}, true
+}
+
+// flush adds the run being gathered to the link's queue.
+func (b *runBuilder) flush(ls *LinkState, now uint64) {
+	if b.open {
+		ls.addRun(now, b.r)
+		b.open = false
+	}
 }
 
 // addRun appends run r to the link's queue.
 func (ls *LinkState) addRun(now uint64, r Arrivals) {
-	if len(ls.Queue) == cap(ls.Queue) {
+	if n := len(ls.Queue); n == cap(ls.Queue) || n >= MaxArrivals {
 		ls.make(now, 1)
 	}
 	ls.push(r)
@@ -84,7 +100,8 @@ func (ls *LinkState) reindex() {
 	}
 }
 
-// make makes room for k more runs in the queue's array: when it is full,
+// make makes room for k more runs in the queue's array: when it is full
+// (or holds MaxArrivals runs),
 // the runs over by now are forgotten first, so that it grows only with the
 // chunks in flight; past MaxArrivals runs in flight it is folded. Runs
 // mostly end in the order they were added (a link serves its chunks one
@@ -204,7 +221,7 @@ func (ls *LinkState) queuedRun(now uint64, first bool, arrived, next chunkRun, d
 		at, every = end0-d, d
 		tail = end - min(end, last)
 	}
-	if n := len(ls.Queue); n+2 > cap(ls.Queue) {
+	if n := len(ls.Queue); n+2 > cap(ls.Queue) || n+2 > MaxArrivals {
 		ls.make(now, 2)
 	}
 	ls.push(Arrivals{At: at, Every: every, End: end0, Step: d, N: uint64(next.m - 1)})
@@ -216,6 +233,8 @@ func (ls *LinkState) queuedRun(now uint64, first bool, arrived, next chunkRun, d
 // to cross) and crossed when each crossed it, each but the last in d ps,
 // the last in last.
 func (ls *LinkState) bookedRun(now uint64, arr, crossed []uint64, d, last uint64) {
+	var b runBuilder
+	defer b.flush(ls, now)
 	for j, end := range crossed {
 		var a uint64
 		switch {
@@ -226,6 +245,6 @@ func (ls *LinkState) bookedRun(now uint64, arr, crossed []uint64, d, last uint64
 		default:
 			a = end - min(end, d)
 		}
-		ls.arrived(now, a, end)
+		b.add(ls, now, a, end)
 	}
 }

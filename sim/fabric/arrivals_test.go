@@ -121,22 +121,24 @@ func TestArrivalsRuns(t *testing.T) {
 		var now, a, e uint64
 		for range 1 + rng.IntN(200) {
 			switch rng.IntN(4) {
-			case 0: // a linear run of the same steps
+			case 0: // one write's chunks: a linear run of the same steps, mostly
 				every, step := rng.Uint64N(3000), rng.Uint64N(3000)
+				var b runBuilder
 				for range 1 + rng.IntN(16) {
 					a, e = a+every, max(e, a)+step
-					ls.arrived(now, a, e)
+					b.add(&ls, now, a, e)
 					chunks = append(chunks, [2]uint64{a, e})
 				}
+				b.flush(&ls, now)
 			case 1: // a chunk that arrived earlier than the last
 				b := a - min(a, rng.Uint64N(5000))
 				f := b + 1 + rng.Uint64N(5000)
-				ls.arrived(now, b, f)
+				record(&ls, now, b, f)
 				chunks = append(chunks, [2]uint64{b, f})
 			default:
 				a += rng.Uint64N(5000)
 				e = max(e, a) + rng.Uint64N(5000)
-				ls.arrived(now, a, e)
+				record(&ls, now, a, e)
 				chunks = append(chunks, [2]uint64{a, e})
 			}
 			if rng.IntN(10) == 0 {
@@ -162,17 +164,29 @@ func TestArrivalsRuns(t *testing.T) {
 	}
 }
 
-// TestArrivalsLinear: a queue's chunks, one after another, are one run.
+// record records a write of one chunk on a link.
+func record(ls *LinkState, now, a, e uint64) {
+	var b runBuilder
+	b.add(ls, now, a, e)
+	b.flush(ls, now)
+}
+
+// TestArrivalsLinear: a write's chunks, queued one after another, are one
+// run; another write's are a run of their own.
 func TestArrivalsLinear(t *testing.T) {
 	var ls LinkState
+	var b runBuilder
 	for k := range uint64(15) {
-		ls.arrived(0, 1000+k*200, 5000+k*164)
+		b.add(&ls, 0, 1000+k*200, 5000+k*164)
 	}
+	b.flush(&ls, 0)
 	require.Equal(t, []Arrivals{{At: 1000, Every: 200, End: 5000, Step: 164, N: 15, upTo: 5000 + 14*164}}, ls.Queue)
 	assert.Equal(t, uint64(5000+3*164), ls.drained(1000+3*200+199), "waits for the 4 chunks that came by then")
 	assert.Equal(t, uint64(900), ls.drained(900), "none came by then")
 	assert.Equal(t, uint64(5000+14*164), ls.drained(1000+14*200), "all came")
 	assert.Equal(t, uint64(1<<40), ls.drained(1<<40), "all crossed by then")
+	record(&ls, 0, 1000+15*200, 5000+15*164)
+	assert.Len(t, ls.Queue, 2, "the next write's chunk, though it continues the run, is a run of its own")
 }
 
 // TestArrivalsBound: a link keeps at most MaxArrivals runs of chunks in
@@ -183,14 +197,14 @@ func TestArrivalsBound(t *testing.T) {
 	for k := range uint64(3 * MaxArrivals) {
 		// Runs of one chunk each (steps that never repeat), each over
 		// before the next but one arrives: at most a few in flight.
-		ls.arrived(k*10, k*10+k%7, k*10+k%7+5+k%3)
+		record(&ls, k*10, k*10+k%7, k*10+k%7+5+k%3)
 		require.LessOrEqual(t, cap(ls.Queue), 64, "chunk %d: the array stays the size of what is in flight", k)
 	}
 	var full LinkState
 	var chunks [][2]uint64
 	for k := range uint64(MaxArrivals + 10) {
 		c := [2]uint64{k * 10, 1<<40 + k*3 + k%5} // none over: every one still crossing
-		full.arrived(0, c[0], c[1])
+		record(&full, 0, c[0], c[1])
 		chunks = append(chunks, c)
 		require.LessOrEqual(t, len(full.Queue), MaxArrivals, "chunk %d", k)
 	}

@@ -345,6 +345,18 @@ func (s *System) storeAndForwardChunks(path []int, n int, before, now, start, se
 	c := s.p.chunk(n)
 	at := s.readyTimes(n, c, start, sent)
 	var arrive uint64
+	runs := s.runs[:0]
+	if s.fifo {
+		for range path {
+			runs = append(runs, runBuilder{})
+		}
+		s.runs = runs
+		defer func() {
+			for i, id := range path {
+				runs[i].flush(&s.st.Links[id], now)
+			}
+		}()
+	}
 	for j, t := range at {
 		size := c
 		if j == len(at)-1 {
@@ -363,7 +375,7 @@ func (s *System) storeAndForwardChunks(path []int, n int, before, now, start, se
 				if i == 0 {
 					a = end - min(end, busy) // as bookedRun has it: begin, unless the end saturated
 				}
-				ls.arrived(now, a, end)
+				runs[i].add(ls, now, a, end)
 			}
 			ls.count(size, busy)
 			if hops != nil {

@@ -97,6 +97,13 @@ type PortReservation struct {
 func (s *System) Snapshot() *Snapshot {
 	s.mu.Lock()
 	engine, host := s.engine.State(), s.host.State()
+	// The runs of chunk arrivals over by now answer no control write from
+	// now on: the snapshot keeps the others, and so does this system, so
+	// that it goes on as the restored one does (their queues the same).
+	for i := range s.st.Links {
+		s.st.Links[i].forget(uint64(s.engine.Now()))
+		s.st.Links[i].reindex()
+	}
 	st := s.st
 	faults := append([]Fault(nil), s.st.Faults...)
 	var res []PortReservation

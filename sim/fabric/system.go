@@ -95,6 +95,9 @@ type System struct {
 	// arrivals is storeAndForward's copy of a write's arrival times at a
 	// link, reused as ready is.
 	arrivals []uint64
+	// runs is storeAndForwardChunks' runs of a write's chunks being
+	// gathered, one per link of its path, reused as ready is.
+	runs []runBuilder
 }
 
 // state is the fabric's whole mutable state (besides the devices' and the
