@@ -21,6 +21,11 @@ type fakeSystem struct {
 	ps       uint64     // the one clock
 	inside   atomic.Int32
 	overlaps atomic.Int64
+	// linger, when set, holds a call until another call runs beside it
+	// (or linger has passed), until one overlap has been seen: the control
+	// without a shared lock sees one however the goroutines are scheduled
+	// (yielding alone did not, under -race on a loaded machine).
+	linger time.Duration
 }
 
 // systemDevice is one device of a fakeSystem: a fake for its BARs, the
@@ -40,6 +45,11 @@ func (d systemDevice) enter() func() {
 	}
 	for range 4 {
 		runtime.Gosched()
+	}
+	if d.sys.linger > 0 {
+		for deadline := time.Now().Add(d.sys.linger); d.sys.overlaps.Load() == 0 && d.sys.inside.Load() < 2 && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Microsecond)
+		}
 	}
 	return func() { d.sys.inside.Add(-1) }
 }
@@ -98,6 +108,9 @@ func (d systemDevice) SleepUntil(ps uint64, _ int) (bool, error) {
 func startSystemServer(t *testing.T, lock *sync.Mutex, limitPS uint64) (*fakeSystem, string) {
 	t.Helper()
 	sys := &fakeSystem{}
+	if lock == nil {
+		sys.linger = 2 * time.Second // the control: hold a call until the other client's comes
+	}
 	devs := []systemDevice{{newFake(0x10000), sys}, {newFake(0x10000), sys}}
 	srv, err := NewServer([]Export{
 		{Device: devs[0], Name: "neuron0", Connected: []int{1}, Lock: lock},
