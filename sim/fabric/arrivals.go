@@ -73,21 +73,27 @@ func (b *runBuilder) flush(ls *LinkState, now uint64) {
 	}
 }
 
-// addRun appends run r to the link's queue.
-func (ls *LinkState) addRun(now uint64, r Arrivals) {
-	if n := len(ls.Queue); n == cap(ls.Queue) || n >= MaxArrivals {
-		ls.make(now, 1)
+// addRun appends runs to the link's queue, each with its upTo (the latest
+// crossing so far), making room first when its array would overflow or
+// it would pass MaxArrivals.
+func (ls *LinkState) addRun(now uint64, runs ...Arrivals) {
+	if n := len(ls.Queue) + len(runs); n > cap(ls.Queue) || n > MaxArrivals {
+		ls.make(now, len(runs))
 	}
-	ls.push(r)
+	for _, r := range runs {
+		r.upTo = r.lastEnd()
+		if n := len(ls.Queue); n > 0 {
+			r.upTo = max(r.upTo, ls.Queue[n-1].upTo)
+		}
+		ls.Queue = append(ls.Queue, r)
+	}
 }
 
-// push appends run r, its upTo the latest crossing so far.
-func (ls *LinkState) push(r Arrivals) {
-	r.upTo = r.lastEnd()
-	if n := len(ls.Queue); n > 0 {
-		r.upTo = max(r.upTo, ls.Queue[n-1].upTo)
-	}
-	ls.Queue = append(ls.Queue, r)
+// began is when a chunk that crossed a link at end in busy ps began to
+// cross it: its arrival on a path's first link (Arrivals). A crossing
+// saturated at 2^64−1 gives no more than that, as a time that far is.
+func began(end, busy uint64) uint64 {
+	return end - min(end, busy)
 }
 
 // reindex makes every run's upTo again, after runs were dropped or the
@@ -100,9 +106,9 @@ func (ls *LinkState) reindex() {
 	}
 }
 
-// make makes room for k more runs in the queue's array: when it is full
-// (or holds MaxArrivals runs),
-// the runs over by now are forgotten first, so that it grows only with the
+// make makes room for k more runs in the queue's array (addRun calls it
+// when they would overflow it or pass MaxArrivals): the runs over by now
+// are forgotten first, so that it grows only with the
 // chunks in flight; past MaxArrivals runs in flight it is folded. Runs
 // mostly end in the order they were added (a link serves its chunks one
 // after another), so those over at the front go first, without looking at
@@ -218,14 +224,10 @@ func (ls *LinkState) queuedRun(now uint64, first bool, arrived, next chunkRun, d
 	end := next.lastCrossed
 	tail := arrived.last
 	if first {
-		at, every = end0-d, d
-		tail = end - min(end, last)
+		at, every = began(end0, d), d
+		tail = began(end, last)
 	}
-	if n := len(ls.Queue); n+2 > cap(ls.Queue) || n+2 > MaxArrivals {
-		ls.make(now, 2)
-	}
-	ls.push(Arrivals{At: at, Every: every, End: end0, Step: d, N: uint64(next.m - 1)})
-	ls.push(Arrivals{At: tail, End: end, N: 1})
+	ls.addRun(now, Arrivals{At: at, Every: every, End: end0, Step: d, N: uint64(next.m - 1)}, Arrivals{At: tail, End: end, N: 1})
 }
 
 // bookedRun records the chunks bookRun booked: arr is when they reached
@@ -234,17 +236,17 @@ func (ls *LinkState) queuedRun(now uint64, first bool, arrived, next chunkRun, d
 // the last in last.
 func (ls *LinkState) bookedRun(now uint64, arr, crossed []uint64, d, last uint64) {
 	var b runBuilder
-	defer b.flush(ls, now)
 	for j, end := range crossed {
 		var a uint64
 		switch {
 		case arr != nil:
 			a = arr[j]
 		case j == len(crossed)-1:
-			a = end - min(end, last)
+			a = began(end, last)
 		default:
-			a = end - min(end, d)
+			a = began(end, d)
 		}
 		b.add(ls, now, a, end)
 	}
+	b.flush(ls, now)
 }

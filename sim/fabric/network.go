@@ -22,7 +22,8 @@ type LinkState struct {
 	// Queue is when the chunks booked in Spans reached the link, run by
 	// run, and when each crossed it (aware model): what a control write
 	// that comes to the link waits for (System.control). Runs whose
-	// chunks have all crossed by the latest control write are dropped.
+	// chunks have all crossed are dropped when its array fills and when
+	// the system is saved (LinkState.make, System.Snapshot).
 	Queue []Arrivals
 	Bytes uint64 // bytes it has carried (saturating at 2^64−1)
 	Busy  uint64 // ps it spent serialising (saturating at units.MaxTimePS)
@@ -287,12 +288,12 @@ func (s *System) storeAndForward(path []int, n int, before, now, start, sent uin
 			}
 		}
 		if !queued {
-			var arr []uint64
-			if s.fifo && i > 0 {
-				arr = append(s.arrivals[:0], at...)
-				s.arrivals = arr
-			}
 			if s.fifo {
+				var arr []uint64 // nil on the first link: bookedRun takes each chunk's begin
+				if i > 0 {
+					arr = append(s.arrivals[:0], at...)
+					s.arrivals = arr
+				}
 				// Booked with no delay, at holds each chunk's crossing.
 				crossed = ls.bookRun(now, at, d, last, 0)
 				ls.bookedRun(now, arr, at, d, last)
@@ -351,11 +352,6 @@ func (s *System) storeAndForwardChunks(path []int, n int, before, now, start, se
 			runs = append(runs, runBuilder{})
 		}
 		s.runs = runs
-		defer func() {
-			for i, id := range path {
-				runs[i].flush(&s.st.Links[id], now)
-			}
-		}()
 	}
 	for j, t := range at {
 		size := c
@@ -369,11 +365,11 @@ func (s *System) storeAndForwardChunks(path []int, n int, before, now, start, se
 			}
 			busy := s.busyOf(id, size)
 			begin := ls.book(now, t, busy)
+			end := addTime(begin, busy)
 			if s.fifo {
-				end := addTime(begin, busy)
 				a := t
 				if i == 0 {
-					a = end - min(end, busy) // as bookedRun has it: begin, unless the end saturated
+					a = began(end, busy)
 				}
 				runs[i].add(ls, now, a, end)
 			}
@@ -381,13 +377,15 @@ func (s *System) storeAndForwardChunks(path []int, n int, before, now, start, se
 			if hops != nil {
 				*hops = append(*hops, begin)
 			}
-			end := addTime(begin, busy)
 			if i == 0 {
 				injected = max(injected, end)
 			}
 			t = addTime(end, s.hopDelay[id])
 		}
 		arrive = max(arrive, t)
+	}
+	for i, id := range path[:len(runs)] {
+		runs[i].flush(&s.st.Links[id], now)
 	}
 	return injected, addTime(arrive, s.p.Endpoint)
 }
