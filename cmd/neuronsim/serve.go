@@ -18,6 +18,7 @@ import (
 	"github.com/neuronsim/neuronsim/runtime/ndl"
 	"github.com/neuronsim/neuronsim/runtime/ndl/remote"
 	"github.com/neuronsim/neuronsim/sim"
+	"github.com/neuronsim/neuronsim/sim/vfiouser"
 )
 
 // remoteSystem is a connection to a `neuronsim serve` and its devices.
@@ -216,8 +217,8 @@ func newServeCommand() *cobra.Command {
 			"DMA_READ/DMA_WRITE messages). Of the limits, only --max-memory and --handshake-timeout\n" +
 			"apply: a connection must complete its VERSION within the latter, or is closed. A\n" +
 			"client that leaves a message of the server's (a DMA_READ/DMA_WRITE, which the server\n" +
-			"waits for holding every device of the system) unanswered or unread for 10 s has its\n" +
-			"session ended, and its socket answers new clients EAGAIN for 60 s.",
+			fmt.Sprintf("waits for holding every device of the system) unanswered or unread for %d s has its\n"+
+				"session ended, and its socket answers new clients EAGAIN for %d s.", int(vfiouser.DefaultReplyTimeout.Seconds()), int(vfiouser.DefaultStallBackoff.Seconds())),
 		Example: "  neuronsim serve --listen unix:/tmp/neuronsim.sock --arch trn2 --devices 16\n" +
 			"  neuronsim serve --listen tcp:127.0.0.1:0 --system arch=mariana,devices=32,switch=v1,revision=emu\n" +
 			"  neuronsim serve --listen tcp:127.0.0.1:7777 --max-clients 8 --max-memory 1GiB\n" +

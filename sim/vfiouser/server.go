@@ -69,6 +69,9 @@ const (
 	MaxOptionMSIX = 2048
 )
 
+// DefaultReplyTimeout is Options.ReplyTimeout when it is 0.
+const DefaultReplyTimeout = 10 * time.Second
+
 // DefaultHandshakeTimeout is Options.HandshakeTimeout when it is 0.
 const DefaultHandshakeTimeout = 10 * time.Second
 
@@ -91,7 +94,7 @@ func (o *Options) fill() error {
 		o.MaxDMABytes = 1 << 40
 	}
 	if o.ReplyTimeout == 0 {
-		o.ReplyTimeout = 10 * time.Second
+		o.ReplyTimeout = DefaultReplyTimeout
 	}
 	if o.HandshakeTimeout == 0 {
 		o.HandshakeTimeout = DefaultHandshakeTimeout
