@@ -31,7 +31,8 @@ type Sweep struct {
 // counters over each collective, by class; and under RingOrderKey, where
 // its rings ran in an order worth telling, that order (NoteRingOrder); and
 // under SpinesKey, on a system of nodes whose spines carried nothing, why
-// (SpinesNote).
+// (SpinesNote); and under FoldsKey, the sizes whose times are upper
+// bounds (FoldsNote).
 func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 	ranks := c.Ranks()
 	given := sw.Options.RingOrder
@@ -76,6 +77,9 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 	rep.Extra[LinkUsageKey] = usage
 	if n := SpinesNote(c.System.Topology().Scale, usage); n != "" {
 		rep.Extra[SpinesKey] = n
+	}
+	if n := FoldsNote(usage); n != "" {
+		rep.Extra[FoldsKey] = n
 	}
 	if t := c.System.Topology(); t.Scale != nil {
 		rep.Extra[LinkClassesKey] = t.ClassLegend()

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
 	"github.com/neuronsim/neuronsim/sim/fabric"
@@ -44,6 +45,11 @@ type SizeLinks struct {
 	ElapsedPS  uint64      `json:"elapsed_ps"`
 	Bottleneck string      `json:"bottleneck"`
 	Classes    []LinkClass `json:"classes"`
+	// FoldedLinks counts the directed links whose queue of chunks on
+	// their way was folded during the size (fabric.LinkCounter.Folds):
+	// the control writes through them waited longer than their FIFO wait,
+	// so the size's time is not the model's exact one (FoldsNote).
+	FoldedLinks int `json:"folded_links,omitempty"`
 }
 
 // LinkUsage is a sweep's link use, one entry per size.
@@ -57,6 +63,11 @@ func linkUse(t *fabric.Topology, c fabric.Counters, size int64, elapsed uint64) 
 		return SizeLinks{}, err
 	}
 	out := SizeLinks{Size: size, ElapsedPS: elapsed}
+	for _, l := range c {
+		if l.Folds > 0 {
+			out.FoldedLinks++
+		}
+	}
 	for _, u := range classes {
 		out.Classes = append(out.Classes, LinkClass{Class: fabric.ClassLabel(u.Group), Links: u.Links, Bytes: u.Bytes,
 			BusiestLink: t.LinkName(u.Busiest), BusiestBusyPS: u.MaxBusy,
@@ -104,6 +115,32 @@ func SpinesNote(so *fabric.ScaleOut, u LinkUsage) string {
 			so.Nodes, e.LeafPorts, so.Spines)
 	}
 	return fmt.Sprintf("they carried no traffic: every write between nodes stayed within one leaf of %d ports; leaf-spine's 0 %% says nothing of the %d spines' capacity (docs/fabric.md §EFA)", e.LeafPorts, so.Spines)
+}
+
+// FoldsKey is the report's Extra key of FoldsNote: in the JSON report
+// "neuronsim_folds".
+const FoldsKey = "folds"
+
+// FoldsNote says which sizes of a sweep whose link use is u are not the
+// model's exact times because a link's queue of chunks on their way
+// passed fabric.MaxArrivals runs and was folded (the control writes
+// behind it waited for every chunk booked before them, longer than their
+// FIFO wait, and so did what waited for them), or "" when none was
+// (docs/fabric.md §Models, "Control writes").
+func FoldsNote(u LinkUsage) string {
+	var sizes []string
+	links := 0
+	for _, s := range u {
+		if s.FoldedLinks > 0 {
+			sizes = append(sizes, strconv.FormatInt(s.Size, 10))
+			links = max(links, s.FoldedLinks)
+		}
+	}
+	if len(sizes) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the times of size(s) %s are approximate: on up to %d link(s) more than %d runs of chunks were on their way at once and were folded into one, so the control writes behind them waited for every chunk booked before them, longer than the links' FIFO order would have them wait (docs/fabric.md §Models, \"Control writes\")",
+		strings.Join(sizes, ", "), links, fabric.MaxArrivals)
 }
 
 // LinkUsageOf returns the link use a sweep report holds (Cluster.Sweep

@@ -24,12 +24,17 @@ type Arrivals struct {
 }
 
 // MaxArrivals bounds the runs a link keeps (48 bytes each: 3 MiB): only
-// runs with a chunk that has not crossed by the present are kept, so a
-// link holds at most the chunks in flight over it. A link that would keep
-// more folds its runs into one (fold), which can only make a control write
-// wait longer. The bound is above what the all-to-alls of the Trn3
-// UltraServers queue on a device's link at 1 GiB (22,748 runs on Gen1,
-// under 16,384 on Gen2, docs/fabric.md §Models "Control writes").
+// runs with a chunk that has not crossed by the present are kept, and
+// those whose chunks have all reached the link are kept as one (settle),
+// so a link holds the runs of the chunks still on their way to it. A link
+// that would keep more folds its runs into one (fold), which can only make
+// a control write wait longer, and counts it (LinkState.Folds) for the
+// reports to say. The chunks on their way to a link are those booked in
+// the hop latencies before it, and on the links behind a congested link,
+// those it holds back: a 1 GiB all-to-all on the Trn3 UltraServers queued
+// 22,748 runs on a device's link on Gen1 before the runs that had arrived
+// were folded, and queues ... now (docs/fabric.md §Models "Control
+// writes").
 const MaxArrivals = 1 << 16
 
 // lastEnd is when the run's last chunk has crossed the link.
@@ -108,14 +113,15 @@ func (ls *LinkState) reindex() {
 
 // make makes room for k more runs in the queue's array (addRun calls it
 // when they would overflow it or pass MaxArrivals): the runs over by now
-// are forgotten first, so that it grows only with the
-// chunks in flight; past MaxArrivals runs in flight it is folded. Runs
-// mostly end in the order they were added (a link serves its chunks one
-// after another), so those over at the front go first, without looking at
-// the rest; only when that frees less than half the array are all of them
-// searched, and when that does not either the array grows, so that the
-// next search comes after as many runs again (each run is searched a
-// bounded number of times).
+// are forgotten first and those wholly arrived by now folded into one,
+// exactly (settle), so that it grows only with the chunks on their way to
+// the link; past MaxArrivals runs of those it is folded, no longer exactly
+// (fold). Runs mostly end in the order they were added (a link serves its
+// chunks one after another), so those over at the front go first, without
+// looking at the rest; only when that frees less than half the array are
+// all of them settled, and when that does not either the array grows, so
+// that the next pass comes after as many runs again (each run is looked
+// at a bounded number of times).
 func (ls *LinkState) make(now uint64, k int) {
 	q := ls.Queue
 	n := len(q)
@@ -131,7 +137,7 @@ func (ls *LinkState) make(now uint64, k int) {
 		ls.Queue = q[:copy(q, q[i:])]
 	}
 	if len(ls.Queue)+k > n/2 {
-		ls.forget(now)
+		ls.settle(now)
 	}
 	switch left := len(ls.Queue); {
 	case left+k > MaxArrivals:
@@ -142,22 +148,43 @@ func (ls *LinkState) make(now uint64, k int) {
 	ls.reindex()
 }
 
-// forget drops the runs whose chunks have all crossed by now.
-func (ls *LinkState) forget(now uint64) {
+// settle drops the runs whose chunks have all crossed by now and folds
+// those whose chunks have all arrived by now into one run at the front,
+// of one chunk that arrived at 0 and crosses with the latest of them. A
+// control write waits at a link no earlier than the now of any booking
+// before it (System.timingAfter's now is at most its start), so it comes
+// after every chunk of those runs and waits for all of them: for the
+// latest crossing, which is what the one run says. So the fold changes no
+// control write's wait, and a link's queue holds only the runs of chunks
+// still on their way to it, not the thousands an all-to-all piles up
+// waiting at one link (the chunk a run stands for arrived at 0 rather
+// than with the first of them, so that it does not depend on when the
+// runs were folded: a restored system's queues are its original's).
+func (ls *LinkState) settle(now uint64) {
+	var f Arrivals
 	q := ls.Queue[:0]
 	for _, r := range ls.Queue {
-		if r.lastEnd() > now {
+		switch {
+		case r.lastEnd() <= now:
+		case addTime(r.At, mulTime(r.N-1, r.Every)) <= now:
+			f.End, f.N = max(f.End, r.lastEnd()), 1
+		default:
 			q = append(q, r)
 		}
 	}
 	clear(ls.Queue[len(q):])
+	if f.N > 0 {
+		q = slices.Insert(q, 0, f)
+	}
 	ls.Queue = q
 }
 
 // fold replaces the link's runs by one chunk that arrived with the first
 // of them and crossed with the last: a control write that comes after any
-// of them waits for all.
+// of them waits for all, which may be longer than the FIFO would have it.
+// It counts itself in Folds, which the link's counters carry to reports.
 func (ls *LinkState) fold() {
+	ls.Folds++
 	var f Arrivals
 	for i, r := range ls.Queue {
 		if i == 0 || r.At < f.At {

@@ -151,15 +151,32 @@ func TestArrivalsRuns(t *testing.T) {
 		}
 		require.LessOrEqual(t, len(ls.Queue), len(chunks), "case %d: no more runs than chunks", c)
 		got := chunkTimes(ls.Queue)
-		// Every chunk kept is one recorded; every chunk recorded and not
-		// over by now is kept.
+		crossings := make(map[uint64]bool)
+		for _, ch := range chunks {
+			crossings[ch[1]] = true
+		}
+		// Every chunk kept is one recorded, or the one chunk that stands
+		// for those arrived (at 0, crossing with one of them); every chunk
+		// recorded still on its way by now is kept; and a control write
+		// from now on waits for what it waits for behind the chunks
+		// recorded.
 		for _, ch := range got {
+			if ch[0] == 0 && crossings[ch[1]] {
+				continue
+			}
 			require.Contains(t, chunks, ch, "case %d", c)
 		}
 		for _, ch := range chunks {
-			if ch[1] > now {
-				require.Contains(t, got, ch, "case %d: a chunk still crossing", c)
+			if ch[1] > now && ch[0] > now {
+				require.Contains(t, got, ch, "case %d: a chunk still on its way", c)
 			}
+		}
+		if c%10 == 0 { // walked whole: every tenth case
+			var brute LinkState
+			for _, ch := range chunks {
+				brute.Queue = append(brute.Queue, Arrivals{At: ch[0], End: ch[1], N: 1})
+			}
+			require.Empty(t, sameQueue(&ls, &brute, now), "case %d", c)
 		}
 	}
 }
@@ -212,6 +229,36 @@ func TestArrivalsBound(t *testing.T) {
 		assert.GreaterOrEqual(t, full.drained(probe), drainedBrute(chunks, probe), "at %d: folded, never less", probe)
 	}
 	require.NoError(t, checkArrivals(full.Queue))
+	assert.Equal(t, uint64(1), full.Folds, "the fold is counted")
+	assert.Zero(t, ls.Folds, "runs over by now are forgotten, not folded")
+}
+
+// TestArrivalsSettle: the chunks that have all reached a link by now are
+// kept as one run — exactly: a control write from now on waits as it
+// would behind each of them — so a link where writes converge, its chunks
+// waiting far longer than they took to come, keeps only those still on
+// their way, and never folds.
+func TestArrivalsSettle(t *testing.T) {
+	var ls LinkState
+	var chunks [][2]uint64
+	const writes = 3 * MaxArrivals
+	for k := range uint64(writes) {
+		// Write k is booked at now = 100k: its chunk reaches the link
+		// 50–249 ps later and crosses it 1 µs apart from the one before,
+		// behind all of them (a backlog ten thousand times what arrives).
+		now := 100 * k
+		c := [2]uint64{now + 50 + k%200, 1<<30 + k*1_000_000}
+		record(&ls, now, c[0], c[1])
+		chunks = append(chunks, c)
+		if k%(writes/7) == 0 || k == writes-1 {
+			require.LessOrEqual(t, len(ls.Queue), 8, "write %d: the runs on their way, and one for those arrived", k)
+			for _, probe := range []uint64{now, now + 60, now + 149, now + 250, 1 << 40, 1 << 50} {
+				require.Equal(t, drainedBrute(chunks, probe), ls.drained(probe), "write %d, a control write at %d", k, probe)
+			}
+		}
+	}
+	assert.Zero(t, ls.Folds, "settling is exact and never folds")
+	require.NoError(t, checkArrivals(ls.Queue))
 }
 
 // TestCheckArrivals: a snapshot's runs are refused when empty, too many or

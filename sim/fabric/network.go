@@ -25,6 +25,11 @@ type LinkState struct {
 	// chunks have all crossed are dropped when its array fills and when
 	// the system is saved (LinkState.make, System.Snapshot).
 	Queue []Arrivals
+	// Folds counts the times its queue passed MaxArrivals runs of chunks
+	// on their way and was folded into one (LinkState.fold): control
+	// writes behind it from then on wait for every chunk booked before,
+	// an upper bound of their FIFO wait. Reports say so (Counters).
+	Folds uint64
 	Bytes uint64 // bytes it has carried (saturating at 2^64−1)
 	Busy  uint64 // ps it spent serialising (saturating at units.MaxTimePS)
 	Down  bool   // taken down by a fault

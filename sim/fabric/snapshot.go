@@ -27,7 +27,7 @@ import (
 
 // SnapshotVersion is the version of the snapshot format Save writes and
 // Load accepts.
-const SnapshotVersion = 11
+const SnapshotVersion = 12
 
 // Snapshot is a whole system: its configuration, its virtual time and
 // pending events, host memory, every device (memory pages, registers, DMA
@@ -101,7 +101,7 @@ func (s *System) Snapshot() *Snapshot {
 	// now on: the snapshot keeps the others, and so does this system, so
 	// that it goes on as the restored one does (their queues the same).
 	for i := range s.st.Links {
-		s.st.Links[i].forget(uint64(s.engine.Now()))
+		s.st.Links[i].settle(uint64(s.engine.Now()))
 		s.st.Links[i].reindex()
 	}
 	st := s.st
@@ -900,6 +900,7 @@ func checkSnapshotVersion(v uint32) error {
 		8:  "version 8 (before the fabric parameters kept the Trn3 Gen2 second-level links, Params.SecondLevel, apart from the inter-server bundle) is no longer read",
 		9:  "version 9 (before the DMA engines as their last reset left them were kept by their epoch alone, DeviceImage.DMA a dma.CompactState) is no longer read",
 		10: "version 10 (before the links kept when their chunks arrived, LinkState.Queue, which the control writes wait for) is no longer read",
+		11: "version 11 (before the links counted the folds of those arrivals, LinkState.Folds) is no longer read",
 	}
 	switch w, old := why[v]; {
 	case v == SnapshotVersion:

@@ -377,7 +377,8 @@ func TestLoadRefusesByName(t *testing.T) {
 		{"version 8", func() []byte { b := append([]byte(nil), good...); b[8] = 8; return b }(), LoadOptions{}, "version 8 (before the fabric parameters kept the Trn3 Gen2 second-level links", nil},
 		{"version 9", func() []byte { b := append([]byte(nil), good...); b[8] = 9; return b }(), LoadOptions{}, "version 9 (before the DMA engines as their last reset left them were kept by their epoch alone", nil},
 		{"version 10", func() []byte { b := append([]byte(nil), good...); b[8] = 10; return b }(), LoadOptions{}, "version 10 (before the links kept when their chunks arrived", nil},
-		{"version 12", func() []byte { b := append([]byte(nil), good...); b[8] = 12; return b }(), LoadOptions{}, "version 12; this build reads version 11", nil},
+		{"version 11", func() []byte { b := append([]byte(nil), good...); b[8] = 11; return b }(), LoadOptions{}, "version 11 (before the links counted the folds", nil},
+		{"version 13", func() []byte { b := append([]byte(nil), good...); b[8] = 13; return b }(), LoadOptions{}, "version 13; this build reads version 12", nil},
 		{"other layout", otherLayout, LoadOptions{}, "layout fingerprint", nil},
 		{"too many devices for the limit", good, LoadOptions{MaxBytes: 1 << 20}, "a system of 2 devices takes about 2 MiB", ErrSnapshotLimit},
 		{"trailing decoded bytes", trailing, LoadOptions{}, fmt.Sprintf("decompresses to more than the %d bytes its header declares", len(raw)), nil},
@@ -397,7 +398,7 @@ func TestLoadRefusesByName(t *testing.T) {
 	}
 }
 
-// TestSnapshotLayoutPinned: the layout of format version 11 (version 2 had
+// TestSnapshotLayoutPinned: the layout of format version 12 (version 2 had
 // the host memory's buffers in a map and its free list as pairs; version 3
 // has both as slices of sim.HostExtent; version 4 has LinkState.Spans for
 // LinkState.Free; version 5 has Snapshot.DeviceID, sim.DeviceState.Boot
@@ -406,16 +407,16 @@ func TestLoadRefusesByName(t *testing.T) {
 // dma.Timing.Ideal; version 7 has Params.InterRack; version 8 has
 // Snapshot.Nodes and Params.EFA; version 9 has Params.SecondLevel;
 // version 10 has DeviceImage.DMA a dma.CompactState; version 11 has
-// LinkState.Queue). A
+// LinkState.Queue; version 12 has LinkState.Folds). A
 // change to a state type changes the fingerprint and fails here: bump
 // SnapshotVersion (old files are then refused by name) and record the new
 // fingerprint.
 func TestSnapshotLayoutPinned(t *testing.T) {
 	got, err := snapshotLayout()
 	require.NoError(t, err)
-	const version11 = 0xefb0a70575b8113b
-	require.Equal(t, 11, SnapshotVersion, "a new version pins its fingerprint here")
-	assert.Equalf(t, uint64(version11), got, "the Snapshot's encoded layout changed (fingerprint %#016x): bump SnapshotVersion and pin the new fingerprint", got)
+	const version12 = 0xad7652e6cc4ce382
+	require.Equal(t, 12, SnapshotVersion, "a new version pins its fingerprint here")
+	assert.Equalf(t, uint64(version12), got, "the Snapshot's encoded layout changed (fingerprint %#016x): bump SnapshotVersion and pin the new fingerprint", got)
 }
 
 // FuzzRestoreEncoding feeds mutated snapshot encodings, compressed and

@@ -26,10 +26,13 @@ import (
 // continues counting from them (the snapshot's format is unchanged).
 
 // LinkCounter is what one directed link has carried: its bytes, and the
-// picoseconds it was busy (booked) carrying them.
+// picoseconds it was busy (booked) carrying them; and how many times its
+// queue of chunks on their way was folded (LinkState.Folds), after which
+// the control writes through it waited an upper bound of their wait.
 type LinkCounter struct {
 	Bytes uint64
 	Busy  uint64
+	Folds uint64
 }
 
 // Counters are every directed link's counters at one moment, by link id
@@ -48,7 +51,7 @@ func (s *System) Counters() Counters {
 	c := make(Counters, len(s.st.Links))
 	for i := range s.st.Links {
 		l := &s.st.Links[i]
-		c[i] = LinkCounter{Bytes: l.Bytes, Busy: l.Busy}
+		c[i] = LinkCounter{Bytes: l.Bytes, Busy: l.Busy, Folds: l.Folds}
 	}
 	return c
 }
@@ -61,11 +64,11 @@ func (c Counters) Since(before Counters) (Counters, error) {
 	}
 	d := make(Counters, len(c))
 	for i := range c {
-		if c[i].Bytes < before[i].Bytes || c[i].Busy < before[i].Busy {
-			return nil, fmt.Errorf("fabric: link %d: %d bytes, %d ps busy, below the earlier %d bytes, %d ps: %w",
-				i, c[i].Bytes, c[i].Busy, before[i].Bytes, before[i].Busy, ErrCounters)
+		if c[i].Bytes < before[i].Bytes || c[i].Busy < before[i].Busy || c[i].Folds < before[i].Folds {
+			return nil, fmt.Errorf("fabric: link %d: %d bytes, %d ps busy, %d folds, below the earlier %d bytes, %d ps, %d folds: %w",
+				i, c[i].Bytes, c[i].Busy, c[i].Folds, before[i].Bytes, before[i].Busy, before[i].Folds, ErrCounters)
 		}
-		d[i] = LinkCounter{Bytes: c[i].Bytes - before[i].Bytes, Busy: c[i].Busy - before[i].Busy}
+		d[i] = LinkCounter{Bytes: c[i].Bytes - before[i].Bytes, Busy: c[i].Busy - before[i].Busy, Folds: c[i].Folds - before[i].Folds}
 	}
 	return d, nil
 }

@@ -112,6 +112,16 @@ func TestCountersRefusals(t *testing.T) {
 	d, err := later.Since(c)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(10), d[0].Bytes)
+	// The folds of a link's arrival queue are counted and differenced so.
+	s.st.Links[1].Folds = 3
+	folded := s.Counters()
+	assert.Equal(t, uint64(3), folded[1].Folds)
+	d, err = folded.Since(c)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), d[1].Folds)
+	_, err = c.Since(folded)
+	assert.ErrorIs(t, err, ErrCounters, "fewer folds than before")
+	assert.ErrorContains(t, err, "link 1")
 }
 
 // TestCountersSurviveSnapshot: the counters are kept in the links' state,
