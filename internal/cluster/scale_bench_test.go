@@ -127,3 +127,24 @@ func BenchmarkClusterBuild(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAllToAll1GiB is the host cost where writes converge: a
+// timing-only 1 GiB all-to-all on the Trn3 Gen1 (64 devices) and Gen2
+// (144) UltraServers, whose writes pile up at the links into each device,
+// so that every semaphore looks at the runs of chunks queued there
+// (docs/fabric.md §Models, "Control writes"). The size is 1 GiB less
+// what does not make whole fp32 blocks per rank (1,073,741,760 bytes on
+// 144). One op is one all-to-all.
+func BenchmarkAllToAll1GiB(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		n    int
+		kind fabric.Kind
+	}{{"trn3-gen1", 64, fabric.KindTrn3Gen1}, {"trn3-gen2", 144, fabric.KindTrn3Gen2}} {
+		b.Run(tc.name, func(b *testing.B) {
+			size := int64(1<<30) - int64(1<<30)%int64(4*tc.n)
+			c, s := benchCluster(b, tc.n, tc.kind, enc.AllToAll, enc.Mesh, size)
+			runBench(b, c, s)
+		})
+	}
+}
