@@ -121,7 +121,7 @@ func (s *Server) serveConn(c *net.UnixConn, lb *lobby) (served bool, err error) 
 	}
 	if left := s.backoffLeft(); left > 0 {
 		<-s.slot
-		why := fmt.Sprintf("the last client let a message of the server's wait past the reply timeout; refusing clients for %v more (StallBackoff %v)", left.Round(time.Millisecond), s.opt.StallBackoff)
+		why := fmt.Sprintf("the last client kept the server waiting past the reply timeout or its wait budget; refusing clients for %v more (StallBackoff %v)", left.Round(time.Millisecond), s.opt.StallBackoff)
 		return false, s.refuse(c, time.Now().Add(s.opt.HandshakeTimeout), refusal{why, "EAGAIN", syscall.EAGAIN, ErrBackoff})
 	}
 	defer func() { <-s.slot }()

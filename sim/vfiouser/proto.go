@@ -126,8 +126,9 @@ var (
 	ErrBusy = errors.New("vfio-user: the device is busy with another client")
 	// ErrBackoff: a client refused because the last session ended with
 	// its client letting a message of the server's wait past
-	// Options.ReplyTimeout, less than Options.StallBackoff ago (its
-	// VERSION answered with EAGAIN).
+	// Options.ReplyTimeout, or keeping the server waiting past
+	// Options.WaitBudget ([ErrWaitBudget]), less than
+	// Options.StallBackoff ago (its VERSION answered with EAGAIN).
 	ErrBackoff = errors.New("vfio-user: the device refuses clients for a while after a client stalled it")
 )
 

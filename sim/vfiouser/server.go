@@ -35,13 +35,36 @@ type Options struct {
 	// StallBackoff is how long the server refuses new clients (their
 	// first message answered EAGAIN, [ErrBackoff]) after a session ended
 	// because its client let a message of the server's wait past
-	// ReplyTimeout: a DMA_READ/DMA_WRITE request unanswered, or any
-	// message unread. The server waits for a DMA reply with the device
-	// held, and with it every device of its system (one lock), so such a
-	// client stalls the clients of the other devices; the back-off keeps
-	// it from doing so again at once by reconnecting. 0: 60 s; negative
-	// is refused.
+	// ReplyTimeout (a DMA_READ/DMA_WRITE request unanswered, or any
+	// message unread) or past WaitBudget. The server waits for a DMA
+	// reply with the device held, and with it every device of its system
+	// (one lock), so such a client stalls the clients of the other
+	// devices; the back-off keeps it from doing so again at once by
+	// reconnecting. 0: 60 s; negative is refused.
 	StallBackoff time.Duration
+	// WaitBudget bounds the total time one session may keep the server
+	// waiting on its client, where ReplyTimeout bounds each wait alone.
+	// The server waits on the client while it waits for the reply to a
+	// DMA_READ/DMA_WRITE request, or for the client to take a message
+	// it writes (a request or a reply); waits that overlap count once.
+	// The rule: over every stretch of the session's time ending now, of
+	// length L, the server may have waited at most WaitBudget + L/10
+	// ([WaitRefillDivisor]); the moment it has waited longer, the wait
+	// under way is given up and the session ends as one that ran out
+	// ReplyTimeout does (logged, and new clients refused for
+	// StallBackoff). Put otherwise, a session starts with WaitBudget of
+	// waiting to spend, spends it while the server waits, and earns it
+	// back at one tenth of the time passing, never above WaitBudget. So
+	// a client answering each request just inside ReplyTimeout is ended
+	// after about WaitBudget × 10/9 of waiting (11.1 s at the defaults),
+	// and in the long run no client holds the server more than a tenth
+	// of the time; a client that keeps the server waiting a tenth of the
+	// time or less — a guest driver's replies take microseconds to
+	// milliseconds, and DMA through mappings with a file never waits —
+	// is never ended by it. 0: [DefaultWaitBudget] (10 s); negative, or
+	// more than [MaxWaitBudget], is refused ([ErrLimit]); there is no
+	// "no limit".
+	WaitBudget time.Duration
 	// Class is the 24-bit PCI class code of the server's own config header
 	// (used when the device has no config space of its own); 0: 0x088000,
 	// "other system peripheral".
@@ -78,6 +101,16 @@ const DefaultHandshakeTimeout = 10 * time.Second
 // DefaultStallBackoff is Options.StallBackoff when it is 0.
 const DefaultStallBackoff = 60 * time.Second
 
+// DefaultWaitBudget is Options.WaitBudget when it is 0.
+const DefaultWaitBudget = 10 * time.Second
+
+// MaxWaitBudget is the largest Options.WaitBudget.
+const MaxWaitBudget = 24 * time.Hour
+
+// WaitRefillDivisor: a session's wait budget is earned back at
+// 1/WaitRefillDivisor of the time passing (Options.WaitBudget).
+const WaitRefillDivisor = 10
+
 func (o *Options) fill() error {
 	def := func(p *int, d int) {
 		if *p == 0 {
@@ -105,6 +138,9 @@ func (o *Options) fill() error {
 	if o.StallBackoff == 0 {
 		o.StallBackoff = DefaultStallBackoff
 	}
+	if o.WaitBudget == 0 {
+		o.WaitBudget = DefaultWaitBudget
+	}
 	switch {
 	case o.MaxMsgFDs < 0 || o.MaxMsgFDs > MaxOptionFDs:
 		return fmt.Errorf("vfio-user: MaxMsgFDs %d outside [1, %d]: %w", o.MaxMsgFDs, MaxOptionFDs, ErrLimit)
@@ -118,6 +154,8 @@ func (o *Options) fill() error {
 		return fmt.Errorf("vfio-user: negative ReplyTimeout %v: %w", o.ReplyTimeout, ErrLimit)
 	case o.StallBackoff < 0:
 		return fmt.Errorf("vfio-user: negative StallBackoff %v: %w", o.StallBackoff, ErrLimit)
+	case o.WaitBudget < 0 || o.WaitBudget > MaxWaitBudget:
+		return fmt.Errorf("vfio-user: WaitBudget %v outside (0, %v] (there is no unbounded wait): %w", o.WaitBudget, MaxWaitBudget, ErrLimit)
 	case o.HandshakeTimeout < 0:
 		return fmt.Errorf("vfio-user: negative HandshakeTimeout %v (there is no unbounded handshake): %w", o.HandshakeTimeout, ErrLimit)
 	case o.Class > 0xffffff:
@@ -273,7 +311,7 @@ func (s *Server) serveSession(c *net.UnixConn, deadline time.Time) error {
 	ss := &session{
 		s: s, c: c, cmds: make(chan *message, cmdQueue), done: make(chan struct{}),
 		pending: map[uint16]chan *message{}, irqs: map[irqKey]int{}, free: make(chan []byte, cmdQueue+2),
-		client: DefaultCapabilities(),
+		client: DefaultCapabilities(), wait: newWaitBudget(s.opt.WaitBudget, time.Now()),
 	}
 	s.mem.mu.Lock()
 	s.mem.remote = ss.remoteDMA
@@ -351,7 +389,9 @@ type session struct {
 	hs        atomic.Int32 // the handshake: hsPending, then hsDone, hsExpired or hsEnded
 	// stall is the first message of the server's that the client let
 	// wait past ReplyTimeout (which ended the session), or nil
-	stall  atomic.Pointer[error]
+	stall atomic.Pointer[error]
+	// wait is the account of Options.WaitBudget
+	wait   *waitBudget
 	client Capabilities
 	irqs   map[irqKey]int
 	wbuf   []byte
@@ -597,18 +637,35 @@ func (ss *session) reply(h Header, payload []byte, err error) error {
 func (ss *session) send(h Header, payload []byte) error {
 	ss.wmu.Lock()
 	defer ss.wmu.Unlock()
-	if err := ss.c.SetWriteDeadline(time.Now().Add(ss.s.opt.ReplyTimeout)); err != nil {
+	now := time.Now()
+	timeout, spent := now.Add(ss.s.opt.ReplyTimeout), ss.wait.begin(now)
+	defer func() { ss.wait.end(time.Now()) }()
+	if err := ss.c.SetWriteDeadline(earliest(timeout, spent)); err != nil {
 		return err
 	}
 	_, err := ss.c.Write(Frame(&ss.wbuf, h, payload))
 	if err != nil {
 		_ = ss.c.Close()
 		if errors.Is(err, os.ErrDeadlineExceeded) {
+			what := fmt.Sprintf("%s %d not taken by the client", CommandName(h.Command), h.ID)
+			if spent.Before(timeout) {
+				err = ss.wait.exhausted(what, time.Now())
+				ss.stalled(err)
+				return err
+			}
 			err = fmt.Errorf("the client read nothing of it in %v (ReplyTimeout); session ended: %w", ss.s.opt.ReplyTimeout, err)
-			ss.stalled(fmt.Errorf("%s %d not taken by the client: %w", CommandName(h.Command), h.ID, err))
+			ss.stalled(fmt.Errorf("%s: %w", what, err))
 		}
 	}
 	return err
+}
+
+// earliest is the earlier of a and b.
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // stalled records err, a message of the server's that the client let
@@ -1160,21 +1217,32 @@ func (ss *session) remoteOne(write bool, addr uint64, p []byte) error {
 		ss.pmu.Unlock()
 		return fmt.Errorf("%s at %#x: %w: %w", name, addr, ErrDisconnected, err)
 	}
-	t := time.NewTimer(ss.s.opt.ReplyTimeout)
+	now := time.Now()
+	timeout, spent := now.Add(ss.s.opt.ReplyTimeout), ss.wait.begin(now)
+	t := time.NewTimer(earliest(timeout, spent).Sub(now))
 	defer t.Stop()
 	var r *message
 	select {
 	case r = <-ch:
+		ss.wait.end(time.Now())
 	case <-t.C:
+		ss.wait.end(time.Now())
 		ss.pmu.Lock()
 		delete(ss.pending, id)
 		ss.pmu.Unlock()
 		// The wait held the device, and every device of its system with
-		// it; a client that lets it run out is not speaking the protocol,
-		// and its session ends, so that it cannot stall the system again
-		// request after request without connecting anew.
+		// it; a client that lets it run out, or that keeps the server
+		// waiting on it too long in all, request after request, is not
+		// speaking the protocol as a driver does, and its session ends,
+		// so that it cannot stall the system again without connecting
+		// anew (and being refused for StallBackoff).
 		_ = ss.c.Close()
-		err := fmt.Errorf("%s of %d bytes at %#x: no reply in %v (ReplyTimeout); session ended: %w", name, len(p), addr, ss.s.opt.ReplyTimeout, ErrDisconnected)
+		var err error
+		if spent.Before(timeout) {
+			err = ss.wait.exhausted(fmt.Sprintf("%s of %d bytes at %#x: no reply", name, len(p), addr), time.Now())
+		} else {
+			err = fmt.Errorf("%s of %d bytes at %#x: no reply in %v (ReplyTimeout); session ended: %w", name, len(p), addr, ss.s.opt.ReplyTimeout, ErrDisconnected)
+		}
 		ss.stalled(err)
 		return err
 	}

@@ -107,6 +107,32 @@ const pairs, n = 30, 0xF000
 // copies to it set up, its S2M doorbell rung; the M2S doorbell, which
 // starts them, is the test's. b is the second device's client.
 func remoteDMARig(t *testing.T, opt Options) (c, b *testClient, dev *sim.Device, reg uint32, base uint64, eng, q int) {
+	r := newRemoteRig(t, opt)
+	return r.c, r.b, r.dev, r.reg, r.base, r.eng, r.q
+}
+
+// remoteRig is what remoteDMARig sets up, with the servers and their
+// socket paths (c's device first).
+type remoteRig struct {
+	c, b   *testClient
+	dev    *sim.Device
+	reg    uint32
+	base   uint64
+	eng, q int
+	srv    []*Server
+	paths  []string
+}
+
+// newRemoteRig sets up remoteDMARig's system, queue and clients.
+func newRemoteRig(t *testing.T, opt Options) *remoteRig {
+	var (
+		c, b   *testClient
+		dev    *sim.Device
+		reg    uint32
+		base   uint64
+		eng, q int
+		srvs   []*Server
+	)
 	e, mu := sim.NewEngine(), new(sync.Mutex)
 	var devs []*sim.Device
 	var paths []string
@@ -118,7 +144,8 @@ func remoteDMARig(t *testing.T, opt Options) (c, b *testClient, dev *sim.Device,
 		devs = append(devs, d)
 	}
 	for _, d := range devs { // the system is built before it is served
-		_, p := startServer(t, d, opt)
+		s, p := startServer(t, d, opt)
+		srvs = append(srvs, s)
 		paths = append(paths, p)
 	}
 	c = dial(t, paths[0])
@@ -163,5 +190,5 @@ func remoteDMARig(t *testing.T, opt Options) (c, b *testClient, dev *sim.Device,
 		udma.Descriptor{LenCtrl: rlc, Addr: geo.HostAddress(remoteBase + uint64(i)*n)}.Put(ram[s2mRing-guestBase+uint64(i)*udma.DescriptorSize:])
 	}
 	require.NoError(t, c.regionWrite(reg, base+udma.QueueReg(udma.S2M, q, udma.QTailInc), le32(pairs)))
-	return c, b, dev, reg, base, eng, q
+	return &remoteRig{c: c, b: b, dev: dev, reg: reg, base: base, eng: eng, q: q, srv: srvs, paths: paths}
 }
