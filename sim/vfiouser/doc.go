@@ -16,8 +16,18 @@
 // device and every device of its system — has its session ended, and new
 // clients are then answered EAGAIN and closed for Options.StallBackoff
 // (60 s), so that it cannot stall the system again at once by
-// reconnecting. Each is logged in one line (Options.Logf). After VERSION
-// a session may stay idle for ever.
+// reconnecting. ReplyTimeout bounds each wait; Options.WaitBudget (10 s)
+// bounds them all together: over every stretch of a session's time, of
+// length L, the server may have waited on the client — for its DMA
+// replies, and for it to take the server's messages; waits that overlap
+// count once — at most WaitBudget + L/10, and past that the session ends
+// and the back-off starts just the same. So a client that answers every
+// request just inside ReplyTimeout, one after another, is ended after
+// about 11 s of waiting, and none holds the system more than a tenth of
+// the time in the long run, while a client that keeps the server waiting
+// a tenth of the time or less (a guest's replies take microseconds to
+// milliseconds) is never ended by it. Each is logged in one line
+// (Options.Logf). After VERSION a session may stay idle for ever.
 //
 // Implemented: the message header (reply, no-reply and error flags, errno
 // replies); VERSION with its capabilities JSON (max_msg_fds,
@@ -58,7 +68,8 @@
 // transfer (the smaller of the client's and the server's), 1024 DMA
 // mappings (or fewer if the client says so) of at most 1 TiB in all,
 // 4 KiB pages only, 16 commands read ahead, 10 s for the client's reply to
-// a DMA request, 10 s to complete the VERSION exchange. A payload's buffer
+// a DMA request, 10 s of waiting on the client per session (earned back at
+// a tenth of the time), 10 s to complete the VERSION exchange. A payload's buffer
 // grows as its bytes arrive (64 KiB, then doubling up to the size the
 // header declares), so a header alone costs at most 64 KiB: the 16
 // commands read ahead hold at most what the client sent; the descriptors

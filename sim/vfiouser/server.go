@@ -55,11 +55,12 @@ type Options struct {
 	// StallBackoff). Put otherwise, a session starts with WaitBudget of
 	// waiting to spend, spends it while the server waits, and earns it
 	// back at one tenth of the time passing, never above WaitBudget. So
-	// a client answering each request just inside ReplyTimeout is ended
-	// after about WaitBudget × 10/9 of waiting (11.1 s at the defaults),
-	// and in the long run no client holds the server more than a tenth
-	// of the time; a client that keeps the server waiting a tenth of the
-	// time or less — a guest driver's replies take microseconds to
+	// a client answering each request just inside ReplyTimeout, one
+	// request after another, is ended after WaitBudget × 10/9 of waiting
+	// (11.1 s at the defaults; later if the requests have gaps between
+	// them), and in the long run no client holds the server more than a
+	// tenth of the time; a client that keeps the server waiting a tenth
+	// of the time or less — a guest's replies take microseconds to
 	// milliseconds, and DMA through mappings with a file never waits —
 	// is never ended by it. 0: [DefaultWaitBudget] (10 s); negative, or
 	// more than [MaxWaitBudget], is refused ([ErrLimit]); there is no
