@@ -84,12 +84,20 @@ type serveLimits struct {
 	maxClients, hostBuffers              *intValue
 	handshake, idle, write               time.Duration
 	hostPerClient, hostMemory, maxMemory string
+	// --vfio-user's bounds on a client that keeps the server waiting
+	vfioReply, vfioBackoff, vfioBudget time.Duration
 }
+
+// vfioOnlyServeFlags are serve's flags that bound vfio-user clients; the
+// remote protocol has none of those clients, so they are refused with
+// --listen rather than ignored.
+var vfioOnlyServeFlags = []string{"vfio-reply-timeout", "vfio-stall-backoff", "vfio-wait-budget"}
 
 // serveOptions is what the limit flags become, checked.
 type serveOptions struct {
 	server    remote.ServerOptions
-	pageLimit int64 // resident pages of the served system
+	vfio      vfiouser.Options // ReplyTimeout, StallBackoff and WaitBudget: the vfio-user servers'
+	pageLimit int64            // resident pages of the served system
 }
 
 func (l *serveLimits) add(cmd *cobra.Command) {
@@ -105,6 +113,12 @@ func (l *serveLimits) add(cmd *cobra.Command) {
 	f.Var(l.hostBuffers, "host-buffers-per-client", "most host buffers one connection may hold allocated (1.."+fmt.Sprint(maxHostBuffersFlag)+
 		"); --max-clients × it may not pass the "+fmt.Sprint(sim.MaxHostBuffers)+" buffers the host-memory allocator holds (default: "+fmt.Sprint(sim.MaxHostBuffers)+" / --max-clients)")
 	f.StringVar(&l.maxMemory, "max-memory", defaultMaxMemory, "most memory the served system's device memory, registers and host memory may hold in touched pages; a write past it is refused"+sizeUnits)
+	durationVar(f, &l.vfioReply, "vfio-reply-timeout", vfiouser.DefaultReplyTimeout,
+		"with --vfio-user: a client must answer each DMA_READ/DMA_WRITE of the server's, and take each message it sends, within this, or its session ends and --vfio-stall-backoff starts (1ms.."+maxTimeoutFlag.String()+")")
+	durationVar(f, &l.vfioBackoff, "vfio-stall-backoff", vfiouser.DefaultStallBackoff,
+		"with --vfio-user: after a session ended by --vfio-reply-timeout or --vfio-wait-budget, its socket answers new clients EAGAIN for this long (1ms.."+maxTimeoutFlag.String()+")")
+	durationVar(f, &l.vfioBudget, "vfio-wait-budget", vfiouser.DefaultWaitBudget,
+		"with --vfio-user: over every stretch of a session, of length L, the server may wait on its client (DMA replies, taking its messages) at most this + L/10; past it the session ends and --vfio-stall-backoff starts (1ms.."+vfiouser.MaxWaitBudget.String()+")")
 }
 
 // options checks the limit flags.
@@ -113,11 +127,16 @@ func (l *serveLimits) options() (serveOptions, error) {
 	for _, t := range []struct {
 		flag string
 		d    time.Duration
-	}{{"--handshake-timeout", l.handshake}, {"--idle-timeout", l.idle}, {"--write-timeout", l.write}} {
-		if t.d < time.Millisecond || t.d > maxTimeoutFlag {
-			return o, &units.Error{Field: t.flag, Value: t.d.String(), Reason: fmt.Sprintf("must be in 1ms..%v", maxTimeoutFlag), Err: units.ErrRange}
+		max  time.Duration
+	}{
+		{"--handshake-timeout", l.handshake, maxTimeoutFlag}, {"--idle-timeout", l.idle, maxTimeoutFlag}, {"--write-timeout", l.write, maxTimeoutFlag},
+		{"--vfio-reply-timeout", l.vfioReply, maxTimeoutFlag}, {"--vfio-stall-backoff", l.vfioBackoff, maxTimeoutFlag}, {"--vfio-wait-budget", l.vfioBudget, vfiouser.MaxWaitBudget},
+	} {
+		if t.d < time.Millisecond || t.d > t.max {
+			return o, &units.Error{Field: t.flag, Value: t.d.String(), Reason: fmt.Sprintf("must be in 1ms..%v", t.max), Err: units.ErrRange}
 		}
 	}
+	o.vfio = vfiouser.Options{ReplyTimeout: l.vfioReply, StallBackoff: l.vfioBackoff, WaitBudget: l.vfioBudget}
 	// The host bytes the connections are charged (a buffer's size, rounded
 	// up to its alignment above the granule) stay within what the
 	// allocator can hold: the window, less what rounding every size up to
@@ -215,10 +234,13 @@ func newServeCommand() *cobra.Command {
 			"    -device '{\"driver\":\"vfio-user-pci\",\"socket\":{\"path\":\"DIR/neuron0.sock\",\"type\":\"unix\"}}'\n" +
 			"(share=on lets the device's DMA reach guest memory directly; without it, through\n" +
 			"DMA_READ/DMA_WRITE messages). Of the limits, only --max-memory and --handshake-timeout\n" +
-			"apply: a connection must complete its VERSION within the latter, or is closed. A\n" +
+			"apply, with --vfio-reply-timeout, --vfio-stall-backoff and --vfio-wait-budget: a\n" +
+			"connection must complete its VERSION within --handshake-timeout, or is closed. A\n" +
 			"client that leaves a message of the server's (a DMA_READ/DMA_WRITE, which the server\n" +
-			fmt.Sprintf("waits for holding every device of the system) unanswered or unread for %d s has its\n"+
-				"session ended, and its socket answers new clients EAGAIN for %d s.", int(vfiouser.DefaultReplyTimeout.Seconds()), int(vfiouser.DefaultStallBackoff.Seconds())),
+			fmt.Sprintf("waits for holding every device of the system) unanswered or unread for %v\n"+
+				"(--vfio-reply-timeout), or keeps the server waiting longer in all than %v plus a\n"+
+				"tenth of the time (--vfio-wait-budget), has its session ended, and its socket answers\n"+
+				"new clients EAGAIN for %v (--vfio-stall-backoff).", vfiouser.DefaultReplyTimeout, vfiouser.DefaultWaitBudget, vfiouser.DefaultStallBackoff),
 		Example: "  neuronsim serve --listen unix:/tmp/neuronsim.sock --arch trn2 --devices 16\n" +
 			"  neuronsim serve --listen tcp:127.0.0.1:0 --system arch=mariana,devices=32,switch=v1,revision=emu\n" +
 			"  neuronsim serve --listen tcp:127.0.0.1:7777 --max-clients 8 --max-memory 1GiB\n" +
@@ -253,6 +275,11 @@ func newServeCommand() *cobra.Command {
 		defer stop()
 		if cmd.Flags().Changed("vfio-user") {
 			return serveVFIOUser(ctx, cmd, sf, vfioDir, opts)
+		}
+		for _, name := range vfioOnlyServeFlags {
+			if cmd.Flags().Changed(name) {
+				return fmt.Errorf("--%s bounds vfio-user clients; --listen serves none (give it with --vfio-user)", name)
+			}
 		}
 		return serveSystem(ctx, cmd, sf, listen, allowRemote, opts)
 	}

@@ -81,7 +81,7 @@ func prepareSocketDir(dir string, n int) error {
 func serveVFIOUser(ctx context.Context, cmd *cobra.Command, sf *systemFlags, dir string, o serveOptions) error {
 	for _, name := range remoteOnlyServeFlags {
 		if cmd.Flags().Changed(name) {
-			return fmt.Errorf("--%s bounds remote-protocol clients; --vfio-user serves none (a vfio-user socket serves one client at a time and refuses others; of the limits, --handshake-timeout and --max-memory apply)", name)
+			return fmt.Errorf("--%s bounds remote-protocol clients; --vfio-user serves none (a vfio-user socket serves one client at a time and refuses others; of the limits, --handshake-timeout and --max-memory apply, with --vfio-reply-timeout, --vfio-stall-backoff and --vfio-wait-budget)", name)
 		}
 	}
 	s, err := sf.servedSpec()
@@ -138,11 +138,14 @@ func serveVFIOUser(ctx context.Context, cmd *cobra.Command, sf *systemFlags, dir
 // system's devices share one clock, so they share one Pacer that keeps it
 // up with wall time (docs/vfio-user.md); all of them share the page budget
 // of --max-memory. Each server closes a connection that has not completed
-// its VERSION within --handshake-timeout.
+// its VERSION within --handshake-timeout, and ends a session whose client
+// keeps it waiting past --vfio-reply-timeout or --vfio-wait-budget,
+// refusing new clients for --vfio-stall-backoff after.
 func newVFIOUserSystem(s systemSpec, o serveOptions, logf func(string, ...any)) (*servedSystem, []*vfiouser.Server, error) {
 	opts := make([]vfiouser.Options, s.Devices)
 	ports := make([]sim.HostPort, s.Devices)
 	for i := range opts {
+		opts[i] = o.vfio
 		opts[i].HandshakeTimeout = o.server.HandshakeTimeout
 		mem, err := vfiouser.NewGuestMemory(opts[i])
 		if err != nil {

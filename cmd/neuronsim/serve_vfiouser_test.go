@@ -8,9 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -176,4 +178,140 @@ func TestServeVFIOUserLongPath(t *testing.T) {
 	require.ErrorContains(t, err, "neuron1.sock is ")
 	assert.ErrorContains(t, err, "past the 107 a Unix socket's address holds")
 	assert.NoDirExists(t, dir)
+}
+
+// TestServeVFIOUserWaitFlags: --vfio-reply-timeout, --vfio-stall-backoff
+// and --vfio-wait-budget are checked (a duration in 1ms..24h: 0, negative,
+// past the range, not a duration or not whole nanoseconds refused, naming
+// the flag), are vfiouser's defaults when not given, go into the servers'
+// Options as given, and are refused with --listen, which serves no
+// vfio-user client.
+func TestServeVFIOUserWaitFlags(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--vfio-reply-timeout", "0s"}, "--vfio-reply-timeout 0s: must be in 1ms..24h0m0s"},
+		{[]string{"--vfio-reply-timeout", "-1s"}, "--vfio-reply-timeout -1s: must be in 1ms..24h0m0s"},
+		{[]string{"--vfio-reply-timeout", "ten"}, `--vfio-reply-timeout "ten": expected a duration`},
+		{[]string{"--vfio-stall-backoff", "0"}, "--vfio-stall-backoff 0s: must be in 1ms..24h0m0s"},
+		{[]string{"--vfio-stall-backoff", "900us"}, "--vfio-stall-backoff 900µs: must be in 1ms..24h0m0s"},
+		{[]string{"--vfio-stall-backoff", "25h"}, "--vfio-stall-backoff 25h0m0s: must be in 1ms..24h0m0s"},
+		{[]string{"--vfio-wait-budget", "-5ms"}, "--vfio-wait-budget -5ms: must be in 1ms..24h0m0s"},
+		{[]string{"--vfio-wait-budget", "24h0m0.001s"}, "--vfio-wait-budget 24h0m0.001s: must be in 1ms..24h0m0s"},
+		{[]string{"--vfio-wait-budget", "1.5ns"}, `--vfio-wait-budget "1.5ns": not a whole number of nanoseconds`},
+		{[]string{"--vfio-wait-budget", "1s", "--vfio-wait-budget", "2s"}, `--vfio-wait-budget 2s: given twice (first "1s")`},
+	} {
+		_, err := runCLI(t, append([]string{"serve", "--vfio-user", dir, "--arch", "trn2"}, tc.args...)...)
+		assert.ErrorContains(t, err, tc.want, "%v", tc.args)
+	}
+	sock := "unix:" + filepath.Join(t.TempDir(), "s.sock")
+	for _, name := range []string{"--vfio-reply-timeout", "--vfio-stall-backoff", "--vfio-wait-budget"} {
+		_, err := runCLI(t, "serve", "--listen", sock, "--arch", "trn2", name, "5s")
+		assert.ErrorContains(t, err, name+" bounds vfio-user clients; --listen serves none", name)
+	}
+
+	options := func(args ...string) serveOptions {
+		t.Helper()
+		cmd := &cobra.Command{}
+		var l serveLimits
+		l.add(cmd)
+		require.NoError(t, cmd.Flags().Parse(args))
+		o, err := l.options()
+		require.NoError(t, err)
+		return o
+	}
+	o := options()
+	assert.Equal(t, vfiouser.DefaultReplyTimeout, o.vfio.ReplyTimeout, "no --vfio-reply-timeout")
+	assert.Equal(t, vfiouser.DefaultStallBackoff, o.vfio.StallBackoff, "no --vfio-stall-backoff")
+	assert.Equal(t, vfiouser.DefaultWaitBudget, o.vfio.WaitBudget, "no --vfio-wait-budget")
+	o = options("--vfio-reply-timeout", "1ms", "--vfio-stall-backoff", "24h", "--vfio-wait-budget", "1m30s")
+	assert.Equal(t, time.Millisecond, o.vfio.ReplyTimeout)
+	assert.Equal(t, 24*time.Hour, o.vfio.StallBackoff)
+	assert.Equal(t, 90*time.Second, o.vfio.WaitBudget)
+	// the help says each flag's range and default
+	cmd := &cobra.Command{}
+	var l serveLimits
+	l.add(cmd)
+	for name, def := range map[string]time.Duration{"vfio-reply-timeout": vfiouser.DefaultReplyTimeout, "vfio-stall-backoff": vfiouser.DefaultStallBackoff, "vfio-wait-budget": vfiouser.DefaultWaitBudget} {
+		f := cmd.Flags().Lookup(name)
+		require.NotNil(t, f, name)
+		assert.Equal(t, def.String(), f.DefValue, "--%s's default, as --help prints it", name)
+		assert.Contains(t, f.Usage, "(1ms..24h0m0s)", "--%s's range", name)
+	}
+}
+
+// unreadClient connects to sock, has its VERSION accepted, then sends
+// REGION_READs of config space and reads none of the replies: the
+// server's replies fill the socket, and its write of the next one waits.
+func unreadClient(t *testing.T, sock string) *net.UnixConn {
+	t.Helper()
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: sock, Net: "unix"})
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	vc := vfiouser.NewClient(c)
+	_, err = vc.Version(`{"capabilities":{"max_msg_fds":16}}`)
+	require.NoError(t, err)
+	var buf, all []byte
+	for i := range 512 { // 2 MiB of replies: far past a unix socket's buffers
+		p := make([]byte, 16)
+		binary.LittleEndian.PutUint32(p[8:], vfiouser.RegionConfig)
+		binary.LittleEndian.PutUint32(p[12:], 4096)
+		all = append(all, vfiouser.Frame(&buf, vfiouser.Header{ID: uint16(100 + i), Command: vfiouser.CmdRegionRead}, p)...)
+	}
+	_, err = c.Write(all)
+	require.NoError(t, err)
+	return c
+}
+
+// TestServeVFIOUserWaitFlagsApply: serve --vfio-user gives its servers
+// the three flags. A client that stops reading its socket is ended after
+// --vfio-reply-timeout, or sooner by --vfio-wait-budget when that is
+// smaller, logged with the flag's value, and new clients are refused
+// EAGAIN for --vfio-stall-backoff, then served.
+func TestServeVFIOUserWaitFlagsApply(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		logged  string
+		backoff time.Duration
+	}{
+		{"reply timeout", []string{"--vfio-reply-timeout", "150ms", "--vfio-stall-backoff", "700ms"},
+			"(ReplyTimeout); session ended", 700 * time.Millisecond},
+		{"wait budget", []string{"--vfio-reply-timeout", "1m", "--vfio-wait-budget", "100ms", "--vfio-stall-backoff", "600ms"},
+			"when the session's wait budget ran out (WaitBudget 100ms plus a tenth of the time", 600 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, err := os.MkdirTemp("", "vfu") // short: unix socket paths are at most 108 bytes
+			require.NoError(t, err)
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			out, errOut, _ := serveInProcess(t, append([]string{"--vfio-user", dir, "--arch", "trn2", "--revision", "qemu"}, tc.args...)...)
+			sock := filepath.Join(dir, "neuron0.sock")
+			require.Eventually(t, func() bool { return strings.Contains(out.String(), "serving") }, 10*time.Second, 5*time.Millisecond)
+
+			unreadClient(t, sock)
+			require.Eventually(t, func() bool {
+				return strings.Contains(errOut.String(), "neuron0: vfio-user: session ended")
+			}, 20*time.Second, 5*time.Millisecond, "%s", errOut.String())
+			logged := errOut.String()
+			assert.Contains(t, logged, tc.logged)
+			assert.Contains(t, logged, "new clients are refused for "+tc.backoff.String()+" (StallBackoff)")
+			ended := time.Now()
+
+			c, err := vfiouser.Dial(sock)
+			require.NoError(t, err)
+			_, err = c.Version("")
+			c.Close()
+			if time.Since(ended) < tc.backoff/2 { // not on a host too loaded to tell
+				assert.ErrorIs(t, err, syscall.EAGAIN, "a client within the back-off")
+			}
+			time.Sleep(time.Until(ended.Add(tc.backoff + 100*time.Millisecond)))
+			c, err = vfiouser.Dial(sock)
+			require.NoError(t, err)
+			defer c.Close()
+			_, err = c.Version("")
+			require.NoError(t, err, "a client after the back-off")
+		})
+	}
 }
