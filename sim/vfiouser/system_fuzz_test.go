@@ -3,10 +3,12 @@ package vfiouser
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -126,20 +128,54 @@ func wellBehaved(t *testing.T, r *systemRig) wellResult {
 
 // fuzzWellBound bounds the well-behaved client's run beside a fuzzed one:
 // alone it takes milliseconds; the fuzzed client can hold the system for
-// at most the reply timeout (20 ms) per DMA message of the server's, its
-// session then ending.
+// at most the reply timeout (20 ms) per DMA message of the server's, and
+// for its wait budget (30 ms, and a tenth of the time) in all, its session
+// then ending.
 const fuzzWellBound = 5 * time.Second
+
+// fuzzSlowReply is how long the fuzzed client of mode 4 takes to answer
+// each DMA request: just inside the rig's reply timeout (20 ms).
+const fuzzSlowReply = 15 * time.Millisecond
+
+// fuzzGPA is where guestDMAStream maps its 64 KiB without a file.
+const fuzzGPA = 0x8000_0000
+
+// slowClientRAM is the memory the fuzzed client of mode 4 answers DMA
+// requests from: at fuzzGPA, the rings of guestDMAStream's queue with one
+// descriptor pair, a copy of 32 KiB from HBM to fuzzGPA+0x4000, so that
+// the queue's run is a few DMA requests (its descriptors read, its data
+// written), not one.
+func slowClientRAM(tb testing.TB) []byte {
+	geo := hwarch.MustGeometry(hwarch.Cayman)
+	ram := make([]byte, 0x10000)
+	const n = 0x8000
+	tlc, err := udma.LenCtrl(n, udma.FirstRingID, udma.FlagFirst|udma.FlagLast)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rlc, err := udma.LenCtrl(n, udma.FirstRingID, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	udma.Descriptor{LenCtrl: tlc, Meta: udma.DefaultMetaCtrl, Addr: geo.HBM[0].Base + 0x10000}.Put(ram)
+	udma.Descriptor{LenCtrl: rlc, Addr: geo.HostAddress(fuzzGPA + 0x4000)}.Put(ram[0x1000:])
+	return ram
+}
 
 // FuzzSystemSessions: two devices of one system, served on two sockets,
 // have two clients at once. Device 0's client is well-behaved
 // (wellBehaved); device 1's sends, after a valid VERSION, the fuzzed
-// stream data[1:] concurrently, in a way chosen by data[0] modulo 4: the
+// stream data[1:] concurrently, in a way chosen by data[0] modulo 5: the
 // three of FuzzServer (sendFuzzed: closing at once; in pieces with
 // descriptors, then reading every message; whole, then reading every
-// message — it never answers a DMA_READ/DMA_WRITE), or 3: whole, and then
+// message — it never answers a DMA_READ/DMA_WRITE), 3: whole, and then
 // it neither reads nor closes its socket until the well-behaved client is
 // done (a DMA request of the server's waits for a reply that never comes,
-// with the system held). The well-behaved client sees exactly what it
+// with the system held), or 4: whole, reading every message and answering
+// each DMA request after fuzzSlowReply, just inside the reply timeout,
+// from slowClientRAM, until the well-behaved client is done
+// (the wait budget, 30 ms here, ends its session in the third request of
+// a run of them). The well-behaved client sees exactly what it
 // sees with device 1 idle, within fuzzWellBound; the server never panics;
 // afterwards both servers are idle, device 1 has no mappings left, a
 // fresh client of device 1 is served (once the back-off a stall started
@@ -149,17 +185,21 @@ func FuzzSystemSessions(f *testing.F) {
 	// client then silent; first, as a seed with DEVICE_RESET makes the
 	// device's firmware boot again, dropping BAR writes for half a second
 	f.Add(append([]byte{3}, guestDMAStream(f, true)...))
+	// the same DMA, each of its requests answered just inside the reply
+	// timeout: the wait budget ends the session
+	f.Add(append([]byte{4}, guestDMAStream(f, true)...))
 	for _, seed := range fuzzServerSeeds(f) {
-		for mode := range byte(4) {
+		for mode := range byte(5) {
 			f.Add(append([]byte{mode}, seed...))
 		}
 	}
-	r := newSystemRig(f, Options{ReplyTimeout: 20 * time.Millisecond, StallBackoff: 50 * time.Millisecond, MaxDataXferSize: 64 << 10})
+	r := newSystemRig(f, Options{ReplyTimeout: 20 * time.Millisecond, StallBackoff: 50 * time.Millisecond, WaitBudget: 30 * time.Millisecond, MaxDataXferSize: 64 << 10})
 	// a memfd of 256 KiB the fuzzed client sends with its stream
 	fuzzFD, err := unix.MemfdCreate("fuzz-guest-ram", unix.MFD_CLOEXEC)
 	require.NoError(f, err)
 	f.Cleanup(func() { unix.Close(fuzzFD) })
 	require.NoError(f, unix.Ftruncate(fuzzFD, 256<<10))
+	slowRAM := slowClientRAM(f)
 	var once sync.Once
 	var want wellResult // with device 1 idle
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -167,7 +207,7 @@ func FuzzSystemSessions(f *testing.F) {
 			return
 		}
 		once.Do(func() { want = wellBehaved(t, r) })
-		mode, stream := int(data[0]%4), data[1:]
+		mode, stream := int(data[0]%5), data[1:]
 		fdsBefore := openFDCount(t)
 
 		hostile, err := Dial(r.path[1])
@@ -189,6 +229,50 @@ func FuzzSystemSessions(f *testing.F) {
 			if mode < 3 {
 				close(started)
 				hostileDone <- sendFuzzed(hc, stream, mode, fuzzFD)
+				return
+			}
+			if mode == 4 {
+				hostile.ServeMemory(fuzzGPA, bytes.Clone(slowRAM))
+				// reads and answers; only it sends on hostile (the stream's
+				// c.c.Write is one call, not interleaved with its messages)
+				var last atomic.Int64 // when it last read or answered a message
+				last.Store(time.Now().UnixNano())
+				ended := make(chan struct{})
+				go func() {
+					defer close(ended)
+					for {
+						h, p, err := hc.recv()
+						if err != nil {
+							return
+						}
+						last.Store(time.Now().UnixNano())
+						if h.Type() == FlagCommand && (h.Command == CmdDMARead || h.Command == CmdDMAWrite) {
+							time.Sleep(fuzzSlowReply)
+							hc.serveDMA(h, p)
+							last.Store(time.Now().UnixNano())
+						}
+					}
+				}()
+				_, _ = hostile.c.Write(stream)
+				close(started)
+				<-wellDone
+				// then until the server ends the session or has sent nothing
+				// for a while (its DMA requests come one after another)
+			wait:
+				for end := time.Now().Add(10 * time.Second); time.Since(time.Unix(0, last.Load())) < 4*fuzzSlowReply && time.Now().Before(end); {
+					select {
+					case <-ended:
+						break wait
+					case <-time.After(5 * time.Millisecond):
+					}
+				}
+				_ = hostile.c.CloseWrite()
+				select {
+				case <-ended:
+					hostileDone <- nil
+				case <-time.After(10 * time.Second):
+					hostileDone <- errors.New("the server did not close the slow client's session within 10 s of its end of stream")
+				}
 				return
 			}
 			sent := make(chan struct{})
