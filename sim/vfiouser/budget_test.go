@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/hw/udma"
+	"github.com/neuronsim/neuronsim/sim"
 	"github.com/neuronsim/neuronsim/sim/dma"
 )
 
@@ -291,4 +293,47 @@ func TestWaitBudgetOptions(t *testing.T) {
 	d := spendable(MaxWaitBudget) // no overflow at the largest budget
 	assert.Greater(t, d, MaxWaitBudget)
 	assert.GreaterOrEqual(t, d-d/WaitRefillDivisor, MaxWaitBudget)
+}
+
+// TestWaitBudgetUnreadSocket: the budget counts the server's waits to
+// write, too. A client that stops reading its socket (replies to its
+// reads fill it) is ended by a budget smaller than ReplyTimeout; the
+// error ServeConn returns wraps ErrWaitBudget and ErrDisconnected, and the
+// next client is refused ErrBackoff.
+func TestWaitBudgetUnreadSocket(t *testing.T) {
+	opt := Options{NoPacing: true, ReplyTimeout: time.Minute, WaitBudget: 100 * time.Millisecond, StallBackoff: time.Minute}
+	dev, err := sim.NewDevice(sim.DeviceConfig{Generation: hwarch.Cayman, Revision: hwarch.RevisionQEMU, Ready: true})
+	require.NoError(t, err)
+	s, err := New(dev, opt)
+	require.NoError(t, err)
+	srvEnd, cliEnd := socketPair(t)
+	defer cliEnd.Close()
+	done := make(chan error, 1)
+	go func() { done <- s.ServeConn(srvEnd) }()
+	c := &testClient{Client: NewClient(cliEnd), tb: t}
+	c.handshake()
+	var stream []byte
+	for i := range 512 { // 2 MiB of replies: far past a unix socket's buffers
+		stream = append(stream, msgBytes(Header{ID: uint16(100 + i), Command: CmdRegionRead}, rwPayload(0, RegionConfig, 4096, nil))...)
+	}
+	_, err = cliEnd.Write(stream)
+	require.NoError(t, err)
+	t0 := time.Now()
+	select {
+	case err = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the session of a client that reads nothing did not end")
+	}
+	t.Logf("ended after %v: %v", time.Since(t0), err)
+	assert.ErrorIs(t, err, ErrWaitBudget)
+	assert.ErrorIs(t, err, ErrDisconnected)
+	assert.ErrorContains(t, err, "not taken by the client when the session's wait budget ran out (WaitBudget 100ms")
+	assert.Less(t, time.Since(t0), 10*time.Second, "ended by the budget, not by ReplyTimeout (1 min)")
+
+	srvEnd, cliEnd = socketPair(t)
+	defer cliEnd.Close()
+	go func() { done <- s.ServeConn(srvEnd) }()
+	_, err = NewClient(cliEnd).Version(clientCaps)
+	assert.ErrorIs(t, err, syscall.EAGAIN)
+	assert.ErrorIs(t, <-done, ErrBackoff)
 }
