@@ -25,8 +25,8 @@
 // request just inside ReplyTimeout, one after another, is ended after
 // about 11 s of waiting, and none holds the system more than a tenth of
 // the time in the long run, while a client that keeps the server waiting
-// a tenth of the time or less (a guest's replies take microseconds to
-// milliseconds) is never ended by it. Each is logged in one line
+// a tenth of every stretch or less (a guest's replies take microseconds
+// to milliseconds) is never ended by it. Each is logged in one line
 // (Options.Logf). After VERSION a session may stay idle for ever.
 //
 // Implemented: the message header (reply, no-reply and error flags, errno

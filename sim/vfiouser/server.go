@@ -60,7 +60,7 @@ type Options struct {
 	// (11.1 s at the defaults; later if the requests have gaps between
 	// them), and in the long run no client holds the server more than a
 	// tenth of the time; a client that keeps the server waiting a tenth
-	// of the time or less — a guest's replies take microseconds to
+	// of every stretch or less — a guest's replies take microseconds to
 	// milliseconds, and DMA through mappings with a file never waits —
 	// is never ended by it. 0: [DefaultWaitBudget] (10 s); negative, or
 	// more than [MaxWaitBudget], is refused ([ErrLimit]); there is no
