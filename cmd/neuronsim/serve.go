@@ -118,7 +118,7 @@ func (l *serveLimits) add(cmd *cobra.Command) {
 	durationVar(f, &l.vfioBackoff, "vfio-stall-backoff", vfiouser.DefaultStallBackoff,
 		"with --vfio-user: after a session ended by --vfio-reply-timeout or --vfio-wait-budget, its socket answers new clients EAGAIN for this long (1ms.."+maxTimeoutFlag.String()+")")
 	durationVar(f, &l.vfioBudget, "vfio-wait-budget", vfiouser.DefaultWaitBudget,
-		"with --vfio-user: over every stretch of a session, of length L, the server may wait on its client (DMA replies, taking its messages) at most this + L/10; past it the session ends and --vfio-stall-backoff starts (1ms.."+vfiouser.MaxWaitBudget.String()+")")
+		"with --vfio-user: over every stretch of a session, of length L, the server may wait on its client (DMA replies, taking its messages) at most this + L/10, counting the waits made while a client of another device is connected; past it the session ends and --vfio-stall-backoff starts (1ms.."+vfiouser.MaxWaitBudget.String()+")")
 }
 
 // options checks the limit flags.
@@ -238,8 +238,9 @@ func newServeCommand() *cobra.Command {
 			"connection must complete its VERSION within --handshake-timeout, or is closed. A\n" +
 			"client that leaves a message of the server's (a DMA_READ/DMA_WRITE, which the server\n" +
 			fmt.Sprintf("waits for holding every device of the system) unanswered or unread for %v\n"+
-				"(--vfio-reply-timeout), or keeps the server waiting longer in all than %v plus a\n"+
-				"tenth of the time (--vfio-wait-budget), has its session ended, and its socket answers\n"+
+				"(--vfio-reply-timeout), or, while a client of another device is connected, keeps the\n"+
+				"server waiting longer in all than %v plus a tenth of the time (--vfio-wait-budget),\n"+
+				"has its session ended, and its socket answers\n"+
 				"new clients EAGAIN for %v (--vfio-stall-backoff).", vfiouser.DefaultReplyTimeout, vfiouser.DefaultWaitBudget, vfiouser.DefaultStallBackoff),
 		Example: "  neuronsim serve --listen unix:/tmp/neuronsim.sock --arch trn2 --devices 16\n" +
 			"  neuronsim serve --listen tcp:127.0.0.1:0 --system arch=mariana,devices=32,switch=v1,revision=emu\n" +

@@ -268,27 +268,40 @@ func unreadClient(t *testing.T, sock string) *net.UnixConn {
 // TestServeVFIOUserWaitFlagsApply: serve --vfio-user gives its servers
 // the three flags. A client that stops reading its socket is ended after
 // --vfio-reply-timeout, or sooner by --vfio-wait-budget when that is
-// smaller, logged with the flag's value, and new clients are refused
-// EAGAIN for --vfio-stall-backoff, then served.
+// smaller and a client of another device of the system is connected
+// (whom its waits stall), logged with the flag's value, and new clients
+// are refused EAGAIN for --vfio-stall-backoff, then served. A client
+// alone on the system is not charged the budget: only the reply timeout
+// ends it.
 func TestServeVFIOUserWaitFlagsApply(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		args    []string
+		other   bool // a client of neuron1 connected
 		logged  string
 		backoff time.Duration
 	}{
-		{"reply timeout", []string{"--vfio-reply-timeout", "150ms", "--vfio-stall-backoff", "700ms"},
+		{"reply timeout", []string{"--vfio-reply-timeout", "150ms", "--vfio-stall-backoff", "700ms"}, false,
 			"(ReplyTimeout); session ended", 700 * time.Millisecond},
-		{"wait budget", []string{"--vfio-reply-timeout", "1m", "--vfio-wait-budget", "100ms", "--vfio-stall-backoff", "600ms"},
+		{"wait budget", []string{"--vfio-reply-timeout", "1m", "--vfio-wait-budget", "100ms", "--vfio-stall-backoff", "600ms"}, true,
 			"when the session's wait budget ran out (WaitBudget 100ms plus a tenth of the time", 600 * time.Millisecond},
+		{"wait budget, alone", []string{"--vfio-reply-timeout", "1500ms", "--vfio-wait-budget", "100ms", "--vfio-stall-backoff", "600ms"}, false,
+			"read nothing of it in 1.5s (ReplyTimeout); session ended", 600 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, err := os.MkdirTemp("", "vfu") // short: unix socket paths are at most 108 bytes
 			require.NoError(t, err)
 			t.Cleanup(func() { os.RemoveAll(dir) })
-			out, errOut, _ := serveInProcess(t, append([]string{"--vfio-user", dir, "--arch", "trn2", "--revision", "qemu"}, tc.args...)...)
+			out, errOut, _ := serveInProcess(t, append([]string{"--vfio-user", dir, "--arch", "trn2", "--devices", "2", "--revision", "qemu"}, tc.args...)...)
 			sock := filepath.Join(dir, "neuron0.sock")
 			require.Eventually(t, func() bool { return strings.Contains(out.String(), "serving") }, 10*time.Second, 5*time.Millisecond)
+			if tc.other {
+				other, err := vfiouser.Dial(filepath.Join(dir, "neuron1.sock"))
+				require.NoError(t, err)
+				t.Cleanup(func() { other.Close() })
+				_, err = other.Version("")
+				require.NoError(t, err)
+			}
 
 			unreadClient(t, sock)
 			require.Eventually(t, func() bool {

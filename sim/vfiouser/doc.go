@@ -20,8 +20,10 @@
 // bounds them all together: over every stretch of a session's time, of
 // length L, the server may have waited on the client — for its DMA
 // replies, and for it to take the server's messages; waits that overlap
-// count once — at most WaitBudget + L/10, and past that the session ends
-// and the back-off starts just the same. So a client that answers every
+// count once; waits made while no other client of the system's Pacer is
+// connected, which stall no one else, do not count — at most WaitBudget +
+// L/10, and past that the session ends and the back-off starts just the
+// same. So a client that answers every
 // request just inside ReplyTimeout, one after another, is ended after
 // about 11 s of waiting, and none holds the system more than a tenth of
 // the time in the long run, while a client that keeps the server waiting

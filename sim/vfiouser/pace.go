@@ -139,6 +139,15 @@ func (p *Pacer) enter() {
 	go p.background(p.stop, p.done)
 }
 
+// shared reports whether another session than the caller's is live on
+// the Pacer's system: a wait of the caller's, which holds the system's
+// lock, then stalls a client of another device (Options.WaitBudget).
+func (p *Pacer) shared() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sessions > 1
+}
+
 // leave counts a session out; the last stops the background pacing and
 // waits for it to end.
 func (p *Pacer) leave() {

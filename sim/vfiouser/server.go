@@ -47,6 +47,12 @@ type Options struct {
 	// The server waits on the client while it waits for the reply to a
 	// DMA_READ/DMA_WRITE request, or for the client to take a message
 	// it writes (a request or a reply); waits that overlap count once.
+	// A wait counts when it begins while a client of another device of
+	// the system is connected (the system's Pacer counts them; a server
+	// without a Pacer counts every wait): it holds the system's lock, and
+	// stalls that client. A client alone on its system stalls no one but
+	// itself, and its waits are bounded by ReplyTimeout, each alone — so
+	// a guest streaming DMA through messages on its own is not ended.
 	// The rule: over every stretch of the session's time ending now, of
 	// length L, the server may have waited at most WaitBudget + L/10
 	// ([WaitRefillDivisor]); the moment it has waited longer, the wait
@@ -639,8 +645,9 @@ func (ss *session) send(h Header, payload []byte) error {
 	ss.wmu.Lock()
 	defer ss.wmu.Unlock()
 	now := time.Now()
-	timeout, spent := now.Add(ss.s.opt.ReplyTimeout), ss.wait.begin(now)
-	defer func() { ss.wait.end(time.Now()) }()
+	timeout := now.Add(ss.s.opt.ReplyTimeout)
+	spent, charged := ss.beginWait(now)
+	defer ss.endWait(charged)
 	if err := ss.c.SetWriteDeadline(earliest(timeout, spent)); err != nil {
 		return err
 	}
@@ -659,6 +666,29 @@ func (ss *session) send(h Header, payload []byte) error {
 		}
 	}
 	return err
+}
+
+// beginWait starts a wait of the server's on the client at now and
+// returns when the wait budget runs out if it goes on until then, and
+// whether it is charged to the budget: when the server has no Pacer (it
+// cannot tell whether other clients share its system's lock), or when
+// another client of its system is connected then — the one whom a wait,
+// made with the system's lock held, stalls. A client alone on its system
+// stalls no one but itself, and is bounded by ReplyTimeout alone, each
+// wait: so a guest that streams DMA through messages on a device of its
+// own is not ended for it. Each beginWait is followed by one endWait.
+func (ss *session) beginWait(now time.Time) (spent time.Time, charged bool) {
+	if p := ss.s.pacer; p != nil && !p.shared() {
+		return now.Add(ss.s.opt.ReplyTimeout), false
+	}
+	return ss.wait.begin(now), true
+}
+
+// endWait ends a wait beginWait began.
+func (ss *session) endWait(charged bool) {
+	if charged {
+		ss.wait.end(time.Now())
+	}
 }
 
 // earliest is the earlier of a and b.
@@ -1219,15 +1249,16 @@ func (ss *session) remoteOne(write bool, addr uint64, p []byte) error {
 		return fmt.Errorf("%s at %#x: %w: %w", name, addr, ErrDisconnected, err)
 	}
 	now := time.Now()
-	timeout, spent := now.Add(ss.s.opt.ReplyTimeout), ss.wait.begin(now)
+	timeout := now.Add(ss.s.opt.ReplyTimeout)
+	spent, charged := ss.beginWait(now)
 	t := time.NewTimer(earliest(timeout, spent).Sub(now))
 	defer t.Stop()
 	var r *message
 	select {
 	case r = <-ch:
-		ss.wait.end(time.Now())
+		ss.endWait(charged)
 	case <-t.C:
-		ss.wait.end(time.Now())
+		ss.endWait(charged)
 		ss.pmu.Lock()
 		delete(ss.pending, id)
 		ss.pmu.Unlock()
