@@ -711,3 +711,79 @@ func TestControlWriteBookedInParityMode(t *testing.T) {
 	got := landPS(t, s, 0, 2, 4, 0, 0x10000, later) - later
 	assert.Greater(t, got, latency, "behind the burst in the parity mode's FIFOs")
 }
+
+// TestFreeStreamAtSlowestLink: in the free model a device's stream of
+// writes along one path — each write starting when the one before has left
+// the device, as a DMA queue's descriptors do — crosses the path no faster
+// than its slowest link: the last of k writes of n bytes lands k·n/B_min
+// plus the path's latency after the first started. The device's own link
+// is held for each write's n/B_min (cut-through: the source sends no faster
+// than its path takes the bytes). It was held for n/B₀, its own link's
+// time, so where a later link is slower — a rail-optimised write that moves
+// inside its node to the device on the destination's rail before it
+// crosses the 25 GB/s NIC, or a leaf's oversubscribed uplink — the writes
+// overlapped on it: a 64 MiB permute across two nodes of 2 Trn3 devices ran
+// at 118 GB/s through one 25 GB/s NIC (dev-nic 472 % busy), and a stream
+// through an uplink of an eighth of a NIC was not slowed by it. Where the
+// first link is the slowest (a write that leaves through its device's own
+// NIC) nothing changes.
+func TestFreeStreamAtSlowestLink(t *testing.T) {
+	const writes, size = 16, 64 << 10
+	for _, c := range []struct {
+		name     string
+		ideal    bool
+		g        hwarch.Generation
+		kind     Kind
+		devices  int
+		mut      func(*EFAParams)
+		src, dst int
+		firstNIC bool // the path's first link is the device's NIC link (the slowest)
+	}{
+		// Rail-optimised, nodes of 2: device 1 writes to device 2 (local 0
+		// of node 1) through device 0, on that rail: the node's link first.
+		{"rail-relayed-parity", true, hwarch.Mariana, KindSwitch, 4, nil, 1, 2, false},
+		{"rail-relayed-real", false, hwarch.Mariana, KindSwitch, 4, nil, 1, 2, false},
+		{"rail-relayed-trn2-ring", false, hwarch.Cayman, KindRing, 4, nil, 1, 2, false},
+		// Fat tree, a NIC a leaf, one spine at 4:1: the uplink is a
+		// quarter of the NIC.
+		{"oversubscribed-uplink", true, hwarch.Cayman, KindRing, 4, func(e *EFAParams) {
+			e.Network, e.LeafPorts, e.Spines, e.Oversubscription = FatTree, 1, 1, 4
+		}, 0, 2, true},
+		// Same rail: the device's own NIC link first, the slowest already.
+		{"rail-own-nic", true, hwarch.Mariana, KindSwitch, 4, nil, 0, 2, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := efaParams(c.g, c.mut)
+			if c.ideal {
+				p = p.WithIdealEndpoints()
+			}
+			p.Model = Free
+			s, err := New(Config{Generation: c.g, Devices: c.devices, Nodes: 2, Kind: c.kind, Params: &p, TimingOnly: true, Ready: true})
+			require.NoError(t, err)
+			path, err := s.path(c.src, c.dst)
+			require.NoError(t, err)
+			links := s.Topology().Links
+			slowest, lat := links[path[0]].Params.Bandwidth, p.Endpoint
+			for _, id := range path {
+				slowest = min(slowest, links[id].Params.Bandwidth)
+				lat += s.hopDelay[id]
+			}
+			require.Equal(t, c.firstNIC, links[path[0]].Group == "efa-nic", "the path's first link")
+			if !c.firstNIC {
+				require.Less(t, slowest, links[path[0]].Params.Bandwidth, "a later link is slower than the first")
+			}
+			const start = 1000 * ns
+			at, last := uint64(start), uint64(0)
+			for j := range writes {
+				a, err := hwarch.FabricAddress(c.dst, 0x100000+uint64(j*size))
+				require.NoError(t, err)
+				in, lands, err := s.ports[c.src].Reserve(0, 0, a, size, sim.Time(at), sim.Time(at))
+				require.NoError(t, err)
+				require.NoError(t, s.ports[c.src].Post(0, 0, a, size, nil, udma.Reduce{}, lands))
+				at, last = uint64(in), uint64(lands)
+			}
+			want := writes*uint64(simkernel.AtRate(size, slowest)) + lat
+			assert.Equal(t, want, last-start, "the last of %d writes of %d bytes: %d × n/B_min + latency", writes, size, writes)
+		})
+	}
+}

@@ -174,9 +174,16 @@ func (s *System) control(path []int, n int, now, sent uint64, hops *[]uint64) (i
 // cutThrough is the contention-free model: the write goes at its path's
 // slowest bandwidth, crossing each link in its latency, and waits for no
 // link but its first — the source device's own link, which carries the
-// device's writes one after another (each booked for n / B₀ there at the
-// first idle time from start on), so a device never injects faster than
-// its links.
+// device's writes one after another, each booked there for n / B_min, its
+// path's slowest link's time, at the first idle time from start on
+// (cut-through: the source sends no faster than its path takes the
+// bytes), so a device never injects faster than its links, nor a stream
+// of its writes along one path crosses it faster than its slowest link.
+// (Booked for n / B₀, its own link's time, a device's writes overlapped
+// on a slower link further on — a rail-optimised write relayed inside its
+// node to the NIC of the destination's rail, a leaf's oversubscribed
+// uplink —: a 64 MiB permute across two nodes of 2 Trn3 devices ran at
+// 118 GB/s through one 25 GB/s NIC; TestFreeStreamAtSlowestLink.)
 //
 // A control write (at most ControlBytes, real endpoints) is not booked
 // there, as the aware model books it in no calendar (System.control): it
@@ -191,7 +198,7 @@ func (s *System) control(path []int, n int, now, sent uint64, hops *[]uint64) (i
 // 3.4 µs longer at 280 GB/s than at 240 (docs/fabric.md §Models,
 // "Contention-free"; TestFreeTimeNonIncreasingInLinkBandwidth).
 func (s *System) cutThrough(path []int, n int, now, start, sent uint64, hops *[]uint64) (injected, lands uint64) {
-	var lat, own, slowest uint64 // slowest: n at the path's slowest bandwidth
+	var lat, slowest uint64 // slowest: n at the path's slowest bandwidth
 	bw := ^uint64(0)
 	for i, id := range path {
 		lat += s.hopDelay[id]
@@ -199,14 +206,11 @@ func (s *System) cutThrough(path []int, n int, now, start, sent uint64, hops *[]
 		if b := s.topo.Links[id].Params.Bandwidth; b < bw || i == 0 {
 			bw, slowest = b, busy
 		}
-		if i == 0 {
-			own = busy
-		}
 		s.st.Links[id].count(uint64(n), busy)
 	}
 	begin := start
 	if n > ControlBytes || s.p.Endpoints == EndpointsIdeal {
-		begin = s.st.Links[path[0]].book(now, start, own)
+		begin = s.st.Links[path[0]].book(now, start, slowest)
 	}
 	if hops != nil {
 		t := begin
@@ -215,8 +219,8 @@ func (s *System) cutThrough(path []int, n int, now, start, sent uint64, hops *[]
 			t += s.hopDelay[id]
 		}
 	}
-	injected = max(sent, addTime(begin, own))
-	return injected, addTime(max(sent, addTime(begin, slowest)), lat+s.p.Endpoint)
+	injected = max(sent, addTime(begin, slowest))
+	return injected, addTime(injected, lat+s.p.Endpoint)
 }
 
 // storeAndForward is the contention-aware model: m = ⌈n/c⌉ chunks, all of
