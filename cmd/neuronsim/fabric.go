@@ -175,9 +175,9 @@ func (f *fabricFlags) kindOf(n int) (fabric.Kind, error) {
 	}
 	if f.server.set && kind != fabric.KindSwitch {
 		if kind == fabric.KindTrn3Gen1 || kind == fabric.KindTrn3Gen2 {
-			return kind, fmt.Errorf("--server-size: a %s topology has its servers fixed (docs/fabric.md §Systems); it applies to the switch topology", kind)
+			return kind, fmt.Errorf("--server-size: %s; it applies to the switch topology", kind.ServerSizeRefusal())
 		}
-		return kind, fmt.Errorf("--server-size: a %s topology (of %d %s devices) has no servers; it applies to the switch topology", kind, n, f.gen)
+		return kind, fmt.Errorf("--server-size: %s (of %d %s devices); it applies to the switch topology", kind.ServerSizeRefusal(), n, f.gen)
 	}
 	if f.chunkB.set && f.model == fabric.Free {
 		return kind, fmt.Errorf("--chunk-bytes: the free model moves no chunks; it applies to --model aware")

@@ -556,7 +556,7 @@ func (r *resolved) timingCounts(d *strictyaml.Decoder, field func(string) (*yaml
 			return d.Errorf(n, path, "1..%d devices per server, not %s", hwarch.MaxNeuronDevices, s)
 		}
 		if kind := r.nodeKind(); kind != fabric.KindSwitch {
-			return d.Errorf(n, path, "a %s topology has no servers; server_size applies to the switch topology", kind)
+			return d.Errorf(n, path, "%s; server_size applies to the switch topology", kind.ServerSizeRefusal())
 		}
 		p.ServerSize = s.Int()
 	}

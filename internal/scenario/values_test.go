@@ -75,7 +75,11 @@ func TestParseRefusesBadValues(t *testing.T) {
 		{"engines 0", timing("engines: 0"), "0}", []string{"system.timing.engines", "1..16"}},
 		{"engines 1000", timing("engines: 1000"), "1000", []string{"system.timing.engines", "1..16"}},
 		{"server_size 0", timing("server_size: 0"), "0}", []string{"system.timing.server_size", "1..64"}},
-		{"server_size torus", "name: x\nsystem: {arch: cayman, devices: 16, timing: {server_size: 4}}\n", "4}", []string{"system.timing.server_size", "switch topology"}},
+		{"server_size torus", "name: x\nsystem: {arch: cayman, devices: 16, timing: {server_size: 4}}\n", "4}", []string{"system.timing.server_size", "a torus2d topology has no servers", "switch topology"}},
+		// A Trn3 UltraServer has servers, fixed by the hardware: the
+		// refusal said it had none (fabric sweep --server-size said fixed).
+		{"server_size trn3-gen1", "name: x\nsystem: {name: trn3-gen1, timing: {server_size: 16}}\n", "16}", []string{"system.timing.server_size: a trn3-gen1 topology has its servers fixed (docs/fabric.md §Systems); server_size applies to the switch topology"}},
+		{"server_size trn3-gen2", "name: x\nsystem: {name: trn3-gen2, timing: {server_size: 4}}\n", "4}", []string{"system.timing.server_size: a trn3-gen2 topology has its servers fixed"}},
 		{"fault in 1000000h", step("fault: {kind: device_reset, in: 1000000h}"), "1000000h", []string{"steps[0].fault.in", "too long"}},
 		{"csr_write offset past 2^64", step("csr_write: {device: 0, offset: 18446744073709551615, value: 1}"), "18446744073709551615", []string{"steps[0].csr_write.offset", "0xffffffffffffffff: BAR access out of range: a mariana device's register BAR is 4 GiB, word offsets 0x0..0xfffffffc"}},
 		{"csr_read offset 4 GiB", step("csr_read: {offset: 0x100000000}"), "0x100000000", []string{"steps[0].csr_read.offset", "BAR access out of range"}},

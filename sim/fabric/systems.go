@@ -34,6 +34,19 @@ func (k Kind) switchedTrn3() bool {
 	return k == KindSwitch || k == KindTrn3Gen1 || k == KindTrn3Gen2
 }
 
+// ServerSizeRefusal says why a server size (Params.ServerSize: the
+// devices of a server of the switch topology) does not apply to a
+// topology of kind k, not KindSwitch: the Trn3 UltraServers have their
+// servers fixed by the hardware (§Systems), the other kinds have none.
+// The command line's --server-size and a scenario's timing.server_size
+// refuse it with these words.
+func (k Kind) ServerSizeRefusal() string {
+	if k == KindTrn3Gen1 || k == KindTrn3Gen2 {
+		return fmt.Sprintf("a %s topology has its servers fixed (docs/fabric.md §Systems)", k)
+	}
+	return fmt.Sprintf("a %s topology has no servers", k)
+}
+
 // HasSwitches reports whether a topology of kind k has switches, whose
 // forwarding delay is Params.Switch (an EFA network's leaves and spines
 // have it too, whatever the nodes' kind).
