@@ -749,6 +749,9 @@ func (s *sweepFlags) sizeSystem(f *fabricFlags, plan *sweepPlan, sys *cluster.Sw
 	if sys.Sizes, err = s.sizes(sw, ranks, r.minB, r.maxB, r.factor, r.step, cfg.TimingOnly, limit); err != nil {
 		return err
 	}
+	if err := s.checkBuffers(f.gen, cfg.Revision, sw, ranks, sys.Sizes); err != nil {
+		return err
+	}
 	if s.channels.set && sw.Algo == enc.Auto {
 		if err := cfg.CheckAutoChannels(sw.Op, sys.Sizes, sw.Options); err != nil {
 			return fmt.Errorf("--channels %d: %w", s.channels.int(), err)
@@ -761,6 +764,26 @@ func (s *sweepFlags) sizeSystem(f *fabricFlags, plan *sweepPlan, sys *cluster.Sw
 		}
 	}
 	return nil
+}
+
+// checkBuffers refuses sizes whose largest needs more buffers a rank
+// (cluster.BufferNeed) than a device of gen holds for each of its ranks
+// (cluster.BufferCapacity), naming -e/--maxbytes, before any device is
+// brought up: the allocator's refusal came after bring-up, in its own
+// terms ("dmem: alloc \"collective.nc0\" … out of device memory"), naming
+// no flag.
+func (s *sweepFlags) checkBuffers(gen hwarch.Generation, revision uint8, sw cluster.Sweep, ranks int, sizes []int64) error {
+	need, err := cluster.BufferNeed(sw.Op, sw.Algo, ranks, sw.Dtype, sizes, sw.Options)
+	if err != nil {
+		return err
+	}
+	rpd := s.ranksPerDevice.int()
+	most, err := cluster.BufferCapacity(gen, revision, rpd)
+	if err != nil || need <= most {
+		return err
+	}
+	return fmt.Errorf("-e/--maxbytes %s: %s of %d bytes on %d ranks needs %d bytes (%s) of buffers a rank; a %s device of %s holds at most %d (%s) for each (its HBM channels less the firmware carve-out and the small pool, the ranks of a channel sharing it)",
+		s.maxB, sw.Op, sizes[len(sizes)-1], ranks, need, memlimit.Human(need), gen, units.Plural(int64(rpd), "rank", "ranks"), most, units.FormatBytes(int64(most)))
 }
 
 // checkAutoRingOrder refuses --ring-order with --algo auto when auto runs

@@ -248,3 +248,36 @@ func TestFabricSweepMinZero(t *testing.T) {
 		assert.EqualError(t, err, tc.want, tc.args)
 	}
 }
+
+// TestFabricSweepBuffersBeyondHBM: a sweep whose largest size needs more
+// buffers a rank than a device holds for each of its ranks
+// (cluster.BufferCapacity) is refused before any device is brought up,
+// naming -e/--maxbytes and the bound; it was refused by the device-memory
+// allocator after bring-up ("cluster: device 0 NC 0 buffers of … bytes:
+// dmem: alloc … out of device memory"), naming no flag. A size within the
+// bound still runs.
+func TestFabricSweepBuffersBeyondHBM(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--arch", "trn3", "--devices", "2", "-b", "18G", "-e", "18G"},
+			[]string{"-e/--maxbytes 18G: all_reduce of 19327352832 bytes on 2 ranks needs 38654709760 bytes", "a mariana device of 1 rank holds at most 37564186624 (35824MiB) for each"}},
+		{[]string{"--arch", "trn3", "--devices", "2", "--ranks-per-device", "8", "-b", "10G", "-e", "10G"},
+			[]string{"-e/--maxbytes 10G:", "a mariana device of 8 ranks holds at most 18782093312 (17912MiB)"}},
+		{[]string{"--arch", "cayman", "--devices", "2", "-b", "1K", "-e", "1T", "-f", "1024"},
+			[]string{"-e/--maxbytes 1T:", "(23536MiB)"}},
+		{[]string{"--arch", "trn3", "--devices", "2", "--op", "all_gather", "-b", "24G", "-e", "24G"},
+			[]string{"-e/--maxbytes 24G: all_gather", "(35824MiB)"}},
+	} {
+		_, err := runCLI(t, append([]string{"fabric", "sweep"}, tc.args...)...)
+		require.Error(t, err, tc.args)
+		for _, w := range tc.want {
+			assert.Contains(t, err.Error(), w, tc.args)
+		}
+		assert.NotContains(t, err.Error(), "dmem", tc.args)
+	}
+	out, err := runCLI(t, "fabric", "sweep", "--arch", "trn3", "--devices", "2", "--op", "permute", "-b", "17G", "-e", "17G")
+	require.NoError(t, err)
+	assert.Contains(t, out, "18253611008")
+}

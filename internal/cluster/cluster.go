@@ -19,7 +19,6 @@ import (
 	"github.com/neuronsim/neuronsim/runtime/bringup"
 	"github.com/neuronsim/neuronsim/runtime/collective"
 	"github.com/neuronsim/neuronsim/runtime/csr"
-	"github.com/neuronsim/neuronsim/runtime/dmem"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 	rtisa "github.com/neuronsim/neuronsim/runtime/isa"
 	"github.com/neuronsim/neuronsim/runtime/program"
@@ -171,7 +170,7 @@ func (c *Cluster) attach() error {
 		c.Devices = append(c.Devices, *st)
 		mem := st.Mem
 		for nc := range c.cfg.RanksPerDevice {
-			h, err := mem.Alloc(dmem.Request{Size: max(c.cfg.BufferBytes, 4096), Align: 4096, Channel: dmem.Any, NC: nc, Name: fmt.Sprintf("collective.nc%d", nc)})
+			h, err := mem.Alloc(bufferRequest(c.cfg.BufferBytes, nc))
 			if err != nil {
 				return fmt.Errorf("cluster: device %d NC %d buffers of %d bytes: %w", i, nc, c.cfg.BufferBytes, err)
 			}

@@ -415,11 +415,18 @@ func (r *resolved) resolveRanks(d *strictyaml.Decoder, at func(string) *yaml.Nod
 		r.reset = *sys.Reset
 	}
 	if b := sys.BufferBytes; b != nil {
-		// A rank's buffers are one allocation in one HBM channel of its NC.
-		most := geo.HBM[0].ActiveSize
+		// A rank's buffers are one allocation in one HBM channel, less the
+		// firmware carve-out and the small pool, shared by the ranks of a
+		// channel (cluster.BufferCapacity). The bound was a channel's whole
+		// size (36 GiB on Trn3), which no rank can have: 36G passed here
+		// and the allocator refused it after bring-up, naming no key.
+		most, err := cluster.BufferCapacity(r.gen, r.revision, r.ranksPer)
+		if err != nil {
+			return err
+		}
 		if *b < 1 || uint64(*b) > most {
-			return d.Errorf(at("system.buffer_bytes"), "system.buffer_bytes", "1 byte..%s (a %s HBM channel), not %d",
-				units.FormatBytes(int64(most)), r.gen, *b)
+			return d.Errorf(at("system.buffer_bytes"), "system.buffer_bytes", "1 byte..%s (what a %s device of %s holds for each: its HBM channels less the firmware carve-out and the small pool, the ranks of a channel sharing it), not %d",
+				units.FormatBytes(int64(most)), r.gen, units.Plural(int64(r.ranksPer), "rank", "ranks"), *b)
 		}
 		r.buffers = uint64(*b)
 	}

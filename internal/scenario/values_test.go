@@ -52,8 +52,17 @@ func TestParseRefusesBadValues(t *testing.T) {
 		{"switch v1 on cayman", "name: x\nsystem: {arch: cayman, switch: v1}\n", "v1", []string{"system.switch: v1: the switch family changes nothing on cayman: its runtime tables with switch v1 are those with none, its default (a switch family applies to mariana only)"}},
 		{"switch v1 on trn1", "name: x\nsystem: {arch: trn1, switch: v1}\n", "v1", []string{"system.switch: v1: the switch family changes nothing on sunda"}},
 		{"efa spine link below 1 B/s", "name: x\nsystem: {arch: cayman, devices: 16, nodes: 2, efa: {bandwidth: 1B/s, oversubscription: 1000}}\n", "1000", []string{"system.efa.oversubscription: 1000: with 2 nodes of 16 devices, leaf rail0-leaf's 2 NICs of 1 B/s (system.efa.bandwidth) over an oversubscription of 1000 (system.efa.oversubscription)", "less than 1 B/s"}},
-		{"buffer_bytes 0", sys("buffer_bytes: 0"), "0}", []string{"system.buffer_bytes", "1 byte..36GiB"}},
-		{"buffer_bytes 64G", sys("buffer_bytes: 64G"), "64G", []string{"system.buffer_bytes", "36GiB"}},
+		{"buffer_bytes 0", sys("buffer_bytes: 0"), "0}", []string{"system.buffer_bytes", "1 byte..35824MiB"}},
+		{"buffer_bytes 64G", sys("buffer_bytes: 64G"), "64G", []string{"system.buffer_bytes", "35824MiB"}},
+		// A channel's whole size passed and the allocator refused it after
+		// bring-up ("dmem: alloc … out of device memory"), naming no key:
+		// a rank has the channel less the carve-out and the small pool,
+		// and ranks sharing a channel share that.
+		{"buffer_bytes 36G", sys("buffer_bytes: 36G"), "36G", []string{"system.buffer_bytes: 1 byte..35824MiB (what a mariana device of 1 rank holds for each", "not 38654705664"}},
+		{"buffer_bytes 35825M", sys("buffer_bytes: 35825M"), "35825M", []string{"system.buffer_bytes: 1 byte..35824MiB"}},
+		{"buffer_bytes 18G on 8 ranks", sys("ranks_per_device: 8, buffer_bytes: 18G"), "18G", []string{"system.buffer_bytes: 1 byte..17912MiB (what a mariana device of 8 ranks holds for each"}},
+		{"buffer_bytes 24G on cayman", "name: x\nsystem: {arch: cayman, buffer_bytes: 24G}\n", "24G", []string{"system.buffer_bytes: 1 byte..23536MiB"}},
+		{"buffer_bytes 4G under qemu", "name: x\nsystem: {arch: cayman, revision: qemu, buffer_bytes: 4G}\n", "4G", []string{"system.buffer_bytes: 1 byte..3056MiB"}},
 		{"link_latency 1e18", timing("link_latency_ns: 1e18"), "1e18", []string{"system.timing.link_latency_ns", "too long", "at most 10000000000 ns"}},
 		{"link_latency -5", timing("link_latency_ns: -5"), "-5", []string{"system.timing.link_latency_ns", "negative"}},
 		{"link_latency 0.0001", timing("link_latency_ns: 0.0001"), "0.0001", []string{"system.timing.link_latency_ns: 0.0001: 0.1 ps is not a whole number of ps: the resolution is 1 ps"}}, // once 0 ps
