@@ -77,6 +77,9 @@ func TestFabricSweepRefusesBadValues(t *testing.T) {
 		{[]string{"-f", "1"}, []string{"--stepfactor", "2.."}},
 		{[]string{"-i", "0"}, []string{"--stepbytes", "1B.."}},
 		{[]string{"--group-size", "2"}, []string{"--group-size", "--algo hier only"}},
+		// Trn1's two devices a NIC do not divide a node of 3 (once refused as
+		// "EFA.DevicesPerNIC 2 does not divide the 3 devices of a node").
+		{[]string{"--arch", "trn1", "--devices", "3", "--nodes", "2"}, []string{"--nodes 2: a node of 3 devices does not split into NICs of 2 devices", "--devices-per-nic"}},
 		{[]string{"--channels", "0"}, []string{"--channels", "1..256"}},
 		{[]string{"--channels", "257"}, []string{"--channels", "1..256"}},
 		{[]string{"--channels", "4"}, []string{"--channels 4", "flat ring's across nodes", "one node"}},

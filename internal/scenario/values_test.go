@@ -51,6 +51,7 @@ func TestParseRefusesBadValues(t *testing.T) {
 		// The switch family changes nothing on cayman (rtarch.CheckSwitch).
 		{"switch v1 on cayman", "name: x\nsystem: {arch: cayman, switch: v1}\n", "v1", []string{"system.switch: v1: the switch family changes nothing on cayman: its runtime tables with switch v1 are those with none, its default (a switch family applies to mariana only)"}},
 		{"switch v1 on trn1", "name: x\nsystem: {arch: trn1, switch: v1}\n", "v1", []string{"system.switch: v1: the switch family changes nothing on sunda"}},
+		{"nodes of 3 trn1 devices", "name: x\nsystem: {arch: trn1, devices: 3, nodes: 2}\n", "2}", []string{"system.nodes: 2: a node of 3 devices does not split into NICs of 2 devices, the generation's (system.efa.devices_per_nic sets another"}},
 		{"efa spine link below 1 B/s", "name: x\nsystem: {arch: cayman, devices: 16, nodes: 2, efa: {bandwidth: 1B/s, oversubscription: 1000}}\n", "1000", []string{"system.efa.oversubscription: 1000: with 2 nodes of 16 devices, leaf rail0-leaf's 2 NICs of 1 B/s (system.efa.bandwidth) over an oversubscription of 1000 (system.efa.oversubscription)", "less than 1 B/s"}},
 		{"buffer_bytes 0", sys("buffer_bytes: 0"), "0}", []string{"system.buffer_bytes", "1 byte..35824MiB"}},
 		{"buffer_bytes 64G", sys("buffer_bytes: 64G"), "64G", []string{"system.buffer_bytes", "35824MiB"}},

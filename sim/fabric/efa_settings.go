@@ -168,6 +168,9 @@ func (s EFASettings) Check(perNode []int, name func(EFASetting) string) error {
 func (s EFASettings) Apply(p *Params, perNode []int, name func(EFASetting) string) error {
 	p.EFA = s.WithOverrides(p.EFA)
 	e := &p.EFA
+	if err := s.checkNICs(*e, perNode, name); err != nil {
+		return err
+	}
 	if s.Latency != nil {
 		t := *s.Latency
 		rest := 2*e.LeafLatency + p.Switch + p.Endpoint
@@ -178,6 +181,25 @@ func (s EFASettings) Apply(p *Params, perNode []int, name func(EFASetting) strin
 		e.NICLatency = (t - rest) / 2
 	}
 	return s.checkSpines(*e, perNode, name)
+}
+
+// checkNICs refuses nodes whose devices the generation's DevicesPerNIC
+// (e's, not given as an override: Check has checked one that is) does
+// not divide — a Trn1 node of an odd count of devices, two a NIC by
+// default — naming the node count and the setting that would change it;
+// BuildNodes refused them after, as "EFA.DevicesPerNIC 2 does not divide
+// the 3 devices of a node", a field name and no flag or key.
+func (s EFASettings) checkNICs(e EFAParams, perNode []int, name func(EFASetting) string) error {
+	if s.Nodes < 2 || s.DevicesPerNIC != nil || e.DevicesPerNIC < 1 {
+		return nil
+	}
+	for _, n := range perNode {
+		if n%e.DevicesPerNIC != 0 {
+			return &EFASettingError{Setting: SettingNodes, Err: paramsError("%s %d: a node of %s does not split into NICs of %d devices, the generation's (%s sets another: one that divides %d)",
+				name(SettingNodes), s.Nodes, units.Plural(int64(n), "device", "devices"), e.DevicesPerNIC, name(SettingDevicesPerNIC), n)}
+		}
+	}
+	return nil
 }
 
 // checkSpines refuses EFA parameters e (the overrides applied) whose

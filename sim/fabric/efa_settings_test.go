@@ -119,6 +119,50 @@ func TestEFAApplyRefusesSpineLinks(t *testing.T) {
 	require.NoError(t, fabric.EFASettings{Nodes: 2, Bandwidth: u(2), Oversubscription: f(2)}.Apply(&p, []int{16}, flags), "1 B/s per spine link")
 }
 
+// TestEFAApplyRefusesNodesOffNICs: Apply refuses nodes whose devices the
+// generation's devices per NIC (2 on Trn1) does not divide, naming the
+// node count and the setting that changes it, with every count of a list
+// checked; BuildNodes refused them after, as "EFA.DevicesPerNIC 2 does not
+// divide the 3 devices of a node", naming neither. A devices per NIC
+// given is Check's to refuse, and one that divides, or one node, passes.
+func TestEFAApplyRefusesNodesOffNICs(t *testing.T) {
+	i := func(v int) *int { return &v }
+	flags := func(s fabric.EFASetting) string {
+		return map[fabric.EFASetting]string{fabric.SettingNodes: "--nodes", fabric.SettingDevicesPerNIC: "--devices-per-nic"}[s]
+	}
+	for _, tc := range []struct {
+		name    string
+		g       hwarch.Generation
+		s       fabric.EFASettings
+		perNode []int
+		want    string // "" accepted
+	}{
+		{"trn1 node of 3", hwarch.Sunda, fabric.EFASettings{Nodes: 2}, []int{3},
+			"--nodes 2: a node of 3 devices does not split into NICs of 2 devices, the generation's (--devices-per-nic sets another: one that divides 3)"},
+		{"trn1 node of 1", hwarch.Sunda, fabric.EFASettings{Nodes: 4}, []int{1}, "--nodes 4: a node of 1 device does not split into NICs of 2 devices"},
+		{"trn1 list 4 then 3", hwarch.Sunda, fabric.EFASettings{Nodes: 2}, []int{4, 3}, "a node of 3 devices"},
+		{"trn1 node of 4", hwarch.Sunda, fabric.EFASettings{Nodes: 2}, []int{4}, ""},
+		{"trn1 one per NIC given", hwarch.Sunda, fabric.EFASettings{Nodes: 2, DevicesPerNIC: i(1)}, []int{3}, ""},
+		{"trn1 one node", hwarch.Sunda, fabric.EFASettings{Nodes: 1}, []int{3}, ""},
+		{"trn2 node of 3", hwarch.Cayman, fabric.EFASettings{Nodes: 2}, []int{3}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := fabric.DefaultParams(tc.g)
+			err := tc.s.Apply(&p, tc.perNode, flags)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			var se *fabric.EFASettingError
+			require.True(t, errors.As(err, &se), "%v", err)
+			assert.Equal(t, fabric.SettingNodes, se.Setting)
+			assert.ErrorIs(t, err, fabric.ErrParams)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.NotContains(t, err.Error(), "EFA.")
+		})
+	}
+}
+
 // TestEFACountMax: each integer setting's EFACountMax is the largest value
 // Check accepts for it (one past it is refused, naming the setting), and
 // the other settings have none.
