@@ -858,7 +858,7 @@ func (s *sweepFlags) collective(gen hwarch.Generation, nodes int) (sw cluster.Sw
 // sizes returns the sizes of a sweep on ranks ranks and, in functional
 // mode, checks the memory the largest needs against the limit.
 func (s *sweepFlags) sizes(sw cluster.Sweep, ranks int, minB, maxB, factor, step int64, timingOnly bool, limit memlimit.Limit) ([]int64, error) {
-	sizes, err := nccom.Sizes(minB, maxB, factor, step, sw.Op.SizeAlign(sw.Dtype.Size(), ranks))
+	sizes, err := nccom.SizesIn(minB, maxB, factor, step, sw.Op.SizeAlign(sw.Dtype.Size(), ranks), nccom.Flags)
 	if err != nil || timingOnly {
 		return sizes, err
 	}

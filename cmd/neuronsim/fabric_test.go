@@ -243,6 +243,13 @@ func TestFabricSweepMinZero(t *testing.T) {
 	}{
 		{[]string{"-b", "0", "-e", "4K", "-f", "2"}, "-b/--minbytes 0: -f/--stepfactor 2 would never grow it: give at least 1 byte, or -i/--stepbytes instead"},
 		{[]string{"-b", "8K", "-e", "4K"}, "-e/--maxbytes 4KiB: below -b/--minbytes (8KiB)"},
+		// The bounds only the sizes themselves refuse name their flag too
+		// (once "nccom: bad sweep: maximum size 0B is below the alignment
+		// 4B …", "… both a step factor (2) and a step (1024) given; use
+		// one", "… 1B to 1MiB by 1 bytes is 1048576 points …").
+		{[]string{"-b", "0", "-e", "0"}, "-e/--maxbytes 0B: below the alignment 4B (the element size, times the ranks for an op that splits its buffer): no size in the sweep is a multiple of it"},
+		{[]string{"-b", "1K", "-e", "4K", "-f", "2", "-i", "1K"}, "-i/--stepbytes 1KiB: and -f/--stepfactor 2 both given; use one"},
+		{[]string{"-b", "1", "-e", "1M", "-i", "1"}, "-i/--stepbytes 1B: 1B to 1MiB by 1 bytes is 1048576 points (at most 10000)"},
 	} {
 		_, err := runCLI(t, append([]string{"fabric", "sweep", "--arch", "cayman", "--devices", "2"}, tc.args...)...)
 		assert.EqualError(t, err, tc.want, tc.args)

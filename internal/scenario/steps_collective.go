@@ -245,6 +245,10 @@ func (st *SweepStep) check(c *checkContext) error {
 	}
 	sizes, err := st.sizes(c.r)
 	if err != nil {
+		var re *nccom.RangeError
+		if errors.As(err, &re) {
+			return c.errorf(re.Name, "%s: %s", re.Value, re.Reason)
+		}
 		return c.d.Errorf(c.at("max"), c.p, "%v", err)
 	}
 	if err := c.autoChannels(st.Channels, st.Op, st.Algo, sizes, st.options()); err != nil {
@@ -286,7 +290,7 @@ func (st *SweepStep) sizes(r *resolved) ([]int64, error) {
 	if st.Step != nil {
 		step = int64(*st.Step)
 	}
-	return nccom.Sizes(int64(st.Min), int64(st.Max), factor, step, op.SizeAlign(d.Size(), ranks))
+	return nccom.SizesIn(int64(st.Min), int64(st.Max), factor, step, op.SizeAlign(d.Size(), ranks), sweepKeys)
 }
 
 func (st *SweepStep) run(run *runner) error {

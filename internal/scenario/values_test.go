@@ -98,6 +98,9 @@ func TestParseRefusesBadValues(t *testing.T) {
 		{"factor 0", step("sweep: {op: all_reduce, min: 1K, max: 1M, factor: 0}"), "0}", []string{"steps[0].sweep.factor", "at least 2"}},
 		{"step 0", step("sweep: {op: all_reduce, min: 1K, max: 1M, step: 0}"), "0}", []string{"steps[0].sweep.step", "at least 1 byte"}},
 		{"factor and step", step("sweep: {op: all_reduce, min: 1K, max: 1M, factor: 2, step: 4K}"), "4K", []string{"steps[0].sweep.step", "not both"}},
+		// Once "steps[0].sweep: nccom: bad sweep: maximum size 3B is below the alignment 4B …".
+		{"max below the granule", step("sweep: {op: all_reduce, min: 0, max: 3, step: 1}"), "3,", []string{"steps[0].sweep.max: 3B: below the alignment 4B"}},
+		{"step of too many points", step("sweep: {op: all_reduce, min: 1, max: 1M, step: 1}"), "1}", []string{"steps[0].sweep.step: 1B: 1B to 1MiB by 1 bytes is 1048576 points (at most 10000)"}},
 		// Given empty is not left out: the default is the key left out.
 		{"outputs json empty", "name: x\nsystem: {arch: mariana}\noutputs: {report: r.txt, json: \"\"}\n", "\"\"", []string{"outputs.json", "empty"}},
 		{"outputs json without a sweep", "name: x\nsystem: {arch: mariana}\nsteps:\n  - dma_copy: {bytes: 4K}\noutputs: {plot: p.png}\n", "p.png", []string{"outputs.plot", "no sweep step makes it"}}, // once not written, with no word

@@ -1,6 +1,7 @@
 package nccom
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/neuronsim/neuronsim/internal/units"
@@ -84,24 +85,41 @@ func CheckRange(min, max, factor int64, names RangeNames) error {
 // align fits in the range), factor < 0 or 1, step < 0, both factor and step
 // set, and a sweep of more than [MaxSweepPoints] points.
 func Sizes(min, max int64, factor int64, step int64, align int64) ([]int64, error) {
+	sizes, err := SizesIn(min, max, factor, step, align, plainNames)
+	var re *RangeError
+	if errors.As(err, &re) {
+		return nil, fmt.Errorf("%w: %w", ErrBadSweep, err)
+	}
+	return sizes, err
+}
+
+// SizesIn is [Sizes] for a surface that names the range's bounds its own
+// way (names: the command line's [Flags], a file's keys): the errors of a
+// bound the user gave — every one of CheckRange's, and a maximum below the
+// granule, a step factor below 2, a negative step, both a factor and a
+// step, a step that makes more than [MaxSweepPoints] points — are
+// *RangeError naming it, as CheckRange's are (until 2026-12-07 the command
+// line printed these as "nccom: bad sweep: maximum size 3B is below the
+// alignment 4B …", naming no flag). They wrap [ErrBadSweep].
+func SizesIn(min, max int64, factor int64, step int64, align int64, names RangeNames) ([]int64, error) {
 	grows := factor
 	if grows < 0 {
 		grows = 0 // refused below
 	}
-	if err := CheckRange(min, max, grows, plainNames); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadSweep, err)
+	if err := CheckRange(min, max, grows, names); err != nil {
+		return nil, err
 	}
 	switch {
 	case align < 1:
 		return nil, fmt.Errorf("%w: alignment %d is not positive", ErrBadSweep, align)
 	case max < align:
-		return nil, fmt.Errorf("%w: maximum size %s is below the alignment %s (the element size, times the ranks for an op that splits its buffer): no size in the sweep is a multiple of it", ErrBadSweep, FormatSize(max), FormatSize(align))
+		return nil, &RangeError{names.Max, FormatSize(max), fmt.Sprintf("below the alignment %s (the element size, times the ranks for an op that splits its buffer): no size in the sweep is a multiple of it", FormatSize(align))}
 	case factor < 0 || factor == 1:
-		return nil, fmt.Errorf("%w: step factor %d must be at least 2", ErrBadSweep, factor)
+		return nil, &RangeError{names.Factor, fmt.Sprint(factor), "must be at least 2"}
 	case step < 0:
-		return nil, fmt.Errorf("%w: step %d is negative", ErrBadSweep, step)
+		return nil, &RangeError{names.Step, fmt.Sprint(step), "negative"}
 	case factor != 0 && step != 0:
-		return nil, fmt.Errorf("%w: both a step factor (%d) and a step (%d) given; use one", ErrBadSweep, factor, step)
+		return nil, &RangeError{names.Step, FormatSize(step), fmt.Sprintf("and %s %d both given; use one", names.Factor, factor)}
 	}
 
 	var raw []int64
@@ -123,7 +141,7 @@ func Sizes(min, max int64, factor int64, step int64, align int64) ([]int64, erro
 		// 2^63−1 by 1 byte they are 2^63, one past int64.
 		n := uint64((max-min)/step) + 1
 		if n > MaxSweepPoints {
-			return nil, fmt.Errorf("%w: %s to %s by %d bytes is %d points (at most %d)", ErrBadSweep, FormatSize(min), FormatSize(max), step, n, MaxSweepPoints)
+			return nil, &RangeError{names.Step, FormatSize(step), fmt.Sprintf("%s to %s by %d bytes is %d points (at most %d)", FormatSize(min), FormatSize(max), step, n, MaxSweepPoints)}
 		}
 		raw = make([]int64, 0, n)
 		for i := range int64(n) {

@@ -1,6 +1,7 @@
 package nccom_test
 
 import (
+	"errors"
 	"math"
 	"testing"
 
@@ -126,4 +127,33 @@ func TestSizesFromFlags(t *testing.T) {
 	require.Len(t, got, 21)
 	assert.Equal(t, int64(1024), got[0])
 	assert.Equal(t, int64(1)<<30, got[20])
+}
+
+// TestSizesInNamesTheBound: SizesIn's errors of a bound the user gave name
+// it as the surface spells it (the command line's flags here), as
+// CheckRange's do; the command line printed them as "nccom: bad sweep: …"
+// naming no flag. Each is a *RangeError wrapping ErrBadSweep.
+func TestSizesInNamesTheBound(t *testing.T) {
+	for _, tc := range []struct {
+		name                          string
+		min, max, factor, step, align int64
+		want                          string
+	}{
+		{"max below the granule", 0, 3, 0, 1, 4, "-e/--maxbytes 3B: below the alignment 4B (the element size, times the ranks for an op that splits its buffer): no size in the sweep is a multiple of it"},
+		{"max 0", 0, 0, 0, 0, 4, "-e/--maxbytes 0B: below the alignment 4B"},
+		{"factor 1", 1, 64, 1, 0, 1, "-f/--stepfactor 1: must be at least 2"},
+		{"negative step", 1, 64, 0, -2, 1, "-i/--stepbytes -2: negative"},
+		{"factor and step", 1024, 4096, 2, 1024, 1, "-i/--stepbytes 1KiB: and -f/--stepfactor 2 both given; use one"},
+		{"too many points", 1, 1 << 20, 0, 1, 1, "-i/--stepbytes 1B: 1B to 1MiB by 1 bytes is 1048576 points (at most 10000)"},
+		{"max below min", 2048, 1024, 2, 0, 1, "-e/--maxbytes 1KiB: below -b/--minbytes (2KiB)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := nccom.SizesIn(tc.min, tc.max, tc.factor, tc.step, tc.align, nccom.Flags)
+			require.Error(t, err)
+			var re *nccom.RangeError
+			require.True(t, errors.As(err, &re), "%v", err)
+			assert.ErrorIs(t, err, nccom.ErrBadSweep)
+			assert.Equal(t, tc.want, err.Error()[:min(len(err.Error()), len(tc.want))])
+		})
+	}
 }
