@@ -3,6 +3,7 @@ package fabric
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/bits"
 	"slices"
 
@@ -173,54 +174,98 @@ func (s *System) control(path []int, n int, now, sent uint64, hops *[]uint64) (i
 
 // cutThrough is the contention-free model: the write goes at its path's
 // slowest bandwidth, crossing each link in its latency, and waits for no
-// link but its first — the source device's own link, which carries the
-// device's writes one after another, each booked there for n / B_min, its
-// path's slowest link's time, at the first idle time from start on
-// (cut-through: the source sends no faster than its path takes the
-// bytes), so a device never injects faster than its links, nor a stream
-// of its writes along one path crosses it faster than its slowest link.
-// (Booked for n / B₀, its own link's time, a device's writes overlapped
-// on a slower link further on — a rail-optimised write relayed inside its
-// node to the NIC of the destination's rail, a leaf's oversubscribed
-// uplink —: a 64 MiB permute across two nodes of 2 Trn3 devices ran at
-// 118 GB/s through one 25 GB/s NIC; TestFreeStreamAtSlowestLink.)
+// other device's writes — but a device's own writes take turns on every
+// link they cross, so that a device never puts more on a link than its
+// bandwidth, however many of its DMA engines write through it, nor does a
+// stream of its writes along one path cross it faster than its slowest
+// link. On its first link — the device's own, which carries its writes
+// one after another — a write is booked for n / B₀ at the first idle time
+// b₀ ≥ start; on each link i after it, it begins no earlier than the link
+// before it began plus that link's latency (cut-through) nor before the
+// n / Bᵢ booked there for the device's previous write over link i has
+// passed (state.SourceBusy) — a FIFO of the device's own, booked as its
+// first link is, for the write's time there from when it comes, ahead of
+// the bytes a slow engine still reads — and it has crossed link i at
+//
+//	e₀ = max(b₀ + n / B₀, sent),  eᵢ = max(bᵢ + n / Bᵢ, eᵢ₋₁ + Lᵢ₋₁)
+//
+// (its last byte cannot leave a link before the engine has read it, nor
+// before it has come over the link before). It has left the device when
+// its last byte could: injected = eₖ − Σᵢ₋ₖ Lᵢ (at least e₀), and lands at
+// eₖ + Lₖ + δ. On an idle path that is max(b₀ + n / min Bᵢ, sent) and
+// Σ Lᵢ + δ after it: the α-β model's h·α + m / B.
+//
+// Booked on its first link for n / min Bᵢ instead, from 2026-12-07 to
+// this change (a write held its device's link for its time on the path's
+// slowest link), a write relayed inside its node to the NIC of its
+// destination's rail held the device's link four times as long as its
+// bytes took there, and the in-node writes of the device's other engines
+// waited behind it: a 4 × 4 Trn2 all-to-all got slower as the in-node
+// links got faster (143.40 µs at 60 GB/s, 153.79 at 140; 112.82 and
+// 120.88 now: docs/fabric.md §Models, "Contention-free";
+// TestFreeRelayLeavesOwnLinkFree). Booked for n / B₀ with no turns after the first link (until 2026-12-07),
+// a device's writes overlapped on a slower link further on: a 64 MiB
+// permute across two nodes of 2 Trn3 devices ran at 118 GB/s through one
+// 25 GB/s NIC (TestFreeStreamAtSlowestLink).
 //
 // A control write (at most ControlBytes, real endpoints) is not booked
-// there, as the aware model books it in no calendar (System.control): it
-// leaves at start as on an idle link. The booking holds a data write's
-// n / B₀ from the first idle time at or after its start, ahead of the
-// bytes its engine reads until sent, so a semaphore booked after a few
-// data writes of other engines of its device waited for all of their link
-// time (five 64 KiB writes, ~1.1 µs at 280 GB/s) while the link carried
-// only what the engines had read — and whether it was booked before or
-// after them followed the order of the engines' events, which moved with
-// the in-node bandwidth: a 16 MiB all-gather on 2 × 4 Trn2 devices took
-// 3.4 µs longer at 280 GB/s than at 240 (docs/fabric.md §Models,
-// "Contention-free"; TestFreeTimeNonIncreasingInLinkBandwidth).
+// and takes no turn, as the aware model books it in no calendar
+// (System.control): it leaves at start as on an idle path. The booking
+// holds a data write's n / B₀ from the first idle time at or after its
+// start, ahead of the bytes its engine reads until sent, so a semaphore
+// booked after a few data writes of other engines of its device waited for
+// all of their link time (five 64 KiB writes, ~1.1 µs at 280 GB/s) while
+// the link carried only what the engines had read — and whether it was
+// booked before or after them followed the order of the engines' events,
+// which moved with the in-node bandwidth: a 16 MiB all-gather on 2 × 4
+// Trn2 devices took 3.4 µs longer at 280 GB/s than at 240 (docs/fabric.md
+// §Models, "Contention-free"; TestFreeTimeNonIncreasingInLinkBandwidth).
 func (s *System) cutThrough(path []int, n int, now, start, sent uint64, hops *[]uint64) (injected, lands uint64) {
-	var lat, slowest uint64 // slowest: n at the path's slowest bandwidth
-	bw := ^uint64(0)
+	data := n > ControlBytes || s.p.Endpoints == EndpointsIdeal
+	src := uint64(s.topo.Links[path[0]].From) << 32
+	var lat uint64 // Σ Lᵢ of the links before the last
+	begin, end := start, uint64(0)
 	for i, id := range path {
-		lat += s.hopDelay[id]
 		busy := s.busyOf(id, uint64(n))
-		if b := s.topo.Links[id].Params.Bandwidth; b < bw || i == 0 {
-			bw, slowest = b, busy
-		}
 		s.st.Links[id].count(uint64(n), busy)
-	}
-	begin := start
-	if n > ControlBytes || s.p.Endpoints == EndpointsIdeal {
-		begin = s.st.Links[path[0]].book(now, start, slowest)
-	}
-	if hops != nil {
-		t := begin
-		for _, id := range path {
-			*hops = append(*hops, t)
-			t += s.hopDelay[id]
+		if i == 0 {
+			if data {
+				begin = s.st.Links[id].book(now, start, busy)
+			}
+			end = max(addTime(begin, busy), sent)
+		} else {
+			d := s.hopDelay[path[i-1]]
+			lat = addTime(lat, d)
+			begin = addTime(begin, d)
+			key := src | uint64(id)
+			if data {
+				begin = max(begin, s.st.SourceBusy[key])
+				s.sourceBusy(now, key, addTime(begin, busy))
+			}
+			end = max(addTime(begin, busy), addTime(end, d))
+		}
+		if hops != nil {
+			*hops = append(*hops, begin)
 		}
 	}
-	injected = max(sent, addTime(begin, slowest))
-	return injected, addTime(injected, lat+s.p.Endpoint)
+	injected = end - min(end, lat)
+	return injected, addTime(addTime(end, s.hopDelay[path[len(path)-1]]), s.p.Endpoint)
+}
+
+// sourceBusy records that a device's write is booked on a link until end
+// (state.SourceBusy, key device<<32 | link), dropping the entries over by
+// now first when the map has doubled since they were last dropped: it
+// holds the links a device's writes in flight cross, not every link a
+// run's writes ever crossed.
+func (s *System) sourceBusy(now, key, end uint64) {
+	if s.st.SourceBusy == nil {
+		s.st.SourceBusy = map[uint64]uint64{}
+	}
+	if len(s.st.SourceBusy) >= s.sourcePrune {
+		maps.DeleteFunc(s.st.SourceBusy, func(_, e uint64) bool { return e <= now })
+		s.sourcePrune = max(1024, 2*len(s.st.SourceBusy))
+	}
+	s.st.SourceBusy[key] = end
 }
 
 // storeAndForward is the contention-aware model: m = ⌈n/c⌉ chunks, all of

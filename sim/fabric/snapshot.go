@@ -27,7 +27,7 @@ import (
 
 // SnapshotVersion is the version of the snapshot format Save writes and
 // Load accepts.
-const SnapshotVersion = 12
+const SnapshotVersion = 13
 
 // Snapshot is a whole system: its configuration, its virtual time and
 // pending events, host memory, every device (memory pages, registers, DMA
@@ -63,6 +63,10 @@ type Snapshot struct {
 	// Messages are the DMA queues' messages in progress in the parity
 	// mode (state.Messages), by device<<32 | engine·16 + queue.
 	Messages map[uint64]Message
+	// SourceBusy is, in the contention-free model, until when each
+	// device's writes are booked on each link past the first of their
+	// paths (state.SourceBusy), by device<<32 | link (version 13).
+	SourceBusy map[uint64]uint64
 	// Capture is the continuation of the capture in progress at the
 	// snapshot, or nil.
 	Capture *CaptureState
@@ -127,7 +131,7 @@ func (s *System) Snapshot() *Snapshot {
 		Engine: engine, Host: host,
 		Links: cloneLinks(st.Links), Last: append([]uint64(nil), st.Last...),
 		InFlight: append([]Delivery(nil), st.InFlight...), Free: append([]int(nil), st.Free...),
-		Stats: st.Stats, Faults: faults, Reservations: res, Messages: maps.Clone(st.Messages), Capture: capture,
+		Stats: st.Stats, Faults: faults, Reservations: res, Messages: maps.Clone(st.Messages), SourceBusy: maps.Clone(st.SourceBusy), Capture: capture,
 		Device: make([]DeviceImage, 0, len(s.devs)),
 	}
 	if st.LastMap != nil {
@@ -231,7 +235,8 @@ func restore(snap *Snapshot, own bool) (*System, error) {
 	}
 	s.st = state{Links: cloneLinks(snap.Links), Last: append([]uint64(nil), snap.Last...),
 		InFlight: append([]Delivery(nil), snap.InFlight...), Free: append([]int(nil), snap.Free...), Stats: snap.Stats,
-		Faults: append([]Fault(nil), snap.Faults...), Reservations: s.st.Reservations, Messages: maps.Clone(snap.Messages)}
+		Faults: append([]Fault(nil), snap.Faults...), Reservations: s.st.Reservations, Messages: maps.Clone(snap.Messages),
+		SourceBusy: maps.Clone(snap.SourceBusy)}
 	for i := range s.st.Links {
 		s.st.Links[i].reindex() // the runs' bounds, which a snapshot does not keep
 	}
@@ -297,7 +302,7 @@ var faultNames = map[FaultKind]string{LinkDown: "link-down", LinkUp: "link-up", 
 // built from its configuration, naming the field that fails.
 func (s *System) checkSnapshot(snap *Snapshot) error {
 	c := snapshotCheck{s: s, snap: snap, nl: len(s.st.Links), nd: snap.Devices}
-	for _, part := range []func() error{c.links, c.pathOrder, c.inFlight, c.reservations, c.messages, c.faults, c.capture} {
+	for _, part := range []func() error{c.links, c.pathOrder, c.inFlight, c.reservations, c.messages, c.sourceBusy, c.faults, c.capture} {
 		if err := part(); err != nil {
 			return err
 		}
@@ -461,6 +466,21 @@ func (c snapshotCheck) reservations() error {
 			}
 		}
 		if err := c.path(where, r.Path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c snapshotCheck) sourceBusy() error {
+	if len(c.snap.SourceBusy) > 0 && c.snap.Params.Model != Free {
+		return fmt.Errorf("SourceBusy: %d devices' turns on links outside the contention-free model", len(c.snap.SourceBusy))
+	}
+	for k, t := range c.snap.SourceBusy {
+		if dev, id := k>>32, k&0xFFFF_FFFF; dev >= uint64(c.nd) || id >= uint64(len(c.snap.Links)) {
+			return fmt.Errorf("SourceBusy: key %#x: device %d, link %d in a system of %d devices and %d links", k, dev, id, c.nd, len(c.snap.Links))
+		}
+		if err := c.ps(fmt.Sprintf("SourceBusy[%#x]", k), t); err != nil {
 			return err
 		}
 	}
@@ -901,6 +921,7 @@ func checkSnapshotVersion(v uint32) error {
 		9:  "version 9 (before the DMA engines as their last reset left them were kept by their epoch alone, DeviceImage.DMA a dma.CompactState) is no longer read",
 		10: "version 10 (before the links kept when their chunks arrived, LinkState.Queue, which the control writes wait for) is no longer read",
 		11: "version 11 (before the links counted the folds of those arrivals, LinkState.Folds) is no longer read",
+		12: "version 12 (before the contention-free model kept each device's turns on the links past its own, Snapshot.SourceBusy) is no longer read",
 	}
 	switch w, old := why[v]; {
 	case v == SnapshotVersion:

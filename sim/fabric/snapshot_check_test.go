@@ -97,6 +97,16 @@ func TestRestoreRefusesImpossibleState(t *testing.T) {
 		}, "Links[1].Queue: 65537 arrival runs", nil},
 		{"no devices", func(s *Snapshot) { s.Devices, s.Device = 0, nil }, "Devices 0", nil},
 		{"path order time", func(s *Snapshot) { s.Last[3] = units.MaxTimePS + 1 }, "Last[3]", units.ErrRange},
+		{"source turns in the aware model", func(s *Snapshot) { s.SourceBusy = map[uint64]uint64{1: 5} }, "SourceBusy: 1 devices' turns on links outside the contention-free model", nil},
+		{"source turns of no device", func(s *Snapshot) {
+			s.Params.Model, s.SourceBusy = Free, map[uint64]uint64{uint64(s.Devices)<<32 | 1: 5}
+		}, "SourceBusy: key", nil},
+		{"source turns on no link", func(s *Snapshot) {
+			s.Params.Model, s.SourceBusy = Free, map[uint64]uint64{uint64(len(s.Links)): 5}
+		}, "SourceBusy: key", nil},
+		{"source turn past the latest time", func(s *Snapshot) {
+			s.Params.Model, s.SourceBusy = Free, map[uint64]uint64{1: units.MaxTimePS + 1}
+		}, "SourceBusy[0x1]", units.ErrRange},
 		{"a free slot listed twice", func(s *Snapshot) {
 			s.InFlight = []Delivery{{}, {}}
 			s.Free = []int{0, 0}
@@ -378,7 +388,8 @@ func TestLoadRefusesByName(t *testing.T) {
 		{"version 9", func() []byte { b := append([]byte(nil), good...); b[8] = 9; return b }(), LoadOptions{}, "version 9 (before the DMA engines as their last reset left them were kept by their epoch alone", nil},
 		{"version 10", func() []byte { b := append([]byte(nil), good...); b[8] = 10; return b }(), LoadOptions{}, "version 10 (before the links kept when their chunks arrived", nil},
 		{"version 11", func() []byte { b := append([]byte(nil), good...); b[8] = 11; return b }(), LoadOptions{}, "version 11 (before the links counted the folds", nil},
-		{"version 13", func() []byte { b := append([]byte(nil), good...); b[8] = 13; return b }(), LoadOptions{}, "version 13; this build reads version 12", nil},
+		{"version 12", func() []byte { b := append([]byte(nil), good...); b[8] = 12; return b }(), LoadOptions{}, "version 12 (before the contention-free model kept each device's turns", nil},
+		{"version 14", func() []byte { b := append([]byte(nil), good...); b[8] = 14; return b }(), LoadOptions{}, "version 14; this build reads version 13", nil},
 		{"other layout", otherLayout, LoadOptions{}, "layout fingerprint", nil},
 		{"too many devices for the limit", good, LoadOptions{MaxBytes: 1 << 20}, "a system of 2 devices takes about 2 MiB", ErrSnapshotLimit},
 		{"trailing decoded bytes", trailing, LoadOptions{}, fmt.Sprintf("decompresses to more than the %d bytes its header declares", len(raw)), nil},
@@ -398,7 +409,7 @@ func TestLoadRefusesByName(t *testing.T) {
 	}
 }
 
-// TestSnapshotLayoutPinned: the layout of format version 12 (version 2 had
+// TestSnapshotLayoutPinned: the layout of format version 13 (version 2 had
 // the host memory's buffers in a map and its free list as pairs; version 3
 // has both as slices of sim.HostExtent; version 4 has LinkState.Spans for
 // LinkState.Free; version 5 has Snapshot.DeviceID, sim.DeviceState.Boot
@@ -407,16 +418,17 @@ func TestLoadRefusesByName(t *testing.T) {
 // dma.Timing.Ideal; version 7 has Params.InterRack; version 8 has
 // Snapshot.Nodes and Params.EFA; version 9 has Params.SecondLevel;
 // version 10 has DeviceImage.DMA a dma.CompactState; version 11 has
-// LinkState.Queue; version 12 has LinkState.Folds). A
+// LinkState.Queue; version 12 has LinkState.Folds; version 13 has
+// Snapshot.SourceBusy). A
 // change to a state type changes the fingerprint and fails here: bump
 // SnapshotVersion (old files are then refused by name) and record the new
 // fingerprint.
 func TestSnapshotLayoutPinned(t *testing.T) {
 	got, err := snapshotLayout()
 	require.NoError(t, err)
-	const version12 = 0xad7652e6cc4ce382
-	require.Equal(t, 12, SnapshotVersion, "a new version pins its fingerprint here")
-	assert.Equalf(t, uint64(version12), got, "the Snapshot's encoded layout changed (fingerprint %#016x): bump SnapshotVersion and pin the new fingerprint", got)
+	const version13 = 0x0e4b110b999e9456
+	require.Equal(t, 13, SnapshotVersion, "a new version pins its fingerprint here")
+	assert.Equalf(t, uint64(version13), got, "the Snapshot's encoded layout changed (fingerprint %#016x): bump SnapshotVersion and pin the new fingerprint", got)
 }
 
 // FuzzRestoreEncoding feeds mutated snapshot encodings, compressed and

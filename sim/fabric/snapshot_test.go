@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/hw/udma"
 	"github.com/neuronsim/neuronsim/sim"
 	"github.com/neuronsim/neuronsim/sim/fabric/capture"
 	"github.com/neuronsim/neuronsim/sim/simkernel"
@@ -235,4 +236,38 @@ func TestSaveFileStreams(t *testing.T) {
 	assert.Less(t, streamed+hostBytes, inMemory, "Save %d bytes allocated, SaveFile %d", inMemory, streamed)
 	_, err = Load(bytes.NewReader(file))
 	require.NoError(t, err)
+}
+
+// TestSnapshotKeepsSourceTurns: in the contention-free model the turns a
+// device's writes have booked on the links past its own
+// (state.SourceBusy) survive a save and a load: the restored system
+// times the next write over them as the original does, and the snapshot
+// does not share the map with the live system.
+func TestSnapshotKeepsSourceTurns(t *testing.T) {
+	const size = 64 << 10
+	p := efaParams(hwarch.Mariana, nil)
+	p.Model = Free
+	orig, err := New(Config{Generation: hwarch.Mariana, Devices: 4, Nodes: 2, Kind: KindSwitch, Params: &p, TimingOnly: true, Ready: true})
+	require.NoError(t, err)
+	a, err := hwarch.FabricAddress(2, 0x100000)
+	require.NoError(t, err)
+	write := func(s *System, e int) (sim.Time, sim.Time) {
+		in, lands, err := s.ports[1].Reserve(e, 0, a, size, s.Now(), s.Now())
+		require.NoError(t, err)
+		require.NoError(t, s.ports[1].Post(e, 0, a, size, nil, udma.Reduce{}, lands))
+		return in, lands
+	}
+	write(orig, 0) // books device 1's turns on the links past its own towards device 2
+	require.NotEmpty(t, orig.st.SourceBusy)
+	var b bytes.Buffer
+	require.NoError(t, orig.Save(&b))
+	snap := orig.Snapshot()
+	restored, err := Load(bytes.NewReader(b.Bytes()))
+	require.NoError(t, err)
+	assert.Equal(t, orig.st.SourceBusy, restored.st.SourceBusy)
+	in0, lands0 := write(orig, 1)
+	in1, lands1 := write(restored, 1)
+	assert.Equal(t, in0, in1, "the restored system's next write leaves when the original's does")
+	assert.Equal(t, lands0, lands1)
+	assert.NotEqual(t, snap.SourceBusy, orig.st.SourceBusy, "the snapshot's turns are its own")
 }

@@ -86,6 +86,9 @@ type System struct {
 	// book every link with bookRun, never bookQueue: the baseline the
 	// fast path is held to and measured against.
 	slowBook bool
+	// sourcePrune is the size of state.SourceBusy at which its entries
+	// over by the present are next dropped (sourceBusy).
+	sourcePrune int
 	// ready is storeAndForward's buffer of a write's chunk times, reused
 	// by every write (no state: each write fills it before reading it).
 	ready []uint64
@@ -118,6 +121,13 @@ type state struct {
 	// queue's message in progress, by device<<32 | engine·udma.Queues +
 	// queue (docs/fabric.md §Parity mode); nil otherwise.
 	Messages map[uint64]Message
+	// SourceBusy is, in the contention-free model, until when each
+	// device's writes are booked on each link past the first of their paths,
+	// by device<<32 | link (System.cutThrough): a device's writes take
+	// turns on every link they cross, other devices' do not wait for them.
+	// Entries over by the present are dropped as it grows (pruneSources);
+	// nil in the aware model.
+	SourceBusy map[uint64]uint64
 }
 
 // Message is the message a DMA queue is sending in the parity mode: the
