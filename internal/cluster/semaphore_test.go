@@ -101,3 +101,44 @@ func TestLongScheduleRuns(t *testing.T) {
 	_, err = c.Run(s, enc.Float32)
 	require.NoError(t, err)
 }
+
+// TestCreditsCountedBySet: a rank counts the credits of the steps that
+// write to one set of ranks in a semaphore of their own
+// (collective.CreditSem), so that a credit sent early by a rank it writes
+// to only in a later step is not taken for the credit of the step it is
+// in. With one credit semaphore, a recursive-halving reduce-scatter of
+// 1 MiB on 8 Trn1 devices of 2 ranks each lost rank 0's share of rank
+// 12's block: rank 1, on rank 0's device and its partner only in the last
+// step, raced ahead through its own half of the schedule and sent its
+// credit for that step before rank 8 had granted rank 0 the first; rank 0
+// took it, wrote its share into rank 8 before rank 8's own copy of the
+// step before, and that copy wrote over it (got −39.94, want −32.34 at
+// element 0). Every credit semaphore a plan counts in is zeroed before
+// the run and checked after it (Executor.Settled).
+func TestCreditsCountedBySet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a functional collective on 8 devices")
+	}
+	const size = 1 << 20
+	c, err := cluster.New(cluster.Config{Generation: hwarch.Sunda, Devices: 8, RanksPerDevice: 2, BufferBytes: 4 * size})
+	require.NoError(t, err)
+	s, err := enc.Build(enc.ReduceScatter, enc.RDH, c.Ranks(), size, 4, enc.Options{})
+	require.NoError(t, err)
+	for _, seed := range []uint64{1, 2} {
+		_, err = c.Check(s, enc.Float32, seed, enc.Options{})
+		require.NoError(t, err, "seed %d", seed)
+	}
+	// Rank 12's steps write to four sets of ranks (one partner each):
+	// its fourth set's credits count in semaphore CreditSem(3).
+	const rank = 12
+	sem := collective.CreditSem(3)
+	require.Equal(t, collective.SemGo-3, sem)
+	run := c.Exec.Ranks[rank].Runner
+	b := run.Dev.Geometry.BAR0
+	require.NoError(t, run.Dev.CSR.Write(run.Dev.VA(b.TPBWindow(run.NC)+b.SemIncrOffset+4*uint64(sem)), 1))
+	err = c.Exec.Settled(s)
+	require.ErrorIs(t, err, collective.ErrRun)
+	assert.ErrorContains(t, err, fmt.Sprintf("semaphore %d is 1 after the run", sem))
+	_, err = c.Run(s, enc.Float32)
+	require.NoError(t, err, "the next run zeroes it")
+}

@@ -129,6 +129,9 @@ type Executor struct {
 	// left holds, by rank, the program blocks of failed runs that may still
 	// have been running when the run gave up: Release unloads those at rest.
 	left map[int][]program.Block
+	// credits is, per rank, how many credit semaphores the last run's
+	// plan counted in (rankPlan.credits), for Settled.
+	credits []int
 }
 
 // Result is what a run did.
@@ -389,6 +392,7 @@ func (x *Executor) check(s *enc.Schedule, d enc.Dtype) error {
 // as such.
 func (x *Executor) load(s *enc.Schedule, plans []rankPlan, res *Result, stage func(r int, p rankPlan) (int, error)) ([][]program.Block, error) {
 	blocks := make([][]program.Block, s.Ranks)
+	x.credits = make([]int, len(x.Ranks))
 	for r := range x.Ranks {
 		n, err := stage(r, plans[r])
 		if err != nil {
@@ -399,6 +403,7 @@ func (x *Executor) load(s *enc.Schedule, plans []rankPlan, res *Result, stage fu
 			return nil, fmt.Errorf("%w: %w", err, ErrRun)
 		}
 		res.Descriptors += n
+		x.credits[r] = plans[r].credits
 		if blocks[r], err = x.Ranks[r].Runner.Load(plans[r].prog); err != nil {
 			x.unload(blocks[:r]) // loaded, not started
 			if down := x.silentDevice(s); down != nil {
@@ -518,11 +523,24 @@ func (x *Executor) wait(s *enc.Schedule, blocks [][]program.Block) error {
 	return x.Settled(s)
 }
 
-// collectiveSems is every semaphore a run counts on.
+// collectiveSems is every semaphore a run counts on but the credit
+// semaphores past the first (CreditSem).
 var collectiveSems = [...]int{SemGo, SemArrivals, SemDone, SemCredits, SemFinished}
 
+// rankSems is every semaphore a rank whose plan counts its credits in
+// credits semaphores counts on: collectiveSems and CreditSem(1 …
+// credits−1).
+func rankSems(credits int) []int {
+	sems := slices.Clone(collectiveSems[:])
+	for i := 1; i < credits; i++ {
+		sems = append(sems, CreditSem(i))
+	}
+	return sems
+}
+
 // Settled checks that the collective semaphores of every rank of s are
-// zero, as a run that succeeded leaves them: each wait of a rank's program
+// zero (with the credit semaphores the last run's plan counted in), as a
+// run that succeeded leaves them: each wait of a rank's program
 // takes what it waited for, so once the programs have ended every count
 // sent has been taken, and one left over is a write the plan did not count
 // (a duplicate, or one of another run). Run checks it after every run; a
@@ -533,7 +551,11 @@ func (x *Executor) Settled(s *enc.Schedule) error {
 	}
 	for r := range s.Ranks {
 		run := x.Ranks[r].Runner
-		for _, sem := range collectiveSems {
+		credits := 1
+		if r < len(x.credits) {
+			credits = x.credits[r]
+		}
+		for _, sem := range rankSems(credits) {
 			v, err := run.Dev.CSR.Read(semVA(run, run.Dev.Geometry.BAR0.SemReadOffset, sem))
 			if err != nil {
 				return fmt.Errorf("enc: %s: rank %d (device %d) semaphore %d: %w: %w", s.Op, r, x.Ranks[r].Device, sem, err, ErrRun)

@@ -40,6 +40,9 @@ type rankPlan struct {
 	rdh  []*dma.Vring // the inter-RDH engines' vrings (members of vr)
 	ctl  *dma.Vring   // control queue
 	prog []byte       // the SP program: its records' bytes
+	// credits is how many credit semaphores the rank counts in
+	// (CreditSem(0) … CreditSem(credits−1); planner.creditSem).
+	credits int
 }
 
 // reduceOf is the DMA reduce word of a reducing transfer in d.
@@ -91,6 +94,11 @@ type planner struct {
 	// writers, targets and seen are peers' buffers.
 	writers, targets [][]int
 	seen             map[[2]int]bool
+	// credits is, per rank, its credit semaphores by target set
+	// (creditSem); stepCredits is sync's buffer of each rank's for the
+	// step.
+	credits     []creditSets
+	stepCredits []int
 }
 
 // plan builds every rank's plan — what mode keeps of it — through the
@@ -144,7 +152,7 @@ func (p *planner) next() (bool, error) {
 func (x *Executor) newPlanner(s *enc.Schedule, d enc.Dtype, mode planMode) *planner {
 	n := s.Ranks
 	p := &planner{x: x, mode: mode, s: s, red: reduceOf(d), plans: make([]rankPlan, n), engs: make([][]int, n), ones: make([]uint64, n),
-		arrivals: make([]int, n), done: make([]int, n), before: make([][]int, n)}
+		arrivals: make([]int, n), done: make([]int, n), before: make([][]int, n), credits: make([]creditSets, n)}
 	newVring := dma.NewVring
 	if mode == planPrograms {
 		newVring = dma.NewCountingVring
@@ -283,20 +291,96 @@ func (p *planner) peers(st enc.Step) (writers, targets [][]int) {
 
 // sync is what every rank does before a step other than the first: wait
 // until the previous step finished here, grant credits to this step's
-// writers, wait for credits from this step's targets.
+// writers, wait for credits from this step's targets. Each writer's credit
+// goes to the credit semaphore of the writer's targets in the step
+// (creditSem), so that a rank counts in one semaphore only the credits of
+// steps that write to the same ranks.
 func (p *planner) sync(writers, targets [][]int) {
+	sems := p.stepCredits[:0]
+	for r := range p.s.Ranks {
+		sems = append(sems, p.creditSem(r, targets[r]))
+	}
+	p.stepCredits = sems
 	for r := range p.s.Ranks {
 		p.takePending(r)
 		for _, w := range writers[r] {
-			p.signal(p.plans[r].ctl, r, w, SemCredits)
+			p.signal(p.plans[r].ctl, r, w, sems[w])
 		}
 		if len(writers[r]) > 0 {
 			p.sp(r, triggerRec(p.engs[r][0], ControlQueue, len(writers[r])))
 		}
 		if len(targets[r]) > 0 {
-			p.take(r, SemCredits, len(targets[r]))
+			p.take(r, sems[r], len(targets[r]))
 		}
 	}
+}
+
+// creditSem returns the semaphore in which rank r counts the credits of a
+// step in which it writes to targets: one per distinct set of targets
+// over the schedule, in the order the sets first occur (CreditSem). A
+// credit is a count, whoever sent it: with one semaphore for every step, a
+// rank waiting for its target's credit could take one that a rank it
+// writes to only in a later step had sent early — that rank, in another
+// part of a recursive-halving schedule, ahead of this one — and write into
+// a target not yet ready, whose own copy of the step before then wrote
+// over the sum (docs/collectives.md §On devices, "Semaphores"). Counted
+// apart by target set, an early credit waits in its own set's semaphore:
+// it is taken in a step that writes to that set, and a rank of the set
+// sends its credit for a later such step only once it has had this rank's
+// data of the earlier one, after this rank's wait for it.
+func (p *planner) creditSem(r int, targets []int) int {
+	if len(targets) == 0 {
+		return SemCredits
+	}
+	c := &p.credits[r]
+	if !slices.Equal(c.last, targets) { // a ring's steps all write to one rank: no key made
+		key := slices.Clone(targets)
+		slices.Sort(key)
+		k := fmt.Sprint(key)
+		i, ok := c.sets[k]
+		if !ok {
+			if c.sets == nil {
+				c.sets = map[string]int{}
+			}
+			i = len(c.sets)
+			c.sets[k] = i
+		}
+		c.last, c.sem = append(c.last[:0], targets...), CreditSem(i)
+		if c.sem < 0 && p.err == nil {
+			p.err = fmt.Errorf("rank %d writes to %d different sets of ranks over the schedule's steps, each counting its credits in a semaphore of its own (at most %d): %w",
+				r, i+1, MaxCreditSets, ErrSemaphoreRange)
+		}
+		p.plans[r].credits = max(p.plans[r].credits, i+1)
+	}
+	return c.sem
+}
+
+// MaxCreditSets is the most distinct sets of target ranks a rank's steps
+// may write to: each counts its credits in a semaphore of its own
+// (CreditSem), SemCredits and then the semaphores below SemGo.
+const MaxCreditSets = 1 + SemGo
+
+// CreditSem is the semaphore that counts the credits of a rank's i-th
+// distinct set of target ranks: SemCredits for the first (every ring's
+// only one), then SemGo − 1, SemGo − 2, … down to 0; −1 past
+// MaxCreditSets.
+func CreditSem(i int) int {
+	switch {
+	case i == 0:
+		return SemCredits
+	case i < MaxCreditSets:
+		return SemGo - i
+	}
+	return -1
+}
+
+// creditSets is a rank's credit semaphores so far (planner.creditSem):
+// its sets of targets by their sorted list, and the last step's targets
+// and semaphore.
+type creditSets struct {
+	sets map[string]int
+	last []int
+	sem  int
 }
 
 // sends adds a step's transfers to their sources' engines, then, on every

@@ -115,3 +115,73 @@ func TestTakeRange(t *testing.T) {
 	assert.EqualError(t, p.err, "rank 1 would wait for 65536 counts of semaphore 251 at once (at most 65535): "+ErrSemaphoreRange.Error())
 	assert.Len(t, p.plans[1].prog, isa.RecordSize, "no record for the refused wait")
 }
+
+// TestCreditSemaphores: a rank counts the credits of the steps that write
+// to one set of ranks in one semaphore (CreditSem by the order the sets
+// first occur, whatever the order of the set's transfers), and those of
+// another set in another: a ring's every step in SemCredits, a 16-rank
+// recursive-halving reduce-scatter's four partners in four. The
+// semaphores are distinct and none is another collective semaphore; a
+// rank whose steps write to more sets than there are semaphores is
+// ErrSemaphoreRange, naming the rank and the count.
+func TestCreditSemaphores(t *testing.T) {
+	seen := map[int]bool{}
+	for i := range MaxCreditSets {
+		sem := CreditSem(i)
+		require.True(t, sem >= 0 && sem < 256, "set %d: semaphore %d", i, sem)
+		require.False(t, seen[sem], "set %d: semaphore %d twice", i, sem)
+		seen[sem] = true
+		if i > 0 {
+			assert.NotContains(t, collectiveSems, sem, "set %d", i)
+		}
+	}
+	assert.Equal(t, SemCredits, CreditSem(0))
+	assert.Equal(t, -1, CreditSem(MaxCreditSets))
+
+	geo := hwarch.MustGeometry(hwarch.Mariana)
+	newExecutor := func(n int) *Executor {
+		ranks := make([]Rank, n)
+		for d := range ranks {
+			ranks[d] = Rank{Device: d, Base: 1 << 20, Runner: &program.Runner{Dev: &bringup.Device{Geometry: geo}}}
+		}
+		return &Executor{Ranks: ranks, Engines: 7, InterRDH: []int{4, 5}, InterRDHFolds: 2}
+	}
+	for _, tc := range []struct {
+		op      enc.Op
+		algo    enc.Algo
+		ranks   int
+		credits int // every rank's
+	}{
+		{enc.AllReduce, enc.Ring, 8, 1},
+		{enc.ReduceScatter, enc.RDH, 16, 4},
+		{enc.AllReduce, enc.RDH, 8, 3}, // the all-gather's partners are the reduce-scatter's
+	} {
+		x := newExecutor(tc.ranks)
+		s, err := enc.Build(tc.op, tc.algo, tc.ranks, 1<<20, 4, enc.Options{})
+		require.NoError(t, err)
+		plans, err := x.plan(s, enc.Float32, planPrograms)
+		require.NoError(t, err)
+		for r, pl := range plans {
+			assert.Equal(t, tc.credits, pl.credits, "%s %s: rank %d", tc.op, tc.algo, r)
+		}
+	}
+
+	x := newExecutor(2)
+	s, err := enc.Build(enc.AllReduce, enc.Ring, 2, 1<<10, 4, enc.Options{})
+	require.NoError(t, err)
+	p := x.newPlanner(s, enc.Float32, planPrograms)
+	assert.Equal(t, SemCredits, p.creditSem(0, []int{5, 3}))
+	assert.Equal(t, CreditSem(1), p.creditSem(0, []int{7}))
+	assert.Equal(t, SemCredits, p.creditSem(0, []int{3, 5}), "the same set, in another order")
+	assert.Equal(t, CreditSem(1), p.creditSem(0, []int{7}))
+	assert.Equal(t, SemCredits, p.creditSem(0, nil), "a rank that writes to none waits for no credit")
+	for k := 2; k < MaxCreditSets; k++ {
+		p.creditSem(0, []int{1000 + k})
+	}
+	require.NoError(t, p.err)
+	assert.Equal(t, MaxCreditSets, p.plans[0].credits)
+	p.creditSem(0, []int{99999})
+	require.ErrorIs(t, p.err, ErrSemaphoreRange)
+	assert.EqualError(t, p.err, fmt.Sprintf("rank 0 writes to %d different sets of ranks over the schedule's steps, each counting its credits in a semaphore of its own (at most %d): %s",
+		MaxCreditSets+1, MaxCreditSets, ErrSemaphoreRange))
+}

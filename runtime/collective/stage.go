@@ -36,7 +36,7 @@ func (x *Executor) stage(r int, p rankPlan, place placeFunc) (int, error) {
 	run := x.Ranks[r].Runner
 	up, m := run.Dev, run.DMA
 	b := up.Geometry.BAR0
-	for _, sem := range collectiveSems {
+	for _, sem := range rankSems(p.credits) {
 		if err := up.CSR.Write(semVA(run, b.SemSetOffset, sem), 0); err != nil {
 			return 0, fmt.Errorf("enc: rank %d semaphore %d: %w", r, sem, err)
 		}
