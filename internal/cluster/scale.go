@@ -51,6 +51,12 @@ const RunHostBytes = 4 << 20
 // queues together, of its 8.1 million); 1,024 pairs are counted.
 const fedQueueHostBytes = 1024 * 32
 
+// creditKeyBytes bounds what the planner keeps per transfer to tell a
+// rank's sets of targets apart (runtime/collective's credit semaphores by
+// target set): each target of a set in at most two bytes, in each of a
+// streamed run's two planners (a mesh rank's set of 4,095 targets, 8 KiB).
+const creditKeyBytes = 2 * 2
+
 // TimingMemory estimates the host memory, in bytes, that running the
 // largest of the sizes timing-only on a cluster of devices devices (ranks
 // ranks, each spreading its transfers over engines DMA engines; 0: the
@@ -82,7 +88,7 @@ func TimingMemory(op enc.Op, algo enc.Algo, devices, ranks, engines int, d enc.D
 // engine's done signal per step, the control queue's go, credit and
 // finish writes) and every SP record, as pairHostBytes and
 // recordHostBytes, doubled for the collector; per device DeviceHostBytes.
-// A 1 GiB ring all-reduce on 1,024 devices needs about 27.6 GiB so (3.8 GiB
+// A 1 GiB ring all-reduce on 1,024 devices needs about 27.6 GiB so (3.9 GiB
 // streamed).
 func StagedTimingMemory(op enc.Op, algo enc.Algo, devices, ranks, engines int, d enc.Dtype, sizes []int64, opt enc.Options) (uint64, error) {
 	return timingMemory(op, algo, devices, ranks, engines, d, sizes, opt, true)
@@ -106,7 +112,7 @@ func timingMemory(op enc.Op, algo enc.Algo, devices, ranks, engines int, d enc.D
 
 // CountTimingMemory is the part of TimingMemory that running the
 // collective's schedule timing-only holds (engines per rank; 0: the
-// calibrated 7) — its transfers, SP programs and fed queues, doubled for
+// calibrated 7) — its transfers (with the planner's credit sets, creditKeyBytes), SP programs and fed queues, doubled for
 // the collector; TimingMemory of one size is it plus FixedTimingMemory —
 // found by counting the schedule (enc.Count), never building it, for a
 // caller that measures the schedule itself too (a sweep grid's point). It
@@ -150,7 +156,7 @@ func FixedTimingMemory(devices int) uint64 {
 // doubled for the collector.
 func (ct *counter) memory(staged bool) uint64 {
 	c := ct.counts()
-	live := c.xfers * uint64(unsafe.Sizeof(enc.Xfer{}))
+	live := c.xfers * (uint64(unsafe.Sizeof(enc.Xfer{})) + creditKeyBytes)
 	if staged {
 		live += c.pairs*pairHostBytes + c.records*recordHostBytes
 	} else {

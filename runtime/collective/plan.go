@@ -1,6 +1,7 @@
 package collective
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -334,9 +335,13 @@ func (p *planner) creditSem(r int, targets []int) int {
 	}
 	c := &p.credits[r]
 	if !slices.Equal(c.last, targets) { // a ring's steps all write to one rank: no key made
-		key := slices.Clone(targets)
-		slices.Sort(key)
-		k := fmt.Sprint(key)
+		sorted := slices.Clone(targets)
+		slices.Sort(sorted)
+		var key []byte // the sorted ranks as varints: a mesh rank's set of 4,095 in 8 KiB
+		for _, t := range sorted {
+			key = binary.AppendUvarint(key, uint64(t))
+		}
+		k := string(key)
 		i, ok := c.sets[k]
 		if !ok {
 			if c.sets == nil {
