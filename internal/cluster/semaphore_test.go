@@ -108,12 +108,12 @@ func TestLongScheduleRuns(t *testing.T) {
 // to only in a later step is not taken for the credit of the step it is
 // in. With one credit semaphore, a recursive-halving reduce-scatter of
 // 1 MiB on 8 Trn1 devices of 2 ranks each lost rank 0's share of rank
-// 12's block: rank 1, on rank 0's device and its partner only in the last
-// step, raced ahead through its own half of the schedule and sent its
-// credit for that step before rank 8 had granted rank 0 the first; rank 0
-// took it, wrote its share into rank 8 before rank 8's own copy of the
-// step before, and that copy wrote over it (got −39.94, want −32.34 at
-// element 0). Every credit semaphore a plan counts in is zeroed before
+// 12's block: rank 14, rank 12's partner only in step 3, raced ahead and
+// its credit for that step landed in rank 12 before rank 8's for step 2;
+// rank 12 took it, wrote into rank 8 while rank 8 was still in step 1,
+// those arrivals counted toward rank 8's step-1 wait, and rank 8 read
+// block 12 for rank 12 before rank 0's reduction into it had landed (got
+// −39.94, want −32.34 at element 0). Every credit semaphore a plan counts in is zeroed before
 // the run and checked after it (Executor.Settled).
 func TestCreditsCountedBySet(t *testing.T) {
 	if testing.Short() {
