@@ -323,8 +323,9 @@ func (p *planner) sync(writers, targets [][]int) {
 // rank waiting for its target's credit could take one that a rank it
 // writes to only in a later step had sent early — that rank, in another
 // part of a recursive-halving schedule, ahead of this one — and write into
-// a target not yet ready, whose own copy of the step before then wrote
-// over the sum (docs/collectives.md §On devices, "Semaphores"). Counted
+// a target still in the step before, whose wait for that step's arrivals
+// then counted these, so that it read what it was to send on before the
+// sum had all landed (docs/collectives.md §On devices, "Semaphores"). Counted
 // apart by target set, an early credit waits in its own set's semaphore:
 // it is taken in a step that writes to that set, and a rank of the set
 // sends its credit for a later such step only once it has had this rank's
