@@ -79,7 +79,7 @@ func addFabricFlags(cmd *cobra.Command) *fabricFlags {
 	fl.Var(archValue{&f.gen, &f.device, new(string)}, "arch", "generation: sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3 or 2|3|4 (a product word also sets the PCI device id: inf2 is 0x7264)")
 	addSwitchFlag(cmd, &f.family)
 	fl.Var(&f.devices, "devices", fmt.Sprintf("number of devices of the system, or a list of at most %d counts to run each (2,4,8,16,32); each 1..get_max_devs of the generation and switch (32 for mariana with switch v1, 16 otherwise), up to %d with --what-if (sweep: at most %d ranks, and the host memory --mem-limit allows) (default get_max_devs)", sweep.MaxAxisValues, rtarch.MaxWhatIfDevices, enc.MaxRanks))
-	fl.Var(&f.kind, "topology", fabric.KindWords()+" (auto: what a real system of that shape has; trn3-gen1 is the 64-chip and trn3-gen2 the 144-chip Trn3 UltraServer, docs/fabric.md §Systems)")
+	fl.Var(&f.kind, "topology", fabric.KindWords()+" (auto: what a real system of that shape has; trn3-gen1 is the 64-chip and trn3-gen2 the 144-chip Trn3 UltraServer, docs/fabric.md §Systems; switch, trn3-gen1 and trn3-gen2 are mariana's only)")
 	fl.Var(&f.model, "model", "network model: aware (contention-aware, store-and-forward) or free (contention-free, cut-through)")
 	fl.BoolVar(&f.whatIf, "what-if", false, fmt.Sprintf("allow device counts beyond get_max_devs, up to %d (the fabric window's device index); past the driver's %d (MAX_NEURON_DEVICE_COUNT) the devices are brought up by their index (docs/fabric.md §Thousands of devices)", rtarch.MaxWhatIfDevices, hwarch.MaxNeuronDevices))
 	fl.Var(f.linkLat, "link-latency", fmt.Sprintf("α: every link's latency in ns, 0..%d (default: the generation's, %d ns)", units.MaxLatencyPS/1000, def.XY.Latency/1000))
@@ -172,6 +172,9 @@ func (f *fabricFlags) kindOf(n int) (fabric.Kind, error) {
 	kind := f.kind
 	if kind == fabric.KindAuto {
 		kind = fabric.AutoKind(f.gen, n)
+	}
+	if r := kind.GenerationRefusal(f.gen); r != "" {
+		return kind, fmt.Errorf("--topology %s: %s", kind, r)
 	}
 	if f.server.set && kind != fabric.KindSwitch {
 		if kind == fabric.KindTrn3Gen1 || kind == fabric.KindTrn3Gen2 {

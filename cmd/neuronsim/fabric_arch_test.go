@@ -68,3 +68,36 @@ func TestFabricTopoDirectLinks(t *testing.T) {
 		})
 	}
 }
+
+// TestSwitchedTopologyIsTrn3s: the switched topologies (switch,
+// trn3-gen1, trn3-gen2) are built of NeuronSwitch and Trn3's in-server and
+// inter-server links, which only mariana has; --topology refuses them on
+// sunda and cayman devices, naming the flag and the archs that have them.
+// A Trn1 switch once ran on Trn3's link figures, and a Trn2 one was
+// refused by the pod-port budget in words no flag of which was named.
+// Trn3 takes them, with a non-v1 switch family too.
+func TestSwitchedTopologyIsTrn3s(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // "" accepted
+	}{
+		{[]string{"--arch", "trn1", "--topology", "switch", "--devices", "4"}, "--topology switch: a switch topology is Trn3's: only mariana (Trn3) systems have NeuronSwitch"},
+		{[]string{"--arch", "inf2", "--topology", "switch", "--devices", "4"}, "sunda (Trn1+Inf2) devices are joined by direct links"},
+		{[]string{"--arch", "trn2", "--topology", "switch", "--devices", "4"}, "--topology switch: a switch topology is Trn3's"},
+		{[]string{"--arch", "trn2", "--topology", "trn3-gen1", "--devices", "64", "--what-if"}, "--topology trn3-gen1: a trn3-gen1 topology is Trn3's"},
+		{[]string{"--arch", "trn1", "--topology", "trn3-gen2", "--devices", "144", "--what-if"}, "--topology trn3-gen2: a trn3-gen2 topology is Trn3's"},
+		{[]string{"--arch", "trn1", "--topology", "star", "--devices", "4"}, ""},
+		{[]string{"--arch", "trn3", "--topology", "switch", "--devices", "4"}, ""},
+		{[]string{"--arch", "trn3", "--switch", "none", "--topology", "switch", "--devices", "4"}, ""},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			out, err := runCLI(t, append([]string{"fabric", "sweep", "--op", "all_reduce", "-b", "1M", "-e", "1M"}, tc.args...)...)
+			if tc.want == "" {
+				require.NoError(t, err, out)
+				return
+			}
+			require.Error(t, err, out)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}

@@ -366,6 +366,9 @@ func resolveSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *Syste
 		r.revision = *w.revision
 	}
 	if w.kind != nil {
+		if refusal := w.kind.GenerationRefusal(r.gen); refusal != "" {
+			return nil, d.Errorf(at("system.topology"), "system.topology", "%s: %s", sys.Topology, refusal)
+		}
 		r.kind = *w.kind
 	}
 	if named != nil {

@@ -137,6 +137,12 @@ func TestParseErrors(t *testing.T) {
 		{"bad fault", "name: x\nsystem: {arch: cayman}\nsteps:\n  - fault: {kind: meltdown}\n", `expected link_down, link_up or device_reset`},
 		{"tpb beyond num_tpb", "name: x\nsystem: {arch: sunda}\nsteps:\n  - reset: {tpbs: [0, 2]}\n", `core 2: a sunda device has NeuronCores 0..1`},
 		{"snapshot both", "name: x\nsystem: {arch: sunda}\nsteps:\n  - snapshot: {save: a, restore: b}\n", `give exactly one of save and restore`},
+		// The switched topologies are Trn3's (fabric.Kind.GenerationRefusal):
+		// a Trn1 switch once ran on Trn3's link figures, a Trn2 one was
+		// refused at run time by the pod-port budget, naming no key.
+		{"switch on trn1", "name: x\nsystem: {arch: trn1, devices: 4, topology: switch}\n", `x.yaml:2:44: system.topology: switch: a switch topology is Trn3's: only mariana (Trn3) systems have NeuronSwitch`},
+		{"switch on trn2", "name: x\nsystem: {arch: trn2, devices: 4, topology: switch}\n", `system.topology: switch: a switch topology is Trn3's`},
+		{"trn3-gen2 on cayman", "name: x\nsystem: {arch: cayman, devices: 144, what_if: true, topology: trn3-gen2}\n", `system.topology: trn3-gen2: a trn3-gen2 topology is Trn3's`},
 		{"two programs", "name: x\nsystem: {arch: cayman}\nsteps:\n  - validate: {program: a.s, source: nop}\n", `exactly one of program`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

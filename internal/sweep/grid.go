@@ -1523,6 +1523,9 @@ func (e *expander) countedSystems(famOf func(hwarch.Generation) hwarch.SwitchFam
 		if err != nil {
 			return nil, e.fail(w.n, fmt.Sprintf("axes.%s[%d]", AxisTopologies, i), err, "%q", w.s)
 		}
+		if r := k.GenerationRefusal(gen); r != "" {
+			return nil, e.fail(w.n, fmt.Sprintf("axes.%s[%d]", AxisTopologies, i), nil, "%s: %s", w.s, r)
+		}
 		parsedKinds = append(parsedKinds, k)
 	}
 	var out []system

@@ -144,6 +144,10 @@ func TestGridErrors(t *testing.T) {
 		{"system of another arch", "arch: cayman\naxes:\n  systems: [trn1-32xl]\n  ops: [all_reduce]\n  sizes: [1K]\n", []string{"axes.systems[0]", "trn1-32xl is a sunda system"}},
 		{"topology without devices", "axes:\n  systems: [trn2-48xl]\n  topologies: [ring]\n  ops: [all_reduce]\n  sizes: [1K]\n", []string{"axes.topologies", "devices axis"}},
 		{"impossible topology", gridYAML("  devices: [6]\n  topologies: [torus2d]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"axes.topologies[0]", "impossible system: torus2d of 6 cayman devices"}},
+		// The switched topologies are Trn3's (fabric.Kind.GenerationRefusal);
+		// a cayman switch was refused by the pod-port budget, naming no key.
+		{"switch on cayman", gridYAML("  devices: [4]\n  topologies: [ring, switch]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"grid.yaml:4:22: axes.topologies[1]: switch: a switch topology is Trn3's: only mariana (Trn3) systems have NeuronSwitch"}},
+		{"switch on sunda", "arch: sunda\naxes:\n  devices: [4]\n  topologies: [switch]\n  ops: [all_reduce]\n  sizes: [1K]\n", []string{"axes.topologies[0]: switch: a switch topology is Trn3's"}},
 		{"buffers past HBM", gridYAML("  devices: [2]\n  ops: [all_gather]\n  algos: [ring]\n  sizes: [64G]\n"), []string{"axes.sizes[0]: 68719476736 B: the ring all_gather of it needs", "out of device memory"}}, // the size, not the system,
 		{"impossible algorithm", gridYAML("  devices: [6]\n  algos: [rdh]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"axes.sizes[0]", "impossible point", "power-of-two"}},
 		{"mesh refuses permute's op", gridYAML("  devices: [4]\n  algos: [ring]\n  ops: [alltoall]\n  sizes: [1K]\n"), []string{"impossible point", "ring does not implement alltoall"}},

@@ -47,6 +47,23 @@ func (k Kind) ServerSizeRefusal() string {
 	return fmt.Sprintf("a %s topology has no servers", k)
 }
 
+// GenerationRefusal says why a topology of kind k cannot be built of
+// devices of generation g, or "" when it can. The switched kinds
+// (switch, trn3-gen1, trn3-gen2) are Trn3's: NeuronSwitch and the
+// in-server and inter-server link groups they are built of (Params.InServer,
+// InterServer, the pod-port budget) exist only on mariana; sunda (Trn1,
+// Inf2) and cayman (Trn2) devices are joined by direct links. Star, every
+// device on one switch, is an α-β experiment and takes any generation.
+// The command line's --topology, a scenario's system.topology and a sweep
+// grid's topologies refuse it with these words.
+func (k Kind) GenerationRefusal(g hwarch.Generation) string {
+	if !k.switchedTrn3() || g == hwarch.Mariana {
+		return ""
+	}
+	return fmt.Sprintf("a %s topology is Trn3's: only mariana (Trn3) systems have NeuronSwitch and its in-server and inter-server links; %s (%s) devices are joined by direct links (torus2d, ring, chain, Trn2's ultraserver; star or fully-connected for α-β experiments)",
+		k, g, g.Product())
+}
+
 // HasSwitches reports whether a topology of kind k has switches, whose
 // forwarding delay is Params.Switch (an EFA network's leaves and spines
 // have it too, whatever the nodes' kind).

@@ -172,3 +172,21 @@ func TestSystemsBuildAsSystems(t *testing.T) {
 		})
 	}
 }
+
+// TestGenerationRefusal: the switched kinds are Trn3's and refused on the
+// other generations, naming the generation; every other kind, and the
+// switched ones on mariana, are not refused.
+func TestGenerationRefusal(t *testing.T) {
+	for k := KindAuto; k < numKinds; k++ {
+		for _, g := range []hwarch.Generation{hwarch.Sunda, hwarch.Cayman, hwarch.Mariana} {
+			got := k.GenerationRefusal(g)
+			switched := k == KindSwitch || k == KindTrn3Gen1 || k == KindTrn3Gen2
+			if !switched || g == hwarch.Mariana {
+				assert.Empty(t, got, "%s on %s", k, g)
+				continue
+			}
+			assert.Contains(t, got, "a "+k.String()+" topology is Trn3's", "%s on %s", k, g)
+			assert.Contains(t, got, g.String()+" ("+g.Product()+") devices are joined by direct links", "%s on %s", k, g)
+		}
+	}
+}
