@@ -2,44 +2,21 @@ package main
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/cluster"
 	"github.com/neuronsim/neuronsim/internal/memlimit"
-	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/collective"
-	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/sim/fabric"
 )
 
 // checkSweepRanks refuses, before anything is built, a sweep of more
-// ranks than a collective has (enc.MaxRanks): nodes × perNode devices ×
-// ranksPerDevice. The error names the flag that made the count: --nodes
-// when there are several, else --ranks-per-device when above 1, else
-// --devices.
+// ranks than a collective has (cluster.CheckRanks), naming the flag that
+// made the count: --nodes when there are several, else
+// --ranks-per-device when above 1, else --devices.
 func checkSweepRanks(nodes, perNode, ranksPerDevice int) error {
-	devices := nodes * perNode
-	ranks := devices * ranksPerDevice
-	if ranks <= enc.MaxRanks {
-		return nil
-	}
-	perDevice := "1 rank"
-	if ranksPerDevice > 1 {
-		perDevice = strconv.Itoa(ranksPerDevice) + " ranks"
-	}
-	e := &units.Error{Field: "--devices", Value: strconv.Itoa(devices), Err: units.ErrRange,
-		Reason: fmt.Sprintf("%d devices × %s per device is %d ranks; a collective runs on at most %d", devices, perDevice, ranks, enc.MaxRanks)}
-	switch {
-	case nodes > 1:
-		e.Field, e.Value = "--nodes", strconv.Itoa(nodes)
-		e.Reason = fmt.Sprintf("%d nodes of %d devices × %s per device are %d ranks; a collective runs on at most %d (at most %d such nodes)",
-			nodes, perNode, perDevice, ranks, enc.MaxRanks, enc.MaxRanks/(perNode*ranksPerDevice))
-	case ranksPerDevice > 1:
-		e.Field, e.Value = "--ranks-per-device", strconv.Itoa(ranksPerDevice)
-	}
-	return e
+	return cluster.CheckRanks(nodes, perNode, ranksPerDevice, cluster.RankKeys{Nodes: "--nodes", RanksPerDevice: "--ranks-per-device", Devices: "--devices"})
 }
 
 // checkTimingMemory refuses, before anything is built, a timing-only

@@ -3,9 +3,11 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/sim/fabric"
 )
@@ -142,4 +144,41 @@ func (cfg Config) CollectiveOptions(opt enc.Options) enc.Options {
 		opt.Policy = PolicyFor(cfg.Generation)
 	}
 	return opt
+}
+
+// RankKeys name the settings a system's rank count is made of, for
+// CheckRanks's refusal: the command line's flags (--nodes,
+// --ranks-per-device, --devices) or a scenario's keys (system.nodes,
+// system.ranks_per_device, system.devices).
+type RankKeys struct {
+	Nodes, RanksPerDevice, Devices string
+}
+
+// CheckRanks refuses a system of more ranks than a collective runs on
+// (enc.MaxRanks): nodes × perNode devices × ranksPerDevice. The
+// *units.Error names the setting that made the count — keys.Nodes when
+// there are several nodes (and how many such nodes fit), else
+// keys.RanksPerDevice when above 1, else keys.Devices — with its value
+// and the bound.
+func CheckRanks(nodes, perNode, ranksPerDevice int, keys RankKeys) error {
+	devices := nodes * perNode
+	ranks := devices * ranksPerDevice
+	if ranks <= enc.MaxRanks {
+		return nil
+	}
+	perDevice := "1 rank"
+	if ranksPerDevice > 1 {
+		perDevice = strconv.Itoa(ranksPerDevice) + " ranks"
+	}
+	e := &units.Error{Field: keys.Devices, Value: strconv.Itoa(devices), Err: units.ErrRange,
+		Reason: fmt.Sprintf("%d devices × %s per device is %d ranks; a collective runs on at most %d", devices, perDevice, ranks, enc.MaxRanks)}
+	switch {
+	case nodes > 1:
+		e.Field, e.Value = keys.Nodes, strconv.Itoa(nodes)
+		e.Reason = fmt.Sprintf("%d nodes of %d devices × %s per device are %d ranks; a collective runs on at most %d (at most %d such nodes)",
+			nodes, perNode, perDevice, ranks, enc.MaxRanks, enc.MaxRanks/(perNode*ranksPerDevice))
+	case ranksPerDevice > 1:
+		e.Field, e.Value = keys.RanksPerDevice, strconv.Itoa(ranksPerDevice)
+	}
+	return e
 }

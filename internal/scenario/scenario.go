@@ -308,6 +308,9 @@ func (sc *Scenario) check(d *strictyaml.Decoder, root *yaml.Node, base *Base) (*
 			return nil, d.Errorf(n, path, "%s: no outputs.%s to bound (it bounds that file)", n.Value, o.out)
 		}
 	}
+	if err := r.checkRanks(d, at, sc.Steps); err != nil {
+		return nil, err
+	}
 	for i := range sc.Steps {
 		path := fmt.Sprintf("steps[%d]", i)
 		if err := sc.Steps[i].check(d, at(path), path, r); err != nil {
@@ -379,6 +382,35 @@ func resolveSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *Syste
 	}
 	r.timing = w.timing == nil || *w.timing
 	return r, nil
+}
+
+// rankKeys are the scenario's keys that make its rank count
+// (cluster.CheckRanks).
+var rankKeys = cluster.RankKeys{Nodes: "system.nodes", RanksPerDevice: "system.ranks_per_device", Devices: "system.devices"}
+
+// checkRanks refuses, when a step runs a collective (a collective or a
+// sweep step), a system of more ranks than a collective runs on
+// (cluster.CheckRanks), at the key that made the count — system.nodes
+// when there are several nodes — as fabric sweep refuses --nodes. A
+// system with no collective step may be larger: it is brought up only.
+func (r *resolved) checkRanks(d *strictyaml.Decoder, at func(string) *yaml.Node, steps []Step) error {
+	i := slices.IndexFunc(steps, func(s Step) bool {
+		switch s.Action.(type) {
+		case *CollectiveStep, *SweepStep:
+			return true
+		}
+		return false
+	})
+	if i < 0 {
+		return nil
+	}
+	err := cluster.CheckRanks(r.nodes, r.devices/r.nodes, r.ranksPer, rankKeys)
+	var ue *units.Error
+	if !errors.As(err, &ue) {
+		return err
+	}
+	ue.Reason += fmt.Sprintf("; steps[%d] runs one", i)
+	return d.ValueError(at(ue.Field), ue.Field, err)
 }
 
 // refuseSeed refuses a seed given to a system in timing mode: the seed is

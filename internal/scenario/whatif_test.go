@@ -186,3 +186,40 @@ func TestWhatIfRestore(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 128, sum.Devices)
 }
+
+// TestScenarioRanksBound: a scenario whose collective or sweep step would
+// run on more ranks than a collective has (enc.MaxRanks, 4096) is refused
+// when the file is read, at the system key that made the count and with
+// the bound — system.nodes when there are several nodes, as fabric sweep
+// names --nodes (cluster.CheckRanks). 29 Gen2 UltraServers (4176
+// devices) were refused at steps[0].sweep.max with the encoder's "rank
+// count 4176 outside 1..4096", naming no system key. A system with no
+// collective step may be that large; 28 UltraServers (4032) are not
+// refused.
+func TestScenarioRanksBound(t *testing.T) {
+	sweep := "steps:\n  - sweep: {op: all_reduce, min: 1M, max: 1M}\n"
+	for _, tc := range []struct {
+		name, doc, want string // want "": accepted
+	}{
+		{"29 gen2 nodes, a sweep", "system: {name: trn3-gen2, nodes: 29}\n" + sweep,
+			"x.yaml:2:34: system.nodes: 29: 29 nodes of 144 devices × 1 rank per device are 4176 ranks; a collective runs on at most 4096 (at most 28 such nodes); steps[0] runs one"},
+		{"29 gen2 nodes, a collective second", "system: {name: trn3-gen2, nodes: 29}\nsteps:\n  - bringup: {}\n  - collective: {op: all_reduce, size: 1M}\n",
+			"system.nodes: 29: 29 nodes of 144 devices × 1 rank per device are 4176 ranks; a collective runs on at most 4096 (at most 28 such nodes); steps[1] runs one"},
+		{"what-if devices × ranks per device", "system: {arch: mariana, devices: 2048, what_if: true, ranks_per_device: 4}\n" + sweep,
+			"system.ranks_per_device: 4: 2048 devices × 4 ranks per device is 8192 ranks; a collective runs on at most 4096"},
+		{"what-if devices", "system: {arch: mariana, devices: 8192, what_if: true}\n" + sweep,
+			"system.devices: 8192: 8192 devices × 1 rank per device is 8192 ranks; a collective runs on at most 4096"},
+		{"29 gen2 nodes, no collective", "system: {name: trn3-gen2, nodes: 29}\nsteps:\n  - bringup: {}\n", ""},
+		{"28 gen2 nodes, a sweep", "system: {name: trn3-gen2, nodes: 28}\n" + sweep, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("x.yaml", []byte("name: x\n"+tc.doc))
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
