@@ -327,7 +327,7 @@ list sweeps each count (a table per count; with --json a report per count);
 	fl.StringVar(&s.mode, "mode", "timing", "timing (no payloads) or functional (real data, checked against the CPU reference)")
 	fl.Var(s.chunks, "chunks", fmt.Sprintf("k: split each collective into k pieces run one after another, 1..%d", enc.MaxChunks))
 	fl.Var(s.channels, "channels", fmt.Sprintf("with --nodes: the flat ring's channels, rings side by side each crossing between nodes through its own pair of ranks; must divide a node's ranks, 1..%d (default: one per EFA NIC of a node, as the runtime runs them: 8 on trn1.32xlarge, 16 on trn2.48xlarge; docs/fabric.md §EFA)", enc.MaxChannels))
-	fl.Var(s.groupSize, "group-size", "ranks per node for --algo hier (required with it without --nodes, whose nodes give it; it must divide the ranks)")
+	fl.Var(s.groupSize, "group-size", "ranks per node for --algo hier (required with it without --nodes, whose nodes give it: with --nodes only a node's ranks are taken; it must divide the ranks)")
 	fl.StringVar(&s.ringOrder, "ring-order", "links", "the order the rings visit the ranks (ring, kangaring, hier's rings in a node, permute's peers): links, a cycle along the topology's links (the 4×4 torus: 0-3 7-4 8-11 15-12; rank order on switched fabrics); ranks, rank order 0, 1, …; or the ranks in order, runs first-last allowed (\"0-3 7-4 8-11 15-12\" or 0,1,2,3,…) (docs/fabric.md §Ring order)")
 	fl.Var(s.ranksPerDevice, "ranks-per-device", "NeuronCores of each device taking part, 1..the generation's NeuronCores (rank r is NC r mod k of device r/k)")
 	fl.Var(s.engines, "engines", "DMA engines each rank spreads its transfers over, 1..a NeuronCore's DMA engines (16) (default: the generation's calibrated count: 5 on sunda, 7 on cayman and mariana)")
@@ -738,6 +738,13 @@ func (s *sweepFlags) sizeSystem(f *fabricFlags, plan *sweepPlan, sys *cluster.Sw
 	cfg := plan.set.Config
 	cfg.Devices = sys.Devices
 	sw := plan.set.Sweep
+	// Across nodes hier's group is a node (cluster.Config.CollectiveOptions);
+	// a group of other ranks would label a flat ring (1, or every rank) or
+	// groups that split or span nodes "hier".
+	if nr := cfg.NodeRanks(); s.groupSize.set && nr > 0 && s.groupSize.int() != nr {
+		return fmt.Errorf("--group-size %d: with --nodes %d hier's group is a node's ranks, %d (%d devices × %s per device); give that or leave --group-size out (without --nodes it sets the groups of one system)",
+			s.groupSize.v, plan.nodes, nr, perNode, units.Plural(int64(s.ranksPerDevice.int()), "rank", "ranks"))
+	}
 	if s.channels.set {
 		if err := cfg.CheckChannels(s.channels.int(), sw.Op, sw.Algo); err != nil {
 			return fmt.Errorf("--channels %d: %w", s.channels.int(), err)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -60,6 +61,36 @@ func TestFabricSweepNodes(t *testing.T) {
 			if !slices.Contains(tc.algos, "ring") {
 				assert.NotContains(t, out, "# channels:", "no ring across the nodes")
 			}
+		})
+	}
+}
+
+// TestFabricSweepGroupSizeNodes: across nodes hier's group is a node's
+// ranks (cluster.Config.CollectiveOptions); --group-size that is not
+// them is refused, naming --group-size and --nodes and the node's ranks,
+// and one that is them is taken. --group-size 1 or 128 over 2 × 64
+// devices once ran flat rings labelled hier, and 8 groups that split the
+// nodes.
+func TestFabricSweepGroupSizeNodes(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // "" accepted
+	}{
+		{[]string{"--system", "trn3-gen1", "--group-size", "8"}, "--group-size 8: with --nodes 2 hier's group is a node's ranks, 64 (64 devices × 1 rank per device)"},
+		{[]string{"--system", "trn3-gen1", "--group-size", "1"}, "--group-size 1: with --nodes 2 hier's group is a node's ranks, 64"},
+		{[]string{"--system", "trn3-gen1", "--group-size", "128"}, "--group-size 128: with --nodes 2 hier's group is a node's ranks, 64"},
+		{[]string{"--arch", "cayman", "--devices", "4", "--ranks-per-device", "2", "--group-size", "4"}, "--group-size 4: with --nodes 2 hier's group is a node's ranks, 8 (4 devices × 2 ranks per device)"},
+		{[]string{"--arch", "cayman", "--devices", "4", "--ranks-per-device", "2", "--group-size", "8"}, ""},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			out, err := runCLI(t, append([]string{"fabric", "sweep", "--nodes", "2", "--model", "free", "--op", "all_reduce", "--algo", "hier", "-b", "64K", "-e", "64K"}, tc.args...)...)
+			if tc.want == "" {
+				require.NoError(t, err, out)
+				assert.Contains(t, out, " hier\n")
+				return
+			}
+			require.Error(t, err, out)
+			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
 }
