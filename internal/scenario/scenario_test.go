@@ -143,6 +143,10 @@ func TestParseErrors(t *testing.T) {
 		{"switch on trn1", "name: x\nsystem: {arch: trn1, devices: 4, topology: switch}\n", `x.yaml:2:44: system.topology: switch: a switch topology is Trn3's: only mariana (Trn3) systems have NeuronSwitch`},
 		{"switch on trn2", "name: x\nsystem: {arch: trn2, devices: 4, topology: switch}\n", `system.topology: switch: a switch topology is Trn3's`},
 		{"trn3-gen2 on cayman", "name: x\nsystem: {arch: cayman, devices: 144, what_if: true, topology: trn3-gen2}\n", `system.topology: trn3-gen2: a trn3-gen2 topology is Trn3's`},
+		// hier's group is a node; one node has none (once refused at size
+		// in the encoder's words).
+		{"hier on one node", "name: x\nsystem: {arch: trn2, devices: 4}\nsteps:\n  - collective: {op: all_reduce, algo: hier, size: 1M}\n", `x.yaml:4:40: steps[0].collective.algo: hier: its groups are the nodes (a node's ranks each), and this system is one node; give system.nodes 2 or more`},
+		{"hier sweep on one node", "name: x\nsystem: {arch: trn2, devices: 4}\nsteps:\n  - sweep: {op: all_gather, algo: hier, min: 1K, max: 4K}\n", `steps[0].sweep.algo: hier: its groups are the nodes`},
 		{"two programs", "name: x\nsystem: {arch: cayman}\nsteps:\n  - validate: {program: a.s, source: nop}\n", `exactly one of program`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -207,7 +207,8 @@ func (c *checkContext) register(off uint64, field string) error {
 }
 
 // collectiveWords checks the op, algorithm and dtype of a collective or
-// sweep step (an empty algorithm or dtype takes its default).
+// sweep step (an empty algorithm or dtype takes its default), and refuses
+// hier on a system of one node.
 func (c *checkContext) collectiveWords(op, algo, dtype string) error {
 	for _, w := range []struct {
 		field, v string
@@ -223,6 +224,11 @@ func (c *checkContext) collectiveWords(op, algo, dtype string) error {
 		if err := w.parse(w.v); err != nil {
 			return c.errorf(w.field, "%v", err)
 		}
+	}
+	// Hier's group is a node's ranks (cluster.Config.CollectiveOptions),
+	// and a scenario has no key for another: on one node it has none.
+	if a, _ := enc.ParseAlgo(algo); algo != "" && a == enc.Hier && c.r.nodes == 1 {
+		return c.errorf("algo", "%s: its groups are the nodes (a node's ranks each), and this system is one node; give system.nodes 2 or more", algo)
 	}
 	return nil
 }
