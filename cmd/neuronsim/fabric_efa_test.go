@@ -189,8 +189,9 @@ func TestFabricEFAFlagErrors(t *testing.T) {
 		{[]string{"--nodes", "2", "--devices-per-nic", "16385"}, "--devices-per-nic 16385: must be in 1..16384"},
 		{[]string{"--nodes", "2000"}, "--nodes 2000: 2000 nodes of 16 devices are 32000 devices"},
 		{[]string{"--nodes", "2", "--efa-network", "torus"}, "accepted words are rail|fat-tree"},
-		{[]string{"--nodes", "2", "--efa-bw", "0"}, "--efa-bw"},
-		{[]string{"--nodes", "2", "--efa-bw", "1e-400"}, `--efa-bw "1e-400": too small for a number`}, // not "0", not "no unit"
+		{[]string{"--nodes", "2", "--efa-bw", "0"}, `--efa-bw "0": no unit`},
+		{[]string{"--nodes", "2", "--efa-bw", "0Gbps"}, `--efa-bw "0Gbps": a bandwidth must be positive`},
+		{[]string{"--nodes", "2", "--efa-bw", "1e-400GB/s"}, `--efa-bw "1e-400GB/s": too small`}, // not "0"
 		{[]string{"--nodes", "2", "--efa-bw", "1e-300Gbps"}, `--efa-bw "1e-300Gbps": too small`},
 		{[]string{"--nodes", "2", "--efa-bw", "5GX"}, `--efa-bw "5GX": unknown unit "GX"`},
 		{[]string{"--nodes", "2", "--efa-latency", "100"}, "--efa-latency 100: below the 1800 ns"},

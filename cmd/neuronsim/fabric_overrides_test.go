@@ -29,7 +29,7 @@ func TestFabricSweepReportsItsOverrides(t *testing.T) {
 		args []string
 		want map[string]any // JSON value of neuronsim_<key>
 	}{
-		{"parity mode", []string{"--devices", "4", "--endpoints", "ideal", "--link-bw", "10", "--link-latency", "700.5"},
+		{"parity mode", []string{"--devices", "4", "--endpoints", "ideal", "--link-bw", "10GB/s", "--link-latency", "700.5"},
 			map[string]any{"endpoints": "ideal", "link_bw": 1e10, "link_latency_ps": 700500.0}},
 		{"delays and chunk", []string{"--arch", "cayman", "--devices", "4", "--topology", "star", "--link-bw", "50GiB/s", "--endpoint-delay", "7", "--switch-latency", "9", "--chunk-bytes", "4K"},
 			nil},
@@ -38,7 +38,7 @@ func TestFabricSweepReportsItsOverrides(t *testing.T) {
 		{"engines and chunks", []string{"--arch", "cayman", "--devices", "4", "--engines", "3", "--chunks", "2"},
 			map[string]any{"engines": 3.0, "chunks": 2.0}},
 		{"hier", []string{"--devices", "8", "--algo", "hier", "--group-size", "4"}, map[string]any{"group_size": 4.0}},
-		{"efa", []string{"--arch", "sunda", "--devices", "4", "--nodes", "2", "--algo", "ring", "--channels", "1", "--efa-bw", "10", "--efa-latency", "9000",
+		{"efa", []string{"--arch", "sunda", "--devices", "4", "--nodes", "2", "--algo", "ring", "--channels", "1", "--efa-bw", "10GB/s", "--efa-latency", "9000",
 			"--oversubscription", "2", "--leaf-ports", "1", "--spines", "1", "--devices-per-nic", "4"},
 			map[string]any{"efa_bandwidth": 1e10, "efa_latency": 9e6, "efa_oversubscription": 2.0, "efa_leaf_ports": 1.0, "efa_spines": 1.0, "efa_devices_per_nic": 4.0}},
 		{"seed", []string{"--devices", "2", "--mode", "functional", "--seed", "7"}, map[string]any{"seed": 7.0}},

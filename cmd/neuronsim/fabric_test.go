@@ -128,19 +128,25 @@ func TestFabricSweepPcap(t *testing.T) {
 }
 
 // TestLinkBandwidthUnits: --link-bw takes a bandwidth with its unit —
-// 50GiB/s is 50·2^30 B/s, 400Gbps is 50·10^9 B/s — and a bare number in
-// GB/s of 10^9, as before.
+// 50GiB/s is 50·2^30 B/s, 400Gbps is 50·10^9 B/s — and refuses a bare
+// number, which was read as GB/s of 10^9: whether 50 meant GB/s, GiB/s or
+// Gbps is what the unit must say.
 func TestLinkBandwidthUnits(t *testing.T) {
 	for _, tc := range []struct{ bw, want string }{
 		{"50GiB/s", "53.6870912 GB/s (50 GiB/s)"},
-		{"0.015", "in-server links: 0.015 GB/s,"},
+		{"0.015GB/s", "in-server links: 0.015 GB/s,"},
 		{"400Gbps", "in-server links: 50 GB/s,"},
 		{"53.7GB/s", "in-server links: 53.7 GB/s,"},
-		{"50", "in-server links: 50 GB/s,"},
+		{"50GB/s", "in-server links: 50 GB/s,"},
 	} {
 		out, err := runCLI(t, "fabric", "topo", "--arch", "mariana", "--devices", "4", "--topology", "switch", "--server-size", "4", "--link-bw", tc.bw)
 		require.NoError(t, err, tc.bw)
 		assert.Contains(t, out, tc.want, tc.bw)
+	}
+	for _, bw := range []string{"50", "0.015", "53.7"} {
+		_, err := runCLI(t, "fabric", "topo", "--arch", "mariana", "--devices", "4", "--link-bw", bw)
+		require.Error(t, err, bw)
+		assert.Contains(t, err.Error(), "--link-bw \""+bw+"\": no unit: a bare number is not read; say which, as "+bw+"GB/s (10^9 B/s), "+bw+"GiB/s (2^30 B/s) or "+bw+"Gbps (bits)")
 	}
 }
 
@@ -197,7 +203,7 @@ func sweepTimesUS(t *testing.T, out string) map[int64]float64 {
 // γ = 4α + 170 ns; k = 1 free, 2 aware), within 0.5 %: at B/2 on the
 // second-level links it took up to 67 % longer (aware, 16 MiB).
 func TestLinkBWEveryGen2Link(t *testing.T) {
-	out, err := runCLI(t, "fabric", "topo", "--system", "trn3-gen2", "--link-bw", "10")
+	out, err := runCLI(t, "fabric", "topo", "--system", "trn3-gen2", "--link-bw", "10GB/s")
 	require.NoError(t, err)
 	assert.Contains(t, out, "every device also links to l2-sw1 (inter-server links: 10 GB/s, 500 ns)")
 	assert.Equal(t, 36, strings.Count(out, "(in-server links: 10 GB/s, 500 ns)"))

@@ -21,7 +21,7 @@ func TestFlagGivenOnce(t *testing.T) {
 		want string
 	}{
 		{[]string{"fabric", "topo", "--devices", "4", "--devices", "8"}, `--devices 8: given twice (first "4")`},
-		{[]string{"fabric", "sweep", "--link-bw", "50", "--devices", "4", "--link-bw", "100"}, `--link-bw 100: given twice (first "50")`},
+		{[]string{"fabric", "sweep", "--link-bw", "50GB/s", "--devices", "4", "--link-bw", "100GB/s"}, `--link-bw 100GB/s: given twice (first "50GB/s")`},
 		{[]string{"arch", "--json", "--json"}, "--json: given twice"},
 		{[]string{"arch", "--arch", "trn2", "--arch=trn3"}, `--arch trn3: given twice (first "trn2")`},
 		{[]string{"serve", "--listen", sock, "--system", "arch=trn2", "--system", "arch=trn3"}, `--system arch=trn3: given twice (first "arch=trn2")`},

@@ -35,7 +35,7 @@ func TestFabricSweepRingOrder(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			js := filepath.Join(t.TempDir(), "pp.json")
-			out, err := runCLI(t, "fabric", "sweep", "--system", "trn2-48xl", "--op", "permute", "-b", "64M", "-e", "64M", "--link-bw", "25",
+			out, err := runCLI(t, "fabric", "sweep", "--system", "trn2-48xl", "--op", "permute", "-b", "64M", "-e", "64M", "--link-bw", "25GB/s",
 				"--ring-order", tc.order, "--json", js)
 			require.NoError(t, err, out)
 			assert.Contains(t, out, "# ring_order: "+tc.note+"\n")

@@ -41,67 +41,34 @@ func flagError(_ *cobra.Command, err error) error {
 	return err
 }
 
-// scaledValue is a decimal number in the flag's unit, kept as the integer
-// its conversion gives: a duration in (fractional) nanoseconds kept in
-// picoseconds, 0 ns up to units.MaxLatencyPS ([newLatency]); a bandwidth in GB/s
-// (1e9 B/s) kept in B/s, a whole number of them, positive and at most
-// units.MaxBandwidthBps ([newBandwidth]).
+// scaledValue is a latency or a bandwidth, kept as the integer its
+// parser gives: a latency in (fractional) nanoseconds, a bare number, kept
+// in picoseconds, 0 ns up to units.MaxLatencyPS ([newLatency],
+// units.ParseNanoseconds); a bandwidth with its unit (50GiB/s, 53.7GB/s,
+// 400Gbps; a bare number is refused) kept in B/s, a whole number of them,
+// positive and at most units.MaxBandwidthBps ([newBandwidth],
+// units.ParseBandwidth).
 type scaledValue struct {
 	name, unit string
-	// convert turns the number, read as a float64, into the value; when
-	// exact is set instead, it turns the number's text (already read as a
-	// float64, so well formed) into the value exactly.
-	convert func(field string, f float64) (uint64, error)
-	exact   func(field, s string) (uint64, error)
-	// withUnit, when set, reads a value that names its own unit (a
-	// bandwidth such as 50GiB/s); a bare number is in unit.
-	withUnit func(field, s string) (uint64, error)
-	v        uint64
-	set      bool
-	text     string
+	parse      func(field, s string) (uint64, error)
+	v          uint64
+	set        bool
+	text       string
 }
 
 func newLatency(name string) *scaledValue {
-	return &scaledValue{name: name, unit: "ns", convert: units.LatencyToPS}
+	return &scaledValue{name: name, unit: "ns", parse: units.ParseNanoseconds}
 }
 
 func newBandwidth(name string) *scaledValue {
-	return &scaledValue{name: name, unit: "GB/s", exact: units.GBpsToBps, withUnit: units.ParseBandwidth}
-}
-
-// namesBandwidthUnit reports whether s ends in a bandwidth unit (…/s or
-// …bps), so that units.ParseBandwidth reads it.
-func namesBandwidthUnit(s string) bool {
-	l := strings.ToLower(strings.TrimSpace(s))
-	return strings.HasSuffix(l, "/s") || strings.HasSuffix(l, "bps")
+	return &scaledValue{name: name, unit: "bandwidth", parse: units.ParseBandwidth}
 }
 
 func (v *scaledValue) String() string { return v.text }
 
 // Set implements pflag.Value.
 func (v *scaledValue) Set(s string) error {
-	if v.withUnit != nil && namesBandwidthUnit(s) {
-		n, err := v.withUnit(v.name, s)
-		if err != nil {
-			return err
-		}
-		v.v, v.set, v.text = n, true, s
-		return nil
-	}
-	f, err := units.ParseFloat(v.name, s)
-	if errors.Is(err, units.ErrSyntax) && v.withUnit != nil && s != "" && (s[0] >= '0' && s[0] <= '9' || s[0] == '.') {
-		_, uerr := v.withUnit(v.name, s) // a number with a unit it does not know: say which units it takes
-		return uerr
-	}
-	if err != nil {
-		return err
-	}
-	var n uint64
-	if v.exact != nil {
-		n, err = v.exact(v.name, s)
-	} else {
-		n, err = v.convert(v.name, f)
-	}
+	n, err := v.parse(v.name, s)
 	if err != nil {
 		return err
 	}
@@ -109,7 +76,8 @@ func (v *scaledValue) Set(s string) error {
 	return nil
 }
 
-// Type implements pflag.Value: the unit the number is given in.
+// Type implements pflag.Value: the unit the number is given in (ns), or
+// "bandwidth" for a value that names its own.
 func (v *scaledValue) Type() string { return v.unit }
 
 // intValue is an integer in [min, max]. Unset, it holds def (which need

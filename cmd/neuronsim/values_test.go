@@ -42,17 +42,32 @@ func TestFabricSweepRefusesBadValues(t *testing.T) {
 		{[]string{"--pcap-max", "1M"}, []string{"--pcap-max", "give --pcap too"}},
 		{[]string{"--seed", "3"}, []string{"--seed", "timing mode moves no data"}},
 		{[]string{"--link-latency", "NaN"}, []string{"--link-latency", "not a finite number"}},
-		{[]string{"--link-bw", "0"}, []string{"--link-bw", "must be positive"}},
-		{[]string{"--link-bw", "-5"}, []string{"--link-bw", "negative"}},
-		{[]string{"--link-bw", "NaN"}, []string{"--link-bw", "not a finite number"}},
-		{[]string{"--link-bw", "1e300"}, []string{"--link-bw", "too large"}},
+		{[]string{"--link-bw", "0GB/s"}, []string{"--link-bw", "must be positive"}},
+		{[]string{"--link-bw", "-5GB/s"}, []string{"--link-bw", "without a sign"}},
+		{[]string{"--link-bw", "NaNGB/s"}, []string{"--link-bw", "does not start with a number"}},
+		{[]string{"--link-bw", "1e300GB/s"}, []string{"--link-bw", "too large"}},
+		// A bandwidth's unit must be given: a bare number was read as GB/s.
+		{[]string{"--link-bw", "50"}, []string{`--link-bw "50": no unit: a bare number is not read; say which, as 50GB/s (10^9 B/s), 50GiB/s (2^30 B/s) or 50Gbps (bits)`}},
+		{[]string{"--link-bw", "0"}, []string{`--link-bw "0": no unit`}},
+		{[]string{"--nodes", "2", "--efa-bw", "200"}, []string{`--efa-bw "200": no unit: a bare number is not read; say which, as 200GB/s`}},
+		// A sign, as on a size: "+" was taken on a bare bandwidth and a
+		// latency, refused on a bandwidth with its unit.
+		{[]string{"--link-bw", "+50"}, []string{`--link-bw "+50": bandwidths are unsigned, without a sign`}},
+		{[]string{"--link-bw", "+50GB/s"}, []string{`--link-bw "+50GB/s": bandwidths are unsigned, without a sign`}},
+		{[]string{"--link-latency", "+500"}, []string{`--link-latency "+500": latencies are unsigned, without a sign`}},
+		{[]string{"--nodes", "2", "--efa-latency", "+20000"}, []string{`--efa-latency "+20000": latencies are unsigned, without a sign`}},
+		{[]string{"--endpoint-delay", "+7"}, []string{`--endpoint-delay "+7": latencies are unsigned`}},
+		// Hex with a unit: once the unknown unit "x10GB/s".
+		{[]string{"--link-bw", "0x10GB/s"}, []string{`--link-bw "0x10GB/s": a bandwidth's number is decimal, not hex`}},
+		{[]string{"--link-latency", "0x10ns"}, []string{`--link-latency "0x10ns": not a number of nanoseconds: give the number alone, in ns (500, 1.5, 2e3)`}},
+		{[]string{"--link-latency", "500ns"}, []string{`--link-latency "500ns": not a number of nanoseconds`}},
 		{[]string{"--link-bw", "50GiB"}, []string{"--link-bw", `unknown unit "GiB"`, "50GiB/s"}},
 		{[]string{"--link-bw", "0GB/s"}, []string{"--link-bw"}},
 		// Not a whole number of bytes per second: refused, once rounded.
 		{[]string{"--link-bw", "1.5B/s"}, []string{`--link-bw "1.5B/s": 1.5 B/s is not a whole number of bytes per second (1 or 2 B/s is)`}},
 		{[]string{"--link-bw", "7bps"}, []string{`--link-bw "7bps": too small: 0.875 B/s (the smallest bandwidth is 1 B/s)`}},
 		{[]string{"--link-bw", "0.999999999999B/s"}, []string{"--link-bw", "too small: 0.999999999999 B/s"}},
-		{[]string{"--link-bw", "1.5e-9"}, []string{`--link-bw "1.5e-9": 1.5 B/s is not a whole number`}},
+		{[]string{"--link-bw", "1.5e-9GB/s"}, []string{`--link-bw "1.5e-9GB/s": 1.5 B/s is not a whole number`}},
 		{[]string{"--link-bw", "0.1GiB/s"}, []string{"--link-bw", "107374182.4 B/s is not a whole number"}},
 		{[]string{"--nodes", "2", "--efa-bw", "12bps"}, []string{`--efa-bw "12bps": 1.5 B/s is not a whole number`}},
 		{[]string{"--endpoints", "ideal"}, []string{"--endpoints ideal", "--link-bw and --link-latency"}},
@@ -131,7 +146,7 @@ func TestFabricSweepAgreeingDtypes(t *testing.T) {
 // checks.
 func TestFabricTopoRefusesBadValues(t *testing.T) {
 	for _, args := range [][]string{
-		{"--link-latency", "1e18"}, {"--link-bw", "0"}, {"--chunk-bytes", "0"}, {"--server-size", "0"}, {"--devices", "0"},
+		{"--link-latency", "1e18"}, {"--link-bw", "0GB/s"}, {"--link-bw", "10"}, {"--chunk-bytes", "0"}, {"--server-size", "0"}, {"--devices", "0"},
 	} {
 		_, err := runCLI(t, append([]string{"fabric", "topo"}, args...)...)
 		require.Error(t, err, args)
@@ -162,7 +177,7 @@ func TestFabricTopoRefusesUndrawnFlags(t *testing.T) {
 	// --endpoints ideal takes the endpoint and switch delays away: the
 	// drawing changes only where --efa-latency leaves their share to the
 	// NIC links (it drew the same links as --endpoints real otherwise).
-	ideal := []string{"--endpoints", "ideal", "--link-bw", "10", "--link-latency", "500"}
+	ideal := []string{"--endpoints", "ideal", "--link-bw", "10GB/s", "--link-latency", "500"}
 	for _, args := range [][]string{nil, {"--nodes", "2"}} {
 		_, err := runCLI(t, append(append(append([]string{}, sw...), args...), ideal...)...)
 		require.Error(t, err, args)

@@ -553,7 +553,7 @@ func (d *drawer) groupParams(group string) string {
 // decimals, each written, trailing zeros dropped (as formatLatency writes a
 // latency to the picosecond); and the GiB/s when that is whole and the GB/s
 // is not: "103.079215104 GB/s (96 GiB/s)". Rounded to two decimals, 0.015
-// GB/s (--link-bw 0.015) once read "0.01 GB/s" and 99.999 GB/s "100 GB/s".
+// GB/s (--link-bw 0.015GB/s) once read "0.01 GB/s" and 99.999 GB/s "100 GB/s".
 func formatBandwidth(bw uint64) string {
 	s := strconv.FormatUint(bw/1e9, 10)
 	if frac := bw % 1e9; frac != 0 {

@@ -98,8 +98,15 @@ func TestParseBandwidth(t *testing.T) {
 		{in: "12.8Tbps", want: 1_600_000_000_000},
 		{in: "1000TB/s", want: MaxBandwidthBps},
 		{in: "", wantErr: "empty", kind: ErrSyntax},
-		{in: "50", wantErr: "no unit", kind: ErrSyntax},
+		{in: "50", wantErr: "no unit: a bare number is not read; say which, as 50GB/s (10^9 B/s), 50GiB/s (2^30 B/s) or 50Gbps (bits)", kind: ErrSyntax},
 		{in: "50.5", wantErr: "no unit", kind: ErrSyntax},
+		{in: "+50", wantErr: "without a sign", kind: ErrSyntax},
+		// Hex is refused, with a unit or without: its B and b would be
+		// hex digits (0x10GB/s was refused as the unknown unit "x10GB/s").
+		{in: "0x10GB/s", wantErr: "a bandwidth's number is decimal, not hex", kind: ErrSyntax},
+		{in: "0x1p4GB/s", wantErr: "decimal, not hex", kind: ErrSyntax},
+		{in: "0X10", wantErr: "decimal, not hex", kind: ErrSyntax},
+		{in: "0.5GB/s", want: 500e6},
 		{in: "-50GB/s", wantErr: "without a sign", kind: ErrSyntax},
 		{in: "+50GB/s", wantErr: "without a sign", kind: ErrSyntax},
 		{in: "GB/s", wantErr: "does not start with a number", kind: ErrSyntax},

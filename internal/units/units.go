@@ -143,17 +143,28 @@ var latencyUnits = []struct {
 }{{"ns", 1}, {"us", 1e3}, {"µs", 1e3}, {"μs", 1e3}, {"ms", 1e6}, {"s", 1e9}}
 
 // ParseLatency reads a latency written s — a bare number of nanoseconds as
-// strconv.ParseFloat reads it, or a number with its unit ns, us (µs), ms or
-// s — to picoseconds, checked as [LatencyToPS] checks a number of
-// nanoseconds. Errors quote s as written.
+// strconv.ParseFloat reads it, or a decimal number with its unit ns, us
+// (µs), ms or s — to picoseconds, checked as [LatencyToPS] checks a number
+// of nanoseconds. A sign is refused, as by every parser of an unsigned
+// quantity (sizes, bandwidths, [ParseNanoseconds]), and so are hex
+// numbers with a unit. Errors quote s as written.
 func ParseLatency(field, s string) (uint64, error) {
 	q := strconv.Quote(s)
-	num, nsPer := strings.TrimSpace(s), 1.0
+	num, nsPer, unit := strings.TrimSpace(s), 1.0, ""
 	for _, u := range latencyUnits {
 		if strings.HasSuffix(num, u.name) {
-			num, nsPer = num[:len(num)-len(u.name)], u.ns
+			num, nsPer, unit = num[:len(num)-len(u.name)], u.ns, u.name
 			break
 		}
+	}
+	if strings.HasPrefix(num, "+") {
+		return 0, syntaxErr(field, q, "latencies are unsigned, without a sign")
+	}
+	if unit != "" && isHex(num) {
+		return 0, syntaxErr(field, q, "a number with a unit is decimal, not hex (500ns, 1.5us)")
+	}
+	if strings.ContainsRune(num, '_') {
+		return 0, syntaxErr(field, q, "expected %s (no underscores)", LatencyGrammar)
 	}
 	v, err := strconv.ParseFloat(num, 64)
 	var ne *strconv.NumError
@@ -168,6 +179,28 @@ func ParseLatency(field, s string) (uint64, error) {
 		e.Value = q
 	}
 	return ps, err
+}
+
+// ParseNanoseconds reads a latency or fixed delay written s as a bare
+// number of nanoseconds (as [ParseFloat] reads it: 500, 1.5, 2e3) to
+// picoseconds, checked as [LatencyToPS] checks it: the command line's
+// latency flags. A leading sign is refused, "+" as not read (a latency is
+// unsigned, as a size and a bandwidth are: [ParseBytes],
+// [ParseBandwidth]) and "-" as negative; a number with a unit (500ns,
+// 0x10ns) is refused saying the flag is in ns.
+func ParseNanoseconds(field, s string) (uint64, error) {
+	t := strings.TrimSpace(s)
+	if strings.HasPrefix(t, "+") {
+		return 0, syntaxErr(field, strconv.Quote(s), "latencies are unsigned, without a sign")
+	}
+	v, err := ParseFloat(field, s)
+	if e := (*Error)(nil); errors.As(err, &e) && e.Reason == notANumber && t != "" {
+		e.Reason = "not a number of nanoseconds: give the number alone, in ns (500, 1.5, 2e3)"
+	}
+	if err != nil {
+		return 0, err
+	}
+	return LatencyToPS(field, v)
 }
 
 // LatencyPS checks a latency or fixed delay already in picoseconds (from a
@@ -317,6 +350,9 @@ func ParseUint(field, s string, max uint64) (uint64, error) {
 	return v, nil
 }
 
+// notANumber is ParseFloat's reason for text strconv does not read.
+const notANumber = "not a number"
+
 // ParseFloat reads a decimal floating-point number (as strconv.ParseFloat
 // does: exponents allowed, and hex floats such as 0x1p-3 for an exact
 // value; Go's underscores refused). NaN and infinities are refused, and so is a
@@ -332,7 +368,7 @@ func ParseFloat(field, s string) (float64, error) {
 		if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
 			return 0, rangeErr(field, strconv.Quote(s), "too large for a number")
 		}
-		return 0, syntaxErr(field, strconv.Quote(s), "not a number")
+		return 0, syntaxErr(field, strconv.Quote(s), notANumber)
 	}
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, syntaxErr(field, strconv.Quote(s), "not a finite number")
@@ -606,8 +642,8 @@ func nonzeroMantissa(num string) bool {
 // [BandwidthGrammar]): "50GiB/s" is 50·2^30 B/s, "53.7GB/s" is 53.7·10^9
 // B/s, "400Gbps" and "400Gb/s" are 400·10^9 bits, 50·10^9 B/s. A bare
 // number is refused — whether it meant GB/s or GiB/s, bytes or bits, is
-// exactly what the unit must say — and so are signs, unknown units and "iB"
-// with bits (spaces around the number and between it and its unit are
+// exactly what the unit must say — and so are signs, hex numbers (0x10GB/s:
+// its B and b would be hex digits), unknown units and "iB" with bits (spaces around the number and between it and its unit are
 // allowed; the number may have an exponent, as in 1.5e-3GB/s). The number
 // is read exactly, not as a float64, and the result must be a whole number
 // of bytes per second, at least 1 B/s and at most [MaxBandwidthBps]:
@@ -619,6 +655,9 @@ func ParseBandwidth(field, s string) (uint64, error) {
 	if t == "" {
 		return 0, syntaxErr(field, q, "empty (want %s)", BandwidthGrammar)
 	}
+	if isHex(t) {
+		return 0, syntaxErr(field, q, "a bandwidth's number is decimal, not hex (want %s)", BandwidthGrammar)
+	}
 	i := numberPrefix(t)
 	num, unit := t[:i], strings.TrimSpace(t[i:])
 	if num == "" {
@@ -628,7 +667,7 @@ func ParseBandwidth(field, s string) (uint64, error) {
 		return 0, syntaxErr(field, q, "does not start with a number (want %s)", BandwidthGrammar)
 	}
 	if unit == "" {
-		return 0, syntaxErr(field, q, "no unit: say which (want %s)", BandwidthGrammar)
+		return 0, syntaxErr(field, q, "no unit: a bare number is not read; say which, as %sGB/s (10^9 B/s), %sGiB/s (2^30 B/s) or %sGbps (bits)", num, num, num)
 	}
 	if len(unit) == 4 && strings.Contains("kmgt", unit[:1]) && unit[1:] == "b/s" {
 		// "gb/s": written in lower case, bits or bytes? Say which.
@@ -643,6 +682,12 @@ func ParseBandwidth(field, s string) (uint64, error) {
 		return 0, err
 	}
 	return wholeBandwidth(field, q, num, scale)
+}
+
+// isHex reports whether the number t starts with is written in hex (0x
+// or 0X after the digit 0).
+func isHex(t string) bool {
+	return len(t) > 1 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')
 }
 
 // durationUnits are time.ParseDuration's units in nanoseconds.

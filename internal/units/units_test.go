@@ -72,6 +72,14 @@ func TestParseLatency(t *testing.T) {
 		{"5 parsecs", 0, `"5 parsecs": expected nanoseconds (500) or a duration with its unit`},
 		{"1us500ns", 0, "expected nanoseconds"},
 		{"ns", 0, "expected nanoseconds"},
+		// A sign is refused, as in a size or a bandwidth; a number with a
+		// unit is decimal.
+		{"+500", 0, `"+500": latencies are unsigned, without a sign`},
+		{"+500ns", 0, "without a sign"},
+		{"0x10ns", 0, `"0x10ns": a number with a unit is decimal, not hex`},
+		{"0x1p4us", 0, "decimal, not hex"},
+		{"0x1p4", 16e3, ""},
+		{"1_000ns", 0, "no underscores"},
 	} {
 		got, err := ParseLatency("axes.link_latency[0]", c.in)
 		if c.substr == "" {
@@ -82,6 +90,42 @@ func TestParseLatency(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), c.substr) || !strings.HasPrefix(err.Error(), "axes.link_latency[0] ") {
 			t.Errorf("ParseLatency(%q) = %d, %v; want an error containing %q", c.in, got, err, c.substr)
+		}
+	}
+}
+
+// TestParseNanoseconds: the command line's latency flags, a bare number of
+// ns, a whole number of ps, at most MaxLatencyPS; "+" is refused as in
+// ParseLatency, a size and a bandwidth (it was taken), and a number with
+// a unit says the flag is in ns (it said "not a number").
+func TestParseNanoseconds(t *testing.T) {
+	for _, c := range []struct {
+		in     string
+		want   uint64
+		substr string // "" for accepted
+	}{
+		{"500", 500e3, ""}, {"1.5", 1500, ""}, {"2e3", 2e6, ""}, {" 7 ", 7000, ""}, {"0", 0, ""}, {"0x1p4", 16e3, ""},
+		{"+500", 0, `--link-latency "+500": latencies are unsigned, without a sign`},
+		{" +1", 0, "without a sign"},
+		{"-5", 0, "--link-latency -5: negative"},
+		{"500ns", 0, `--link-latency "500ns": not a number of nanoseconds: give the number alone, in ns (500, 1.5, 2e3)`},
+		{"0x10ns", 0, "not a number of nanoseconds"},
+		{"1_000", 0, "no underscores"},
+		{"", 0, "not a number"},
+		{"NaN", 0, "not a finite number"},
+		{"1e400", 0, "too large for a number"},
+		{"2e10", 0, "--link-latency 2e+10: too long: a latency is at most 10000000000 ns"},
+		{"0.0001", 0, "0.1 ps is not a whole number of ps"},
+	} {
+		got, err := ParseNanoseconds("--link-latency", c.in)
+		if c.substr == "" {
+			if err != nil || got != c.want {
+				t.Errorf("ParseNanoseconds(%q) = %d, %v; want %d", c.in, got, err, c.want)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.substr) || !strings.HasPrefix(err.Error(), "--link-latency ") {
+			t.Errorf("ParseNanoseconds(%q) = %d, %v; want an error containing %q", c.in, got, err, c.substr)
 		}
 	}
 }
