@@ -478,7 +478,7 @@ var overrideParams = []overrideParam{
 	}},
 	{"group_size", func(_ *fabricFlags, s *sweepFlags, _ bool) (any, bool) { return s.groupSize.v, s.groupSize.set }},
 	{"efa_bandwidth", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.efa.bw.v, f.efa.bw.set }},
-	{"efa_latency", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.efa.latency.v, f.efa.latency.set }},
+	{"efa_latency_ps", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.efa.latency.v, f.efa.latency.set }},
 	{"efa_oversubscription", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.efa.ratio.v, f.efa.ratio.set }},
 	{"efa_leaf_ports", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.efa.leafPorts.v, f.efa.leafPorts.set }},
 	{"efa_spines", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.efa.spines.v, f.efa.spines.set }},

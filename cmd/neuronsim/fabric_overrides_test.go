@@ -40,7 +40,7 @@ func TestFabricSweepReportsItsOverrides(t *testing.T) {
 		{"hier", []string{"--devices", "8", "--algo", "hier", "--group-size", "4"}, map[string]any{"group_size": 4.0}},
 		{"efa", []string{"--arch", "sunda", "--devices", "4", "--nodes", "2", "--algo", "ring", "--channels", "1", "--efa-bw", "10GB/s", "--efa-latency", "9000",
 			"--oversubscription", "2", "--leaf-ports", "1", "--spines", "1", "--devices-per-nic", "4"},
-			map[string]any{"efa_bandwidth": 1e10, "efa_latency": 9e6, "efa_oversubscription": 2.0, "efa_leaf_ports": 1.0, "efa_spines": 1.0, "efa_devices_per_nic": 4.0}},
+			map[string]any{"efa_bandwidth": 1e10, "efa_latency_ps": 9e6, "efa_oversubscription": 2.0, "efa_leaf_ports": 1.0, "efa_spines": 1.0, "efa_devices_per_nic": 4.0}},
 		{"seed", []string{"--devices", "2", "--mode", "functional", "--seed", "7"}, map[string]any{"seed": 7.0}},
 		{"defaults", []string{"--devices", "4"}, map[string]any{}},
 	} {

@@ -26,7 +26,7 @@ func TestSweepReportNamesTheSystemsOverrides(t *testing.T) {
 			map[string]any{"link_bw": 17e9, "link_latency_ps": 123500.0, "endpoint_delay_ps": 7000.0, "switch_latency_ps": 9000.0, "chunk_bytes": 8192.0,
 				"engines": 3.0, "launch_cost_ps": 2e6, "server_size": 2.0}},
 		{"efa", "{arch: cayman, devices: 2, nodes: 2, reset: false, boot: false, efa: {bandwidth: 100Gbps, latency_ns: 9000, oversubscription: 2, leaf_ports: 1, spines: 1, devices_per_nic: 2}}",
-			map[string]any{"efa_bandwidth": 12.5e9, "efa_latency": 9e6, "efa_oversubscription": 2.0, "efa_leaf_ports": 1.0, "efa_spines": 1.0, "efa_devices_per_nic": 2.0}},
+			map[string]any{"efa_bandwidth": 12.5e9, "efa_latency_ps": 9e6, "efa_oversubscription": 2.0, "efa_leaf_ports": 1.0, "efa_spines": 1.0, "efa_devices_per_nic": 2.0}},
 		{"seed", "{arch: cayman, devices: 2, mode: functional, seed: 7, reset: false, boot: false}", map[string]any{"seed": 7.0}},
 		{"none", "{arch: cayman, devices: 2, reset: false, boot: false}", map[string]any{}},
 	} {
@@ -41,7 +41,7 @@ func TestSweepReportNamesTheSystemsOverrides(t *testing.T) {
 			report, err := os.ReadFile(filepath.Join(dir, "report.txt"))
 			require.NoError(t, err)
 			for _, k := range []string{"link_bw", "link_latency_ps", "endpoint_delay_ps", "switch_latency_ps", "chunk_bytes", "engines", "launch_cost_ps",
-				"server_size", "efa_bandwidth", "efa_latency", "efa_oversubscription", "efa_leaf_ports", "efa_spines", "efa_devices_per_nic", "seed"} {
+				"server_size", "efa_bandwidth", "efa_latency_ps", "efa_oversubscription", "efa_leaf_ports", "efa_spines", "efa_devices_per_nic", "seed"} {
 				v, ok := tc.want[k]
 				if !ok {
 					assert.NotContains(t, rep, "neuronsim_"+k)

@@ -555,7 +555,7 @@ func (r *resolved) overrides(sys *System) map[string]any {
 		{"engines", t.Engines != nil, func() any { return r.engines }},
 		{"launch_cost_ps", r.launchCost != nil, func() any { return uint64(*r.launchCost/time.Nanosecond) * 1000 }},
 		{"efa_bandwidth", e.Bandwidth != nil, func() any { return *e.Bandwidth }},
-		{"efa_latency", e.Latency != nil, func() any { return *e.Latency }},
+		{"efa_latency_ps", e.Latency != nil, func() any { return *e.Latency }},
 		{"efa_oversubscription", e.Oversubscription != nil, func() any { return *e.Oversubscription }},
 		{"efa_leaf_ports", e.LeafPorts != nil, func() any { return *e.LeafPorts }},
 		{"efa_spines", e.Spines != nil, func() any { return *e.Spines }},

@@ -147,7 +147,11 @@ func (gr *group) report(i int) *nccom.Report {
 		// before the nodes axis.
 		rep.Extra["nodes"] = p.Nodes
 		for _, kv := range p.EFA.lines() {
-			rep.Extra[strings.ReplaceAll(kv[0], ".", "_")] = kv[1]
+			key := strings.ReplaceAll(kv[0], ".", "_")
+			if kv[0] == "efa.latency" {
+				key += "_ps" // its unit, as link_latency_ps and fabric sweep's efa_latency_ps
+			}
+			rep.Extra[key] = kv[1]
 		}
 	}
 	if p.Mode == "functional" {

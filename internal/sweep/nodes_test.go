@@ -240,6 +240,31 @@ func TestMergedFlatRingNote(t *testing.T) {
 	}
 }
 
+// TestMergedEFAKeys: a merged group of several nodes names the efa
+// block's settings as fabric sweep's report names its flags, each with its
+// unit where it has one: the latency efa_latency_ps (it was efa_latency,
+// a number of ps with no word of the unit), "default" when left out.
+func TestMergedEFAKeys(t *testing.T) {
+	lat, bw := uint64(20e6), uint64(25e9)
+	for _, tc := range []struct {
+		name string
+		efa  *EFA
+		want map[string]any
+	}{
+		{"given", &EFA{LatencyPS: &lat, Bandwidth: &bw}, map[string]any{"efa_latency_ps": "20000000", "efa_bandwidth": "25000000000"}},
+		{"left out", nil, map[string]any{"efa_latency_ps": "default", "efa_bandwidth": "default"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gr := group{first: Point{Op: "all_reduce", Ranks: 32, Nodes: 2, Dtype: "fp32", EFA: tc.efa}}
+			rep := gr.report(0)
+			for k, v := range tc.want {
+				assert.Equal(t, v, rep.Extra[k], k)
+			}
+			assert.NotContains(t, rep.Extra, "efa_latency")
+		})
+	}
+}
+
 // TestGridChannels: the channels axis nests inside the algorithms: points
 // of several nodes with algo ring or auto run each value (nics, the
 // default, resolved to a node's EFA NICs), the others once with none; the
