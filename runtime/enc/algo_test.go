@@ -2,6 +2,8 @@ package enc
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -133,4 +135,19 @@ func TestPolicyChooseIn(t *testing.T) {
 			assert.Equal(t, tt.want, s.Algo, "Build's Auto")
 		})
 	}
+}
+
+// TestDocsAutoAcrossNodes: docs/collectives.md says what ChooseIn does
+// across nodes — Auto picks Hier there — and not that Auto never picks it,
+// which it said while docs/fabric.md §EFA said the opposite.
+func TestDocsAutoAcrossNodes(t *testing.T) {
+	require.Equal(t, Hier, DefaultPolicy().ChooseIn(AllReduce, 1<<20, 32, 16), "two nodes of 16 ranks")
+	require.NotEqual(t, Hier, DefaultPolicy().ChooseIn(AllReduce, 1<<20, 16, 16), "one node")
+	doc, err := os.ReadFile("../../docs/collectives.md")
+	require.NoError(t, err)
+	_, hier, ok := strings.Cut(string(doc), "### Hier (hierarchical)")
+	require.True(t, ok, "docs/collectives.md has a Hier section")
+	hier, _, _ = strings.Cut(hier, "\n#")
+	assert.NotContains(t, hier, "Auto never picks it.")
+	assert.Contains(t, hier, "Auto picks it across nodes")
 }
