@@ -196,6 +196,9 @@ func TestFabricEFAFlagErrors(t *testing.T) {
 		{[]string{"--nodes", "2", "--efa-bw", "5GX"}, `--efa-bw "5GX": unknown unit "GX"`},
 		{[]string{"--nodes", "2", "--efa-latency", "100"}, "--efa-latency 100: below the 1800 ns"},
 		{[]string{"--nodes", "2", "--efa-latency", "2e10"}, "--efa-latency 2e+10: too long: a latency is at most 10000000000 ns"},
+		// A hop of seconds is no network: at most 1 ms (fabric.MaxEFALatencyPS; 10 s was taken).
+		{[]string{"--nodes", "2", "--efa-latency", "5e9"}, "--efa-latency 5000000000: too long: a minimal message between two nodes takes at most 1000000 ns (1 ms"},
+		{[]string{"--nodes", "2", "--efa-latency", "1000000.001"}, "--efa-latency 1000000.001: too long"},
 		{[]string{"--nodes", "2", "--devices-per-nic", "3"}, "--devices-per-nic 3: does not divide the 16 devices of a node"},
 		{[]string{"--nodes", "2", "--spines", "0"}, "--spines 0"},
 		{[]string{"--nodes", "2", "--oversubscription", "NaN"}, "--oversubscription"},

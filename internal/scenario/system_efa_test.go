@@ -81,6 +81,8 @@ func TestSystemNodesEFARefusals(t *testing.T) {
 		{"bandwidth mapping", sys("nodes: 2, efa: {bandwidth: {a: 1}}"), "{a: 1}", []string{"system.efa.bandwidth", "expected a bandwidth"}, nil},
 		{"latency negative", sys("nodes: 2, efa: {latency_ns: -1}"), "-1", []string{"system.efa.latency_ns"}, units.ErrRange},
 		{"latency floor", sys("nodes: 2, efa: {latency_ns: 100}"), "100", []string{"system.efa.latency_ns: 100: below the 1800 ns the rest of the path takes"}, fabric.ErrParams},
+		// A hop of seconds is no network: at most 1 ms (it was 10 s).
+		{"latency past 1 ms", sys("nodes: 2, efa: {latency_ns: 5e6}"), "5e6", []string{"system.efa.latency_ns: 5000000: too long: a minimal message between two nodes takes at most 1000000 ns (1 ms"}, units.ErrRange},
 		{"leaf ports", sys("nodes: 2, efa: {leaf_ports: 0}"), "0}", []string{"system.efa.leaf_ports: 0: "}, units.ErrRange},
 		{"leaf ports high", sys("nodes: 2, efa: {leaf_ports: 5000}"), "5000", []string{"system.efa.leaf_ports: 5000: "}, units.ErrRange},
 		{"spines", sys("nodes: 2, efa: {spines: 257}"), "257", []string{"system.efa.spines: 257: "}, units.ErrRange},

@@ -134,6 +134,15 @@ const (
 	MaxOversubscription = 1024
 )
 
+// MaxEFALatencyPS bounds the EFA latency a user sets (EFASettings.Latency:
+// --efa-latency, a scenario's system.efa.latency_ns, a grid's
+// efa.latency_ns), a minimal message between two nodes on one leaf: 1 ms,
+// some 65 times the ~15 µs per inter-node hop the Neuron runtime measured
+// [C2, C4], room for what-if networks far slower than EFA. The 10 s every
+// other latency may reach (units.MaxLatencyPS, a collective's whole device
+// time) describes no network: a hop of seconds was taken.
+const MaxEFALatencyPS uint64 = 1_000_000_000
+
 // DefaultEFA returns the EFA parameters of a generation's instances
 // (trainium-facts §4, §10; docs/fabric.md §EFA): see EFAParams.
 func DefaultEFA(g hwarch.Generation) EFAParams {

@@ -97,7 +97,7 @@ func (s EFASettings) overrides() []EFASetting {
 // with one node (one node has no EFA network), each override within the
 // bounds EFAParams.Validate holds (a known network, Oversubscription
 // 1..MaxOversubscription, Bandwidth 1..units.MaxBandwidthBps, Latency at
-// most units.MaxLatencyPS, LeafPorts 1..MaxLeafPorts, Spines 1..MaxSpines,
+// most MaxEFALatencyPS, LeafPorts 1..MaxLeafPorts, Spines 1..MaxSpines,
 // DevicesPerNIC 1..MaxFabricDevices dividing every node's devices). name
 // spells a setting in the caller's terms; the error is an
 // *EFASettingError.
@@ -131,10 +131,9 @@ func (s EFASettings) Check(perNode []int, name func(EFASetting) string) error {
 			return fail(SettingBandwidth, err)
 		}
 	}
-	if v := s.Latency; v != nil {
-		if _, err := units.LatencyPS(name(SettingLatency), *v); err != nil {
-			return fail(SettingLatency, err)
-		}
+	if v := s.Latency; v != nil && *v > MaxEFALatencyPS {
+		return fail(SettingLatency, &units.Error{Field: name(SettingLatency), Value: nsText(*v), Err: units.ErrRange,
+			Reason: fmt.Sprintf("too long: a minimal message between two nodes takes at most %s ns (1 ms, some 65 times EFA's ~15 µs; docs/fabric.md §EFA)", nsText(MaxEFALatencyPS))})
 	}
 	for _, c := range []struct {
 		s EFASetting

@@ -44,6 +44,10 @@ func TestEFASettings(t *testing.T) {
 		{"bandwidth 0", fabric.EFASettings{Nodes: 2, Bandwidth: u(0)}, fabric.SettingBandwidth, "bandwidth 0", units.ErrRange},
 		{"bandwidth past", fabric.EFASettings{Nodes: 2, Bandwidth: u(units.MaxBandwidthBps + 1)}, fabric.SettingBandwidth, "bandwidth", units.ErrRange},
 		{"latency past", fabric.EFASettings{Nodes: 2, Latency: u(units.MaxTimePS + 1)}, fabric.SettingLatency, "latency", units.ErrRange},
+		// A hop of seconds is no network: at most 1 ms (it was 10 s).
+		{"latency past 1 ms", fabric.EFASettings{Nodes: 2, Latency: u(fabric.MaxEFALatencyPS + 1)}, fabric.SettingLatency,
+			"latency 1000000.001: too long: a minimal message between two nodes takes at most 1000000 ns (1 ms", units.ErrRange},
+		{"latency 10 s", fabric.EFASettings{Nodes: 2, Latency: u(units.MaxLatencyPS)}, fabric.SettingLatency, "latency 10000000000: too long", units.ErrRange},
 		{"leaf ports 0", fabric.EFASettings{Nodes: 2, LeafPorts: i(0)}, fabric.SettingLeafPorts, "leaf-ports 0", units.ErrRange},
 		{"spines past", fabric.EFASettings{Nodes: 2, Spines: i(fabric.MaxSpines + 1)}, fabric.SettingSpines, "spines 257", units.ErrRange},
 		{"per NIC 0", fabric.EFASettings{Nodes: 2, DevicesPerNIC: i(0)}, fabric.SettingDevicesPerNIC, "per-nic 0", units.ErrRange},
@@ -59,7 +63,7 @@ func TestEFASettings(t *testing.T) {
 			assert.ErrorIs(t, err, tc.is)
 		})
 	}
-	for _, s := range []fabric.EFASettings{{Nodes: 1}, {Nodes: 2}, {Nodes: 1024},
+	for _, s := range []fabric.EFASettings{{Nodes: 1}, {Nodes: 2}, {Nodes: 1024}, {Nodes: 2, Latency: u(fabric.MaxEFALatencyPS)},
 		{Nodes: 3, Network: nw(fabric.FatTree), Oversubscription: f(1024), Bandwidth: u(units.MaxBandwidthBps), Latency: u(20_000_000),
 			LeafPorts: i(fabric.MaxLeafPorts), Spines: i(fabric.MaxSpines), DevicesPerNIC: i(16)}} {
 		assert.NoError(t, s.Check([]int{16}, settingName), "%+v", s)
