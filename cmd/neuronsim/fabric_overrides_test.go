@@ -20,7 +20,7 @@ import (
 // delays, the chunk, the DMA engines, the chunks, the group size, the
 // server size, the EFA network's settings and a functional run's seed (the
 // flat ring's channels have a note of their own). Without them two reports
-// of different systems read alike (a sweep with --link-bw 10 wrote the same
+// of different systems read alike (a sweep with --link-bw 10GB/s wrote the same
 // header as one with the default links). A sweep that changes none of them
 // names none.
 func TestFabricSweepReportsItsOverrides(t *testing.T) {

@@ -214,7 +214,7 @@ func TestDrawLongRing(t *testing.T) {
 
 // TestDrawFormats: a bandwidth is written exactly, in GB/s with every
 // decimal its whole number of bytes per second takes (at most nine), never
-// rounded to fewer — a link of 0.015 GB/s (--link-bw 0.015) was printed
+// rounded to fewer — a link of 0.015 GB/s (--link-bw 0.015GB/s) was printed
 // "0.01 GB/s", one of 99.999 GB/s "100 GB/s"; a latency to the picosecond.
 func TestDrawFormats(t *testing.T) {
 	for _, tc := range []struct {
