@@ -89,6 +89,9 @@ func TestSwitchedTopologyIsTrn3s(t *testing.T) {
 		{[]string{"--arch", "trn1", "--topology", "star", "--devices", "4"}, ""},
 		{[]string{"--arch", "trn3", "--topology", "switch", "--devices", "4"}, ""},
 		{[]string{"--arch", "trn3", "--switch", "none", "--topology", "switch", "--devices", "4"}, ""},
+		// The Trn2 UltraServer is Trn2's alone.
+		{[]string{"--arch", "trn1", "--topology", "ultraserver", "--devices", "64", "--what-if"}, "--topology ultraserver: an ultraserver topology is Trn2's"},
+		{[]string{"--arch", "trn3", "--topology", "ultraserver", "--devices", "64", "--what-if"}, "mariana (Trn3) has no such system"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			out, err := runCLI(t, append([]string{"fabric", "sweep", "--op", "all_reduce", "-b", "1M", "-e", "1M"}, tc.args...)...)

@@ -54,9 +54,14 @@ func (k Kind) ServerSizeRefusal() string {
 // InterServer, the pod-port budget) exist only on mariana; sunda (Trn1,
 // Inf2) and cayman (Trn2) devices are joined by direct links. Star, every
 // device on one switch, is an α-β experiment and takes any generation.
-// The command line's --topology, a scenario's system.topology and a sweep
+// The Trn2 UltraServer (KindUltraServer) is cayman's alone: its Z links
+// join Trn2 nodes. The command line's --topology, a scenario's system.topology and a sweep
 // grid's topologies refuse it with these words.
 func (k Kind) GenerationRefusal(g hwarch.Generation) string {
+	if k == KindUltraServer && g != hwarch.Cayman {
+		return fmt.Sprintf("an %s topology is Trn2's: the Trn2 UltraServer joins four trn2u nodes' 4×4 tori by Z links between same-position chips; %s (%s) has no such system (trainium-facts §4)",
+			k, g, g.Product())
+	}
 	if !k.switchedTrn3() || g == hwarch.Mariana {
 		return ""
 	}

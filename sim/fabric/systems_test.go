@@ -180,6 +180,14 @@ func TestGenerationRefusal(t *testing.T) {
 	for k := KindAuto; k < numKinds; k++ {
 		for _, g := range []hwarch.Generation{hwarch.Sunda, hwarch.Cayman, hwarch.Mariana} {
 			got := k.GenerationRefusal(g)
+			if k == KindUltraServer {
+				if g == hwarch.Cayman {
+					assert.Empty(t, got, "%s on %s", k, g)
+				} else {
+					assert.Contains(t, got, "an ultraserver topology is Trn2's", "%s on %s", k, g)
+				}
+				continue
+			}
 			switched := k == KindSwitch || k == KindTrn3Gen1 || k == KindTrn3Gen2
 			if !switched || g == hwarch.Mariana {
 				assert.Empty(t, got, "%s on %s", k, g)
