@@ -751,7 +751,7 @@ func (e *expander) expand() (*Grid, error) {
 			sys := sys
 			sys.nodes = nv.v
 			for _, rpd := range av.rpds {
-				if err := b.shape(sys, rpd); err != nil {
+				if err := b.shape(sys, nv, rpd); err != nil {
 					return nil, err
 				}
 			}
@@ -963,11 +963,24 @@ func (sh shapeOf) config(p *fabric.Params) cluster.Config {
 		RanksPerDevice: sh.rpd, Params: p}
 }
 
-// shape adds the points of one system, node count and ranks per device.
-func (b *pointBuilder) shape(sys system, rpd intVal) error {
+// shape adds the points of one system, node count (nv, sys.nodes) and
+// ranks per device. A shape of more ranks than a collective runs on is
+// refused at the value that made it so (cluster.CheckRanks: the nodes, else
+// the ranks per device, else the system), as fabric sweep names --nodes.
+func (b *pointBuilder) shape(sys system, nv, rpd intVal) error {
 	geo := hwarch.MustGeometry(sys.gen)
 	if rpd.v > geo.NeuronCores {
 		return b.e.fail(rpd.n, rpd.p, nil, "%d ranks per device: a %s device has %d NeuronCores", rpd.v, sys.devicesWord(), geo.NeuronCores)
+	}
+	if err := cluster.CheckRanks(sys.nodes, sys.devices, rpd.v, cluster.RankKeys{Nodes: nv.p, RanksPerDevice: rpd.p, Devices: sys.path}); err != nil {
+		at, path := sys.n, sys.path
+		switch {
+		case sys.nodes > 1:
+			at, path = nv.n, nv.p
+		case rpd.v > 1:
+			at, path = rpd.n, rpd.p
+		}
+		return b.e.fail(at, path, err, "")
 	}
 	sh := shapeOf{sys: sys, rpd: rpd.v, ranks: sys.devices * sys.nodes * rpd.v}
 	if cluster.PolicyFor(sys.gen).FlatRing {

@@ -131,7 +131,9 @@ func TestGridErrors(t *testing.T) {
 		{"what-if with every count within get_max_devs", "what_if: true\n" + gridYAML("  devices: [2, 16]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"grid.yaml:4:12: axes.devices: every count (at most 16) is within get_max_devs (16 for cayman with switch none), so what_if: true would change nothing"}},
 		{"what-if device count -3", "what_if: true\n" + gridYAML("  devices: [-3]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"grid.yaml:4:13: axes.devices[0]: -3: a what-if system holds 1..16384 devices"}},
 		// 16384 devices are a what-if system; a collective runs on at most 4096 ranks.
-		{"what-if 16384 devices, one collective", "what_if: true\n" + gridYAML("  devices: [16384]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"axes.sizes[0]: impossible point", "of 16384 ranks: rank count 16384 outside 1..4096"}},
+		{"what-if 16384 devices, one collective", "what_if: true\n" + gridYAML("  devices: [16384]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"grid.yaml:4:12", "axes.devices[0]: 16384: 16384 devices × 1 rank per device is 16384 ranks; a collective runs on at most 4096"}},
+		{"29 Gen2 UltraServers, one collective", "arch: mariana\naxes:\n  systems: [trn3-gen2]\n  nodes: [29]\n  ops: [all_reduce]\n  sizes: [1M]\n",
+			[]string{"grid.yaml:4:11", "axes.nodes[0]: 29: 29 nodes of 144 devices × 1 rank per device are 4176 ranks; a collective runs on at most 4096 (at most 28 such nodes)"}},
 		{"device count 0", gridYAML("  devices: [0]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"axes.devices[0]", "0"}},
 		{"device count not a number", gridYAML("  devices: [two]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"axes.devices[0]", "two"}},
 		{"device listed twice", gridYAML("  devices: [2, 2]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"axes.devices[1]", "listed twice"}},
