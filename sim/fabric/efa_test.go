@@ -802,6 +802,18 @@ func TestFreeStreamAtSlowestLink(t *testing.T) {
 	}
 }
 
+// freeRailSystem is a contention-free timing-only system of two
+// rail-optimised nodes of 2 Trn3 devices: device 1's writes to device 2
+// go through device 0, the NIC of node 1's rail 0.
+func freeRailSystem(t *testing.T) *System {
+	t.Helper()
+	p := efaParams(hwarch.Mariana, nil)
+	p.Model = Free
+	s, err := New(Config{Generation: hwarch.Mariana, Devices: 4, Nodes: 2, Kind: KindSwitch, Params: &p, TimingOnly: true, Ready: true})
+	require.NoError(t, err)
+	return s
+}
+
 // TestFreeRelayLeavesOwnLinkFree: in the contention-free model a write
 // relayed inside its node to the NIC of its destination's rail holds its
 // device's own link for its bytes' time there, not for its time on the
@@ -811,10 +823,7 @@ func TestFreeStreamAtSlowestLink(t *testing.T) {
 // 4 × 4 Trn2 all-to-all took 153.79 µs against 120.88.
 func TestFreeRelayLeavesOwnLinkFree(t *testing.T) {
 	const size = 64 << 10
-	p := efaParams(hwarch.Mariana, nil)
-	p.Model = Free
-	s, err := New(Config{Generation: hwarch.Mariana, Devices: 4, Nodes: 2, Kind: KindSwitch, Params: &p, TimingOnly: true, Ready: true})
-	require.NoError(t, err)
+	s := freeRailSystem(t)
 	relay, err := s.path(1, 2) // through device 0, the NIC of node 1's rail 0
 	require.NoError(t, err)
 	local, err := s.path(1, 0)

@@ -245,10 +245,7 @@ func TestSaveFileStreams(t *testing.T) {
 // does not share the map with the live system.
 func TestSnapshotKeepsSourceTurns(t *testing.T) {
 	const size = 64 << 10
-	p := efaParams(hwarch.Mariana, nil)
-	p.Model = Free
-	orig, err := New(Config{Generation: hwarch.Mariana, Devices: 4, Nodes: 2, Kind: KindSwitch, Params: &p, TimingOnly: true, Ready: true})
-	require.NoError(t, err)
+	orig := freeRailSystem(t)
 	a, err := hwarch.FabricAddress(2, 0x100000)
 	require.NoError(t, err)
 	write := func(s *System, e int) (sim.Time, sim.Time) {
