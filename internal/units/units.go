@@ -298,6 +298,9 @@ func Uint(field string, v, min, max uint64) (uint64, error) {
 
 // ParseInt reads a decimal integer and checks it lies in [min, max].
 func ParseInt(field, s string, min, max int64) (int64, error) {
+	if strings.HasPrefix(strings.TrimSpace(s), "+") {
+		return 0, syntaxErr(field, strconv.Quote(s), "a decimal integer, without a '+'")
+	}
 	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 	if err != nil {
 		var ne *strconv.NumError
@@ -361,6 +364,9 @@ const notANumber = "not a number"
 func ParseFloat(field, s string) (float64, error) {
 	if strings.ContainsRune(s, '_') { // strconv takes Go's 1_000; no other number here does
 		return 0, syntaxErr(field, strconv.Quote(s), "not a number (no underscores)")
+	}
+	if strings.HasPrefix(strings.TrimSpace(s), "+") { // as sizes, bandwidths and latencies: no '+'
+		return 0, syntaxErr(field, strconv.Quote(s), "a number, without a '+'")
 	}
 	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	if err != nil {

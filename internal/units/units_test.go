@@ -185,6 +185,19 @@ func TestParseInt(t *testing.T) {
 	if v, err := ParseInt("--devices", "16", 1, 64); err != nil || v != 16 {
 		t.Error(v, err)
 	}
+	// No '+', as sizes, bandwidths and latencies have none (--nodes +2 was
+	// read as 2).
+	for _, in := range []string{"+2", " +2"} {
+		if _, err := ParseInt("--nodes", in, 1, 64); !errors.Is(err, ErrSyntax) || !strings.Contains(err.Error(), "without a '+'") {
+			t.Errorf("ParseInt %q: %v", in, err)
+		}
+		if _, err := ParseCount("--nodes", in); !errors.Is(err, ErrSyntax) {
+			t.Errorf("ParseCount %q: %v", in, err)
+		}
+		if _, err := ParseFloat("--oversubscription", in); !errors.Is(err, ErrSyntax) || !strings.Contains(err.Error(), "without a '+'") {
+			t.Errorf("ParseFloat %q: %v", in, err)
+		}
+	}
 }
 
 // TestParseCount: a count past int is held saturated at the bound it
