@@ -973,14 +973,14 @@ func (b *pointBuilder) shape(sys system, nv, rpd intVal) error {
 		return b.e.fail(rpd.n, rpd.p, nil, "%d ranks per device: a %s device has %d NeuronCores", rpd.v, sys.devicesWord(), geo.NeuronCores)
 	}
 	if err := cluster.CheckRanks(sys.nodes, sys.devices, rpd.v, cluster.RankKeys{Nodes: nv.p, RanksPerDevice: rpd.p, Devices: sys.path}); err != nil {
-		at, path := sys.n, sys.path
-		switch {
-		case sys.nodes > 1:
-			at, path = nv.n, nv.p
-		case rpd.v > 1:
-			at, path = rpd.n, rpd.p
+		// CheckRanks chose the key (its units.Error's Field): the error
+		// goes where that value was given.
+		at := map[string]*yaml.Node{nv.p: nv.n, rpd.p: rpd.n, sys.path: sys.n}
+		var ue *units.Error
+		if !errors.As(err, &ue) {
+			return b.e.fail(sys.n, sys.path, err, "")
 		}
-		return b.e.fail(at, path, err, "")
+		return b.e.fail(at[ue.Field], ue.Field, err, "")
 	}
 	sh := shapeOf{sys: sys, rpd: rpd.v, ranks: sys.devices * sys.nodes * rpd.v}
 	if cluster.PolicyFor(sys.gen).FlatRing {
