@@ -1041,6 +1041,9 @@ func (b *pointBuilder) collectives(sh shapeOf, model string, p fabric.Params, bw
 	for _, op := range b.av.ops {
 		o, _ := enc.ParseOp(op.v)
 		for _, algo := range b.av.algos {
+			if algo.v == enc.Hier.String() && sh.sys.nodes < 2 {
+				return b.e.fail(algo.n, algo.p, nil, "hier runs across nodes (a node's ranks are its groups), and %s is one node: give it 2 nodes or more (axes.nodes), or leave hier out of this grid", sh.sys.describe())
+			}
 			chs, err := b.channelsOf(sh, p, op.v, algo.v)
 			if err != nil {
 				return err

@@ -131,7 +131,7 @@ func TestGridNodesErrors(t *testing.T) {
 		{"latency below the path", with("[2]", "  latency_ns: 1\n"), fabric.ErrParams, []string{"grid.yaml:7:15", "efa.latency_ns: 1: below", "below"}},
 		{"latency negative", with("[2]", "  latency_ns: -1\n"), units.ErrRange, []string{"grid.yaml:7:15", "efa.latency_ns"}},
 		{"latency not a number", with("[2]", "  latency_ns: 5us\n"), units.ErrSyntax, []string{"grid.yaml:7:15", "efa.latency_ns", "5us"}},
-		{"hier on one node", strings.Replace(with("[1, 2]", ""), "  ops:", "  algos: [hier]\n  ops:", 1), ErrGrid, []string{"grid.yaml:6:11", "axes.sizes[0]", "impossible point: hier all_reduce", "GroupSize"}},
+		{"hier on one node", strings.Replace(with("[1, 2]", ""), "  ops:", "  algos: [hier]\n  ops:", 1), ErrGrid, []string{"grid.yaml:4:11", "axes.algos[0]", "hier runs across nodes", "trn2-48xl is one node", "axes.nodes"}},
 		{"unknown efa key", with("[2]", "  nics: 2\n"), strictyaml.ErrStrict, []string{"grid.yaml:7:3", `unknown key "nics"`}},
 		{"efa key a list", with("[2]", "  spines: [2]\n"), strictyaml.ErrStrict, []string{"grid.yaml:7:11", "efa.spines", "expected a single value"}},
 	}
