@@ -452,7 +452,7 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 
 // overrideParam is a parameter a fabric sweep's flags may change from the
 // generation's defaults: its report key — a sweep grid's merged report's
-// name where it has one (link_bw, link_latency_ps, endpoints, efa_*,
+// name where it has one (link_bw_Bps, link_latency_ps, endpoints, efa_*,
 // seed), otherwise the parameter with its unit — and its value, when the
 // report names it (noteOverrides). The flat ring's channels have their
 // note already (cluster.ChannelsKey).
@@ -466,7 +466,7 @@ var overrideParams = []overrideParam{
 	{"endpoints", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) {
 		return f.ends.String(), f.cmd.Flags().Changed("endpoints")
 	}},
-	{"link_bw", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.linkBW.v, f.linkBW.set }},
+	{"link_bw_Bps", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.linkBW.v, f.linkBW.set }},
 	{"link_latency_ps", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.linkLat.v, f.linkLat.set }},
 	{"endpoint_delay_ps", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.endpoint.v, f.endpoint.set }},
 	{"switch_latency_ps", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.swLat.v, f.swLat.set }},
@@ -477,7 +477,7 @@ var overrideParams = []overrideParam{
 		return s.chunks.v, f.cmd.Flags().Changed("chunks")
 	}},
 	{"group_size", func(_ *fabricFlags, s *sweepFlags, _ bool) (any, bool) { return s.groupSize.v, s.groupSize.set }},
-	{"efa_bandwidth", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.efa.bw.v, f.efa.bw.set }},
+	{"efa_bandwidth_Bps", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.efa.bw.v, f.efa.bw.set }},
 	{"efa_latency_ps", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.efa.latency.v, f.efa.latency.set }},
 	{"efa_oversubscription", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.efa.ratio.v, f.efa.ratio.set }},
 	{"efa_leaf_ports", func(f *fabricFlags, _ *sweepFlags, _ bool) (any, bool) { return f.efa.leafPorts.v, f.efa.leafPorts.set }},

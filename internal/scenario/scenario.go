@@ -546,7 +546,7 @@ func (r *resolved) overrides(sys *System) map[string]any {
 		set bool
 		v   func() any
 	}{
-		{"link_bw", t.LinkBandwidth != nil, func() any { return p.Link.Bandwidth }},
+		{"link_bw_Bps", t.LinkBandwidth != nil, func() any { return p.Link.Bandwidth }},
 		{"link_latency_ps", t.LinkLatencyNS != nil, func() any { return p.Link.Latency }},
 		{"endpoint_delay_ps", t.EndpointNS != nil, func() any { return p.Endpoint }},
 		{"switch_latency_ps", t.SwitchNS != nil, func() any { return p.Switch }},
@@ -554,7 +554,7 @@ func (r *resolved) overrides(sys *System) map[string]any {
 		{"server_size", t.ServerSize != nil, func() any { return p.ServerSize }},
 		{"engines", t.Engines != nil, func() any { return r.engines }},
 		{"launch_cost_ps", r.launchCost != nil, func() any { return uint64(*r.launchCost/time.Nanosecond) * 1000 }},
-		{"efa_bandwidth", e.Bandwidth != nil, func() any { return *e.Bandwidth }},
+		{"efa_bandwidth_Bps", e.Bandwidth != nil, func() any { return *e.Bandwidth }},
 		{"efa_latency_ps", e.Latency != nil, func() any { return *e.Latency }},
 		{"efa_oversubscription", e.Oversubscription != nil, func() any { return *e.Oversubscription }},
 		{"efa_leaf_ports", e.LeafPorts != nil, func() any { return *e.LeafPorts }},

@@ -135,7 +135,7 @@ func (gr *group) report(i int) *nccom.Report {
 	rep := &nccom.Report{Op: p.Op, Ranks: p.Ranks, Extra: map[string]any{
 		"group": i, "arch": p.Arch, "product": p.productOf(), "switch": p.Switch, "devices": p.Devices, "topology": p.Topology,
 		"ranks_per_device": p.RanksPer, "model": p.Model, "endpoints": p.Endpoints, "mode": p.Mode,
-		"algo": p.Algo, "link_bw": opt(p.LinkBW), "link_latency_ps": opt(p.LinkLatency),
+		"algo": p.Algo, "link_bw_Bps": opt(p.LinkBW), "link_latency_ps": opt(p.LinkLatency),
 	}}
 	if p.System != "" {
 		rep.Extra["system"] = p.System
@@ -147,11 +147,7 @@ func (gr *group) report(i int) *nccom.Report {
 		// before the nodes axis.
 		rep.Extra["nodes"] = p.Nodes
 		for _, kv := range p.EFA.lines() {
-			key := strings.ReplaceAll(kv[0], ".", "_")
-			if kv[0] == "efa.latency" {
-				key += "_ps" // its unit, as link_latency_ps and fabric sweep's efa_latency_ps
-			}
-			rep.Extra[key] = kv[1]
+			rep.Extra[strings.ReplaceAll(kv[0], ".", "_")+efaUnits[kv[0]]] = kv[1]
 		}
 	}
 	if p.Mode == "functional" {
@@ -216,6 +212,12 @@ func (f *Folder) ReportJSON() ([]byte, error) {
 	b.WriteString("\n]\n")
 	return b.Bytes(), nil
 }
+
+// efaUnits are the units a merged report's EFA keys name (efa_latency_ps,
+// efa_bandwidth_Bps, as link_latency_ps, link_bw_Bps and fabric sweep's
+// report name theirs): the grid's canonical keys (EFA.lines, which point
+// hashes cover) have none.
+var efaUnits = map[string]string{"efa.latency": "_ps", "efa.bandwidth": "_Bps"}
 
 // Columns are points.csv's header (and the SQLite table's columns): the
 // index and hash, every axis, then the results. The product names the

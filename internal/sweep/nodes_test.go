@@ -251,8 +251,8 @@ func TestMergedEFAKeys(t *testing.T) {
 		efa  *EFA
 		want map[string]any
 	}{
-		{"given", &EFA{LatencyPS: &lat, Bandwidth: &bw}, map[string]any{"efa_latency_ps": "20000000", "efa_bandwidth": "25000000000"}},
-		{"left out", nil, map[string]any{"efa_latency_ps": "default", "efa_bandwidth": "default"}},
+		{"given", &EFA{LatencyPS: &lat, Bandwidth: &bw}, map[string]any{"efa_latency_ps": "20000000", "efa_bandwidth_Bps": "25000000000"}},
+		{"left out", nil, map[string]any{"efa_latency_ps": "default", "efa_bandwidth_Bps": "default"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gr := group{first: Point{Op: "all_reduce", Ranks: 32, Nodes: 2, Dtype: "fp32", EFA: tc.efa}}
