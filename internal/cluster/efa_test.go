@@ -439,3 +439,39 @@ func TestChannelsOps(t *testing.T) {
 		}
 	}
 }
+
+// TestEFAControlWritesNotBehindRelays: a permute across 4 nodes of 4 Trn2
+// devices (rail-optimised, so a device's writes to another rail relay
+// through a node-mate's NIC) takes in the aware model what it takes in the
+// contention-free one, within 1 %: every NIC carries one flow each way, and
+// rank 0's releases to the other nodes no longer wait at a NIC's link
+// behind a node-mate's relayed 4 MiB (381.29 µs against the free model's
+// 248.77 while they did; docs/fabric.md §Models, "Control writes"); and
+// the 1 MiB permute's time does not fall as the in-node links' latency
+// rises (129.01 µs at 500 ns and 107.82 at 1,650 while they did).
+func TestEFAControlWritesNotBehindRelays(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 7 permutes on 16 devices")
+	}
+	g := hwarch.Cayman
+	tables, err := arch.For(g, arch.Options{Switch: switchOf(g)})
+	require.NoError(t, err)
+	run := func(m fabric.Model, lat *uint64, size int64) float64 {
+		p, err := cluster.RunParams(g, 0, tables, m, fabric.EndpointsReal, cluster.LinkTiming{})
+		require.NoError(t, err)
+		if lat != nil {
+			cluster.LinkTiming{Latency: *lat, SetLatency: true}.Apply(&p)
+		}
+		return sweepTimeUS(t, cluster.Config{Generation: g, Nodes: 4, Switch: switchOf(g), Params: &p, TimingOnly: true},
+			cluster.SweepSystem{Devices: 16, Kind: fabric.KindRing, Sizes: []int64{size}}, enc.Permute)
+	}
+	aware, free := run(fabric.Aware, nil, 4<<20), run(fabric.Free, nil, 4<<20)
+	assert.InEpsilon(t, free, aware, 0.01, "aware %.2f µs, free %.2f µs", aware, free)
+	var prev float64
+	for _, ns := range []uint64{0, 500, 1500, 1650, 2000} {
+		ps := ns * 1000
+		got := run(fabric.Aware, &ps, 1<<20)
+		assert.GreaterOrEqual(t, got, prev, "in-node latency %d ns: %.2f µs", ns, got)
+		prev = got
+	}
+}

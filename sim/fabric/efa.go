@@ -555,3 +555,9 @@ func (so *ScaleOut) hop(x, dst int) int32 {
 	}
 	return -1
 }
+
+// isEFAGroup reports whether the links of group g are the EFA network's:
+// a device's link to its NIC, a NIC's to its leaf, a leaf's to a spine.
+func isEFAGroup(g string) bool {
+	return g == "efa-nic" || g == "efa-leaf" || g == "efa-spine"
+}

@@ -627,7 +627,7 @@ func sharedChunkTime(t *testing.T, s *System, a, b [2]int) uint64 {
 	return sum
 }
 
-// convergingEFA is the system of the control writes' queue tests: 2 nodes
+// convergingEFA is a system of the control writes' queue tests: 2 nodes
 // of 3 Trn2 devices on one fat-tree leaf, devices 0 and 1 of node 0
 // sending to device 3 of node 1 share the leaf's link down to device 3's
 // NIC and that NIC's link to it, and so does device 2's semaphore.
@@ -636,18 +636,26 @@ func convergingEFA() Config {
 	return Config{Generation: hwarch.Cayman, Devices: 6, Nodes: 2, Kind: KindRing, Params: &p, TimingOnly: true, Ready: true}
 }
 
+// convergingStar is the other: 4 Trn3 devices on a switch (star) whose
+// links carry 25 GB/s, devices 0 and 1 sending to device 3 share the
+// switch's link down to it, and so does device 2's semaphore.
+func convergingStar() Config {
+	p := DefaultParams(hwarch.Mariana)
+	p.Link.Bandwidth = 25e9
+	return Config{Generation: hwarch.Mariana, Devices: 4, Kind: KindStar, Params: &p, TimingOnly: true, Ready: true}
+}
+
 // TestControlWriteBehindEarlierChunks: where two bursts converge on one
-// link (devices 0 and 1 of one node each sending 1 MiB at line rate to
-// device 3 of the other, the leaf's link down to device 3's NIC taking
-// them at the rate of one), a queue builds, and a semaphore from device 2
-// that reaches the link waits for the chunks queued before it, as in a
-// FIFO: sent T after the bursts, it lands about T later than on an idle
-// system (the queue holds about T of the link's time then) — but not
-// behind the chunks that come after it, which would hold it until the
-// bursts are over.
+// link (devices 0 and 1 each sending 1 MiB at line rate to device 3, the
+// switch's link down to device 3 taking them at the rate of one), a queue
+// builds, and a semaphore from device 2 that reaches the link waits for
+// the chunks queued before it, as in a FIFO: sent T after the bursts, it
+// lands about T later than on an idle system (the queue holds about T of
+// the link's time then) — but not behind the chunks that come after it,
+// which would hold it until the bursts are over.
 func TestControlWriteBehindEarlierChunks(t *testing.T) {
 	const burst, size = 16, 64 << 10
-	cfg := convergingEFA()
+	cfg := convergingStar()
 	idle, err := New(cfg)
 	require.NoError(t, err)
 	const start = 1000 * ns
@@ -668,13 +676,41 @@ func TestControlWriteBehindEarlierChunks(t *testing.T) {
 	}
 }
 
+// TestControlWriteNotQueuedOnEFA: on the EFA network's links a control
+// write does not wait for the chunks queued there before it — a NIC serves
+// its queue pairs in turn, and the bytes a NIC still has to send wait in
+// the senders' queues, not in one FIFO ahead of every other flow's 4-byte
+// write — so where two bursts converge on the leaf's link down to device
+// 3's NIC, device 2's semaphore lands as on an idle system, however deep
+// the queue; the writes of one path still land in order, so a semaphore
+// of device 0 sent after its own burst lands after its burst's last byte.
+func TestControlWriteNotQueuedOnEFA(t *testing.T) {
+	const burst, size = 16, 64 << 10
+	cfg := convergingEFA()
+	idle, err := New(cfg)
+	require.NoError(t, err)
+	const start = 1000 * ns
+	latency := landPS(t, idle, 2, 3, 4, 0, 0x10000, start) - start
+	for _, after := range []uint64{0, 10000 * ns, 30000 * ns} {
+		t.Run(fmt.Sprintf("%dus-later", after/(1000*ns)), func(t *testing.T) {
+			s, err := New(cfg)
+			require.NoError(t, err)
+			done := flows(t, s, [][2]int{{0, 3}, {1, 3}}, burst, size)
+			require.Greater(t, max(done[0], done[1]), after+40000*ns, "the shared links carry 2 MiB, ~84 µs at 25 GB/s")
+			assert.Equal(t, start+after+latency, landPS(t, s, 2, 3, 4, 0, 0x10000, start+after), "device 2's semaphore waits for no other flow's queue")
+			own := landPS(t, s, 0, 3, 4, 0, 0x10000, start+after)
+			assert.GreaterOrEqual(t, own, start+done[0], "device 0's semaphore lands after its own burst")
+		})
+	}
+}
+
 // TestControlWriteWaitSurvivesSnapshot: the chunks a control write waits
 // for are in a snapshot (LinkState.Queue): saved while two bursts converge
 // on a link and loaded again, a system lands a semaphore sent into that
 // queue when the system that was not saved lands it.
 func TestControlWriteWaitSurvivesSnapshot(t *testing.T) {
 	const burst, size = 16, 64 << 10
-	cfg := convergingEFA()
+	cfg := convergingStar()
 	s, err := New(cfg)
 	require.NoError(t, err)
 	flows(t, s, [][2]int{{0, 3}, {1, 3}}, burst, size)

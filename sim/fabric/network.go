@@ -153,11 +153,25 @@ const ControlBytes = 8
 // fabric.md §Models, "Control writes"). The writes of one path still land
 // in order (inOrder): a semaphore never lands before the data written
 // before it on its path.
+//
+// On the EFA network's links (controlQueues false) it waits for no queue:
+// a NIC serves its queue pairs in turn, and what a NIC has yet to send
+// waits in its senders' queues, so a 4-byte write of one flow does not
+// wait behind megabytes of another's. Waiting there as in one FIFO, until
+// 2026-12-07, rank 0's releases of a permute across 4 nodes of 4 Trn2
+// devices waited at a NIC's link behind a node-mate's relayed 4 MiB, and
+// the permute took 381.29 µs against the free model's 248.77 (now 249.91);
+// a faster in-node link, bringing more relayed data to a NIC's queue ahead
+// of a semaphore, made multi-node collectives slower (docs/fabric.md
+// §Models, "Control writes"; TestControlWriteNotQueuedOnEFA,
+// TestEFAControlWritesNotBehindRelays).
 func (s *System) control(path []int, n int, now, sent uint64, hops *[]uint64) (injected, lands uint64) {
 	t := sent
 	for i, id := range path {
 		ls := &s.st.Links[id]
-		t = ls.drained(t)
+		if s.controlQueues[id] {
+			t = ls.drained(t)
+		}
 		busy := s.busyOf(id, uint64(n))
 		ls.count(uint64(n), busy)
 		if hops != nil {

@@ -69,6 +69,11 @@ type System struct {
 	// Per link, computed once: a whole chunk's serialisation time, and the
 	// latency to the next node including a switch's forwarding.
 	chunkTime, hopDelay []uint64
+	// controlQueues[id] is whether a control write waits on link id for
+	// the chunks that reached it before it (System.control): on every link
+	// but the EFA network's (isEFAGroup), whose NICs serve their queue pairs
+	// in turn.
+	controlQueues []bool
 	// engineBW is the devices' DMA engine bandwidth: the rate at which an
 	// engine reads a write's bytes (docs/fabric.md §Models).
 	engineBW uint64
@@ -220,6 +225,7 @@ func New(cfg Config) (*System, error) {
 		l := &topo.Links[id]
 		s.chunkTime = append(s.chunkTime, uint64(simkernel.AtRate(uint64(p.ChunkBytes), l.Params.Bandwidth)))
 		s.hopDelay = append(s.hopDelay, l.Params.Latency+s.forward(l))
+		s.controlQueues = append(s.controlQueues, !isEFAGroup(l.Group))
 	}
 	if cfg.Devices <= denseLast {
 		s.st.Last = make([]uint64, cfg.Devices*cfg.Devices)
