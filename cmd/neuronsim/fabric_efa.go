@@ -90,7 +90,7 @@ func addEFAFlags(cmd *cobra.Command) *efaFlags {
 	fl.Var(f.latency, "efa-latency", fmt.Sprintf("T: the latency of a minimal message between two nodes on one leaf, HBM to HBM, ns, at most %d (1 ms): 2 × NIC + 2 × leaf link + a switch + the endpoint delay, the NIC's share set to make it T. Not given, the NIC links keep their %d ns, which make %d with the default switch and endpoint delays (%d in --endpoints ideal, which has neither)",
 		fabric.MaxEFALatencyPS/1000, def.NICLatency/1000, (2*def.NICLatency+2*def.LeafLatency+defP.Switch+defP.Endpoint)/1000, (2*def.NICLatency+2*def.LeafLatency)/1000))
 	fl.Var(f.leafPorts, "leaf-ports", fmt.Sprintf("NICs per leaf switch (its radix of downlinks), 1..%d (default %d)", fabric.MaxLeafPorts, def.LeafPorts))
-	fl.Var(f.spines, "spines", fmt.Sprintf("spine switches, 1..%d (default %d; a leaf sends a write to spine p mod spines, p the destination NIC's port on its leaf)", fabric.MaxSpines, def.Spines))
+	fl.Var(f.spines, "spines", fmt.Sprintf("spine switches, 1..%d (default %d; a leaf sends a write to spine p mod spines, p the destination NIC's port on its leaf: a flow takes one spine, 1/spines of the uplink, not sprayed over all as SRD does)", fabric.MaxSpines, def.Spines))
 	fl.Var(f.perNIC, "devices-per-nic", "devices sharing one NIC (default the generation's: 2 on sunda, 1 on cayman and mariana)")
 	return f
 }

@@ -118,7 +118,11 @@ type EFAParams struct {
 	// leaf port, as InfiniBand fat trees route; chosen): the NICs of a
 	// leaf are spread over the spines whatever the device numbering, so
 	// that a leaf's uplinks share its traffic evenly when Spines divides
-	// its NICs (docs/fabric.md §EFA, "Spine choice").
+	// its NICs and the traffic goes to all of their ports alike. A flow
+	// takes one spine, 1/Spines of the leaf's uplink bandwidth: SRD's
+	// spraying of a flow over every path is not modelled, and traffic
+	// that does not cover the spines evenly is slower with more of them
+	// (docs/fabric.md §EFA, "Spine choice").
 	Spines int
 	// Oversubscription is the ratio of a leaf's downlink bandwidth to its
 	// uplink bandwidth (≥ 1): its links to the spines carry together the
