@@ -31,8 +31,9 @@ type Sweep struct {
 // counters over each collective, by class; and under RingOrderKey, where
 // its rings ran in an order worth telling, that order (NoteRingOrder); and
 // under SpinesKey, on a system of nodes whose spines carried nothing, why
-// (SpinesNote); and under FoldsKey, the sizes whose times are upper
-// bounds (FoldsNote).
+// (SpinesNote); under FoldsKey, the sizes whose times are upper bounds
+// (FoldsNote); and under OvercommitKey, in the free model, the sizes whose
+// links were offered more than their bandwidth (OvercommitNote).
 func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 	ranks := c.Ranks()
 	given := sw.Options.RingOrder
@@ -80,6 +81,9 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 	}
 	if n := FoldsNote(usage); n != "" {
 		rep.Extra[FoldsKey] = n
+	}
+	if n := OvercommitNote(c.System.Params().Model, usage); n != "" {
+		rep.Extra[OvercommitKey] = n
 	}
 	if t := c.System.Topology(); t.Scale != nil {
 		rep.Extra[LinkClassesKey] = t.ClassLegend()

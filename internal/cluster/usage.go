@@ -117,6 +117,45 @@ func SpinesNote(so *fabric.ScaleOut, u LinkUsage) string {
 	return fmt.Sprintf("they carried no traffic: every write between nodes stayed within one leaf of %d ports; leaf-spine's 0 %% says nothing of the %d spines' capacity (docs/fabric.md §EFA)", e.LeafPorts, so.Spines)
 }
 
+// OvercommitKey is the report's Extra key of OvercommitNote: in the JSON
+// report "neuronsim_overcommitted".
+const OvercommitKey = "overcommitted"
+
+// OvercommitNote says, for a sweep in the contention-free model whose link
+// use is u, where a link was offered more than its bandwidth — the free
+// model lets the writes of different devices overlap on a link (docs/
+// fabric.md §Models, "Contention-free"), so such a size's time is below
+// what its links can carry — naming the most offered link class, its
+// load and its size; "" when no link was (and in the aware model, whose
+// links carry at most their bandwidth).
+func OvercommitNote(m fabric.Model, u LinkUsage) string {
+	if m != fabric.Free {
+		return ""
+	}
+	var worst LinkClass
+	var size int64
+	var sizes []string
+	for _, s := range u {
+		over := false
+		for _, c := range s.Classes {
+			if c.Utilisation > 1 {
+				over = true
+				if c.Utilisation > worst.Utilisation {
+					worst, size = c, s.Size
+				}
+			}
+		}
+		if over {
+			sizes = append(sizes, strconv.FormatInt(s.Size, 10))
+		}
+	}
+	if len(sizes) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the times of size(s) %s are below what the links can carry: the contention-free model lets the writes of different devices overlap on a link, and up to %.1f %% of a link's bandwidth was offered (%s, size %d); the aware model shares the links (--model aware; docs/fabric.md §Models)",
+		strings.Join(sizes, ", "), 100*worst.Utilisation, worst.BusiestLink, size)
+}
+
 // FoldsKey is the report's Extra key of FoldsNote: in the JSON report
 // "neuronsim_folds".
 const FoldsKey = "folds"

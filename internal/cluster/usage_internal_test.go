@@ -45,3 +45,24 @@ func TestLinkUseFolds(t *testing.T) {
 		})
 	}
 }
+
+// TestOvercommitNote: in the free model, a size whose busiest link was
+// offered more than its bandwidth is named with the most offered link and
+// its load; a size within every link's bandwidth is not, the aware model
+// has no note, and a sweep within its links has none either.
+func TestOvercommitNote(t *testing.T) {
+	size := func(n int64, util ...float64) SizeLinks {
+		s := SizeLinks{Size: n}
+		for i, u := range util {
+			s.Classes = append(s.Classes, LinkClass{Class: []string{"dev-nic", "nic-leaf"}[i], BusiestLink: []string{"a→b (dev-nic)", "c→d (nic-leaf)"}[i], Utilisation: u})
+		}
+		return s
+	}
+	over := LinkUsage{size(1<<20, 0.9, 0.5), size(16<<20, 1.048, 2.097), size(64<<20, 1.2, 0.9)}
+	note := OvercommitNote(fabric.Free, over)
+	assert.Contains(t, note, "the times of size(s) 16777216, 67108864 are below what the links can carry")
+	assert.Contains(t, note, "up to 209.7 % of a link's bandwidth was offered (c→d (nic-leaf), size 16777216)")
+	assert.NotContains(t, note, "1048576")
+	assert.Empty(t, OvercommitNote(fabric.Aware, over), "the aware model's links carry at most their bandwidth")
+	assert.Empty(t, OvercommitNote(fabric.Free, LinkUsage{size(1<<20, 1.0, 0.5)}), "at its bandwidth, not past it")
+}
