@@ -345,24 +345,23 @@ list sweeps each count (a table per count; with --json a report per count);
 }
 
 // checkOutputPaths checks that every output path given can be written and
-// that no two are the same file, before any work starts.
+// that no two are the same file — by their paths, through a symbolic link
+// (of the file or of a directory on its path) or a hard link
+// (output.FindSame) — before any work starts.
 func checkOutputPaths(flags ...[2]string) error {
-	seen := map[string]string{}
+	paths := make([]string, len(flags))
+	for i, fl := range flags {
+		paths[i] = fl[1]
+	}
+	if j, i, file, ok := output.FindSame(paths); ok {
+		return fmt.Errorf("%s %s: the same file as %s %s%s; one would be written over the other", flags[i][0], flags[i][1], flags[j][0], flags[j][1], output.Both(flags[i][1], flags[j][1], file))
+	}
 	for _, fl := range flags {
-		name, path := fl[0], fl[1]
-		if path == "" {
+		if fl[1] == "" {
 			continue
 		}
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		if other, ok := seen[abs]; ok {
-			return fmt.Errorf("%s %s: the same file as %s", name, path, other)
-		}
-		seen[abs] = name
-		if err := output.Check(path); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+		if err := output.Check(fl[1]); err != nil {
+			return fmt.Errorf("%s: %w", fl[0], err)
 		}
 	}
 	return nil

@@ -55,15 +55,30 @@ func TestSweepPcapMax(t *testing.T) {
 // needs are checked before any system is built, and a refused sweep leaves
 // an earlier run's files as they were.
 func TestSweepChecksBeforeWork(t *testing.T) {
-	dir := t.TempDir()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
 	js := filepath.Join(dir, "s.json")
 	require.NoError(t, os.WriteFile(js, []byte("earlier"), 0o644))
+	// Outputs that are one file through a link: l.png -> s.json, a link to
+	// a file not there yet, a linked directory, a hard link.
+	link := filepath.Join(dir, "l.png")
+	require.NoError(t, os.Symlink("s.json", link))
+	require.NoError(t, os.Symlink("later.json", filepath.Join(dir, "d.png")))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
+	require.NoError(t, os.Symlink("sub", filepath.Join(dir, "subl")))
+	require.NoError(t, os.Link(js, filepath.Join(dir, "h.pcap")))
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"--json", filepath.Join(dir, "no", "s.json")}, "--json: output " + filepath.Join(dir, "no", "s.json") + ": directory " + filepath.Join(dir, "no") + " does not exist"},
-		{[]string{"--json", js, "--plot", js}, "--plot " + js + ": the same file as --json"},
+		{[]string{"--json", js, "--plot", js}, "--plot " + js + ": the same file as --json " + js + "; one would be written over the other"},
+		{[]string{"--json", js, "--plot", link}, "--plot " + link + ": the same file as --json " + js + " (both are " + js + ")"},
+		{[]string{"--json", filepath.Join(dir, "later.json"), "--plot", filepath.Join(dir, "d.png")}, "--plot " + filepath.Join(dir, "d.png") + ": the same file as --json " + filepath.Join(dir, "later.json")},
+		{[]string{"--json", filepath.Join(dir, "subl", "x.json"), "--plot", filepath.Join(dir, "sub", "x.json")},
+			"--plot " + filepath.Join(dir, "sub", "x.json") + ": the same file as --json " + filepath.Join(dir, "subl", "x.json") + " (both are " + filepath.Join(dir, "sub", "x.json") + ")"},
+		{[]string{"--json", js, "--pcap", filepath.Join(dir, "h.pcap")}, "--pcap " + filepath.Join(dir, "h.pcap") + ": the same file as --json " + js},
+		{[]string{"--json", filepath.Join(dir, "r.json"), "--devices", "2,4", "--plot", filepath.Join(dir, "r-4devices.json")}, "--plot " + filepath.Join(dir, "r-4devices.json") + ": the same file as --json " + filepath.Join(dir, "r-4devices.json")},
 		{[]string{"--pcap", dir}, "is a directory"},
 		{[]string{"--pcap", filepath.Join(dir, "p.pcap"), "--devices", "2,4"}, "give one device count"},
 		// 16 cayman devices, 1 GiB all-reduce: about 194 GiB.

@@ -394,24 +394,149 @@ func Check(path string) error {
 }
 
 // SameFile reports whether paths a and b name the same file: the same
-// absolute path, or existing files that are one file (through a symbolic
-// link or a hard link). An output at a that is the same file as an input at
-// b would replace it.
+// path once symbolic links are followed (Resolve: a link anywhere in the
+// path, an output's last element that is a link — even one whose target
+// does not exist yet, where an output would be written — or a linked
+// directory), or existing files that are one file (a hard link). An output
+// at a that is the same file as an input at b would replace it; two
+// outputs that are would be written one over the other.
 func SameFile(a, b string) bool {
 	if a == "" || b == "" {
 		return false
 	}
-	aa, errA := filepath.Abs(a)
-	ab, errB := filepath.Abs(b)
-	if errA == nil && errB == nil && aa == ab {
-		return true
+	return sameFile(probe(a), probe(b))
+}
+
+// Resolve returns the file path names: absolute, every symbolic link on
+// the way followed — those of the directories it goes through and of its
+// last element, as Create follows it, even where the link's target does
+// not exist yet — and . and .. taken where they are (after a link, not
+// lexically). The components from the first one that does not exist are
+// kept as written. It fails on a path through more than 40 links, or a
+// component it cannot examine (a directory it may not search).
+func Resolve(path string) (string, error) {
+	if path == "" {
+		return "", fmt.Errorf("output: empty path: %w", ErrNotWritable)
 	}
-	fa, err := os.Stat(a)
+	sep := string(filepath.Separator)
+	if !filepath.IsAbs(path) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("output %s: %w", path, err)
+		}
+		path = wd + sep + path
+	}
+	todo := strings.Split(path, sep)
+	resolved := sep
+	links := 0
+	missing := false // a component did not exist: the rest is taken as written
+	for len(todo) > 0 {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			resolved = filepath.Dir(resolved)
+			continue
+		}
+		next := filepath.Join(resolved, c)
+		if missing {
+			resolved = next
+			continue
+		}
+		fi, err := os.Lstat(next)
+		if errors.Is(err, fs.ErrNotExist) {
+			missing = true
+			resolved = next
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("output %s: %w", path, err)
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			resolved = next
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", fmt.Errorf("output %s: more than %d symbolic links: %w", path, maxLinks, ErrNotWritable)
+		}
+		t, err := os.Readlink(next)
+		if err != nil {
+			return "", fmt.Errorf("output %s: %w", path, err)
+		}
+		if filepath.IsAbs(t) {
+			resolved = sep
+		}
+		todo = append(strings.Split(t, sep), todo...)
+	}
+	return resolved, nil
+}
+
+// probed is what SameFile and FindSame compare of a path: where it
+// resolves to (the cleaned absolute path where Resolve fails) and the file
+// there, if one exists.
+type probed struct {
+	path string
+	fi   fs.FileInfo
+}
+
+func probe(path string) probed {
+	r, err := Resolve(path)
 	if err != nil {
-		return false
+		if r, err = filepath.Abs(path); err != nil {
+			r = filepath.Clean(path)
+		}
 	}
-	fb, err := os.Stat(b)
-	return err == nil && os.SameFile(fa, fb)
+	pr := probed{path: r}
+	if fi, err := os.Stat(path); err == nil {
+		pr.fi = fi
+	}
+	return pr
+}
+
+func sameFile(a, b probed) bool {
+	return a.path == b.path || (a.fi != nil && b.fi != nil && os.SameFile(a.fi, b.fi))
+}
+
+// FindSame returns the first two of paths that are the same file
+// (SameFile), j < i, and the file they both name (the path they resolve
+// to); ok is false when no two are. Empty paths are skipped. Each path is
+// examined once, so a command's outputs are checked in one pass of the
+// file system; only existing files are compared pairwise (for hard links).
+func FindSame(paths []string) (j, i int, file string, ok bool) {
+	at := map[string]int{}
+	var existing []int
+	pr := make([]probed, len(paths))
+	for i, p := range paths {
+		if p == "" {
+			continue
+		}
+		pr[i] = probe(p)
+		if j, ok := at[pr[i].path]; ok {
+			return j, i, pr[i].path, true
+		}
+		if pr[i].fi != nil {
+			for _, j := range existing {
+				if os.SameFile(pr[j].fi, pr[i].fi) {
+					return j, i, pr[i].path, true
+				}
+			}
+			existing = append(existing, i)
+		}
+		at[pr[i].path] = i
+	}
+	return 0, 0, "", false
+}
+
+// Both returns what an error about two paths a and b that FindSame found
+// to be one file adds to name that file: " (both are FILE)", or "" where
+// a and b are both FILE as written.
+func Both(a, b, file string) string {
+	if a == file && b == file {
+		return ""
+	}
+	return " (both are " + file + ")"
 }
 
 // CheckDir reports whether dir exists as a directory, or can be made: its

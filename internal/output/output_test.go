@@ -213,10 +213,13 @@ func TestLinksAndSpecialFiles(t *testing.T) {
 }
 
 // TestSameFile: two paths are the same file by their absolute paths, or
-// through a symbolic or a hard link; different files, a missing one and an
-// empty path are not.
+// through a symbolic link (the file's own, even dangling, a chain of them,
+// an absolute one, or a linked directory on the way, with .. taken after
+// the link as the file system takes it) or a hard link; different files, a
+// missing one and an empty path are not.
 func TestSameFile(t *testing.T) {
-	dir := t.TempDir()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
 	a := filepath.Join(dir, "a")
 	b := filepath.Join(dir, "b")
 	require.NoError(t, os.WriteFile(a, []byte("a"), 0o644))
@@ -225,6 +228,13 @@ func TestSameFile(t *testing.T) {
 	require.NoError(t, os.Link(a, hard))
 	soft := filepath.Join(dir, "soft")
 	require.NoError(t, os.Symlink("a", soft))
+	require.NoError(t, os.Symlink("later", filepath.Join(dir, "dangling")))
+	require.NoError(t, os.Symlink("soft", filepath.Join(dir, "chain")))
+	require.NoError(t, os.Symlink(a, filepath.Join(dir, "abslink")))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sub", "deep"), 0o755))
+	require.NoError(t, os.Symlink(filepath.Join("sub", "deep"), filepath.Join(dir, "subl")))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sub", "a"), []byte("a"), 0o644))
+	require.NoError(t, os.Symlink("loop", filepath.Join(dir, "loop")))
 	t.Chdir(dir)
 	for _, tc := range []struct {
 		x, y string
@@ -240,9 +250,78 @@ func TestSameFile(t *testing.T) {
 		{"missing", "missing", true}, // one path: an output there would be the input
 		{"", a, false},
 		{a, "", false},
+		{"dangling", "later", true}, // an output at the link is written where it leads
+		{"dangling", "missing", false},
+		{"chain", "a", true},
+		{"abslink", "a", true},
+		{"subl/x", "sub/deep/x", true}, // x not there yet
+		{"subl/../a", "sub/a", true},   // .. of sub/deep, not of subl
+		{"subl/../a", "a", false},
+		{"loop", "a", false}, // Resolve fails: compared as written
+		{"loop", "loop", true},
 	} {
 		assert.Equal(t, tc.same, SameFile(tc.x, tc.y), "%s, %s", tc.x, tc.y)
 		assert.Equal(t, tc.same, SameFile(tc.y, tc.x), "%s, %s", tc.y, tc.x)
+	}
+}
+
+// TestResolve: a path resolves to the absolute path with every link
+// followed, the part from the first missing component kept as written; a
+// loop of links is refused.
+func TestResolve(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
+	require.NoError(t, os.Symlink("sub", filepath.Join(dir, "subl")))
+	require.NoError(t, os.Symlink("../t.json", filepath.Join(dir, "sub", "up")))
+	require.NoError(t, os.Symlink("loop", filepath.Join(dir, "loop")))
+	t.Chdir(dir)
+	for _, tc := range []struct{ path, want, err string }{
+		{"x.json", filepath.Join(dir, "x.json"), ""},
+		{"subl/x.json", filepath.Join(dir, "sub", "x.json"), ""},
+		{"subl/up", filepath.Join(dir, "t.json"), ""},
+		{dir + "//subl/./no/../x", filepath.Join(dir, "sub", "x"), ""},
+		{"loop", "", "more than 40 symbolic links"},
+		{"", "", "empty path"},
+	} {
+		got, err := Resolve(tc.path)
+		if tc.err != "" {
+			assert.ErrorContains(t, err, tc.err, tc.path)
+			continue
+		}
+		require.NoError(t, err, tc.path)
+		assert.Equal(t, tc.want, got, tc.path)
+	}
+}
+
+// TestFindSame: the first two paths of a list that are one file are
+// found, in order, with the file they name; a list with none has none.
+func TestFindSame(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	require.NoError(t, os.Symlink("a.json", filepath.Join(dir, "l.png")))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "h1"), nil, 0o644))
+	require.NoError(t, os.Link(filepath.Join(dir, "h1"), filepath.Join(dir, "h2")))
+	t.Chdir(dir)
+	for _, tc := range []struct {
+		paths []string
+		j, i  int
+		file  string
+		ok    bool
+	}{
+		{[]string{"a.json", "p.png", "l.png"}, 0, 2, filepath.Join(dir, "a.json"), true},
+		{[]string{"l.png", "", "a.json"}, 0, 2, filepath.Join(dir, "a.json"), true},
+		{[]string{"x", "h1", "y", "h2"}, 1, 3, filepath.Join(dir, "h2"), true},
+		{[]string{"x", "y", "x", "y"}, 0, 2, filepath.Join(dir, "x"), true},
+		{[]string{"a.json", "p.png", "", ""}, 0, 0, "", false},
+		{nil, 0, 0, "", false},
+	} {
+		j, i, file, ok := FindSame(tc.paths)
+		assert.Equal(t, tc.ok, ok, "%v", tc.paths)
+		if tc.ok {
+			assert.Equal(t, [2]int{tc.j, tc.i}, [2]int{j, i}, "%v", tc.paths)
+			assert.Equal(t, tc.file, file, "%v", tc.paths)
+		}
 	}
 }
 

@@ -165,7 +165,7 @@ func TestPrecheckBeforeBringUp(t *testing.T) {
 		{"output dir under a file", "", "outputs: {dir: " + filepath.Join(file, "out") + "}\n", Options{OutDir: "-"}, "outputs.dir"},
 		{"output in a missing directory", "  - sweep: {op: all_reduce, min: 4K, max: 4K}\n", "outputs: {json: nope/s.json}\n", Options{}, "outputs.json: output"},
 		{"output is a directory", "", "outputs: {pcap: " + snapDir + "}\n", Options{}, "outputs.pcap: output"},
-		{"two outputs, one file", "", "outputs: {pcap: r.txt, report: r.txt}\n", Options{}, "is also outputs.report's file"},
+		{"two outputs, one file", "", "outputs: {pcap: r.txt, report: r.txt}\n", Options{}, "r.txt: the same file as outputs.report "},
 		{"snapshot save in a missing directory", "  - snapshot: {save: no/dir/s.snap}\n", "", Options{}, "steps[0] (snapshot).save"},
 		{"restore file missing", "  - snapshot: {restore: " + filepath.Join(snapDir, "none.snap") + "}\n", "", Options{}, "steps[0] (snapshot): restore"},
 		{"restore of a damaged file", "  - dma_copy: {bytes: 4K}\n  - snapshot: {restore: " + filepath.Join(snapDir, "flip.snap") + "}\n", "", Options{}, "steps[1] (snapshot): restore " + filepath.Join(snapDir, "flip.snap") + ": fabric snapshot: checksum mismatch"},
@@ -190,6 +190,74 @@ func TestPrecheckBeforeBringUp(t *testing.T) {
 			assert.Zero(t, *built, "no device is brought up")
 			assert.NoFileExists(t, filepath.Join(out, "report.txt"))
 			noTemps(t, out)
+		})
+	}
+}
+
+// TestOutputsThroughLinks: two outputs that are one file through a
+// symbolic link — the output's own (od/l.png -> a.json, even before a.json
+// exists), a linked directory, a chain of links — or a hard link are
+// refused before the system is built, naming both keys and the file; an
+// output that is a link to a file no other output names is written where
+// the link leads, the link kept.
+func TestOutputsThroughLinks(t *testing.T) {
+	sweep := "  - sweep: {op: all_reduce, min: 4K, max: 4K}\n"
+	for _, tc := range []struct {
+		name    string
+		setup   func(t *testing.T, od string)
+		outputs string
+		want    string // "": the run succeeds
+	}{
+		{"plot a link to the json", func(t *testing.T, od string) {
+			require.NoError(t, os.Symlink("a.json", filepath.Join(od, "l.png")))
+		}, "{json: a.json, plot: l.png}", "outputs.plot OD/l.png: the same file as outputs.json OD/a.json (both are OD/a.json)"},
+		{"through a chain of links", func(t *testing.T, od string) {
+			require.NoError(t, os.Symlink("m", filepath.Join(od, "l.png")))
+			require.NoError(t, os.Symlink("a.json", filepath.Join(od, "m")))
+		}, "{json: a.json, plot: l.png}", "outputs.plot OD/l.png: the same file as outputs.json OD/a.json"},
+		{"through a linked directory", func(t *testing.T, od string) {
+			require.NoError(t, os.Mkdir(filepath.Join(od, "sub"), 0o755))
+			require.NoError(t, os.Symlink("sub", filepath.Join(od, "subl")))
+		}, "{json: subl/x.json, plot: sub/x.json}", "outputs.plot OD/sub/x.json: the same file as outputs.json OD/subl/x.json (both are OD/sub/x.json)"},
+		{"a hard link", func(t *testing.T, od string) {
+			require.NoError(t, os.WriteFile(filepath.Join(od, "a.json"), []byte("earlier"), 0o644))
+			require.NoError(t, os.Link(filepath.Join(od, "a.json"), filepath.Join(od, "h.png")))
+		}, "{json: a.json, plot: h.png}", "outputs.plot OD/h.png: the same file as outputs.json OD/a.json"},
+		{"a link to the report", func(t *testing.T, od string) {
+			require.NoError(t, os.Symlink("report.txt", filepath.Join(od, "p.pcap")))
+		}, "{pcap: p.pcap}", "outputs.pcap OD/p.pcap: the same file as outputs.report OD/report.txt"},
+		{"a link to an unrelated file is written through", func(t *testing.T, od string) {
+			require.NoError(t, os.Mkdir(filepath.Join(od, "elsewhere"), 0o755))
+			require.NoError(t, os.Symlink("elsewhere/p.png", filepath.Join(od, "l.png")))
+		}, "{json: a.json, plot: l.png}", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			built := countBuilds(t)
+			od, err := filepath.EvalSymlinks(t.TempDir())
+			require.NoError(t, err)
+			tc.setup(t, od)
+			p, err := Parse(filepath.Join(od, "x.yaml"), []byte("name: x\n"+small+"steps:\n"+sweep+"outputs: "+tc.outputs+"\n"))
+			require.NoError(t, err)
+			_, err = p.Run(Options{OutDir: od})
+			if tc.want == "" {
+				require.NoError(t, err)
+				fi, err := os.Lstat(filepath.Join(od, "l.png"))
+				require.NoError(t, err)
+				assert.NotZero(t, fi.Mode()&os.ModeSymlink, "the link is kept")
+				b, err := os.ReadFile(filepath.Join(od, "elsewhere", "p.png"))
+				require.NoError(t, err)
+				assert.True(t, bytes.HasPrefix(b, []byte("\x89PNG")), "the plot is where the link leads")
+				b, err = os.ReadFile(filepath.Join(od, "a.json"))
+				require.NoError(t, err)
+				assert.True(t, bytes.HasPrefix(b, []byte("{")), "a.json is the JSON")
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), strings.ReplaceAll(tc.want, "OD", od))
+			assert.Contains(t, err.Error(), "nothing was run")
+			assert.Zero(t, *built, "refused before the system is built")
+			assert.NoFileExists(t, filepath.Join(od, "report.txt"))
+			noTemps(t, od)
 		})
 	}
 }

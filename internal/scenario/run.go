@@ -585,16 +585,14 @@ func (run *runner) precheck(opt Options) error {
 	if err := os.MkdirAll(run.dir, 0o755); err != nil {
 		return fmt.Errorf("%s: outputs.dir: %w", p.file, err)
 	}
-	seen := map[string]string{}
+	paths := make([]string, len(outs))
+	for i, o := range outs {
+		paths[i] = o.path
+	}
+	if j, i, file, ok := output.FindSame(paths); ok {
+		return fmt.Errorf("%s: %s %s: the same file as %s %s%s; one would be written over the other; nothing was run", p.file, outs[i].where, outs[i].path, outs[j].where, outs[j].path, output.Both(outs[i].path, outs[j].path, file))
+	}
 	for _, o := range outs {
-		abs, err := filepath.Abs(o.path)
-		if err != nil {
-			return fmt.Errorf("%s: %s: %w", p.file, o.where, err)
-		}
-		if other, ok := seen[abs]; ok {
-			return fmt.Errorf("%s: %s: %s is also %s's file", p.file, o.where, o.path, other)
-		}
-		seen[abs] = o.where
 		if err := output.Check(o.path); err != nil {
 			return fmt.Errorf("%s: %s: %w", p.file, o.where, err)
 		}
