@@ -758,21 +758,22 @@ func (s *sweepFlags) sizeSystem(f *fabricFlags, plan *sweepPlan, sys *cluster.Sw
 	if sys.Sizes, err = s.sizes(sw, ranks, r.minB, r.maxB, r.factor, r.step, cfg.TimingOnly, limit); err != nil {
 		return err
 	}
-	if err := s.checkBuffers(f.gen, cfg.Revision, sw, ranks, sys.Sizes); err != nil {
-		return err
-	}
 	if s.channels.set && sw.Algo == enc.Auto {
 		if err := cfg.CheckAutoChannels(sw.Op, sys.Sizes, sw.Options); err != nil {
 			return fmt.Errorf("--channels %d: %w", s.channels.int(), err)
 		}
 	}
+	// The memory first: it counts a few schedules (the algorithms' largest
+	// sizes, stopping at one over the limit), the buffers every size's —
+	// seconds each on thousands of ranks, an hour for a thousand sizes
+	// before a sweep the memory refuses.
 	if cfg.TimingOnly {
 		engines := sweepEngines(f.gen, *cfg.Params, plan.set.Engines)
 		if err := checkTimingMemory(sw, sys.Devices, ranks, engines, sys.Sizes, limit); err != nil {
 			return err
 		}
 	}
-	return nil
+	return s.checkBuffers(f.gen, cfg.Revision, sw, ranks, sys.Sizes)
 }
 
 // checkBuffers refuses sizes whose largest needs more buffers a rank
@@ -780,11 +781,21 @@ func (s *sweepFlags) sizeSystem(f *fabricFlags, plan *sweepPlan, sys *cluster.Sw
 // (cluster.BufferCapacity), naming -e/--maxbytes, before any device is
 // brought up: the allocator's refusal came after bring-up, in its own
 // terms ("dmem: alloc \"collective.nc0\" … out of device memory"), naming
-// no flag.
+// no flag. Only each algorithm's largest size is counted (cluster.Largest,
+// as a scenario's sweep is checked): the buffers grow with the size, and
+// counting every size's schedule took seconds a size on thousands of
+// ranks. The run counts every size again before it brings up a system.
 func (s *sweepFlags) checkBuffers(gen hwarch.Generation, revision uint8, sw cluster.Sweep, ranks int, sizes []int64) error {
-	need, err := cluster.BufferNeed(sw.Op, sw.Algo, ranks, sw.Dtype, sizes, sw.Options)
-	if err != nil {
-		return err
+	var need uint64
+	var at int64
+	for _, rep := range cluster.Largest(sw.Op, sw.Algo, ranks, sizes, sw.Options) {
+		n, err := bufferNeed(sw.Op, rep.Algo, ranks, sw.Dtype, []int64{rep.Size}, sw.Options)
+		if err != nil {
+			return err
+		}
+		if n > need {
+			need, at = n, rep.Size
+		}
 	}
 	rpd := s.ranksPerDevice.int()
 	most, err := cluster.BufferCapacity(gen, revision, rpd)
@@ -792,8 +803,12 @@ func (s *sweepFlags) checkBuffers(gen hwarch.Generation, revision uint8, sw clus
 		return err
 	}
 	return fmt.Errorf("-e/--maxbytes %s: %s of %d bytes on %d ranks needs %d bytes (%s) of buffers a rank; a %s device of %s holds at most %d (%s) for each (its HBM channels less the firmware carve-out and the small pool, the ranks of a channel sharing it)",
-		s.maxB, sw.Op, sizes[len(sizes)-1], ranks, need, memlimit.Human(need), gen, units.Plural(int64(rpd), "rank", "ranks"), most, units.FormatBytes(int64(most)))
+		s.maxB, sw.Op, at, ranks, need, memlimit.Human(need), gen, units.Plural(int64(rpd), "rank", "ranks"), most, units.FormatBytes(int64(most)))
 }
+
+// bufferNeed is cluster.BufferNeed; a test replaces it to count the
+// schedules a sweep's checks count.
+var bufferNeed = cluster.BufferNeed
 
 // checkAutoRingOrder refuses --ring-order with --algo auto when auto runs
 // no ring (ring, kangaring, hier) at any size of the sweep on any of its

@@ -20,21 +20,35 @@ func checkSweepRanks(nodes, perNode, ranksPerDevice int) error {
 }
 
 // checkTimingMemory refuses, before anything is built, a timing-only
-// sweep whose largest run would hold more host memory than the limit
-// (cluster.TimingMemory: the SP programs, n² records for a ring on n
-// ranks, and the descriptors streamed to the rings). Functional mode's memory is
+// sweep whose system or one of whose runs would hold more host memory than
+// the limit: first the system alone (cluster.FixedTimingMemory, nothing
+// counted), then the runs, largest size first, stopping at the first over
+// the limit (cluster.TimingMemoryOver: the SP programs, n² records for a
+// ring on n ranks, and the descriptors streamed to the rings; counting one
+// schedule of thousands of ranks takes seconds, so a sweep of a thousand
+// sizes is refused after one, not after all). Functional mode's memory is
 // checked with its payloads (sweepFlags.sizes).
 func checkTimingMemory(sw cluster.Sweep, devices, ranks, engines int, sizes []int64, limit memlimit.Limit) error {
-	need, err := cluster.TimingMemory(sw.Op, sw.Algo, devices, ranks, engines, sw.Dtype, sizes, sw.Options)
+	fixed := cluster.FixedTimingMemory(devices)
+	what := fmt.Sprintf("--mode timing: the system of %d devices (%s each and %s once, %d bytes, before any collective)",
+		devices, memlimit.Human(cluster.DeviceHostBytes), memlimit.Human(cluster.RunHostBytes), fixed)
+	if err := limit.Check(what, fixed); err != nil {
+		return fmt.Errorf("%w; use fewer devices, or raise --mem-limit", err)
+	}
+	need, size, err := timingMemoryOver(sw.Op, sw.Algo, devices, ranks, engines, sw.Dtype, sizes, sw.Options, limit.Bytes)
 	if err != nil {
 		return err
 	}
-	what := fmt.Sprintf("--mode timing: %s of %s on %d ranks", sw.Op, memlimit.Human(uint64(sizes[len(sizes)-1])), ranks)
+	what = fmt.Sprintf("--mode timing: %s of %s on %d ranks", sw.Op, memlimit.Human(uint64(size)), ranks)
 	if err := limit.Check(what, need); err != nil {
 		return fmt.Errorf("%w; use %s, or raise --mem-limit", err, timingMemoryAdvice(sw.Options.Chunks, devices, ranks, engines))
 	}
 	return nil
 }
+
+// timingMemoryOver is cluster.TimingMemoryOver; a test replaces it to
+// count the estimates a sweep's checks make.
+var timingMemoryOver = cluster.TimingMemoryOver
 
 // timingMemoryAdvice names what drives cluster.TimingMemory in a run —
 // the schedule's transfers and each rank's records per step: --chunks

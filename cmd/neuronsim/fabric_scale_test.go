@@ -10,6 +10,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/neuronsim/neuronsim/internal/cluster"
+	"github.com/neuronsim/neuronsim/runtime/enc"
 )
 
 // TestFabricSweepThousands (issue 16): fabric sweep --what-if takes
@@ -111,6 +114,49 @@ func TestWhatIfDeviceLimitAgrees(t *testing.T) {
 			_, err = runCLI(t, "sweep", "plan", file)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "axes.devices[0]: "+tc.count+": "+strings.ReplaceAll(tc.reason, "%s", "what_if: true"))
+		})
+	}
+}
+
+// TestSweepChecksCountFewSchedules: a sweep's checks count the schedules
+// of each algorithm's largest size, not of every size (counting one takes
+// seconds on thousands of ranks: a 1,024-size sweep the memory limit
+// refuses took over an hour): a timing sweep over --mem-limit is refused
+// by one memory estimate with no buffer counted, or by the system alone
+// with none; a sweep of 64 sizes over the buffers a device holds is
+// refused having counted at most one schedule per algorithm.
+func TestSweepChecksCountFewSchedules(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		args                  []string
+		want                  string
+		estimates, maxBuffers int
+	}{
+		{"over the limit", []string{"--arch", "mariana", "--devices", "32", "-b", "1M", "-e", "1G", "-i", "1M", "--mem-limit", "13M"},
+			"--mode timing: all_reduce of 1 GiB on 32 ranks needs about", 1, 0},
+		{"the system alone over the limit", []string{"--arch", "mariana", "--what-if", "--devices", "4096", "-b", "1M", "-e", "1G", "-i", "1M", "--mem-limit", "1G"},
+			"--mode timing: the system of 4096 devices (256 KiB each and 4 MiB once, 1077936128 bytes, before any collective) needs about 1 GiB of memory, more than the limit of 1 GiB (--mem-limit)", 0, 0},
+		{"over the buffers", []string{"--arch", "trn3", "--devices", "2", "-b", "1G", "-e", "64G", "-i", "1G"},
+			"-e/--maxbytes 64G: all_reduce of 68719476736 bytes on 2 ranks needs", 1, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			estimates, buffers, sizes := 0, 0, 0
+			timingMemoryOver = func(op enc.Op, algo enc.Algo, devices, ranks, engines int, d enc.Dtype, sz []int64, opt enc.Options, limit uint64) (uint64, int64, error) {
+				estimates++
+				return cluster.TimingMemoryOver(op, algo, devices, ranks, engines, d, sz, opt, limit)
+			}
+			bufferNeed = func(op enc.Op, algo enc.Algo, ranks int, d enc.Dtype, sz []int64, opt enc.Options) (uint64, error) {
+				buffers++
+				sizes += len(sz)
+				return cluster.BufferNeed(op, algo, ranks, d, sz, opt)
+			}
+			t.Cleanup(func() { timingMemoryOver, bufferNeed = cluster.TimingMemoryOver, cluster.BufferNeed })
+			out, err := runCLI(t, append([]string{"fabric", "sweep"}, tc.args...)...)
+			require.Error(t, err, "accepted; printed:\n%s", out)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Equal(t, tc.estimates, estimates, "memory estimates")
+			assert.LessOrEqual(t, buffers, tc.maxBuffers, "buffer counts")
+			assert.Equal(t, buffers, sizes, "one size a count")
 		})
 	}
 }

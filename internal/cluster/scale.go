@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"unsafe"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
@@ -77,7 +79,22 @@ const creditKeyBytes = 2 * 2
 // RunHostBytes once.
 // StagedTimingMemory is the estimate of a staged run.
 func TimingMemory(op enc.Op, algo enc.Algo, devices, ranks, engines int, d enc.Dtype, sizes []int64, opt enc.Options) (uint64, error) {
-	return timingMemory(op, algo, devices, ranks, engines, d, sizes, opt, false)
+	need, _, err := timingMemory(op, algo, devices, ranks, engines, d, sizes, opt, false, math.MaxUint64)
+	return need, err
+}
+
+// TimingMemoryOver is TimingMemory for a caller that only needs to know
+// whether the sweep fits in limit bytes: it counts the schedules of the
+// algorithms' largest sizes (Largest) largest size first and stops at the
+// first whose estimate (FixedTimingMemory included) is over limit,
+// returning that estimate and its size — a lower bound on TimingMemory,
+// and the size that alone is too large; within the limit, TimingMemory
+// and the size that needs it. Counting a schedule of thousands of ranks
+// takes seconds (a 1 GiB ring all-reduce on 4,096 ranks, 33 million
+// transfers, about 4 s), so a refusal counts one schedule where it can,
+// not one per algorithm the sweep runs.
+func TimingMemoryOver(op enc.Op, algo enc.Algo, devices, ranks, engines int, d enc.Dtype, sizes []int64, opt enc.Options, limit uint64) (need uint64, size int64, err error) {
+	return timingMemory(op, algo, devices, ranks, engines, d, sizes, opt, false, limit)
 }
 
 // StagedTimingMemory is TimingMemory for an executor that runs staged
@@ -91,24 +108,44 @@ func TimingMemory(op enc.Op, algo enc.Algo, devices, ranks, engines int, d enc.D
 // A 1 GiB ring all-reduce on 1,024 devices needs about 27.6 GiB so (3.9 GiB
 // streamed).
 func StagedTimingMemory(op enc.Op, algo enc.Algo, devices, ranks, engines int, d enc.Dtype, sizes []int64, opt enc.Options) (uint64, error) {
-	return timingMemory(op, algo, devices, ranks, engines, d, sizes, opt, true)
+	need, _, err := timingMemory(op, algo, devices, ranks, engines, d, sizes, opt, true, math.MaxUint64)
+	return need, err
 }
 
-// timingMemory is TimingMemory (staged false) and StagedTimingMemory. It
-// counts each largest schedule with enc.Count, never building it: a
-// schedule too large for the host is refused by the estimate without
-// first being allocated for it.
-func timingMemory(op enc.Op, algo enc.Algo, devices, ranks, engines int, d enc.Dtype, sizes []int64, opt enc.Options, staged bool) (uint64, error) {
+// timingMemory is TimingMemory (staged false, no limit),
+// StagedTimingMemory and TimingMemoryOver: the peak estimate and the size
+// that needs it, or the first estimate over limit and its size. It counts
+// each largest schedule with enc.Count (estimateCount), never building
+// it: a schedule too large for the host is refused by the estimate
+// without first being allocated for it. The largest sizes come first, so
+// that the first over limit is found early.
+func timingMemory(op enc.Op, algo enc.Algo, devices, ranks, engines int, d enc.Dtype, sizes []int64, opt enc.Options, staged bool, limit uint64) (uint64, int64, error) {
+	fixed := FixedTimingMemory(devices)
+	reps := Largest(op, algo, ranks, sizes, opt)
+	slices.SortStableFunc(reps, func(a, b AlgoSize) int { return cmp.Compare(b.Size, a.Size) })
 	var peak uint64
-	for _, rep := range Largest(op, algo, ranks, sizes, opt) {
-		_, ct, err := countRun(op, rep.Algo, ranks, rep.Size, d.Size(), opt, engines, nil)
+	var at int64
+	for _, rep := range reps {
+		_, ct, err := estimateCount(op, rep.Algo, ranks, rep.Size, d.Size(), opt, engines, nil)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		peak = max(peak, ct.memory(staged))
+		if m := ct.memory(staged) + fixed; m > peak {
+			peak, at = m, rep.Size
+		}
+		if peak > limit {
+			break
+		}
 	}
-	return peak + FixedTimingMemory(devices), nil
+	if len(reps) == 0 {
+		peak = fixed
+	}
+	return peak, at, nil
 }
+
+// estimateCount is countRun for timingMemory; a test replaces it to count
+// the schedules an estimate counts.
+var estimateCount = countRun
 
 // CountTimingMemory is the part of TimingMemory that running the
 // collective's schedule timing-only holds (engines per rank; 0: the

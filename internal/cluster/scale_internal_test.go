@@ -106,8 +106,9 @@ func TestCountedEstimateIsBuilt(t *testing.T) {
 			s, err := enc.Build(tc.op, tc.algo, tc.ranks, tc.size, 4, tc.opt)
 			require.NoError(t, err)
 			for _, staged := range []bool{false, true} {
-				got, err := timingMemory(tc.op, tc.algo, tc.ranks, tc.ranks, tc.engines, enc.Float32, []int64{tc.size}, tc.opt, staged)
+				got, at, err := timingMemory(tc.op, tc.algo, tc.ranks, tc.ranks, tc.engines, enc.Float32, []int64{tc.size}, tc.opt, staged, ^uint64(0))
 				require.NoError(t, err)
+				assert.Equal(t, tc.size, at)
 				assert.Equal(t, scheduleMemory(s, tc.engines, staged)+FixedTimingMemory(tc.ranks), got, "staged %v", staged)
 			}
 			var visited int
@@ -141,3 +142,53 @@ func countSchedule(s *enc.Schedule, engines int) *counter {
 
 // runCounts counts what the executor plans for schedule s (counter).
 func runCounts(s *enc.Schedule, engines int) counts { return countSchedule(s, engines).counts() }
+
+// TestTimingMemoryOverStopsEarly: TimingMemoryOver counts the algorithms'
+// largest sizes largest first and stops at the first over the limit — one
+// schedule counted for a sweep of 1,024 sizes whose largest is too large,
+// not one per size nor per algorithm — and within the limit counts them
+// all and agrees with TimingMemory.
+func TestTimingMemoryOverStopsEarly(t *testing.T) {
+	const ranks = 64
+	var sizes []int64
+	for s := int64(64 << 10); s <= 64<<20; s += 64 << 10 {
+		sizes = append(sizes, s)
+	}
+	require.Len(t, sizes, 1024)
+	reps := Largest(enc.AllReduce, enc.Auto, ranks, sizes, enc.Options{})
+	require.Greater(t, len(reps), 1, "auto runs several algorithms over the sweep: %v", reps)
+	full, err := TimingMemory(enc.AllReduce, enc.Auto, ranks, ranks, 7, enc.Float32, sizes, enc.Options{})
+	require.NoError(t, err)
+	fixed := FixedTimingMemory(ranks)
+	for _, tc := range []struct {
+		name     string
+		limit    uint64
+		counted  int
+		over     bool
+		wantSize int64
+	}{
+		{"the largest over the limit", fixed + 1, 1, true, sizes[len(sizes)-1]},
+		{"within the limit", full, len(reps), false, 0},
+		{"no limit", ^uint64(0), len(reps), false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			counted := 0
+			estimateCount = func(op enc.Op, algo enc.Algo, ranks int, size int64, elem int, opt enc.Options, engines int, visit func(int, enc.Xfer)) (*enc.Schedule, *counter, error) {
+				counted++
+				return countRun(op, algo, ranks, size, elem, opt, engines, visit)
+			}
+			t.Cleanup(func() { estimateCount = countRun })
+			need, size, err := TimingMemoryOver(enc.AllReduce, enc.Auto, ranks, ranks, 7, enc.Float32, sizes, enc.Options{}, tc.limit)
+			require.NoError(t, err)
+			assert.Equal(t, tc.counted, counted, "schedules counted")
+			assert.Equal(t, tc.over, need > tc.limit, "need %d, limit %d", need, tc.limit)
+			if tc.over {
+				assert.Equal(t, tc.wantSize, size)
+				assert.LessOrEqual(t, need, full, "a lower bound on the peak")
+				return
+			}
+			assert.Equal(t, full, need, "within the limit: TimingMemory")
+			assert.Contains(t, sizes, size)
+		})
+	}
+}
