@@ -427,7 +427,7 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 		return fmt.Errorf("--pcap: %w", ce.Err)
 	}
 	if err != nil {
-		return err
+		return s.writeIncomplete(cmd, f, plan, res.Reports, err)
 	}
 	f.named.annotate(res.Reports)
 	s.noteOverrides(f, res.Reports, plan.set.Config.TimingOnly)
@@ -435,11 +435,16 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim: --pcap: the capture stopped at --pcap-max (%s) after %s; %d not recorded\n",
 			units.FormatBytes(int64(c.MaxBytes)), units.Plural(int64(c.Packets), "packet", "packets"), c.NotRecorded)
 	}
-	files, err = writeSweep(cmd, s, plan, res.Reports, files)
+	files, err = writeSweep(cmd, s, plan, res.Reports, files, true)
 	if err != nil {
 		return err
 	}
-	// Every output is complete: they take their names together.
+	return commitOutputs(cmd, files)
+}
+
+// commitOutputs gives the outputs, every one complete, their names
+// together, and says what it wrote.
+func commitOutputs(cmd *cobra.Command, files []*output.File) error {
 	for _, o := range files {
 		if err := o.Commit(); err != nil {
 			return err
@@ -447,6 +452,49 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (%d bytes)\n", o.Path(), o.Size())
 	}
 	return nil
+}
+
+// writeIncomplete ends a sweep that failed with err. When a size failed,
+// the reports hold the systems swept and, last, the sizes the failing
+// system ran before it (cluster.IncompleteKey says where it stopped):
+// their tables are printed and the --json reports written — the last
+// marked "neuronsim_incomplete" — so that what finished is not lost;
+// --plot, --plot-devices and --pcap are not written (a picture or a
+// capture cannot say it is incomplete), and earlier files of those names
+// are left as they were. The error names the size and adds what was kept.
+func (s *sweepFlags) writeIncomplete(cmd *cobra.Command, f *fabricFlags, plan *sweepPlan, reports []*nccom.Report, err error) error {
+	if len(reports) == 0 {
+		return err
+	}
+	if _, ok := reports[len(reports)-1].Extra[cluster.IncompleteKey]; !ok {
+		return err
+	}
+	f.named.annotate(reports)
+	s.noteOverrides(f, reports, plan.set.Config.TimingOnly)
+	files, werr := writeSweep(cmd, s, plan, reports, nil, false)
+	if werr == nil {
+		werr = commitOutputs(cmd, files)
+	}
+	for _, o := range files {
+		o.Abort() // after Commit, nothing happens
+	}
+	kept := "the rows of the sizes before it are printed above"
+	if s.jsonFile != "" {
+		kept += " and written to --json, marked incomplete (neuronsim_incomplete)"
+	}
+	var dropped []string
+	for _, o := range [][2]string{{"--plot", s.plotFile}, {"--plot-devices", s.devPlot.file}, {"--pcap", s.pcapFile}} {
+		if o[1] != "" {
+			dropped = append(dropped, o[0])
+		}
+	}
+	if len(dropped) > 0 {
+		kept += "; " + strings.Join(dropped, ", ") + " not written"
+	}
+	if werr != nil {
+		return fmt.Errorf("%w (%s; writing them: %v)", err, kept, werr)
+	}
+	return fmt.Errorf("%w (%s)", err, kept)
 }
 
 // overrideParam is a parameter a fabric sweep's flags may change from the
@@ -507,9 +555,10 @@ func (s *sweepFlags) noteOverrides(f *fabricFlags, reports []*nccom.Report, timi
 	}
 }
 
-// writeSweep prints the reports' tables and writes the --json reports and
-// the --plot, adding their files to files.
-func writeSweep(cmd *cobra.Command, s *sweepFlags, plan *sweepPlan, reports []*nccom.Report, files []*output.File) ([]*output.File, error) {
+// writeSweep prints the reports' tables and writes the --json reports and,
+// when the sweep is complete, the --plot and --plot-devices, adding their
+// files to files.
+func writeSweep(cmd *cobra.Command, s *sweepFlags, plan *sweepPlan, reports []*nccom.Report, files []*output.File, complete bool) ([]*output.File, error) {
 	var series []plot.Series
 	for i, rep := range reports {
 		if i > 0 {
@@ -533,6 +582,9 @@ func writeSweep(cmd *cobra.Command, s *sweepFlags, plan *sweepPlan, reports []*n
 				return files, fmt.Errorf("--json: %w", err)
 			}
 		}
+	}
+	if !complete {
+		return files, nil
 	}
 	if s.plotFile != "" {
 		png, err := plot.PNG(plan.title, series)

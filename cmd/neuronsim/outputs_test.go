@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -195,4 +197,61 @@ func TestSweepPcapRefusesUnrecordableSystem(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--pcap: fabric capture: link neuron256:0→sw:256 (link): port 256 does not fit the capture header's 8-bit port (0..255)")
 	assert.NoFileExists(t, pcap)
+}
+
+// TestSweepKeepsFinishedSizes: a sweep stopped by a size that does not
+// finish in the 10 s of device time a collective may take prints the rows
+// of the sizes before it and writes them to --json, the report marked
+// "neuronsim_incomplete" with the size and the error — with several device
+// counts, the systems swept before too — and fails naming the size and the
+// limit; --plot is not written (an earlier file stays), nor is a report of
+// a system not run. Until 2026-12-07 nothing was printed or written.
+func TestSweepKeepsFinishedSizes(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		json    []string // the --json files written
+		rows    []int    // their rows
+		stopped int64    // the size the last stopped at
+		more    string   // what the note says of the sizes after it
+	}{
+		// 100 kB/s links: 64K takes 0.66 s, 256K 2.6 s, 1M would take 10.5 s.
+		{"one device count", []string{"--devices", "2", "-b", "64K", "-e", "4M", "-f", "4", "--json", "s.json"},
+			[]string{"s.json"}, []int{2}, 1 << 20, " (1 size after it not run)"},
+		// 768K takes 7.9 s on 2 devices and more than 10 s on 4.
+		{"the second device count", []string{"--devices", "2,4", "-b", "512K", "-e", "768K", "-i", "256K", "--json", "s.json"},
+			[]string{"s-2devices.json", "s-4devices.json"}, []int{2, 1}, 768 << 10, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			t.Chdir(dir)
+			require.NoError(t, os.WriteFile("p.png", []byte("earlier"), 0o644))
+			out, err := runCLI(t, append([]string{"fabric", "sweep", "--arch", "cayman", "--link-bw", "100KB/s", "--plot", "p.png"}, tc.args...)...)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), fmt.Sprintf("%d bytes: enc: all_reduce did not finish: rank 0 not done after 10s of device time", tc.stopped))
+			assert.Contains(t, err.Error(), "(the rows of the sizes before it are printed above and written to --json, marked incomplete (neuronsim_incomplete); --plot not written)")
+			note := fmt.Sprintf("the sweep stopped at %d bytes%s, which failed: ", tc.stopped, tc.more)
+			assert.Contains(t, out, "# incomplete: "+note)
+			assert.Equal(t, append([]string{"p.png"}, tc.json...), dirNames(t, dir))
+			b, err := os.ReadFile("p.png")
+			require.NoError(t, err)
+			assert.Equal(t, "earlier", string(b))
+			for i, name := range tc.json {
+				b, err := os.ReadFile(name)
+				require.NoError(t, err)
+				var rep struct {
+					Results    []map[string]any `json:"results"`
+					Incomplete string           `json:"neuronsim_incomplete"`
+				}
+				require.NoError(t, json.Unmarshal(b, &rep), name)
+				assert.Len(t, rep.Results, tc.rows[i], name)
+				if i < len(tc.json)-1 {
+					assert.Empty(t, rep.Incomplete, "%s: a system swept whole", name)
+					continue
+				}
+				assert.Contains(t, rep.Incomplete, note, name)
+				assert.Contains(t, rep.Incomplete, "10s of device time", name)
+			}
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 
 	"github.com/neuronsim/neuronsim/internal/progress"
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/runtime/collective"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/runtime/enc/nccom"
@@ -34,6 +35,13 @@ type Sweep struct {
 // (SpinesNote); under FoldsKey, the sizes whose times are upper bounds
 // (FoldsNote); and under OvercommitKey, in the free model, the sizes whose
 // links were offered more than their bandwidth (OvercommitNote).
+//
+// A size that fails (a collective that does not finish in the device time
+// it may take, a link down) stops the sweep: the error names the size, and
+// the report of the sizes done before it, its notes made of them, comes
+// with it, saying under IncompleteKey where and why it stopped (the
+// sizes after it are not run). A failure outside a size (the link
+// counters) returns no report.
 func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 	ranks := c.Ranks()
 	given := sw.Options.RingOrder
@@ -60,7 +68,9 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 		before := c.System.Counters()
 		row, res, err := c.Collective(sw.Op, sw.Algo, sw.Dtype, size, sw.Seed+uint64(i), sw.Options)
 		if err != nil {
-			return nil, err
+			rep.Extra[IncompleteKey] = IncompleteNote(size, len(sw.Sizes)-i-1, err)
+			c.noteSweep(rep, sw, given, usage, resolution, nodes, nics)
+			return rep, err
 		}
 		rep.Rows = append(rep.Rows, row)
 		links, err := c.System.Counters().Since(before)
@@ -75,6 +85,31 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 		resolution = max(resolution, res.ResolutionPS)
 		sw.Progress.Step()
 	}
+	c.noteSweep(rep, sw, given, usage, resolution, nodes, nics)
+	sw.Progress.Done()
+	return rep, nil
+}
+
+// IncompleteKey is the report's Extra key of IncompleteNote: in the JSON
+// "neuronsim_incomplete", in the text "# incomplete: …" above the table.
+// A report without it ran every size asked for.
+const IncompleteKey = "incomplete"
+
+// IncompleteNote says where and why a sweep stopped: at size, which
+// failed with err, with more sizes after it not run.
+func IncompleteNote(size int64, more int, err error) string {
+	after := ""
+	if more > 0 {
+		after = fmt.Sprintf(" (%s after it not run)", units.Plural(int64(more), "size", "sizes"))
+	}
+	return fmt.Sprintf("the sweep stopped at %d bytes%s, which failed: %v; the rows are the sizes before it", size, after, err)
+}
+
+// noteSweep adds to a sweep's report the notes made of its rows: the link
+// usage of each, the spines', folds' and overcommitted links' notes, the
+// time resolution, the flat ring's and ring order's and auto's notes.
+func (c *Cluster) noteSweep(rep *nccom.Report, sw Sweep, given []int, usage LinkUsage, resolution uint64, nodes, nics int) {
+	ranks := c.Ranks()
 	rep.Extra[LinkUsageKey] = usage
 	if n := SpinesNote(c.System.Topology().Scale, usage); n != "" {
 		rep.Extra[SpinesKey] = n
@@ -98,8 +133,6 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 		NoteAutoRingNotPow2(rep, ranks, policy)
 		NoteAutoRDHTwoRanks(rep, ranks)
 	}
-	sw.Progress.Done()
-	return rep, nil
 }
 
 // LinkClassesKey is the report's Extra key of what each class of link of

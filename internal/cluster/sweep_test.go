@@ -145,3 +145,47 @@ func TestPermuteHBMBound(t *testing.T) {
 		})
 	}
 }
+
+// TestSweepStoppedBySize: a size that does not finish in the device time a
+// collective may take stops the sweep with an error naming it, and the
+// report of the sizes before it comes with the error, its notes made of
+// them and IncompleteKey saying where and why it stopped and how many
+// sizes were not run; a sweep whose sizes all finish has no such key.
+func TestSweepStoppedBySize(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sizes []int64
+		rows  int
+		note  string // "": complete
+	}{
+		{"the last size", []int64{4 << 10, 8 << 10, 64 << 20}, 2, "the sweep stopped at 67108864 bytes, which failed: 2 devices, 2 ranks, 67108864 bytes: "},
+		{"sizes after it", []int64{4 << 10, 64 << 20, 128 << 20, 4 << 10}, 1, "the sweep stopped at 67108864 bytes (2 sizes after it not run), which failed: "},
+		{"the first size", []int64{64 << 20}, 0, "the sweep stopped at 67108864 bytes, which failed: "},
+		{"complete", []int64{4 << 10, 8 << 10}, 2, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			need, err := BufferNeed(enc.AllReduce, enc.Ring, 2, enc.Float32, tc.sizes, enc.Options{})
+			require.NoError(t, err)
+			c, err := New(Config{Generation: hwarch.Cayman, Devices: 2, Kind: fabric.KindRing, TimingOnly: true, BufferBytes: need})
+			require.NoError(t, err)
+			c.Exec.Timeout = 200 * time.Microsecond // 4 KiB takes about 18 µs, 64 MiB far more
+			rep, err := c.Sweep(Sweep{Op: enc.AllReduce, Algo: enc.Ring, Dtype: enc.Float32, Sizes: tc.sizes})
+			require.NotNil(t, rep)
+			assert.Len(t, rep.Rows, tc.rows)
+			usage, ok := LinkUsageOf(rep)
+			require.True(t, ok, "the notes are made of the rows done")
+			assert.Len(t, usage, tc.rows)
+			if tc.note == "" {
+				require.NoError(t, err)
+				assert.NotContains(t, rep.Extra, IncompleteKey)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "67108864 bytes")
+			assert.Contains(t, err.Error(), "not done after 200µs of device time")
+			assert.Contains(t, rep.Extra[IncompleteKey], tc.note)
+			assert.Contains(t, rep.Extra[IncompleteKey], err.Error())
+			require.NoError(t, rep.Validate())
+		})
+	}
+}

@@ -73,7 +73,11 @@ type SweepResult struct {
 	Capture CaptureStats
 }
 
-// RunSweeps runs the set's sweep on each of its systems.
+// RunSweeps runs the set's sweep on each of its systems. A size that
+// fails stops it: the error comes with the reports of the systems swept
+// before, and the report of the sizes the failing system ran before that
+// size (Cluster.Sweep: marked under IncompleteKey), last; the systems
+// after it are not run.
 func RunSweeps(set SweepSet) (SweepResult, error) {
 	var res SweepResult
 	if set.Capture != nil && len(set.Systems) > 1 {
@@ -82,6 +86,9 @@ func RunSweeps(set SweepSet) (SweepResult, error) {
 	for _, sys := range set.Systems {
 		rep, err := set.runOne(sys, &res.Capture)
 		if err != nil {
+			if rep != nil {
+				res.Reports = append(res.Reports, rep)
+			}
 			return res, err
 		}
 		res.Reports = append(res.Reports, rep)
@@ -89,7 +96,8 @@ func RunSweeps(set SweepSet) (SweepResult, error) {
 	return res, nil
 }
 
-// runOne builds one system, brings it up and sweeps it.
+// runOne builds one system, brings it up and sweeps it; a size that fails
+// returns the report of the sizes before it with its error.
 func (set *SweepSet) runOne(sys SweepSystem, stats *CaptureStats) (*nccom.Report, error) {
 	cfg, sw := set.Config, set.Sweep
 	cfg.Devices, cfg.Kind = sys.Devices, sys.Kind
@@ -127,7 +135,7 @@ func (set *SweepSet) runOne(sys SweepSystem, stats *CaptureStats) (*nccom.Report
 	}
 	rep, err := c.Sweep(sw)
 	if err != nil {
-		return nil, err
+		return rep, err // the sizes done, if a size failed
 	}
 	if w == nil {
 		return rep, nil
