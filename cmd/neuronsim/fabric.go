@@ -89,7 +89,7 @@ func addFabricFlags(cmd *cobra.Command) *fabricFlags {
 	fl.Var(f.swLat, "switch-latency", fmt.Sprintf("a switch's forwarding delay, ns (default %d)", def.Switch/1000))
 	fl.Var(f.chunkB, "chunk-bytes", fmt.Sprintf("store-and-forward chunk of the aware model in bytes, %s..%s%s (default %s)",
 		units.FormatBytes(minChunkBytes), units.FormatBytes(maxChunkBytes), sizeUnits, units.FormatBytes(int64(def.ChunkBytes))))
-	fl.Var(f.server, "server-size", fmt.Sprintf("switch topology (Trn3): devices per server, i.e. on one in-server switch, 1..%d (default %d)", hwarch.MaxNeuronDevices, def.ServerSize))
+	fl.Var(f.server, "server-size", fmt.Sprintf("switch topology (Trn3): devices per server, i.e. on one in-server switch, 1..%d, at most --devices and dividing it (default %d)", hwarch.MaxNeuronDevices, def.ServerSize))
 	f.named.add(cmd)
 	f.efa = addEFAFlags(cmd)
 	return f
@@ -181,6 +181,11 @@ func (f *fabricFlags) kindOf(n int) (fabric.Kind, error) {
 			return kind, fmt.Errorf("--server-size: %s; it applies to the switch topology", kind.ServerSizeRefusal())
 		}
 		return kind, fmt.Errorf("--server-size: %s (of %d %s devices); it applies to the switch topology", kind.ServerSizeRefusal(), n, f.gen)
+	}
+	if f.server.set {
+		if r := fabric.ServerSizeFit(f.server.int(), n); r != "" {
+			return kind, fmt.Errorf("--server-size %d: %s", f.server.int(), r)
+		}
 	}
 	if f.chunkB.set && f.model == fabric.Free {
 		return kind, fmt.Errorf("--chunk-bytes: the free model moves no chunks; it applies to --model aware")

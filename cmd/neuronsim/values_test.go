@@ -87,6 +87,11 @@ func TestFabricSweepRefusesBadValues(t *testing.T) {
 		{[]string{"--server-size", "0"}, []string{"--server-size", "1..64"}},
 		{[]string{"--arch", "cayman", "--server-size", "4"}, []string{"--server-size", "switch topology"}},
 		{[]string{"--topology", "trn3-gen1", "--devices", "64", "--what-if", "--server-size", "4"}, []string{"--server-size", "trn3-gen1", "servers fixed"}},
+		// A server size past the devices built one server and no
+		// inter-server switch, one that does not divide them a last server
+		// of the rest (both once accepted silently).
+		{[]string{"--arch", "mariana", "--devices", "16", "--server-size", "32"}, []string{"--server-size 32: 32 devices per server is more than the system's 16 devices", "no inter-server switch"}},
+		{[]string{"--arch", "mariana", "--devices", "16", "--server-size", "3"}, []string{"--server-size 3: 3 devices per server does not divide the system's 16 devices: the last server would have 1"}},
 		{[]string{"--model", "free", "--chunk-bytes", "4K"}, []string{"--chunk-bytes", "--model aware"}},
 		{[]string{"-f", "0"}, []string{"--stepfactor", "2.."}},
 		{[]string{"-f", "1"}, []string{"--stepfactor", "2.."}},

@@ -600,6 +600,9 @@ func (r *resolved) timingCounts(d *strictyaml.Decoder, field func(string) (*yaml
 		if kind := r.nodeKind(); kind != fabric.KindSwitch {
 			return d.Errorf(n, path, "%s; server_size applies to the switch topology", kind.ServerSizeRefusal())
 		}
+		if r := fabric.ServerSizeFit(s.Int(), r.devices); r != "" {
+			return d.Errorf(n, path, "%s: %s", s, r)
+		}
 		p.ServerSize = s.Int()
 	}
 	return nil

@@ -25,8 +25,8 @@ func (s *System) UnmarshalStrict(d *strictyaml.Decoder, n *yaml.Node, path strin
 // namedSystem resolves system.name — one of the systems AWS sells
 // (fabric.Systems) — into the keys it sets: arch, devices, topology and
 // switch. A key the scenario gives too must agree with it (topology auto
-// agrees: it is what the real system has); what_if does not go with a
-// name (the system's device count is the hardware's, whatever
+// agrees: it is what the real system has); what_if, true or false, does
+// not go with a name (the system's device count is the hardware's, whatever
 // get_max_devs says). It returns nil without a name.
 func namedSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *System) (*fabric.SystemSpec, error) {
 	if sys.Name == "" {
@@ -63,9 +63,16 @@ func namedSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *System)
 			return nil, contradicts("switch", sys.Switch, spec.Switch().String())
 		}
 	}
-	if sys.WhatIf {
-		return nil, d.Errorf(at("system.what_if"), "system.what_if", "does not go with system.name %s: a named system is built at its own device count (%d), whatever get_max_devs says; what_if applies to system.devices",
-			spec.Name, spec.Devices)
+	// what_if is refused whatever its value, as docs/scenarios.md says
+	// (false, too, would be a key that says nothing: the CLI refuses
+	// --what-if with --system, and --what-if=false says nothing there).
+	if wi := at("system.what_if"); sys.WhatIf || wi != at("system") {
+		val := wi.Value
+		if wi == at("system") {
+			val = "true" // set for a snapshot's count, not in the file
+		}
+		return nil, d.Errorf(wi, "system.what_if", "%s: does not go with system.name %s: a named system is built at its own device count (%d), whatever get_max_devs says; what_if applies to system.devices (leave it out)",
+			val, spec.Name, spec.Devices)
 	}
 	if sys.Arch == "" {
 		sys.Arch = spec.Generation.String()

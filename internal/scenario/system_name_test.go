@@ -52,7 +52,10 @@ func TestSystemByNameRefusals(t *testing.T) {
 		{"devices", sys("devices: 32"), "32", []string{"system.devices", "32 contradicts system.name trn3-gen1", "devices 64"}},
 		{"topology", sys("topology: switch"), "switch}", []string{"system.topology", "switch contradicts system.name trn3-gen1", "topology trn3-gen1"}},
 		{"switch", sys("switch: none"), "none", []string{"system.switch", "none contradicts system.name trn3-gen1", "switch v1"}},
-		{"what_if", sys("what_if: true"), "true", []string{"system.what_if", "does not go with system.name trn3-gen1", "(64)"}},
+		{"what_if", sys("what_if: true"), "true", []string{"system.what_if: true: does not go with system.name trn3-gen1", "(64)"}},
+		// docs/scenarios.md: what_if not at all with a name; false, once
+		// accepted, says nothing either.
+		{"what_if false", sys("what_if: false"), "false", []string{"system.what_if: false: does not go with system.name trn3-gen1"}},
 		{"unknown", "name: x\nsystem: {name: trn4}\n", "trn4", []string{"system.name", `unknown system "trn4"`, "trn3-gen2"}},
 		{"unknown scalar", "name: x\nsystem: trn4\n", "trn4", []string{"system.name", `unknown system "trn4"`}},
 		{"neither", "name: x\nsystem: {devices: 4}\n", "{", []string{"system", `missing key "arch" (or "name"`}},

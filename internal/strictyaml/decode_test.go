@@ -121,22 +121,22 @@ func (s *strictSelf) UnmarshalStrict(d *Decoder, n *yaml.Node, path string) erro
 
 const strictValidDoc = `# a sample scenario
 name: ring-allreduce
-seed: 0xDEAD_BEEF
-mask: 0b1010_0101
+seed: 0xDEADBEEF
+mask: 0xA5
 offset: -12
 verbose: true
 timeout: 1.5ms
 ratio: 0.25
-limit: 1_000
+limit: 1000
 cluster:
   arch: trn2
   devices: 16
   switch: leaf
 switch:
-  ports: 0o100
+  ports: 64
   latency: 250ns
 devices:
-  dev0: {cores: 8, hbm: 0x4000_0000, links: [1, -2], clock: 1.4e9}
+  dev0: {cores: 8, hbm: 0x40000000, links: [1, -2], clock: 1.4e9}
   "dev 1":
     cores: 2
     links: []
@@ -195,7 +195,7 @@ func TestStrictDecodeValid(t *testing.T) {
 		{"explicit document markers", "---\nname: x\n...\n", strictSample{Name: "x"}},
 		{"standard tags", "name: !!str 12\nlimit: !!int 7\nratio: !!float 1\n", strictSample{Name: "12", Limit: 7, Ratio: 1}},
 		{"anchor without alias", "cluster: &c {arch: a}\n", strictSample{Cluster: strictCluster{Arch: "a"}}},
-		{"integer limits", "offset: -2147483648\nseed: 18446744073709551615\nmask: +255\nlimit: -0x10\n",
+		{"integer limits", "offset: -2147483648\nseed: 18446744073709551615\nmask: 0xFF\nlimit: -16\n",
 			strictSample{Offset: -2147483648, Seed: 18446744073709551615, Mask: 255, Limit: -16}},
 		{"infinities", "ratio: -.inf\n", strictSample{Ratio: math.Inf(-1)}},
 		{"duration zero and negative", "timeout: -1h2m\nswitch: {latency: 0}\n",
@@ -242,7 +242,7 @@ func TestStrictDecodeErrors(t *testing.T) {
 		{"float for int", "limit: 1.5\n",
 			`s.yaml:1:8: limit: expected an integer, got "1.5"`},
 		{"leading zero", "limit: 010\n",
-			`s.yaml:1:8: limit: expected an integer, got "010" (a leading zero is ambiguous: write the number without it, or with 0o for octal)`},
+			`s.yaml:1:8: limit: expected a plain decimal integer, got "010" (a leading zero is ambiguous: write the number without it)`},
 		{"mapping for int", "limit: {a: 1}\n",
 			`s.yaml:1:8: limit: expected an integer, got a mapping`},
 		{"null for int", "limit:\nname: x\n",
@@ -260,9 +260,27 @@ func TestStrictDecodeErrors(t *testing.T) {
 		{"uint8 out of range", "mask: 300\n",
 			`s.yaml:1:7: mask: 300 is out of range for uint8 (0 to 255)`},
 		{"negative uint", "seed: -1\n",
-			`s.yaml:1:7: seed: -1 is out of range for uint64 (0 to 18446744073709551615)`},
-		{"int32 out of range", "offset: 0x8000_0000\n",
-			`s.yaml:1:9: offset: 0x8000_0000 is out of range for int32 (-2147483648 to 2147483647)`},
+			`s.yaml:1:7: seed: expected a decimal or 0x hex integer, got "-1" (no sign: the value is unsigned)`},
+		{"int32 out of range", "offset: 2147483648\n",
+			`s.yaml:1:9: offset: 2147483648 is out of range for int32 (-2147483648 to 2147483647)`},
+		// The command line's integer syntax: a signed integer (a count, an
+		// index) is a plain decimal, an unsigned one (an address, a value,
+		// a seed) decimal or 0x hex; YAML 1.1's and Go's other forms are
+		// refused.
+		{"hex for int", "limit: 0x10\n",
+			`s.yaml:1:8: limit: expected a plain decimal integer, got "0x10" (no 0x, 0o or 0b prefix: write 16)`},
+		{"plus for int", "limit: +16\n",
+			`s.yaml:1:8: limit: expected a plain decimal integer, got "+16" (no '+' sign: write 16)`},
+		{"octal for uint", "seed: 0o20\n",
+			`s.yaml:1:7: seed: expected a decimal or 0x hex integer, got "0o20" (no 0o or 0b prefix: write 16)`},
+		{"binary for uint", "mask: 0b101\n",
+			`s.yaml:1:7: mask: expected a decimal or 0x hex integer, got "0b101" (no 0o or 0b prefix: write 5)`},
+		{"underscore for uint", "seed: 0xDEAD_BEEF\n",
+			`s.yaml:1:7: seed: expected a decimal or 0x hex integer, got "0xDEAD_BEEF" (no underscores: write 3735928559)`},
+		{"plus for uint", "mask: +255\n",
+			`s.yaml:1:7: mask: expected a decimal or 0x hex integer, got "+255" (no '+' sign: write 255)`},
+		{"minus for uint", "mask: -1\n",
+			`s.yaml:1:7: mask: expected a decimal or 0x hex integer, got "-1" (no sign: the value is unsigned)`},
 		{"int64 out of range", "limit: 9223372036854775808\n",
 			`s.yaml:1:8: limit: 9223372036854775808 is out of range for int (-9223372036854775808 to 9223372036854775807)`},
 		{"int16 in a map of structs", "devices:\n  \"dev 1\": {links: [1, 40000]}\n",

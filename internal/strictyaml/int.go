@@ -16,9 +16,9 @@ import (
 // Int is an integer setting whose range its reader checks, against bounds
 // the Go type does not know and which may depend on other settings (a
 // scenario's system.devices is bounded by its arch, switch and what_if).
-// It reads every integer literal an int field reads — decimal, 0x, 0o and
-// 0b, underscores, a sign; quoted numbers and ambiguous leading zeros
-// refused — however large, so that a count past what an int64 holds is
+// It reads every integer literal an int field reads — a plain decimal
+// integer, with a '-' for a negative one; quoted numbers, a '+', 0x, 0o,
+// 0b, underscores and ambiguous leading zeros refused — however large, so that a count past what an int64 holds is
 // refused by the setting's own check, naming the setting's range, and not
 // by the decoder naming int's.
 //
@@ -39,11 +39,11 @@ func IntOf(v int64) Int { return Int{v: v} }
 // UnmarshalStrict reads an integer scalar (the decoder's integer syntax);
 // one past int64 is held saturated with its text (see Int).
 func (i *Int) UnmarshalStrict(d *Decoder, n *yaml.Node, path string) error {
-	s, err := d.integer(n, path)
+	s, err := d.integer(n, path, false)
 	if err != nil {
 		return err
 	}
-	x, err := strconv.ParseInt(s, 0, 64)
+	x, err := strconv.ParseInt(s, 10, 64)
 	if errors.Is(err, strconv.ErrRange) {
 		x = math.MaxInt64
 		if strings.HasPrefix(s, "-") {
@@ -56,7 +56,7 @@ func (i *Int) UnmarshalStrict(d *Decoder, n *yaml.Node, path string) error {
 	return nil
 }
 
-// String is the integer as the file wrote it (0x10 stays 0x10, and a
+// String is the integer as the file wrote it (a
 // literal past int64 keeps its digits), or in decimal for an IntOf.
 func (i Int) String() string {
 	if i.text != "" {

@@ -5,6 +5,7 @@ package strictyaml
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -67,28 +68,97 @@ func (d *Decoder) boolean(n *yaml.Node, path string, v reflect.Value) error {
 	return nil
 }
 
-// intSyntax checks what strconv.ParseInt with base 0 would accept too
-// but YAML readers would read differently: a decimal with a leading zero,
-// which is octal to Go and to YAML 1.1 but decimal to YAML 1.2.
-func intSyntax(s string) string {
-	body := strings.TrimLeft(s, "+-")
-	if len(body) > 1 && body[0] == '0' && (body[1] >= '0' && body[1] <= '9' || body[1] == '_') {
-		return " (a leading zero is ambiguous: write the number without it, or with 0o for octal)"
+// intSyntax reports whether s is an integer literal the command line
+// reads the same way, and if not, why: a count, index or other signed
+// integer is a plain decimal (digits, with a '-' for a negative number,
+// as units.ParseInt reads --devices); an unsigned one — an address, a
+// register value, a seed — is decimal or 0x hex (as units.ParseUint reads
+// csr's ADDR and --seed). Refused are what YAML 1.1 readers and Go's
+// strconv with base 0 would read but the command line refuses — a '+'
+// sign, underscores (1_6), 0o and 0b, 0x where decimal is expected, a sign
+// on an unsigned integer — and a decimal with a leading zero, which is
+// octal to Go and to YAML 1.1 but decimal to YAML 1.2. want names the
+// syntax expected, hint (if any) says what was wrong and how to write it.
+func intSyntax(s string, hex bool) (want, hint string) {
+	want = "a plain decimal integer"
+	if hex {
+		want = "a decimal or 0x hex integer"
 	}
-	return ""
+	digits := func(t string, hex bool) bool {
+		return t != "" && strings.IndexFunc(t, func(c rune) bool {
+			return !('0' <= c && c <= '9' || hex && ('a' <= c && c <= 'f' || 'A' <= c && c <= 'F'))
+		}) < 0
+	}
+	body := s
+	if !hex {
+		body = strings.TrimPrefix(s, "-")
+	}
+	prefixed := len(body) > 2 && body[0] == '0' && strings.ContainsRune("xXoObB", rune(body[1]))
+	switch {
+	case hex && len(body) > 2 && (body[:2] == "0x" || body[:2] == "0X") && digits(body[2:], true):
+		return want, ""
+	case len(body) > 1 && body[0] == '0' && digits(body, false):
+		return want, "a leading zero is ambiguous: write the number without it"
+	case digits(body, false):
+		return want, ""
+	case strings.HasPrefix(s, "+"):
+		hint = "no '+' sign"
+	case hex && strings.HasPrefix(s, "-"):
+		hint = "no sign: the value is unsigned"
+	case strings.ContainsRune(s, '_'):
+		hint = "no underscores"
+	case prefixed && hex && body[1] != 'x' && body[1] != 'X':
+		hint = "no 0o or 0b prefix"
+	case prefixed && hex:
+		return want, "-"
+	case prefixed:
+		hint = "no 0x, 0o or 0b prefix"
+	default:
+		return want, "-" // no integer at all
+	}
+	if v, err := strconv.ParseInt(s, 0, 64); err == nil && !(hex && v < 0) {
+		return want, fmt.Sprintf("%s: write %d", hint, v)
+	}
+	if v, err := strconv.ParseUint(strings.TrimPrefix(s, "+"), 0, 64); err == nil {
+		return want, fmt.Sprintf("%s: write %d", hint, v)
+	}
+	return want, hint
 }
 
 // integer returns the text of an integer scalar, refused as no integer
-// when it is quoted, tagged otherwise or has a leading zero (intSyntax).
-func (d *Decoder) integer(n *yaml.Node, path string) (string, error) {
+// when it is quoted, tagged otherwise or not in the syntax of its kind
+// (intSyntax: decimal, or decimal or 0x hex for an unsigned integer).
+func (d *Decoder) integer(n *yaml.Node, path string, hex bool) (string, error) {
 	s, err := d.unquoted(n, path, "an integer", "!!int")
 	if err != nil {
 		return "", err
 	}
-	if hint := intSyntax(s); hint != "" {
-		return "", d.Errorf(n, path, "expected an integer, got %s%s", describe(n), hint)
+	switch want, hint := intSyntax(s, hex); hint {
+	case "":
+		return s, nil
+	case "-": // no integer at all (abc, 1.5)
+		return "", d.Errorf(n, path, "expected an integer, got %s", describe(n))
+	default:
+		return "", d.Errorf(n, path, "expected %s, got %s (%s)", want, describe(n), hint)
 	}
-	return s, nil
+}
+
+// IntegerText is the text of the integer scalar n, refused as a field of
+// an integer type refuses it (quoted, tagged otherwise, or not in the
+// syntax of the kind: a plain decimal integer, or with hex a decimal or
+// 0x hex one): for a reader that takes a scalar of any kind and checks
+// its range itself (a sweep grid's counts), so that it refuses "16" and
+// 0x10 as a scenario's field does.
+func (d *Decoder) IntegerText(n *yaml.Node, path string, hex bool) (string, error) {
+	return d.integer(n, path, hex)
+}
+
+// NumberText is the text of the number scalar n, refused as a field of a
+// float type refuses it when it is quoted or tagged otherwise: for a
+// reader that takes a scalar of any kind and reads the number itself (a
+// sweep grid's efa.oversubscription).
+func (d *Decoder) NumberText(n *yaml.Node, path string) (string, error) {
+	return d.unquoted(n, path, "a number", "!!float", "!!int")
 }
 
 // integerErr is the decoder's error for an integer scalar s that strconv
@@ -102,11 +172,11 @@ func (d *Decoder) integerErr(n *yaml.Node, path, s string, v reflect.Value, err 
 }
 
 func (d *Decoder) signed(n *yaml.Node, path string, v reflect.Value) error {
-	s, err := d.integer(n, path)
+	s, err := d.integer(n, path, false)
 	if err != nil {
 		return err
 	}
-	x, err := strconv.ParseInt(s, 0, 64)
+	x, err := strconv.ParseInt(s, 10, 64)
 	if err == nil && v.OverflowInt(x) {
 		err = strconv.ErrRange
 	}
@@ -119,24 +189,11 @@ func (d *Decoder) signed(n *yaml.Node, path string, v reflect.Value) error {
 }
 
 func (d *Decoder) unsigned(n *yaml.Node, path string, v reflect.Value) error {
-	s, err := d.integer(n, path)
+	s, err := d.integer(n, path, true)
 	if err != nil {
 		return err
 	}
-	if strings.HasPrefix(s, "-") {
-		// A negative integer is out of range (but -0 is 0); anything else
-		// after a minus is no integer.
-		x, err := strconv.ParseInt(s, 0, 64)
-		switch {
-		case err == nil && x == 0:
-			v.SetUint(0)
-			return nil
-		case err == nil:
-			err = strconv.ErrRange
-		}
-		return d.integerErr(n, path, s, v, err, 0, ^uint64(0)>>(64-v.Type().Bits()))
-	}
-	x, err := strconv.ParseUint(strings.TrimPrefix(s, "+"), 0, 64)
+	x, err := strconv.ParseUint(s, 0, 64)
 	if err == nil && v.OverflowUint(x) {
 		err = strconv.ErrRange
 	}

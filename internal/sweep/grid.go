@@ -403,7 +403,7 @@ type rawGrid struct {
 	Switch    word       `yaml:"switch"`
 	Seed      word       `yaml:"seed"`
 	Endpoints word       `yaml:"endpoints"`
-	WhatIf    bool       `yaml:"what_if"`
+	WhatIf    flag       `yaml:"what_if"`
 	EFA       *rawEFA    `yaml:"efa"`
 	Axes      rawAxes    `yaml:"axes,required"`
 	Outputs   rawOutputs `yaml:"outputs"`
@@ -425,6 +425,42 @@ type rawEFA struct {
 
 type rawOutputs struct {
 	Plots *bool `yaml:"plots"`
+}
+
+// flag is a boolean with its place in the file.
+type flag struct {
+	v bool
+	n *yaml.Node
+}
+
+// UnmarshalStrict reads true or false.
+func (f *flag) UnmarshalStrict(d *strictyaml.Decoder, n *yaml.Node, path string) error {
+	f.n = n
+	return d.Node(n, path, &f.v)
+}
+
+// integer refuses w, given where an integer is expected, unless it is a
+// plain decimal integer: not quoted ("2"), not 0x10, +16 or 1_6 — as a
+// scenario's integer keys refuse them (strictyaml's integer syntax, the
+// command line's).
+func (e *expander) integer(w word, path string) error {
+	if w.n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 &&
+		(w.s == "" || !strings.ContainsRune("0123456789+-", rune(w.s[0]))) {
+		return nil // a word, no number: its reader's parse refuses it
+	}
+	if _, err := e.d.IntegerText(w.n, path, false); err != nil {
+		return gridError{err}
+	}
+	return nil
+}
+
+// number refuses w, given where a number is expected, if it is quoted, as
+// a scenario's number keys do.
+func (e *expander) number(w word, path string) error {
+	if _, err := e.d.NumberText(w.n, path); err != nil {
+		return gridError{err}
+	}
+	return nil
 }
 
 // word is a scalar with its place in the file.
@@ -803,7 +839,17 @@ func (e *expander) fixed() (fixedFields, error) {
 		fx.ends = v
 	}
 	if raw.Seed.n != nil {
-		v, err := units.ParseUint("seed", raw.Seed.s, math.MaxUint64) // a scenario's seed's range
+		// Decimal or 0x hex, as a scenario's seed and --seed; at most
+		// 2^63 − 1, not 2^64 − 1 as theirs: merge writes the seed to
+		// SQLite's INTEGER, which is signed (sqliteValues), and a grid of
+		// a larger seed would plan and run and then fail to merge.
+		if _, err := e.d.IntegerText(raw.Seed.n, "seed", true); err != nil {
+			return fx, gridError{err}
+		}
+		v, err := units.ParseUint("seed", raw.Seed.s, math.MaxInt64)
+		if ue := (*units.Error)(nil); errors.As(err, &ue) && errors.Is(err, units.ErrRange) {
+			ue.Reason = "a grid's seed is 0..2^63−1 (9223372036854775807): sweep merge writes it to SQLite's INTEGER, which is signed"
+		}
 		if err != nil {
 			return fx, e.fail(raw.Seed.n, "seed", err, "")
 		}
@@ -1232,7 +1278,7 @@ func (b *pointBuilder) add(sh shapeOf, pt Point, p fabric.Params, sz sizeVal, gr
 	f.engines = engines
 	sp := spec{gen: sys.gen, device: sys.device, family: sys.family, tables: sys.tables, kind: sys.kind, params: p,
 		op: o, algo: a, dtype: t, timing: !functional, feat: f, sysNode: sys.n, sysPath: sys.path, size: sz, opts: opts,
-		whatIf: e.raw.WhatIf || sys.name != "" && sys.devices > hwarch.MaxNeuronDevices}
+		whatIf: e.raw.WhatIf.v || sys.name != "" && sys.devices > hwarch.MaxNeuronDevices}
 	sp.memNeed = sc.memNeed
 	mode := "functional"
 	if !functional {
@@ -1386,6 +1432,12 @@ func (e *expander) systems(family *hwarch.SwitchFamily) ([]system, error) {
 		if len(out) == 0 {
 			return nil, e.fail(ax.n, "axes", nil, "no systems: give the axis %q (with arch) or %q", AxisDevices, AxisSystems)
 		}
+		if e.raw.WhatIf.v {
+			// As fabric sweep --what-if with --system and a scenario's
+			// what_if with system.name: a named system is built at its own
+			// device count, past get_max_devs the what-if way without it.
+			return nil, e.fail(e.raw.WhatIf.n, "what_if", nil, "true: the grid has no devices axis, and a named system (%s) is built at its own device count without it, so it would change nothing; it allows counts of the devices axis beyond get_max_devs: leave it out", out[0].name)
+		}
 		return out, nil
 	}
 	counted, err := e.countedSystems(famOf, devs, topos)
@@ -1413,7 +1465,7 @@ func (e *expander) systems(family *hwarch.SwitchFamily) ([]system, error) {
 // devices is brought up the what-if way without it), as fabric sweep
 // --what-if is refused there.
 func (e *expander) checkWhatIf(devs *list, counted []system) error {
-	if !e.raw.WhatIf || len(counted) == 0 {
+	if !e.raw.WhatIf.v || len(counted) == 0 {
 		return nil
 	}
 	most := 0
@@ -1548,11 +1600,14 @@ func (e *expander) countedSystems(famOf func(hwarch.Generation) hwarch.SwitchFam
 	counts := map[int]bool{}
 	for i, w := range devs.items {
 		path := fmt.Sprintf("axes.%s[%d]", AxisDevices, i)
+		if err := e.integer(w, path); err != nil {
+			return nil, err
+		}
 		n, err := units.ParseCount(path, w.s) // past int: saturated, for the check to name the range
 		if err != nil {
 			return nil, e.fail(w.n, path, err, "")
 		}
-		if err := t.Soc.CheckDevicesField(path, strings.TrimSpace(w.s), n, raw.WhatIf, "what_if: true"); err != nil {
+		if err := t.Soc.CheckDevicesField(path, strings.TrimSpace(w.s), n, raw.WhatIf.v, "what_if: true"); err != nil {
 			return nil, e.fail(w.n, path, err, "")
 		}
 		if counts[n] {
@@ -1642,6 +1697,9 @@ func (e *expander) efaSettings() (*efaBlock, error) {
 			}
 			b.s.Network = &nw
 		case fabric.SettingOversubscription:
+			if err := e.number(k.w, path); err != nil {
+				return nil, err
+			}
 			v, err := units.ParseFloat(path, k.w.s)
 			if err != nil {
 				return nil, bad(err)
@@ -1654,6 +1712,9 @@ func (e *expander) efaSettings() (*efaBlock, error) {
 			}
 			b.s.Bandwidth = &v
 		case fabric.SettingLatency:
+			if err := e.number(k.w, path); err != nil {
+				return nil, err
+			}
 			f, err := units.ParseFloat(path, k.w.s)
 			if err != nil {
 				return nil, bad(err)
@@ -1664,6 +1725,9 @@ func (e *expander) efaSettings() (*efaBlock, error) {
 			}
 			b.s.Latency = &ps
 		default:
+			if err := e.integer(k.w, path); err != nil {
+				return nil, err
+			}
 			v, err := units.ParseInt(path, k.w.s, math.MinInt32, math.MaxInt32)
 			if err != nil {
 				return nil, bad(err)
@@ -1791,6 +1855,9 @@ func (e *expander) ints(axis string, lo, hi int64, def []int) ([]intVal, error) 
 	seen := map[int64]bool{}
 	for i, w := range l.items {
 		path := fmt.Sprintf("axes.%s[%d]", axis, i)
+		if err := e.integer(w, path); err != nil {
+			return nil, err
+		}
 		v, err := units.ParseInt(path, w.s, lo, hi)
 		if err != nil {
 			return nil, e.fail(w.n, path, err, "")
@@ -1810,6 +1877,17 @@ const channelsNICs = "nics"
 
 // channels reads the channels axis: nics (0), or 1..enc.MaxChannels rings.
 func (e *expander) channels() ([]intVal, error) {
+	if l := e.raw.Axes.lists[AxisChannels]; l != nil {
+		for i, w := range l.items {
+			// A count is written as the integer keys' are ("4", 0x4 and +4
+			// refused); a word other than nics is words' to refuse.
+			if w.s != channelsNICs {
+				if err := e.integer(w, fmt.Sprintf("axes.%s[%d]", AxisChannels, i)); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
 	words, err := e.words(AxisChannels, []string{channelsNICs}, func(s string) (string, error) {
 		if s == channelsNICs {
 			return s, nil
@@ -1958,6 +2036,9 @@ func (e *expander) sizes(op enc.Op, t enc.Dtype, ranks int) ([]sizeVal, error) {
 		}
 		var factor, step int64
 		if r.Factor.n != nil {
+			if err := e.integer(r.Factor, "axes.sizes.factor"); err != nil {
+				return nil, err
+			}
 			if factor, err = units.ParseInt("axes.sizes.factor", r.Factor.s, 2, 1<<20); err != nil {
 				return nil, e.fail(r.Factor.n, "axes.sizes.factor", err, "")
 			}
@@ -1996,6 +2077,11 @@ func (e *expander) sizes(op enc.Op, t enc.Dtype, ranks int) ([]sizeVal, error) {
 		v, err := units.ParseBytesIn(path, w.s, 0, enc.MaxSize)
 		if err != nil {
 			return nil, e.fail(w.n, path, err, "")
+		}
+		if v < align {
+			// As fabric sweep -b 0 -e 0 and a scenario's sweep of max 0
+			// (nccom.Sizes): a collective of 0 bytes moves nothing.
+			return nil, e.fail(w.n, path, nil, "%s (%d B): below the alignment %s (the element size, times the ranks for an op that splits its buffer: %s in %s over %d ranks)", w.s, v, nccom.FormatSize(align), op, t, ranks)
 		}
 		if v%align != 0 {
 			return nil, e.fail(w.n, path, nil, "%s (%d B) is not a multiple of %d B, the granule of %s in %s over %d ranks (a range {min, max, factor} rounds to it)", w.s, v, align, op, t, ranks)

@@ -190,6 +190,35 @@ func TestGridErrors(t *testing.T) {
 		{"too many points", gridYAML("  devices: [2, 4, 8, 16]\n  ops: [all_reduce, all_gather]\n  models: [aware, free]\n  dtypes: [fp32, bf16]\n  ranks_per_device: [1, 2, 4, 8]\n  link_latency: [" + seq(1000) + "]\n  sizes: [4K]\n"), []string{"more than 100000 points"}},
 		{"too many points by size", gridYAML("  devices: [2, 4, 8, 16]\n  ops: [all_reduce]\n  link_latency: ["+seq(1000)+"]\n  sizes: {min: 4K, max: 1G, step: 32M}\n") + "outputs:\n  plots: false\n", []string{"more than 100000 points"}},
 		{"plots of too many groups", gridYAML("  devices: [2]\n  ops: [all_reduce]\n  models: [aware, free]\n  link_latency: [" + seq(MaxPlots/2+1) + "]\n  sizes: [1K]\n"), []string{"outputs.plots", "plots: false"}},
+		// A collective of 0 bytes, refused as fabric sweep -b 0 -e 0 is
+		// (once planned, run and merged).
+		{"size 0", gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: [0]\n"), []string{"grid.yaml:5:11: axes.sizes[0]: 0 (0 B): below the alignment 4B"}},
+		{"size 0 among others", gridYAML("  devices: [2]\n  ops: [all_gather]\n  sizes: [1K, 0]\n"), []string{"grid.yaml:5:15: axes.sizes[1]: 0 (0 B): below the alignment 8B", "all_gather in fp32 over 2 ranks"}},
+		// what_if with named systems only changes nothing (once accepted),
+		// as --what-if with --system and a scenario's what_if with a name.
+		{"what-if with named systems only", "what_if: true\naxes:\n  systems: [trn3-gen2]\n  ops: [all_reduce]\n  sizes: [1M]\n", []string{"grid.yaml:1:10: what_if: true: the grid has no devices axis, and a named system (trn3-gen2) is built at its own device count"}},
+		// A quoted number is a string, refused where a number is expected
+		// as a scenario's devices: "16" is (once accepted).
+		{"device count quoted", gridYAML("  devices: [\"2\"]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{`grid.yaml:3:13: axes.devices[0]: expected an integer, got the string "2"`}},
+		{"nodes quoted", gridYAML(base + "  nodes: ['2']\n"), []string{`axes.nodes[0]: expected an integer, got the string "2"`}},
+		{"ranks per device quoted", gridYAML(base + "  ranks_per_device: [\"1\"]\n"), []string{`axes.ranks_per_device[0]: expected an integer, got the string "1"`}},
+		{"channels quoted", gridYAML(base + "  channels: [\"1\"]\n"), []string{`axes.channels[0]: expected an integer, got the string "1"`}},
+		{"factor quoted", gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: {min: 1K, max: 1M, factor: \"2\"}\n"), []string{`axes.sizes.factor: expected an integer, got the string "2"`}},
+		{"efa leaf_ports quoted", gridYAML(base+"  nodes: [2]\n") + "efa: {leaf_ports: \"8\"}\n", []string{`efa.leaf_ports: expected an integer, got the string "8"`}},
+		{"efa oversubscription quoted", gridYAML(base+"  nodes: [2]\n") + "efa: {oversubscription: \"2\"}\n", []string{`efa.oversubscription: expected a number, got the string "2"`}},
+		{"seed quoted", "arch: cayman\nmode: functional\nseed: \"3\"\naxes:\n" + base, []string{`grid.yaml:3:7: seed: expected an integer, got the string "3"`}},
+		// YAML 1.1's and Go's integer forms, refused as the command line
+		// and a scenario refuse them.
+		{"device count hex", gridYAML("  devices: [0x2]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{`axes.devices[0]: expected a plain decimal integer, got "0x2" (no 0x, 0o or 0b prefix: write 2)`}},
+		{"device count plus", gridYAML("  devices: [+2]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{`axes.devices[0]: expected a plain decimal integer, got "+2" (no '+' sign: write 2)`}},
+		{"nodes underscore", gridYAML(base + "  nodes: [1_6]\n"), []string{`axes.nodes[0]: expected a plain decimal integer, got "1_6" (no underscores: write 16)`}},
+		{"ranks per device octal", gridYAML(base + "  ranks_per_device: [0o2]\n"), []string{`axes.ranks_per_device[0]: expected a plain decimal integer, got "0o2"`}},
+		{"channels hex", gridYAML(base + "  channels: [0x2]\n"), []string{`axes.channels[0]: expected a plain decimal integer, got "0x2"`}},
+		{"seed octal", "arch: cayman\nmode: functional\nseed: 0o7\naxes:\n" + base, []string{`seed: expected a decimal or 0x hex integer, got "0o7" (no 0o or 0b prefix: write 7)`}},
+		// The seed is 0..2^63−1, what merge's SQLite INTEGER holds (once
+		// 2^63 planned and ran, and the error said 2^64−1).
+		{"seed 2^63", "arch: cayman\nmode: functional\nseed: 9223372036854775808\naxes:\n" + base, []string{"grid.yaml:3:7: seed: \"9223372036854775808\": a grid's seed is 0..2^63−1 (9223372036854775807): sweep merge writes it to SQLite's INTEGER, which is signed"}},
+		{"seed 2^64", "arch: cayman\nmode: functional\nseed: 18446744073709551616\naxes:\n" + base, []string{"seed: \"18446744073709551616\": a grid's seed is 0..2^63−1"}},
 		{"yaml syntax", "arch: [cayman\n", []string{"grid.yaml"}},
 		{"alias", "arch: &a cayman\nmode: *a\naxes:\n" + base, []string{"aliases are not supported"}},
 	}

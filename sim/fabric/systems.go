@@ -47,6 +47,23 @@ func (k Kind) ServerSizeRefusal() string {
 	return fmt.Sprintf("a %s topology has no servers", k)
 }
 
+// ServerSizeFit says why size devices per server (Params.ServerSize,
+// given) do not make servers of a switch topology of n devices, or "":
+// a size above n builds one server and no inter-server switch, and one
+// that does not divide n a last server of fewer devices (the default, 16,
+// is not checked: a switch topology takes any device count, its last
+// server the rest). The command line's --server-size and a scenario's
+// timing.server_size refuse it with these words.
+func ServerSizeFit(size, n int) string {
+	switch {
+	case size > n:
+		return fmt.Sprintf("%d devices per server is more than the system's %d devices: it would build one server of %d and no inter-server switch (a server size of %d says that)", size, n, n, n)
+	case n%size != 0:
+		return fmt.Sprintf("%d devices per server does not divide the system's %d devices: the last server would have %d", size, n, n%size)
+	}
+	return ""
+}
+
 // GenerationRefusal says why a topology of kind k cannot be built of
 // devices of generation g, or "" when it can. The switched kinds
 // (switch, trn3-gen1, trn3-gen2) are Trn3's: NeuronSwitch and the
