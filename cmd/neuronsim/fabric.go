@@ -176,6 +176,11 @@ func (f *fabricFlags) kindOf(n int) (fabric.Kind, error) {
 	if r := kind.GenerationRefusal(f.gen); r != "" {
 		return kind, fmt.Errorf("--topology %s: %s", kind, r)
 	}
+	if r := kind.DevicesRefusal(n); r != "" {
+		// Once "cluster: fabric torus2d: 6 devices; …: topology cannot be
+		// built", naming neither flag.
+		return kind, fmt.Errorf("--topology %s: %d devices (--devices): %s", kind, n, r)
+	}
 	if f.server.set && kind != fabric.KindSwitch {
 		if kind == fabric.KindTrn3Gen1 || kind == fabric.KindTrn3Gen2 {
 			return kind, fmt.Errorf("--server-size: %s; it applies to the switch topology", kind.ServerSizeRefusal())
@@ -742,6 +747,9 @@ func (s *sweepFlags) sizeRange() (sweepSizeRange, error) {
 	if err := nccom.CheckRange(r.minB, r.maxB, r.factor, nccom.Flags); err != nil {
 		return sweepSizeRange{}, err
 	}
+	if err := nccom.CheckMaxSize(r.maxB, nccom.Flags); err != nil {
+		return sweepSizeRange{}, err
+	}
 	return r, nil
 }
 
@@ -808,6 +816,11 @@ func (s *sweepFlags) sizeSystem(f *fabricFlags, plan *sweepPlan, sys *cluster.Sw
 	}
 	sw.Options = cfg.CollectiveOptions(sw.Options) // over nodes: the group size of a node
 	ranks := sys.Devices * s.ranksPerDevice.int()
+	// hier's groups split the ranks; once refused by the schedule's builder
+	// naming no flag ("enc: hier … group size 3 does not divide 16 ranks").
+	if g := s.groupSize.int(); s.groupSize.set && sw.Algo == enc.Hier && (g > ranks || ranks%g != 0) {
+		return fmt.Errorf("--group-size %d: does not divide the %d ranks (%d devices × %s per device): hier's groups split the ranks", g, ranks, sys.Devices, units.Plural(int64(s.ranksPerDevice.int()), "rank", "ranks"))
+	}
 	if err := enc.CheckRingOrder(sw.Options.RingOrder, ranks); err != nil {
 		return fmt.Errorf("--ring-order %q on %d ranks: %w", s.ringOrder, ranks, err)
 	}

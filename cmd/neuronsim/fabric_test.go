@@ -79,16 +79,17 @@ func TestFabricSweepErrors(t *testing.T) {
 		args []string
 		want string // the error names what is wrong
 	}{
-		"too many devices":   {[]string{"--arch", "mariana", "--devices", "33"}, "--devices 33"},
-		"bad op":             {[]string{"--op", "broadcast"}, `--op: enc: unknown collective op "broadcast"`},
-		"bad algo":           {[]string{"--algo", "tree"}, `--algo: enc: unknown collective algorithm "tree"`},
-		"bad mode":           {[]string{"--mode", "fast"}, `--mode "fast"`},
-		"bad size":           {[]string{"-b", "1X"}, `-b/--minbytes "1X": unknown unit "X"`},
-		"bad max size":       {[]string{"-e", "1.5G"}, `-e/--maxbytes "1.5G": sizes are integers only`},
-		"bad step":           {[]string{"-i", "-1"}, `-i/--stepbytes "-1": sizes are unsigned integers`},
-		"every byte to 2^63": {[]string{"-b", "0", "-e", "9223372036854775807", "-i", "1"}, "0B to 9223372036854775807B by 1 bytes is 9223372036854775808 points (at most 10000)"},
-		"functional too big": {[]string{"--arch", "mariana", "--devices", "32", "--mode", "functional", "-b", "1G", "-e", "1G"}, "all_reduce of 1 GiB on 32 ranks needs about 386 GiB of memory, more than the limit of"},
-		"rdh on 12":          {[]string{"--arch", "sunda", "--devices", "12", "--algo", "rdh", "-b", "1M", "-e", "1M"}, "rdh needs a power-of-two rank count, not 12"},
+		"too many devices":    {[]string{"--arch", "mariana", "--devices", "33"}, "--devices 33"},
+		"bad op":              {[]string{"--op", "broadcast"}, `--op: enc: unknown collective op "broadcast"`},
+		"bad algo":            {[]string{"--algo", "tree"}, `--algo: enc: unknown collective algorithm "tree"`},
+		"bad mode":            {[]string{"--mode", "fast"}, `--mode "fast"`},
+		"bad size":            {[]string{"-b", "1X"}, `-b/--minbytes "1X": unknown unit "X"`},
+		"bad max size":        {[]string{"-e", "1.5G"}, `-e/--maxbytes "1.5G": sizes are integers only`},
+		"bad step":            {[]string{"-i", "-1"}, `-i/--stepbytes "-1": sizes are unsigned integers`},
+		"every byte to 2^63":  {[]string{"-b", "0", "-e", "9223372036854775807", "-i", "1"}, "-e/--maxbytes 9223372036854775807B: above the largest collective, 1048576TiB"},
+		"every byte to 1 EiB": {[]string{"-b", "0", "-e", "1048576T", "-i", "1"}, "0B to 1048576TiB by 1 bytes is 1152921504606846977 points (at most 10000)"},
+		"functional too big":  {[]string{"--arch", "mariana", "--devices", "32", "--mode", "functional", "-b", "1G", "-e", "1G"}, "all_reduce of 1 GiB on 32 ranks needs about 386 GiB of memory, more than the limit of"},
+		"rdh on 12":           {[]string{"--arch", "sunda", "--devices", "12", "--algo", "rdh", "-b", "1M", "-e", "1M"}, "rdh needs a power-of-two rank count, not 12"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := runCLI(t, append([]string{"fabric", "sweep"}, tt.args...)...)

@@ -38,8 +38,25 @@ func flagError(_ *cobra.Command, err error) error {
 	if errors.As(err, &ue) {
 		return ue
 	}
+	// pflag's "invalid argument %q for %q flag: …" echoes the value whole,
+	// and so may the refusal after it: cut it as units.Error does.
+	var ive *pflag.InvalidValueError
+	if v := ""; errors.As(err, &ive) && len(ive.GetValue()) > units.MaxShown {
+		v = ive.GetValue()
+		return &clippedError{msg: strings.ReplaceAll(err.Error(), v, units.Clip(v)), err: err}
+	}
 	return err
 }
+
+// clippedError is an error whose message has a long value cut
+// (units.Clip); it wraps the error it was made from.
+type clippedError struct {
+	msg string
+	err error
+}
+
+func (e *clippedError) Error() string { return e.msg }
+func (e *clippedError) Unwrap() error { return e.err }
 
 // scaledValue is a latency or a bandwidth, kept as the integer its
 // parser gives: a latency in (fractional) nanoseconds, a bare number, kept

@@ -137,7 +137,7 @@ func (s *Size) UnmarshalStrict(d *strictyaml.Decoder, n *yaml.Node, path string)
 		}
 		// The *Error names the path; its message is the value and the reason,
 		// as a flag's error after the flag's name.
-		return d.ErrorWith(n, path, ue.Value+": "+ue.Reason, err)
+		return d.ErrorWith(n, path, ue.Shown()+": "+ue.Reason, err)
 	}
 	*s = Size(v)
 	return nil
@@ -373,6 +373,11 @@ func resolveSystem(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *Syste
 			return nil, d.Errorf(at("system.topology"), "system.topology", "%s: %s", sys.Topology, refusal)
 		}
 		r.kind = *w.kind
+		// A shape that fixes the count (once refused when the fabric was
+		// built, "x.yaml: system: cluster: fabric torus2d: …", at no line).
+		if refusal := r.kind.DevicesRefusal(r.devices); refusal != "" && named == nil {
+			return nil, d.Errorf(at("system.topology"), "system.topology", "%s: %d devices (system.devices): %s", sys.Topology, r.devices, refusal)
+		}
 	}
 	if named != nil {
 		r.kind, r.system = named.Kind, named.Name

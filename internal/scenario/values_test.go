@@ -95,6 +95,13 @@ func TestParseRefusesBadValues(t *testing.T) {
 		{"chunk free", "name: x\nsystem: {arch: mariana, model: free, timing: {chunk_bytes: 8K}}\n", "8K", []string{"system.timing.chunk_bytes", "model: aware"}},
 		{"engines 0", timing("engines: 0"), "0}", []string{"system.timing.engines", "1..16"}},
 		{"engines 1000", timing("engines: 1000"), "1000", []string{"system.timing.engines", "1..16"}},
+		// A topology the count cannot make, at system.topology (once
+		// "x.yaml: system: cluster: fabric torus2d: …", at no line).
+		{"torus2d of 6", "name: x\nsystem: {arch: cayman, devices: 6, topology: torus2d}\n", "torus2d", []string{"system.topology: torus2d: 6 devices (system.devices): the 4×4 torus needs a multiple of 16"}},
+		{"ultraserver of 4", "name: x\nsystem: {arch: cayman, devices: 4, topology: ultraserver}\n", "ultraserver", []string{"system.topology: ultraserver: 4 devices (system.devices): an UltraServer is 4 × 16 = 64"}},
+		{"trn3-gen1 of 4", sys("devices: 4, topology: trn3-gen1"), "trn3-gen1", []string{"system.topology: trn3-gen1: 4 devices (system.devices): a Trn3 Gen1 UltraServer is 4 servers × 16 = 64"}},
+		// A value of 100 digits is echoed cut to 64 characters.
+		{"nodes of 100 digits", sys("nodes: " + strings.Repeat("9", 100)), "999", []string{"system.nodes: " + strings.Repeat("9", 64) + "…: must be in 1..16384"}},
 		{"server_size 0", timing("server_size: 0"), "0}", []string{"system.timing.server_size", "1..64"}},
 		{"server_size past the devices", sys("devices: 16, timing: {server_size: 32}"), "32}", []string{"system.timing.server_size: 32: 32 devices per server is more than the system's 16 devices", "no inter-server switch"}},
 		{"server_size not dividing the devices", sys("devices: 16, timing: {server_size: 3}"), "3}", []string{"system.timing.server_size: 3: 3 devices per server does not divide the system's 16 devices: the last server would have 1"}},

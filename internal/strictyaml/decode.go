@@ -56,6 +56,13 @@ type Decoder struct {
 // pointer). Every error it returns is (or wraps) an *Error, and so wraps
 // ErrStrict.
 func Decode(file string, data []byte, out any) (err error) {
+	return DecodeAs(file, "a scenario file", data, out)
+}
+
+// DecodeAs is Decode of a file of another kind than a scenario, which
+// what names ("a sweep grid file") where an error says what the file must
+// hold.
+func DecodeAs(file, what string, data []byte, out any) (err error) {
 	d := &Decoder{File: file}
 	defer func() {
 		// A last resort: the code below is written not to panic.
@@ -79,7 +86,7 @@ func Decode(file string, data []byte, out any) (err error) {
 	}
 	var next yaml.Node
 	if err := dec.Decode(&next); err == nil {
-		return d.Errorf(&next, "", "more than one document; a scenario file holds exactly one")
+		return d.Errorf(&next, "", "more than one document; %s holds exactly one", what)
 	} else if !errors.Is(err, io.EOF) {
 		return d.syntaxError(err)
 	}

@@ -31,5 +31,7 @@
 // The package was written for neuronsim's scenario files
 // (internal/scenario, docs/scenarios.md), and its messages still say so
 // ("scenario decoding", "a scenario file holds exactly one"): they are kept
-// byte for byte, as the scenario tests and users' scripts match them.
+// byte for byte, as the scenario tests and users' scripts match them;
+// DecodeAs names another kind of file ("a sweep grid file holds exactly
+// one").
 package strictyaml

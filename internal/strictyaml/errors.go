@@ -93,7 +93,7 @@ func (d *Decoder) ValueError(n *yaml.Node, path string, err error) error {
 	if !errors.As(err, &ue) {
 		return d.Errorf(n, path, "%w", err)
 	}
-	e := &Error{Path: path, Msg: ue.Value + ": " + ue.Reason, cause: err}
+	e := &Error{Path: path, Msg: ue.Shown() + ": " + ue.Reason, cause: err}
 	if d != nil {
 		e.File = d.File
 	}

@@ -4,9 +4,10 @@ package strictyaml
 
 import (
 	"strconv"
-	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // isNull reports whether n is a null scalar ("", "~", "null", !!null).
@@ -50,18 +51,9 @@ func describe(n *yaml.Node) string {
 	return quote(n.Value)
 }
 
-// clip shortens text from the file that goes into a message.
-func clip(s string) string {
-	const most = 60
-	if len(s) <= most {
-		return s
-	}
-	cut := most
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
-}
+// clip shortens text from the file that goes into a message, as every
+// message cuts a value it echoes (units.Clip: 64 characters and "…").
+func clip(s string) string { return units.Clip(s) }
 
 // quote quotes text from the file for a message, shortened.
 func quote(s string) string {

@@ -87,7 +87,7 @@ func TestInt(t *testing.T) {
 		{"n: 9223372036854775807\n", "9223372036854775807", math.MaxInt64, false},
 		{"n: 99999999999999999999\n", "99999999999999999999", math.MaxInt64, false},
 		{"n: -99999999999999999999\n", "-99999999999999999999", math.MinInt64, false},
-		{"n: " + strings.Repeat("9", 70) + "\n", strings.Repeat("9", 60) + "...", math.MaxInt64, false},
+		{"n: " + strings.Repeat("9", 70) + "\n", strings.Repeat("9", 64) + "…", math.MaxInt64, false},
 	} {
 		t.Run(tc.doc, func(t *testing.T) {
 			var c counts

@@ -627,7 +627,7 @@ func parseGrid(file string, data []byte, maxBuild int64) (*Grid, error) {
 		return nil, fmt.Errorf("sweep: grid %s: larger than %d bytes: %w", file, MaxGridBytes, ErrGrid)
 	}
 	var raw rawGrid
-	if err := strictyaml.Decode(file, data, &raw); err != nil {
+	if err := strictyaml.DecodeAs(file, "a sweep grid file", data, &raw); err != nil {
 		if !errors.Is(err, ErrGrid) {
 			err = gridError{err}
 		}
@@ -671,7 +671,7 @@ func (e *expander) fail(n *yaml.Node, path string, cause error, format string, a
 	var ue *units.Error
 	switch {
 	case errors.As(cause, &ue):
-		msg = ue.Value + ": " + ue.Reason
+		msg = ue.Shown() + ": " + ue.Reason
 	case msg == "":
 		msg = cause.Error()
 	default:
@@ -1536,6 +1536,9 @@ func (e *expander) namedSystems(famOf func(hwarch.Generation) hwarch.SwitchFamil
 		if err != nil {
 			return nil, e.fail(w.n, path, err, "%q", w.s)
 		}
+		if j := slices.IndexFunc(out, func(o system) bool { return o.name == s.Name }); j >= 0 {
+			return nil, e.fail(w.n, path, nil, "%s listed twice (axes.%s[%d])", s.Name, AxisSystems, j)
+		}
 		if raw.Arch.n != nil {
 			g, err := hwarch.ParseGeneration(raw.Arch.s)
 			if err == nil && g != s.Generation {
@@ -1593,6 +1596,9 @@ func (e *expander) countedSystems(famOf func(hwarch.Generation) hwarch.SwitchFam
 		}
 		if r := k.GenerationRefusal(gen); r != "" {
 			return nil, e.fail(w.n, fmt.Sprintf("axes.%s[%d]", AxisTopologies, i), nil, "%s: %s", w.s, r)
+		}
+		if slices.Contains(parsedKinds, k) {
+			return nil, e.fail(w.n, fmt.Sprintf("axes.%s[%d]", AxisTopologies, i), nil, "%q listed twice", w.s)
 		}
 		parsedKinds = append(parsedKinds, k)
 	}
@@ -2013,6 +2019,9 @@ func (e *expander) sizeCount() int {
 	return len(sizes)
 }
 
+// gridRangeKeys name a size range's bounds in errors (nccom.SizesIn).
+var gridRangeKeys = nccom.RangeNames{Min: "axes.sizes.min", Max: "axes.sizes.max", Factor: "axes.sizes.factor", Step: "axes.sizes.step"}
+
 type sizeVal struct {
 	v int64
 	n *yaml.Node
@@ -2054,10 +2063,21 @@ func (e *expander) sizes(op enc.Op, t enc.Dtype, ranks int) ([]sizeVal, error) {
 		if r.Factor.n != nil && r.Step.n != nil {
 			return nil, e.fail(r.Step.n, "axes.sizes.step", nil, "give factor or step, not both")
 		}
-		if hi > enc.MaxSize {
-			return nil, e.fail(r.Max.n, "axes.sizes.max", nil, "%d B is above the largest collective, %d B", hi, int64(enc.MaxSize))
+		// The range's rule and wording are the command line's -b/-e/-f/-i
+		// and a scenario's sweep's (nccom.SizesIn), each error at the key
+		// it names (once all at axes.sizes, "nccom: bad sweep: …").
+		sizes, err := nccom.SizesIn(lo, hi, factor, step, align, gridRangeKeys)
+		if re := (*nccom.RangeError)(nil); errors.As(err, &re) {
+			at := map[string]*yaml.Node{gridRangeKeys.Min: r.Min.n, gridRangeKeys.Max: r.Max.n, gridRangeKeys.Factor: r.Factor.n, gridRangeKeys.Step: r.Step.n}[re.Name]
+			if at == nil {
+				at = ax.n
+			}
+			msg := re.Value + ": " + re.Reason
+			if strings.Contains(msg, "alignment") || strings.Contains(msg, "points") { // the granule's
+				msg += fmt.Sprintf(" (%s in %s over %d ranks)", op, t, ranks)
+			}
+			return nil, e.d.ErrorWith(at, re.Name, msg, errors.Join(err, ErrGrid))
 		}
-		sizes, err := nccom.Sizes(lo, hi, factor, step, align)
 		if err != nil {
 			return nil, e.fail(ax.n, "axes.sizes", err, "%s in %s over %d ranks", op, t, ranks)
 		}

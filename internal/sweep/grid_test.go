@@ -161,7 +161,13 @@ func TestGridErrors(t *testing.T) {
 		{"range with both", gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: {min: 1K, max: 1M, factor: 2, step: 1K}\n"), []string{"axes.sizes.step", "not both"}},
 		{"range factor 1", gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: {min: 1K, max: 1M, factor: 1}\n"), []string{"axes.sizes.factor", "1"}},
 		{"range unknown key", gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: {min: 1K, max: 1M, by: 2}\n"), []string{"axes.sizes.by", `unknown key "by"`}},
-		{"range backwards", gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: {min: 1M, max: 1K, factor: 2}\n"), []string{"axes.sizes", "bad sweep"}},
+		// A range's errors at the bound they name, in the command line's
+		// words (nccom.SizesIn; once all at axes.sizes, "nccom: bad sweep: …").
+		{"range backwards", gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: {min: 1M, max: 1K, factor: 2}\n"), []string{"grid.yaml:5:25: axes.sizes.max: 1KiB: below axes.sizes.min (1MiB)"}},
+		{"range from 0 by a factor", gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: {min: 0, max: 1K, factor: 2}\n"), []string{"grid.yaml:5:16: axes.sizes.min: 0: axes.sizes.factor 2 would never grow it: give at least 1 byte, or axes.sizes.step instead"}},
+		{"range of too many steps", gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: {min: 1, max: 1M, step: 1}\n"), []string{"grid.yaml:5:34: axes.sizes.step: 1B: 1B to 1MiB by 1 bytes is 1048576 points (at most 10000) (all_reduce in fp32 over 2 ranks)"}},
+		{"range below the granule", gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: {min: 1, max: 3, step: 1}\n"), []string{"grid.yaml:5:24: axes.sizes.max: 3B: below the alignment 4B"}},
+		{"range past the largest collective", gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: {min: 1, max: 8388607T, factor: 2}\n"), []string{"grid.yaml:5:24: axes.sizes.max: 8388607TiB: above the largest collective, 1048576TiB"}},
 		{"link_bw without unit", gridYAML(base + "  link_bw: [50]\n"), []string{"axes.link_bw[0]", "no unit"}},
 		{"link_bw zero", gridYAML(base + "  link_bw: [0GB/s]\n"), []string{"axes.link_bw[0]", "positive"}},
 		{"link_latency negative", gridYAML(base + "  link_latency: [-5]\n"), []string{"axes.link_latency[0]", "negative"}},
@@ -185,6 +191,11 @@ func TestGridErrors(t *testing.T) {
 		{"axis not a list", gridYAML("  devices: 2\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"axes.devices", "expected a sequence"}},
 		{"axis value a list", gridYAML("  devices: [[2]]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"axes.devices[0]", "expected a single value"}},
 		{"same point twice", gridYAML("  devices: [2]\n  topologies: [auto, ring]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{"twice", "auto resolves to ring"}},
+		// A value listed twice at its second place, as other axes say it
+		// (once "points 0 and 1 are the same simulation" at axes, and
+		// "topology auto resolves to ring" of no auto).
+		{"system listed twice", "axes:\n  systems: [trn2-48xl, trn2-48xl]\n  ops: [all_reduce]\n  sizes: [1K]\n", []string{"grid.yaml:2:24: axes.systems[1]: trn2-48xl listed twice (axes.systems[0])"}},
+		{"topology listed twice", gridYAML("  devices: [2]\n  topologies: [ring, ring]\n  ops: [all_reduce]\n  sizes: [1K]\n"), []string{`grid.yaml:4:22: axes.topologies[1]: "ring" listed twice`}},
 		{"too many device counts", "arch: mariana\nwhat_if: true\naxes:\n  devices: [" + seq(MaxAxisValues+1) + "]\n  ops: [all_reduce]\n  sizes: [1K]\n", []string{"axes.devices", "1025 values; an axis has at most 1024"}},
 		{"too many values", gridYAML("  devices: [2]\n  ops: [all_reduce]\n  link_latency: [" + seq(MaxAxisValues+1) + "]\n  sizes: [1K]\n"), []string{"axes.link_latency", "at most 1024"}},
 		{"too many points", gridYAML("  devices: [2, 4, 8, 16]\n  ops: [all_reduce, all_gather]\n  models: [aware, free]\n  dtypes: [fp32, bf16]\n  ranks_per_device: [1, 2, 4, 8]\n  link_latency: [" + seq(1000) + "]\n  sizes: [4K]\n"), []string{"more than 100000 points"}},
@@ -219,6 +230,7 @@ func TestGridErrors(t *testing.T) {
 		// 2^63 planned and ran, and the error said 2^64−1).
 		{"seed 2^63", "arch: cayman\nmode: functional\nseed: 9223372036854775808\naxes:\n" + base, []string{"grid.yaml:3:7: seed: \"9223372036854775808\": a grid's seed is 0..2^63−1 (9223372036854775807): sweep merge writes it to SQLite's INTEGER, which is signed"}},
 		{"seed 2^64", "arch: cayman\nmode: functional\nseed: 18446744073709551616\naxes:\n" + base, []string{"seed: \"18446744073709551616\": a grid's seed is 0..2^63−1"}},
+		{"two documents", gridYAML(base) + "---\narch: sunda\n", []string{"grid.yaml:6:1: more than one document; a sweep grid file holds exactly one"}}, // once "a scenario file"
 		{"yaml syntax", "arch: [cayman\n", []string{"grid.yaml"}},
 		{"alias", "arch: &a cayman\nmode: *a\naxes:\n" + base, []string{"aliases are not supported"}},
 	}

@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // MaxTimePS is the latest virtual time, in picoseconds, that any simulated
@@ -67,7 +68,30 @@ func (e *Error) Error() string {
 	if e.Value == "" {
 		return fmt.Sprintf("%s: %s", e.Field, e.Reason)
 	}
-	return fmt.Sprintf("%s %s: %s", e.Field, e.Value, e.Reason)
+	return fmt.Sprintf("%s %s: %s", e.Field, e.Shown(), e.Reason)
+}
+
+// MaxShown is the most characters of a refused value a message echoes
+// (Error.Shown): a value of 100,000 digits is cut, not printed whole.
+const MaxShown = 64
+
+// Shown is the value as a message echoes it: Value, cut after MaxShown
+// characters (not inside a character) and marked "…" when longer. Every
+// message that quotes a refused value — this one's, a file's positioned
+// one (internal/strictyaml, a grid's) — shows it so.
+func (e *Error) Shown() string { return Clip(e.Value) }
+
+// Clip is s cut after MaxShown characters, marked "…", for a message.
+func Clip(s string) string {
+	if utf8.RuneCountInString(s) <= MaxShown {
+		return s
+	}
+	i, n := 0, 0
+	for i < len(s) && n < MaxShown {
+		_, w := utf8.DecodeRuneInString(s[i:])
+		i, n = i+w, n+1
+	}
+	return s[:i] + "…"
 }
 
 // Unwrap returns ErrRange or ErrSyntax.

@@ -328,3 +328,28 @@ func FuzzParseUint(f *testing.F) {
 		}
 	})
 }
+
+// TestErrorClipsValue: a refused value is echoed at most MaxShown
+// characters long, cut whole characters and marked "…" (a --devices of
+// 100,000 digits was echoed whole).
+func TestErrorClipsValue(t *testing.T) {
+	for _, tc := range []struct{ value, shown string }{
+		{"", ""},
+		{strings.Repeat("9", 64), strings.Repeat("9", 64)},
+		{strings.Repeat("9", 65), strings.Repeat("9", 64) + "…"},
+		{strings.Repeat("9", 100000), strings.Repeat("9", 64) + "…"},
+		{strings.Repeat("µ", 70), strings.Repeat("µ", 64) + "…"},
+	} {
+		e := &Error{Field: "--devices", Value: tc.value, Reason: "bad", Err: ErrRange}
+		if got := e.Shown(); got != tc.shown {
+			t.Errorf("Shown of %d characters: %q, want %q", len(tc.value), got, tc.shown)
+		}
+		want := "--devices " + tc.shown + ": bad"
+		if tc.value == "" {
+			want = "--devices: bad"
+		}
+		if got := e.Error(); got != want {
+			t.Errorf("Error of %d characters: %q, want %q", len(tc.value), got, want)
+		}
+	}
+}

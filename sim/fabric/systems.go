@@ -47,6 +47,26 @@ func (k Kind) ServerSizeRefusal() string {
 	return fmt.Sprintf("a %s topology has no servers", k)
 }
 
+// DevicesRefusal says why a topology of kind k cannot be built of n
+// devices — its shape fixes the count — or "": a torus2d needs a multiple
+// of 16, an UltraServer (ultraserver, trn3-gen1) 64 devices, a Gen2
+// UltraServer 144. Build refuses such a count with these words, and the
+// command line (--topology, --devices) and a scenario (system.topology)
+// before building, naming their keys.
+func (k Kind) DevicesRefusal(n int) string {
+	switch {
+	case k == KindTorus2D && n%16 != 0:
+		return "the 4×4 torus needs a multiple of 16"
+	case k == KindUltraServer && n != 64:
+		return "an UltraServer is 4 × 16 = 64"
+	case k == KindTrn3Gen1 && n != Gen1Servers*Gen1ServerSize:
+		return fmt.Sprintf("a Trn3 Gen1 UltraServer is %d servers × %d = %d", Gen1Servers, Gen1ServerSize, Gen1Servers*Gen1ServerSize)
+	case k == KindTrn3Gen2 && n != Gen2Servers*Gen2ServerSize:
+		return fmt.Sprintf("a Trn3 Gen2 UltraServer is %d servers × %d = %d", Gen2Servers, Gen2ServerSize, Gen2Servers*Gen2ServerSize)
+	}
+	return ""
+}
+
 // ServerSizeFit says why size devices per server (Params.ServerSize,
 // given) do not make servers of a switch topology of n devices, or "":
 // a size above n builds one server and no inter-server switch, and one
@@ -107,9 +127,8 @@ func (k Kind) HasSwitches() bool { return k.switchedTrn3() || k == KindStar }
 // (one switch), the other servers' in 2 (through l2-sw), and its
 // inter-rack peer in 1.
 func (t *Topology) trn3Gen1(n int, p Params) error {
-	if n != Gen1Servers*Gen1ServerSize {
-		return fmt.Errorf("fabric %s: %d devices; a Trn3 Gen1 UltraServer is %d servers × %d = %d: %w",
-			KindTrn3Gen1, n, Gen1Servers, Gen1ServerSize, Gen1Servers*Gen1ServerSize, ErrTopology)
+	if r := KindTrn3Gen1.DevicesRefusal(n); r != "" {
+		return fmt.Errorf("fabric %s: %d devices; %s: %w", KindTrn3Gen1, n, r, ErrTopology)
 	}
 	l1 := t.serverSwitches(Gen1Servers)
 	l2 := t.addSwitch("l2-sw")
@@ -135,9 +154,8 @@ func (t *Topology) trn3Gen1(n int, p Params) error {
 // in 2 hops (the first-level switch) and the other servers' in 2 (a
 // second-level switch, chosen by spreadGen2).
 func (t *Topology) trn3Gen2(n int, p Params) error {
-	if n != Gen2Servers*Gen2ServerSize {
-		return fmt.Errorf("fabric %s: %d devices; a Trn3 Gen2 UltraServer is %d servers × %d = %d: %w",
-			KindTrn3Gen2, n, Gen2Servers, Gen2ServerSize, Gen2Servers*Gen2ServerSize, ErrTopology)
+	if r := KindTrn3Gen2.DevicesRefusal(n); r != "" {
+		return fmt.Errorf("fabric %s: %d devices; %s: %w", KindTrn3Gen2, n, r, ErrTopology)
 	}
 	l1 := t.serverSwitches(Gen2Servers)
 	var l2 [Gen2Spines]int

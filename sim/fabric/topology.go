@@ -299,8 +299,8 @@ func (t *Topology) duplex(a, b int, group string, p LinkParams) {
 // torus builds the 4×4 torus of every group of 16 with the driver's table
 // (hwarch.ConnectedDevices: up, left, down, right = SENG columns 0..3).
 func (t *Topology) torus(n int, p LinkParams) error {
-	if n%16 != 0 {
-		return fmt.Errorf("fabric torus2d: %d devices; the 4×4 torus needs a multiple of 16: %w", n, ErrTopology)
+	if r := KindTorus2D.DevicesRefusal(n); r != "" {
+		return fmt.Errorf("fabric torus2d: %d devices; %s: %w", n, r, ErrTopology)
 	}
 	t.Neighbours = make([][]int, n)
 	for d := range n {
@@ -333,8 +333,8 @@ func (t *Topology) pairPorts() {
 // ultraServer builds 4 nodes of a 16-device torus and joins the devices of
 // the same position into a ring of 4 (the Z links).
 func (t *Topology) ultraServer(n int, p Params) error {
-	if n != 64 {
-		return fmt.Errorf("fabric ultraserver: %d devices; an UltraServer is 4 × 16 = 64: %w", n, ErrTopology)
+	if r := KindUltraServer.DevicesRefusal(n); r != "" {
+		return fmt.Errorf("fabric ultraserver: %d devices; %s: %w", n, r, ErrTopology)
 	}
 	if err := t.torus(n, p.XY); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -45,4 +46,40 @@ func TestCheckRange(t *testing.T) {
 			assert.ErrorIs(t, err, nccom.ErrBadSweep, "Sizes refuses what CheckRange refuses")
 		})
 	}
+}
+
+// TestCheckMaxSize: a sweep's maximum is at most the largest collective,
+// refused naming the bound as the surface spells it (SizesIn too), while
+// Sizes, nccom-test's arithmetic, takes any int64.
+func TestCheckMaxSize(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		min, max int64
+		want     string
+	}{
+		{"at the largest collective", 1, nccom.MaxSize, ""},
+		// Once refused by enc.Build naming no flag ("size … exceeds MaxSize").
+		{"past the largest collective", 1, 8388607 << 40, "-e/--maxbytes 8388607TiB: above the largest collective, 1048576TiB (1152921504606846976 B)"},
+		{"min and max past it", nccom.MaxSize + 1, nccom.MaxSize + 1, "-e/--maxbytes 1152921504606846977B: above the largest collective, 1048576TiB (1152921504606846976 B)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := nccom.CheckMaxSize(tc.max, nccom.Flags)
+			_, errIn := nccom.SizesIn(tc.min, tc.max, 2, 0, 4, nccom.Flags)
+			if tc.want == "" {
+				require.NoError(t, err)
+				require.NoError(t, errIn)
+				return
+			}
+			require.EqualError(t, err, tc.want)
+			require.EqualError(t, errIn, tc.want)
+			assert.ErrorIs(t, err, nccom.ErrBadSweep)
+			_, err = nccom.Sizes(tc.min, tc.max, 2, 0, 4)
+			assert.NoError(t, err, "Sizes takes any int64")
+		})
+	}
+}
+
+// TestMaxSizeIsEnc: the sweeps' bound is the largest collective enc builds.
+func TestMaxSizeIsEnc(t *testing.T) {
+	assert.EqualValues(t, enc.MaxSize, nccom.MaxSize)
 }

@@ -7,6 +7,11 @@ import (
 	"github.com/neuronsim/neuronsim/internal/units"
 )
 
+// MaxSize is the largest size a sweep may reach, in bytes: enc.MaxSize
+// (1 EiB), the largest collective the runtime builds (a test keeps the two
+// equal; enc does not import this package, nor this package enc).
+const MaxSize = 1 << 60
+
 // MaxSweepPoints is the longest sweep [Sizes] returns; a longer one is an
 // error (it would be a typing mistake, not an experiment).
 const MaxSweepPoints = 10000
@@ -62,6 +67,19 @@ func CheckRange(min, max, factor int64, names RangeNames) error {
 	return nil
 }
 
+// CheckMaxSize refuses a sweep's maximum above [MaxSize], the largest
+// collective, naming it with names (until 2026-12-07 the command line's
+// -e 8388607T was refused by the schedule's builder, "enc: auto
+// all_reduce of 4 ranks: size … exceeds MaxSize …", naming no flag; a
+// minimum above it is above the maximum, or the maximum is too). [SizesIn]
+// checks it; [Sizes], nccom-test's arithmetic, takes any int64.
+func CheckMaxSize(max int64, names RangeNames) error {
+	if max > MaxSize {
+		return &RangeError{names.Max, FormatSize(max), fmt.Sprintf("above the largest collective, %s (%d B)", FormatSize(MaxSize), int64(MaxSize))}
+	}
+	return nil
+}
+
 // Sizes returns the sizes of a sweep from min to max bytes, both bounds
 // inclusive, as nccom-test's flags describe it:
 //
@@ -85,7 +103,7 @@ func CheckRange(min, max, factor int64, names RangeNames) error {
 // align fits in the range), factor < 0 or 1, step < 0, both factor and step
 // set, and a sweep of more than [MaxSweepPoints] points.
 func Sizes(min, max int64, factor int64, step int64, align int64) ([]int64, error) {
-	sizes, err := SizesIn(min, max, factor, step, align, plainNames)
+	sizes, err := sizesIn(min, max, factor, step, align, plainNames)
 	var re *RangeError
 	if errors.As(err, &re) {
 		return nil, fmt.Errorf("%w: %w", ErrBadSweep, err)
@@ -102,6 +120,17 @@ func Sizes(min, max int64, factor int64, step int64, align int64) ([]int64, erro
 // line printed these as "nccom: bad sweep: maximum size 3B is below the
 // alignment 4B …", naming no flag). They wrap [ErrBadSweep].
 func SizesIn(min, max int64, factor int64, step int64, align int64, names RangeNames) ([]int64, error) {
+	if err := CheckRange(min, max, 0, names); err == nil {
+		// CheckRange's errors (with the factor) are sizesIn's, first.
+		if err := CheckMaxSize(max, names); err != nil {
+			return nil, err
+		}
+	}
+	return sizesIn(min, max, factor, step, align, names)
+}
+
+// sizesIn is SizesIn without CheckMaxSize.
+func sizesIn(min, max int64, factor int64, step int64, align int64, names RangeNames) ([]int64, error) {
 	grows := factor
 	if grows < 0 {
 		grows = 0 // refused below
