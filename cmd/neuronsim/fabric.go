@@ -772,7 +772,7 @@ func (s *sweepFlags) newPlan(f *fabricFlags, family hwarch.SwitchFamily, p fabri
 	plan := &sweepPlan{counts: counts, nodes: f.efa.count(), pcapMax: uint64(pcapMax),
 		title: fmt.Sprintf("%s %s, %s (%s model)", f.product(), sw.Op, sw.Dtype, p.Model),
 		set: cluster.SweepSet{Sweep: sw, Config: cluster.Config{Generation: f.gen, DeviceID: f.device, Nodes: f.efa.count(), Switch: family, Params: &p,
-			TimingOnly: timingOnly, RanksPerDevice: s.ranksPerDevice.int(), WhatIf: f.bringUpWhatIf(), RankOrderRings: s.ringOrder == "ranks"}}}
+			TimingOnly: timingOnly, RanksPerDevice: s.ranksPerDevice.int(), WhatIf: f.bringUpWhatIf(), RankOrderRings: units.Word(s.ringOrder) == "ranks"}}}
 	if s.engines.set {
 		plan.set.Engines = s.engines.int()
 	}
@@ -931,7 +931,7 @@ func (s *sweepFlags) collective(gen hwarch.Generation, nodes int) (sw cluster.Sw
 	case sw.Algo != enc.Hier && s.groupSize.set:
 		return sw, false, fmt.Errorf("--group-size %d: it applies to --algo hier only, not %s", s.groupSize.v, sw.Algo)
 	}
-	switch s.mode {
+	switch units.Word(s.mode) {
 	case "timing":
 		timingOnly = true
 	case "functional":
@@ -939,7 +939,7 @@ func (s *sweepFlags) collective(gen hwarch.Generation, nodes int) (sw cluster.Sw
 		return sw, false, fmt.Errorf("--mode %q: accepted words are timing|functional", s.mode)
 	}
 	sw.Options = enc.Options{Chunks: s.chunks.int(), GroupSize: s.groupSize.int(), Channels: s.channels.int()}
-	switch s.ringOrder {
+	switch units.Word(s.ringOrder) {
 	case "links", "ranks":
 	default:
 		if sw.Options.RingOrder, err = cluster.ParseOrder(s.ringOrder); err != nil {

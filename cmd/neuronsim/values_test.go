@@ -429,3 +429,26 @@ func TestEmptyTargetFlagsRefused(t *testing.T) {
 		assert.Empty(t, out, "%v", args)
 	}
 }
+
+// TestWordFlagsAnyCase: the one rule for word values (units.Word): case
+// does not matter, for every word flag — --endpoints IDEAL was refused
+// while --system TRN2-48XL and --efa-network FAT-TREE were taken.
+func TestWordFlagsAnyCase(t *testing.T) {
+	for _, args := range [][]string{
+		{"--arch", "CAYMAN", "--devices", "2"},
+		{"--system", "TRN2-48XL"},
+		{"--arch", "Cayman", "--devices", "4", "--topology", "RING"},
+		{"--arch", "MARIANA", "--switch", "NONE", "--devices", "2"},
+		{"--devices", "2", "--model", "FREE"},
+		{"--devices", "2", "--endpoints", "IDEAL", "--link-bw", "50GB/s", "--link-latency", "500"},
+		{"--devices", "2", "--mode", "FUNCTIONAL"},
+		{"--devices", "2", "--op", "ALL_GATHER", "--algo", "RING", "-d", "BF16"},
+		{"--devices", "4", "--algo", "ring", "--ring-order", "RANKS"},
+		{"--arch", "cayman", "--devices", "2", "--nodes", "2", "--efa-network", "FAT-TREE"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			out, err := runCLI(t, append([]string{"fabric", "sweep", "-b", "4K", "-e", "4K"}, args...)...)
+			require.NoError(t, err, "refused; printed:\n%s", out)
+		})
+	}
+}

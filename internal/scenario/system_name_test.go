@@ -133,3 +133,16 @@ func TestSweepOnGen2ByName(t *testing.T) {
 	require.Len(t, sum.Sweeps[0].Rows, 1)
 	assert.Positive(t, sum.Sweeps[0].Rows[0].TimeUS)
 }
+
+// TestSystemWordsAnyCase: a system's word keys are read whatever their
+// case (units.Word), as the command line's word flags are.
+func TestSystemWordsAnyCase(t *testing.T) {
+	for _, doc := range []string{
+		"name: x\nsystem: {arch: CAYMAN, devices: 4, topology: RING, model: FREE, mode: TIMING}\n",
+		"name: x\nsystem: {name: TRN2-48XL, mode: Functional}\n",
+		"name: x\nsystem: {arch: mariana, switch: NONE, revision: QEMU}\n",
+	} {
+		_, err := Parse("x.yaml", []byte(doc))
+		require.NoError(t, err, doc)
+	}
+}

@@ -5,6 +5,7 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/strictyaml"
+	"github.com/neuronsim/neuronsim/internal/units"
 	"github.com/neuronsim/neuronsim/sim/fabric"
 )
 
@@ -64,10 +65,10 @@ func readWords(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *System) (
 		}
 		w.model = &m
 	}
-	switch sys.Mode {
+	switch units.Word(sys.Mode) {
 	case "":
 	case "timing", "functional":
-		timing := sys.Mode == "timing"
+		timing := units.Word(sys.Mode) == "timing"
 		w.timing = &timing
 	default:
 		return w, d.Errorf(at("system.mode"), "system.mode", "expected timing or functional, got %q", sys.Mode)

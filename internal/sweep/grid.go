@@ -824,9 +824,9 @@ func (e *expander) fixed() (fixedFields, error) {
 	raw := e.raw
 	fx := fixedFields{mode: "timing", ends: fabric.EndpointsReal, seed: 1}
 	if raw.Mode.n != nil {
-		switch raw.Mode.s {
+		switch m := units.Word(raw.Mode.s); m {
 		case "timing", "functional":
-			fx.mode = raw.Mode.s
+			fx.mode = m
 		default:
 			return fx, e.fail(raw.Mode.n, "mode", nil, "%q: accepted words are timing|functional", raw.Mode.s)
 		}
@@ -1887,7 +1887,7 @@ func (e *expander) channels() ([]intVal, error) {
 		for i, w := range l.items {
 			// A count is written as the integer keys' are ("4", 0x4 and +4
 			// refused); a word other than nics is words' to refuse.
-			if w.s != channelsNICs {
+			if units.Word(w.s) != channelsNICs {
 				if err := e.integer(w, fmt.Sprintf("axes.%s[%d]", AxisChannels, i)); err != nil {
 					return nil, err
 				}
@@ -1895,8 +1895,8 @@ func (e *expander) channels() ([]intVal, error) {
 		}
 	}
 	words, err := e.words(AxisChannels, []string{channelsNICs}, func(s string) (string, error) {
-		if s == channelsNICs {
-			return s, nil
+		if units.Word(s) == channelsNICs {
+			return channelsNICs, nil
 		}
 		n, err := units.ParseInt("", s, 1, enc.MaxChannels)
 		if ue := (*units.Error)(nil); errors.As(err, &ue) {

@@ -427,3 +427,17 @@ func TestGridSpinesUsed(t *testing.T) {
 		require.NoError(t, err, src)
 	}
 }
+
+// TestGridWordsAnyCase: a word value is read whatever its case
+// (units.Word), as on the command line and in a scenario: mode, endpoints,
+// models, topologies, systems, ops, algos, dtypes, channels' nics.
+func TestGridWordsAnyCase(t *testing.T) {
+	for _, src := range []string{
+		"arch: CAYMAN\nmode: FUNCTIONAL\naxes:\n  devices: [2]\n  ops: [ALL_REDUCE]\n  algos: [RING]\n  dtypes: [BF16]\n  sizes: [1K]\n",
+		"arch: cayman\nendpoints: IDEAL\naxes:\n  devices: [4]\n  topologies: [RING]\n  models: [FREE]\n  link_bw: [50GB/s]\n  link_latency: [500]\n  ops: [all_reduce]\n  sizes: [1K]\n",
+		"axes:\n  systems: [TRN1-32XL]\n  nodes: [2]\n  channels: [NICS]\n  algos: [ring]\n  ops: [all_reduce]\n  sizes: [64K]\n",
+	} {
+		_, err := ParseGrid("grid.yaml", []byte(src))
+		require.NoError(t, err, src)
+	}
+}

@@ -53,16 +53,35 @@ func checkBandwidths(t *testing.T, name string, parse func(field, s string) (uin
 func TestParseBandwidth(t *testing.T) {
 	checkBandwidths(t, "ParseBandwidth", ParseBandwidth, []bandwidthCase{
 		{in: "50GiB/s", want: 50 << 30},
-		{in: "50gib/s", wantErr: "unknown unit", kind: ErrSyntax}, // b is a bit: "gib/s" names no unit
-		{in: "50giB/s", want: 50 << 30},
+		// SI's prefixes, case-sensitive as written (k or K, M, G, T, P; Ki,
+		// Mi, Gi, Ti, Pi), B a byte and b a bit: every other spelling is
+		// refused saying what it resembles (gbps, gB/s and mB/s were read,
+		// the m as mega; Gib/s and GB/S refused as unknown).
+		{in: "50gib/s", wantErr: `unknown unit "gib/s": the case of a unit matters: write GiB/s for bytes`, kind: ErrSyntax},
+		{in: "50Gib/s", wantErr: `unknown unit "Gib/s": the case of a unit matters: write GiB/s for bytes`, kind: ErrSyntax},
+		{in: "50giB/s", wantErr: `unknown unit "giB/s": the case of a unit matters: write GiB/s`, kind: ErrSyntax}, // once read
+		{in: "50GB/S", wantErr: `unknown unit "GB/S": the case of a unit matters: write GB/s for bytes, or Gb/s for bits`, kind: ErrSyntax},
+		{in: "50gB/s", wantErr: `unknown unit "gB/s": the case of a unit matters: write GB/s for bytes, or Gb/s for bits`, kind: ErrSyntax},             // once read
+		{in: "50mB/s", wantErr: `unknown unit "mB/s": m is milli; the case of a unit matters: write MB/s for bytes, or Mb/s for bits`, kind: ErrSyntax}, // once mega
+		{in: "50mbps", wantErr: `unknown unit "mbps": m is milli; the case of a unit matters: write Mbps for bits`, kind: ErrSyntax},                    // once mega
+		{in: "50MB/s", want: 50e6},
+		{in: "50Mbps", want: 50e6 / 8},
+		{in: "1kB/s", want: 1000},
+		{in: "1KB/s", want: 1000},
+		{in: "8kbps", want: 1000},
+		{in: "1KiB/s", want: 1024},
+		{in: "1kiB/s", wantErr: `unknown unit "kiB/s": the case of a unit matters: write KiB/s`, kind: ErrSyntax},
+		{in: "1PB/s", want: 1e15},
+		{in: "0.5PiB/s", want: 1 << 49},
 		{in: "53.7GB/s", want: 53_700_000_000},
-		{in: "53.7 GB/s", want: 53_700_000_000},
+		// No space before the unit, as in a size or a latency.
+		{in: "53.7 GB/s", wantErr: "no space between the number and its unit: write 53.7GB/s", kind: ErrSyntax}, // once read
 		{in: " 100GB/s ", want: 100e9},
 		{in: "400Gbps", want: 50e9},
 		{in: "400Gb/s", want: 50e9},
-		{in: "400gbps", want: 50e9},
-		{in: "50gb/s", wantErr: `unit "gb/s" is ambiguous: write Gb/s or Gbps for bits, GB/s for bytes`, kind: ErrSyntax}, // once read as bits
-		{in: "1kb/s", wantErr: "ambiguous", kind: ErrSyntax},
+		{in: "400gbps", wantErr: `unknown unit "gbps": the case of a unit matters: write Gbps for bits`, kind: ErrSyntax}, // once read
+		{in: "50gb/s", wantErr: `unknown unit "gb/s": the case of a unit matters: write GB/s for bytes, or Gb/s for bits`, kind: ErrSyntax},
+		{in: "8kb/s", want: 1000}, // SI: k is kilo, b a bit
 		{in: "8bps", want: 1},
 		{in: "7bps", wantErr: "too small: 0.875 B/s (the smallest bandwidth is 1 B/s)", kind: ErrRange}, // once read as 1 B/s
 		{in: "3bps", wantErr: "too small: 0.375 B/s", kind: ErrRange},                                   // refused before too, without the B/s

@@ -38,13 +38,16 @@ func TestParseBytesMessages(t *testing.T) {
 		{in: "8589934591G", want: 8589934591 << 30}, // just below 2^63
 		{in: "9223372036854775807", want: math.MaxInt64},
 		{in: "", wantErr: "empty", kind: ErrSyntax},
+		// No space before the unit, as in a bandwidth or a latency.
+		{in: "4 K", wantErr: `"4 K": no space between the number and its unit: write 4K`, kind: ErrSyntax},
+		{in: "64 MiB", wantErr: "no space between the number and its unit: write 64MiB", kind: ErrSyntax},
 		{in: "-1", wantErr: "without a sign", kind: ErrSyntax},
 		{in: "+1", wantErr: "without a sign", kind: ErrSyntax},
 		{in: "1X", wantErr: `unknown unit "X"`, kind: ErrSyntax},
 		{in: "1P", wantErr: `unknown unit "P"`, kind: ErrSyntax},
 		{in: "K", wantErr: "does not start with a digit", kind: ErrSyntax},
 		{in: " 1K", wantErr: "does not start with a digit", kind: ErrSyntax},
-		{in: "1 K", wantErr: "unknown unit", kind: ErrSyntax},
+		{in: "1 K", wantErr: "no space between the number and its unit", kind: ErrSyntax},
 		{in: "1K ", wantErr: "unknown unit", kind: ErrSyntax},
 		{in: "1.5M", wantErr: "integers only (write 1536K)", kind: ErrSyntax},
 		// The hint is the size asked for, in the largest unit that makes it whole.

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -183,6 +184,10 @@ func ParseLatency(field, s string) (uint64, error) {
 	}
 	if strings.HasPrefix(num, "+") {
 		return 0, syntaxErr(field, q, "latencies are unsigned, without a sign")
+	}
+	if unit != "" && strings.TrimRight(num, " \t") != num {
+		// As a size and a bandwidth: "500 ns" is refused, saying so.
+		return 0, syntaxErr(field, q, "no space between the number and its unit: write %s%s", strings.TrimSpace(num), unit)
 	}
 	if unit != "" && isHex(num) {
 		return 0, syntaxErr(field, q, "a number with a unit is decimal, not hex (500ns, 1.5us)")
@@ -503,6 +508,10 @@ func ParseBytes(field, s string) (int64, error) {
 		return 0, syntaxErr(field, q, "sizes are integers only%s", wholeHint(digits, suffix))
 	}
 	unit, ok := sizeUnit(suffix)
+	if _, spaced := sizeUnit(strings.TrimLeft(suffix, " \t")); !ok && spaced && suffix != "" {
+		// As a bandwidth and a latency: "4 K" is refused, saying so.
+		return 0, syntaxErr(field, q, "no space between the number and its unit: write %s%s", digits, strings.TrimLeft(suffix, " \t"))
+	}
 	if !ok {
 		return 0, syntaxErr(field, q, "unknown unit %q (want none, B, K, M, G or T, optionally followed by B or iB, any case; all are powers of 1024)", suffix)
 	}
@@ -543,6 +552,12 @@ func FormatBytes(n int64) string {
 	}
 }
 
+// Word is a word value (a flag's or a key's: --endpoints, a scenario's
+// mode, a grid's models) as it is compared with the accepted words: the
+// one rule for them is that case and surrounding space do not matter
+// (IDEAL is ideal, as TRN2-48XL is trn2-48xl and FAT-TREE fat-tree).
+func Word(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
 // Plural returns "1 record" or "n records": n followed by one or other form.
 func Plural(n int64, one, many string) string {
 	if n == 1 {
@@ -553,26 +568,63 @@ func Plural(n int64, one, many string) string {
 
 // BandwidthGrammar describes what [ParseBandwidth] reads, for help texts and
 // errors.
-const BandwidthGrammar = "a number with a unit: bytes per second as B/s, KB/s, MB/s, GB/s, TB/s (powers of 1000) or KiB/s, MiB/s, GiB/s, TiB/s (powers of 1024); bits per second as bps, Kbps, Mbps, Gbps, Tbps or Kb/s, Mb/s, Gb/s, Tb/s (powers of 1000): 50GiB/s, 53.7GB/s, 400Gbps"
+const BandwidthGrammar = "a number with a unit, written as here (the case matters): bytes per second as B/s, kB/s (or KB/s), MB/s, GB/s, TB/s, PB/s (powers of 1000) or KiB/s, MiB/s, GiB/s, TiB/s, PiB/s (powers of 1024); bits per second as bps, kbps, Mbps, Gbps, Tbps, Pbps or kb/s, Mb/s, Gb/s, Tb/s, Pb/s (powers of 1000), no space before the unit: 50GiB/s, 53.7GB/s, 400Gbps"
 
 // bandwidthUnits are the units ParseBandwidth reads and their bytes per
-// second, exact. B is a byte and b a bit, so the case of that letter
-// matters; the prefix may be upper or lower case (k and K alike).
+// second, exact. The rule is SI's, case-sensitive as written: the
+// prefixes k (also K, the usual spelling of kilo), M, G, T and P are
+// powers of 1000 and Ki, Mi, Gi, Ti and Pi powers of 1024 (bytes only);
+// B is a byte and b a bit (b/s or bps). Anything else — gB/s, GB/S,
+// gbps, Gib/s, and mB/s, whose m is milli — is refused, saying which
+// unit it resembles (bandwidthUnitHint).
 var bandwidthUnits = func() map[string]*big.Rat {
 	m := map[string]*big.Rat{"B/s": big.NewRat(1, 1), "bps": big.NewRat(1, 8), "b/s": big.NewRat(1, 8)}
 	dec, bin := big.NewInt(1), big.NewInt(1)
-	for _, p := range []string{"K", "M", "G", "T"} {
+	for _, p := range []string{"k", "M", "G", "T", "P"} {
 		dec.Mul(dec, big.NewInt(1000))
 		bin.Mul(bin, big.NewInt(1024))
-		for _, pp := range []string{p, strings.ToLower(p)} {
+		bp := strings.ToUpper(p)
+		pfx := []string{p}
+		if p == "k" {
+			pfx = append(pfx, "K")
+		}
+		for _, pp := range pfx {
 			m[pp+"B/s"] = new(big.Rat).SetInt(dec)
-			m[pp+"iB/s"] = new(big.Rat).SetInt(bin)
 			m[pp+"bps"] = new(big.Rat).SetFrac(dec, big.NewInt(8))
 			m[pp+"b/s"] = m[pp+"bps"]
 		}
+		m[bp+"iB/s"] = new(big.Rat).SetInt(bin)
 	}
 	return m
 }()
+
+// bandwidthUnitHint says which accepted units an unknown unit resembles
+// (the same letters in another case), and that a lower-case m is milli,
+// or "" when none does.
+func bandwidthUnitHint(unit string) string {
+	var like []string
+	for u := range bandwidthUnits {
+		if strings.EqualFold(u, unit) && u != "KB/s" && u != "Kbps" && u != "Kb/s" {
+			like = append(like, u)
+		}
+	}
+	if len(like) == 0 {
+		return ""
+	}
+	slices.Sort(like) // bytes (B) before bits (b)
+	for i, u := range like {
+		if strings.Contains(u, "B") {
+			like[i] = u + " for bytes"
+		} else {
+			like[i] = u + " for bits"
+		}
+	}
+	hint := "the case of a unit matters: write " + strings.Join(like, ", or ")
+	if strings.HasPrefix(unit, "m") {
+		hint = "m is milli; " + hint
+	}
+	return hint
+}
 
 // gbps is a GB/s in bytes per second, the unit of a bare bandwidth
 // (GBpsToBps).
@@ -673,8 +725,10 @@ func nonzeroMantissa(num string) bool {
 // B/s, "400Gbps" and "400Gb/s" are 400·10^9 bits, 50·10^9 B/s. A bare
 // number is refused — whether it meant GB/s or GiB/s, bytes or bits, is
 // exactly what the unit must say — and so are signs, hex numbers (0x10GB/s:
-// its B and b would be hex digits), unknown units and "iB" with bits (spaces around the number and between it and its unit are
-// allowed; the number may have an exponent, as in 1.5e-3GB/s). The number
+// its B and b would be hex digits), unknown units (bandwidthUnits: the case
+// of a unit matters), "iB" with bits and a space between the number and its
+// unit (as in a size or a latency; spaces around the value are dropped; the
+// number may have an exponent, as in 1.5e-3GB/s). The number
 // is read exactly, not as a float64, and the result must be a whole number
 // of bytes per second, at least 1 B/s and at most [MaxBandwidthBps]:
 // 53.7GB/s is 53,700,000,000 B/s, while 1.5B/s, 7bps (0.875 B/s) and
@@ -699,13 +753,18 @@ func ParseBandwidth(field, s string) (uint64, error) {
 	if unit == "" {
 		return 0, syntaxErr(field, q, "no unit: a bare number is not read; say which, as %sGB/s (10^9 B/s), %sGiB/s (2^30 B/s) or %sGbps (bits)", num, num, num)
 	}
-	if len(unit) == 4 && strings.Contains("kmgt", unit[:1]) && unit[1:] == "b/s" {
-		// "gb/s": written in lower case, bits or bytes? Say which.
-		up := strings.ToUpper(unit[:1])
-		return 0, syntaxErr(field, q, "unit %q is ambiguous: write %sb/s or %sbps for bits, %sB/s for bytes", unit, up, up, up)
+	if strings.ContainsAny(unit, " \t") {
+		return 0, syntaxErr(field, q, "unknown unit %q (want %s)", unit, BandwidthGrammar)
+	}
+	if unit != t[i:] {
+		// As sizes and latencies: "50 GiB/s" is refused, not read.
+		return 0, syntaxErr(field, q, "no space between the number and its unit: write %s%s", num, unit)
 	}
 	scale, ok := bandwidthUnits[unit]
 	if !ok {
+		if hint := bandwidthUnitHint(unit); hint != "" {
+			return 0, syntaxErr(field, q, "unknown unit %q: %s", unit, hint)
+		}
 		return 0, syntaxErr(field, q, "unknown unit %q (want %s)", unit, BandwidthGrammar)
 	}
 	if err := positiveNumber(field, q, num, fmt.Sprintf("%q is not a number (want %s)", num, BandwidthGrammar)); err != nil {

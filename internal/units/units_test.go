@@ -70,6 +70,9 @@ func TestParseLatency(t *testing.T) {
 		{"1e400", 0, `"1e400": too long`},
 		{"-5ns", 0, `"-5ns": negative`},
 		{"5 parsecs", 0, `"5 parsecs": expected nanoseconds (500) or a duration with its unit`},
+		// No space before the unit, as in a size or a bandwidth (said so).
+		{"500 ns", 0, `"500 ns": no space between the number and its unit: write 500ns`},
+		{"1.5 us", 0, `"1.5 us": no space between the number and its unit: write 1.5us`},
 		{"1us500ns", 0, "expected nanoseconds"},
 		{"ns", 0, "expected nanoseconds"},
 		// A sign is refused, as in a size or a bandwidth; a number with a

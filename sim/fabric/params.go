@@ -41,9 +41,10 @@ func (m Model) String() string {
 // ErrUnknownModel is returned (wrapped) by ParseModel.
 var ErrUnknownModel = errors.New("unknown network model")
 
-// ParseModel reads "aware" (contention-aware) or "free" (contention-free).
+// ParseModel reads "aware" (contention-aware) or "free" (contention-free),
+// in any case (units.Word).
 func ParseModel(s string) (Model, error) {
-	switch s {
+	switch units.Word(s) {
 	case "aware", "contention-aware":
 		return Aware, nil
 	case "free", "contention-free":

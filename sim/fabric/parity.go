@@ -6,6 +6,7 @@ import (
 	"time"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // Endpoints says what a system's devices add to the network's time
@@ -45,9 +46,9 @@ func (e Endpoints) String() string {
 // ErrUnknownEndpoints is returned (wrapped) by ParseEndpoints.
 var ErrUnknownEndpoints = errors.New("unknown endpoint mode")
 
-// ParseEndpoints reads "real" or "ideal".
+// ParseEndpoints reads "real" or "ideal", in any case (units.Word).
 func ParseEndpoints(s string) (Endpoints, error) {
-	switch s {
+	switch units.Word(s) {
 	case "real":
 		return EndpointsReal, nil
 	case "ideal":
