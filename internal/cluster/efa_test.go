@@ -171,8 +171,7 @@ func TestEFAAcrossSpines(t *testing.T) {
 		t.Skip("builds a 16-device system")
 	}
 	g := hwarch.Cayman
-	tables, err := arch.For(g, arch.Options{Switch: switchOf(g)})
-	require.NoError(t, err)
+	tables := tablesOf(t, g)
 	p := cluster.DefaultParams(g, tables)
 	p.EFA.Network, p.EFA.LeafPorts, p.EFA.Oversubscription = fabric.FatTree, 4, 2
 	cfg := cluster.Config{Generation: g, Devices: 16, Nodes: 4, Switch: switchOf(g), Kind: fabric.KindRing, Params: &p,
@@ -262,8 +261,7 @@ func TestEFAMoreSpinesNeverSlower(t *testing.T) {
 		t.Skip("builds systems of up to 32 devices")
 	}
 	g := hwarch.Cayman
-	tables, err := arch.For(g, arch.Options{Switch: switchOf(g)})
-	require.NoError(t, err)
+	tables := tablesOf(t, g)
 	for _, c := range []struct {
 		name   string
 		net    fabric.EFANetwork
@@ -311,8 +309,7 @@ func TestEFATimeNonDecreasingInLatency(t *testing.T) {
 		t.Skip("runs 71 sweeps of a 16-device system")
 	}
 	g := hwarch.Cayman
-	tables, err := arch.For(g, arch.Options{Switch: switchOf(g)})
-	require.NoError(t, err)
+	tables := tablesOf(t, g)
 	names := func(fabric.EFASetting) string { return "latency" }
 	var prev float64
 	var prevT uint64
@@ -341,8 +338,7 @@ func TestSpinesNote(t *testing.T) {
 		t.Skip("builds systems of up to 16 devices")
 	}
 	g := hwarch.Cayman
-	tables, err := arch.For(g, arch.Options{Switch: switchOf(g)})
-	require.NoError(t, err)
+	tables := tablesOf(t, g)
 	for _, c := range []struct {
 		name  string
 		nodes int
@@ -454,8 +450,7 @@ func TestEFAControlWritesNotBehindRelays(t *testing.T) {
 		t.Skip("runs 7 permutes on 16 devices")
 	}
 	g := hwarch.Cayman
-	tables, err := arch.For(g, arch.Options{Switch: switchOf(g)})
-	require.NoError(t, err)
+	tables := tablesOf(t, g)
 	run := func(m fabric.Model, lat *uint64, size int64) float64 {
 		p, err := cluster.RunParams(g, 0, tables, m, fabric.EndpointsReal, cluster.LinkTiming{})
 		require.NoError(t, err)

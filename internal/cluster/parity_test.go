@@ -9,7 +9,6 @@ import (
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/cluster"
-	"github.com/neuronsim/neuronsim/runtime/arch"
 	"github.com/neuronsim/neuronsim/runtime/collective"
 	"github.com/neuronsim/neuronsim/runtime/enc"
 	"github.com/neuronsim/neuronsim/sim/fabric"
@@ -28,8 +27,7 @@ const (
 func parityRingAllReduce(t *testing.T, m fabric.Model, n int, size int64) float64 {
 	t.Helper()
 	g := hwarch.Mariana
-	tables, err := arch.For(g, arch.Options{Switch: switchOf(g)})
-	require.NoError(t, err)
+	tables := tablesOf(t, g)
 	p := cluster.IdealParams(g, tables, m, parityBW, parityAlpha)
 	s, err := enc.Build(enc.AllReduce, enc.Ring, n, size, 4, enc.Options{})
 	require.NoError(t, err)

@@ -169,6 +169,15 @@ func switchOf(g hwarch.Generation) hwarch.SwitchFamily {
 	return hwarch.SwitchNone
 }
 
+// tablesOf returns the runtime's tables of generation g on its switch
+// family (switchOf).
+func tablesOf(t *testing.T, g hwarch.Generation) *arch.Tables {
+	t.Helper()
+	tables, err := arch.For(g, arch.Options{Switch: switchOf(g)})
+	require.NoError(t, err)
+	return tables
+}
+
 // run builds the system and runs the collective at every size, timing
 // only; it returns the times in ps and the cluster.
 func (r randomSystem) run(t *testing.T) ([]uint64, *cluster.Cluster) {

@@ -654,26 +654,43 @@ func convergingStar() Config {
 // the link's time then) — but not behind the chunks that come after it,
 // which would hold it until the bursts are over.
 func TestControlWriteBehindEarlierChunks(t *testing.T) {
-	const burst, size = 16, 64 << 10
-	cfg := convergingStar()
-	idle, err := New(cfg)
-	require.NoError(t, err)
-	const start = 1000 * ns
-	latency := landPS(t, idle, 2, 3, 4, 0, 0x10000, start) - start
 	for _, after := range []uint64{10000 * ns, 20000 * ns, 30000 * ns} {
 		t.Run(fmt.Sprintf("%dus-later", after/(1000*ns)), func(t *testing.T) {
-			s, err := New(cfg)
-			require.NoError(t, err)
-			done := flows(t, s, [][2]int{{0, 3}, {1, 3}}, burst, size)
-			over := max(done[0], done[1]) + start // when the bursts have landed
-			require.Greater(t, over, start+after+40000*ns, "the shared link carries 2 MiB, ~84 µs at 25 GB/s")
-			got := landPS(t, s, 2, 3, 4, 0, 0x10000, start+after)
-			wait := got - (start + after) - latency
-			assert.Greater(t, wait, after*3/4, "waits for the queue that built in %d ps", after)
-			assert.Less(t, wait, after*5/4, "waits for the queue that built in %d ps", after)
-			assert.Less(t, got, over-10000*ns, "not behind the chunks that came after it")
+			c := semaphoreIntoBursts(t, convergingStar(), after)
+			assert.Greater(t, c.wait, after*3/4, "waits for the queue that built in %d ps", after)
+			assert.Less(t, c.wait, after*5/4, "waits for the queue that built in %d ps", after)
+			assert.Less(t, c.lands, c.over-10000*ns, "not behind the chunks that came after it")
 		})
 	}
+}
+
+// semaphoreCase is what the control writes' queue tests measure.
+type semaphoreCase struct {
+	wait  uint64 // how much later the semaphore lands than on an idle system
+	lands uint64 // when it lands
+	over  uint64 // when the bursts have landed
+	done  []uint64
+	s     *System
+}
+
+// semaphoreIntoBursts runs the control writes' queue case on cfg
+// (convergingStar or convergingEFA): devices 0 and 1 each send a burst of
+// 16 writes of 64 KiB to device 3 from 1 µs, and device 2 a semaphore to
+// device 3 after ps later.
+func semaphoreIntoBursts(t *testing.T, cfg Config, after uint64) semaphoreCase {
+	t.Helper()
+	const burst, size = 16, 64 << 10
+	const start = 1000 * ns
+	idle, err := New(cfg)
+	require.NoError(t, err)
+	latency := landPS(t, idle, 2, 3, 4, 0, 0x10000, start) - start
+	s, err := New(cfg)
+	require.NoError(t, err)
+	done := flows(t, s, [][2]int{{0, 3}, {1, 3}}, burst, size)
+	over := max(done[0], done[1]) + start
+	require.Greater(t, over, start+after+40000*ns, "the shared link carries 2 MiB, ~84 µs at 25 GB/s")
+	got := landPS(t, s, 2, 3, 4, 0, 0x10000, start+after)
+	return semaphoreCase{wait: got - (start + after) - latency, lands: got, over: over, done: done, s: s}
 }
 
 // TestControlWriteNotQueuedOnEFA: on the EFA network's links a control
@@ -685,21 +702,13 @@ func TestControlWriteBehindEarlierChunks(t *testing.T) {
 // the queue; the writes of one path still land in order, so a semaphore
 // of device 0 sent after its own burst lands after its burst's last byte.
 func TestControlWriteNotQueuedOnEFA(t *testing.T) {
-	const burst, size = 16, 64 << 10
-	cfg := convergingEFA()
-	idle, err := New(cfg)
-	require.NoError(t, err)
 	const start = 1000 * ns
-	latency := landPS(t, idle, 2, 3, 4, 0, 0x10000, start) - start
 	for _, after := range []uint64{0, 10000 * ns, 30000 * ns} {
 		t.Run(fmt.Sprintf("%dus-later", after/(1000*ns)), func(t *testing.T) {
-			s, err := New(cfg)
-			require.NoError(t, err)
-			done := flows(t, s, [][2]int{{0, 3}, {1, 3}}, burst, size)
-			require.Greater(t, max(done[0], done[1]), after+40000*ns, "the shared links carry 2 MiB, ~84 µs at 25 GB/s")
-			assert.Equal(t, start+after+latency, landPS(t, s, 2, 3, 4, 0, 0x10000, start+after), "device 2's semaphore waits for no other flow's queue")
-			own := landPS(t, s, 0, 3, 4, 0, 0x10000, start+after)
-			assert.GreaterOrEqual(t, own, start+done[0], "device 0's semaphore lands after its own burst")
+			c := semaphoreIntoBursts(t, convergingEFA(), after)
+			assert.Zero(t, c.wait, "device 2's semaphore waits for no other flow's queue")
+			own := landPS(t, c.s, 0, 3, 4, 0, 0x10000, start+after)
+			assert.GreaterOrEqual(t, own, start+c.done[0], "device 0's semaphore lands after its own burst")
 		})
 	}
 }
