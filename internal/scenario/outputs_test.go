@@ -372,3 +372,76 @@ func TestRestoreTakesTheSystem(t *testing.T) {
 	require.ErrorIs(t, err, fabric.ErrSnapshot)
 	assert.Contains(t, err.Error(), "snapshot "+flip+": fabric snapshot: checksum mismatch")
 }
+
+// TestSweepKeepsFinishedSizes: a sweep step stopped by a size that does
+// not finish in the 10 s of device time a collective may take keeps the
+// sizes before it, as fabric sweep does (cmd's TestSweepKeepsFinishedSizes):
+// the report shows their rows under "# incomplete: …" and, when the step is
+// the last sweep step (the one outputs.json is of), the json is written
+// with them, marked "neuronsim_incomplete"; the plot and the pcap are not
+// written (earlier files stay), and the run fails naming the size. A
+// failed sweep that is not the last sweep step writes no json. Until
+// 2026-12-07 such a step dropped its finished rows.
+func TestSweepKeepsFinishedSizes(t *testing.T) {
+	if raceEnabled {
+		t.Skip("whole-system scenarios run in the plain test run, not under -race")
+	}
+	// 100 kB/s links: 64K takes 0.66 s, 256K 2.6 s, 1M would take 10.5 s.
+	const sys = "system: {arch: cayman, devices: 2, boot: false, reset: false, mode: timing, buffer_bytes: 16M, timing: {link_bw_gbs: 0.0001}}\n"
+	const slow = "  - sweep: {op: all_reduce, min: 64K, max: 4M, factor: 4}\n"
+	const outs = "outputs: {json: s.json, plot: p.png, pcap: f.pcap}\n"
+	for _, tc := range []struct {
+		name  string
+		steps string
+		json  bool // the json is of the failed step
+	}{
+		{"the last sweep step", "  - sweep: {op: all_reduce, min: 4K, max: 8K, factor: 2}\n" + slow, true},
+		{"a sweep step before another", slow + "  - sweep: {op: all_reduce, min: 4K, max: 8K, factor: 2}\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, f := range []string{"s.json", "p.png", "f.pcap"} {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte("earlier"), 0o644))
+			}
+			sum, err := runDoc(t, dir, "name: slow\n"+sys+"steps:\n"+tc.steps+outs, Options{})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "1048576 bytes: enc: all_reduce did not finish: rank 0 not done after 10s of device time")
+			kept := "(the rows of the sizes before it are in the report; outputs.plot, outputs.pcap not written)"
+			if tc.json {
+				kept = "(the rows of the sizes before it are in the report and written to outputs.json (s.json), marked incomplete (neuronsim_incomplete); outputs.plot, outputs.pcap not written)"
+			}
+			assert.Contains(t, err.Error(), kept)
+			note := "the sweep stopped at 1048576 bytes (1 size after it not run), which failed: "
+			after := readDir(t, dir)
+			report := string(after["report.txt"])
+			assert.True(t, strings.HasPrefix(report, "status: FAILED: "), report)
+			assert.Contains(t, report, "# incomplete: "+note)
+			assert.Regexp(t, `\n +65536 +16384 +fp32 `, report, "the finished sizes' rows")
+			assert.Regexp(t, `\n +262144 +65536 +fp32 `, report)
+			for _, f := range []string{"p.png", "f.pcap"} {
+				assert.Equal(t, "earlier", string(after[f]), "%s of the earlier run is untouched", f)
+			}
+			noTemps(t, dir)
+			last := sum.Sweeps[len(sum.Sweeps)-1]
+			assert.Len(t, last.Rows, 2)
+			assert.Contains(t, last.Extra[cluster.IncompleteKey], note)
+			if !tc.json {
+				assert.Equal(t, "earlier", string(after["s.json"]))
+				assert.Contains(t, report, "(no other output of this run was kept;")
+				assert.Equal(t, []string{filepath.Join(dir, "report.txt")}, sum.Outputs)
+				return
+			}
+			assert.Contains(t, report, "(of its other outputs only s.json was kept, the failed sweep's finished sizes marked incomplete;")
+			assert.Contains(t, report, fmt.Sprintf("\n  s.json  %d bytes\n", len(after["s.json"])))
+			assert.Equal(t, []string{filepath.Join(dir, "s.json"), filepath.Join(dir, "report.txt")}, sum.Outputs)
+			var rep struct {
+				Results    []map[string]any `json:"results"`
+				Incomplete string           `json:"neuronsim_incomplete"`
+			}
+			require.NoError(t, json.Unmarshal(after["s.json"], &rep))
+			assert.Len(t, rep.Results, 2)
+			assert.Contains(t, rep.Incomplete, note)
+			assert.Contains(t, rep.Incomplete, "10s of device time")
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -200,7 +201,8 @@ type Summary struct {
 // and lists every file the run wrote with its size. A failing step stops
 // the run with an error naming it; its report says FAILED at the top, the
 // other outputs are dropped, and the files an earlier run left are not
-// touched (only the report is replaced).
+// touched (only the report is replaced) — but for a sweep step stopped by
+// a size that fails, whose finished sizes are kept (keepIncomplete).
 func (p *Parsed) Run(opt Options) (*Summary, error) {
 	r := p.sys
 	dir := p.Outputs.Dir
@@ -287,6 +289,9 @@ func (p *Parsed) Run(opt Options) (*Summary, error) {
 		fabricBytes += fmt.Sprintf(" sent, writes in flight until %v", sum.InFlightUntil)
 	}
 	fmt.Fprintf(&run.report, "\nvirtual time %v, %s, %d of %d steps done\n", sum.VirtualTime, fabricBytes, sum.Steps, len(p.Steps))
+	if stepErr != nil && run.incomplete {
+		stepErr = run.keepIncomplete(stepErr)
+	}
 	if stepErr == nil {
 		stepErr = run.checkFaults()
 	}
@@ -343,9 +348,14 @@ type runner struct {
 	r      *resolved
 	report bytes.Buffer
 	sweeps []*nccom.Report
-	dve    map[int]*dve.Loader
-	dir    string // the output directory
-	trace  *trace.Recorder
+	// incomplete: the step that failed is a sweep stopped by a size, its
+	// report (the sizes before it, marked cluster.IncompleteKey) last in
+	// sweeps.
+	incomplete bool
+	kept       bool // keepIncomplete wrote the json of that sweep
+	dve        map[int]*dve.Loader
+	dir        string // the output directory
+	trace      *trace.Recorder
 	// epoch prefixes the current system's trace tracks: a restored
 	// system's time may go back before slices the trace already holds, so
 	// its tracks are named apart, after the step that restored it as the
@@ -509,6 +519,67 @@ func (run *runner) finish() error {
 	return nil
 }
 
+// keepIncomplete ends a run whose sweep step failed at a size, the sizes
+// before it kept as fabric sweep keeps them: its rows are in the report
+// (printed by the step, "# incomplete: …" above them) and, when that step
+// is the last sweep step of the scenario — the one outputs.json is of —
+// written to the json, marked "neuronsim_incomplete"; the plot and the
+// pcap are not written (a picture or a capture cannot say it is
+// incomplete), nor is any other output, as for every failed run. The
+// error, err, names the size; what was kept is added to it.
+func (run *runner) keepIncomplete(err error) error {
+	kept := "the rows of the sizes before it are in the report"
+	var werr error
+	if run.lastSweepStep() == run.index {
+		if werr = run.writeIncompleteJSON(); werr == nil {
+			kept += fmt.Sprintf(" and written to outputs.json (%s), marked incomplete (neuronsim_incomplete)", run.jsonName())
+			run.kept = true
+		}
+	}
+	var dropped []string
+	if run.p.Outputs.Plot != "" {
+		dropped = append(dropped, "outputs.plot")
+	}
+	if run.p.Outputs.Pcap != "" {
+		dropped = append(dropped, "outputs.pcap")
+	}
+	if len(dropped) > 0 {
+		kept += "; " + strings.Join(dropped, ", ") + " not written"
+	}
+	if werr != nil {
+		return fmt.Errorf("%w (%s; writing outputs.json: %v)", err, kept, werr)
+	}
+	return fmt.Errorf("%w (%s)", err, kept)
+}
+
+// lastSweepStep is the index of the scenario's last sweep step (-1: none).
+func (run *runner) lastSweepStep() int {
+	for i := len(run.p.Steps) - 1; i >= 0; i-- {
+		if _, ok := run.p.Steps[i].Action.(*SweepStep); ok {
+			return i
+		}
+	}
+	return -1
+}
+
+// writeIncompleteJSON writes and commits the json of the last sweep, the
+// one stopped by a size.
+func (run *runner) writeIncompleteJSON() error {
+	f, err := output.Create(run.outPath(run.jsonName()))
+	if err != nil {
+		return err
+	}
+	defer f.Abort() // after Commit, nothing happens
+	if err := run.sweeps[len(run.sweeps)-1].WriteJSON(f); err != nil {
+		return err
+	}
+	if err := f.Commit(); err != nil {
+		return err
+	}
+	run.manifest.Add(f.Path(), f.Size())
+	return nil
+}
+
 // jsonName is the sweep JSON's file name.
 func (run *runner) jsonName() string {
 	if js := run.p.Outputs.JSON; js != "" {
@@ -535,7 +606,11 @@ func (run *runner) writeReport(runErr error) error {
 	}
 	var b bytes.Buffer
 	if runErr != nil {
-		fmt.Fprintf(&b, "status: FAILED: %v\n(no other output of this run was kept; files in %s not listed below are not this run's)\n\n", runErr, run.dir)
+		other := "no other output of this run was kept"
+		if run.kept {
+			other = fmt.Sprintf("of its other outputs only %s was kept, the failed sweep's finished sizes marked incomplete", run.jsonName())
+		}
+		fmt.Fprintf(&b, "status: FAILED: %v\n(%s; files in %s not listed below are not this run's)\n\n", runErr, other, run.dir)
 	} else {
 		fmt.Fprintf(&b, "status: complete\n\n")
 	}

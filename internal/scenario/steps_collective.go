@@ -308,8 +308,26 @@ func (st *SweepStep) run(run *runner) error {
 	}
 	rep, err := run.c.Sweep(cluster.Sweep{Op: op, Algo: algo, Dtype: d, Sizes: sizes, Seed: run.p.System.Seed, Options: st.options()})
 	if err != nil {
+		if rep == nil {
+			return err
+		}
+		if _, ok := rep.Extra[cluster.IncompleteKey]; !ok {
+			return err
+		}
+		// A size failed: the sizes before it are kept, as fabric sweep
+		// keeps them (Run's keepIncomplete), and the run still fails.
+		if perr := run.printSweep(rep); perr != nil {
+			return errors.Join(err, perr)
+		}
+		run.incomplete = true
 		return err
 	}
+	return run.printSweep(rep)
+}
+
+// printSweep names a sweep's system and parameters in its report, prints
+// its tables into the run's report and keeps it for the outputs.
+func (run *runner) printSweep(rep *nccom.Report) error {
 	if run.r.system != "" {
 		rep.Extra["system"] = run.r.system
 	}
