@@ -316,37 +316,53 @@ type MergeStats struct {
 
 // checkSQLitePath refuses a database path that would replace the results
 // folder's own files — its manifest, or a file in its points/, host/ or
-// merged/ folders, which merge reads or writes (by path or through a link)
-// — or put a file among them: nothing is written then. A path elsewhere
-// in the folder (DIR/points.db, the documented one) is taken.
+// merged/ folders, which merge reads or writes — or put a file among
+// them: nothing is written then. The path is taken where the database
+// would be written (output.Resolve: every symbolic link followed, the
+// path's own even when it is dangling, as output.Create follows it, and
+// those of linked directories), and the files it might be are compared
+// by output.FindSame, so a link or a hard link to one of them is caught
+// too. A path elsewhere in the folder (DIR/points.db, the documented one)
+// is taken.
 func checkSQLitePath(dir, db string) error {
+	at, err := output.Resolve(db)
+	if err != nil {
+		return fmt.Errorf("sweep: --sqlite: %w", err)
+	}
+	leads := "" // where a link leads
+	if abs, err := filepath.Abs(db); err != nil || abs != at {
+		leads = " (it leads to " + at + ")"
+	}
 	refuse := func(what string) error {
-		return fmt.Errorf("sweep: --sqlite %s: %s: nothing was written: %w", db, what, ErrFolder)
+		return fmt.Errorf("sweep: --sqlite %s: %s%s: nothing was written: %w", db, what, leads, ErrFolder)
 	}
-	if output.SameFile(db, filepath.Join(dir, ManifestName)) {
-		return refuse("is the results folder's manifest " + ManifestName)
-	}
-	_, err := os.Stat(db)
-	exists := err == nil // a new file is no link to any of theirs
+	manifest := filepath.Join(dir, ManifestName)
+	paths, what := []string{db, manifest}, []string{"", "the results folder's manifest " + ManifestName}
 	for _, sub := range []string{PointsDir, HostDir, MergedDir} {
 		d := filepath.Join(dir, sub)
-		if output.SameFile(filepath.Dir(db), d) {
+		if rd, err := output.Resolve(d); err == nil && filepath.Dir(at) == rd {
 			return refuse("is in the results folder's " + sub + "/, which merge reads or writes")
-		}
-		if !exists {
-			continue
 		}
 		entries, err := os.ReadDir(d)
 		if err != nil {
 			continue
 		}
 		for _, e := range entries {
-			if p := filepath.Join(d, e.Name()); output.SameFile(db, p) {
-				return refuse("is " + p + ", a file of the results folder")
-			}
+			p := filepath.Join(d, e.Name())
+			paths, what = append(paths, p), append(what, p+", a file of the results folder")
 		}
 	}
-	return nil
+	for {
+		j, i, _, ok := output.FindSame(paths)
+		if !ok {
+			return nil
+		}
+		if j == 0 {
+			return refuse("is " + what[i])
+		}
+		// Two of the folder's own files are one (hard links): look on.
+		paths, what = append(paths[:i], paths[i+1:]...), append(what[:i], what[i+1:]...)
+	}
 }
 
 // Merge writes the merged outputs of the folder dir: merged/report.json,

@@ -344,18 +344,36 @@ func TestMergeSQLite(t *testing.T) {
 }
 
 // TestMergeSQLiteNotTheFolders: --sqlite naming the manifest, a point's
-// result, a merged output (by path or through a hard link) or a new file
-// among points/, host/ or merged/ is refused before anything is written,
-// and the folder merges as before; DIR/points.db is taken.
+// result, a merged output or a new file among points/, host/ or merged/ —
+// by path, through a hard link, a symbolic link (even dangling: the new
+// file it leads to) or a linked directory — is refused before anything is
+// written, and the folder merges as before; a link out of the folder is
+// written through, and DIR/points.db is taken.
 func TestMergeSQLiteNotTheFolders(t *testing.T) {
 	g := mustGrid(t, gridYAML("  devices: [2]\n  ops: [all_reduce]\n  sizes: [4K, 64K]\n"))
-	dir := t.TempDir()
+	dir, err := filepath.EvalSymlinks(t.TempDir()) // the errors name it resolved
+	require.NoError(t, err)
 	run(t, g, dir, All, 2)
-	_, err := Merge(dir, MergeOptions{})
+	_, err = Merge(dir, MergeOptions{})
 	require.NoError(t, err)
 	point := resultPath(dir, &g.points[0])
-	link := filepath.Join(t.TempDir(), "link.db")
+	elsewhere, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	link := filepath.Join(elsewhere, "link.db")
 	require.NoError(t, os.Link(point, link))
+	// Symbolic links: a dangling one whose target is a new file in merged/
+	// (relative, in the folder, and absolute, outside it), and linked
+	// directories: to merged/ (a new file there) and to points/ (a
+	// point's result by its name there).
+	out, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	dangling := filepath.Join(dir, "dangling.db")
+	require.NoError(t, os.Symlink(filepath.Join(MergedDir, "new.db"), dangling))
+	danglingOut := filepath.Join(out, "dangling.db")
+	require.NoError(t, os.Symlink(filepath.Join(dir, MergedDir, "new.db"), danglingOut))
+	mergedLink, pointsLink := filepath.Join(out, "m"), filepath.Join(out, "p")
+	require.NoError(t, os.Symlink(filepath.Join(dir, MergedDir), mergedLink))
+	require.NoError(t, os.Symlink(filepath.Dir(point), pointsLink))
 	before := map[string][]byte{}
 	for _, p := range []string{filepath.Join(dir, ManifestName), point, filepath.Join(dir, MergedDir, "points.csv")} {
 		b, err := os.ReadFile(p)
@@ -369,6 +387,12 @@ func TestMergeSQLiteNotTheFolders(t *testing.T) {
 		filepath.Join(dir, PointsDir, "new.db"),
 		filepath.Join(dir, HostDir, "new.db"),
 		link,
+		dangling,
+		danglingOut,
+		filepath.Join(mergedLink, "new.db"),
+		filepath.Join(mergedLink, "points.csv"),
+		filepath.Join(pointsLink, filepath.Base(point)),
+		filepath.Join(pointsLink, "new.db"),
 	} {
 		_, err := Merge(dir, MergeOptions{SQLite: db})
 		require.ErrorIs(t, err, ErrFolder, db)
@@ -380,6 +404,17 @@ func TestMergeSQLiteNotTheFolders(t *testing.T) {
 		assert.Equal(t, b, got, "%s as it was", p)
 	}
 	assert.NoFileExists(t, filepath.Join(dir, PointsDir, "new.db"))
+	assert.NoFileExists(t, filepath.Join(dir, MergedDir, "new.db"))
+	_, err = Merge(dir, MergeOptions{SQLite: dangling})
+	assert.ErrorContains(t, err, "sweep: --sqlite "+dangling+": is in the results folder's merged/, which merge reads or writes (it leads to "+filepath.Join(dir, MergedDir, "new.db")+"): nothing was written")
+	_, err = Merge(dir, MergeOptions{SQLite: link})
+	assert.ErrorContains(t, err, "sweep: --sqlite "+link+": is "+point+", a file of the results folder: nothing was written")
+	// A link out of the folder is written through, the link kept.
+	outLink := filepath.Join(out, "elsewhere.db")
+	require.NoError(t, os.Symlink(filepath.Join(out, "target.db"), outLink))
+	_, err = Merge(dir, MergeOptions{SQLite: outLink})
+	require.NoError(t, err)
+	assert.FileExists(t, filepath.Join(out, "target.db"))
 	_, err = Merge(dir, MergeOptions{SQLite: filepath.Join(dir, "points.db")})
 	require.NoError(t, err)
 	assert.FileExists(t, filepath.Join(dir, "points.db"))
