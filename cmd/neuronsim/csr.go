@@ -59,7 +59,7 @@ func (t *targetFlags) open() (*bringup.Device, func(), error) {
 			return nil, nil, err
 		}
 		path := t.kernel
-		if path == "auto" {
+		if units.Word(path) == "auto" {
 			path = fmt.Sprintf("/dev/neuron%d", dev)
 		}
 		k, err := ndl.OpenKernel(path)

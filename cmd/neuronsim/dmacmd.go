@@ -82,10 +82,11 @@ func newDMACopyCommand() *cobra.Command {
 			return err
 		}
 		for _, side := range [][2]string{{"--from", from}, {"--to", to}} {
-			if _, ok := sides[side[1]]; !ok {
+			if _, ok := sides[units.Word(side[1])]; !ok {
 				return fmt.Errorf("%s %q: want host or device", side[0], side[1])
 			}
 		}
+		from, to := units.Word(from), units.Word(to) // any case, as every word flag
 		n, err := copySize(tf, size, from, to, timingOnly)
 		if err != nil {
 			return err

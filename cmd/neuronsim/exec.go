@@ -32,7 +32,7 @@ type tileSpec struct {
 	data []byte // an input's file
 }
 
-var tileRE = regexp.MustCompile(`^(sbuf|psum)\[(\d+):(\d+),((?:0x)?[0-9a-fA-F]+)\](?::([^=]*))?=(.+)$`)
+var tileRE = regexp.MustCompile(`^((?i:sbuf|psum))\[(\d+):(\d+),((?:0x)?[0-9a-fA-F]+)\](?::([^=]*))?=(.+)$`)
 
 func parseTile(s string, output bool) (tileSpec, error) {
 	m := tileRE.FindStringSubmatch(s)
@@ -40,7 +40,7 @@ func parseTile(s string, output bool) (tileSpec, error) {
 		return tileSpec{}, fmt.Errorf("%q: want SPACE[START:COUNT,OFFSET]%s=FILE, e.g. sbuf[0:128,0x100]%s=x.bin",
 			s, map[bool]string{true: ":BYTES"}[output], map[bool]string{true: ":2048"}[output])
 	}
-	t := tileSpec{Tile: stack.Tile{PSUM: m[1] == "psum"}, file: m[6]}
+	t := tileSpec{Tile: stack.Tile{PSUM: units.Word(m[1]) == "psum"}, file: m[6]}
 	// START and COUNT are each bounded by the partitions of the largest
 	// core before they are added: START+COUNT cannot overflow.
 	parts := maxOfGenerations(func(g *hwarch.Geometry) int { return g.SBUFPartitions })

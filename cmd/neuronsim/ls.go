@@ -152,7 +152,7 @@ var kernelNode = regexp.MustCompile(`^neuron(\d+)$`)
 // the connected devices are what the driver reports.
 func openKernelSystem(path string) (*kernelSystem, error) {
 	paths := []string{path}
-	if path == "auto" {
+	if units.Word(path) == "auto" {
 		ents, err := os.ReadDir("/dev")
 		if err != nil {
 			return nil, fmt.Errorf("--kernel auto: %w", err)

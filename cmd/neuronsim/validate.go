@@ -132,12 +132,12 @@ func recordEngine(s string) (hwisa.Engine, error) {
 	if s == "" {
 		return 0, fmt.Errorf("--engine: empty: %s, or leave --engine out to split the program by its records' engines", want)
 	}
-	e, err := hwisa.ParseEngine(s)
+	e, err := hwisa.ParseEngine(units.Word(s))
 	switch {
 	case err != nil:
 		return 0, fmt.Errorf("--engine %q: unknown engine (%s)", s, want)
 	case e >= hwisa.TopSP:
-		return 0, fmt.Errorf("--engine %s: the %s engine issues no instruction records (%s)", s, s, want)
+		return 0, fmt.Errorf("--engine %s: the %s engine issues no instruction records (%s)", s, e, want)
 	}
 	return e, nil
 }

@@ -452,3 +452,42 @@ func TestWordFlagsAnyCase(t *testing.T) {
 		})
 	}
 }
+
+// TestMoreWordFlagsAnyCase: the word flags outside fabric sweep follow
+// the same rule (units.Word): dma copy's --from and --to, validate's
+// --engine, --revision, --kernel auto and exec's SPACE in --input and
+// --output were compared as written (--from HOST, --engine PE,
+// --kernel AUTO and SBUF[…] were refused or, for AUTO, opened as a path).
+func TestMoreWordFlagsAnyCase(t *testing.T) {
+	dir := t.TempDir()
+	one := writeFile(t, dir, "one.s", "nop engine=pe last\n")
+	for _, tc := range []struct {
+		args []string
+		want string // in the output, or with err, in the error
+		err  bool
+	}{
+		{[]string{"dma", "copy", "--arch", "cayman", "--from", "HOST", "--to", "Device", "--size", "4K"}, "host → device copy of 4096 bytes", false},
+		{[]string{"validate", "--arch", "cayman", one, "--engine", "PE"}, "pe block: 1 record valid on cayman\n", false},
+		{[]string{"validate", "--arch", "cayman", one, "--engine", "Top_SP"}, "--engine Top_SP: the top_sp engine issues no instruction records", true},
+		{[]string{"ls", "--arch", "cayman", "--revision", "EMU"}, "0xf0", false},
+		// AUTO is auto, not a file of that name (the machine has no driver).
+		{[]string{"ls", "--kernel", "AUTO"}, "--kernel auto: no /dev/neuron* nodes", true},
+		{[]string{"dma", "copy", "--from", "disk"}, `--from "disk": want host or device`, true},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			out, err := runCLI(t, tc.args...)
+			if tc.err {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.want)
+				return
+			}
+			require.NoError(t, err, out)
+			assert.Contains(t, out, tc.want)
+		})
+	}
+	for spec, psum := range map[string]bool{"SBUF[0:1,0]=x.bin": false, "Psum[0:1,0]=x.bin": true, "PSUM[0:1,0]:4=y.bin": true} {
+		tile, err := parseTile(spec, strings.Contains(spec, "]:"))
+		require.NoError(t, err, spec)
+		assert.Equal(t, psum, tile.PSUM, spec)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // Generation is a Neuron silicon generation. The integer values are the
@@ -85,7 +87,7 @@ func AcceptedGenerationWords() []string {
 // sunda|cayman|mariana, v2|v3|v4, trn1|inf2|trn2|trn3, or 2|3|4. Anything else
 // is an error wrapping ErrUnknownGeneration that lists the accepted words.
 func ParseGeneration(s string) (Generation, error) {
-	word := strings.ToLower(strings.TrimSpace(s))
+	word := units.Word(s)
 	for _, w := range generationWords {
 		if w.word == word {
 			return w.gen, nil

@@ -3,7 +3,6 @@ package arch
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/neuronsim/neuronsim/internal/units"
 )
@@ -154,7 +153,7 @@ func (id PCIIdentity) String() string {
 // ParseRevision reads a PCI revision from "silicon" (0x00), "emu" (0xF0),
 // "qemu" (0xFF) or a number such as "0x01" or "240".
 func ParseRevision(s string) (uint8, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
+	switch units.Word(s) {
 	case "silicon":
 		return 0, nil
 	case "emu":
@@ -232,9 +231,9 @@ var ErrConfigAccess = errors.New("bad PCI configuration space access")
 // ignored), and false for any other word (a generation name such as
 // "sunda" names no single product).
 func DeviceOfProduct(word string) (uint16, bool) {
-	w := strings.ToLower(strings.TrimSpace(word))
+	w := units.Word(word)
 	for _, d := range deviceGenerations {
-		if strings.ToLower(d.name) == w {
+		if units.Word(d.name) == w {
 			return d.device, true
 		}
 	}

@@ -3,7 +3,8 @@ package arch
 import (
 	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // SwitchFamily says which NeuronSwitch a Trn3 system is built on. The runtime
@@ -48,7 +49,7 @@ func (s SwitchFamily) String() string {
 
 // ParseSwitchFamily reads "v1" or "none".
 func ParseSwitchFamily(s string) (SwitchFamily, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
+	switch units.Word(s) {
 	case "v1":
 		return SwitchV1, nil
 	case "none":

@@ -26,8 +26,11 @@ type FaultStep struct {
 // Kind implements Action (the fault's own kind is FaultKind).
 func (*FaultStep) Kind() string { return "fault" }
 
+// faultKind is the fault's kind as a word (units.Word: any case).
+func (st *FaultStep) faultKind() string { return units.Word(st.FaultKind) }
+
 func (st *FaultStep) check(c *checkContext) error {
-	switch st.FaultKind {
+	switch st.faultKind() {
 	case "link_down", "link_up":
 		if st.To == "" {
 			return c.d.Errorf(c.at("kind"), c.p+".to", "a link fault names its far end in to (a device number or a switch such as l1-sw0)")
@@ -70,12 +73,12 @@ func (st *FaultStep) run(run *runner) error {
 	if uint64(f.At) > units.MaxTimePS {
 		return fmt.Errorf("a fault in %v from now (%v) passes the latest virtual time, %v", st.In, s.Now(), sim.Time(units.MaxTimePS))
 	}
-	switch st.FaultKind {
+	switch st.faultKind() {
 	case "device_reset":
 		f.Kind = fabric.DeviceReset
 	default:
 		f.Kind = fabric.LinkDown
-		if st.FaultKind == "link_up" {
+		if st.faultKind() == "link_up" {
 			f.Kind = fabric.LinkUp
 		}
 		to, err := node(s.Topology(), st.To)
@@ -92,7 +95,7 @@ func (st *FaultStep) run(run *runner) error {
 		return err
 	}
 	run.scheduled()
-	run.printf("%s scheduled at %v (in %v)", st.FaultKind, time.Duration(f.At)/time.Duration(sim.Nanosecond)*time.Nanosecond, st.In)
+	run.printf("%s scheduled at %v (in %v)", st.faultKind(), time.Duration(f.At)/time.Duration(sim.Nanosecond)*time.Nanosecond, st.In)
 	return nil
 }
 

@@ -44,6 +44,15 @@ func (st *ExecStep) programStep() *ProgramStep     { return (*ProgramStep)(st) }
 func (st *ValidateStep) check(c *checkContext) error { return st.programStep().check(c) }
 func (st *ExecStep) check(c *checkContext) error     { return st.programStep().check(c) }
 
+// expect is what a validate step expects, as a word (units.Word: any
+// case): valid (the default) or invalid.
+func (ps *ProgramStep) expect() string {
+	if ps.Expect == "" {
+		return "valid"
+	}
+	return units.Word(ps.Expect)
+}
+
 // check checks a validate or exec step's fields.
 func (ps *ProgramStep) check(c *checkContext) error {
 	if (ps.Program == "") == (ps.Source == "") {
@@ -54,7 +63,7 @@ func (ps *ProgramStep) check(c *checkContext) error {
 		// one, whatever expect says: the key would change nothing.
 		return c.errorf("expect", "%s: expect applies to validate steps only (an exec step fails on an invalid program)", ps.Expect)
 	}
-	if ps.Expect != "" && ps.Expect != "valid" && ps.Expect != "invalid" {
+	if e := ps.expect(); e != "valid" && e != "invalid" {
 		return c.errorf("expect", "expected valid or invalid, got %q", ps.Expect)
 	}
 	if err := c.device(ps.Device, "device"); err != nil {
@@ -123,10 +132,7 @@ func (st *ValidateStep) run(run *runner) error {
 		return err
 	}
 	_, _, err = program.Validate(bin, runner.Validator)
-	want := ps.Expect
-	if want == "" {
-		want = "valid"
-	}
+	want := ps.expect()
 	got := "valid"
 	if err != nil {
 		got = "invalid"

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/bits"
 	"strings"
+
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // Algo is a collective algorithm.
@@ -44,7 +46,7 @@ var algoNames = [...]string{
 // hier (case and surrounding space ignored). An unknown word gives an error
 // that wraps ErrUnknownAlgo and lists the accepted words.
 func ParseAlgo(s string) (Algo, error) {
-	w := strings.ToLower(strings.TrimSpace(s))
+	w := units.Word(s)
 	for a, name := range algoNames {
 		if w == name {
 			return Algo(a), nil

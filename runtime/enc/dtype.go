@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // Dtype is the element type of a collective's data (nccom-test's -d).
@@ -40,7 +42,7 @@ var dtypeAliases = map[string]Dtype{"float32": Float32, "bfloat16": BFloat16, "f
 // float32, bfloat16, float16 (case and surrounding space ignored). An unknown
 // word gives an error that wraps ErrUnknownDtype and lists the accepted words.
 func ParseDtype(s string) (Dtype, error) {
-	w := strings.ToLower(strings.TrimSpace(s))
+	w := units.Word(s)
 	for d, name := range dtypeNames {
 		if d != 0 && w == name {
 			return Dtype(d), nil

@@ -2,7 +2,8 @@ package enc
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // Op is a collective operation.
@@ -54,7 +55,7 @@ const opAccepted = "all_reduce|allr, all_gather|allg, reduce_scatter|redsct, all
 // space ignored). An unknown word gives an error that wraps ErrUnknownOp and
 // lists the accepted words.
 func ParseOp(s string) (Op, error) {
-	if op, ok := opWords[strings.ToLower(strings.TrimSpace(s))]; ok {
+	if op, ok := opWords[units.Word(s)]; ok {
 		return op, nil
 	}
 	return 0, fmt.Errorf("enc: %w %q (accepted: %s)", ErrUnknownOp, s, opAccepted)

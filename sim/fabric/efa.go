@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/units"
@@ -43,7 +42,7 @@ var ErrUnknownEFANetwork = errors.New("unknown EFA network")
 // ParseEFANetwork reads "rail" (also "rail-optimised", "rail-optimized")
 // or "fat-tree".
 func ParseEFANetwork(s string) (EFANetwork, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
+	switch units.Word(s) {
 	case "rail", "rail-optimised", "rail-optimized":
 		return RailOptimised, nil
 	case "fat-tree", "fattree":

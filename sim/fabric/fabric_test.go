@@ -200,3 +200,29 @@ func TestModels(t *testing.T) {
 		})
 	}
 }
+
+// TestWordsAnyCase: every word parser of the package reads its words by
+// units.Word — any case, surrounding space ignored; ParseKind and
+// LookupSystem compared with strings.EqualFold, which refused " ring "
+// that ParseModel and ParseEFANetwork took.
+func TestWordsAnyCase(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		parse func(string) (any, error)
+		want  any
+	}{
+		{" RING ", func(s string) (any, error) { return ParseKind(s) }, KindRing},
+		{"Trn3-Gen2", func(s string) (any, error) { return ParseKind(s) }, KindTrn3Gen2},
+		{" TRN2-48XL", func(s string) (any, error) {
+			spec, err := LookupSystem(s)
+			return spec.Name, err
+		}, "trn2-48xl"},
+		{"FREE ", func(s string) (any, error) { return ParseModel(s) }, Free},
+		{" Ideal", func(s string) (any, error) { return ParseEndpoints(s) }, EndpointsIdeal},
+		{"FAT-TREE", func(s string) (any, error) { return ParseEFANetwork(s) }, FatTree},
+	} {
+		got, err := tc.parse(tc.in)
+		require.NoError(t, err, "%q", tc.in)
+		assert.Equal(t, tc.want, got, "%q", tc.in)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // The shapes of the Trn3 UltraServers (trainium-facts §1, §4 [A9]).
@@ -241,7 +242,7 @@ var ErrUnknownSystem = errors.New("unknown system")
 func LookupSystem(name string) (SystemSpec, error) {
 	names := make([]string, len(Systems))
 	for i, s := range Systems {
-		if strings.EqualFold(name, s.Name) {
+		if units.Word(name) == s.Name {
 			return s, nil
 		}
 		names[i] = s.Name

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
+	"github.com/neuronsim/neuronsim/internal/units"
 )
 
 // Kind is a topology family.
@@ -50,7 +51,7 @@ var ErrUnknownKind = errors.New("unknown topology")
 // switch, fully-connected, star, trn3-gen1, trn3-gen2.
 func ParseKind(s string) (Kind, error) {
 	for k, n := range kindNames {
-		if strings.EqualFold(s, n) {
+		if units.Word(s) == n {
 			return Kind(k), nil
 		}
 	}
