@@ -1,5 +1,16 @@
 package enc
 
+// meshOrder: in a mesh step, rank i lists its transfers to ranks i, i+1,
+// …, i+r−1 (mod r), its own first, so that at each moment the ranks write
+// to different ranks, as an all-to-all staggers its peers. The step's
+// transfers are in no particular order as a schedule (Step), but a rank's
+// DMA queues carry them in the order listed: listed to ranks 0, 1, … by
+// every rank, until 2026-12-07, every rank wrote to rank 0 first, then to
+// rank 1, …, and each rank's link in was fed by one writer at a time — a
+// 16 MiB all-to-all on 16 Trn3 devices behind a switch took 321.08 µs,
+// twice the 157 µs its links need; it takes 204.24 µs (docs/collectives.md
+// §Mesh, "Order").
+
 // meshRS adds a mesh reduce-scatter over the r blocks blk starting at step
 // base and returns the number of steps it spans. Step 1: every rank i copies
 // block j from raw to rank j's scratch slot (i − j − 1) mod r (slots slot
@@ -10,7 +21,8 @@ package enc
 func (b *builder) meshRS(base int, blk []seg, raw, own loc, slot int64) int {
 	r := b.r
 	for i := 0; i < r && b.err == nil; i++ {
-		for j := range r {
+		for d := range r {
+			j := (i + d) % r // its own block first, then ranks i+1, i+2, … (meshOrder)
 			if j == i {
 				b.move(base, i, raw, i, own, blk[i], false)
 				continue
@@ -46,7 +58,8 @@ func (b *builder) meshRS(base int, blk []seg, raw, own loc, slot int64) int {
 // own). It returns 1.
 func (b *builder) meshAG(base int, blk []seg, own, out loc, copyOwn bool) int {
 	for i := 0; i < b.r && b.err == nil; i++ {
-		for j := range b.r {
+		for d := range b.r {
+			j := (i + d) % b.r // meshOrder
 			if j != i || copyOwn {
 				b.move(base, i, own, j, out, blk[i], false)
 			}
@@ -77,7 +90,8 @@ func (b *builder) meshPiece(base int, p seg) {
 	case AllToAll:
 		blk := b.blocks(p)
 		for i := 0; i < b.r && b.err == nil; i++ {
-			for j := range b.r {
+			for d := range b.r {
+				j := (i + d) % b.r // meshOrder
 				b.add(base, Xfer{Src: i, Dst: j, SrcBuf: Input, SrcOff: blk[j].off, DstBuf: Output, DstOff: blk[i].off, Len: p.len})
 			}
 		}
