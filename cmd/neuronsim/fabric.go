@@ -318,13 +318,14 @@ list sweeps each count (a table per count; with --json a report per count);
 	}
 	f := addFabricFlags(cmd)
 	s := sweepFlags{dtype: dtypeValue{d: enc.Float32}, seed: newSeed(),
-		factor:         newInt("-f/--stepfactor", 2, math.MaxInt64),
-		step:           newSize("-i/--stepbytes", 1, math.MaxInt64),
-		chunks:         newIntDefault("--chunks", 1, enc.MaxChunks, 1),
-		groupSize:      newInt("--group-size", 1, enc.MaxRanks),
-		channels:       newInt("--channels", 1, enc.MaxChannels),
-		ranksPerDevice: newIntDefault("--ranks-per-device", 1, maxOfGenerations(func(g *hwarch.Geometry) int { return g.NeuronCores }), 1),
-		engines:        newInt("--engines", 1, maxOfGenerations(func(g *hwarch.Geometry) int { return g.DMAEnginesPerNC }))}
+		factor:    newInt("-f/--stepfactor", 2, math.MaxInt64),
+		step:      newSize("-i/--stepbytes", 1, math.MaxInt64),
+		chunks:    newIntDefault("--chunks", 1, enc.MaxChunks, 1),
+		groupSize: newInt("--group-size", 1, enc.MaxRanks),
+		channels:  newInt("--channels", 1, enc.MaxChannels),
+		ranksPerDevice: newIntDefault("--ranks-per-device", 1, maxOfGenerations(func(g *hwarch.Geometry) int { return g.NeuronCores }), 1).
+			bounded("the most NeuronCores a device of any generation has; the --arch given may have fewer"),
+		engines: newInt("--engines", 1, maxOfGenerations(func(g *hwarch.Geometry) int { return g.DMAEnginesPerNC }))}
 	fl := cmd.Flags()
 	fl.StringVar(&s.op, "op", "all_reduce", "all_reduce|allr, all_gather|allg, reduce_scatter|redsct, alltoall, permute")
 	fl.StringVarP(&s.minB, "minbytes", "b", "32M", "smallest size in bytes"+sizeUnits)

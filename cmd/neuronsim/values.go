@@ -106,6 +106,11 @@ type intValue struct {
 	v        int64
 	set      bool
 	showDef  bool
+	// bound says what max is when it is not the value's own limit but a
+	// bound over cases checked later (the most NeuronCores of any
+	// generation, where the generation given may have fewer): a value past
+	// max is refused saying so.
+	bound string
 }
 
 // newInt is an integer flag in [min, max] with no numeric default (its usage
@@ -119,6 +124,12 @@ func newIntDefault(name string, min, max, def int64) *intValue {
 	return &intValue{name: name, min: min, max: max, v: def, showDef: true}
 }
 
+// bounded sets what the flag's max is (intValue.bound) and returns v.
+func (v *intValue) bounded(what string) *intValue {
+	v.bound = what
+	return v
+}
+
 func (v *intValue) String() string {
 	if !v.set && !v.showDef {
 		return ""
@@ -130,6 +141,12 @@ func (v *intValue) String() string {
 func (v *intValue) Set(s string) error {
 	n, err := units.ParseInt(v.name, s, v.min, v.max)
 	if err != nil {
+		var ue *units.Error
+		if v.bound != "" && errors.Is(err, units.ErrRange) && errors.As(err, &ue) {
+			e := *ue // flagError shows the units.Error itself: say it there
+			e.Reason += fmt.Sprintf(" (%d is %s)", v.max, v.bound)
+			return &e
+		}
 		return err
 	}
 	v.v, v.set = n, true
