@@ -172,10 +172,10 @@ func ceilLog2(n int) int {
 	return bits.Len(uint(n - 1))
 }
 
-// groupDivides reports whether group, Options.GroupSize (the ranks of a
+// GroupDivides reports whether group, Options.GroupSize (the ranks of a
 // node), splits ranks into whole groups: what Hier and the channels of a
-// ring need.
-func groupDivides(group, ranks int) bool { return group >= 1 && group <= ranks && ranks%group == 0 }
+// ring need. The command line checks --group-size with it, naming the flag.
+func GroupDivides(group, ranks int) bool { return group >= 1 && group <= ranks && ranks%group == 0 }
 
 // check reports why algo a cannot run op over ranks ranks with the given
 // group size (nil when it can).
@@ -207,7 +207,7 @@ func (a Algo) check(op Op, ranks, group int) error {
 		if group < 1 {
 			return fmt.Errorf("hier needs Options.GroupSize (ranks per node) ≥ 1, got %d", group)
 		}
-		if !groupDivides(group, ranks) {
+		if !GroupDivides(group, ranks) {
 			return fmt.Errorf("hier group size %d does not divide %d ranks", group, ranks)
 		}
 	default:

@@ -173,7 +173,7 @@ func prepare(op Op, algo Algo, ranks int, size int64, elem int, opt Options) (*b
 	}
 	if channels > 1 && ChannelsApply(op, algo) && ranks > 1 {
 		switch g := opt.GroupSize; {
-		case !groupDivides(g, ranks):
+		case !GroupDivides(g, ranks):
 			return fail(name, "%d channels need Options.GroupSize, the ranks of a node, dividing the %d ranks (GroupSize %d)", channels, ranks, g)
 		case g%channels != 0:
 			return fail(name, "%d channels do not divide a node's %d ranks (GroupSize): each channel enters a node at its own local rank", channels, g)

@@ -51,7 +51,7 @@ func (k Kind) ServerSizeRefusal() string {
 // DevicesRefusal says why a topology of kind k cannot be built of n
 // devices — its shape fixes the count — or "": a torus2d needs a multiple
 // of 16, an UltraServer (ultraserver, trn3-gen1) 64 devices, a Gen2
-// UltraServer 144. Build refuses such a count with these words, and the
+// UltraServer 144. Build (graph, for every kind) refuses such a count with these words, and the
 // command line (--topology, --devices) and a scenario (system.topology)
 // before building, naming their keys.
 func (k Kind) DevicesRefusal(n int) string {
@@ -128,9 +128,6 @@ func (k Kind) HasSwitches() bool { return k.switchedTrn3() || k == KindStar }
 // (one switch), the other servers' in 2 (through l2-sw), and its
 // inter-rack peer in 1.
 func (t *Topology) trn3Gen1(n int, p Params) error {
-	if r := KindTrn3Gen1.DevicesRefusal(n); r != "" {
-		return fmt.Errorf("fabric %s: %d devices; %s: %w", KindTrn3Gen1, n, r, ErrTopology)
-	}
 	l1 := t.serverSwitches(Gen1Servers)
 	l2 := t.addSwitch("l2-sw")
 	rackSize := Gen1RackServers * Gen1ServerSize
@@ -155,9 +152,6 @@ func (t *Topology) trn3Gen1(n int, p Params) error {
 // in 2 hops (the first-level switch) and the other servers' in 2 (a
 // second-level switch, chosen by spreadGen2).
 func (t *Topology) trn3Gen2(n int, p Params) error {
-	if r := KindTrn3Gen2.DevicesRefusal(n); r != "" {
-		return fmt.Errorf("fabric %s: %d devices; %s: %w", KindTrn3Gen2, n, r, ErrTopology)
-	}
 	l1 := t.serverSwitches(Gen2Servers)
 	var l2 [Gen2Spines]int
 	for i := range l2 {

@@ -229,6 +229,9 @@ func graph(k Kind, g hwarch.Generation, n int, p Params) (*Topology, error) {
 	if k == KindAuto {
 		k = AutoKind(g, n)
 	}
+	if r := k.DevicesRefusal(n); r != "" {
+		return nil, fmt.Errorf("fabric %s: %d devices; %s: %w", k, n, r, ErrTopology)
+	}
 	t := &Topology{Kind: k, Devices: n}
 	for i := range n {
 		t.Nodes = append(t.Nodes, Node{Kind: NodeDevice, Name: fmt.Sprintf("neuron%d", i)})
@@ -298,11 +301,9 @@ func (t *Topology) duplex(a, b int, group string, p LinkParams) {
 }
 
 // torus builds the 4×4 torus of every group of 16 with the driver's table
-// (hwarch.ConnectedDevices: up, left, down, right = SENG columns 0..3).
+// (hwarch.ConnectedDevices: up, left, down, right = SENG columns 0..3);
+// n is a multiple of 16 (graph refuses any other count: DevicesRefusal).
 func (t *Topology) torus(n int, p LinkParams) error {
-	if r := KindTorus2D.DevicesRefusal(n); r != "" {
-		return fmt.Errorf("fabric torus2d: %d devices; %s: %w", n, r, ErrTopology)
-	}
 	t.Neighbours = make([][]int, n)
 	for d := range n {
 		nb, err := hwarch.ConnectedDevices(n, d, false)
@@ -334,9 +335,6 @@ func (t *Topology) pairPorts() {
 // ultraServer builds 4 nodes of a 16-device torus and joins the devices of
 // the same position into a ring of 4 (the Z links).
 func (t *Topology) ultraServer(n int, p Params) error {
-	if r := KindUltraServer.DevicesRefusal(n); r != "" {
-		return fmt.Errorf("fabric ultraserver: %d devices; %s: %w", n, r, ErrTopology)
-	}
 	if err := t.torus(n, p.XY); err != nil {
 		return err
 	}
