@@ -365,7 +365,7 @@ func checkOutputPaths(flags ...[2]string) error {
 		paths[i] = fl[1]
 	}
 	if j, i, file, ok := output.FindSame(paths); ok {
-		return fmt.Errorf("%s %s: the same file as %s %s%s; one would be written over the other", flags[i][0], flags[i][1], flags[j][0], flags[j][1], output.Both(flags[i][1], flags[j][1], file))
+		return errors.New(output.Same(flags[j][0], flags[j][1], flags[i][0], flags[i][1], file))
 	}
 	for _, fl := range flags {
 		if fl[1] == "" {
@@ -437,11 +437,14 @@ func runSweep(cmd *cobra.Command, f *fabricFlags, s *sweepFlags) error {
 	if errors.As(err, &ce) {
 		return fmt.Errorf("--pcap: %w", ce.Err)
 	}
-	if err != nil {
-		return s.writeIncomplete(cmd, f, plan, res.Reports, err)
+	if err != nil && (len(res.Reports) == 0 || !cluster.Incomplete(res.Reports[len(res.Reports)-1])) {
+		return err
 	}
 	f.named.annotate(res.Reports)
 	s.noteOverrides(f, res.Reports, plan.set.Config.TimingOnly)
+	if err != nil {
+		return s.writeIncomplete(cmd, plan, res.Reports, err)
+	}
 	if c := res.Capture; c.Full {
 		fmt.Fprintf(cmd.ErrOrStderr(), "neuronsim: --pcap: the capture stopped at --pcap-max (%s) after %s; %d not recorded\n",
 			units.FormatBytes(int64(c.MaxBytes)), units.Plural(int64(c.Packets), "packet", "packets"), c.NotRecorded)
@@ -465,23 +468,15 @@ func commitOutputs(cmd *cobra.Command, files []*output.File) error {
 	return nil
 }
 
-// writeIncomplete ends a sweep that failed with err. When a size failed,
-// the reports hold the systems swept and, last, the sizes the failing
-// system ran before it (cluster.IncompleteKey says where it stopped):
-// their tables are printed and the --json reports written — the last
-// marked "neuronsim_incomplete" — so that what finished is not lost;
+// writeIncomplete ends a sweep stopped by a size that failed with err: the
+// reports hold the systems swept and, last, the sizes the failing system
+// ran before it (cluster.Incomplete; cluster.IncompleteKey says where it
+// stopped). Their tables are printed and the --json reports written — the
+// last marked "neuronsim_incomplete" — so that what finished is not lost;
 // --plot, --plot-devices and --pcap are not written (a picture or a
 // capture cannot say it is incomplete), and earlier files of those names
 // are left as they were. The error names the size and adds what was kept.
-func (s *sweepFlags) writeIncomplete(cmd *cobra.Command, f *fabricFlags, plan *sweepPlan, reports []*nccom.Report, err error) error {
-	if len(reports) == 0 {
-		return err
-	}
-	if _, ok := reports[len(reports)-1].Extra[cluster.IncompleteKey]; !ok {
-		return err
-	}
-	f.named.annotate(reports)
-	s.noteOverrides(f, reports, plan.set.Config.TimingOnly)
+func (s *sweepFlags) writeIncomplete(cmd *cobra.Command, plan *sweepPlan, reports []*nccom.Report, err error) error {
 	files, werr := writeSweep(cmd, s, plan, reports, nil, false)
 	if werr == nil {
 		werr = commitOutputs(cmd, files)
@@ -819,7 +814,7 @@ func (s *sweepFlags) sizeSystem(f *fabricFlags, plan *sweepPlan, sys *cluster.Sw
 	ranks := sys.Devices * s.ranksPerDevice.int()
 	// hier's groups split the ranks; once refused by the schedule's builder
 	// naming no flag ("enc: hier … group size 3 does not divide 16 ranks").
-	if g := s.groupSize.int(); s.groupSize.set && sw.Algo == enc.Hier && (g > ranks || ranks%g != 0) {
+	if g := s.groupSize.int(); s.groupSize.set && sw.Algo == enc.Hier && !enc.GroupDivides(g, ranks) {
 		return fmt.Errorf("--group-size %d: does not divide the %d ranks (%d devices × %s per device): hier's groups split the ranks", g, ranks, sys.Devices, units.Plural(int64(s.ranksPerDevice.int()), "rank", "ranks"))
 	}
 	if err := enc.CheckRingOrder(sw.Options.RingOrder, ranks); err != nil {

@@ -95,6 +95,16 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 // A report without it ran every size asked for.
 const IncompleteKey = "incomplete"
 
+// Incomplete reports whether rep is the report of a sweep stopped by a
+// size that failed: it holds the sizes before it (IncompleteKey).
+func Incomplete(rep *nccom.Report) bool {
+	if rep == nil {
+		return false
+	}
+	_, ok := rep.Extra[IncompleteKey]
+	return ok
+}
+
 // IncompleteNote says where and why a sweep stopped: at size, which
 // failed with err, with more sizes after it not run.
 func IncompleteNote(size int64, more int, err error) string {

@@ -308,10 +308,7 @@ func (st *SweepStep) run(run *runner) error {
 	}
 	rep, err := run.c.Sweep(cluster.Sweep{Op: op, Algo: algo, Dtype: d, Sizes: sizes, Seed: run.p.System.Seed, Options: st.options()})
 	if err != nil {
-		if rep == nil {
-			return err
-		}
-		if _, ok := rep.Extra[cluster.IncompleteKey]; !ok {
+		if !cluster.Incomplete(rep) {
 			return err
 		}
 		// A size failed: the sizes before it are kept, as fabric sweep
