@@ -401,10 +401,23 @@ func Check(path string) error {
 // at a that is the same file as an input at b would replace it; two
 // outputs that are would be written one over the other.
 func SameFile(a, b string) bool {
-	if a == "" || b == "" {
-		return false
+	return b != "" && FindSameAs(a, []string{b}) == 0
+}
+
+// FindSameAs returns the index of the first of others that is the same
+// file as path (SameFile), or -1 when none is (or path is empty). Each
+// path is examined once.
+func FindSameAs(path string, others []string) int {
+	if path == "" {
+		return -1
 	}
-	return sameFile(probe(a), probe(b))
+	p := probe(path)
+	for i, o := range others {
+		if o != "" && sameFile(p, probe(o)) {
+			return i
+		}
+	}
+	return -1
 }
 
 // Resolve returns the file path names: absolute, every symbolic link on
@@ -529,14 +542,17 @@ func FindSame(paths []string) (j, i int, file string, ok bool) {
 	return 0, 0, "", false
 }
 
-// Both returns what an error about two paths a and b that FindSame found
-// to be one file adds to name that file: " (both are FILE)", or "" where
-// a and b are both FILE as written.
-func Both(a, b, file string) string {
-	if a == file && b == file {
-		return ""
+// Same says that the output at path b (named whereB: a flag or a key)
+// is the same file as the one at a (whereA), which FindSame found both
+// to be, naming that file where neither path is it as written: "WHEREB
+// B: the same file as WHEREA A (both are FILE); one would be written
+// over the other".
+func Same(whereA, a, whereB, b, file string) string {
+	both := ""
+	if a != file || b != file {
+		both = " (both are " + file + ")"
 	}
-	return " (both are " + file + ")"
+	return fmt.Sprintf("%s %s: the same file as %s %s%s; one would be written over the other", whereB, b, whereA, a, both)
 }
 
 // CheckDir reports whether dir exists as a directory, or can be made: its

@@ -325,6 +325,32 @@ func TestFindSame(t *testing.T) {
 	}
 }
 
+// TestFindSameAs: the first of the others that is the same file as the
+// path — by its path, through a symbolic link (a dangling one too) or a
+// hard link — or -1; an empty path is none, and empty others are skipped.
+func TestFindSameAs(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	require.NoError(t, os.Symlink("a.json", filepath.Join(dir, "l.png")))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "h1"), nil, 0o644))
+	require.NoError(t, os.Link(filepath.Join(dir, "h1"), filepath.Join(dir, "h2")))
+	t.Chdir(dir)
+	for _, tc := range []struct {
+		path   string
+		others []string
+		want   int
+	}{
+		{"a.json", []string{"p.png", "", "l.png", "a.json"}, 2},
+		{"l.png", []string{filepath.Join(dir, "a.json")}, 0},
+		{"h2", []string{"x", "h1"}, 1},
+		{"a.json", []string{"p.png", ""}, -1},
+		{"", []string{"", "a.json"}, -1},
+		{"a.json", nil, -1},
+	} {
+		assert.Equal(t, tc.want, FindSameAs(tc.path, tc.others), "%s in %v", tc.path, tc.others)
+	}
+}
+
 // TestWriteNew: a new output is made whole; over anything already at its
 // path it is refused with fs.ErrExist, the path left as it was and no
 // temporary file behind.

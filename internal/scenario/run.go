@@ -665,7 +665,7 @@ func (run *runner) precheck(opt Options) error {
 		paths[i] = o.path
 	}
 	if j, i, file, ok := output.FindSame(paths); ok {
-		return fmt.Errorf("%s: %s %s: the same file as %s %s%s; one would be written over the other; nothing was run", p.file, outs[i].where, outs[i].path, outs[j].where, outs[j].path, output.Both(outs[i].path, outs[j].path, file))
+		return fmt.Errorf("%s: %s; nothing was run", p.file, output.Same(outs[j].where, outs[j].path, outs[i].where, outs[i].path, file))
 	}
 	for _, o := range outs {
 		if err := output.Check(o.path); err != nil {

@@ -321,8 +321,8 @@ type MergeStats struct {
 // would be written (output.Resolve: every symbolic link followed, the
 // path's own even when it is dangling, as output.Create follows it, and
 // those of linked directories), and the files it might be are compared
-// by output.FindSame, so a link or a hard link to one of them is caught
-// too. A path elsewhere in the folder (DIR/points.db, the documented one)
+// with it by output.FindSameAs, so a link or a hard link to one of them is
+// caught too. A path elsewhere in the folder (DIR/points.db, the documented one)
 // is taken.
 func checkSQLitePath(dir, db string) error {
 	at, err := output.Resolve(db)
@@ -336,8 +336,7 @@ func checkSQLitePath(dir, db string) error {
 	refuse := func(what string) error {
 		return fmt.Errorf("sweep: --sqlite %s: %s%s: nothing was written: %w", db, what, leads, ErrFolder)
 	}
-	manifest := filepath.Join(dir, ManifestName)
-	paths, what := []string{db, manifest}, []string{"", "the results folder's manifest " + ManifestName}
+	others, what := []string{filepath.Join(dir, ManifestName)}, []string{"the results folder's manifest " + ManifestName}
 	for _, sub := range []string{PointsDir, HostDir, MergedDir} {
 		d := filepath.Join(dir, sub)
 		if rd, err := output.Resolve(d); err == nil && filepath.Dir(at) == rd {
@@ -349,20 +348,13 @@ func checkSQLitePath(dir, db string) error {
 		}
 		for _, e := range entries {
 			p := filepath.Join(d, e.Name())
-			paths, what = append(paths, p), append(what, p+", a file of the results folder")
+			others, what = append(others, p), append(what, p+", a file of the results folder")
 		}
 	}
-	for {
-		j, i, _, ok := output.FindSame(paths)
-		if !ok {
-			return nil
-		}
-		if j == 0 {
-			return refuse("is " + what[i])
-		}
-		// Two of the folder's own files are one (hard links): look on.
-		paths, what = append(paths[:i], paths[i+1:]...), append(what[:i], what[i+1:]...)
+	if i := output.FindSameAs(db, others); i >= 0 {
+		return refuse("is " + what[i])
 	}
+	return nil
 }
 
 // Merge writes the merged outputs of the folder dir: merged/report.json,
