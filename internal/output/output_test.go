@@ -297,12 +297,7 @@ func TestResolve(t *testing.T) {
 // TestFindSame: the first two paths of a list that are one file are
 // found, in order, with the file they name; a list with none has none.
 func TestFindSame(t *testing.T) {
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	require.NoError(t, err)
-	require.NoError(t, os.Symlink("a.json", filepath.Join(dir, "l.png")))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "h1"), nil, 0o644))
-	require.NoError(t, os.Link(filepath.Join(dir, "h1"), filepath.Join(dir, "h2")))
-	t.Chdir(dir)
+	dir := linkedFiles(t)
 	for _, tc := range []struct {
 		paths []string
 		j, i  int
@@ -325,16 +320,25 @@ func TestFindSame(t *testing.T) {
 	}
 }
 
-// TestFindSameAs: the first of the others that is the same file as the
-// path — by its path, through a symbolic link (a dangling one too) or a
-// hard link — or -1; an empty path is none, and empty others are skipped.
-func TestFindSameAs(t *testing.T) {
+// linkedFiles makes the files of the same-file tests in a directory it
+// makes the working one, and returns it: l.png a link to a.json (not
+// there), h2 a hard link to h1.
+func linkedFiles(t *testing.T) string {
+	t.Helper()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
 	require.NoError(t, os.Symlink("a.json", filepath.Join(dir, "l.png")))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "h1"), nil, 0o644))
 	require.NoError(t, os.Link(filepath.Join(dir, "h1"), filepath.Join(dir, "h2")))
 	t.Chdir(dir)
+	return dir
+}
+
+// TestFindSameAs: the first of the others that is the same file as the
+// path — by its path, through a symbolic link (a dangling one too) or a
+// hard link — or -1; an empty path is none, and empty others are skipped.
+func TestFindSameAs(t *testing.T) {
+	dir := linkedFiles(t)
 	for _, tc := range []struct {
 		path   string
 		others []string
