@@ -27,6 +27,8 @@ type efaFlags struct {
 	leafPorts  *intValue
 	spines     *intValue
 	perNIC     *intValue
+	routing    fabric.EFARouting
+	routingSet bool
 	cmd        *cobra.Command
 }
 
@@ -42,6 +44,19 @@ func (v networkValue) Set(s string) error {
 	return nil
 }
 func (v networkValue) Type() string { return "network" }
+
+// routingValue records that --efa-routing was given.
+type routingValue struct{ f *efaFlags }
+
+func (v routingValue) String() string { return v.f.routing.String() }
+func (v routingValue) Set(s string) error {
+	if err := v.f.routing.Set(s); err != nil {
+		return err
+	}
+	v.f.routingSet = true
+	return nil
+}
+func (v routingValue) Type() string { return "routing" }
 
 // ratioValue is a ratio (a decimal number: 1, 1.5, 4); its range is
 // checked with the other EFA settings (fabric.EFASettings.Check).
@@ -90,7 +105,8 @@ func addEFAFlags(cmd *cobra.Command) *efaFlags {
 	fl.Var(f.latency, "efa-latency", fmt.Sprintf("T: the latency of a minimal message between two nodes on one leaf, HBM to HBM, ns, at most %d (1 ms): 2 × NIC + 2 × leaf link + a switch + the endpoint delay, the NIC's share set to make it T. Not given, the NIC links keep their %d ns, which make %d with the default switch and endpoint delays (%d in --endpoints ideal, which has neither)",
 		fabric.MaxEFALatencyPS/1000, def.NICLatency/1000, (2*def.NICLatency+2*def.LeafLatency+defP.Switch+defP.Endpoint)/1000, (2*def.NICLatency+2*def.LeafLatency)/1000))
 	fl.Var(f.leafPorts, "leaf-ports", fmt.Sprintf("NICs per leaf switch (its radix of downlinks), 1..%d (default %d)", fabric.MaxLeafPorts, def.LeafPorts))
-	fl.Var(f.spines, "spines", fmt.Sprintf("spine switches, 1..%d (default %d; a leaf sends a write to spine p mod spines, p the destination NIC's port on its leaf: a flow takes one spine, 1/spines of the uplink, not sprayed over all as SRD does)", fabric.MaxSpines, def.Spines))
+	fl.Var(f.spines, "spines", fmt.Sprintf("spine switches, 1..%d (default %d; each leaf's uplink bandwidth split evenly over them; --efa-routing says which a write takes)", fabric.MaxSpines, def.Spines))
+	fl.Var(routingValue{f}, "efa-routing", fmt.Sprintf("how a leaf chooses a write's spine: spray (each NIC sends its writes across the spines to them in turn, as EFA's SRD sprays a flow over the paths: a flow has the whole uplink) or fixed (spine p mod spines, p the destination NIC's port on its leaf: a flow takes one spine, 1/spines of the uplink); default %s", def.Routing))
 	fl.Var(f.perNIC, "devices-per-nic", "devices sharing one NIC (default the generation's: 2 on sunda, 1 on cayman and mariana)")
 	return f
 }
@@ -111,7 +127,7 @@ func (f *efaFlags) total(perNode []int) []int {
 func efaFlagNames(s fabric.EFASetting) string {
 	return [...]string{fabric.SettingNodes: "--nodes", fabric.SettingNetwork: "--efa-network", fabric.SettingOversubscription: "--oversubscription",
 		fabric.SettingBandwidth: "--efa-bw", fabric.SettingLatency: "--efa-latency", fabric.SettingLeafPorts: "--leaf-ports",
-		fabric.SettingSpines: "--spines", fabric.SettingDevicesPerNIC: "--devices-per-nic"}[s]
+		fabric.SettingSpines: "--spines", fabric.SettingDevicesPerNIC: "--devices-per-nic", fabric.SettingRouting: "--efa-routing"}[s]
 }
 
 // settings are the flags given, as the EFA settings.
@@ -119,6 +135,9 @@ func (f *efaFlags) settings() fabric.EFASettings {
 	s := fabric.EFASettings{Nodes: int(f.nodes.v)}
 	if f.networkSet {
 		s.Network = &f.network
+	}
+	if f.routingSet {
+		s.Routing = &f.routing
 	}
 	if f.ratio.set {
 		s.Oversubscription = &f.ratio.v

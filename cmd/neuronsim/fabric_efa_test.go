@@ -166,6 +166,37 @@ func TestFabricTopoNodes(t *testing.T) {
 	}
 }
 
+// TestFabricEFARouting: --efa-routing chooses how a leaf picks a write's
+// spine, fabric topo draws it, and a sweep whose writes may cross the
+// spines says it (efa_routing); sprayed, more spines than a leaf's NICs
+// are taken (fixed routing refuses them: TestFabricEFAFlagErrors).
+func TestFabricEFARouting(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--leaf-ports", "1"}, "spines: spine0, spine1 ◄––► every leaf; sprayed: each NIC sends its writes across the spines to them in turn, from its port on its leaf mod 2"},
+		{[]string{"--efa-network", "fat-tree", "--leaf-ports", "2", "--efa-routing", "fixed"}, "spines: spine0, spine1 ◄––► every leaf; fixed routing: a leaf sends a write up to spine p mod 2"},
+		{[]string{"--leaf-ports", "1", "--efa-routing", "SPRAY", "--spines", "8"}, "spine7 ◄––► every leaf; sprayed: each NIC sends its writes across the spines to them in turn, from its port on its leaf mod 8\nleaf-spine links: 3.125 GB/s"},
+		{[]string{"--leaf-ports", "1", "--spines", "1"}, "spines: spine0 ◄––► every leaf\n"},
+	} {
+		args := append([]string{"fabric", "topo", "--arch", "cayman", "--devices", "2", "--nodes", "2"}, c.args...)
+		out, err := runCLI(t, args...)
+		require.NoError(t, err, "%v: %s", args, out)
+		assert.Contains(t, out, c.want, "%v", args)
+	}
+	for _, r := range []string{"spray", "fixed"} {
+		out, err := runCLI(t, "fabric", "sweep", "--arch", "cayman", "--devices", "2", "--nodes", "2", "--efa-network", "fat-tree", "--leaf-ports", "2",
+			"--op", "permute", "-b", "1M", "-e", "1M", "--efa-routing", r)
+		require.NoError(t, err, out)
+		assert.Contains(t, out, "# efa_routing: "+r+"\n")
+	}
+	// Spines no write crosses: no routing to speak of.
+	out, err := runCLI(t, "fabric", "sweep", "--arch", "cayman", "--devices", "2", "--nodes", "2", "--op", "permute", "-b", "1M", "-e", "1M")
+	require.NoError(t, err, out)
+	assert.NotContains(t, out, "efa_routing")
+}
+
 // TestFabricEFAFlagErrors: the EFA flags are refused without --nodes 2 or
 // more, out of range, or unreadable, each naming the flag.
 func TestFabricEFAFlagErrors(t *testing.T) {
@@ -177,7 +208,7 @@ func TestFabricEFAFlagErrors(t *testing.T) {
 		{[]string{"--oversubscription", "2"}, "--oversubscription: one node has no EFA network"},
 		{[]string{"--nodes", "2", "--oversubscription", "0.5"}, "--oversubscription 0.5: a ratio from 1"},
 		// Spines past the most NICs on a leaf would carry nothing.
-		{[]string{"--nodes", "2", "--leaf-ports", "1", "--spines", "8"}, "--spines 8: with 2 nodes of 16 devices a leaf holds at most 1 NIC (rail0-leaf0)"},
+		{[]string{"--nodes", "2", "--leaf-ports", "1", "--spines", "8", "--efa-routing", "fixed"}, "--spines 8: with 2 nodes of 16 devices a leaf holds at most 1 NIC (rail0-leaf0), and under fixed routing (--efa-routing)"},
 		// Where no write crosses a spine they change nothing.
 		{[]string{"--nodes", "2", "--spines", "4"}, "--spines: changes nothing here: with 2 nodes of 16 devices the network is rail-optimised and each rail's 2 nodes fit one leaf of 64 ports"},
 		{[]string{"--nodes", "2", "--efa-network", "fat-tree", "--oversubscription", "2"}, "--oversubscription: changes nothing here: with 2 nodes of 16 devices one leaf of 64 ports holds all 32 NICs (2 nodes × 16), so the network has no spines"},
@@ -189,6 +220,11 @@ func TestFabricEFAFlagErrors(t *testing.T) {
 		{[]string{"--nodes", "2", "--devices-per-nic", "16385"}, "--devices-per-nic 16385: must be in 1..16384"},
 		{[]string{"--nodes", "2000"}, "--nodes 2000: 2000 nodes of 16 devices are 32000 devices"},
 		{[]string{"--nodes", "2", "--efa-network", "torus"}, "accepted words are rail|fat-tree"},
+		{[]string{"--nodes", "2", "--efa-routing", "ecmp"}, `unknown EFA routing "ecmp": accepted words are spray|fixed`},
+		{[]string{"--efa-routing", "fixed"}, "--efa-routing: one node has no EFA network"},
+		{[]string{"--nodes", "2", "--efa-routing", "fixed"}, "--efa-routing: changes nothing here: with 2 nodes of 16 devices the network is rail-optimised"},
+		// Sprayed, every spine carries writes: more spines than a leaf's
+		// NICs are taken (fixed routing refuses them, above).
 		{[]string{"--nodes", "2", "--efa-bw", "0"}, `--efa-bw "0": no unit`},
 		{[]string{"--nodes", "2", "--efa-bw", "0Gbps"}, `--efa-bw "0Gbps": a bandwidth must be positive`},
 		{[]string{"--nodes", "2", "--efa-bw", "1e-400GB/s"}, `--efa-bw "1e-400GB/s": too small`}, // not "0"

@@ -249,8 +249,10 @@ func timingSweep(t *testing.T, spec fabric.SystemSpec, nodes int, params *fabric
 
 // TestEFAMoreSpinesNeverSlower: an all-to-all across the nodes of a
 // network of several leaves takes no longer with more spines, for spine
-// counts up to the leaf's ports that divide them: each spine link then
-// carries its share of the leaf's traffic at its share of the bandwidth.
+// counts up to the leaf's ports that divide them, under the default
+// routing (the writes sprayed over the spines) and under fixed routing:
+// each spine link then carries its share of the leaf's traffic at its
+// share of the bandwidth.
 // With the spine chosen by destination device index mod Spines, a rail's
 // traffic all went through one spine, whose link has 1/Spines of the
 // leaf's uplink bandwidth: rail-optimised, 4 nodes of 4 Trn2 devices on
@@ -273,25 +275,60 @@ func TestEFAMoreSpinesNeverSlower(t *testing.T) {
 		{"rail-8-nodes-ports-4", fabric.RailOptimised, 8, 4, []int{1, 2, 4}},
 		{"fat-tree-8-nodes-ports-4", fabric.FatTree, 8, 4, []int{1, 2, 4}},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			var prev float64
-			for i, s := range c.spines {
-				p := cluster.DefaultParams(g, tables)
-				p.EFA.Network, p.EFA.LeafPorts, p.EFA.Spines = c.net, c.ports, s
-				res, err := cluster.RunSweeps(cluster.SweepSet{
-					Config:  cluster.Config{Generation: g, Nodes: c.nodes, Switch: switchOf(g), Params: &p, TimingOnly: true},
-					Systems: []cluster.SweepSystem{{Devices: 4 * c.nodes, Kind: fabric.KindRing, Sizes: []int64{16 << 20}}},
-					Sweep:   cluster.Sweep{Op: enc.AllToAll, Dtype: enc.Float32},
-				})
-				require.NoError(t, err)
-				got := res.Reports[0].Rows[0].TimeUS
-				t.Logf("%d spines: %.2f µs", s, got)
-				if i > 0 {
-					assert.LessOrEqual(t, got, prev, "%d spines against %d", s, c.spines[i-1])
-				}
-				prev = got
-			}
-		})
+		for _, r := range []fabric.EFARouting{fabric.RouteSpray, fabric.RouteFixed} {
+			t.Run(c.name+"-"+r.String(), func(t *testing.T) {
+				moreSpinesNeverSlower(t, g, tables, c.net, c.nodes, c.ports, c.spines, r)
+			})
+		}
+	}
+}
+
+// moreSpinesNeverSlower runs TestEFAMoreSpinesNeverSlower's all-to-all of
+// 16 MiB on nodes nodes of 4 devices, leaves of ports ports, with each of
+// the spine counts in turn under routing r, and holds each time to the one
+// before.
+func moreSpinesNeverSlower(t *testing.T, g hwarch.Generation, tables *arch.Tables, net fabric.EFANetwork, nodes, ports int, spines []int, r fabric.EFARouting) {
+	t.Helper()
+	var prev float64
+	for i, s := range spines {
+		p := cluster.DefaultParams(g, tables)
+		p.EFA.Network, p.EFA.LeafPorts, p.EFA.Spines, p.EFA.Routing = net, ports, s, r
+		got := sweepTimeUS(t, cluster.Config{Generation: g, Nodes: nodes, Switch: switchOf(g), Params: &p, TimingOnly: true},
+			cluster.SweepSystem{Devices: 4 * nodes, Kind: fabric.KindRing, Sizes: []int64{16 << 20}}, enc.AllToAll)
+		t.Logf("%d spines: %.2f µs", s, got)
+		if i > 0 {
+			assert.LessOrEqual(t, got, prev, "%d spines against %d", s, spines[i-1])
+		}
+		prev = got
+	}
+}
+
+// TestEFASprayedPermute: a permute whose flows each cross the spines
+// alone (8 nodes of 2 Trn2 devices on a fat tree of 4 ports a leaf,
+// oversubscription 4, 4 MiB) keeps its one-spine time with 2 and 4 spines
+// when the writes are sprayed (the default) — within the 3 % a write takes
+// longer to cross a slower spine link — while fixed routing puts each flow
+// on one spine link of 1/spines of the uplink: 421.35 and 757.38 µs
+// against 254.48 (docs/fabric.md §EFA, "Spine choice").
+func TestEFASprayedPermute(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds systems of 16 devices")
+	}
+	g := hwarch.Cayman
+	tables := tablesOf(t, g)
+	run := func(spines int, r fabric.EFARouting) float64 {
+		p := cluster.DefaultParams(g, tables)
+		p.EFA.Network, p.EFA.LeafPorts, p.EFA.Oversubscription, p.EFA.Spines, p.EFA.Routing = fabric.FatTree, 4, 4, spines, r
+		return sweepTimeUS(t, cluster.Config{Generation: g, Nodes: 8, Switch: switchOf(g), Params: &p, TimingOnly: true},
+			cluster.SweepSystem{Devices: 16, Kind: fabric.KindRing, Sizes: []int64{4 << 20}}, enc.Permute)
+	}
+	one := run(1, fabric.RouteSpray)
+	assert.Equal(t, one, run(1, fabric.RouteFixed), "one spine: nothing to choose")
+	for _, spines := range []int{2, 4} {
+		sprayed, fixed := run(spines, fabric.RouteSpray), run(spines, fabric.RouteFixed)
+		t.Logf("%d spines: sprayed %.2f µs, fixed %.2f µs, one spine %.2f µs", spines, sprayed, fixed, one)
+		assert.InEpsilon(t, one, sprayed, 0.03, "%d spines sprayed", spines)
+		assert.Greater(t, fixed, 1.5*one, "%d spines fixed: one flow a spine link of 1/%d of the uplink", spines, spines)
 	}
 }
 

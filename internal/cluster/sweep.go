@@ -54,6 +54,9 @@ func (c *Cluster) Sweep(sw Sweep) (*nccom.Report, error) {
 	if so := c.System.Topology().Scale; so != nil {
 		nodes, nics = so.Nodes, so.NICs
 		rep.Extra["nodes"], rep.Extra["efa_network"] = so.Nodes, so.Network.String()
+		if e := so.Params(); so.Spines > 1 && e.SpinesIdle(so.Nodes, so.NodeDevices) == "" {
+			rep.Extra["efa_routing"] = e.Routing.String() // which spine a write takes
+		}
 	}
 	usage := make(LinkUsage, 0, len(sw.Sizes))
 	var resolution uint64 // the largest of the rows' Result.ResolutionPS

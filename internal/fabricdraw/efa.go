@@ -67,7 +67,14 @@ func (d *drawer) scaleOut() {
 	for i := range names {
 		names[i] = d.t.Nodes[so.Spine(i)].Name
 	}
-	d.printf("spines: %s ◄––► every leaf; a leaf sends a write up to spine p mod %d, p the destination NIC's port on its leaf\n", summarise(names), so.Spines)
+	switch {
+	case so.Spines == 1:
+		d.printf("spines: %s ◄––► every leaf\n", summarise(names))
+	case so.Params().Routing == fabric.RouteFixed:
+		d.printf("spines: %s ◄––► every leaf; fixed routing: a leaf sends a write up to spine p mod %d, p the destination NIC's port on its leaf\n", summarise(names), so.Spines)
+	default:
+		d.printf("spines: %s ◄––► every leaf; sprayed: each NIC sends its writes across the spines to them in turn, from its port on its leaf mod %d\n", summarise(names), so.Spines)
+	}
 	d.line(d.groupLine("efa-spine"))
 	d.spineLinksByLeaf(byLeaf)
 }

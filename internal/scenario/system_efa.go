@@ -19,8 +19,9 @@ import (
 // EFA overrides the parameters of the EFA scale-out network that joins
 // system.nodes nodes (docs/fabric.md §EFA); an absent field keeps the
 // generation's value. The fields are the command line's --efa-network,
-// --oversubscription, --efa-bw, --efa-latency, --leaf-ports, --spines and
-// --devices-per-nic, checked by the same code (fabric.EFASettings).
+// --oversubscription, --efa-bw, --efa-latency, --leaf-ports, --spines,
+// --devices-per-nic and --efa-routing, checked by the same code
+// (fabric.EFASettings).
 type EFA struct {
 	Network          string     `yaml:"network"`          // rail|fat-tree
 	Oversubscription *float64   `yaml:"oversubscription"` // 1..1024
@@ -29,6 +30,7 @@ type EFA struct {
 	LeafPorts        *int       `yaml:"leaf_ports"`       // 1..4096
 	Spines           *int       `yaml:"spines"`           // 1..256
 	DevicesPerNIC    *int       `yaml:"devices_per_nic"`  // dividing a node's devices
+	Routing          string     `yaml:"routing"`          // spray|fixed
 }
 
 // Bandwidth is a bandwidth in bytes per second, written with its unit
@@ -56,7 +58,8 @@ func efaKeys(s fabric.EFASetting) string {
 	return [...]string{fabric.SettingNodes: "system.nodes", fabric.SettingNetwork: "system.efa.network",
 		fabric.SettingOversubscription: "system.efa.oversubscription", fabric.SettingBandwidth: "system.efa.bandwidth",
 		fabric.SettingLatency: "system.efa.latency_ns", fabric.SettingLeafPorts: "system.efa.leaf_ports",
-		fabric.SettingSpines: "system.efa.spines", fabric.SettingDevicesPerNIC: "system.efa.devices_per_nic"}[s]
+		fabric.SettingSpines: "system.efa.spines", fabric.SettingDevicesPerNIC: "system.efa.devices_per_nic",
+		fabric.SettingRouting: "system.efa.routing"}[s]
 }
 
 // efaSettings reads system.nodes and system.efa into the EFA settings,
@@ -84,6 +87,14 @@ func efaSettings(d *strictyaml.Decoder, at func(string) *yaml.Node, sys *System)
 			return s, d.Errorf(at("system.efa.network"), "system.efa.network", "%v", err)
 		}
 		s.Network = &nw
+	}
+	if e.Routing != "" {
+		path := efaKeys(fabric.SettingRouting)
+		r, err := fabric.ParseEFARouting(e.Routing)
+		if err != nil {
+			return s, d.Errorf(at(path), path, "%v", err)
+		}
+		s.Routing = &r
 	}
 	s.Oversubscription = e.Oversubscription
 	if e.Bandwidth != nil {
@@ -162,6 +173,6 @@ func (r *resolved) options(opt enc.Options) enc.Options {
 
 // describeEFA names an EFA network's parameters as the efa keys do.
 func describeEFA(e fabric.EFAParams) string {
-	return fmt.Sprintf("network %s, oversubscription %g, bandwidth %d B/s, NIC latency %s ns, leaf_ports %d, spines %d, devices_per_nic %d",
-		e.Network, e.Oversubscription, e.NICBandwidth, strconv.FormatFloat(float64(e.NICLatency)/1000, 'f', -1, 64), e.LeafPorts, e.Spines, e.DevicesPerNIC)
+	return fmt.Sprintf("network %s, oversubscription %g, bandwidth %d B/s, NIC latency %s ns, leaf_ports %d, spines %d, devices_per_nic %d, routing %s",
+		e.Network, e.Oversubscription, e.NICBandwidth, strconv.FormatFloat(float64(e.NICLatency)/1000, 'f', -1, 64), e.LeafPorts, e.Spines, e.DevicesPerNIC, e.Routing)
 }

@@ -161,6 +161,7 @@ type EFA struct {
 	LeafPorts        *int     `json:"leaf_ports,omitempty"`
 	Spines           *int     `json:"spines,omitempty"`
 	DevicesPerNIC    *int     `json:"devices_per_nic,omitempty"`
+	Routing          *string  `json:"routing,omitempty"` // spray, fixed
 }
 
 // nodeNICs is the EFA NICs of one node of a point of several nodes, as
@@ -225,11 +226,17 @@ func efaOf(s fabric.EFASettings) *EFA {
 		n := s.Network.String()
 		e.Network = &n
 	}
+	if s.Routing != nil {
+		r := s.Routing.String()
+		e.Routing = &r
+	}
 	return e
 }
 
 // lines are the EFA overrides as the canonical encoding's key-value pairs
-// ("default" for an unset one).
+// ("default" for an unset one). The routing's line is there only when it
+// is given, after the others, so that a point without it keeps the hash
+// it had before the routing could be set.
 func (e *EFA) lines() [][2]string {
 	var z EFA
 	if e == nil {
@@ -254,9 +261,13 @@ func (e *EFA) lines() [][2]string {
 	if e.Oversubscription != nil {
 		ov = strconv.FormatFloat(*e.Oversubscription, 'g', -1, 64)
 	}
-	return [][2]string{{"efa.network", nw}, {"efa.oversubscription", ov}, {"efa.bandwidth", u(e.Bandwidth)},
+	kvs := [][2]string{{"efa.network", nw}, {"efa.oversubscription", ov}, {"efa.bandwidth", u(e.Bandwidth)},
 		{"efa.latency", u(e.LatencyPS)}, {"efa.leaf_ports", i(e.LeafPorts)}, {"efa.spines", i(e.Spines)},
 		{"efa.devices_per_nic", i(e.DevicesPerNIC)}}
+	if e.Routing != nil {
+		kvs = append(kvs, [2]string{"efa.routing", *e.Routing})
+	}
+	return kvs
 }
 
 // canonical is the encoding of the point's inputs that its hash covers.
@@ -412,7 +423,8 @@ type rawGrid struct {
 // rawEFA is the efa block: the EFA network's overrides for the points of
 // several nodes, the keys of a scenario's system.efa (docs/scenarios.md)
 // and the command line's --efa-network, --oversubscription, --efa-bw,
-// --efa-latency, --leaf-ports, --spines and --devices-per-nic.
+// --efa-latency, --leaf-ports, --spines, --devices-per-nic and
+// --efa-routing.
 type rawEFA struct {
 	Network          word `yaml:"network"`
 	Oversubscription word `yaml:"oversubscription"`
@@ -421,6 +433,7 @@ type rawEFA struct {
 	LeafPorts        word `yaml:"leaf_ports"`
 	Spines           word `yaml:"spines"`
 	DevicesPerNIC    word `yaml:"devices_per_nic"`
+	Routing          word `yaml:"routing"`
 }
 
 type rawOutputs struct {
@@ -1653,7 +1666,7 @@ func (b *efaBlock) name(s fabric.EFASetting) string {
 	return "efa." + [...]string{fabric.SettingNetwork: "network",
 		fabric.SettingOversubscription: "oversubscription", fabric.SettingBandwidth: "bandwidth",
 		fabric.SettingLatency: "latency_ns", fabric.SettingLeafPorts: "leaf_ports",
-		fabric.SettingSpines: "spines", fabric.SettingDevicesPerNIC: "devices_per_nic"}[s]
+		fabric.SettingSpines: "spines", fabric.SettingDevicesPerNIC: "devices_per_nic", fabric.SettingRouting: "routing"}[s]
 }
 
 // efaError positions an error of fabric.EFASettings at the key it names.
@@ -1688,7 +1701,7 @@ func (e *expander) efaSettings() (*efaBlock, error) {
 		w   word
 	}{{fabric.SettingNetwork, r.Network}, {fabric.SettingOversubscription, r.Oversubscription}, {fabric.SettingBandwidth, r.Bandwidth},
 		{fabric.SettingLatency, r.LatencyNS}, {fabric.SettingLeafPorts, r.LeafPorts}, {fabric.SettingSpines, r.Spines},
-		{fabric.SettingDevicesPerNIC, r.DevicesPerNIC}} {
+		{fabric.SettingDevicesPerNIC, r.DevicesPerNIC}, {fabric.SettingRouting, r.Routing}} {
 		if k.w.n == nil {
 			continue
 		}
@@ -1702,6 +1715,12 @@ func (e *expander) efaSettings() (*efaBlock, error) {
 				return nil, e.fail(k.w.n, path, err, "%q", k.w.s)
 			}
 			b.s.Network = &nw
+		case fabric.SettingRouting:
+			rt, err := fabric.ParseEFARouting(k.w.s)
+			if err != nil {
+				return nil, e.fail(k.w.n, path, err, "%q", k.w.s)
+			}
+			b.s.Routing = &rt
 		case fabric.SettingOversubscription:
 			if err := e.number(k.w, path); err != nil {
 				return nil, err

@@ -93,6 +93,37 @@ func TestGridNodes(t *testing.T) {
 	assert.Equal(t, pts, m.Points)
 }
 
+// TestGridEFARouting: the efa block's routing (any case) is applied to
+// the points of several nodes, is in their hash, their manifest and their
+// merged report; left out, a point has the hash it had before the routing
+// could be given (no routing line in its encoding).
+func TestGridEFARouting(t *testing.T) {
+	src := "axes:\n  systems: [trn2-48xl]\n  nodes: [2]\n  ops: [all_reduce]\n  algos: [ring]\n  sizes: [64K]\n"
+	efa := "efa:\n  network: fat-tree\n  leaf_ports: 16\n"
+	plain := mustGrid(t, src+efa)
+	assert.NotContains(t, plain.Points()[0].canonical(), "routing")
+	assert.Equal(t, fabric.RouteSpray, plain.specs[0].params.EFA.Routing, "the default")
+	for _, r := range []struct {
+		word string
+		want fabric.EFARouting
+	}{{"fixed", fabric.RouteFixed}, {"SPRAY", fabric.RouteSpray}} {
+		g := mustGrid(t, src+efa+"  routing: "+r.word+"\n")
+		p := g.Points()[0]
+		require.NotNil(t, p.EFA.Routing)
+		assert.Equal(t, r.want.String(), *p.EFA.Routing)
+		assert.Equal(t, r.want, g.specs[0].params.EFA.Routing, "applied")
+		assert.Contains(t, p.canonical(), "efa.routing=\""+r.want.String()+"\"\n")
+		assert.NotEqual(t, plain.Points()[0].Hash, p.Hash, "given, even as the default, it is in the hash")
+		gr := group{first: p}
+		assert.Equal(t, r.want.String(), gr.report(0).Extra["efa_routing"])
+		dir := t.TempDir()
+		require.NoError(t, g.prepare(dir))
+		m, err := readManifest(dir)
+		require.NoError(t, err)
+		assert.Equal(t, g.Points(), m.Points)
+	}
+}
+
 // TestGridNodesErrors: a bad node count or efa block is refused by
 // fabric.EFASettings.Check (or Apply), positioned at its value.
 func TestGridNodesErrors(t *testing.T) {
@@ -124,6 +155,8 @@ func TestGridNodesErrors(t *testing.T) {
 		{"bandwidth of a bad unit", with("[2]", "  bandwidth: 400Gbs\n"), units.ErrSyntax, []string{"grid.yaml:7:14", "efa.bandwidth", "400Gbs"}},
 		{"bandwidth zero", with("[2]", "  bandwidth: 0Gbps\n"), units.ErrRange, []string{"grid.yaml:7:14", "efa.bandwidth"}},
 		{"network unknown", with("[2]", "  network: torus\n"), fabric.ErrUnknownEFANetwork, []string{"grid.yaml:7:12", "efa.network", `"torus"`}},
+		{"routing unknown", with("[2]", "  routing: ecmp\n"), fabric.ErrUnknownEFARouting, []string{"grid.yaml:7:12", "efa.routing", `"ecmp"`}},
+		{"routing where no spine is crossed", with("[2]", "  routing: fixed\n"), fabric.ErrParams, []string{"grid.yaml:7:12", "efa.routing", "changes nothing here"}},
 		{"oversubscription below 1", with("[2]", "  oversubscription: 0.5\n"), units.ErrRange, []string{"grid.yaml:7:21", "efa.oversubscription", "0.5"}},
 		{"leaf_ports 0", with("[2]", "  leaf_ports: 0\n"), units.ErrRange, []string{"grid.yaml:7:15", "efa.leaf_ports"}},
 		{"spines too many", with("[2]", "  spines: 100000\n"), units.ErrRange, []string{"grid.yaml:7:11", "efa.spines"}},

@@ -63,6 +63,69 @@ func (n *EFANetwork) Set(s string) error {
 // Type implements pflag.Value.
 func (n *EFANetwork) Type() string { return "network" }
 
+// EFARouting is how a leaf chooses the spine a write to another leaf goes
+// up to (docs/fabric.md §EFA, "Spine choice").
+type EFARouting uint8
+
+// The spine choices.
+const (
+	// RouteSpray spreads the writes that cross the spines over them, as
+	// EFA's SRD transport sprays a flow's packets over the paths between
+	// two NICs: each NIC sends its writes across the spines to the spines
+	// in turn (state.SprayNext: its first write to spine p mod Spines, p
+	// its port on its leaf, so that the NICs of a leaf start out of step;
+	// its next to the spine after, …), skipping a spine whose leaf → spine
+	// or spine → leaf link of the write's path is down. A NIC's load on
+	// its leaf's uplinks is so spread evenly at every moment, whatever its
+	// flows, and a flow alone gets the whole of its leaf's uplink
+	// bandwidth, not 1/Spines of it.
+	// SRD chooses a path per packet from the congestion it sees; this
+	// choice is per write (one descriptor, at most 64 KiB) and blind to
+	// congestion: chosen. The default.
+	RouteSpray EFARouting = iota
+	// RouteFixed sends every write to NIC port p of another leaf up to
+	// spine p mod Spines (ScaleOut.SpineOf): destination-mod-k routing on
+	// the leaf port, as an InfiniBand fat tree routes; a flow gets 1/Spines
+	// of its leaf's uplink bandwidth however idle the other spines are.
+	RouteFixed
+)
+
+var efaRoutingNames = [...]string{RouteSpray: "spray", RouteFixed: "fixed"}
+
+// String returns "spray" or "fixed".
+func (r EFARouting) String() string {
+	if int(r) < len(efaRoutingNames) {
+		return efaRoutingNames[r]
+	}
+	return fmt.Sprintf("efa-routing(%d)", uint8(r))
+}
+
+// ErrUnknownEFARouting is returned (wrapped) by ParseEFARouting.
+var ErrUnknownEFARouting = errors.New("unknown EFA routing")
+
+// ParseEFARouting reads "spray" or "fixed", in any case (units.Word).
+func ParseEFARouting(s string) (EFARouting, error) {
+	switch units.Word(s) {
+	case "spray":
+		return RouteSpray, nil
+	case "fixed":
+		return RouteFixed, nil
+	}
+	return 0, fmt.Errorf("%w %q: accepted words are spray|fixed", ErrUnknownEFARouting, s)
+}
+
+// Set implements pflag.Value.
+func (r *EFARouting) Set(s string) error {
+	v, err := ParseEFARouting(s)
+	if err == nil {
+		*r = v
+	}
+	return err
+}
+
+// Type implements pflag.Value.
+func (r *EFARouting) Type() string { return "routing" }
+
 // EFAParams are the parameters of the EFA scale-out network that joins the
 // nodes of a system of several nodes (Config.Nodes > 1). Every device
 // belongs to one NIC, DevicesPerNIC devices per NIC; a NIC's links, its
@@ -111,18 +174,17 @@ type EFAParams struct {
 	// several leaves.
 	LeafPorts int
 	// Spines is the number of spine switches; every leaf links to every
-	// one (none when there is one leaf). Default 2 (chosen). A leaf sends a
-	// write up to spine p mod Spines, p the port of the destination's NIC
-	// on its own leaf (0..LeafPorts−1; destination-mod-k routing on the
-	// leaf port, as InfiniBand fat trees route; chosen): the NICs of a
-	// leaf are spread over the spines whatever the device numbering, so
-	// that a leaf's uplinks share its traffic evenly when Spines divides
-	// its NICs and the traffic goes to all of their ports alike. A flow
-	// takes one spine, 1/Spines of the leaf's uplink bandwidth: SRD's
-	// spraying of a flow over every path is not modelled, and traffic
-	// that does not cover the spines evenly is slower with more of them
-	// (docs/fabric.md §EFA, "Spine choice").
+	// one (none when there is one leaf). Default 2 (chosen). Which spine a
+	// write goes up to is Routing's.
 	Spines int
+	// Routing is how a leaf chooses a write's spine: RouteSpray (the
+	// default: every flow's writes spread over the spines, as SRD sprays
+	// them) or RouteFixed (spine p mod Spines, p the port of the
+	// destination's NIC on its own leaf: a flow takes one spine, 1/Spines
+	// of the leaf's uplink bandwidth, and traffic that does not cover the
+	// spines evenly is slower with more of them; docs/fabric.md §EFA,
+	// "Spine choice").
+	Routing EFARouting
 	// Oversubscription is the ratio of a leaf's downlink bandwidth to its
 	// uplink bandwidth (≥ 1): its links to the spines carry together the
 	// sum of its NIC links' bandwidth / Oversubscription, split evenly over
@@ -160,7 +222,7 @@ func DefaultEFA(g hwarch.Generation) EFAParams {
 // Validate checks the parameters by themselves, naming the field: a known
 // network, DevicesPerNIC 1..MaxFabricDevices, NICBandwidth 1..
 // units.MaxBandwidthBps, latencies at most units.MaxLatencyPS, LeafPorts
-// 1..MaxLeafPorts, Spines 1..MaxSpines, Oversubscription 1..
+// 1..MaxLeafPorts, Spines 1..MaxSpines, a known routing, Oversubscription 1..
 // MaxOversubscription. What depends on the system's shape is checked when
 // it is built (BuildNodes).
 func (e EFAParams) Validate() error {
@@ -178,6 +240,8 @@ func (e EFAParams) Validate() error {
 		return bad("EFA.LeafPorts %d (1..%d)", e.LeafPorts, MaxLeafPorts)
 	case e.Spines < 1 || e.Spines > MaxSpines:
 		return bad("EFA.Spines %d (1..%d)", e.Spines, MaxSpines)
+	case e.Routing != RouteSpray && e.Routing != RouteFixed:
+		return bad("EFA.Routing %d: not spray (%d) or fixed (%d)", uint8(e.Routing), RouteSpray, RouteFixed)
 	case math.IsNaN(e.Oversubscription) || e.Oversubscription < 1 || e.Oversubscription > MaxOversubscription:
 		return bad("EFA.Oversubscription %v (1..%d: downlink bandwidth over uplink bandwidth)", e.Oversubscription, MaxOversubscription)
 	}
@@ -241,13 +305,47 @@ func (s *ScaleOut) LeafOf(m, k int) int { return int(s.nicLeaf[m*s.NICs+k]) }
 func (s *ScaleOut) PortOf(m, k int) int { return int(s.nicPort[m*s.NICs+k]) }
 
 // SpineOf returns the spine (0..Spines−1) a leaf sends a write up to for
-// NIC k of node m on another leaf: its port mod Spines. -1 when there are
-// no spines (one leaf).
+// NIC k of node m on another leaf under RouteFixed — its port mod Spines —
+// and the spine of the topology's paths (Topology.Path), which RouteSpray
+// changes write by write (EFARouting). -1 when there are no spines (one
+// leaf).
 func (s *ScaleOut) SpineOf(m, k int) int {
 	if s.Spines == 0 {
 		return -1
 	}
 	return s.PortOf(m, k) % s.Spines
+}
+
+// spineCrossing returns where path, a path of topology t whose scale-out
+// network is so, crosses the spines: the index i ≥ 1 of its leaf → spine
+// link (path[i−1] is the sending NIC's link to the leaf, path[i+1] the
+// spine → leaf link), the sending NIC (node·NICs + k), the spine, and the
+// leaves it leaves and reaches (0..Leaves−1); ok false when it crosses
+// none.
+func (so *ScaleOut) spineCrossing(t *Topology, path []int) (i, nic, spine, from, to int, ok bool) {
+	for i := 1; i+1 < len(path); i++ {
+		l := &t.Links[path[i]]
+		if l.From >= so.leaf0 && l.From < so.spine0 && l.To >= so.spine0 && l.To < so.spine0+so.Spines {
+			return i, t.Links[path[i-1]].From - so.nic0, l.To - so.spine0, l.From - so.leaf0, t.Links[path[i+1]].To - so.leaf0, true
+		}
+	}
+	return 0, 0, 0, 0, 0, false
+}
+
+// NICCount is the NICs of the network: NICs per node times nodes.
+func (so *ScaleOut) NICCount() int { return so.Nodes * so.NICs }
+
+// sprayStart is each NIC's first spine under RouteSpray: its port on its
+// leaf mod Spines, so that the NICs of a leaf start out of step — started
+// together on spine 0, the NICs of a leaf sending in step (the steps of a
+// collective) all sent their first write to spine 0, their second to
+// spine 1, …, each spine link carrying a whole leaf's writes by turns.
+func (so *ScaleOut) sprayStart() []uint32 {
+	next := make([]uint32, so.NICCount())
+	for i := range next {
+		next[i] = uint32(int(so.nicPort[i]) % so.Spines)
+	}
+	return next
 }
 
 // Spine returns the topology node of spine i (0..Spines−1).

@@ -24,6 +24,7 @@ const (
 	SettingLeafPorts
 	SettingSpines
 	SettingDevicesPerNIC
+	SettingRouting
 )
 
 // EFACountMax is the largest value of one of the integer settings —
@@ -45,8 +46,8 @@ func EFACountMax(s EFASetting) int64 {
 // EFASettings are the scale-out settings a user gives: the node count and
 // the overrides of the EFA network's parameters — the command line's
 // --nodes and --efa-network, --oversubscription, --efa-bw, --efa-latency,
-// --leaf-ports, --spines, --devices-per-nic, and a scenario's system.nodes
-// and system.efa block. A nil override keeps the generation's value
+// --leaf-ports, --spines, --devices-per-nic, --efa-routing, and a
+// scenario's system.nodes and system.efa block. A nil override keeps the generation's value
 // (DefaultEFA). Check and Apply are the one place their values are checked
 // and assembled into Params.
 type EFASettings struct {
@@ -60,6 +61,7 @@ type EFASettings struct {
 	LeafPorts     *int
 	Spines        *int
 	DevicesPerNIC *int
+	Routing       *EFARouting
 }
 
 // EFASettingError is the error of one setting of EFASettings: Setting says
@@ -84,7 +86,7 @@ func (s EFASettings) overrides() []EFASetting {
 		set bool
 	}{{SettingNetwork, s.Network != nil}, {SettingOversubscription, s.Oversubscription != nil}, {SettingBandwidth, s.Bandwidth != nil},
 		{SettingLatency, s.Latency != nil}, {SettingLeafPorts, s.LeafPorts != nil}, {SettingSpines, s.Spines != nil},
-		{SettingDevicesPerNIC, s.DevicesPerNIC != nil}} {
+		{SettingDevicesPerNIC, s.DevicesPerNIC != nil}, {SettingRouting, s.Routing != nil}} {
 		if o.set {
 			set = append(set, o.s)
 		}
@@ -98,7 +100,8 @@ func (s EFASettings) overrides() []EFASetting {
 // bounds EFAParams.Validate holds (a known network, Oversubscription
 // 1..MaxOversubscription, Bandwidth 1..units.MaxBandwidthBps, Latency at
 // most MaxEFALatencyPS, LeafPorts 1..MaxLeafPorts, Spines 1..MaxSpines,
-// DevicesPerNIC 1..MaxFabricDevices dividing every node's devices). name
+// DevicesPerNIC 1..MaxFabricDevices dividing every node's devices, a known
+// routing). name
 // spells a setting in the caller's terms; the error is an
 // *EFASettingError.
 func (s EFASettings) Check(perNode []int, name func(EFASetting) string) error {
@@ -121,6 +124,9 @@ func (s EFASettings) Check(perNode []int, name func(EFASetting) string) error {
 	}
 	if v := s.Network; v != nil && *v != RailOptimised && *v != FatTree {
 		return fail(SettingNetwork, paramsError("%s %d: not rail (%d) or fat-tree (%d)", name(SettingNetwork), uint8(*v), RailOptimised, FatTree))
+	}
+	if v := s.Routing; v != nil && *v != RouteSpray && *v != RouteFixed {
+		return fail(SettingRouting, paramsError("%s %d: not spray (%d) or fixed (%d)", name(SettingRouting), uint8(*v), RouteSpray, RouteFixed))
 	}
 	if v := s.Oversubscription; v != nil && (math.IsNaN(*v) || *v < 1 || *v > MaxOversubscription) {
 		return fail(SettingOversubscription, &units.Error{Field: name(SettingOversubscription), Value: strconv.FormatFloat(*v, 'g', -1, 64),
@@ -244,9 +250,9 @@ func (s EFASettings) checkSpines(e EFAParams, perNode []int, name func(EFASettin
 	return nil
 }
 
-// checkSpinesReached refuses a network of more spines than the most NICs
-// on a leaf (most, of a system of s.Nodes nodes of n devices) where writes
-// cross the spines (not SpinesIdle): a write goes up to spine p mod Spines,
+// checkSpinesReached refuses a network of RouteFixed routing with more
+// spines than the most NICs on a leaf (most, of a system of s.Nodes nodes
+// of n devices) where writes cross the spines (not SpinesIdle): a write goes up to spine p mod Spines,
 // p its destination NIC's port on its leaf, so the spines from that count
 // on would never carry a write, while each spine link has 1/Spines of a
 // leaf's uplink bandwidth — a non-blocking network that ran as an
@@ -254,7 +260,7 @@ func (s EFASettings) checkSpines(e EFAParams, perNode []int, name func(EFASettin
 // than one spine). The error blames the spine count if given, else the
 // leaf ports, else the node count.
 func (s EFASettings) checkSpinesReached(e EFAParams, n int, most SpineLoad, name func(EFASetting) string) error {
-	if e.Spines <= most.NICs || e.SpinesIdle(s.Nodes, n) != "" {
+	if e.Routing == RouteSpray || e.Spines <= most.NICs || e.SpinesIdle(s.Nodes, n) != "" {
 		return nil
 	}
 	set, given := SettingNodes, strconv.Itoa(s.Nodes)
@@ -264,8 +270,8 @@ func (s EFASettings) checkSpinesReached(e EFAParams, n int, most SpineLoad, name
 	case s.LeafPorts != nil:
 		set, given = SettingLeafPorts, strconv.Itoa(e.LeafPorts)
 	}
-	return &EFASettingError{Setting: set, Err: paramsError("%s %s: with %d nodes of %d devices a leaf holds at most %s (%s), and a write goes up to spine p mod %d (%s), p its destination NIC's port on its leaf, so %d of the %d spines would carry nothing while each spine link has 1/%d of a leaf's uplink bandwidth: give at most %s, or more NICs a leaf (%s)",
-		name(set), given, s.Nodes, n, units.Plural(int64(most.NICs), "NIC", "NICs"), most.Leaf, e.Spines, name(SettingSpines), e.Spines-most.NICs, e.Spines, e.Spines,
+	return &EFASettingError{Setting: set, Err: paramsError("%s %s: with %d nodes of %d devices a leaf holds at most %s (%s), and under fixed routing (%s) a write goes up to spine p mod %d (%s), p its destination NIC's port on its leaf, so %d of the %d spines would carry nothing while each spine link has 1/%d of a leaf's uplink bandwidth: give at most %s, or more NICs a leaf (%s), or spray routing",
+		name(set), given, s.Nodes, n, units.Plural(int64(most.NICs), "NIC", "NICs"), most.Leaf, name(SettingRouting), e.Spines, name(SettingSpines), e.Spines-most.NICs, e.Spines, e.Spines,
 		units.Plural(int64(most.NICs), "spine", "spines"), name(SettingLeafPorts))}
 }
 
@@ -325,24 +331,29 @@ func (s EFASettings) WithOverrides(e EFAParams) EFAParams {
 	if s.DevicesPerNIC != nil {
 		e.DevicesPerNIC = *s.DevicesPerNIC
 	}
+	if s.Routing != nil {
+		e.Routing = *s.Routing
+	}
 	return e
 }
 
 // spineOverride is the first of the settings that act on the spine links
-// alone — the spine count, the oversubscription of a leaf's uplinks —
-// that is given, and false when neither is.
+// alone — the spine count, the oversubscription of a leaf's uplinks, the
+// routing over the spines — that is given, and false when none is.
 func (s EFASettings) spineOverride() (EFASetting, bool) {
 	switch {
 	case s.Spines != nil:
 		return SettingSpines, true
 	case s.Oversubscription != nil:
 		return SettingOversubscription, true
+	case s.Routing != nil:
+		return SettingRouting, true
 	}
 	return 0, false
 }
 
-// CheckSpinesUsed refuses a spine count or an oversubscription given (the
-// settings act on the spine links alone) when, under the effective
+// CheckSpinesUsed refuses a spine count, an oversubscription or a routing
+// given (the settings act on the spine links alone) when, under the effective
 // parameters e (WithOverrides), no system of s.Nodes nodes of perNode
 // devices has a spine a write could cross (SpinesIdle of every count): the
 // override would change nothing. The error, an *EFASettingError, names

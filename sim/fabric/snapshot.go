@@ -11,6 +11,7 @@ import (
 	"io"
 	"maps"
 	"reflect"
+	"slices"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -27,7 +28,7 @@ import (
 
 // SnapshotVersion is the version of the snapshot format Save writes and
 // Load accepts.
-const SnapshotVersion = 13
+const SnapshotVersion = 14
 
 // Snapshot is a whole system: its configuration, its virtual time and
 // pending events, host memory, every device (memory pages, registers, DMA
@@ -67,6 +68,10 @@ type Snapshot struct {
 	// device's writes are booked on each link past the first of their
 	// paths (state.SourceBusy), by device<<32 | link (version 13).
 	SourceBusy map[uint64]uint64
+	// SprayNext is, under RouteSpray, the spine each NIC's next write
+	// across the spines goes up to (state.SprayNext), by NIC; empty until
+	// one has crossed them (version 14).
+	SprayNext []uint32
 	// Capture is the continuation of the capture in progress at the
 	// snapshot, or nil.
 	Capture *CaptureState
@@ -131,7 +136,7 @@ func (s *System) Snapshot() *Snapshot {
 		Engine: engine, Host: host,
 		Links: cloneLinks(st.Links), Last: append([]uint64(nil), st.Last...),
 		InFlight: append([]Delivery(nil), st.InFlight...), Free: append([]int(nil), st.Free...),
-		Stats: st.Stats, Faults: faults, Reservations: res, Messages: maps.Clone(st.Messages), SourceBusy: maps.Clone(st.SourceBusy), Capture: capture,
+		Stats: st.Stats, Faults: faults, Reservations: res, Messages: maps.Clone(st.Messages), SourceBusy: maps.Clone(st.SourceBusy), SprayNext: slices.Clone(st.SprayNext), Capture: capture,
 		Device: make([]DeviceImage, 0, len(s.devs)),
 	}
 	if st.LastMap != nil {
@@ -236,7 +241,7 @@ func restore(snap *Snapshot, own bool) (*System, error) {
 	s.st = state{Links: cloneLinks(snap.Links), Last: append([]uint64(nil), snap.Last...),
 		InFlight: append([]Delivery(nil), snap.InFlight...), Free: append([]int(nil), snap.Free...), Stats: snap.Stats,
 		Faults: append([]Fault(nil), snap.Faults...), Reservations: s.st.Reservations, Messages: maps.Clone(snap.Messages),
-		SourceBusy: maps.Clone(snap.SourceBusy)}
+		SourceBusy: maps.Clone(snap.SourceBusy), SprayNext: slices.Clone(snap.SprayNext)}
 	for i := range s.st.Links {
 		s.st.Links[i].reindex() // the runs' bounds, which a snapshot does not keep
 	}
@@ -302,7 +307,7 @@ var faultNames = map[FaultKind]string{LinkDown: "link-down", LinkUp: "link-up", 
 // built from its configuration, naming the field that fails.
 func (s *System) checkSnapshot(snap *Snapshot) error {
 	c := snapshotCheck{s: s, snap: snap, nl: len(s.st.Links), nd: snap.Devices}
-	for _, part := range []func() error{c.links, c.pathOrder, c.inFlight, c.reservations, c.messages, c.sourceBusy, c.faults, c.capture} {
+	for _, part := range []func() error{c.links, c.pathOrder, c.inFlight, c.reservations, c.messages, c.sourceBusy, c.sprayNext, c.faults, c.capture} {
 		if err := part(); err != nil {
 			return err
 		}
@@ -487,6 +492,27 @@ func (c snapshotCheck) sourceBusy() error {
 	return nil
 }
 
+// sprayNext checks the NICs' next spines: none but under RouteSpray with
+// spines, one per NIC, each a spine.
+func (c snapshotCheck) sprayNext() error {
+	if len(c.snap.SprayNext) == 0 {
+		return nil
+	}
+	if !c.s.spray {
+		return fmt.Errorf("SprayNext: %d NICs' next spines in a system whose writes are not sprayed over spines", len(c.snap.SprayNext))
+	}
+	so := c.s.topo.Scale
+	if len(c.snap.SprayNext) != so.NICCount() {
+		return fmt.Errorf("SprayNext: %d NICs' next spines in a network of %d NICs", len(c.snap.SprayNext), so.NICCount())
+	}
+	for i, j := range c.snap.SprayNext {
+		if j >= uint32(so.Spines) {
+			return fmt.Errorf("SprayNext[%d]: spine %d of %d", i, j, so.Spines)
+		}
+	}
+	return nil
+}
+
 func (c snapshotCheck) messages() error {
 	if len(c.snap.Messages) > 0 && (c.snap.Params.Endpoints != EndpointsIdeal || c.snap.Params.Model != Aware) {
 		return fmt.Errorf("Messages: %d messages in progress outside the parity mode's aware model", len(c.snap.Messages))
@@ -575,8 +601,11 @@ func (c snapshotCheck) capture() error {
 // and Params.EFA), version 8 files (fabric parameters without
 // Params.SecondLevel), version 9 files (every DMA engine's state written
 // in full, where DeviceImage.DMA now keeps an engine as its reset left it
-// by its epoch: dma.CompactState) and version 10 files (links without
-// their chunks' arrivals, LinkState.Queue) are refused by name.
+// by its epoch: dma.CompactState), version 10 files (links without
+// their chunks' arrivals, LinkState.Queue), version 11 files (links
+// without LinkState.Folds), version 12 files (without Snapshot.SourceBusy)
+// and version 13 files (EFA parameters without EFAParams.Routing) are
+// refused by name.
 var snapshotMagic = [8]byte{'N', 'S', 'S', 'N', 'A', 'P', 0, 1}
 
 const (
@@ -922,6 +951,7 @@ func checkSnapshotVersion(v uint32) error {
 		10: "version 10 (before the links kept when their chunks arrived, LinkState.Queue, which the control writes wait for) is no longer read",
 		11: "version 11 (before the links counted the folds of those arrivals, LinkState.Folds) is no longer read",
 		12: "version 12 (before the contention-free model kept each device's turns on the links past its own, Snapshot.SourceBusy) is no longer read",
+		13: "version 13 (before the EFA parameters kept how a leaf chooses a write's spine, EFAParams.Routing) is no longer read",
 	}
 	switch w, old := why[v]; {
 	case v == SnapshotVersion:

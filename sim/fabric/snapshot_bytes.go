@@ -47,6 +47,7 @@ func (s *System) snapshotSize() snapshotSize {
 	z.state += simkernel.SliceBytes(len(st.Faults), unsafe.Sizeof(Fault{}))
 	z.state += simkernel.MapBytes(len(st.Messages), 8+unsafe.Sizeof(Message{}))
 	z.state += simkernel.MapBytes(len(st.SourceBusy), 16)
+	z.state += simkernel.SliceBytes(len(st.SprayNext), 4)
 	held := 0
 	for _, pt := range s.ports {
 		for _, r := range pt.res() {

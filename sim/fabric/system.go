@@ -69,6 +69,10 @@ type System struct {
 	// Per link, computed once: a whole chunk's serialisation time, and the
 	// latency to the next node including a switch's forwarding.
 	chunkTime, hopDelay []uint64
+	// spray: writes that cross the EFA network's spines spread over them
+	// (RouteSpray, more than one spine), each reservation building its
+	// path in its own buffer (sprayPath).
+	spray bool
 	// controlQueues[id] is whether a control write waits on link id for
 	// the chunks that reached it before it (System.control): on every link
 	// but the EFA network's (isEFAGroup), whose NICs serve their queue pairs
@@ -133,6 +137,10 @@ type state struct {
 	// Entries over by the present are dropped as it grows (pruneSources);
 	// nil in the aware model.
 	SourceBusy map[uint64]uint64
+	// SprayNext is, under RouteSpray, the spine each NIC's next write
+	// across the spines goes up to (if its links are up), by NIC
+	// (node·NICs + k); nil until a write has crossed them.
+	SprayNext []uint32
 }
 
 // Message is the message a DMA queue is sending in the parity mode: the
@@ -168,6 +176,11 @@ type Reservation struct {
 	Path  []int
 	Lands uint64
 	hops  []uint64 // chunk start times per link, for capture (saved as PortReservation.Hops)
+	// sprayed is the reservation's own path when RouteSpray moved its
+	// write to another spine than the topology's path takes (Path is
+	// then sprayed): reused by the slot's next write, so a write in
+	// flight past its Post holds a copy.
+	sprayed []int
 }
 
 // port is one device's side of the fabric: the dma.Fabric its DMA engines
@@ -220,6 +233,7 @@ func New(cfg Config) (*System, error) {
 	}
 	s.readStep = largestStep(s.readTime)
 	s.fifo = s.p.Model == Aware && s.p.Endpoints != EndpointsIdeal
+	s.spray = topo.Scale != nil && topo.Scale.Spines > 1 && p.EFA.Routing == RouteSpray
 	s.st.Links = make([]LinkState, len(topo.Links))
 	for id := range topo.Links {
 		l := &topo.Links[id]
@@ -441,14 +455,17 @@ func (pt *port) reserve(e, q int, dst uint64, n int, start, sent uint64) (inject
 	if err != nil {
 		return 0, 0, fmt.Errorf("%w: %w", err, dma.ErrNeighbour)
 	}
-	if id := s.downLink(path); id >= 0 {
-		return 0, 0, fmt.Errorf("fabric: %s → %s: link %s: %w: %w", s.topo.Nodes[pt.dev].Name, s.topo.Nodes[dd].Name, s.topo.LinkName(id), ErrLinkDown, dma.ErrNeighbour)
-	}
 	if e < 0 || q < 0 || q >= udma.Queues || e*udma.Queues+q >= s.slots() {
 		return 0, 0, fmt.Errorf("fabric: %s engine %d queue %d: %w", s.topo.Nodes[pt.dev].Name, e, q, udma.ErrEngine)
 	}
 	r := s.slot(pt.dev, e*udma.Queues+q)
-	*r = Reservation{Valid: true, Start: start, Dst: dd, Addr: addr, Path: path, hops: r.hops[:0]}
+	if s.spray {
+		path = s.sprayPath(r, path)
+	}
+	if id := s.downLink(path); id >= 0 {
+		return 0, 0, fmt.Errorf("fabric: %s → %s: link %s: %w: %w", s.topo.Nodes[pt.dev].Name, s.topo.Nodes[dd].Name, s.topo.LinkName(id), ErrLinkDown, dma.ErrNeighbour)
+	}
+	*r = Reservation{Valid: true, Start: start, Dst: dd, Addr: addr, Path: path, hops: r.hops[:0], sprayed: r.sprayed}
 	var hops *[]uint64
 	if s.rec != nil {
 		hops = &r.hops
@@ -473,6 +490,39 @@ func (pt *port) reserve(e, q int, dst uint64, n int, start, sent uint64) (inject
 	s.st.Stats.Transfers++
 	s.st.Stats.Bytes += uint64(n)
 	return injected, lands, nil
+}
+
+// sprayPath returns the path of a write under RouteSpray: path, the
+// topology's, with its leaf → spine → leaf links moved to the spine its
+// sending NIC takes next (state.SprayNext) or the first one after it whose
+// two links are up, built in r's own buffer; path itself when it crosses
+// no spine, already takes that one, or no spine has both links up (the
+// write is then refused naming a down link, and the NIC's turn stays).
+// The NIC's next write takes the spine after the one taken.
+func (s *System) sprayPath(r *Reservation, path []int) []int {
+	so := s.topo.Scale
+	i, nic, spine, from, to, ok := so.spineCrossing(s.topo, path)
+	if !ok {
+		return path
+	}
+	if s.st.SprayNext == nil {
+		s.st.SprayNext = so.sprayStart()
+	}
+	first := int(s.st.SprayNext[nic])
+	for k := range so.Spines {
+		j := (first + k) % so.Spines
+		if s.st.Links[so.leafUp[from][j]].Down || s.st.Links[so.spineDown[j][to]].Down {
+			continue
+		}
+		s.st.SprayNext[nic] = uint32((j + 1) % so.Spines)
+		if j == spine {
+			return path
+		}
+		r.sprayed = append(r.sprayed[:0], path...)
+		r.sprayed[i], r.sprayed[i+1] = int(so.leafUp[from][j]), int(so.spineDown[j][to])
+		return r.sprayed
+	}
+	return path
 }
 
 // largestStep returns the largest step t[k+1] − t[k] of a table, or ^0
@@ -517,6 +567,9 @@ func (pt *port) Post(e, q int, dst uint64, n int, p []byte, red udma.Reduce, at 
 	r.Valid = false
 	d := Delivery{Used: true, Src: pt.dev, Dst: r.Dst, Addr: r.Addr, Len: n, Data: p, Reduce: red, Path: r.Path, Lands: lands}
 	s.record(e, q, &d, r.hops)
+	if p != nil && len(r.Path) > 0 && len(r.sprayed) > 0 && &r.Path[0] == &r.sprayed[0] {
+		d.Path = slices.Clone(r.Path) // the slot's buffer is its next write's
+	}
 	if p == nil {
 		// Timing-only: nothing lands but the time already booked, so no
 		// event is needed; such a write is counted as landed when posted.
