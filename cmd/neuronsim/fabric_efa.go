@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/units"
@@ -32,31 +33,21 @@ type efaFlags struct {
 	cmd        *cobra.Command
 }
 
-// networkValue records that --efa-network was given.
-type networkValue struct{ f *efaFlags }
+// givenValue is a flag's value that records that the flag was given
+// (--efa-network, --efa-routing: a word whose zero value is a default).
+type givenValue struct {
+	pflag.Value
+	given *bool
+}
 
-func (v networkValue) String() string { return v.f.network.String() }
-func (v networkValue) Set(s string) error {
-	if err := v.f.network.Set(s); err != nil {
+// Set implements pflag.Value.
+func (v givenValue) Set(s string) error {
+	if err := v.Value.Set(s); err != nil {
 		return err
 	}
-	v.f.networkSet = true
+	*v.given = true
 	return nil
 }
-func (v networkValue) Type() string { return "network" }
-
-// routingValue records that --efa-routing was given.
-type routingValue struct{ f *efaFlags }
-
-func (v routingValue) String() string { return v.f.routing.String() }
-func (v routingValue) Set(s string) error {
-	if err := v.f.routing.Set(s); err != nil {
-		return err
-	}
-	v.f.routingSet = true
-	return nil
-}
-func (v routingValue) Type() string { return "routing" }
 
 // ratioValue is a ratio (a decimal number: 1, 1.5, 4); its range is
 // checked with the other EFA settings (fabric.EFASettings.Check).
@@ -99,14 +90,14 @@ func addEFAFlags(cmd *cobra.Command) *efaFlags {
 	}
 	fl := cmd.Flags()
 	fl.Var(f.nodes, "nodes", "N copies of the system the other flags give (--devices, --topology), joined by the EFA scale-out network: N × devices in all, device index = node × devices + local index (docs/fabric.md §EFA)")
-	fl.Var(networkValue{f}, "efa-network", "the EFA network with --nodes: rail (rail-optimised: NIC k of every node on rail k's leaves, spines join them) or fat-tree (NICs on leaves of --leaf-ports in order, leaves on spines)")
+	fl.Var(givenValue{&f.network, &f.networkSet}, "efa-network", "the EFA network with --nodes: rail (rail-optimised: NIC k of every node on rail k's leaves, spines join them) or fat-tree (NICs on leaves of --leaf-ports in order, leaves on spines)")
 	fl.Var(f.ratio, "oversubscription", fmt.Sprintf("R: a leaf's downlink bandwidth over its uplink bandwidth, 1..%d (default 1, non-blocking)", fabric.MaxOversubscription))
 	fl.Var(f.bw, "efa-bw", fmt.Sprintf("each NIC's bandwidth per direction with its unit, as --link-bw (400Gbps, 50GB/s; a bare number is refused); default the generation's: 100 Gbps on sunda (800 Gbps per trn1.32xlarge over 8 NICs), %s on cayman and mariana", "200 Gbps"))
 	fl.Var(f.latency, "efa-latency", fmt.Sprintf("T: the latency of a minimal message between two nodes on one leaf, HBM to HBM, ns, at most %d (1 ms): 2 × NIC + 2 × leaf link + a switch + the endpoint delay, the NIC's share set to make it T. Not given, the NIC links keep their %d ns, which make %d with the default switch and endpoint delays (%d in --endpoints ideal, which has neither)",
 		fabric.MaxEFALatencyPS/1000, def.NICLatency/1000, (2*def.NICLatency+2*def.LeafLatency+defP.Switch+defP.Endpoint)/1000, (2*def.NICLatency+2*def.LeafLatency)/1000))
 	fl.Var(f.leafPorts, "leaf-ports", fmt.Sprintf("NICs per leaf switch (its radix of downlinks), 1..%d (default %d)", fabric.MaxLeafPorts, def.LeafPorts))
 	fl.Var(f.spines, "spines", fmt.Sprintf("spine switches, 1..%d (default %d; each leaf's uplink bandwidth split evenly over them; --efa-routing says which a write takes)", fabric.MaxSpines, def.Spines))
-	fl.Var(routingValue{f}, "efa-routing", fmt.Sprintf("how a leaf chooses a write's spine: spray (each NIC sends its writes across the spines to them in turn, as EFA's SRD sprays a flow over the paths: a flow has the whole uplink) or fixed (spine p mod spines, p the destination NIC's port on its leaf: a flow takes one spine, 1/spines of the uplink); default %s", def.Routing))
+	fl.Var(givenValue{&f.routing, &f.routingSet}, "efa-routing", fmt.Sprintf("how a leaf chooses a write's spine: spray (each NIC sends its writes across the spines to them in turn, as EFA's SRD sprays a flow over the paths: a flow has the whole uplink) or fixed (spine p mod spines, p the destination NIC's port on its leaf: a flow takes one spine, 1/spines of the uplink); default %s", def.Routing))
 	fl.Var(f.perNIC, "devices-per-nic", "devices sharing one NIC (default the generation's: 2 on sunda, 1 on cayman and mariana)")
 	return f
 }
