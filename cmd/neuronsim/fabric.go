@@ -341,7 +341,7 @@ list sweeps each count (a table per count; with --json a report per count);
 	fl.Var(s.groupSize, "group-size", "ranks per node for --algo hier (required with it without --nodes, whose nodes give it: with --nodes only a node's ranks are taken; it must divide the ranks)")
 	fl.StringVar(&s.ringOrder, "ring-order", "links", "the order the rings visit the ranks (ring, kangaring, hier's rings in a node, permute's peers): links, a cycle along the topology's links (the 4×4 torus: 0-3 7-4 8-11 15-12; rank order on switched fabrics); ranks, rank order 0, 1, …; or the ranks in order, runs first-last allowed (\"0-3 7-4 8-11 15-12\" or 0,1,2,3,…) (docs/fabric.md §Ring order)")
 	fl.Var(s.ranksPerDevice, "ranks-per-device", "NeuronCores of each device taking part, 1..the generation's NeuronCores (rank r is NC r mod k of device r/k)")
-	fl.Var(s.engines, "engines", "DMA engines each rank spreads its transfers over, 1..a NeuronCore's DMA engines (16) (default: the generation's calibrated count: 5 on sunda, 7 on cayman and mariana)")
+	fl.Var(s.engines, "engines", "DMA engines each rank spreads its transfers over, 1..a NeuronCore's DMA engines (16) (default: the generation's calibrated count, 5 on each; docs/timing-model.md §Calibration)")
 	fl.StringVar(&s.jsonFile, "json", "", "write nccom-test's JSON report to this file; with several --devices counts, one report per count, to NAME-<N>devices.EXT (with --nodes, NAME-<nodes>x<N>devices.EXT, N a node's devices)")
 	fl.StringVar(&s.plotFile, "plot", "", "draw busbw against size, one line per device count, to this PNG")
 	s.devPlot.add(fl)

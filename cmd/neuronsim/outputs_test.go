@@ -46,7 +46,7 @@ func TestSweepPcapMax(t *testing.T) {
 	pk, err := capture.ReadAll(bytes.NewReader(b))
 	require.NoError(t, err, "the pcap stays valid")
 	assert.NotEmpty(t, pk)
-	assert.Contains(t, errOut.String(), "--pcap: the capture stopped at --pcap-max (64KiB) after 934 packets; 17458 not recorded")
+	assert.Contains(t, errOut.String(), "--pcap: the capture stopped at --pcap-max (64KiB) after 935 packets; 17353 not recorded")
 	assert.Equal(t, []string{"f.pcap"}, dirNames(t, dir))
 
 	_, err = runCLI(t, "fabric", "sweep", "--devices", "4", "--pcap", pcap, "--pcap-max", "10")

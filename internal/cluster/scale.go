@@ -62,7 +62,7 @@ const creditKeyBytes = 2 * 2
 // TimingMemory estimates the host memory, in bytes, that running the
 // largest of the sizes timing-only on a cluster of devices devices (ranks
 // ranks, each spreading its transfers over engines DMA engines; 0: the
-// calibrated 7) holds at its peak, so that a run that would exhaust the
+// calibrated 5 on Trn2 and Trn3) holds at its peak, so that a run that would exhaust the
 // host is refused before it starts (the command line's --mem-limit). No
 // payload is held in timing-only mode. The executor streams the run on the
 // simulated devices (runtime/collective, docs/collectives.md §On devices):
@@ -149,7 +149,7 @@ var estimateCount = countRun
 
 // CountTimingMemory is the part of TimingMemory that running the
 // collective's schedule timing-only holds (engines per rank; 0: the
-// calibrated 7) — its transfers (with the planner's credit sets, creditKeyBytes), SP programs and fed queues, doubled for
+// calibrated 5 on Trn2 and Trn3) — its transfers (with the planner's credit sets, creditKeyBytes), SP programs and fed queues, doubled for
 // the collector; TimingMemory of one size is it plus FixedTimingMemory —
 // found by counting the schedule (enc.Count), never building it, for a
 // caller that measures the schedule itself too (a sweep grid's point). It
@@ -227,7 +227,7 @@ type counter struct {
 }
 
 // newCounter is a counter for a schedule of ranks ranks and elements of
-// elem bytes; engines ≤ 0 is the calibrated 7, and more than 255 count as
+// elem bytes; engines ≤ 0 is the calibrated count (5 on Trn2 and Trn3), and more than 255 count as
 // 255 (used's width: a NeuronCore has at most 16 DMA engines, and the
 // executor spreads a transfer over no more than its core has).
 func newCounter(ranks, elem, engines int) *counter {

@@ -33,11 +33,11 @@ func sweepUsage(t *testing.T, c *cluster.Cluster, op enc.Op, algo enc.Algo, size
 // engines feed them), keeps the "xy" links it uses busy nearly all the
 // time at a large size in the aware model (each ring step sends a block
 // over the links between neighbours, one step after another) — the
-// bottleneck, above 90 % and at most 100 % — and far less at a small
+// bottleneck, above 85 % and at most 100 % — and far less at a small
 // size, where the fixed costs dominate. The ring runs along the torus's
-// links (docs/fabric.md §Ring order), one edge a link: 91 % at 64 MiB (in
-// rank order four links carried two edges and were 96 % busy at half the
-// busbw). (At the generation's own 256 GB/s the DMA engines are the slower
+// links (docs/fabric.md §Ring order), one edge a link: 88.7 % at 64 MiB
+// (91 % with the 7 engines a rank took until 2026-12-07; in rank order four
+// links carried two edges and were 96 % busy at half the busbw). (At the generation's own 256 GB/s the DMA engines are the slower
 // part, and the busiest xy link stays about 40 % busy: docs/fabric.md §Link
 // utilisation.)
 func TestRingSaturatesTorus(t *testing.T) {
@@ -55,7 +55,7 @@ func TestRingSaturatesTorus(t *testing.T) {
 		assert.Equal(t, 64, s.Classes[0].Links)
 	}
 	xy := large.Classes[0]
-	assert.Greater(t, xy.Utilisation, 0.9, "a large ring all-reduce saturates its links")
+	assert.Greater(t, xy.Utilisation, 0.85, "a large ring all-reduce saturates its links")
 	assert.LessOrEqual(t, xy.Utilisation, 1.0, "the aware model never books a link past the time that passed")
 	assert.Less(t, small.Classes[0].Utilisation, xy.Utilisation/2)
 	assert.LessOrEqual(t, xy.Mean, xy.Utilisation)

@@ -309,7 +309,7 @@ func TestCaptureAndTraceLimits(t *testing.T) {
 	assert.Contains(t, doc2.Metadata["stopped"], "size limit")
 	report, err := os.ReadFile(filepath.Join(dir, "report.txt"))
 	require.NoError(t, err)
-	assert.Contains(t, string(report), "pcap f.pcap: stopped at outputs.pcap_max (16KiB) after 226 packets; 102 not recorded")
+	assert.Contains(t, string(report), "pcap f.pcap: stopped at outputs.pcap_max (16KiB) after 227 packets; 13 not recorded")
 	assert.Contains(t, string(report), "trace t.json: stopped at outputs.trace_max (8KiB)")
 }
 

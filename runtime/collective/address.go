@@ -43,6 +43,20 @@ func (x *Executor) engines(r int) []int {
 	return out
 }
 
+// controlEngine returns the DMA engine of rank r's ControlQueue: the last
+// engine of its NeuronCore when its transfers leave that one free, so that
+// its go, credit and finish writes wait behind none of its data; else its
+// first engine.
+func (x *Executor) controlEngine(r int) int {
+	run := x.Ranks[r].Runner
+	per := run.Dev.Geometry.DMAEnginesPerNC
+	engs := x.engines(r)
+	if len(engs) < per {
+		return run.NC*per + per - 1
+	}
+	return engs[0]
+}
+
 // addr returns the device address rank `from` writes to for rank `to`'s
 // buffer b at off: local, through a neighbour window, or through the fabric
 // window (reach).

@@ -185,3 +185,26 @@ func TestCreditSemaphores(t *testing.T) {
 	assert.EqualError(t, p.err, fmt.Sprintf("rank 0 writes to %d different sets of ranks over the schedule's steps, each counting its credits in a semaphore of its own (at most %d): %s",
 		MaxCreditSets+1, MaxCreditSets, ErrSemaphoreRange))
 }
+
+// TestControlQueueOwnEngine: a rank's control queue (go, credit and finish
+// writes) is on the last engine of its NeuronCore while its transfers
+// leave that one free — the calibrated engines, with the inter-RDH ones
+// beyond them — so that rank 0's releases wait behind none of its data;
+// with every engine of the NeuronCore taking data it is on the first.
+// (The time this saves is internal/cluster's TestControlQueueOwnEngine.)
+func TestControlQueueOwnEngine(t *testing.T) {
+	geo := hwarch.MustGeometry(hwarch.Mariana)
+	for _, tc := range []struct {
+		engines, nc, want int
+	}{
+		{5, 0, 15}, {5, 1, 31}, {1, 0, 15}, {15, 0, 15}, {15, 1, 31},
+		{16, 0, 0}, {16, 1, 16}, {0, 1, 16}, // 0: every engine
+	} {
+		ranks := []Rank{{Device: 0, Base: 1 << 20, Runner: &program.Runner{NC: tc.nc, Dev: &bringup.Device{Geometry: geo}}}}
+		x := &Executor{Ranks: ranks, Engines: tc.engines, InterRDH: []int{4, 5}, InterRDHFolds: 2}
+		assert.Equal(t, tc.want, x.controlEngine(0), "engines %d, NC %d", tc.engines, tc.nc)
+		if tc.want%geo.DMAEnginesPerNC == geo.DMAEnginesPerNC-1 {
+			assert.NotContains(t, x.engines(0), x.controlEngine(0), "engines %d: no data engine", tc.engines)
+		}
+	}
+}
