@@ -446,8 +446,17 @@ func TestSnapshotLayoutPinned(t *testing.T) {
 // op%4 == 0 (overwrite) and 1 (insert), a length byte and that many bytes;
 // op%4 == 2 deletes length-byte bytes; op%4 == 3 writes a varint of the
 // next 8 bytes (a count or a time out of range).
-func FuzzRestoreEncoding(f *testing.F) {
-	base := fuzzBase(f)
+func FuzzRestoreEncoding(f *testing.F) { fuzzRestore(f, fuzzBase(f)) }
+
+// FuzzRestoreEFAEncoding is FuzzRestoreEncoding on the encoding of a
+// system of two nodes whose writes are sprayed over two spines
+// (fuzzEFABase): its EFA parameters and its NICs' turns (SprayNext) are
+// among what the edits reach.
+func FuzzRestoreEFAEncoding(f *testing.F) { fuzzRestore(f, fuzzEFABase(f)) }
+
+// fuzzRestore is the body of the snapshot fuzz targets: the edits (see
+// FuzzRestoreEncoding) applied to base, loaded under fuzzLimit.
+func fuzzRestore(f *testing.F, base []byte) {
 	f.Add([]byte{})
 	f.Add([]byte{0, 0, 0, 0, 1, 9})                            // Version
 	f.Add([]byte{3, 0, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 8})       // a count of 2^59
@@ -487,6 +496,26 @@ func fuzzBase(t testing.TB) []byte {
 	snap.Reservations = []PortReservation{{Device: 1, Index: 3, Reservation: Reservation{Valid: true, Start: 10_000_000, Dst: 0, Addr: 0x2000, Path: []int{1}, Lands: 30_000_000}}}
 	snap.Links[0].Queue = []Arrivals{{At: 10_000_000, Every: 160_000, End: 10_300_000, Step: 164_000, N: 15}, {At: 12_400_000, End: 12_900_000, N: 1}}
 	_, err := Restore(snap)
+	require.NoError(t, err, "the fuzz base restores")
+	return encodeSnapshot(t, snap)
+}
+
+// fuzzEFABase is the encoding FuzzRestoreEFAEncoding edits: two nodes of
+// two Trn1 devices (one NIC a node) on leaves of one port each, joined by
+// two spines over which writes are sprayed, after one write across them
+// (so that the NICs' turns are kept).
+func fuzzEFABase(t testing.TB) []byte {
+	p := efaParams(hwarch.Sunda, func(e *EFAParams) { e.Network, e.LeafPorts, e.Spines, e.Routing = FatTree, 1, 2, RouteSpray })
+	s, err := New(Config{Generation: hwarch.Sunda, Devices: 4, Nodes: 2, Kind: KindRing, Params: &p, TimingOnly: true, Ready: true})
+	require.NoError(t, err)
+	a, err := hwarch.FabricAddress(2, 0x100000)
+	require.NoError(t, err)
+	_, lands, err := s.ports[0].Reserve(0, 0, a, 4096, s.Now(), s.Now())
+	require.NoError(t, err)
+	require.NoError(t, s.ports[0].Post(0, 0, a, 4096, nil, udma.Reduce{}, lands))
+	snap := s.Snapshot()
+	require.NotEmpty(t, snap.SprayNext, "the base keeps the NICs' turns")
+	_, err = Restore(snap)
 	require.NoError(t, err, "the fuzz base restores")
 	return encodeSnapshot(t, snap)
 }
