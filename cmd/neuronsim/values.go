@@ -41,9 +41,10 @@ func flagError(_ *cobra.Command, err error) error {
 	// pflag's "invalid argument %q for %q flag: …" echoes the value whole,
 	// and so may the refusal after it: cut it as units.Error does.
 	var ive *pflag.InvalidValueError
-	if v := ""; errors.As(err, &ive) && len(ive.GetValue()) > units.MaxShown {
-		v = ive.GetValue()
-		return &clippedError{msg: strings.ReplaceAll(err.Error(), v, units.Clip(v)), err: err}
+	if errors.As(err, &ive) {
+		if v := ive.GetValue(); len(v) > units.MaxShown {
+			return &clippedError{msg: strings.ReplaceAll(err.Error(), v, units.Clip(v)), err: err}
+		}
 	}
 	return err
 }

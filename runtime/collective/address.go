@@ -43,14 +43,14 @@ func (x *Executor) engines(r int) []int {
 	return out
 }
 
-// controlEngine returns the DMA engine of rank r's ControlQueue: the last
-// engine of its NeuronCore when its transfers leave that one free, so that
-// its go, credit and finish writes wait behind none of its data; else its
-// first engine.
-func (x *Executor) controlEngine(r int) int {
+// controlEngine returns the DMA engine of rank r's ControlQueue, engs its
+// engines (engines(r), which the planner and the stager hold already): the
+// last engine of its NeuronCore when its transfers leave that one free, so
+// that its go, credit and finish writes wait behind none of its data; else
+// its first engine.
+func (x *Executor) controlEngine(r int, engs []int) int {
 	run := x.Ranks[r].Runner
 	per := run.Dev.Geometry.DMAEnginesPerNC
-	engs := x.engines(r)
 	if len(engs) < per {
 		return run.NC*per + per - 1
 	}

@@ -262,7 +262,7 @@ func (p *planner) release() {
 		p.take(r, SemGo, 1)
 	}
 	if n > 1 {
-		p.sp(0, triggerRec(p.x.controlEngine(0), ControlQueue, n-1))
+		p.sp(0, triggerRec(p.x.controlEngine(0, p.engs[0]), ControlQueue, n-1))
 	}
 }
 
@@ -308,7 +308,7 @@ func (p *planner) sync(writers, targets [][]int) {
 			p.signal(p.plans[r].ctl, r, w, sems[w])
 		}
 		if len(writers[r]) > 0 {
-			p.sp(r, triggerRec(p.x.controlEngine(r), ControlQueue, len(writers[r])))
+			p.sp(r, triggerRec(p.x.controlEngine(r, p.engs[r]), ControlQueue, len(writers[r])))
 		}
 		if len(targets[r]) > 0 {
 			p.take(r, sems[r], len(targets[r]))
@@ -480,7 +480,7 @@ func (p *planner) finish() error {
 		p.takePending(r)
 		if r > 0 {
 			p.signal(p.plans[r].ctl, r, 0, SemFinished)
-			p.sp(r, triggerRec(p.x.controlEngine(r), ControlQueue, 1))
+			p.sp(r, triggerRec(p.x.controlEngine(r, p.engs[r]), ControlQueue, 1))
 		}
 	}
 	if n > 1 {

@@ -202,9 +202,9 @@ func TestControlQueueOwnEngine(t *testing.T) {
 	} {
 		ranks := []Rank{{Device: 0, Base: 1 << 20, Runner: &program.Runner{NC: tc.nc, Dev: &bringup.Device{Geometry: geo}}}}
 		x := &Executor{Ranks: ranks, Engines: tc.engines, InterRDH: []int{4, 5}, InterRDHFolds: 2}
-		assert.Equal(t, tc.want, x.controlEngine(0), "engines %d, NC %d", tc.engines, tc.nc)
+		assert.Equal(t, tc.want, x.controlEngine(0, x.engines(0)), "engines %d, NC %d", tc.engines, tc.nc)
 		if tc.want%geo.DMAEnginesPerNC == geo.DMAEnginesPerNC-1 {
-			assert.NotContains(t, x.engines(0), x.controlEngine(0), "engines %d: no data engine", tc.engines)
+			assert.NotContains(t, x.engines(0), x.controlEngine(0, x.engines(0)), "engines %d: no data engine", tc.engines)
 		}
 	}
 }

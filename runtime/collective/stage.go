@@ -57,7 +57,7 @@ func (x *Executor) stage(r int, p rankPlan, place placeFunc) (int, error) {
 		}
 		return nil
 	}
-	if err := put(x.controlEngine(r), ControlQueue, p.ctl); err != nil {
+	if err := put(x.controlEngine(r, engs), ControlQueue, p.ctl); err != nil {
 		return 0, err
 	}
 	for j, v := range p.vr {
