@@ -69,10 +69,41 @@ type Memory struct {
 	credit int64       // pages charged to budget, not yet resident
 	hold   int         // Reserve calls not yet released
 
-	// One-entry cache of the last page looked up. lastPage == nil means the
-	// cache is empty; it is dropped whenever a page is removed.
+	// A cache of the pages looked up last: lastPage the last (nil: none),
+	// older the ones before it (see older). A page leaves it when it is
+	// freed, and the whole cache whenever the table is replaced.
 	lastNum  uint64
 	lastPage *Page
+	older    olderPages
+}
+
+// olderPageCount is how many pages a memory remembers besides the last it
+// looked up. A device reads a few pages in turn — the SP records it
+// fetches, the semaphores its DMA engines increment, a transfer's data —
+// and with many devices simulated every walk of its page table misses the
+// processor's caches at each level: the last page alone was not enough.
+const olderPageCount = 3
+
+// olderPages are the pages a memory looked up before its last, the most
+// recent first. An entry whose page is nil is empty.
+type olderPages [olderPageCount]struct {
+	num  uint64
+	page *Page
+}
+
+// push makes the last page (pn, p) an older one, the oldest dropped.
+func (o *olderPages) push(pn uint64, p *Page) {
+	copy(o[1:], o[:olderPageCount-1])
+	o[0].num, o[0].page = pn, p
+}
+
+// drop takes page pn out.
+func (o *olderPages) drop(pn uint64) {
+	for i := range o {
+		if o[i].page != nil && o[i].num == pn {
+			o[i].page = nil
+		}
+	}
 }
 
 // NewMemory returns an empty memory.
@@ -104,13 +135,31 @@ func (m *Memory) page(pn uint64) *Page {
 	return m.lookup(pn)
 }
 
-// lookup is page's slow path, kept out of line so page inlines.
+// lookup is page's slow path, kept out of line so page inlines: the older
+// pages remembered (one found trades places with the last), then the table.
 func (m *Memory) lookup(pn uint64) *Page {
+	for i := range m.older {
+		if e := &m.older[i]; e.page != nil && e.num == pn {
+			p := e.page
+			e.num, e.page = m.lastNum, m.lastPage
+			m.lastNum, m.lastPage = pn, p
+			return p
+		}
+	}
 	p := m.pages.get(pn)
 	if p != nil {
-		m.lastNum, m.lastPage = pn, p
+		m.remember(pn, p)
 	}
 	return p
+}
+
+// remember makes resident page pn, p, not in the cache, the last page
+// looked up.
+func (m *Memory) remember(pn uint64, p *Page) {
+	if m.lastPage != nil {
+		m.older.push(m.lastNum, m.lastPage)
+	}
+	m.lastNum, m.lastPage = pn, p
 }
 
 // alloc returns page pn, allocating a zeroed page if it is not resident.
@@ -124,7 +173,7 @@ func (m *Memory) alloc(pn uint64) *Page {
 	for range m.held() - before { // the page and the table's new nodes
 		m.charge()
 	}
-	m.lastNum, m.lastPage = pn, p
+	m.remember(pn, p) // not resident before, so not in the cache
 	return p
 }
 
@@ -137,6 +186,7 @@ func (m *Memory) free(pn uint64) {
 	if m.lastPage != nil && m.lastNum == pn {
 		m.lastPage = nil
 	}
+	m.older.drop(pn)
 }
 
 func allZero(b []byte) bool {
@@ -561,7 +611,7 @@ func (m *Memory) held() int64 { return int64(m.pages.n) + nodeCost(int64(m.pages
 func (m *Memory) Clear() {
 	m.uncharge(m.held())
 	m.pages = pageTable{}
-	m.lastPage = nil
+	m.lastPage, m.older = nil, olderPages{}
 }
 
 // State returns a deep copy of the memory's resident pages.
@@ -625,7 +675,7 @@ func (m *Memory) restore(s MemoryState, own bool) error {
 		pages.set(pn, pg)
 	}
 	m.pages = pages
-	m.lastPage = nil
+	m.lastPage, m.older = nil, olderPages{}
 	return nil
 }
 
@@ -665,6 +715,6 @@ func tableNodesFor(pages map[uint64]*Page) int64 {
 // were checked). m keeps its budget and its charge as they were: Adopt
 // neither charges nor refuses.
 func (m *Memory) Adopt(o *Memory) {
-	m.pages, m.lastPage = o.pages, nil
-	o.pages, o.lastPage = pageTable{}, nil
+	m.pages, m.lastPage, m.older = o.pages, nil, olderPages{}
+	o.pages, o.lastPage, o.older = pageTable{}, nil, olderPages{}
 }

@@ -2,6 +2,7 @@ package simkernel
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"runtime"
 	"slices"
@@ -516,8 +517,9 @@ func TestMemoryRestoreOwned(t *testing.T) {
 	}
 }
 
-// TestMemoryCacheInvalidation checks that the last-page cache never serves
-// a page that Restore, Clear, or a freeing Fill removed.
+// TestMemoryCacheInvalidation checks that the cache of pages looked up
+// never serves a page that Restore, Clear, Adopt, or a freeing Fill or Copy
+// removed, whether it was the last page looked up or an older one.
 func TestMemoryCacheInvalidation(t *testing.T) {
 	tests := []struct {
 		name string
@@ -528,21 +530,64 @@ func TestMemoryCacheInvalidation(t *testing.T) {
 		{"restore", func(m *Memory, s MemoryState) { _ = m.Restore(s) }, 0x1111},
 		{"zero fill of the page", func(m *Memory, _ MemoryState) { _ = m.Fill(0x5000, PageSize, 0) }, 0},
 		{"copy of a hole over the page", func(m *Memory, _ MemoryState) { _ = m.Copy(0x5000, 0x9000, PageSize) }, 0},
+		{"adopt", func(m *Memory, s MemoryState) {
+			var o Memory
+			_ = o.Restore(s)
+			m.Adopt(&o)
+		}, 0x1111},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var m Memory
-			require.NoError(t, m.WriteU32(0x5000, 0x1111))
-			saved := m.State()
-			require.NoError(t, m.WriteU32(0x5000, 0x2222)) // now cached
-			tc.drop(&m, saved)
-			v, err := m.ReadU32(0x5000)
+		for behind := 0; behind <= olderPageCount+1; behind++ { // pages looked up after it
+			t.Run(fmt.Sprintf("%s/%d behind", tc.name, behind), func(t *testing.T) {
+				var m Memory
+				require.NoError(t, m.WriteU32(0x5000, 0x1111))
+				saved := m.State()
+				require.NoError(t, m.WriteU32(0x5000, 0x2222)) // now cached
+				for k := range behind {
+					require.NoError(t, m.WriteU32(0x20000+uint64(k)*PageSize, 1))
+				}
+				tc.drop(&m, saved)
+				v, err := m.ReadU32(0x5000)
+				require.NoError(t, err)
+				assert.Equal(t, tc.want, v)
+				// A write after the drop must land in the live page set.
+				require.NoError(t, m.WriteU32(0x5000, 0x3333))
+				assert.Equal(t, uint32(0x3333), binaryU32(m.State().Pages[5][:]))
+				for k := range behind { // the pages looked up after it: theirs
+					v, err := m.ReadU32(0x20000 + uint64(k)*PageSize)
+					require.NoError(t, err)
+					if tc.want == 0x1111 || tc.name == "clear" { // replaced or cleared with the rest
+						continue
+					}
+					assert.Equal(t, uint32(1), v)
+				}
+			})
+		}
+	}
+}
+
+// TestMemoryPageCacheTurns reads pages in turns of more pages than the
+// cache holds, and fewer, over writes and frees, against the reference.
+func TestMemoryPageCacheTurns(t *testing.T) {
+	var m Memory
+	ref := refMemory{}
+	for round := range 40 {
+		for k := range 2 + round%(olderPageCount+4) {
+			addr := uint64(k)*PageSize*3 + uint64(round%7)*8
+			switch (round + k) % 5 {
+			case 0: // a freeing fill of the page
+				require.NoError(t, m.Fill(addr&^pageMask, PageSize, 0))
+				ref.write(addr&^pageMask, make([]byte, PageSize))
+			case 1, 2:
+				v := uint32(round*100 + k + 1)
+				require.NoError(t, m.WriteU32(addr, v))
+				ref.write(addr, []byte{byte(v), byte(v >> 8), byte(v >> 16), byte(v >> 24)})
+			}
+			v, err := m.ReadU32(addr)
 			require.NoError(t, err)
-			assert.Equal(t, tc.want, v)
-			// A write after the drop must land in the live page set.
-			require.NoError(t, m.WriteU32(0x5000, 0x3333))
-			assert.Equal(t, uint32(0x3333), binaryU32(m.State().Pages[5][:]))
-		})
+			b := ref.read(addr, 4)
+			assert.Equal(t, binaryU32(b), v, "round %d page %d", round, k)
+		}
 	}
 }
 
