@@ -34,6 +34,11 @@ type eventQueue struct {
 	head int         // the next event of at
 	mask uint64      // bit b set: far[b] is not empty
 	far  [64][]Event // far[b]: events whose time first differs from base in bit b
+	// low[b] is the earliest time in far[b] when it is not empty (its
+	// mask bit set; stale otherwise), kept as events join the bucket so
+	// that finding the next time to spill to does not scan the bucket
+	// (each spill would otherwise read its events twice).
+	low [64]Time
 }
 
 // len returns the number of pending events.
@@ -48,30 +53,23 @@ func (q *eventQueue) push(ev Event) {
 		q.at = append(q.at, ev)
 		return
 	}
-	b := bits.Len64(d) - 1
-	q.far[b] = append(q.far[b], ev)
-	q.mask |= 1 << b
+	q.add(bits.Len64(d)-1, ev)
 }
 
-// earliest returns the index in far[b] of the bucket's first event by
-// (time, sequence) — its first at the earliest time, since a bucket holds
-// each time's events in sequence order; the bucket must not be empty.
-func (q *eventQueue) earliest(b int) int {
-	f := q.far[b]
-	k := 0
-	for i := 1; i < len(f); i++ {
-		if f[i].At < f[k].At {
-			k = i
-		}
+// add appends ev to far[b], keeping the bucket's earliest time.
+func (q *eventQueue) add(b int, ev Event) {
+	if q.mask&(1<<b) == 0 || ev.At < q.low[b] {
+		q.low[b] = ev.At
 	}
-	return k
+	q.far[b] = append(q.far[b], ev)
+	q.mask |= 1 << b
 }
 
 // nearest returns the lowest non-empty far bucket and its earliest time;
 // some far bucket must not be empty.
 func (q *eventQueue) nearest() (int, Time) {
 	b := bits.TrailingZeros64(q.mask)
-	return b, q.far[b][q.earliest(b)].At
+	return b, q.low[b]
 }
 
 // peek returns the first pending event's time; the queue must not be
@@ -131,9 +129,7 @@ func (q *eventQueue) spill(b int, t Time) {
 			q.at = append(q.at, f[i])
 			continue
 		}
-		c := bits.Len64(d) - 1
-		q.far[c] = append(q.far[c], f[i])
-		q.mask |= 1 << c
+		q.add(bits.Len64(d)-1, f[i])
 	}
 }
 
