@@ -3,6 +3,7 @@ package fabric
 import (
 	"fmt"
 	"slices"
+	"sort"
 )
 
 // Arrivals is a run of chunks booked on a link, as the link's FIFO order
@@ -129,16 +130,22 @@ func (ls *LinkState) make(now uint64, k int) {
 		ls.Queue = slices.Grow(q, max(k, 4))
 		return
 	}
-	i := 0
-	for i < n && q[i].lastEnd() <= now {
-		i++
-	}
+	// The runs over at the front are those whose upTo — the latest
+	// crossing of them and every run before them — is by now: a prefix,
+	// found by binary search on upTo (which never decreases) rather than
+	// by reading every run it drops.
+	i := sort.Search(n, func(i int) bool { return q[i].upTo > now })
 	if i > 0 {
 		ls.Queue = q[:copy(q, q[i:])]
 	}
-	if len(ls.Queue)+k > n/2 {
-		ls.settle(now)
+	// Dropping a prefix over by now leaves every other run's upTo as it
+	// was: the first run kept crosses after now, later than any run
+	// dropped, so no run's bound came from one dropped. Only settling
+	// makes them again.
+	if len(ls.Queue)+k <= n/2 {
+		return
 	}
+	ls.settle(now)
 	switch left := len(ls.Queue); {
 	case left+k > MaxArrivals:
 		ls.fold()
@@ -254,7 +261,19 @@ func (ls *LinkState) queuedRun(now uint64, first bool, arrived, next chunkRun, d
 		at, every = began(end0, d), d
 		tail = began(end, last)
 	}
-	ls.addRun(now, Arrivals{At: at, Every: every, End: end0, Step: d, N: uint64(next.m - 1)}, Arrivals{At: tail, End: end, N: 1})
+	// The two runs' last crossings are known without lastEnd's product:
+	// chunk m−2 crossed at end0 + (m−2)·d (bookQueue made it without
+	// saturating), the last chunk at end.
+	if n := len(ls.Queue) + 2; n > cap(ls.Queue) || n > MaxArrivals {
+		ls.make(now, 2)
+	}
+	var up uint64
+	if n := len(ls.Queue); n > 0 {
+		up = ls.Queue[n-1].upTo
+	}
+	up = max(up, end0+uint64(next.m-2)*d)
+	ls.Queue = append(ls.Queue, Arrivals{At: at, Every: every, End: end0, Step: d, N: uint64(next.m - 1), upTo: up},
+		Arrivals{At: tail, End: end, N: 1, upTo: max(up, end)})
 }
 
 // bookedRun records the chunks bookRun booked: arr is when they reached
