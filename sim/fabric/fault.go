@@ -109,7 +109,7 @@ func (s *System) fault(i int) {
 	f := s.st.Faults[i]
 	switch f.Kind {
 	case LinkDown, LinkUp:
-		s.st.Links[f.Link].Down = f.Kind == LinkDown
+		s.setDown(f.Link, f.Kind == LinkDown)
 	case DeviceReset:
 		s.devs[f.Device].FaultReset()
 		// Its DMA engines are reset: the writes they had reserved will

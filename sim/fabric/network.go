@@ -95,6 +95,9 @@ func (s *System) path(src, dst int) ([]int, error) {
 
 // downLink returns the first link of path that is down, or -1.
 func (s *System) downLink(path []int) int {
+	if s.down == 0 {
+		return -1
+	}
 	for _, id := range path {
 		if s.st.Links[id].Down {
 			return id

@@ -245,6 +245,7 @@ func restore(snap *Snapshot, own bool) (*System, error) {
 	for i := range s.st.Links {
 		s.st.Links[i].reindex() // the runs' bounds, which a snapshot does not keep
 	}
+	s.countDown()
 	if s.st.Last == nil {
 		s.st.LastMap = make(map[uint64]uint64, len(snap.LastMap))
 		for k, v := range snap.LastMap {

@@ -110,6 +110,10 @@ type System struct {
 	// runs is storeAndForwardChunks' runs of a write's chunks being
 	// gathered, one per link of its path, reused as ready is.
 	runs []runBuilder
+	// down is how many links are down (state.Links' Down, counted by
+	// setDown and countDown): none, most of the time, and downLink then
+	// reads no link of a write's path.
+	down int
 }
 
 // state is the fabric's whole mutable state (besides the devices' and the
@@ -188,6 +192,27 @@ type Reservation struct {
 type port struct {
 	s   *System
 	dev int
+	// lastDst and lastPath are the destination device of the port's last
+	// write and the topology's path to it (pathCache.get's, which never
+	// changes): a DMA queue writes to one neighbour many times in a row
+	// (a ring's, or a halving-doubling step's partner), and this answers
+	// those without reading the path cache, whose rows of a thousand
+	// devices miss the CPU's caches. lastDst is −1 before any write.
+	lastDst  int
+	lastPath []int
+}
+
+// path returns the topology's path from the port's device to device dst,
+// as System.path does.
+func (pt *port) path(dst int) ([]int, error) {
+	if dst == pt.lastDst {
+		return pt.lastPath, nil
+	}
+	p, err := pt.s.path(pt.dev, dst)
+	if err == nil {
+		pt.lastDst, pt.lastPath = dst, p
+	}
+	return p, err
 }
 
 // res is the port's device's reservations (the system's state): as many
@@ -336,7 +361,7 @@ func (s *System) addDevices() error {
 			return fmt.Errorf("fabric: device %d: %w", i, err)
 		}
 		s.st.Reservations = append(s.st.Reservations, nil) // grown by slot as the device's queues reserve
-		pt := &port{s: s, dev: i}
+		pt := &port{s: s, dev: i, lastDst: -1}
 		d.AttachFabric(pt)
 		s.devs = append(s.devs, d)
 		s.ports = append(s.ports, pt)
@@ -431,8 +456,32 @@ func (s *System) SetLinkDown(id int, down bool) error {
 	if id < 0 || id >= len(s.st.Links) {
 		return fmt.Errorf("fabric: link %d of %d: %w", id, len(s.st.Links), ErrConfig)
 	}
-	s.st.Links[id].Down = down
+	s.setDown(id, down)
 	return nil
+}
+
+// setDown takes link id down or brings it back, keeping the count of links
+// down.
+func (s *System) setDown(id int, down bool) {
+	l := &s.st.Links[id]
+	switch {
+	case down && !l.Down:
+		s.down++
+	case !down && l.Down:
+		s.down--
+	}
+	l.Down = down
+}
+
+// countDown counts the links down again, after the links were replaced
+// (Restore).
+func (s *System) countDown() {
+	s.down = 0
+	for i := range s.st.Links {
+		if s.st.Links[i].Down {
+			s.down++
+		}
+	}
 }
 
 // LinkBetween returns the directed link from node a to node b.
@@ -451,7 +500,7 @@ func (pt *port) reserve(e, q int, dst uint64, n int, start, sent uint64) (inject
 	if err != nil {
 		return 0, 0, err
 	}
-	path, err := s.path(pt.dev, dd)
+	path, err := pt.path(dd)
 	if err != nil {
 		return 0, 0, fmt.Errorf("%w: %w", err, dma.ErrNeighbour)
 	}
