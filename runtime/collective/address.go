@@ -57,17 +57,8 @@ func (x *Executor) controlEngine(r int, engs []int) int {
 	return engs[0]
 }
 
-// addr returns the device address rank `from` writes to for rank `to`'s
-// buffer b at off: local, through a neighbour window, or through the fabric
-// window (reach).
-func (x *Executor) addr(s *enc.Schedule, from, to int, b enc.Buffer, off int64) (uint64, error) {
-	l := LayoutOf(s, x.Ranks[to].Base)
-	a := [...]uint64{enc.Input: l.Input, enc.Output: l.Output, enc.Scratch: l.Scratch}[b] + uint64(off)
-	return x.reach(from, to, a)
-}
-
 // reach returns the address through which rank `from` reaches device
-// address a of rank `to`'s device: a itself on the same device, the B0
+// address a of rank `to`'s device (a buffer of `to`'s, or a register): a itself on the same device, the B0
 // window of the neighbour table's column when `to`'s device is a
 // neighbour, else the fabric window.
 func (x *Executor) reach(from, to int, a uint64) (uint64, error) {

@@ -82,6 +82,12 @@ type planner struct {
 	plans []rankPlan
 	engs  [][]int  // per rank: its DMA engine ids (Executor.engines)
 	ones  []uint64 // per rank: the device address of its control word
+	// bufs is, per rank, the device addresses of its Input, Output and
+	// Scratch buffers (LayoutOf, worked out once per run, not per
+	// transfer), indexed by enc.Buffer.
+	bufs [][3]uint64
+	// cut is send's buffer of a transfer's slices (appendSplitEven).
+	cut []int64
 	// Per rank, what its semaphores will have counted since its last
 	// wait on them (the next wait's value): slices landed, engine-steps
 	// done.
@@ -153,7 +159,7 @@ func (p *planner) next() (bool, error) {
 func (x *Executor) newPlanner(s *enc.Schedule, d enc.Dtype, mode planMode) *planner {
 	n := s.Ranks
 	p := &planner{x: x, mode: mode, s: s, red: reduceOf(d), plans: make([]rankPlan, n), engs: make([][]int, n), ones: make([]uint64, n),
-		arrivals: make([]int, n), done: make([]int, n), before: make([][]int, n), credits: make([]creditSets, n)}
+		bufs: make([][3]uint64, n), arrivals: make([]int, n), done: make([]int, n), before: make([][]int, n), credits: make([]creditSets, n)}
 	newVring := dma.NewVring
 	if mode == planPrograms {
 		newVring = dma.NewCountingVring
@@ -170,7 +176,9 @@ func (x *Executor) newPlanner(s *enc.Schedule, d enc.Dtype, mode planMode) *plan
 		for _, rel := range x.InterRDH {
 			pl.rdh = append(pl.rdh, pl.vr[rel])
 		}
-		p.ones[r] = LayoutOf(s, x.Ranks[r].Base).Ones
+		l := LayoutOf(s, x.Ranks[r].Base)
+		p.ones[r] = l.Ones
+		p.bufs[r][enc.Input], p.bufs[r][enc.Output], p.bufs[r][enc.Scratch] = l.Input, l.Output, l.Scratch
 	}
 	return p
 }
@@ -424,14 +432,14 @@ func (p *planner) send(i int, xf enc.Xfer) {
 		use = p.plans[r].rdh
 	}
 	ne := len(use)
-	l := LayoutOf(p.s, p.x.Ranks[r].Base)
-	src0 := [...]uint64{enc.Input: l.Input, enc.Output: l.Output, enc.Scratch: l.Scratch}[xf.SrcBuf] + uint64(xf.SrcOff)
-	cut := splitEven(xf.Len, p.s.Elem, ne)
+	src0 := p.bufs[r][xf.SrcBuf] + uint64(xf.SrcOff)
+	p.cut = appendSplitEven(p.cut[:0], xf.Len, p.s.Elem, ne)
+	cut := p.cut
 	for j, off := 0, int64(0); j < len(cut) && p.err == nil; j, off = j+1, off+cut[j] {
 		size := cut[j]
 		v := use[(i+j)%ne]
 		var dst uint64
-		if dst, p.err = p.x.addr(p.s, r, xf.Dst, xf.DstBuf, xf.DstOff+off); p.err != nil {
+		if dst, p.err = p.x.reach(r, xf.Dst, p.bufs[xf.Dst][xf.DstBuf]+uint64(xf.DstOff+off)); p.err != nil {
 			break
 		}
 		if xf.Reduce {

@@ -26,8 +26,9 @@ func ringSize(n int) (uint32, error) {
 
 // placeFunc makes the queue of key ready with v's descriptors — those of
 // the control queue (ctl) or of a data engine's collectives queue — and
-// returns how many it holds.
-type placeFunc func(key [2]int, name string, eng, q int, v *dma.Vring) (int, error)
+// returns how many it holds. A queue it opens is named name(): the name is
+// made only then, not at every run.
+type placeFunc func(key [2]int, name func() string, eng, q int, v *dma.Vring) (int, error)
 
 // stage zeroes a rank's collective semaphores, has place make each of its
 // queues that has descriptors ready, and writes its control word. It
@@ -50,7 +51,8 @@ func (x *Executor) stage(r int, p rankPlan, place placeFunc) (int, error) {
 		if v.Descriptors() == 0 {
 			return nil
 		}
-		n, err := place([2]int{r, eng<<8 | q}, fmt.Sprintf("cc.r%d.e%d.q%d", r, eng, q), eng, q, v)
+		name := func() string { return fmt.Sprintf("cc.r%d.e%d.q%d", r, eng, q) }
+		n, err := place([2]int{r, eng<<8 | q}, name, eng, q, v)
 		total += n
 		if err != nil {
 			return fmt.Errorf("enc: rank %d: %w", r, err)
@@ -76,9 +78,9 @@ func (x *Executor) stage(r int, p rankPlan, place placeFunc) (int, error) {
 // its queues' rings.
 func (x *Executor) stageDumped(r int, p rankPlan) (int, error) {
 	m := x.Ranks[r].Runner.DMA
-	return x.stage(r, p, func(key [2]int, name string, eng, q int, v *dma.Vring) (int, error) {
+	return x.stage(r, p, func(key [2]int, name func() string, eng, q int, v *dma.Vring) (int, error) {
 		qu, err := x.queueFor(key, v.Descriptors(), false, func(size uint32) (*dma.Queue, error) {
-			return m.OpenQueue(name, eng, q, size)
+			return m.OpenQueue(name(), eng, q, size)
 		})
 		if err != nil {
 			return 0, err
@@ -93,19 +95,25 @@ func (x *Executor) stageDumped(r int, p rankPlan) (int, error) {
 // as many pairs as the first pass counted.
 func (x *Executor) stageFed(r int, p, fed rankPlan, more func() (bool, error)) (int, error) {
 	m := x.Ranks[r].Runner.DMA
-	feeds := map[*dma.Vring]*dma.Vring{p.ctl: fed.ctl}
-	for j, v := range p.vr {
-		feeds[v] = fed.vr[j]
+	// feedOf is the second pass's vring of the first pass's v: the control
+	// queue's, or the same engine's.
+	feedOf := func(v *dma.Vring) *dma.Vring {
+		for j, c := range p.vr {
+			if c == v {
+				return fed.vr[j]
+			}
+		}
+		return fed.ctl
 	}
-	return x.stage(r, p, func(key [2]int, name string, eng, q int, v *dma.Vring) (int, error) {
+	return x.stage(r, p, func(key [2]int, name func() string, eng, q int, v *dma.Vring) (int, error) {
 		n := v.Descriptors()
 		qu, err := x.queueFor(key, n, true, func(size uint32) (*dma.Queue, error) {
-			return m.OpenFedQueue(name, eng, q, size)
+			return m.OpenFedQueue(name(), eng, q, size)
 		})
 		if err != nil {
 			return 0, err
 		}
-		fv := feeds[v]
+		fv := feedOf(v)
 		fv.Grow(min(n, fedPresize))
 		if err := qu.Feed(dma.Feed{Vring: fv, More: more}, n); err != nil {
 			return 0, err
