@@ -28,7 +28,7 @@ import (
 const DeviceHostBytes = 256 << 10
 
 // A descriptor pair and an SP record as a staged run holds them: the pair
-// in the plan (runtime/dma.Vring, 32 bytes) and twice in the queue's ring
+// in the plan (runtime/dma.Vring, 24 bytes; 32 counted) and twice in the queue's ring
 // in host memory (two 16-byte descriptors, the ring rounded up to a power
 // of two); the record in the plan, in its bytes on their way to the device
 // and in device memory.
@@ -47,10 +47,11 @@ const RunHostBytes = 4 << 20
 
 // fedQueueHostBytes bounds what one fed queue of a streamed run holds: the
 // descriptor pairs planned and not yet read, and the last ones read
-// (runtime/dma keeps 64), in a vring of 32 bytes a pair whose array is
-// compacted once half of it is let go. Measured: at most 138 pairs on any
-// queue of a 1 GiB ring all-reduce on 144 devices (110,626 on all 1,152
-// queues together, of its 8.1 million); 1,024 pairs are counted.
+// (runtime/dma keeps 64), in a vring of 24 bytes a pair (32 are counted)
+// whose array is compacted once half of it is let go. Measured: at most
+// 138 pairs on any queue of a 1 GiB ring all-reduce on 144 devices
+// (110,626 on all 1,152 queues together, of its 8.1 million); 1,024 pairs
+// are counted.
 const fedQueueHostBytes = 1024 * 32
 
 // creditKeyBytes bounds what the planner keeps per transfer to tell a

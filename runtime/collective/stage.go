@@ -126,7 +126,7 @@ func (x *Executor) stageFed(r int, p, fed rankPlan, more func() (bool, error)) (
 // before its run (the first pass's count, when smaller): what one holds
 // in flight — at most 138 planned and not yet read on any queue of a 1 GiB
 // ring all-reduce on 144 devices, and the last 64 read — fits without its
-// array growing pair by pair, run after run (16 KiB a queue, within
+// array growing pair by pair, run after run (12 KiB a queue, within
 // the 32 KiB internal/cluster's memory estimate counts for one).
 const fedPresize = 512
 

@@ -30,7 +30,7 @@ func TestVringSplitsAt64KiB(t *testing.T) {
 			require.Len(t, v.pairs, len(tt.pairs))
 			var off uint64
 			for i, p := range v.pairs {
-				assert.Equal(t, tt.pairs[i], p.len)
+				assert.Equal(t, tt.pairs[i], int(p.len))
 				assert.Equal(t, 0x1000+off, p.src)
 				assert.Equal(t, 0x9000_0000+off, p.dst)
 				off += uint64(p.len)

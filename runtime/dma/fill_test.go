@@ -71,7 +71,7 @@ func TestFillInChunks(t *testing.T) {
 				if tc.tx {
 					want.Addr, want.Meta, flags = p.src, udma.DefaultMetaCtrl, udma.FlagFirst|udma.FlagLast
 				}
-				want.LenCtrl, err = udma.LenCtrl(p.len, phase, flags)
+				want.LenCtrl, err = udma.LenCtrl(int(p.len), phase, flags)
 				require.NoError(t, err)
 				require.Equal(t, want, d, "pair %d in slot %d", i, slot)
 				if slot++; slot == count {

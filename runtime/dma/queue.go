@@ -243,18 +243,31 @@ func (r *ring) advance(tail uint32, phase uint8, n uint32) (uint32, uint8) {
 // written before the device starts (Dump) or produced as the device reads
 // it (a fed queue).
 func encodeHalf(b []byte, pairs []pair, phase uint8, tx bool) error {
-	for j, p := range pairs {
-		d := udma.Descriptor{Addr: p.dst, Meta: p.reduce}
-		flags := uint32(0)
-		if tx {
-			d.Addr, d.Meta, flags = p.src, udma.DefaultMetaCtrl, udma.FlagFirst|udma.FlagLast
-		}
-		lc, err := udma.LenCtrl(p.len, phase, flags)
-		if err != nil {
+	const ds = udma.DescriptorSize
+	flags := uint32(0)
+	if tx {
+		flags = udma.FlagFirst | udma.FlagLast
+	}
+	// Only the length differs from one descriptor's len_ctrl to the next:
+	// the ring id and flags are worked out once, the length put in each
+	// as udma.LenCtrl puts it, a length it refuses refused by it.
+	ctrl, err := udma.LenCtrl(1, phase, flags)
+	if err != nil {
+		return err
+	}
+	ctrl &^= udma.LenMask
+	b = b[:len(pairs)*ds]
+	for j := range pairs {
+		p := &pairs[j]
+		if p.len < 1 || p.len > udma.MaxTransfer {
+			_, err := udma.LenCtrl(int(p.len), phase, flags)
 			return err
 		}
-		d.LenCtrl = lc
-		d.Put(b[j*udma.DescriptorSize:])
+		d := udma.Descriptor{LenCtrl: ctrl | p.len&udma.LenMask, Addr: p.dst, Meta: p.reduce}
+		if tx {
+			d.Addr, d.Meta = p.src, udma.DefaultMetaCtrl
+		}
+		d.Put(b[j*ds : j*ds+ds])
 	}
 	return nil
 }
