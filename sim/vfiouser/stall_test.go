@@ -105,10 +105,13 @@ func TestDMAStallBackoff(t *testing.T) {
 	t.Logf("device 0: %d reads, the longest %v, %v stalled in %v; device 1: %d sessions, %d refused", run.reads, run.max, run.stalled, window, run.sessions, run.refused)
 	assert.Equal(t, 1, run.sessions, "device 1's sessions in the window")
 	assert.Positive(t, run.refused, "device 1's reconnections refused")
-	// one read waits out the reply timeout; others may be slow on a loaded
-	// host, but without the back-off the reads were stalled the whole window
+	// One read waits out the reply timeout; others may be slow on a loaded
+	// host (a 2-core machine running other tests: reads of 50 ms and more
+	// add up), but without the back-off the reads were stalled the whole
+	// window (2.01 s of 2 s, measured with a back-off of 1 ns), so half of
+	// it still tells the two apart.
 	assert.Less(t, run.max, replyTimeout+2*stallRead, "device 0's longest read")
-	assert.Less(t, run.stalled, 2*replyTimeout, "device 0's reads stalled in all")
+	assert.Less(t, run.stalled, window/2, "device 0's reads stalled in all")
 	require.NotZero(t, r.log.count("refused a client"), "the refusals are logged:\n%s", r.log)
 	waitUntil(t, 5*time.Second, func() bool { return r.srv[1].backoffLeft() == 0 }, "the back-off to pass")
 	served(t, r.srv[1], dial(t, r.path[1]))
