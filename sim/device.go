@@ -176,19 +176,20 @@ type Device struct {
 	bar4Buf []byte // scratch of the BAR4 bulk path
 	pci     *pciConfig
 
-	engine   *Engine
-	regs     *Memory // backing of plain register and SRAM windows, by BAR0 offset
-	hbm      *Memory // device memory, by device address
-	hbmSize  []uint64
-	hbmApart bool        // no HBM address is in another window decode knows (hbmApart)
-	host     HostPort    // where host-window DMA goes
-	hostMem  *HostMemory // host as the host-memory model; nil when it is another port
-	dma      *dma.Controller
-	cores    []*tpb.Core
-	hCore    []HandlerID
-	bounce   []byte     // DMA bounce buffer, reused
-	fabric   dma.Fabric // the system's port for this device; nil: a device alone
-	st       DeviceState
+	engine    *Engine
+	regs      *Memory // backing of plain register and SRAM windows, by BAR0 offset
+	hbm       *Memory // device memory, by device address
+	hbmSize   []uint64
+	hbmApart  bool        // no HBM address is in another window decode knows (hbmApart)
+	fastCheck []hbmRange  // with hbmApart and fabricApart, the HBM channels (bases and sizes) for deviceBus.Check's fast path; nil: none
+	host      HostPort    // where host-window DMA goes
+	hostMem   *HostMemory // host as the host-memory model; nil when it is another port
+	dma       *dma.Controller
+	cores     []*tpb.Core
+	hCore     []HandlerID
+	bounce    []byte     // DMA bounce buffer, reused
+	fabric    dma.Fabric // the system's port for this device; nil: a device alone
+	st        DeviceState
 
 	hBoot, hAck, hDone, hDMA HandlerID
 }
@@ -250,6 +251,12 @@ func NewWiredDevice(cfg DeviceConfig, w Wiring) (*Device, error) {
 		}
 	}
 	d.hbmApart = hbmApart(geo, d.hbmSize)
+	if d.hbmApart && fabricApart(geo) {
+		d.fastCheck = make([]hbmRange, 0, len(geo.HBM)+1) // never nil, even with no channel
+		for ch, c := range geo.HBM {
+			d.fastCheck = append(d.fastCheck, hbmRange{c.Base, d.hbmSize[ch]})
+		}
+	}
 	d.dma = dma.New(geo, (*deviceBus)(d), (*deviceClock)(d), dma.Options{Timing: cfg.DMA, TimingOnly: cfg.TimingOnly})
 	if err := d.registerHandlers(); err != nil {
 		return nil, err

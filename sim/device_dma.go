@@ -221,10 +221,50 @@ var ErrNotReady = errors.New("device not ready")
 // a system). Use it only under the device's lock, or from an event handler.
 func (d *Device) Engine() *Engine { return d.engine }
 
-// Check implements dma.Bus.
+// Check implements dma.Bus. The two classes of nearly every address a
+// descriptor pair names — this device's HBM, a fabric-window address —
+// are found first, without decode, where decode would find them first too
+// (fastCheck); any other address, and every error, is decode's.
 func (b *deviceBus) Check(addr uint64, n int) (dma.Class, error) {
-	t, err := (*Device)(b).decode(addr, n)
+	d := (*Device)(b)
+	if d.fastCheck != nil && n > 0 {
+		if addr&hwarch.FabricWindowBit != 0 { // in no HBM channel, nor the host window: decode gives remote(addr, n)
+			d0, _, ok0 := hwarch.DecodeFabricAddress(addr)
+			d1, _, ok1 := hwarch.DecodeFabricAddress(addr + uint64(n) - 1)
+			if ok0 && ok1 && d0 == d1 && d.fabric != nil {
+				return dma.Remote, nil
+			}
+		} else {
+			for _, r := range d.fastCheck { // hbmTarget's channels, in its order
+				if rel := addr - r.base; rel < r.size {
+					if uint64(n) <= r.size-rel {
+						return dma.HBM, nil
+					}
+					break // runs past the channel: decode's error
+				}
+			}
+		}
+	}
+	t, err := d.decode(addr, n)
 	return t.class, err
+}
+
+// hbmRange is an HBM channel as deviceBus.Check's fast path tries it: its
+// base and its size (Device.hbmSize).
+type hbmRange struct{ base, size uint64 }
+
+// fabricApart reports whether no fabric-window address is also in the host
+// window, which decode tries before the fabric window. A host window that
+// is not one bit's [b, 2b) counts as overlapping.
+func fabricApart(geo *hwarch.Geometry) bool {
+	b := geo.HostAddressBit
+	switch {
+	case b == 0 || b<<1 == 0: // no host address at all (IsHostAddress)
+		return true
+	case b&(b-1) != 0:
+		return false
+	}
+	return b<<1 <= hwarch.FabricWindowBit // every fabric address is at least the bit
 }
 
 // hostAccess reads or writes host memory straight away for an address in

@@ -86,6 +86,55 @@ func TestDecodeHBMFirst(t *testing.T) {
 	})
 }
 
+// TestCheckFast: deviceBus.Check, which finds HBM and fabric-window
+// ranges without decode, gives every kind of address — HBM edges and
+// overruns, host memory, neighbour and fabric windows (within one device,
+// across two, on a device with and without a fabric), on-chip windows,
+// unmapped space — the class and the error decode gives.
+func TestCheckFast(t *testing.T) {
+	forEachDevice(t, func(t *testing.T, g hwarch.Generation, rev uint8) {
+		h := newDev(t, DeviceConfig{Generation: g, Revision: rev, Ready: true})
+		d := h.d
+		pa, err := d.HostAlloc(1<<16, 4096)
+		require.NoError(t, err)
+		addrs := []uint64{d.geo.HostAddress(pa), d.geo.HostAddress(pa + 1<<16 - 4), 0, 1 << 62, 1<<62 | 1<<48 - 4, 1<<62 | 1<<48,
+			1<<62 | (hwarch.MaxFabricDevices-1)<<48 | (1<<48 - 4), 1<<63 | 1<<62, ^uint64(0) - 3}
+		for ch, c := range d.geo.HBM {
+			addrs = append(addrs, c.Base, c.Base+d.hbmSize[ch]-4, c.Base+d.hbmSize[ch], c.Base+c.WindowSize-4)
+		}
+		for _, w := range d.geo.NeighbourWindows {
+			addrs = append(addrs, w, w+hwarch.NeighbourWindowSize-4)
+		}
+		for _, w := range d.atlas.Windows() {
+			addrs = append(addrs, w.DeviceAddr, w.DeviceAddr+w.Size-4)
+		}
+		require.NotNil(t, d.fastCheck)
+		for _, f := range []dma.Fabric{nil, nopFabric{}} {
+			d.fabric = f
+			for _, addr := range addrs {
+				for _, n := range []int{-1, 0, 4, 8, 1 << 16} {
+					class, err := (*deviceBus)(d).Check(addr, n)
+					full, fullErr := d.decode(addr, n)
+					where := fmt.Sprintf("[%#x, +%d), fabric %v", addr, n, f != nil)
+					assert.Equal(t, full.class, class, where)
+					assert.Equal(t, fmt.Sprint(fullErr), fmt.Sprint(err), where)
+				}
+			}
+		}
+	})
+}
+
+// TestFabricApart: a host window that holds a fabric-window address, or is
+// not one bit's, turns Check's fast path off.
+func TestFabricApart(t *testing.T) {
+	for _, tc := range []struct {
+		bit  uint64
+		want bool
+	}{{0, true}, {1 << 46, true}, {1 << 61, true}, {1 << 62, false}, {1 << 63, true}, {1<<46 | 1<<45, false}} {
+		assert.Equal(t, tc.want, fabricApart(&hwarch.Geometry{HostAddressBit: tc.bit}), "host bit %#x", tc.bit)
+	}
+}
+
 // TestRemoteOnlyByFabric: on a device with a fabric, a plain DMA read,
 // write or copy of a neighbour or fabric address (an instruction fetch from
 // one) is refused with dma.ErrNeighbour and touches nothing: another
