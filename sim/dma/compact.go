@@ -32,11 +32,12 @@ type CompactEngine struct {
 // left it written as its epoch alone.
 func (c *Controller) CompactState() CompactState {
 	s := CompactState{Engines: make([]CompactEngine, len(c.st.engines)), HBMFree: c.st.hbmFree, HostFree: c.st.hostFree}
-	for i, live := range c.st.engines {
-		if live == nil {
+	for i, le := range c.st.engines {
+		if le == nil {
 			s.Engines[i].Epoch = c.st.fresh[i]
 			continue
 		}
+		live := &le.EngineState
 		if epoch, ok := asReset(live); ok {
 			s.Engines[i].Epoch = epoch
 			continue
@@ -61,7 +62,7 @@ func (c *Controller) CompactStateBytes() uint64 {
 		if es == nil {
 			continue
 		}
-		if _, ok := asReset(es); !ok {
+		if _, ok := asReset(&es.EngineState); !ok {
 			n += simkernel.AllocBytes(uint64(unsafe.Sizeof(EngineState{}))) + simkernel.MapBytes(len(es.Regs), 16)
 		}
 	}

@@ -143,10 +143,21 @@ type State struct {
 // cluster's build time (docs/dma-model.md §Engines and queues, "Host
 // memory").
 type liveState struct {
-	engines  []*EngineState // nil while engine e is as its last reset left it
-	fresh    []uint32       // the epoch of every queue of engine e while engines[e] is nil
-	hbmFree  uint64         // State.HBMFree
-	hostFree uint64         // State.HostFree
+	engines  []*liveEngine // nil while engine e is as its last reset left it
+	hbmFree  uint64        // State.HBMFree
+	hostFree uint64        // State.HostFree
+	fresh    []uint32      // the epoch of every queue of engine e while engines[e] is nil
+}
+
+// liveEngine is a made engine's state and, beside it, its queues' prefetch
+// state (made with a queue's first fetch; not state: dropped on Restore,
+// which makes new liveEngines). Kept with the engine, a queue's prefetch
+// state is one load from the engine a kick holds already, not a walk
+// through a per-controller table. The pointers fit in the size class of
+// EngineState's allocation.
+type liveEngine struct {
+	EngineState
+	fetch [udma.Queues]*queueFetch
 }
 
 // powerOn is an engine as a reset leaves it, every queue at epoch epoch: NORMAL
@@ -176,41 +187,43 @@ var blankEngine = powerOn(1)
 // engine returns engine e's state to change, made from its reset state the
 // first time.
 func (c *Controller) engine(e int) *EngineState {
-	if es := c.st.engines[e]; es != nil {
-		return es
+	if le := c.st.engines[e]; le != nil {
+		return &le.EngineState
 	}
-	es := new(EngineState)
-	*es = powerOn(c.st.fresh[e])
-	c.st.engines[e] = es
-	return es
+	le := new(liveEngine)
+	le.EngineState = powerOn(c.st.fresh[e])
+	c.st.engines[e] = le
+	return &le.EngineState
 }
 
 // view returns engine e's state to read: its own once made, else
 // blankEngine (whose queue epochs are not e's: callers that show an epoch
 // use fresh).
 func (c *Controller) view(e int) *EngineState {
-	if es := c.st.engines[e]; es != nil {
-		return es
+	if le := c.st.engines[e]; le != nil {
+		return &le.EngineState
 	}
 	return &blankEngine
 }
 
-// Controller runs the engines of one device.
+// Controller runs the engines of one device. The fields every descriptor
+// pair reads come first, in as few cache lines of the CPU as they fit: a
+// system's events visit its devices' controllers in turn, and each line
+// is then likely a miss.
 type Controller struct {
-	geo        *hwarch.Geometry
-	timing     Timing
-	functional bool
+	st         liveState
 	bus        Bus
-	copier     Copier // bus as a Copier, or nil
 	fabric     Fabric // bus as a Fabric, or nil
 	clock      Scheduler
-	st         liveState
+	copier     Copier // bus as a Copier, or nil
 	trace      Tracer
+	timing     Timing
+	functional bool
+	times      timeMemo // transfer times of the last sizes
+	geo        *hwarch.Geometry
 	buf        []byte                                          // payload bounce buffer, reused
 	dstBuf     []byte                                          // destination bytes of a local reduce, reused
-	pref       []*[udma.Queues]*queueFetch                     // per engine (made with its first fetch) and queue: descriptors fetched in a burst (not state: dropped on Restore)
 	burst      [prefetchDescriptors * udma.DescriptorSize]byte // descriptor fetch buffer, reused
-	times      timeMemo                                        // transfer times of the last sizes
 }
 
 // Options configure a Controller.
@@ -236,12 +249,11 @@ func New(geo *hwarch.Geometry, bus Bus, clock Scheduler, opts Options) *Controll
 	c := &Controller{geo: geo, timing: opts.Timing, functional: !opts.TimingOnly, bus: bus, clock: clock}
 	c.copier, _ = bus.(Copier)
 	c.fabric, _ = bus.(Fabric)
-	c.st.engines = make([]*EngineState, geo.DMAEngines)
+	c.st.engines = make([]*liveEngine, geo.DMAEngines)
 	c.st.fresh = make([]uint32, geo.DMAEngines)
 	for e := range c.st.fresh {
 		c.st.fresh[e] = 1 // each engine's first reset, from epoch 0
 	}
-	c.pref = make([]*[udma.Queues]*queueFetch, geo.DMAEngines)
 	return c
 }
 
@@ -249,11 +261,12 @@ func New(geo *hwarch.Geometry, bus Bus, clock Scheduler, opts Options) *Controll
 // grow: a completion scheduled before the reset must not match a transfer
 // started after it.
 func (c *Controller) resetEngine(e int) {
-	es := c.st.engines[e]
-	if es == nil {
+	le := c.st.engines[e]
+	if le == nil {
 		c.st.fresh[e]++
 		return
 	}
+	es := &le.EngineState // its prefetch state stays: a new epoch misses it
 	var epochs [udma.Queues]uint32
 	for q := range es.Queues {
 		epochs[q] = es.Queues[q].Epoch
@@ -307,8 +320,8 @@ func (c *Controller) Queue(e, q int) (QueueState, error) {
 
 // engineState returns a copy of engine e's state (its Regs shared).
 func (c *Controller) engineState(e int) EngineState {
-	if es := c.st.engines[e]; es != nil {
-		return *es
+	if le := c.st.engines[e]; le != nil {
+		return le.EngineState
 	}
 	return powerOn(c.st.fresh[e])
 }
@@ -370,14 +383,13 @@ func (c *Controller) Restore(s State) error {
 			c.st.engines[e], c.st.fresh[e] = nil, epoch
 			continue
 		}
-		own := *es // a deep copy, so the caller's s stays its own
+		own := &liveEngine{EngineState: *es} // a deep copy, so the caller's s stays its own; no prefetch state: fetched again from the restored memory
 		own.Regs = nil
 		for k, v := range es.Regs {
 			own.setReg(k, v)
 		}
-		c.st.engines[e] = &own
+		c.st.engines[e] = own
 	}
-	clear(c.pref) // fetched again from the restored memory
 	return nil
 }
 

@@ -77,17 +77,13 @@ func decode(b []byte) udma.Descriptor {
 	return udma.DecodeWhole((*[udma.DescriptorSize]byte)(b[:udma.DescriptorSize]))
 }
 
-// fetchOf returns engine e queue q's prefetch state, made on first use.
-func (c *Controller) fetchOf(e, q int) *queueFetch {
-	fs := c.pref[e]
-	if fs == nil {
-		fs = new([udma.Queues]*queueFetch)
-		c.pref[e] = fs
-	}
-	f := fs[q]
+// fetchOf returns the prefetch state of queue q of engine le, made on
+// first use.
+func fetchOf(le *liveEngine, q int) *queueFetch {
+	f := le.fetch[q]
 	if f == nil {
 		f = new(queueFetch)
-		fs[q] = f
+		le.fetch[q] = f
 	}
 	return f
 }
@@ -110,15 +106,16 @@ func errorBits(err error, ring bool) uint32 {
 // descriptor. The pair is checked before anything moves; a bad pair halts the
 // queue and touches nothing.
 func (c *Controller) kick(e, q int) {
-	es := c.st.engines[e]
-	if es == nil {
+	le := c.st.engines[e]
+	if le == nil {
 		return // as its reset left it: no descriptor available
 	}
+	es := &le.EngineState
 	qs := &es.Queues[q]
 	if es.State != udma.StateNormal || qs.InFlight || qs.Status&udma.StatusHalted != 0 || qs.M2S.Avail == 0 || qs.S2M.Avail == 0 {
 		return
 	}
-	f := c.fetchOf(e, q)
+	f := fetchOf(le, q)
 	tx, err := c.readDescriptor(&qs.M2S, &f.half[0], &f.desc[0], qs.Epoch)
 	if err != nil {
 		c.fail(e, q, errorBits(err, true))
