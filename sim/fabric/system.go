@@ -514,7 +514,12 @@ func (pt *port) reserve(e, q int, dst uint64, n int, start, sent uint64) (inject
 	if id := s.downLink(path); id >= 0 {
 		return 0, 0, fmt.Errorf("fabric: %s → %s: link %s: %w: %w", s.topo.Nodes[pt.dev].Name, s.topo.Nodes[dd].Name, s.topo.LinkName(id), ErrLinkDown, dma.ErrNeighbour)
 	}
-	*r = Reservation{Valid: true, Start: start, Dst: dd, Addr: addr, Path: path, hops: r.hops[:0], sprayed: r.sprayed}
+	// The slot's fields are stored one by one, not as one Reservation
+	// built from its old hops and sprayed: stores only, with no load of a
+	// slot that has mostly left the CPU's caches since its last write
+	// (r.hops[:0] stores the length alone; sprayed is kept as it is).
+	r.Valid, r.Start, r.Dst, r.Addr, r.Path, r.Lands = true, start, dd, addr, path, 0
+	r.hops = r.hops[:0]
 	var hops *[]uint64
 	if s.rec != nil {
 		hops = &r.hops
