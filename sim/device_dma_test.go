@@ -50,6 +50,26 @@ func TestHBMApart(t *testing.T) {
 	}
 }
 
+// decodeProbes returns the addresses the decode tests try on d: both ends
+// of a host buffer allocated for it, the edges of every HBM channel, of
+// every neighbour window and of every on-chip window, then extra.
+func decodeProbes(t *testing.T, d *Device, extra ...uint64) []uint64 {
+	t.Helper()
+	pa, err := d.HostAlloc(1<<16, 4096)
+	require.NoError(t, err)
+	addrs := []uint64{d.geo.HostAddress(pa), d.geo.HostAddress(pa + 1<<16 - 4)}
+	for ch, c := range d.geo.HBM {
+		addrs = append(addrs, c.Base, c.Base+d.hbmSize[ch]-4, c.Base+d.hbmSize[ch], c.Base+c.WindowSize-4)
+	}
+	for _, w := range d.geo.NeighbourWindows {
+		addrs = append(addrs, w, w+hwarch.NeighbourWindowSize-4)
+	}
+	for _, w := range d.atlas.Windows() {
+		addrs = append(addrs, w.DeviceAddr, w.DeviceAddr+w.Size-4)
+	}
+	return append(addrs, extra...)
+}
+
 // TestDecodeHBMFirst: the DMA decode with HBM tried first resolves every
 // kind of address — HBM edges and overruns, host memory, neighbour and
 // fabric windows, on-chip windows, unmapped space — to the same target or
@@ -58,18 +78,7 @@ func TestDecodeHBMFirst(t *testing.T) {
 	forEachDevice(t, func(t *testing.T, g hwarch.Generation, rev uint8) {
 		h := newDev(t, DeviceConfig{Generation: g, Revision: rev, Ready: true})
 		d := h.d
-		pa, err := d.HostAlloc(1<<16, 4096)
-		require.NoError(t, err)
-		addrs := []uint64{d.geo.HostAddress(pa), d.geo.HostAddress(pa + 1<<16 - 4), 1 << 62, 1<<62 | 1<<48, ^uint64(0) - 3}
-		for ch, c := range d.geo.HBM {
-			addrs = append(addrs, c.Base, c.Base+d.hbmSize[ch]-4, c.Base+d.hbmSize[ch], c.Base+c.WindowSize-4)
-		}
-		for _, w := range d.geo.NeighbourWindows {
-			addrs = append(addrs, w, w+hwarch.NeighbourWindowSize-4)
-		}
-		for _, w := range d.atlas.Windows() {
-			addrs = append(addrs, w.DeviceAddr, w.DeviceAddr+w.Size-4)
-		}
+		addrs := decodeProbes(t, d, 1<<62, 1<<62|1<<48, ^uint64(0)-3)
 		require.True(t, d.hbmApart)
 		for _, addr := range addrs {
 			for _, n := range []int{4, 1 << 16} {
@@ -95,19 +104,8 @@ func TestCheckFast(t *testing.T) {
 	forEachDevice(t, func(t *testing.T, g hwarch.Generation, rev uint8) {
 		h := newDev(t, DeviceConfig{Generation: g, Revision: rev, Ready: true})
 		d := h.d
-		pa, err := d.HostAlloc(1<<16, 4096)
-		require.NoError(t, err)
-		addrs := []uint64{d.geo.HostAddress(pa), d.geo.HostAddress(pa + 1<<16 - 4), 0, 1 << 62, 1<<62 | 1<<48 - 4, 1<<62 | 1<<48,
-			1<<62 | (hwarch.MaxFabricDevices-1)<<48 | (1<<48 - 4), 1<<63 | 1<<62, ^uint64(0) - 3}
-		for ch, c := range d.geo.HBM {
-			addrs = append(addrs, c.Base, c.Base+d.hbmSize[ch]-4, c.Base+d.hbmSize[ch], c.Base+c.WindowSize-4)
-		}
-		for _, w := range d.geo.NeighbourWindows {
-			addrs = append(addrs, w, w+hwarch.NeighbourWindowSize-4)
-		}
-		for _, w := range d.atlas.Windows() {
-			addrs = append(addrs, w.DeviceAddr, w.DeviceAddr+w.Size-4)
-		}
+		addrs := decodeProbes(t, d, 0, 1<<62, 1<<62|1<<48-4, 1<<62|1<<48,
+			1<<62|(hwarch.MaxFabricDevices-1)<<48|(1<<48-4), 1<<63|1<<62, ^uint64(0)-3)
 		require.NotNil(t, d.fastCheck)
 		for _, f := range []dma.Fabric{nil, nopFabric{}} {
 			d.fabric = f
