@@ -56,6 +56,18 @@ type Layout struct {
 	End                          uint64 // first byte past the scratch buffer
 }
 
+// Buffer returns the device address of buffer b, one of a validated
+// schedule's three.
+func (l Layout) Buffer(b enc.Buffer) uint64 {
+	switch b {
+	case enc.Input:
+		return l.Input
+	case enc.Output:
+		return l.Output
+	}
+	return l.Scratch
+}
+
 // LayoutOf returns the buffers of a rank whose area starts at base.
 func LayoutOf(s *enc.Schedule, base uint64) Layout {
 	const align = 4096

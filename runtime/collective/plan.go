@@ -80,12 +80,10 @@ type planner struct {
 	s     *enc.Schedule
 	red   udma.Reduce
 	plans []rankPlan
-	engs  [][]int  // per rank: its DMA engine ids (Executor.engines)
-	ones  []uint64 // per rank: the device address of its control word
-	// bufs is, per rank, the device addresses of its Input, Output and
-	// Scratch buffers (LayoutOf, worked out once per run, not per
-	// transfer), indexed by enc.Buffer.
-	bufs [][3]uint64
+	engs  [][]int // per rank: its DMA engine ids (Executor.engines)
+	// layouts is, per rank, its control word and buffers (LayoutOf,
+	// worked out once per run, not per transfer).
+	layouts []Layout
 	// cut is send's buffer of a transfer's slices (appendSplitEven).
 	cut []int64
 	// Per rank, what its semaphores will have counted since its last
@@ -158,8 +156,8 @@ func (p *planner) next() (bool, error) {
 // DMA engine the executor uses, and the control queue's.
 func (x *Executor) newPlanner(s *enc.Schedule, d enc.Dtype, mode planMode) *planner {
 	n := s.Ranks
-	p := &planner{x: x, mode: mode, s: s, red: reduceOf(d), plans: make([]rankPlan, n), engs: make([][]int, n), ones: make([]uint64, n),
-		bufs: make([][3]uint64, n), arrivals: make([]int, n), done: make([]int, n), before: make([][]int, n), credits: make([]creditSets, n)}
+	p := &planner{x: x, mode: mode, s: s, red: reduceOf(d), plans: make([]rankPlan, n), engs: make([][]int, n),
+		layouts: make([]Layout, n), arrivals: make([]int, n), done: make([]int, n), before: make([][]int, n), credits: make([]creditSets, n)}
 	newVring := dma.NewVring
 	if mode == planPrograms {
 		newVring = dma.NewCountingVring
@@ -176,9 +174,7 @@ func (x *Executor) newPlanner(s *enc.Schedule, d enc.Dtype, mode planMode) *plan
 		for _, rel := range x.InterRDH {
 			pl.rdh = append(pl.rdh, pl.vr[rel])
 		}
-		l := LayoutOf(s, x.Ranks[r].Base)
-		p.ones[r] = l.Ones
-		p.bufs[r][enc.Input], p.bufs[r][enc.Output], p.bufs[r][enc.Scratch] = l.Input, l.Output, l.Scratch
+		p.layouts[r] = LayoutOf(s, x.Ranks[r].Base)
 	}
 	return p
 }
@@ -258,7 +254,7 @@ func (p *planner) signal(v *dma.Vring, from, to, sem int) {
 	}
 	var a uint64
 	if a, p.err = p.x.semAddr(from, to, sem); p.err == nil {
-		p.err = v.AddEventAccel(p.ones[from], a)
+		p.err = v.AddEventAccel(p.layouts[from].Ones, a)
 	}
 }
 
@@ -432,14 +428,14 @@ func (p *planner) send(i int, xf enc.Xfer) {
 		use = p.plans[r].rdh
 	}
 	ne := len(use)
-	src0 := p.bufs[r][xf.SrcBuf] + uint64(xf.SrcOff)
+	src0 := p.layouts[r].Buffer(xf.SrcBuf) + uint64(xf.SrcOff)
 	p.cut = appendSplitEven(p.cut[:0], xf.Len, p.s.Elem, ne)
 	cut := p.cut
 	for j, off := 0, int64(0); j < len(cut) && p.err == nil; j, off = j+1, off+cut[j] {
 		size := cut[j]
 		v := use[(i+j)%ne]
 		var dst uint64
-		if dst, p.err = p.x.reach(r, xf.Dst, p.bufs[xf.Dst][xf.DstBuf]+uint64(xf.DstOff+off)); p.err != nil {
+		if dst, p.err = p.x.reach(r, xf.Dst, p.layouts[xf.Dst].Buffer(xf.DstBuf)+uint64(xf.DstOff+off)); p.err != nil {
 			break
 		}
 		if xf.Reduce {
