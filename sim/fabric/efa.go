@@ -63,6 +63,15 @@ func (n *EFANetwork) Set(s string) error {
 // Type implements pflag.Value.
 func (n *EFANetwork) Type() string { return "network" }
 
+// refusal says why n is not a network, or "" when it is one
+// (EFAParams.Validate, EFASettings.Check).
+func (n EFANetwork) refusal() string {
+	if n == RailOptimised || n == FatTree {
+		return ""
+	}
+	return fmt.Sprintf("not rail (%d) or fat-tree (%d)", RailOptimised, FatTree)
+}
+
 // EFARouting is how a leaf chooses the spine a write to another leaf goes
 // up to (docs/fabric.md §EFA, "Spine choice").
 type EFARouting uint8
@@ -125,6 +134,15 @@ func (r *EFARouting) Set(s string) error {
 
 // Type implements pflag.Value.
 func (r *EFARouting) Type() string { return "routing" }
+
+// refusal says why r is not a routing, or "" when it is one
+// (EFAParams.Validate, EFASettings.Check).
+func (r EFARouting) refusal() string {
+	if r == RouteSpray || r == RouteFixed {
+		return ""
+	}
+	return fmt.Sprintf("not spray (%d) or fixed (%d)", RouteSpray, RouteFixed)
+}
 
 // EFAParams are the parameters of the EFA scale-out network that joins the
 // nodes of a system of several nodes (Config.Nodes > 1). Every device
@@ -230,8 +248,8 @@ func (e EFAParams) Validate() error {
 		return fmt.Errorf("fabric EFA: "+format+": %w", append(a, ErrParams)...)
 	}
 	switch {
-	case e.Network != RailOptimised && e.Network != FatTree:
-		return bad("EFA.Network %d: not rail (%d) or fat-tree (%d)", uint8(e.Network), RailOptimised, FatTree)
+	case e.Network.refusal() != "":
+		return bad("EFA.Network %d: %s", uint8(e.Network), e.Network.refusal())
 	case e.DevicesPerNIC < 1 || e.DevicesPerNIC > hwarch.MaxFabricDevices:
 		return bad("EFA.DevicesPerNIC %d (1..%d)", e.DevicesPerNIC, hwarch.MaxFabricDevices)
 	case e.NICBandwidth == 0 || e.NICBandwidth > maxBandwidth:
@@ -240,8 +258,8 @@ func (e EFAParams) Validate() error {
 		return bad("EFA.LeafPorts %d (1..%d)", e.LeafPorts, MaxLeafPorts)
 	case e.Spines < 1 || e.Spines > MaxSpines:
 		return bad("EFA.Spines %d (1..%d)", e.Spines, MaxSpines)
-	case e.Routing != RouteSpray && e.Routing != RouteFixed:
-		return bad("EFA.Routing %d: not spray (%d) or fixed (%d)", uint8(e.Routing), RouteSpray, RouteFixed)
+	case e.Routing.refusal() != "":
+		return bad("EFA.Routing %d: %s", uint8(e.Routing), e.Routing.refusal())
 	case math.IsNaN(e.Oversubscription) || e.Oversubscription < 1 || e.Oversubscription > MaxOversubscription:
 		return bad("EFA.Oversubscription %v (1..%d: downlink bandwidth over uplink bandwidth)", e.Oversubscription, MaxOversubscription)
 	}

@@ -122,11 +122,11 @@ func (s EFASettings) Check(perNode []int, name func(EFASetting) string) error {
 				nodes, s.Nodes, s.Nodes, n, s.Nodes*n, hwarch.MaxFabricDevices, MaxNodes(n)))
 		}
 	}
-	if v := s.Network; v != nil && *v != RailOptimised && *v != FatTree {
-		return fail(SettingNetwork, paramsError("%s %d: not rail (%d) or fat-tree (%d)", name(SettingNetwork), uint8(*v), RailOptimised, FatTree))
+	if v := s.Network; v != nil && v.refusal() != "" {
+		return fail(SettingNetwork, paramsError("%s %d: %s", name(SettingNetwork), uint8(*v), v.refusal()))
 	}
-	if v := s.Routing; v != nil && *v != RouteSpray && *v != RouteFixed {
-		return fail(SettingRouting, paramsError("%s %d: not spray (%d) or fixed (%d)", name(SettingRouting), uint8(*v), RouteSpray, RouteFixed))
+	if v := s.Routing; v != nil && v.refusal() != "" {
+		return fail(SettingRouting, paramsError("%s %d: %s", name(SettingRouting), uint8(*v), v.refusal()))
 	}
 	if v := s.Oversubscription; v != nil && (math.IsNaN(*v) || *v < 1 || *v > MaxOversubscription) {
 		return fail(SettingOversubscription, &units.Error{Field: name(SettingOversubscription), Value: strconv.FormatFloat(*v, 'g', -1, 64),
