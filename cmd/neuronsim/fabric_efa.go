@@ -97,7 +97,7 @@ func addEFAFlags(cmd *cobra.Command) *efaFlags {
 		fabric.MaxEFALatencyPS/1000, def.NICLatency/1000, (2*def.NICLatency+2*def.LeafLatency+defP.Switch+defP.Endpoint)/1000, (2*def.NICLatency+2*def.LeafLatency)/1000))
 	fl.Var(f.leafPorts, "leaf-ports", fmt.Sprintf("NICs per leaf switch (its radix of downlinks), 1..%d (default %d)", fabric.MaxLeafPorts, def.LeafPorts))
 	fl.Var(f.spines, "spines", fmt.Sprintf("spine switches, 1..%d (default %d; each leaf's uplink bandwidth split evenly over them; --efa-routing says which a write takes)", fabric.MaxSpines, def.Spines))
-	fl.Var(givenValue{&f.routing, &f.routingSet}, "efa-routing", fmt.Sprintf("how a leaf chooses a write's spine: spray (each NIC sends its writes across the spines to them in turn, as EFA's SRD sprays a flow over the paths: a flow has the whole uplink) or fixed (spine p mod spines, p the destination NIC's port on its leaf: a flow takes one spine, 1/spines of the uplink); default %s", def.Routing))
+	fl.Var(givenValue{&f.routing, &f.routingSet}, "efa-routing", fmt.Sprintf("how a leaf chooses a write's spine: spray (each NIC sends its writes across the spines to them in turn, as EFA's SRD sprays a flow over the paths: a flow has the whole uplink) fixed (spine p mod spines, p the destination NIC's port on its leaf: a flow takes one spine, 1/spines of the uplink) or adaptive (the spine whose link up from the leaf is booked until the earliest time, the NIC's turn among equals; in the aware model); default %s", def.Routing))
 	fl.Var(f.perNIC, "devices-per-nic", "devices sharing one NIC (default the generation's: 2 on sunda, 1 on cayman and mariana)")
 	return f
 }

@@ -168,8 +168,9 @@ func TestFabricTopoNodes(t *testing.T) {
 
 // TestFabricEFARouting: --efa-routing chooses how a leaf picks a write's
 // spine, fabric topo draws it, and a sweep whose writes may cross the
-// spines says it (efa_routing); sprayed, more spines than a leaf's NICs
-// are taken (fixed routing refuses them: TestFabricEFAFlagErrors).
+// spines says it (efa_routing); sprayed or adaptive, more spines than a
+// leaf's NICs are taken (fixed routing refuses them:
+// TestFabricEFAFlagErrors).
 func TestFabricEFARouting(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -178,6 +179,7 @@ func TestFabricEFARouting(t *testing.T) {
 		{[]string{"--leaf-ports", "1"}, "spines: spine0, spine1 ◄––► every leaf; sprayed: each NIC sends its writes across the spines to them in turn, from its port on its leaf mod 2"},
 		{[]string{"--efa-network", "fat-tree", "--leaf-ports", "2", "--efa-routing", "fixed"}, "spines: spine0, spine1 ◄––► every leaf; fixed routing: a leaf sends a write up to spine p mod 2"},
 		{[]string{"--leaf-ports", "1", "--efa-routing", "SPRAY", "--spines", "8"}, "spine7 ◄––► every leaf; sprayed: each NIC sends its writes across the spines to them in turn, from its port on its leaf mod 8\nleaf-spine links: 3.125 GB/s"},
+		{[]string{"--leaf-ports", "1", "--efa-routing", "adaptive", "--spines", "4"}, "spine3 ◄––► every leaf; adaptive routing: a leaf sends a write up to the spine whose link from it is booked until the earliest time, the NIC's turn among equals, from its port on its leaf mod 4"},
 		{[]string{"--leaf-ports", "1", "--spines", "1"}, "spines: spine0 ◄––► every leaf\n"},
 	} {
 		args := append([]string{"fabric", "topo", "--arch", "cayman", "--devices", "2", "--nodes", "2"}, c.args...)
@@ -185,7 +187,7 @@ func TestFabricEFARouting(t *testing.T) {
 		require.NoError(t, err, "%v: %s", args, out)
 		assert.Contains(t, out, c.want, "%v", args)
 	}
-	for _, r := range []string{"spray", "fixed"} {
+	for _, r := range []string{"spray", "fixed", "adaptive"} {
 		out, err := runCLI(t, "fabric", "sweep", "--arch", "cayman", "--devices", "2", "--nodes", "2", "--efa-network", "fat-tree", "--leaf-ports", "2",
 			"--op", "permute", "-b", "1M", "-e", "1M", "--efa-routing", r)
 		require.NoError(t, err, out)
@@ -220,7 +222,7 @@ func TestFabricEFAFlagErrors(t *testing.T) {
 		{[]string{"--nodes", "2", "--devices-per-nic", "16385"}, "--devices-per-nic 16385: must be in 1..16384"},
 		{[]string{"--nodes", "2000"}, "--nodes 2000: 2000 nodes of 16 devices are 32000 devices"},
 		{[]string{"--nodes", "2", "--efa-network", "torus"}, "accepted words are rail|fat-tree"},
-		{[]string{"--nodes", "2", "--efa-routing", "ecmp"}, `unknown EFA routing "ecmp": accepted words are spray|fixed`},
+		{[]string{"--nodes", "2", "--efa-routing", "ecmp"}, `unknown EFA routing "ecmp": accepted words are spray|fixed|adaptive`},
 		{[]string{"--efa-routing", "fixed"}, "--efa-routing: one node has no EFA network"},
 		{[]string{"--nodes", "2", "--efa-routing", "fixed"}, "--efa-routing: changes nothing here: with 2 nodes of 16 devices the network is rail-optimised"},
 		// Sprayed, every spine carries writes: more spines than a leaf's

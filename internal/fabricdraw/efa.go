@@ -72,6 +72,8 @@ func (d *drawer) scaleOut() {
 		d.printf("spines: %s ◄––► every leaf\n", summarise(names))
 	case so.Params().Routing == fabric.RouteFixed:
 		d.printf("spines: %s ◄––► every leaf; fixed routing: a leaf sends a write up to spine p mod %d, p the destination NIC's port on its leaf\n", summarise(names), so.Spines)
+	case so.Params().Routing == fabric.RouteAdaptive:
+		d.printf("spines: %s ◄––► every leaf; adaptive routing: a leaf sends a write up to the spine whose link from it is booked until the earliest time, the NIC's turn among equals, from its port on its leaf mod %d\n", summarise(names), so.Spines)
 	default:
 		d.printf("spines: %s ◄––► every leaf; sprayed: each NIC sends its writes across the spines to them in turn, from its port on its leaf mod %d\n", summarise(names), so.Spines)
 	}

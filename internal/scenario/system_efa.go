@@ -30,7 +30,7 @@ type EFA struct {
 	LeafPorts        *int       `yaml:"leaf_ports"`       // 1..4096
 	Spines           *int       `yaml:"spines"`           // 1..256
 	DevicesPerNIC    *int       `yaml:"devices_per_nic"`  // dividing a node's devices
-	Routing          string     `yaml:"routing"`          // spray|fixed
+	Routing          string     `yaml:"routing"`          // spray|fixed|adaptive
 }
 
 // Bandwidth is a bandwidth in bytes per second, written with its unit

@@ -38,6 +38,9 @@ func TestSystemNodesEFA(t *testing.T) {
 		{"bandwidth in GiB/s", "{arch: cayman, devices: 2, nodes: 2, efa: {bandwidth: 50GiB/s}}", 4, 2, func(e *fabric.EFAParams) { e.NICBandwidth = 50 << 30 }},
 		{"rail words", "{arch: cayman, devices: 2, nodes: 2, efa: {network: rail-optimised}}", 4, 2, func(e *fabric.EFAParams) { e.Network = fabric.RailOptimised }},
 		{"routing in capitals", "{arch: cayman, devices: 2, nodes: 2, efa: {leaf_ports: 1, routing: SPRAY}}", 4, 2, func(e *fabric.EFAParams) { e.LeafPorts, e.Routing = 1, fabric.RouteSpray }},
+		{"adaptive, spines past a leaf's NICs", "{arch: cayman, devices: 2, nodes: 2, efa: {leaf_ports: 1, spines: 4, routing: adaptive}}", 4, 2, func(e *fabric.EFAParams) {
+			e.LeafPorts, e.Spines, e.Routing = 1, 4, fabric.RouteAdaptive
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := Parse("x.yaml", []byte("name: x\nsystem: "+tc.system+"\n"))
@@ -71,10 +74,10 @@ func TestSystemNodesEFARefusals(t *testing.T) {
 		{"spines idle", sys("nodes: 2, efa: {spines: 4}"), "4}}", []string{"system.efa.spines: changes nothing here: with 2 nodes of 16 devices the network is rail-optimised and each rail's 2 nodes fit one leaf of 64 ports"}, fabric.ErrParams},
 		{"oversubscription with one leaf", sys("nodes: 2, efa: {network: fat-tree, oversubscription: 2}"), "2}}", []string{"system.efa.oversubscription: changes nothing here: with 2 nodes of 16 devices one leaf of 64 ports holds all 32 NICs (2 nodes × 16), so the network has no spines"}, fabric.ErrParams},
 		// Fixed routing only: sprayed, every spine carries writes.
-		{"spines past a leaf's NICs", sys("nodes: 2, efa: {leaf_ports: 1, spines: 4, routing: fixed}"), "4,", []string{"system.efa.spines: 4: with 2 nodes of 16 devices a leaf holds at most 1 NIC (rail0-leaf0), and under fixed routing (system.efa.routing) a write goes up to spine p mod 4 (system.efa.spines)", "so 3 of the 4 spines would carry nothing", "give at most 1 spine, or more NICs a leaf (system.efa.leaf_ports), or spray routing"}, fabric.ErrParams},
+		{"spines past a leaf's NICs", sys("nodes: 2, efa: {leaf_ports: 1, spines: 4, routing: fixed}"), "4,", []string{"system.efa.spines: 4: with 2 nodes of 16 devices a leaf holds at most 1 NIC (rail0-leaf0), and under fixed routing (system.efa.routing) a write goes up to spine p mod 4 (system.efa.spines)", "so 3 of the 4 spines would carry nothing", "give at most 1 spine, or more NICs a leaf (system.efa.leaf_ports), or spray or adaptive routing"}, fabric.ErrParams},
 		{"leaf ports below the default spines", sys("nodes: 2, efa: {leaf_ports: 1, routing: fixed}"), "1,", []string{"system.efa.leaf_ports: 1: with 2 nodes of 16 devices a leaf holds at most 1 NIC", "so 1 of the 2 spines would carry nothing"}, fabric.ErrParams},
 		{"network", sys("nodes: 2, efa: {network: torus}"), "torus", []string{"system.efa.network", "accepted words are rail|fat-tree"}, nil},
-		{"routing", sys("nodes: 2, efa: {network: fat-tree, leaf_ports: 16, routing: ecmp}"), "ecmp", []string{"system.efa.routing", `unknown EFA routing "ecmp": accepted words are spray|fixed`}, nil},
+		{"routing", sys("nodes: 2, efa: {network: fat-tree, leaf_ports: 16, routing: ecmp}"), "ecmp", []string{"system.efa.routing", `unknown EFA routing "ecmp": accepted words are spray|fixed|adaptive`}, nil},
 		{"routing idle", sys("nodes: 2, efa: {routing: fixed}"), "fixed", []string{"system.efa.routing: changes nothing here"}, fabric.ErrParams},
 		{"oversubscription low", sys("nodes: 2, efa: {oversubscription: 0.5}"), "0.5", []string{"system.efa.oversubscription: 0.5: a ratio from 1 (non-blocking) to 1024"}, units.ErrRange},
 		{"oversubscription high", sys("nodes: 2, efa: {oversubscription: 5000}"), "5000", []string{"system.efa.oversubscription: 5000: a ratio from 1"}, units.ErrRange},

@@ -161,7 +161,7 @@ type EFA struct {
 	LeafPorts        *int     `json:"leaf_ports,omitempty"`
 	Spines           *int     `json:"spines,omitempty"`
 	DevicesPerNIC    *int     `json:"devices_per_nic,omitempty"`
-	Routing          *string  `json:"routing,omitempty"` // spray, fixed
+	Routing          *string  `json:"routing,omitempty"` // spray, fixed, adaptive
 }
 
 // nodeNICs is the EFA NICs of one node of a point of several nodes, as

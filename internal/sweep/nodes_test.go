@@ -106,7 +106,7 @@ func TestGridEFARouting(t *testing.T) {
 	for _, r := range []struct {
 		word string
 		want fabric.EFARouting
-	}{{"fixed", fabric.RouteFixed}, {"SPRAY", fabric.RouteSpray}} {
+	}{{"fixed", fabric.RouteFixed}, {"SPRAY", fabric.RouteSpray}, {"Adaptive", fabric.RouteAdaptive}} {
 		g := mustGrid(t, src+efa+"  routing: "+r.word+"\n")
 		p := g.Points()[0]
 		require.NotNil(t, p.EFA.Routing)

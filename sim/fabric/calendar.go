@@ -333,6 +333,16 @@ func place(c []Span, i int, t, d uint64) ([]Span, uint64) {
 	return c, begin
 }
 
+// bookedUntil is when the link's last booked span ends: the time its
+// queue of booked chunks drains (0 for a link with nothing booked). The
+// spans are in order, so it is the last one's end.
+func (ls *LinkState) bookedUntil() uint64 {
+	if n := len(ls.Spans); n > 0 {
+		return ls.Spans[n-1].End
+	}
+	return 0
+}
+
 // addTime adds two times, saturating instead of wrapping (a time past
 // 2^64 ps is never reached: the event engine refuses anything past
 // units.MaxTimePS).

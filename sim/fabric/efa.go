@@ -97,11 +97,24 @@ const (
 	// the leaf port, as an InfiniBand fat tree routes; a flow gets 1/Spines
 	// of its leaf's uplink bandwidth however idle the other spines are.
 	RouteFixed
+	// RouteAdaptive sends each write that crosses the spines up to the
+	// spine whose link from the write's leaf is booked until the earliest
+	// time (its queue the shortest), of those whose leaf → spine and spine
+	// → leaf links of the write's path are up; among spines equally free
+	// by the write's start — every idle one — it takes the first in the
+	// sending NIC's turn (state.SprayNext, as RouteSpray), and the NIC's
+	// turn moves past the spine taken. It is adaptive routing as a switch
+	// does it, from its own output queues, blind to the queues further on
+	// (the spine's link down to the destination's leaf); SRD's choice at
+	// the sending NIC, from the round trips it measures, is not modelled:
+	// chosen. The contention-free model keeps no queue on a spine link, so
+	// there it is RouteSpray.
+	RouteAdaptive
 )
 
-var efaRoutingNames = [...]string{RouteSpray: "spray", RouteFixed: "fixed"}
+var efaRoutingNames = [...]string{RouteSpray: "spray", RouteFixed: "fixed", RouteAdaptive: "adaptive"}
 
-// String returns "spray" or "fixed".
+// String returns "spray", "fixed" or "adaptive".
 func (r EFARouting) String() string {
 	if int(r) < len(efaRoutingNames) {
 		return efaRoutingNames[r]
@@ -112,15 +125,16 @@ func (r EFARouting) String() string {
 // ErrUnknownEFARouting is returned (wrapped) by ParseEFARouting.
 var ErrUnknownEFARouting = errors.New("unknown EFA routing")
 
-// ParseEFARouting reads "spray" or "fixed", in any case (units.Word).
+// ParseEFARouting reads "spray", "fixed" or "adaptive", in any case
+// (units.Word).
 func ParseEFARouting(s string) (EFARouting, error) {
-	switch units.Word(s) {
-	case "spray":
-		return RouteSpray, nil
-	case "fixed":
-		return RouteFixed, nil
+	w := units.Word(s)
+	for r, name := range efaRoutingNames {
+		if w == name {
+			return EFARouting(r), nil
+		}
 	}
-	return 0, fmt.Errorf("%w %q: accepted words are spray|fixed", ErrUnknownEFARouting, s)
+	return 0, fmt.Errorf("%w %q: accepted words are spray|fixed|adaptive", ErrUnknownEFARouting, s)
 }
 
 // Set implements pflag.Value.
@@ -138,10 +152,10 @@ func (r *EFARouting) Type() string { return "routing" }
 // refusal says why r is not a routing, or "" when it is one
 // (EFAParams.Validate, EFASettings.Check).
 func (r EFARouting) refusal() string {
-	if r == RouteSpray || r == RouteFixed {
+	if int(r) < len(efaRoutingNames) {
 		return ""
 	}
-	return fmt.Sprintf("not spray (%d) or fixed (%d)", RouteSpray, RouteFixed)
+	return fmt.Sprintf("not spray (%d), fixed (%d) or adaptive (%d)", RouteSpray, RouteFixed, RouteAdaptive)
 }
 
 // EFAParams are the parameters of the EFA scale-out network that joins the
@@ -197,11 +211,12 @@ type EFAParams struct {
 	Spines int
 	// Routing is how a leaf chooses a write's spine: RouteSpray (the
 	// default: every flow's writes spread over the spines, as SRD sprays
-	// them) or RouteFixed (spine p mod Spines, p the port of the
+	// them), RouteFixed (spine p mod Spines, p the port of the
 	// destination's NIC on its own leaf: a flow takes one spine, 1/Spines
 	// of the leaf's uplink bandwidth, and traffic that does not cover the
-	// spines evenly is slower with more of them; docs/fabric.md §EFA,
-	// "Spine choice").
+	// spines evenly is slower with more of them) or RouteAdaptive (the
+	// spine whose uplink is booked until the earliest time); docs/fabric.md
+	// §EFA, "Spine choice".
 	Routing EFARouting
 	// Oversubscription is the ratio of a leaf's downlink bandwidth to its
 	// uplink bandwidth (≥ 1): its links to the spines carry together the

@@ -260,7 +260,7 @@ func (s EFASettings) checkSpines(e EFAParams, perNode []int, name func(EFASettin
 // than one spine). The error blames the spine count if given, else the
 // leaf ports, else the node count.
 func (s EFASettings) checkSpinesReached(e EFAParams, n int, most SpineLoad, name func(EFASetting) string) error {
-	if e.Routing == RouteSpray || e.Spines <= most.NICs || e.SpinesIdle(s.Nodes, n) != "" {
+	if e.Routing != RouteFixed || e.Spines <= most.NICs || e.SpinesIdle(s.Nodes, n) != "" {
 		return nil
 	}
 	set, given := SettingNodes, strconv.Itoa(s.Nodes)
@@ -270,7 +270,7 @@ func (s EFASettings) checkSpinesReached(e EFAParams, n int, most SpineLoad, name
 	case s.LeafPorts != nil:
 		set, given = SettingLeafPorts, strconv.Itoa(e.LeafPorts)
 	}
-	return &EFASettingError{Setting: set, Err: paramsError("%s %s: with %d nodes of %d devices a leaf holds at most %s (%s), and under fixed routing (%s) a write goes up to spine p mod %d (%s), p its destination NIC's port on its leaf, so %d of the %d spines would carry nothing while each spine link has 1/%d of a leaf's uplink bandwidth: give at most %s, or more NICs a leaf (%s), or spray routing",
+	return &EFASettingError{Setting: set, Err: paramsError("%s %s: with %d nodes of %d devices a leaf holds at most %s (%s), and under fixed routing (%s) a write goes up to spine p mod %d (%s), p its destination NIC's port on its leaf, so %d of the %d spines would carry nothing while each spine link has 1/%d of a leaf's uplink bandwidth: give at most %s, or more NICs a leaf (%s), or spray or adaptive routing",
 		name(set), given, s.Nodes, n, units.Plural(int64(most.NICs), "NIC", "NICs"), most.Leaf, name(SettingRouting), e.Spines, name(SettingSpines), e.Spines-most.NICs, e.Spines, e.Spines,
 		units.Plural(int64(most.NICs), "spine", "spines"), name(SettingLeafPorts))}
 }

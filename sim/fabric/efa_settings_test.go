@@ -39,7 +39,7 @@ func TestEFASettings(t *testing.T) {
 		{"nodes past the fabric", fabric.EFASettings{Nodes: 1025}, fabric.SettingNodes, "nodes 1025: 1025 nodes of 16 devices are 16400 devices", fabric.ErrParams},
 		{"override on one node", fabric.EFASettings{Nodes: 1, Spines: i(2)}, fabric.SettingSpines, "spines: one node has no EFA network; it applies with nodes 2 or more", fabric.ErrParams},
 		{"network", fabric.EFASettings{Nodes: 2, Network: nw(7)}, fabric.SettingNetwork, "network 7: not rail", fabric.ErrParams},
-		{"routing", fabric.EFASettings{Nodes: 2, Routing: rt(7)}, fabric.SettingRouting, "routing 7: not spray (0) or fixed (1)", fabric.ErrParams},
+		{"routing", fabric.EFASettings{Nodes: 2, Routing: rt(7)}, fabric.SettingRouting, "routing 7: not spray (0), fixed (1) or adaptive (2)", fabric.ErrParams},
 		{"ratio below 1", fabric.EFASettings{Nodes: 2, Oversubscription: f(0.5)}, fabric.SettingOversubscription, "oversubscription 0.5: a ratio from 1", units.ErrRange},
 		{"ratio NaN", fabric.EFASettings{Nodes: 2, Oversubscription: f(math.NaN())}, fabric.SettingOversubscription, "oversubscription NaN", units.ErrRange},
 		{"ratio past", fabric.EFASettings{Nodes: 2, Oversubscription: f(1025)}, fabric.SettingOversubscription, "oversubscription 1025", units.ErrRange},

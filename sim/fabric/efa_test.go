@@ -284,7 +284,7 @@ func TestEFARefusals(t *testing.T) {
 		{"devices per NIC not dividing", func(e *EFAParams) { e.DevicesPerNIC = 3 }, 32, 2, "EFA.DevicesPerNIC 3 does not divide"},
 		{"latency", func(e *EFAParams) { e.NICLatency = 1 << 63 }, 32, 2, "EFA.NICLatency"},
 		{"network", func(e *EFAParams) { e.Network = 9 }, 32, 2, "EFA.Network"},
-		{"routing", func(e *EFAParams) { e.Routing = 9 }, 32, 2, "EFA.Routing 9: not spray (0) or fixed (1)"},
+		{"routing", func(e *EFAParams) { e.Routing = 9 }, 32, 2, "EFA.Routing 9: not spray (0), fixed (1) or adaptive (2)"},
 		{"nodes not dividing", nil, 32, 3, "must divide the devices"},
 		{"uplink below 1 B/s", func(e *EFAParams) {
 			e.NICBandwidth, e.Oversubscription, e.Spines, e.Network, e.LeafPorts = 1, 1000, 4, FatTree, 1

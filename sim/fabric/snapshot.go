@@ -493,8 +493,8 @@ func (c snapshotCheck) sourceBusy() error {
 	return nil
 }
 
-// sprayNext checks the NICs' next spines: none but under RouteSpray with
-// spines, one per NIC, each a spine.
+// sprayNext checks the NICs' next spines: none but under RouteSpray or
+// RouteAdaptive with spines, one per NIC, each a spine.
 func (c snapshotCheck) sprayNext() error {
 	if len(c.snap.SprayNext) == 0 {
 		return nil

@@ -182,30 +182,36 @@ func TestSprayedDeliveryKeepsItsPath(t *testing.T) {
 }
 
 // TestSnapshotKeepsSprayTurns: the NICs' next spines (state.SprayNext)
-// survive a save and a load: the restored system's next write crosses
+// survive a save and a load, sprayed or adaptive (whose choice reads the
+// restored links' bookings too): the restored system's next write crosses
 // the spine the original's does, lands when it does, and the snapshot does
 // not share the NICs' turns with the live system.
 func TestSnapshotKeepsSprayTurns(t *testing.T) {
 	const n = 64 << 10
-	orig, err := New(sprayConfig(3, RouteSpray))
-	require.NoError(t, err)
-	reservedPath(t, orig, 0, 2, n, 0, 0x100000) // device 0's NIC: spine 0, next 1
-	var b bytes.Buffer
-	require.NoError(t, orig.Save(&b))
-	snap := orig.Snapshot()
-	restored, err := Load(bytes.NewReader(b.Bytes()))
-	require.NoError(t, err)
-	assert.Equal(t, orig.st.SprayNext, restored.st.SprayNext)
-	a, err := hwarch.FabricAddress(2, 0x100000+n)
-	require.NoError(t, err)
-	var lands [2]sim.Time
-	for i, s := range []*System{orig, restored} {
-		_, lands[i], err = s.ports[0].Reserve(0, 0, a, n, s.Now(), s.Now())
-		require.NoError(t, err)
-		assert.Equal(t, 1, spineOn(s, s.st.Reservations[0][0].Path))
+	for _, r := range []EFARouting{RouteSpray, RouteAdaptive} {
+		t.Run(r.String(), func(t *testing.T) {
+			orig, err := New(sprayConfig(3, r))
+			require.NoError(t, err)
+			reservedPath(t, orig, 0, 2, n, 0, 0x100000) // device 0's NIC: spine 0, next 1
+			var b bytes.Buffer
+			require.NoError(t, orig.Save(&b))
+			snap := orig.Snapshot()
+			restored, err := Load(bytes.NewReader(b.Bytes()))
+			require.NoError(t, err)
+			assert.Equal(t, orig.st.SprayNext, restored.st.SprayNext)
+			assert.Equal(t, r, restored.p.EFA.Routing)
+			a, err := hwarch.FabricAddress(2, 0x100000+n)
+			require.NoError(t, err)
+			var lands [2]sim.Time
+			for i, s := range []*System{orig, restored} {
+				_, lands[i], err = s.ports[0].Reserve(0, 0, a, n, s.Now(), s.Now())
+				require.NoError(t, err)
+				assert.Equal(t, 1, spineOn(s, s.st.Reservations[0][0].Path))
+			}
+			assert.Equal(t, lands[0], lands[1])
+			assert.NotEqual(t, snap.SprayNext, orig.st.SprayNext, "the snapshot's turns are its own")
+		})
 	}
-	assert.Equal(t, lands[0], lands[1])
-	assert.NotEqual(t, snap.SprayNext, orig.st.SprayNext, "the snapshot's turns are its own")
 }
 
 // TestSnapshotRefusesBadSprayTurns: a snapshot whose NICs' next spines do
@@ -225,6 +231,7 @@ func TestSnapshotRefusesBadSprayTurns(t *testing.T) {
 	}{
 		{"a spine past the last", RouteSpray, func(s *Snapshot) { s.SprayNext[1] = 3 }, "SprayNext[1]: spine 3 of 3"},
 		{"a NIC too many", RouteSpray, func(s *Snapshot) { s.SprayNext = append(s.SprayNext, 0) }, "SprayNext: 5 NICs' next spines in a network of 4 NICs"},
+		{"a spine past the last, adaptive", RouteAdaptive, func(s *Snapshot) { s.SprayNext[0] = 7 }, "SprayNext[0]: spine 7 of 3"},
 		{"turns under fixed routing", RouteFixed, func(s *Snapshot) { s.SprayNext = make([]uint32, 4) }, "SprayNext: 4 NICs' next spines in a system whose writes are not sprayed"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

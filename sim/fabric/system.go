@@ -70,9 +70,10 @@ type System struct {
 	// latency to the next node including a switch's forwarding.
 	chunkTime, hopDelay []uint64
 	// spray: writes that cross the EFA network's spines spread over them
-	// (RouteSpray, more than one spine), each reservation building its
-	// path in its own buffer (sprayPath).
-	spray bool
+	// (RouteSpray or RouteAdaptive, more than one spine), each reservation
+	// building its path in its own buffer (sprayPath); adaptive: by the
+	// spines' queues (RouteAdaptive).
+	spray, adaptive bool
 	// controlQueues[id] is whether a control write waits on link id for
 	// the chunks that reached it before it (System.control): on every link
 	// but the EFA network's (isEFAGroup), whose NICs serve their queue pairs
@@ -258,7 +259,8 @@ func New(cfg Config) (*System, error) {
 	}
 	s.readStep = largestStep(s.readTime)
 	s.fifo = s.p.Model == Aware && s.p.Endpoints != EndpointsIdeal
-	s.spray = topo.Scale != nil && topo.Scale.Spines > 1 && p.EFA.Routing == RouteSpray
+	s.spray = topo.Scale != nil && topo.Scale.Spines > 1 && p.EFA.Routing != RouteFixed
+	s.adaptive = s.spray && p.EFA.Routing == RouteAdaptive
 	s.st.Links = make([]LinkState, len(topo.Links))
 	for id := range topo.Links {
 		l := &topo.Links[id]
@@ -509,7 +511,7 @@ func (pt *port) reserve(e, q int, dst uint64, n int, start, sent uint64) (inject
 	}
 	r := s.slot(pt.dev, e*udma.Queues+q)
 	if s.spray {
-		path = s.sprayPath(r, path)
+		path = s.sprayPath(r, path, start)
 	}
 	if id := s.downLink(path); id >= 0 {
 		return 0, 0, fmt.Errorf("fabric: %s → %s: link %s: %w: %w", s.topo.Nodes[pt.dev].Name, s.topo.Nodes[dd].Name, s.topo.LinkName(id), ErrLinkDown, dma.ErrNeighbour)
@@ -546,14 +548,13 @@ func (pt *port) reserve(e, q int, dst uint64, n int, start, sent uint64) (inject
 	return injected, lands, nil
 }
 
-// sprayPath returns the path of a write under RouteSpray: path, the
-// topology's, with its leaf → spine → leaf links moved to the spine its
-// sending NIC takes next (state.SprayNext) or the first one after it whose
-// two links are up, built in r's own buffer; path itself when it crosses
-// no spine, already takes that one, or no spine has both links up (the
-// write is then refused naming a down link, and the NIC's turn stays).
-// The NIC's next write takes the spine after the one taken.
-func (s *System) sprayPath(r *Reservation, path []int) []int {
+// sprayPath returns the path of a write under RouteSpray or RouteAdaptive
+// starting at start: path, the topology's, with its leaf → spine → leaf
+// links moved to the spine nextSpine chooses, built in r's own buffer;
+// path itself when it crosses no spine, already takes that one, or no
+// spine has both links up (the write is then refused naming a down link,
+// and the NIC's turn stays). The NIC's turn moves past the spine taken.
+func (s *System) sprayPath(r *Reservation, path []int, start uint64) []int {
 	so := s.topo.Scale
 	i, nic, spine, from, to, ok := so.spineCrossing(s.topo, path)
 	if !ok {
@@ -562,21 +563,44 @@ func (s *System) sprayPath(r *Reservation, path []int) []int {
 	if s.st.SprayNext == nil {
 		s.st.SprayNext = so.sprayStart()
 	}
+	j := s.nextSpine(nic, from, to, start)
+	if j < 0 {
+		return path
+	}
+	s.st.SprayNext[nic] = uint32((j + 1) % so.Spines)
+	if j == spine {
+		return path
+	}
+	r.sprayed = append(r.sprayed[:0], path...)
+	r.sprayed[i], r.sprayed[i+1] = int(so.leafUp[from][j]), int(so.spineDown[j][to])
+	return r.sprayed
+}
+
+// nextSpine returns the spine a write of NIC nic from leaf from to leaf
+// to, starting at start, goes up to, or −1 when no spine has both its
+// links of the write's path up. Of the spines whose two links are up,
+// taken from the NIC's turn (state.SprayNext) on: under RouteSpray the
+// first; under RouteAdaptive the one whose link up from leaf from is
+// booked until the earliest time, no earlier than start (bookedUntil) —
+// the first of those equally free, so that over idle links it sprays.
+func (s *System) nextSpine(nic, from, to int, start uint64) int {
+	so := s.topo.Scale
 	first := int(s.st.SprayNext[nic])
+	best, bestFree := -1, uint64(0)
 	for k := range so.Spines {
 		j := (first + k) % so.Spines
-		if s.st.Links[so.leafUp[from][j]].Down || s.st.Links[so.spineDown[j][to]].Down {
+		up := so.leafUp[from][j]
+		if s.st.Links[up].Down || s.st.Links[so.spineDown[j][to]].Down {
 			continue
 		}
-		s.st.SprayNext[nic] = uint32((j + 1) % so.Spines)
-		if j == spine {
-			return path
+		if !s.adaptive {
+			return j
 		}
-		r.sprayed = append(r.sprayed[:0], path...)
-		r.sprayed[i], r.sprayed[i+1] = int(so.leafUp[from][j]), int(so.spineDown[j][to])
-		return r.sprayed
+		if free := max(s.st.Links[up].bookedUntil(), start); best < 0 || free < bestFree {
+			best, bestFree = j, free
+		}
 	}
-	return path
+	return best
 }
 
 // largestStep returns the largest step t[k+1] − t[k] of a table, or ^0
