@@ -247,6 +247,18 @@ func timingSweep(t *testing.T, spec fabric.SystemSpec, nodes int, params *fabric
 	return res.Reports[0]
 }
 
+// trn2NodesUS is the time in µs of op of size bytes on nodes nodes of
+// perNode Trn2 devices (a ring each), timing-only, over the EFA network
+// that mut makes of the default one.
+func trn2NodesUS(t *testing.T, nodes, perNode int, size int64, op enc.Op, mut func(*fabric.EFAParams)) float64 {
+	t.Helper()
+	g := hwarch.Cayman
+	p := cluster.DefaultParams(g, tablesOf(t, g))
+	mut(&p.EFA)
+	return sweepTimeUS(t, cluster.Config{Generation: g, Nodes: nodes, Switch: switchOf(g), Params: &p, TimingOnly: true},
+		cluster.SweepSystem{Devices: perNode * nodes, Kind: fabric.KindRing, Sizes: []int64{size}}, op)
+}
+
 // TestEFAMoreSpinesNeverSlower: an all-to-all across the nodes of a
 // network of several leaves takes no longer with more spines under fixed
 // routing, for spine counts up to the leaf's ports that divide them: each
@@ -265,8 +277,6 @@ func TestEFAMoreSpinesNeverSlower(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds systems of up to 32 devices")
 	}
-	g := hwarch.Cayman
-	tables := tablesOf(t, g)
 	for _, c := range []struct {
 		name   string
 		net    fabric.EFANetwork
@@ -280,7 +290,7 @@ func TestEFAMoreSpinesNeverSlower(t *testing.T) {
 	} {
 		for _, r := range []fabric.EFARouting{fabric.RouteSpray, fabric.RouteFixed, fabric.RouteAdaptive} {
 			t.Run(c.name+"-"+r.String(), func(t *testing.T) {
-				moreSpinesNeverSlower(t, g, tables, c.net, c.nodes, c.ports, c.spines, r)
+				moreSpinesNeverSlower(t, c.net, c.nodes, c.ports, c.spines, r)
 			})
 		}
 	}
@@ -290,14 +300,13 @@ func TestEFAMoreSpinesNeverSlower(t *testing.T) {
 // 16 MiB on nodes nodes of 4 devices, leaves of ports ports, with each of
 // the spine counts in turn under routing r, and holds each time to the one
 // before (within 1 % sprayed or adaptive).
-func moreSpinesNeverSlower(t *testing.T, g hwarch.Generation, tables *arch.Tables, net fabric.EFANetwork, nodes, ports int, spines []int, r fabric.EFARouting) {
+func moreSpinesNeverSlower(t *testing.T, net fabric.EFANetwork, nodes, ports int, spines []int, r fabric.EFARouting) {
 	t.Helper()
 	var prev float64
 	for i, s := range spines {
-		p := cluster.DefaultParams(g, tables)
-		p.EFA.Network, p.EFA.LeafPorts, p.EFA.Spines, p.EFA.Routing = net, ports, s, r
-		got := sweepTimeUS(t, cluster.Config{Generation: g, Nodes: nodes, Switch: switchOf(g), Params: &p, TimingOnly: true},
-			cluster.SweepSystem{Devices: 4 * nodes, Kind: fabric.KindRing, Sizes: []int64{16 << 20}}, enc.AllToAll)
+		got := trn2NodesUS(t, nodes, 4, 16<<20, enc.AllToAll, func(e *fabric.EFAParams) {
+			e.Network, e.LeafPorts, e.Spines, e.Routing = net, ports, s, r
+		})
 		t.Logf("%d spines: %.2f µs", s, got)
 		if i > 0 && r == fabric.RouteFixed {
 			assert.LessOrEqual(t, got, prev, "%d spines against %d", s, spines[i-1])
@@ -320,13 +329,10 @@ func TestEFASprayedPermute(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds systems of 16 devices")
 	}
-	g := hwarch.Cayman
-	tables := tablesOf(t, g)
 	run := func(spines int, r fabric.EFARouting) float64 {
-		p := cluster.DefaultParams(g, tables)
-		p.EFA.Network, p.EFA.LeafPorts, p.EFA.Oversubscription, p.EFA.Spines, p.EFA.Routing = fabric.FatTree, 4, 4, spines, r
-		return sweepTimeUS(t, cluster.Config{Generation: g, Nodes: 8, Switch: switchOf(g), Params: &p, TimingOnly: true},
-			cluster.SweepSystem{Devices: 16, Kind: fabric.KindRing, Sizes: []int64{4 << 20}}, enc.Permute)
+		return trn2NodesUS(t, 8, 2, 4<<20, enc.Permute, func(e *fabric.EFAParams) {
+			e.Network, e.LeafPorts, e.Oversubscription, e.Spines, e.Routing = fabric.FatTree, 4, 4, spines, r
+		})
 	}
 	one := run(1, fabric.RouteSpray)
 	assert.Equal(t, one, run(1, fabric.RouteFixed), "one spine: nothing to choose")
@@ -350,13 +356,10 @@ func TestEFAAdaptiveOversubscribed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds systems of 32 devices")
 	}
-	g := hwarch.Cayman
-	tables := tablesOf(t, g)
 	run := func(spines int, r fabric.EFARouting) float64 {
-		p := cluster.DefaultParams(g, tables)
-		p.EFA.LeafPorts, p.EFA.Oversubscription, p.EFA.Spines, p.EFA.Routing = 4, 2, spines, r
-		return sweepTimeUS(t, cluster.Config{Generation: g, Nodes: 8, Switch: switchOf(g), Params: &p, TimingOnly: true},
-			cluster.SweepSystem{Devices: 32, Kind: fabric.KindRing, Sizes: []int64{16 << 20}}, enc.AllToAll)
+		return trn2NodesUS(t, 8, 4, 16<<20, enc.AllToAll, func(e *fabric.EFAParams) {
+			e.LeafPorts, e.Oversubscription, e.Spines, e.Routing = 4, 2, spines, r
+		})
 	}
 	one := run(1, fabric.RouteAdaptive)
 	assert.Equal(t, run(1, fabric.RouteSpray), one, "one spine: nothing to choose")

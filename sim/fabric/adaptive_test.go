@@ -6,24 +6,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	hwarch "github.com/neuronsim/neuronsim/hw/arch"
-	"github.com/neuronsim/neuronsim/hw/udma"
-	sim "github.com/neuronsim/neuronsim/sim/simkernel"
 )
 
 // reserveAt reserves and posts a write of n bytes at addr from src to dst
 // on queue q starting at start, and returns the spine its path crosses
-// and when it lands.
+// (spineOn) and when it lands.
 func reserveAt(t *testing.T, s *System, src, dst, n, q int, addr, start uint64) (spine int, lands uint64) {
 	t.Helper()
-	a, err := hwarch.FabricAddress(dst, addr)
-	require.NoError(t, err)
-	_, at, err := s.ports[src].Reserve(0, q, a, n, sim.Time(start), sim.Time(start))
-	require.NoError(t, err)
-	spine = spineOn(s, s.st.Reservations[src][q].Path)
-	require.NoError(t, s.ports[src].Post(0, q, a, n, nil, udma.Reduce{}, at))
-	return spine, uint64(at)
+	path, lands := reservePath(t, s, src, dst, n, q, addr, start)
+	return spineOn(s, path), lands
 }
 
 // TestAdaptiveTakesLeastBookedSpine: under RouteAdaptive a write goes up

@@ -36,6 +36,18 @@ func smallSnapshot(t testing.TB, capturing bool) []byte {
 	return b.Bytes()
 }
 
+// saveAndLoad saves s and loads what it wrote: the loaded system, and s's
+// Snapshot taken after the save.
+func saveAndLoad(t *testing.T, s *System) (*System, *Snapshot) {
+	t.Helper()
+	var b bytes.Buffer
+	require.NoError(t, s.Save(&b))
+	snap := s.Snapshot()
+	restored, err := Load(bytes.NewReader(b.Bytes()))
+	require.NoError(t, err)
+	return restored, snap
+}
+
 // TestSnapshotRoundTrip: a restored system has the saved clock and faults,
 // and continues as the original (the fault fires in both; the devices
 // finish booting in both).
@@ -256,11 +268,7 @@ func TestSnapshotKeepsSourceTurns(t *testing.T) {
 	}
 	write(orig, 0) // books device 1's turns on the links past its own towards device 2
 	require.NotEmpty(t, orig.st.SourceBusy)
-	var b bytes.Buffer
-	require.NoError(t, orig.Save(&b))
-	snap := orig.Snapshot()
-	restored, err := Load(bytes.NewReader(b.Bytes()))
-	require.NoError(t, err)
+	restored, snap := saveAndLoad(t, orig)
 	assert.Equal(t, orig.st.SourceBusy, restored.st.SourceBusy)
 	in0, lands0 := write(orig, 1)
 	in1, lands1 := write(restored, 1)

@@ -1,7 +1,6 @@
 package fabric
 
 import (
-	"bytes"
 	"fmt"
 	"testing"
 
@@ -24,16 +23,26 @@ func sprayConfig(spines int, routing EFARouting) Config {
 }
 
 // reservedPath reserves a write of n bytes at addr from src to dst on
-// queue q and returns the path its reservation took (posting it).
+// queue q, starting at 1 µs, and returns the path its reservation took
+// (posting it).
 func reservedPath(t *testing.T, s *System, src, dst, n, q int, addr uint64) []int {
+	t.Helper()
+	path, _ := reservePath(t, s, src, dst, n, q, addr, 1000*ns)
+	return path
+}
+
+// reservePath reserves a write of n bytes at addr from src to dst on
+// queue q starting at start, posts it, and returns the path its
+// reservation took and when it lands.
+func reservePath(t *testing.T, s *System, src, dst, n, q int, addr, start uint64) ([]int, uint64) {
 	t.Helper()
 	a, err := hwarch.FabricAddress(dst, addr)
 	require.NoError(t, err)
-	_, lands, err := s.ports[src].Reserve(0, q, a, n, sim.Time(1000*ns), sim.Time(1000*ns))
+	_, lands, err := s.ports[src].Reserve(0, q, a, n, sim.Time(start), sim.Time(start))
 	require.NoError(t, err)
 	path := append([]int(nil), s.st.Reservations[src][q].Path...)
 	require.NoError(t, s.ports[src].Post(0, q, a, n, nil, udma.Reduce{}, lands))
-	return path
+	return path, uint64(lands)
 }
 
 // spineOn returns the spine a path crosses, -1 if none.
@@ -193,11 +202,7 @@ func TestSnapshotKeepsSprayTurns(t *testing.T) {
 			orig, err := New(sprayConfig(3, r))
 			require.NoError(t, err)
 			reservedPath(t, orig, 0, 2, n, 0, 0x100000) // device 0's NIC: spine 0, next 1
-			var b bytes.Buffer
-			require.NoError(t, orig.Save(&b))
-			snap := orig.Snapshot()
-			restored, err := Load(bytes.NewReader(b.Bytes()))
-			require.NoError(t, err)
+			restored, snap := saveAndLoad(t, orig)
 			assert.Equal(t, orig.st.SprayNext, restored.st.SprayNext)
 			assert.Equal(t, r, restored.p.EFA.Routing)
 			a, err := hwarch.FabricAddress(2, 0x100000+n)
