@@ -376,10 +376,14 @@ func (so *ScaleOut) NICCount() int { return so.Nodes * so.NICs }
 func (so *ScaleOut) sprayStart() []uint32 {
 	next := make([]uint32, so.NICCount())
 	for i := range next {
-		next[i] = uint32(int(so.nicPort[i]) % so.Spines)
+		next[i] = uint32(so.firstTurn(i))
 	}
 	return next
 }
+
+// firstTurn is NIC nic's first spine (sprayStart): its port on its leaf
+// mod Spines.
+func (so *ScaleOut) firstTurn(nic int) int { return int(so.nicPort[nic]) % so.Spines }
 
 // Spine returns the topology node of spine i (0..Spines−1).
 func (s *ScaleOut) Spine(i int) int { return s.spine0 + i }

@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -123,16 +124,80 @@ func TestSprayTakesSpinesInTurn(t *testing.T) {
 // write across leaves is refused naming a down link (ErrLinkDown), as
 // under fixed routing, and its NIC's turn stays where it was.
 func TestSprayAllSpinesDown(t *testing.T) {
-	s, err := New(sprayConfig(2, RouteSpray))
-	require.NoError(t, err)
-	for j := range 2 {
-		require.NoError(t, s.SetLinkDown(int(s.topo.Scale.leafUp[0][j]), true))
+	for _, r := range []EFARouting{RouteSpray, RouteAdaptive} {
+		t.Run(r.String(), func(t *testing.T) {
+			s, err := New(sprayConfig(2, r))
+			require.NoError(t, err)
+			reservedPath(t, s, 0, 2, 64<<10, 1, 0x200000) // device 0's NIC: spine 0, next 1
+			turns := slices.Clone(s.st.SprayNext)
+			for j := range 2 {
+				require.NoError(t, s.SetLinkDown(int(s.topo.Scale.leafUp[0][j]), true))
+			}
+			a, err := hwarch.FabricAddress(2, 0x100000)
+			require.NoError(t, err)
+			_, _, err = s.ports[0].Reserve(0, 0, a, 64<<10, sim.Time(1000*ns), sim.Time(1000*ns))
+			require.ErrorIs(t, err, ErrLinkDown)
+			assert.Equal(t, turns, s.st.SprayNext, "a refused write takes no turn")
+		})
 	}
-	a, err := hwarch.FabricAddress(2, 0x100000)
-	require.NoError(t, err)
-	_, _, err = s.ports[0].Reserve(0, 0, a, 64<<10, sim.Time(1000*ns), sim.Time(1000*ns))
-	require.ErrorIs(t, err, ErrLinkDown)
-	assert.Equal(t, s.topo.Scale.sprayStart(), s.st.SprayNext, "a refused write takes no turn")
+}
+
+// TestRefusedSprayChangesNothing: a write refused for a link down
+// elsewhere on its path (its NIC's link to its device) takes no turn of
+// its NIC, though a spine was up for it, and leaves alone the path of a
+// write its slot holds reserved and not yet posted, which goes on to land
+// (until this was fixed, the refused write's path was built in the
+// slot's buffer first: the pending write's path became the refused
+// one's, and it was lost when a link on the way to the other device went
+// down; FuzzSnapshotContinues found it, a restored system not sharing
+// the buffer).
+func TestRefusedSprayChangesNothing(t *testing.T) {
+	for _, r := range []EFARouting{RouteSpray, RouteAdaptive} {
+		t.Run(r.String(), func(t *testing.T) {
+			cfg := sprayConfig(2, r)
+			cfg.TimingOnly = false
+			s, err := New(cfg)
+			require.NoError(t, err)
+			so := s.topo.Scale
+			reservedPath(t, s, 0, 2, 4096, 1, 0x200000) // device 0's NIC: spine 0, next 1
+			// Queue 0 reserves a write to device 2, sprayed to spine 1
+			// (off the topology's path, spine 0), and does not post it.
+			a2, err := hwarch.FabricAddress(2, 0x100000)
+			require.NoError(t, err)
+			_, lands, err := s.ports[0].Reserve(0, 0, a2, 4096, sim.Time(1000*ns), sim.Time(1000*ns))
+			require.NoError(t, err)
+			pending := slices.Clone(s.st.Reservations[0][0].Path)
+			require.Equal(t, 1, spineOn(s, pending))
+			turns := slices.Clone(s.st.SprayNext)
+			// Device 0's link to its NIC down: a write to device 3 on the
+			// same slot is refused.
+			nicLink := -1
+			for _, id := range pending {
+				if s.topo.Links[id].To == so.nic0 {
+					nicLink = id
+				}
+			}
+			require.GreaterOrEqual(t, nicLink, 0)
+			require.NoError(t, s.SetLinkDown(nicLink, true))
+			a3, err := hwarch.FabricAddress(3, 0x100000)
+			require.NoError(t, err)
+			_, _, err = s.ports[0].Reserve(0, 0, a3, 4096, sim.Time(1000*ns), sim.Time(1000*ns))
+			require.ErrorIs(t, err, ErrLinkDown)
+			assert.Equal(t, turns, s.st.SprayNext, "a refused write takes no turn")
+			assert.Equal(t, pending, s.st.Reservations[0][0].Path, "the pending write's path")
+			require.NoError(t, s.SetLinkDown(nicLink, false))
+			require.NoError(t, s.ports[0].Post(0, 0, a2, 4096, make([]byte, 4096), udma.Reduce{}, lands))
+			// A link on the way to device 3 alone goes down: the write
+			// to device 2 lands.
+			path3, err := s.topo.Path(0, 3)
+			require.NoError(t, err)
+			last := path3[len(path3)-1]
+			require.NotContains(t, pending, last)
+			require.NoError(t, s.SetLinkDown(last, true))
+			s.Advance(sim.Millisecond)
+			assert.Equal(t, uint64(0), s.Stats().Dropped, s.Stats().LastError)
+		})
+	}
 }
 
 // TestSprayFlowHasWholeUplink: in the aware model one flow across leaves

@@ -71,7 +71,7 @@ type System struct {
 	chunkTime, hopDelay []uint64
 	// spray: writes that cross the EFA network's spines spread over them
 	// (RouteSpray or RouteAdaptive, more than one spine), each reservation
-	// building its path in its own buffer (sprayPath); adaptive: by the
+	// building its path in its own buffer (takeSpine); adaptive: by the
 	// spines' queues (RouteAdaptive).
 	spray, adaptive bool
 	// controlQueues[id] is whether a control write waits on link id for
@@ -510,11 +510,17 @@ func (pt *port) reserve(e, q int, dst uint64, n int, start, sent uint64) (inject
 		return 0, 0, fmt.Errorf("fabric: %s engine %d queue %d: %w", s.topo.Nodes[pt.dev].Name, e, q, udma.ErrEngine)
 	}
 	r := s.slot(pt.dev, e*udma.Queues+q)
+	c := noSpine
 	if s.spray {
-		path = s.sprayPath(r, path, start)
+		c = s.chooseSpine(path, start)
 	}
-	if id := s.downLink(path); id >= 0 {
+	// A refused write changes nothing: neither its NIC's turn nor the
+	// slot's path buffer, which a reservation not yet posted may hold.
+	if id := s.downLinkWith(path, c); id >= 0 {
 		return 0, 0, fmt.Errorf("fabric: %s → %s: link %s: %w: %w", s.topo.Nodes[pt.dev].Name, s.topo.Nodes[dd].Name, s.topo.LinkName(id), ErrLinkDown, dma.ErrNeighbour)
+	}
+	if c.j >= 0 {
+		path = s.takeSpine(r, path, c)
 	}
 	// The slot's fields are stored one by one, not as one Reservation
 	// built from its old hops and sprayed: stores only, with no load of a
@@ -548,31 +554,63 @@ func (pt *port) reserve(e, q int, dst uint64, n int, start, sent uint64) (inject
 	return injected, lands, nil
 }
 
-// sprayPath returns the path of a write under RouteSpray or RouteAdaptive
-// starting at start: path, the topology's, with its leaf → spine → leaf
-// links moved to the spine nextSpine chooses, built in r's own buffer;
-// path itself when it crosses no spine, already takes that one, or no
-// spine has both links up (the write is then refused naming a down link,
-// and the NIC's turn stays). The NIC's turn moves past the spine taken.
-func (s *System) sprayPath(r *Reservation, path []int, start uint64) []int {
-	so := s.topo.Scale
-	i, nic, spine, from, to, ok := so.spineCrossing(s.topo, path)
+// spineChoice is the spine a write that crosses the EFA network's spines
+// goes up to under RouteSpray or RouteAdaptive (chooseSpine): j, or −1
+// when the write crosses no spine or no spine has both its links of the
+// write's path up; and where: the path's leaf → spine link is at i (its
+// spine → leaf link at i+1), sent by NIC nic from leaf from to leaf to,
+// the topology's path taking spine spine.
+type spineChoice struct{ j, i, nic, spine, from, to int }
+
+// noSpine is the choice of a write that crosses no spine.
+var noSpine = spineChoice{j: -1}
+
+// chooseSpine returns the spine a write on path starting at start goes up
+// to (nextSpine), changing nothing: the NIC's turn moves only when the
+// write is reserved (takeSpine).
+func (s *System) chooseSpine(path []int, start uint64) spineChoice {
+	i, nic, spine, from, to, ok := s.topo.Scale.spineCrossing(s.topo, path)
 	if !ok {
-		return path
+		return noSpine
 	}
+	return spineChoice{j: s.nextSpine(nic, from, to, start), i: i, nic: nic, spine: spine, from: from, to: to}
+}
+
+// downLinkWith is downLink of path with c's spine in place of the one the
+// path takes: the first link down of the path's other links (c's two are
+// up, or nextSpine would not have chosen it), or -1. With no spine chosen
+// it is downLink(path): a write none of whose spines is up is refused
+// naming a link of the topology's path.
+func (s *System) downLinkWith(path []int, c spineChoice) int {
+	if c.j < 0 || c.j == c.spine {
+		return s.downLink(path)
+	}
+	if s.down == 0 {
+		return -1
+	}
+	for k, id := range path {
+		if k != c.i && k != c.i+1 && s.st.Links[id].Down {
+			return id
+		}
+	}
+	return -1
+}
+
+// takeSpine takes spine c.j for a write being reserved on path: its NIC's
+// turn moves past it (state.SprayNext), and the path returned is path
+// itself when it takes that spine already, else path with its leaf →
+// spine → leaf links moved to c.j, built in r's own buffer.
+func (s *System) takeSpine(r *Reservation, path []int, c spineChoice) []int {
+	so := s.topo.Scale
 	if s.st.SprayNext == nil {
 		s.st.SprayNext = so.sprayStart()
 	}
-	j := s.nextSpine(nic, from, to, start)
-	if j < 0 {
-		return path
-	}
-	s.st.SprayNext[nic] = uint32((j + 1) % so.Spines)
-	if j == spine {
+	s.st.SprayNext[c.nic] = uint32((c.j + 1) % so.Spines)
+	if c.j == c.spine {
 		return path
 	}
 	r.sprayed = append(r.sprayed[:0], path...)
-	r.sprayed[i], r.sprayed[i+1] = int(so.leafUp[from][j]), int(so.spineDown[j][to])
+	r.sprayed[c.i], r.sprayed[c.i+1] = int(so.leafUp[c.from][c.j]), int(so.spineDown[c.j][c.to])
 	return r.sprayed
 }
 
@@ -585,7 +623,10 @@ func (s *System) sprayPath(r *Reservation, path []int, start uint64) []int {
 // the first of those equally free, so that over idle links it sprays.
 func (s *System) nextSpine(nic, from, to int, start uint64) int {
 	so := s.topo.Scale
-	first := int(s.st.SprayNext[nic])
+	first := so.firstTurn(nic)
+	if s.st.SprayNext != nil {
+		first = int(s.st.SprayNext[nic])
+	}
 	best, bestFree := -1, uint64(0)
 	for k := range so.Spines {
 		j := (first + k) % so.Spines
