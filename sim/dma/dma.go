@@ -12,6 +12,8 @@ package dma
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"unsafe"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
@@ -449,12 +451,12 @@ func checkEngine(es *EngineState) error {
 	if _, err := units.PS("BusyUntil", es.BusyUntil); err != nil {
 		return err
 	}
-	for off := range es.Regs {
+	for _, off := range slices.Sorted(maps.Keys(es.Regs)) { // in order: the same error for the same state
 		if off >= udma.EngineRegSize || off%4 != 0 {
 			return fmt.Errorf("Regs: storage register %#x: not a 4-aligned offset below %#x", off, udma.EngineRegSize)
 		}
-		if _, _, _, ok := decodeQueue(off); ok {
-			return fmt.Errorf("Regs: storage register %#x is a queue register", off)
+		if !stored(off) {
+			return fmt.Errorf("Regs: storage register %#x is a register the engine's state models, never kept as storage", off)
 		}
 	}
 	for q := range es.Queues {

@@ -21,6 +21,35 @@ func decodeQueue(off uint64) (half uint64, q int, reg uint64, ok bool) {
 	return half, int(off / udma.QueueStride), off % udma.QueueStride, true
 }
 
+// queueModelled reports whether register reg of a queue's half (udma.M2S
+// or udma.S2M) is a field of the queue's state — its configuration, ring,
+// doorbell, status, head, tail and software control — which ReadReg and
+// WriteReg handle; a queue's other registers (its rate limiter, its
+// completion configuration, …) are kept as storage (EngineState.Regs),
+// like any register of the engine's window that is not modelled.
+func queueModelled(half, reg uint64) bool {
+	switch reg {
+	case udma.QCfg, udma.QBaseLo, udma.QBaseHi, udma.QLength, udma.QTailInc, udma.QStatus, udma.QHead, udma.QTail:
+		return true
+	}
+	return (half == udma.M2S && reg == udma.QSwCtrlM2S) || (half == udma.S2M && reg == udma.QSwCtrlS2M)
+}
+
+// stored reports whether WriteReg keeps a write to off as storage, which
+// ReadReg reads back: a register of the engine's window neither modelled
+// by a queue's state (queueModelled) nor the engine's state change, state
+// or error-queues register.
+func stored(off uint64) bool {
+	if half, _, reg, ok := decodeQueue(off); ok && queueModelled(half, reg) {
+		return false
+	}
+	switch off {
+	case udma.M2S + udma.ChangeState, udma.S2M + udma.ChangeState, udma.M2S + udma.EngineState, udma.S2M + udma.EngineState, udma.M2S + udma.ErrorQueues:
+		return false
+	}
+	return true
+}
+
 func (qs *QueueState) half(h uint64) *HalfState {
 	if h == udma.S2M {
 		return &qs.S2M
@@ -33,7 +62,7 @@ func (qs *QueueState) half(h uint64) *HalfState {
 // written (0 at reset).
 func (c *Controller) ReadReg(e int, off uint64) uint32 {
 	es := c.view(e)
-	if half, q, reg, ok := decodeQueue(off); ok {
+	if half, q, reg, ok := decodeQueue(off); ok && queueModelled(half, reg) {
 		qs := &es.Queues[q]
 		h := qs.half(half)
 		switch reg {
@@ -80,7 +109,7 @@ func (c *Controller) ReadReg(e int, off uint64) uint32 {
 // WriteReg is a 32-bit write of engine e's register at off.
 func (c *Controller) WriteReg(e int, off uint64, v uint32) {
 	es := c.engine(e)
-	if half, q, reg, ok := decodeQueue(off); ok {
+	if half, q, reg, ok := decodeQueue(off); ok && queueModelled(half, reg) {
 		qs := &es.Queues[q]
 		h := qs.half(half)
 		switch {

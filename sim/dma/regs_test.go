@@ -323,7 +323,11 @@ func TestStateRestore(t *testing.T) {
 		{"base-low-bits", func(s *State) { s.Engines[0].Queues[0].S2M.BaseLo = 0x21 }},
 		{"storage-past-the-window", func(s *State) { s.Engines[0].Regs = map[uint64]uint32{udma.EngineRegSize: 1} }},
 		{"storage-misaligned", func(s *State) { s.Engines[0].Regs = map[uint64]uint32{0x102: 1} }},
-		{"storage-at-a-queue-register", func(s *State) { s.Engines[0].Regs = map[uint64]uint32{udma.QueueBase: 1} }},
+		{"storage-at-a-queue-register", func(s *State) { s.Engines[0].Regs = map[uint64]uint32{udma.QueueBase + udma.QCfg: 1} }},
+		{"storage-at-the-other-halfs-sw-ctrl", func(s *State) {
+			s.Engines[0].Regs = map[uint64]uint32{udma.S2M + udma.QueueBase + 2*udma.QueueStride + udma.QSwCtrlS2M: 1}
+		}},
+		{"storage-at-change-state", func(s *State) { s.Engines[0].Regs = map[uint64]uint32{udma.S2M + udma.ChangeState: 1} }},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
@@ -339,6 +343,34 @@ func TestStateRestore(t *testing.T) {
 
 // TestQueueBounds: Queue refuses ids outside the device; Fire ignores
 // arguments that name no queue or an older epoch.
+// TestUnmodelledQueueRegistersRestore: a queue's registers the model
+// keeps as storage — its rate limiter's mask (+0x74) and its completion
+// configuration (+0x54, +0xa0), which the driver writes as it opens a
+// queue, and the other half's software control — read back what was
+// written, and a state holding them restores (it was refused as storage
+// inside a queue's block, so that a device the driver had opened a queue
+// on could not be restored: FuzzDeviceSnapshotContinues found it).
+func TestUnmodelledQueueRegistersRestore(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	regs := []uint64{
+		udma.QueueBase + 0x74,
+		udma.S2M + udma.QueueBase + 3*udma.QueueStride + 0x54,
+		udma.S2M + udma.QueueBase + 3*udma.QueueStride + 0xa0,
+		udma.S2M + udma.QueueBase + udma.QSwCtrlM2S, // the M2S half's q_sw_ctrl offset, in the S2M half
+	}
+	for i, off := range regs {
+		r.c.WriteReg(1, off, uint32(0x100+i))
+		assert.Equal(t, uint32(0x100+i), r.c.ReadReg(1, off), "%#x", off)
+	}
+	s := r.c.State()
+	r2 := newRig(t, rigOpts{})
+	require.NoError(t, r2.c.Restore(s))
+	for i, off := range regs {
+		assert.Equal(t, uint32(0x100+i), r2.c.ReadReg(1, off), "%#x after a restore", off)
+	}
+	assert.Equal(t, s, r2.c.State())
+}
+
 func TestQueueBounds(t *testing.T) {
 	r := newRig(t, rigOpts{})
 	for _, eq := range [][2]int{{-1, 0}, {34, 0}, {0, -1}, {0, 16}} {
