@@ -134,6 +134,88 @@ func fuzzWantErr(closed bool, sizes bar.Sizes, b int, off uint64, n int) error {
 	return nil
 }
 
+// decodeDevFuzzConfig decodes the header of a FuzzDeviceBAR input — three
+// bytes: the generation, the revision (fuzzRevisions), and flags (bit 0:
+// start ready; bits 1-2: firmware timing 0 fuzzFirmware, 1
+// fuzzFirmwareInstant, 2 fuzzFirmwareSlowAck) — into the configuration of
+// the device it drives.
+func decodeDevFuzzConfig(in *devFuzzIn) DeviceConfig {
+	g := hwarch.Generations()[int(in.u8())%3]
+	rev := fuzzRevisions[int(in.u8())%len(fuzzRevisions)]
+	flags := in.u8()
+	fw := fuzzFirmware
+	switch flags & 6 {
+	case 2:
+		fw = fuzzFirmwareInstant
+	case 4:
+		fw = fuzzFirmwareSlowAck
+	}
+	return DeviceConfig{Generation: g, Revision: rev, Firmware: fw, Ready: flags&1 != 0, RoutingID: 1}
+}
+
+// devOp is one operation of a FuzzDeviceBAR input, decoded (decodeDevOp):
+// what to call on the device, with which arguments.
+type devOp struct {
+	code     byte          // fopRead32 … fopQEMUReset, or fopClose
+	bar      int           // the BAR of an access
+	off      uint64        // its offset
+	n        int           // the words of fopReadBAR and fopWriteBAR (0..64)
+	val      uint32        // the word written (fopWriteBAR: the first; words), the mailbox request's type, the QEMU register's value
+	resetMap uint32        // the mailbox request's TPB reset map
+	dur      time.Duration // fopSleep's duration
+}
+
+// decodeDevOp decodes the operation of code byte op (already read from in:
+// fopClose, or any other byte modulo fopCount) and its operands, for a
+// device of geometry geo whose registers are on BAR reg and whose
+// fuzzBases are bases. It reads the operands the device would take, in
+// that order, and depends on nothing the device does.
+func decodeDevOp(in *devFuzzIn, op byte, geo *hwarch.Geometry, reg int, bases []uint64) devOp {
+	if op == fopClose {
+		return devOp{code: fopClose}
+	}
+	o := devOp{code: op % fopCount}
+	switch o.code {
+	case fopRead32:
+		o.bar = fuzzBAR(in, reg)
+		o.off = fuzzOffset(in, bases)
+	case fopWrite32:
+		o.bar = fuzzBAR(in, reg)
+		o.off = fuzzOffset(in, bases)
+		o.val = in.u32()
+	case fopReadBAR:
+		o.bar = fuzzBAR(in, reg)
+		o.off = fuzzOffset(in, bases)
+		o.n = int(in.u8()) % 65
+	case fopWriteBAR:
+		o.bar = fuzzBAR(in, reg)
+		o.off = fuzzOffset(in, bases)
+		o.n = int(in.u8()) % 65
+		o.val = in.u32()
+	case fopSleep:
+		o.dur = time.Duration(in.u16()) * 10 * time.Nanosecond
+	case fopMailboxReset:
+		o.val = uint32(in.u8() % 4)
+		o.resetMap = geo.TPBResetMap(uint32(in.u8()))
+	case fopQEMUReset:
+		v, asMap := uint32(in.u8()), in.u8()&1 == 0
+		if geo.Generation != hwarch.Sunda && asMap {
+			v = geo.TPBResetMap(v)
+		}
+		o.val = v
+	}
+	return o
+}
+
+// words returns the words an fopWriteBAR writes: val, val+1, … (n of them).
+func (o devOp) words() []uint32 {
+	src := make([]uint32, o.n)
+	for i := range src {
+		src[i] = o.val + uint32(i)
+	}
+	return src
+}
+
 var fuzzSentinels = []error{hwarch.ErrBadBAR, hwarch.ErrBAROffset, hwarch.ErrAlignment, hwarch.ErrDeviceClosed}
 
 // fuzzProg builds FuzzDeviceBAR inputs: seeds stay readable and correct.
@@ -281,20 +363,10 @@ func FuzzDeviceBAR(f *testing.F) {
 //     every doorbell has been answered (+0x800 reads 0).
 func fuzzDeviceBAR(t *testing.T, data []byte) {
 	in := &devFuzzIn{b: data}
-	g := hwarch.Generations()[int(in.u8())%3]
-	rev := fuzzRevisions[int(in.u8())%len(fuzzRevisions)]
-	flags := in.u8()
-	ready := flags&1 != 0
-	fw := fuzzFirmware
-	switch flags & 6 {
-	case 2:
-		fw = fuzzFirmwareInstant
-	case 4:
-		fw = fuzzFirmwareSlowAck
-	}
-	d, err := NewDevice(DeviceConfig{Generation: g, Revision: rev, Firmware: fw, Ready: ready, RoutingID: 1})
+	cfg := decodeDevFuzzConfig(in)
+	d, err := NewDevice(cfg)
 	if err != nil {
-		t.Fatalf("NewDevice(%s, rev %#x): %v", g, rev, err)
+		t.Fatalf("NewDevice(%s, rev %#x): %v", cfg.Generation, cfg.Revision, err)
 	}
 	geo := d.Geometry()
 	reg := d.RegisterBAR()
@@ -350,119 +422,101 @@ func fuzzDeviceBAR(t *testing.T, data []byte) {
 		var wroteShadow map[uint64]uint32 // shadow offsets an accepted write covered, with the values
 		accepted, words, isWrite, sleep := false, 0, false, false
 
-		switch op := in.u8(); {
-		case op == fopClose:
+		switch o := decodeDevOp(in, in.u8(), geo, reg, bases); o.code {
+		case fopClose:
 			if err := d.Close(); (err == nil) == closed {
 				t.Fatalf("Close: err %v with closed=%v", err, closed)
 			} else if err != nil && !errors.Is(err, hwarch.ErrDeviceClosed) {
 				t.Fatalf("Close: %v", err)
 			}
 			closed = true
-		default:
-			switch op % fopCount {
-			case fopRead32:
-				b := fuzzBAR(in, reg)
-				off := fuzzOffset(in, bases)
-				v, err := d.Read32(b, off)
-				if accepted = checkErr("Read32", b, off, 1, err); accepted {
-					words = 1
-					if wasQuiet {
-						if b == reg {
-							if _, _, ok := d.Atlas().Lookup(off); !ok && v != bar.UnmappedRead {
-								t.Fatalf("unmapped read bar %d %#x = %#x", b, off, v)
-							}
-							if want, ok := known[off]; ok && v != want {
-								t.Fatalf("shadow register %#x reads %#x, want %#x", off, v, want)
-							}
-						}
-						if b == hwarch.BAR4 {
-							if _, ok := d.BAR4().Translate(off); !ok && v != bar.UnmappedRead {
-								t.Fatalf("unmapped BAR4 read %#x = %#x", off, v)
-							}
-						}
-					}
-				} else if v != 0 {
-					t.Fatalf("refused Read32 returned %#x", v)
-				}
-			case fopWrite32:
-				b := fuzzBAR(in, reg)
-				off := fuzzOffset(in, bases)
-				v := in.u32()
-				err := d.Write32(b, off, v)
-				if accepted = checkErr("Write32", b, off, 1, err); accepted {
-					words, isWrite = 1, true
+		case fopRead32:
+			b, off := o.bar, o.off
+			v, err := d.Read32(b, off)
+			if accepted = checkErr("Read32", b, off, 1, err); accepted {
+				words = 1
+				if wasQuiet {
 					if b == reg {
-						if _, ok := known[off]; ok {
-							wroteShadow = map[uint64]uint32{off: v}
+						if _, _, ok := d.Atlas().Lookup(off); !ok && v != bar.UnmappedRead {
+							t.Fatalf("unmapped read bar %d %#x = %#x", b, off, v)
+						}
+						if want, ok := known[off]; ok && v != want {
+							t.Fatalf("shadow register %#x reads %#x, want %#x", off, v, want)
+						}
+					}
+					if b == hwarch.BAR4 {
+						if _, ok := d.BAR4().Translate(off); !ok && v != bar.UnmappedRead {
+							t.Fatalf("unmapped BAR4 read %#x = %#x", off, v)
 						}
 					}
 				}
-			case fopReadBAR:
-				b := fuzzBAR(in, reg)
-				off := fuzzOffset(in, bases)
-				n := int(in.u8()) % 65
-				if accepted = checkErr("ReadBAR", b, off, n, d.ReadBAR(b, off, make([]uint32, n))); accepted {
-					words = n
+			} else if v != 0 {
+				t.Fatalf("refused Read32 returned %#x", v)
+			}
+		case fopWrite32:
+			b, off, v := o.bar, o.off, o.val
+			err := d.Write32(b, off, v)
+			if accepted = checkErr("Write32", b, off, 1, err); accepted {
+				words, isWrite = 1, true
+				if b == reg {
+					if _, ok := known[off]; ok {
+						wroteShadow = map[uint64]uint32{off: v}
+					}
 				}
-			case fopWriteBAR:
-				b := fuzzBAR(in, reg)
-				off := fuzzOffset(in, bases)
-				n := int(in.u8()) % 65
-				v := in.u32()
-				src := make([]uint32, n)
-				for i := range src {
-					src[i] = v + uint32(i)
-				}
-				if accepted = checkErr("WriteBAR", b, off, n, d.WriteBAR(b, off, src)); accepted {
-					words, isWrite = n, true
-					if b == reg {
-						for _, i := range shadowed(off, n) {
-							if wroteShadow == nil {
-								wroteShadow = map[uint64]uint32{}
-							}
-							wroteShadow[off+4*uint64(i)] = src[i]
+			}
+		case fopReadBAR:
+			b, off, n := o.bar, o.off, o.n
+			if accepted = checkErr("ReadBAR", b, off, n, d.ReadBAR(b, off, make([]uint32, n))); accepted {
+				words = n
+			}
+		case fopWriteBAR:
+			b, off, n := o.bar, o.off, o.n
+			src := o.words()
+			if accepted = checkErr("WriteBAR", b, off, n, d.WriteBAR(b, off, src)); accepted {
+				words, isWrite = n, true
+				if b == reg {
+					for _, i := range shadowed(off, n) {
+						if wroteShadow == nil {
+							wroteShadow = map[uint64]uint32{}
 						}
+						wroteShadow[off+4*uint64(i)] = src[i]
 					}
 				}
-			case fopSleep:
-				sleep = true
-				dur := time.Duration(in.u16()) * 10 * time.Nanosecond
-				err := d.Sleep(dur)
-				if closed {
-					if !errors.Is(err, hwarch.ErrDeviceClosed) {
-						t.Fatalf("Sleep on a closed device: %v", err)
-					}
-				} else {
-					if err != nil {
-						t.Fatalf("Sleep: %v", err)
-					}
-					if got := d.Now(); got != now+FromDuration(dur) {
-						t.Fatalf("Sleep(%v) moved the clock from %v to %v", dur, now, got)
-					}
+			}
+		case fopSleep:
+			sleep = true
+			dur := o.dur
+			err := d.Sleep(dur)
+			if closed {
+				if !errors.Is(err, hwarch.ErrDeviceClosed) {
+					t.Fatalf("Sleep on a closed device: %v", err)
 				}
-			case fopMailboxReset: // a whole mailbox request: map, type, doorbell
-				typ := uint32(in.u8() % 4)
-				m := geo.TPBResetMap(uint32(in.u8()))
-				misc := geo.BAR0.MiscRAM
-				err := d.WriteBAR(reg, misc+hwarch.MiscResetTPBMap, []uint32{m})
-				if err == nil {
-					err = d.Write32(reg, misc+hwarch.MiscResetRequest, typ)
+			} else {
+				if err != nil {
+					t.Fatalf("Sleep: %v", err)
 				}
-				if err == nil {
-					err = d.Write32(reg, misc+hwarch.MiscTrigger, 1)
+				if got := d.Now(); got != now+FromDuration(dur) {
+					t.Fatalf("Sleep(%v) moved the clock from %v to %v", dur, now, got)
 				}
-				if accepted = checkErr("mailbox reset", reg, misc, 1, err); accepted {
-					words, isWrite = 3, true
-				}
-			case fopQEMUReset:
-				v, asMap := uint32(in.u8()), in.u8()&1 == 0
-				if g != hwarch.Sunda && asMap {
-					v = geo.TPBResetMap(v)
-				}
-				off := geo.BAR0.QEMUResetReg
-				if accepted = checkErr("QEMU reset", reg, off, 1, d.Write32(reg, off, v)); accepted {
-					words, isWrite = 1, true
-				}
+			}
+		case fopMailboxReset: // a whole mailbox request: map, type, doorbell
+			typ, m := o.val, o.resetMap
+			misc := geo.BAR0.MiscRAM
+			err := d.WriteBAR(reg, misc+hwarch.MiscResetTPBMap, []uint32{m})
+			if err == nil {
+				err = d.Write32(reg, misc+hwarch.MiscResetRequest, typ)
+			}
+			if err == nil {
+				err = d.Write32(reg, misc+hwarch.MiscTrigger, 1)
+			}
+			if accepted = checkErr("mailbox reset", reg, misc, 1, err); accepted {
+				words, isWrite = 3, true
+			}
+		case fopQEMUReset:
+			v := o.val
+			off := geo.BAR0.QEMUResetReg
+			if accepted = checkErr("QEMU reset", reg, off, 1, d.Write32(reg, off, v)); accepted {
+				words, isWrite = 1, true
 			}
 		}
 
