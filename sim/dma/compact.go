@@ -16,8 +16,9 @@ import (
 // Expand gives the State it stands for.
 type CompactState struct {
 	Engines  []CompactEngine
-	HBMFree  uint64 // State.HBMFree
-	HostFree uint64 // State.HostFree
+	HBMFree  uint64  // State.HBMFree
+	HostFree uint64  // State.HostFree
+	Bursts   []Burst // State.Bursts
 }
 
 // CompactEngine is one engine of a CompactState: its whole state, or nil
@@ -31,7 +32,7 @@ type CompactEngine struct {
 // CompactState returns a deep copy of the state, every engine as its reset
 // left it written as its epoch alone.
 func (c *Controller) CompactState() CompactState {
-	s := CompactState{Engines: make([]CompactEngine, len(c.st.engines)), HBMFree: c.st.hbmFree, HostFree: c.st.hostFree}
+	s := CompactState{Engines: make([]CompactEngine, len(c.st.engines)), HBMFree: c.st.hbmFree, HostFree: c.st.hostFree, Bursts: c.bursts()}
 	for i, le := range c.st.engines {
 		if le == nil {
 			s.Engines[i].Epoch = c.st.fresh[i]
@@ -53,11 +54,11 @@ func (c *Controller) CompactState() CompactState {
 }
 
 // CompactStateBytes bounds the memory CompactState takes for its copy,
-// without making it: an entry an engine, and the state and storage
-// registers of every engine not as its reset left it (each made engine is
-// compared with its reset state, 2.3 KiB).
+// without making it: an entry an engine, the state and storage registers
+// of every engine not as its reset left it (each made engine is compared
+// with its reset state, 2.3 KiB), and the bursts.
 func (c *Controller) CompactStateBytes() uint64 {
-	n := simkernel.SliceBytes(len(c.st.engines), unsafe.Sizeof(CompactEngine{}))
+	n := simkernel.SliceBytes(len(c.st.engines), unsafe.Sizeof(CompactEngine{})) + c.burstBytes()
 	for _, es := range c.st.engines {
 		if es == nil {
 			continue
@@ -81,7 +82,7 @@ func (s CompactState) Expand(engines int) (State, error) {
 	if len(s.Engines) != engines {
 		return State{}, fmt.Errorf("dma: restore: %d engines, the device has %d: %w", len(s.Engines), engines, ErrInvalidState)
 	}
-	out := State{Engines: make([]EngineState, len(s.Engines)), HBMFree: s.HBMFree, HostFree: s.HostFree}
+	out := State{Engines: make([]EngineState, len(s.Engines)), HBMFree: s.HBMFree, HostFree: s.HostFree, Bursts: cloneBursts(s.Bursts)}
 	for i, ce := range s.Engines {
 		switch {
 		case ce.State == nil:

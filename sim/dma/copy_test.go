@@ -450,3 +450,90 @@ func TestDescriptorPrefetch(t *testing.T) {
 	assert.Equal(t, make([]byte, 16), r.bus.peek(t, other, 16), "the rewritten descriptor was already fetched")
 	assert.Equal(t, uint64(4), r.queue(0, 3).Done)
 }
+
+// TestBurstKeptInState: a controller restored from a state taken while a
+// queue holds a burst of fetched descriptors runs them as the one saved
+// does — the descriptor software rewrote after its doorbell included,
+// which the saved one runs as it fetched it — and the state carries the
+// burst (State.Bursts), a copy of its own. Restore used to drop the bursts,
+// so the restored controller fetched the rewritten descriptor and the two
+// parted (FuzzDeviceSnapshotContinues, in package sim, found it).
+func TestBurstKeptInState(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	r.normal(0)
+	d := r.setupQueue(0, 3, r.host, 32)
+	src := r.alloc(r.hbm, 64, 64)
+	r.bus.poke(t, src, bytes.Repeat([]byte{7}, 64))
+	dst := []uint64{r.alloc(r.hbm, 64, 64), r.alloc(r.hbm, 64, 64), r.alloc(r.hbm, 64, 64)}
+	other := r.alloc(r.hbm, 64, 64)
+	for _, a := range dst {
+		d.push(src, a, 16)
+	}
+	d.doorbell() // the first pair in flight, the other two fetched
+	s := r.c.State()
+	require.Len(t, s.Bursts, 2, "both halves of queue 3 hold a burst")
+	for _, b := range s.Bursts {
+		assert.Equal(t, 0, b.Engine)
+		assert.Equal(t, 3, b.Queue)
+		assert.Len(t, b.Desc, 2)
+	}
+	// Rewrite the third S2M descriptor: too late for both.
+	var b [udma.DescriptorSize]byte
+	rxDesc(t, other, 16, udma.FirstRingID).Put(b[:])
+	r.bus.poke(t, d.s2m.base+2*udma.DescriptorSize, b[:])
+
+	r2 := newRig(t, rigOpts{})
+	for i, reg := range r.bus.regions {
+		copy(r2.bus.regions[i].mem, reg.mem)
+	}
+	require.NoError(t, r2.c.Restore(s))
+	s.Bursts[0].Desc[0] = udma.Descriptor{} // the caller's copy stays its own
+	r2.clk.now, r2.clk.seq = r.clk.now, r.clk.seq
+	r2.clk.heap = append([]event(nil), r.clk.heap...)
+	r.mustDrain()
+	r2.mustDrain()
+	for _, rr := range []*rig{r, r2} {
+		for i, a := range dst {
+			assert.Equal(t, bytes.Repeat([]byte{7}, 16), rr.bus.peek(t, a, 16), "destination %d", i)
+		}
+		assert.Equal(t, make([]byte, 16), rr.bus.peek(t, other, 16), "the rewritten descriptor was already fetched")
+	}
+	assert.Equal(t, r.c.State(), r2.c.State())
+}
+
+// TestBurstsRefused: a state whose bursts could not be a controller's is
+// refused, naming the burst, and changes nothing.
+func TestBurstsRefused(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	r.normal(0)
+	d := r.setupQueue(0, 3, r.host, 32)
+	src, dst := r.alloc(r.hbm, 64, 64), r.alloc(r.hbm, 64, 64)
+	d.push(src, dst, 16)
+	d.push(src, dst, 16)
+	d.doorbell()
+	good := r.c.State()
+	require.NotEmpty(t, good.Bursts)
+	for _, c := range []struct {
+		name, want string
+		mut        func(s *State)
+	}{
+		{"engine past the last", "Bursts[0]: engine 999", func(s *State) { s.Bursts[0].Engine = 999 }},
+		{"queue past the last", "Bursts[0]: queue 16 of 16", func(s *State) { s.Bursts[0].Queue = 16 }},
+		{"half 2", "Bursts[0]: half 2", func(s *State) { s.Bursts[0].Half = 2 }},
+		{"no descriptors", "Bursts[0]: 0 descriptors", func(s *State) { s.Bursts[0].Desc = nil }},
+		{"17 descriptors", "Bursts[0]: 17 descriptors", func(s *State) { s.Bursts[0].Desc = make([]udma.Descriptor, 17) }},
+		{"twice", "given twice", func(s *State) { s.Bursts = append(s.Bursts, s.Bursts[0]) }},
+		{"another epoch", "Bursts[0]: epoch", func(s *State) { s.Bursts[0].Epoch++ }},
+		{"an engine as reset left it", "as its reset left it", func(s *State) { s.Bursts[0].Engine = 1 }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := r.c.State()
+			c.mut(&s)
+			before := r.c.State()
+			err := r.c.Restore(s)
+			require.ErrorIs(t, err, ErrInvalidState)
+			assert.Contains(t, err.Error(), c.want)
+			assert.Equal(t, before, r.c.State(), "a refused restore changes nothing")
+		})
+	}
+}

@@ -131,8 +131,9 @@ type EngineState struct {
 // State is the whole mutable state of a device's DMA engines.
 type State struct {
 	Engines  []EngineState
-	HBMFree  uint64 // when the shared HBM bandwidth is next free
-	HostFree uint64 // when the shared host link is next free
+	HBMFree  uint64  // when the shared HBM bandwidth is next free
+	HostFree uint64  // when the shared host link is next free
+	Bursts   []Burst // the descriptors queues fetched ahead and have not run
 }
 
 // liveState is [State] as a Controller holds it: an engine's state is made
@@ -349,7 +350,7 @@ var _ simkernel.Stateful[State] = (*Controller)(nil)
 
 // State returns a deep copy of the controller's state.
 func (c *Controller) State() State {
-	s := State{Engines: make([]EngineState, len(c.st.engines)), HBMFree: c.st.hbmFree, HostFree: c.st.hostFree}
+	s := State{Engines: make([]EngineState, len(c.st.engines)), HBMFree: c.st.hbmFree, HostFree: c.st.hostFree, Bursts: c.bursts()}
 	for i := range c.st.engines {
 		es := c.engineState(i)
 		regs := make(map[uint64]uint32, len(es.Regs))
@@ -385,13 +386,14 @@ func (c *Controller) Restore(s State) error {
 			c.st.engines[e], c.st.fresh[e] = nil, epoch
 			continue
 		}
-		own := &liveEngine{EngineState: *es} // a deep copy, so the caller's s stays its own; no prefetch state: fetched again from the restored memory
+		own := &liveEngine{EngineState: *es} // a deep copy, so the caller's s stays its own
 		own.Regs = nil
 		for k, v := range es.Regs {
 			own.setReg(k, v)
 		}
 		c.st.engines[e] = own
 	}
+	c.restoreBursts(s.Bursts)
 	return nil
 }
 
@@ -439,7 +441,7 @@ func (c *Controller) check(s *State) error {
 			return fmt.Errorf("engine %d: %w", e, err)
 		}
 	}
-	return nil
+	return checkBursts(s)
 }
 
 func checkEngine(es *EngineState) error {
@@ -507,9 +509,9 @@ func checkQueue(qs *QueueState) error {
 
 // StateBytes bounds the memory State takes for its copy, without making
 // it: every engine's state written in full (engines as their last reset
-// left them included) and each engine's storage registers.
+// left them included), each engine's storage registers and the bursts.
 func (c *Controller) StateBytes() uint64 {
-	n := simkernel.SliceBytes(len(c.st.engines), unsafe.Sizeof(EngineState{}))
+	n := simkernel.SliceBytes(len(c.st.engines), unsafe.Sizeof(EngineState{})) + c.burstBytes()
 	for _, es := range c.st.engines {
 		regs := 0
 		if es != nil {

@@ -28,7 +28,7 @@ import (
 
 // SnapshotVersion is the version of the snapshot format Save writes and
 // Load accepts.
-const SnapshotVersion = 14
+const SnapshotVersion = 15
 
 // Snapshot is a whole system: its configuration, its virtual time and
 // pending events, host memory, every device (memory pages, registers, DMA
@@ -953,6 +953,7 @@ func checkSnapshotVersion(v uint32) error {
 		11: "version 11 (before the links counted the folds of those arrivals, LinkState.Folds) is no longer read",
 		12: "version 12 (before the contention-free model kept each device's turns on the links past its own, Snapshot.SourceBusy) is no longer read",
 		13: "version 13 (before the EFA parameters kept how a leaf chooses a write's spine, EFAParams.Routing) is no longer read",
+		14: "version 14 (before the DMA engines kept the descriptors their queues had fetched ahead, dma.State.Bursts) is no longer read",
 	}
 	switch w, old := why[v]; {
 	case v == SnapshotVersion:

@@ -390,7 +390,8 @@ func TestLoadRefusesByName(t *testing.T) {
 		{"version 11", func() []byte { b := append([]byte(nil), good...); b[8] = 11; return b }(), LoadOptions{}, "version 11 (before the links counted the folds", nil},
 		{"version 12", func() []byte { b := append([]byte(nil), good...); b[8] = 12; return b }(), LoadOptions{}, "version 12 (before the contention-free model kept each device's turns", nil},
 		{"version 13", func() []byte { b := append([]byte(nil), good...); b[8] = 13; return b }(), LoadOptions{}, "version 13 (before the EFA parameters kept how a leaf chooses a write's spine", nil},
-		{"version 15", func() []byte { b := append([]byte(nil), good...); b[8] = 15; return b }(), LoadOptions{}, "version 15; this build reads version 14", nil},
+		{"version 14", func() []byte { b := append([]byte(nil), good...); b[8] = 14; return b }(), LoadOptions{}, "version 14 (before the DMA engines kept the descriptors their queues had fetched ahead", nil},
+		{"version 16", func() []byte { b := append([]byte(nil), good...); b[8] = 16; return b }(), LoadOptions{}, "version 16; this build reads version 15", nil},
 		{"other layout", otherLayout, LoadOptions{}, "layout fingerprint", nil},
 		{"too many devices for the limit", good, LoadOptions{MaxBytes: 1 << 20}, "a system of 2 devices takes about 2 MiB", ErrSnapshotLimit},
 		{"trailing decoded bytes", trailing, LoadOptions{}, fmt.Sprintf("decompresses to more than the %d bytes its header declares", len(raw)), nil},
@@ -410,7 +411,7 @@ func TestLoadRefusesByName(t *testing.T) {
 	}
 }
 
-// TestSnapshotLayoutPinned: the layout of format version 14 (version 2 had
+// TestSnapshotLayoutPinned: the layout of format version 15 (version 2 had
 // the host memory's buffers in a map and its free list as pairs; version 3
 // has both as slices of sim.HostExtent; version 4 has LinkState.Spans for
 // LinkState.Free; version 5 has Snapshot.DeviceID, sim.DeviceState.Boot
@@ -420,16 +421,17 @@ func TestLoadRefusesByName(t *testing.T) {
 // Snapshot.Nodes and Params.EFA; version 9 has Params.SecondLevel;
 // version 10 has DeviceImage.DMA a dma.CompactState; version 11 has
 // LinkState.Queue; version 12 has LinkState.Folds; version 13 has
-// Snapshot.SourceBusy; version 14 has EFAParams.Routing). A
+// Snapshot.SourceBusy; version 14 has EFAParams.Routing; version 15 has
+// dma.CompactState.Bursts). A
 // change to a state type changes the fingerprint and fails here: bump
 // SnapshotVersion (old files are then refused by name) and record the new
 // fingerprint.
 func TestSnapshotLayoutPinned(t *testing.T) {
 	got, err := snapshotLayout()
 	require.NoError(t, err)
-	const version14 = 0x16a8a77e7084b32a
-	require.Equal(t, 14, SnapshotVersion, "a new version pins its fingerprint here")
-	assert.Equalf(t, uint64(version14), got, "the Snapshot's encoded layout changed (fingerprint %#016x): bump SnapshotVersion and pin the new fingerprint", got)
+	const version15 = 0x34aada4b2b785f2a
+	require.Equal(t, 15, SnapshotVersion, "a new version pins its fingerprint here")
+	assert.Equalf(t, uint64(version15), got, "the Snapshot's encoded layout changed (fingerprint %#016x): bump SnapshotVersion and pin the new fingerprint", got)
 }
 
 // FuzzRestoreEncoding feeds mutated snapshot encodings, compressed and
