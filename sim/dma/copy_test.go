@@ -425,11 +425,7 @@ func TestSelfReset(t *testing.T) {
 // no effect, as on hardware, while descriptors made available later are
 // fetched when they are; a queue reset drops the burst.
 func TestDescriptorPrefetch(t *testing.T) {
-	r := newRig(t, rigOpts{})
-	r.normal(0)
-	d := r.setupQueue(0, 3, r.host, 32)
-	src := r.alloc(r.hbm, 64, 64)
-	r.bus.poke(t, src, bytes.Repeat([]byte{7}, 64))
+	r, d, src := prefetchRig(t)
 	dst := []uint64{r.alloc(r.hbm, 64, 64), r.alloc(r.hbm, 64, 64), r.alloc(r.hbm, 64, 64), r.alloc(r.hbm, 64, 64)}
 	other := r.alloc(r.hbm, 64, 64)
 	slot2 := d.s2m.base + 2*udma.DescriptorSize
@@ -451,6 +447,19 @@ func TestDescriptorPrefetch(t *testing.T) {
 	assert.Equal(t, uint64(4), r.queue(0, 3).Done)
 }
 
+// prefetchRig is the prefetch tests' rig: engine 0 normal, its queue 3
+// set up with rings of 32 descriptors in host memory, and a 64-byte source
+// of sevens in HBM.
+func prefetchRig(t *testing.T) (*rig, *drvQueue, uint64) {
+	t.Helper()
+	r := newRig(t, rigOpts{})
+	r.normal(0)
+	d := r.setupQueue(0, 3, r.host, 32)
+	src := r.alloc(r.hbm, 64, 64)
+	r.bus.poke(t, src, bytes.Repeat([]byte{7}, 64))
+	return r, d, src
+}
+
 // TestBurstKeptInState: a controller restored from a state taken while a
 // queue holds a burst of fetched descriptors runs them as the one saved
 // does — the descriptor software rewrote after its doorbell included,
@@ -459,11 +468,7 @@ func TestDescriptorPrefetch(t *testing.T) {
 // so the restored controller fetched the rewritten descriptor and the two
 // parted (FuzzDeviceSnapshotContinues, in package sim, found it).
 func TestBurstKeptInState(t *testing.T) {
-	r := newRig(t, rigOpts{})
-	r.normal(0)
-	d := r.setupQueue(0, 3, r.host, 32)
-	src := r.alloc(r.hbm, 64, 64)
-	r.bus.poke(t, src, bytes.Repeat([]byte{7}, 64))
+	r, d, src := prefetchRig(t)
 	dst := []uint64{r.alloc(r.hbm, 64, 64), r.alloc(r.hbm, 64, 64), r.alloc(r.hbm, 64, 64)}
 	other := r.alloc(r.hbm, 64, 64)
 	for _, a := range dst {
