@@ -747,9 +747,9 @@ func endOf(d *Device) (string, DeviceSnapshot) {
 // page (their pages are 4 KiB arrays, which a plain diff would print
 // whole) and the DMA engines one by one, then whole. Nothing is left out:
 // Snapshot holds no cache or pointer identity of the device (the DMA
-// prefetch bursts and scratch buffers, the host memory's lookup cache and
-// the BAR4 buffer are not in it), so a restored device that goes on as
-// the original gives an equal snapshot.
+// scratch buffers, the host memory's lookup cache and the BAR4 buffer are
+// not in it; the DMA prefetch bursts are state, dma.State.Bursts), so a
+// restored device that goes on as the original gives an equal snapshot.
 func requireSameSnapshot(t *testing.T, want, got DeviceSnapshot, what string) {
 	t.Helper()
 	require.Equal(t, want.Config, got.Config, "%s: configuration", what)
@@ -1080,17 +1080,16 @@ func contSeeds(tb testing.TB) []contSeed {
 // FuzzDeviceBAR's, cut after their first and third operations, and
 // contSeeds.
 //
-// Two inputs in testdata/fuzz/FuzzDeviceSnapshotContinues fail, on
-// defects of the DMA model this test found, and are kept failing until
-// they are fixed: dma-queue-storage-register-refused-by-restore (a write
-// to a queue register the model keeps as plain storage, such as the rate
-// limit mask driver 2.24.7.0 writes in udma_q_init, makes a snapshot that
-// NewDeviceFromSnapshot and Restore refuse: sim/dma's checkEngine takes
-// any storage offset inside a queue's block for invalid, where WriteReg
-// stores it), and dma-prefetch-burst-not-in-snapshot (a descriptor
-// rewritten in its ring after it was made available and prefetched: the
-// device goes on with the prefetched copy, a restored one fetches the new
-// one, since the prefetch bursts are not in the snapshot).
+// Two inputs in testdata/fuzz/FuzzDeviceSnapshotContinues are the
+// defects of the DMA model this test found, fixed since:
+// dma-queue-storage-register-refused-by-restore (a write to a queue
+// register the model keeps as plain storage, such as the rate limit mask
+// driver 2.24.7.0 writes in udma_q_init, made a snapshot that
+// NewDeviceFromSnapshot and Restore refused) and
+// dma-prefetch-burst-not-in-snapshot (a descriptor rewritten in its ring
+// after it was made available and prefetched: the device went on with the
+// prefetched copy, a restored one fetched the new one, until the bursts
+// were kept in dma.State).
 func FuzzDeviceSnapshotContinues(f *testing.F) {
 	for _, s := range fuzzSeeds() {
 		for _, cut := range []uint8{1, 3} {
