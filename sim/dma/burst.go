@@ -26,12 +26,12 @@ type Burst struct {
 	Desc          []udma.Descriptor
 }
 
-// bursts returns a copy of the bursts of the made engines that can still
+// eachBurst calls fn with each burst of the made engines that can still
 // be run: those not empty, fetched in their queue's present epoch, on an
 // engine not as its last reset left it (whose rings are empty: none of
-// its bursts can run). Others are dropped, as readDescriptor would.
-func (c *Controller) bursts() []Burst {
-	var out []Burst
+// its bursts can run), and the burst's descriptors not yet run. Others
+// are left out, as readDescriptor would drop them.
+func (c *Controller) eachBurst(fn func(e, q, h int, pf *prefetch, desc []udma.Descriptor)) {
 	for e, le := range c.st.engines {
 		if le == nil {
 			continue
@@ -48,33 +48,27 @@ func (c *Controller) bursts() []Burst {
 				if pf.n == 0 || pf.epoch != le.Queues[q].Epoch {
 					continue
 				}
-				out = append(out, Burst{Engine: e, Queue: q, Half: h, Base: pf.base, Length: pf.length, Start: pf.start,
-					Phase: pf.phase, Epoch: pf.epoch, Desc: slices.Clone(f.desc[h][pf.next : pf.next+pf.n])})
+				fn(e, q, h, pf, f.desc[h][pf.next:pf.next+pf.n])
 			}
 		}
 	}
+}
+
+// bursts returns a copy of the bursts that can still be run (eachBurst).
+func (c *Controller) bursts() []Burst {
+	var out []Burst
+	c.eachBurst(func(e, q, h int, pf *prefetch, desc []udma.Descriptor) {
+		out = append(out, Burst{Engine: e, Queue: q, Half: h, Base: pf.base, Length: pf.length, Start: pf.start,
+			Phase: pf.phase, Epoch: pf.epoch, Desc: slices.Clone(desc)})
+	})
 	return out
 }
 
-// burstBytes bounds the memory bursts takes for its copy.
+// burstBytes bounds the memory bursts takes for its copy: the bursts it
+// copies, each counted at a whole burst's descriptors.
 func (c *Controller) burstBytes() uint64 {
-	var n, descs int
-	for _, le := range c.st.engines {
-		if le == nil {
-			continue
-		}
-		for _, f := range le.fetch {
-			if f == nil {
-				continue
-			}
-			for h := range f.half {
-				if k := int(f.half[h].n); k > 0 {
-					n++
-					descs += k
-				}
-			}
-		}
-	}
+	n := 0
+	c.eachBurst(func(int, int, int, *prefetch, []udma.Descriptor) { n++ })
 	return simkernel.SliceBytes(n, unsafe.Sizeof(Burst{})) + uint64(n)*simkernel.SliceBytes(prefetchDescriptors, unsafe.Sizeof(udma.Descriptor{}))
 }
 
