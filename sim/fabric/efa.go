@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	hwarch "github.com/neuronsim/neuronsim/hw/arch"
 	"github.com/neuronsim/neuronsim/internal/units"
@@ -134,7 +135,7 @@ func ParseEFARouting(s string) (EFARouting, error) {
 			return EFARouting(r), nil
 		}
 	}
-	return 0, fmt.Errorf("%w %q: accepted words are spray|fixed|adaptive", ErrUnknownEFARouting, s)
+	return 0, fmt.Errorf("%w %q: accepted words are %s", ErrUnknownEFARouting, s, strings.Join(efaRoutingNames[:], "|"))
 }
 
 // Set implements pflag.Value.
@@ -155,7 +156,12 @@ func (r EFARouting) refusal() string {
 	if int(r) < len(efaRoutingNames) {
 		return ""
 	}
-	return fmt.Sprintf("not spray (%d), fixed (%d) or adaptive (%d)", RouteSpray, RouteFixed, RouteAdaptive)
+	words := make([]string, len(efaRoutingNames))
+	for i, name := range efaRoutingNames {
+		words[i] = fmt.Sprintf("%s (%d)", name, i)
+	}
+	last := len(words) - 1
+	return "not " + strings.Join(words[:last], ", ") + " or " + words[last]
 }
 
 // EFAParams are the parameters of the EFA scale-out network that joins the
